@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/rsdump/rsdump/internal/digest"
+	"github.com/rsdump/rsdump/internal/sitemap"
+	"github.com/rsdump/rsdump/pack"
+)
+
+const packHelp = `Usage: rsdump pack SRC --base-url URL -o OUTDIR [flags]
+
+Writes a ResourceSync Resource Dump of every regular file under SRC:
+OUTDIR/resourcedump-00001.zip, ... each with manifest.xml at its top level
+and the bitstreams under resources/; a detached copy of each manifest
+(resourcedump-00001.manifest.xml); and OUTDIR/resourcedump.xml, written last.
+
+A file's <loc> is the base URL plus its path relative to SRC. Packages are
+written under temporary names and renamed when complete; running the same
+command again after an interruption reuses the packages already finished.
+
+Exit status: 0 success, 1 failure (a file could not be read, changed while
+read, or an output could not be written), 2 usage error, 130 interrupted.
+`
+
+type packFlags struct {
+	out, baseURL, dumpURL, capList, hashes, compress, at string
+	maxSize                                               int64
+	level, jobs                                           int
+	skipChanged, follow, quiet, json                      bool
+}
+
+func runPack(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var f packFlags
+	fs := newFlags("pack")
+	fs.StringVarP(&f.out, "output", "o", "", "write the dump into `DIR` (required)")
+	fs.StringVar(&f.baseURL, "base-url", "", "`URL` prefix of every bitstream's <loc> (required)")
+	fs.StringVar(&f.dumpURL, "dump-url", "", "`URL` prefix of the packages (default: the base URL)")
+	fs.StringVar(&f.capList, "capability-list", "", "`URL` of the Capability List, linked as rel=\"up\"")
+	fs.StringVar(&f.hashes, "hash", "sha-256", "manifest hash `ALGS`, comma-separated: md5, sha-1, sha-256, sha-512, blake3")
+	fs.StringVar(&f.compress, "compress", "auto", "`MODE`: auto (store compressed media and data that does not shrink), store or deflate")
+	fs.IntVar(&f.level, "level", 6, "deflate `LEVEL`, 1 (fast) to 9 (small)")
+	fs.Int64Var(&f.maxSize, "max-package-size", pack.DefaultMaxPackageSize, "split packages at `BYTES` (a larger file gets a package of its own)")
+	fs.StringVar(&f.at, "at", "", "snapshot `TIME` (W3C datetime) for every at/completed attribute; same input and --at give identical packages")
+	fs.BoolVar(&f.skipChanged, "skip-changed", false, "leave out files that change while read, with a warning, instead of failing")
+	fs.BoolVar(&f.follow, "follow-symlinks", false, "pack the targets of symbolic links instead of skipping them")
+	fs.IntVarP(&f.jobs, "jobs", "j", 0, "parallel readers and compressors (default: number of CPUs)")
+	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress and no summary")
+	fs.BoolVar(&f.json, "json", false, "print a machine-readable summary on stdout")
+	if err := parse(fs, args, packHelp, stdout); err != nil {
+		return err
+	}
+	opts, err := f.options(fs.Args())
+	if err != nil {
+		return err
+	}
+	return doPack(ctx, fs.Arg(0), f, opts, stdout, stderr)
+}
+
+func (f *packFlags) options(args []string) (pack.Options, error) {
+	var o pack.Options
+	if len(args) != 1 {
+		return o, usagef("pack takes one source directory, got %d arguments", len(args))
+	}
+	if f.out == "" || f.baseURL == "" {
+		return o, usagef("pack needs -o OUTDIR and --base-url URL")
+	}
+	hashes, err := digest.ParseList(f.hashes)
+	if err != nil {
+		return o, usageError{err}
+	}
+	comp, err := pack.ParseCompression(f.compress)
+	if err != nil {
+		return o, usageError{err}
+	}
+	o = pack.Options{BaseURL: f.baseURL, DumpURL: f.dumpURL, CapabilityList: f.capList, Hashes: hashes,
+		Compress: comp, Level: f.level, MaxPackageSize: f.maxSize, SkipChanged: f.skipChanged,
+		FollowSymlinks: f.follow, Jobs: f.jobs}
+	if f.maxSize <= 0 {
+		return o, usagef("--max-package-size must be positive")
+	}
+	if f.at != "" {
+		if o.At, err = sitemap.ParseTime(f.at); err != nil {
+			return o, usagef("--at: %v", err)
+		}
+	}
+	return o, nil
+}
+
+func doPack(ctx context.Context, src string, f packFlags, o pack.Options, stdout, stderr io.Writer) error {
+	p := newProgress(stderr, f.quiet, "packing")
+	done := 0
+	o.Events = func(e pack.Event) {
+		switch e := e.(type) {
+		case pack.FileDone:
+			p.add(e.Bytes, fmt.Sprintf("package %d", done+1))
+		case pack.PackageDone:
+			done++
+			if !f.quiet {
+				p.message("rsdump: %s: %s, %d bitstreams%s", e.Package.Name, fmtBytes(e.Package.Length), e.Package.Bitstreams, reusedNote(e.Package.Reused))
+			}
+		case pack.Warning:
+			p.message("rsdump: warning: %s", e)
+		}
+	}
+	res, err := pack.Pack(ctx, src, f.out, o)
+	p.done()
+	if err != nil {
+		return err
+	}
+	return printPackSummary(res, f, stdout)
+}
+
+func reusedNote(reused bool) string {
+	if reused {
+		return " (reused from the interrupted run)"
+	}
+	return ""
+}
+
+type packSummary struct {
+	Packages   int     `json:"packages"`
+	Reused     int     `json:"reused"`
+	Bitstreams int     `json:"bitstreams"`
+	Bytes      int64   `json:"bytes"`
+	Skipped    int     `json:"skipped"`
+	Seconds    float64 `json:"seconds"`
+	MBps       float64 `json:"mb_per_s"`
+	Document   string  `json:"document"`
+}
+
+func printPackSummary(res *pack.Result, f packFlags, stdout io.Writer) error {
+	s := packSummary{Packages: len(res.Packages), Bitstreams: res.Bitstreams, Bytes: res.Bytes,
+		Skipped: res.Skipped, Seconds: res.Elapsed.Seconds(), Document: res.Document}
+	for _, p := range res.Packages {
+		if p.Reused {
+			s.Reused++
+		}
+	}
+	if res.Elapsed > 0 {
+		s.MBps = float64(res.Bytes) / 1e6 / res.Elapsed.Seconds()
+	}
+	if f.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(s)
+	}
+	if !f.quiet {
+		fmt.Fprintf(stdout, "%s: %d packages (%d reused), %d bitstreams, %s in %s (%.1f MB/s), %d skipped\n",
+			s.Document, s.Packages, s.Reused, s.Bitstreams, fmtBytes(s.Bytes), res.Elapsed.Round(time.Millisecond), s.MBps, s.Skipped)
+	}
+	return nil
+}

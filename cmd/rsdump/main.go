@@ -1,0 +1,138 @@
+// Command rsdump packs, publishes, fetches and verifies ResourceSync
+// Resource Dumps. This file only dispatches subcommands and maps errors to
+// exit codes; each command lives in its own file.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/pflag"
+)
+
+// Exit codes, the same for every command.
+const (
+	exitOK       = 0
+	exitFailed   = 1 // the job failed, or (verify) problems were found
+	exitUsage    = 2 // bad flags or arguments, or (verify) could not run
+	exitCanceled = 130
+)
+
+const usage = `rsdump moves large collections between institutions exactly, as
+ResourceSync Resource Dumps: ZIP packages whose manifest lists every
+bitstream's URI, length and hashes.
+
+Usage:
+  rsdump pack SRC --base-url URL -o OUTDIR [flags]   write a Resource Dump of SRC
+
+Run 'rsdump COMMAND --help' for a command's flags.
+
+Exit status: 0 success, 1 failure, 2 usage error, 130 interrupted.
+`
+
+type command struct {
+	name string
+	run  func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+var commands = []command{
+	{"pack", runPack},
+}
+
+// usageError marks errors that exit with status 2.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// exitError carries an explicit exit status chosen by a command (verify's 1
+// for problems found, say) with an optional message.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stdout, usage)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	for _, c := range commands {
+		if c.name == args[0] {
+			return exitCode(c.run(ctx, args[1:], stdout, stderr), stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "rsdump: unknown command %q\n%s", args[0], usage)
+	return exitUsage
+}
+
+// exitCode prints err, if any, and maps it to the exit status.
+func exitCode(err error, stderr io.Writer) int {
+	var ue usageError
+	var ee exitError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, pflag.ErrHelp):
+		return exitOK
+	case errors.As(err, &ee):
+		if ee.err != nil {
+			fmt.Fprintf(stderr, "rsdump: %v\n", ee.err)
+		}
+		return ee.code
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintln(stderr, "rsdump: interrupted")
+		return exitCanceled
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "rsdump: %v\n", err)
+		return exitUsage
+	}
+	fmt.Fprintf(stderr, "rsdump: error: %v\n", err)
+	return exitFailed
+}
+
+// newFlags returns a FlagSet whose errors the caller reports.
+func newFlags(name string) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.SortFlags = false
+	return fs
+}
+
+// parse parses flags, printing help on --help, and turns flag errors into
+// usage errors.
+func parse(fs *pflag.FlagSet, args []string, help string, stdout io.Writer) error {
+	err := fs.Parse(args)
+	if errors.Is(err, pflag.ErrHelp) {
+		fmt.Fprint(stdout, help, "\nFlags:\n", fs.FlagUsages())
+		return err
+	}
+	if err != nil {
+		return usageError{err}
+	}
+	return nil
+}

@@ -1,0 +1,70 @@
+package pack
+
+import (
+	"fmt"
+	"time"
+)
+
+// Event is something Pack reports while it works. Library code never
+// prints; the CLI renders these.
+type Event interface{ event() }
+
+// FileDone reports a bitstream written to a package (or reused).
+type FileDone struct {
+	Path  string // relative to the source directory
+	Bytes int64
+}
+
+// PackageDone reports a finished package.
+type PackageDone struct {
+	Package PackageInfo
+}
+
+// Warning reports something left out or odd, which did not stop the run.
+type Warning struct {
+	Path string
+	Msg  string
+}
+
+func (FileDone) event()    {}
+func (PackageDone) event() {}
+func (Warning) event()     {}
+
+func (w Warning) String() string { return fmt.Sprintf("%s: %s", w.Path, w.Msg) }
+
+// PackageInfo describes a written package.
+type PackageInfo struct {
+	Name       string // file name in the output directory
+	Manifest   string // file name of the detached manifest
+	Metalink   string // file name of the .meta4, when written
+	Length     int64
+	SHA256     string
+	At         time.Time
+	Completed  time.Time
+	Bitstreams int
+	Bytes      int64 // bitstream bytes, uncompressed
+	Reused     bool  // taken from an interrupted earlier run
+}
+
+// Result sums up a Pack run.
+type Result struct {
+	Packages   []PackageInfo
+	Bitstreams int
+	Bytes      int64
+	Skipped    int // files left out (symlinks, special files, changed files)
+	Document   string
+	Elapsed    time.Duration
+}
+
+// FileError is an error reading or packing one source file.
+type FileError struct {
+	Path string
+	Err  error
+}
+
+func (e *FileError) Error() string { return fmt.Sprintf("%s: %v", e.Path, e.Err) }
+func (e *FileError) Unwrap() error { return e.Err }
+
+// ErrChanged is wrapped in a FileError when a file's size or modification
+// time differ after it was read.
+var ErrChanged = fmt.Errorf("file changed while it was read")

@@ -1,0 +1,223 @@
+// Package pack is the Source side of rsdump: it walks a directory and
+// writes a ResourceSync Resource Dump, ZIP packages with a manifest.xml
+// each and a resourcedump.xml listing them (Z39.99-2014 §11).
+//
+// Every source byte is read once: a worker reads a file into memory and
+// feeds the manifest hashes, CRC-32 and compressor from that one buffer;
+// files too large for that stream through the same hashes straight into
+// the package. Packages are hashed as they are written.
+package pack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/semaphore"
+)
+
+// inflight bounds the bytes read ahead of the package writer.
+const inflight = 96 << 20
+
+// Pack writes a Resource Dump of the regular files under src into outDir.
+// Running it again after an interruption reuses the packages already
+// completed.
+func Pack(ctx context.Context, src, outDir string, opts Options) (*Result, error) {
+	o := opts
+	if err := o.setDefaults(); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return nil, err
+	}
+	removeStaleTemps(outDir)
+	at, pinned := o.At.UTC(), !o.At.IsZero()
+	if !pinned {
+		at = start.UTC().Truncate(time.Millisecond)
+	}
+	j, err := openJournal(outDir, optionsKey(&o, src), at, pinned)
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	defer j.close()
+	r := &run{opts: &o, src: src, dir: outDir, at: j.head.At, pinned: pinned, journal: j}
+	r.events = serialize(o.Events)
+	if err := r.pipeline(ctx); err != nil {
+		return nil, err
+	}
+	return r.finish(start)
+}
+
+func optionsKey(o *Options, src string) string {
+	abs, _ := filepath.Abs(src)
+	return fmt.Sprintf("%s|%s|%s|%s|%v|%s|%d|%d|%d|%v|%v", abs, o.BaseURL, o.DumpURL, o.CapabilityList,
+		o.Hashes, o.Compress, o.Level, o.MaxPackageSize, o.MaxEntries, o.Metalink != nil, pieceLength(o))
+}
+
+func serialize(f func(Event)) func(Event) {
+	var mu sync.Mutex
+	return func(e Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		f(e)
+	}
+}
+
+// run holds the state of one Pack call.
+type run struct {
+	opts    *Options
+	src     string
+	dir     string
+	at      time.Time
+	pinned  bool
+	journal *journal
+	events  func(Event)
+	sem     *semaphore.Weighted
+
+	pkgs    []PackageInfo
+	skipped atomic.Int64
+}
+
+// task is what the package writer receives, in package order.
+type task struct {
+	start  *planned       // a package begins
+	reused *PackageInfo   // the package begun is taken from the journal
+	it     item           // a file to append...
+	fut    chan *prepared // ...prepared by a worker, or nil to stream it
+	end    bool           // the package is complete
+}
+
+type work struct {
+	it  item
+	fut chan *prepared
+}
+
+func (r *run) pipeline(ctx context.Context) error {
+	g, ctx := errgroup.WithContext(ctx)
+	r.sem = semaphore.NewWeighted(inflight)
+	plans := make(chan planned, 1)
+	tasks := make(chan task, 4096)
+	works := make(chan work, 64)
+	g.Go(func() error { defer close(plans); return r.plan(ctx, plans) })
+	g.Go(func() error { defer close(tasks); defer close(works); return r.dispatch(ctx, plans, tasks, works) })
+	for range r.opts.Jobs {
+		g.Go(func() error { return r.work(ctx, works) })
+	}
+	g.Go(func() error { return r.write(ctx, tasks) })
+	return g.Wait()
+}
+
+func (r *run) plan(ctx context.Context, out chan<- planned) error {
+	p := &planner{opts: r.opts, emit: func(pl planned) error { return send(ctx, out, pl) }}
+	w := &walker{ctx: ctx, follow: r.opts.FollowSymlinks, visit: p.add, warn: r.skip}
+	if err := w.walk(r.src); err != nil {
+		return err
+	}
+	return p.flush()
+}
+
+// skip reports a file the walk leaves out.
+func (r *run) skip(path, msg string) {
+	r.skipped.Add(1)
+	r.warn(path, msg)
+}
+
+func (r *run) warn(path, msg string) {
+	r.events(Warning{Path: path, Msg: msg})
+}
+
+func send[T any](ctx context.Context, c chan<- T, v T) error {
+	select {
+	case c <- v:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// dispatch hands small files to the workers and every file, in order, to
+// the writer. The semaphore keeps read-ahead memory bounded.
+func (r *run) dispatch(ctx context.Context, plans <-chan planned, tasks chan<- task, works chan<- work) error {
+	for pl := range plans {
+		t := task{start: &pl}
+		if info, ok := r.journal.reusable(r.dir, pl); ok {
+			t.reused = &info
+			if err := send(ctx, tasks, t); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := send(ctx, tasks, t); err != nil {
+			return err
+		}
+		for _, it := range pl.items {
+			if err := r.dispatchItem(ctx, it, tasks, works); err != nil {
+				return err
+			}
+		}
+		if err := send(ctx, tasks, task{end: true}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *run) dispatchItem(ctx context.Context, it item, tasks chan<- task, works chan<- work) error {
+	if it.size > smallMax {
+		return send(ctx, tasks, task{it: it})
+	}
+	if err := r.sem.Acquire(ctx, budget(it)); err != nil {
+		return err
+	}
+	fut := make(chan *prepared, 1)
+	if err := send(ctx, works, work{it, fut}); err != nil {
+		return err
+	}
+	return send(ctx, tasks, task{it: it, fut: fut})
+}
+
+// budget is the memory a small file may hold while prepared: its bytes
+// and, briefly, their compressed copy.
+func budget(it item) int64 { return 2*it.size + 4096 }
+
+func (r *run) work(ctx context.Context, works <-chan work) error {
+	enc, err := newEncoder(r.opts)
+	if err != nil {
+		return err
+	}
+	for w := range works {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		w.fut <- enc.prepare(w.it)
+	}
+	return nil
+}
+
+func (r *run) finish(start time.Time) (*Result, error) {
+	completed := time.Now().UTC().Truncate(time.Millisecond)
+	if r.pinned {
+		completed = r.at
+	}
+	if err := writeDump(r.opts, r.dir, r.at, completed, r.pkgs); err != nil {
+		return nil, err
+	}
+	if err := r.journal.finish(); err != nil {
+		return nil, err
+	}
+	res := &Result{Packages: r.pkgs, Skipped: int(r.skipped.Load()), Document: filepath.Join(r.dir, DumpName), Elapsed: time.Since(start)}
+	for _, p := range r.pkgs {
+		res.Bitstreams += p.Bitstreams
+		res.Bytes += p.Bytes
+	}
+	return res, nil
+}
+
+var errNoPackage = errors.New("pack: file task outside a package")

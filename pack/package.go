@@ -1,0 +1,198 @@
+package pack
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/rsdump/rsdump/internal/digest"
+	"github.com/rsdump/rsdump/internal/sitemap"
+	"github.com/rsdump/rsdump/internal/zipw"
+)
+
+// pkgWriter writes one package to a temporary file in the output
+// directory; commit gives it its final name.
+type pkgWriter struct {
+	opts    *Options
+	dir     string
+	name    string
+	at      time.Time
+	f       *os.File
+	tee     *tee
+	zw      *zipw.Writer
+	entries []sitemap.URL
+	bytes   int64
+	mh      *digest.Multi // for streamed files
+}
+
+func newPkgWriter(o *Options, dir, name string, at time.Time) (*pkgWriter, error) {
+	f, err := os.CreateTemp(dir, "."+name+".*.tmp")
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, err
+	}
+	mh, err := digest.NewMulti(o.Hashes...)
+	if err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, err
+	}
+	t := newTee(f, pieceLength(o))
+	return &pkgWriter{opts: o, dir: dir, name: name, at: at, f: f, tee: t, zw: zipw.NewWriter(t, o.Level), mh: mh}, nil
+}
+
+// abort removes the temporary file; the final name is never touched.
+func (w *pkgWriter) abort() {
+	w.f.Close()
+	os.Remove(w.f.Name())
+}
+
+// addPrepared appends a file a worker has read and encoded.
+func (w *pkgWriter) addPrepared(p *prepared) error {
+	h := zipw.Header{Name: entryName(p.it.rel), Modified: p.it.mtime, Method: p.method, Mode: p.it.mode.Perm()}
+	err := w.zw.WriteRaw(h, p.crc, int64(p.data.Len()), p.it.size, bytes.NewReader(p.data.Bytes()))
+	if err != nil {
+		return fmt.Errorf("%s: %w", w.name, err)
+	}
+	w.record(p.it, p.sums, p.typ)
+	return nil
+}
+
+func (w *pkgWriter) record(it item, sums digest.Set, typ string) {
+	w.entries = append(w.entries, sitemap.URL{
+		Loc:     locFor(w.opts.BaseURL, it.rel),
+		Lastmod: it.mtime,
+		MD: &sitemap.MD{
+			Hash:   sums.String(),
+			Length: sitemap.Int64(it.size),
+			Type:   typ,
+			Path:   manifestPath(it.rel),
+		},
+	})
+	w.bytes += it.size
+}
+
+// manifest encodes the package's Resource Dump Manifest.
+func (w *pkgWriter) manifest(completed time.Time) ([]byte, error) {
+	var buf bytes.Buffer
+	h := sitemap.Header{Kind: sitemap.URLSet, MD: sitemap.MD{
+		Capability: sitemap.CapResourceDumpManifest, At: w.at, Completed: completed,
+	}}
+	if w.opts.CapabilityList != "" {
+		h.Links = []sitemap.Link{{Rel: "up", Href: w.opts.CapabilityList}}
+	}
+	enc, err := sitemap.NewEncoder(&buf, h)
+	if err != nil {
+		return nil, err
+	}
+	for _, u := range w.entries {
+		if err := enc.Encode(u); err != nil {
+			return nil, fmt.Errorf("%s: manifest entry %s: %w", w.name, u.Loc, err)
+		}
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// commit writes manifest.xml into the package, closes and syncs it, writes
+// the detached manifest and then renames both to their final names, the
+// package last: a package under its final name is always complete.
+func (w *pkgWriter) commit(completed time.Time) (PackageInfo, error) {
+	m, err := w.manifest(completed)
+	if err != nil {
+		return PackageInfo{}, err
+	}
+	if err := w.writeManifestEntry(m, completed); err != nil {
+		return PackageInfo{}, err
+	}
+	if err := w.zw.Close(); err != nil {
+		return PackageInfo{}, fmt.Errorf("%s: %w", w.name, err)
+	}
+	if err := syncClose(w.f); err != nil {
+		return PackageInfo{}, fmt.Errorf("%s: %w", w.name, err)
+	}
+	info := PackageInfo{
+		Name: w.name, Manifest: manifestName(w.name), Length: w.tee.n, SHA256: w.tee.sum(),
+		At: w.at, Completed: completed, Bitstreams: len(w.entries), Bytes: w.bytes,
+	}
+	if err := writeFileAtomic(filepath.Join(w.dir, info.Manifest), m); err != nil {
+		return PackageInfo{}, err
+	}
+	if err := w.writeMetalink(&info); err != nil {
+		return PackageInfo{}, err
+	}
+	if err := os.Rename(w.f.Name(), filepath.Join(w.dir, w.name)); err != nil {
+		return PackageInfo{}, err
+	}
+	return info, syncDir(w.dir)
+}
+
+func (w *pkgWriter) writeManifestEntry(m []byte, at time.Time) error {
+	ew, err := w.zw.Create(zipw.Header{Name: "manifest.xml", Modified: at, Method: zipw.Deflate, Mode: 0o644}, int64(len(m)))
+	if err != nil {
+		return err
+	}
+	if _, err := ew.Write(m); err != nil {
+		return err
+	}
+	return ew.Close()
+}
+
+func syncClose(f *os.File) error {
+	err := f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// writeFileAtomic writes data under a temporary name, syncs it and renames
+// it over path.
+func writeFileAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if err == nil {
+		err = syncClose(f)
+	} else {
+		f.Close()
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// syncDir makes renames in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if errors.Is(err, os.ErrInvalid) {
+		return nil // some filesystems cannot sync a directory
+	}
+	return err
+}

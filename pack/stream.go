@@ -1,0 +1,132 @@
+package pack
+
+import (
+	"errors"
+	"io"
+	"os"
+
+	kflate "github.com/klauspost/compress/flate"
+
+	"github.com/rsdump/rsdump/internal/zipw"
+)
+
+const chunkSize = 1 << 20
+
+// addStreamed appends a large file, read in one pass: a reader goroutine
+// feeds the manifest hashes while this one compresses and writes, so the
+// file's hashes and the package's hash run on different cores. It returns
+// skipped=true when the file changed under --skip-changed and was cut off
+// the package again.
+func (w *pkgWriter) addStreamed(it item) (skipped bool, err error) {
+	mark, err := w.zw.Mark()
+	if err != nil {
+		return false, err
+	}
+	state, err := w.tee.save()
+	if err != nil {
+		return false, err
+	}
+	typ, err := w.stream(it)
+	if err == nil {
+		w.record(it, w.mh.Sums(), typ)
+		return false, nil
+	}
+	if !errors.Is(err, ErrChanged) || !w.opts.SkipChanged {
+		return false, err
+	}
+	w.zw.Rollback(mark)
+	return true, w.tee.restore(state)
+}
+
+func (w *pkgWriter) stream(it item) (string, error) {
+	f, err := os.Open(it.abs)
+	if err != nil {
+		return "", &FileError{Path: it.rel, Err: err}
+	}
+	defer f.Close()
+	w.mh.Reset()
+	chunks, errc := readChunks(f, it.size+1, w.mh) // one byte more notices growth
+	first, ok := <-chunks
+	typ := mediaType(it.rel, head(first))
+	method := w.chooseMethod(it.rel, typ, first)
+	ew, err := w.zw.Create(zipw.Header{Name: entryName(it.rel), Modified: it.mtime, Method: method, Mode: it.mode.Perm()}, it.size)
+	if err != nil {
+		drain(chunks)
+		return "", err
+	}
+	for ; ok; first, ok = <-chunks {
+		if _, err := ew.Write(first); err != nil {
+			drain(chunks)
+			return "", err
+		}
+	}
+	if err := <-errc; err != nil {
+		return "", &FileError{Path: it.rel, Err: err}
+	}
+	if err := unchanged(f, it, w.mh.Len()); err != nil {
+		return "", err
+	}
+	return typ, ew.Close()
+}
+
+// readChunks reads up to limit bytes of r in chunks, hashing each before
+// handing it on. Chunks are fresh slices: a few are in flight at once.
+func readChunks(r io.Reader, limit int64, h io.Writer) (<-chan []byte, <-chan error) {
+	chunks := make(chan []byte, 3)
+	errc := make(chan error, 1)
+	go func() {
+		defer close(chunks)
+		lr := io.LimitReader(r, limit)
+		for {
+			b := make([]byte, chunkSize)
+			n, err := io.ReadFull(lr, b)
+			if n > 0 {
+				h.Write(b[:n])
+				chunks <- b[:n]
+			}
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				errc <- nil
+				return
+			}
+			if err != nil {
+				errc <- err
+				return
+			}
+		}
+	}()
+	return chunks, errc
+}
+
+func drain(c <-chan []byte) {
+	for range c {
+	}
+}
+
+// chooseMethod decides from the first chunk: in auto mode a sample that
+// does not deflate well means the whole file is stored.
+func (w *pkgWriter) chooseMethod(name, typ string, sample []byte) uint16 {
+	switch w.opts.Compress {
+	case Store:
+		return zipw.Store
+	case Deflate:
+		return zipw.Deflate
+	}
+	if isCompressed(name, typ) || len(sample) == 0 {
+		return zipw.Store
+	}
+	var cw countingWriter
+	fw, _ := kflate.NewWriter(&cw, w.opts.Level)
+	fw.Write(sample)
+	fw.Close()
+	if float64(cw) > shrinkRatio*float64(len(sample)) {
+		return zipw.Store
+	}
+	return zipw.Deflate
+}
+
+type countingWriter int64
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	*c += countingWriter(len(p))
+	return len(p), nil
+}

@@ -1,0 +1,125 @@
+package pack
+
+import (
+	"crypto/sha256"
+	"encoding"
+	"encoding/hex"
+	"hash"
+	"os"
+)
+
+// tee writes a package to its file while computing the package's sha-256
+// and, for Metalink, the sha-256 of each fixed-length piece: the package
+// is never read back. Its state can be saved and restored, so an entry can
+// be cut off the end of the package (see zipw.Writer.Rollback).
+type tee struct {
+	f      *os.File
+	whole  hash.Hash
+	pieces *pieceHasher // nil unless Metalink is written
+	n      int64
+}
+
+func newTee(f *os.File, pieceLen int64) *tee {
+	t := &tee{f: f, whole: sha256.New()}
+	if pieceLen > 0 {
+		t.pieces = &pieceHasher{length: pieceLen, h: sha256.New()}
+	}
+	return t
+}
+
+func (t *tee) Write(p []byte) (int, error) {
+	n, err := t.f.Write(p)
+	t.whole.Write(p[:n])
+	if t.pieces != nil {
+		t.pieces.write(p[:n])
+	}
+	t.n += int64(n)
+	return n, err
+}
+
+func (t *tee) sum() string { return hex.EncodeToString(t.whole.Sum(nil)) }
+
+type teeState struct {
+	n      int64
+	whole  []byte
+	pieces pieceState
+}
+
+func (t *tee) save() (teeState, error) {
+	b, err := t.whole.(encoding.BinaryMarshaler).MarshalBinary()
+	if err != nil {
+		return teeState{}, err
+	}
+	s := teeState{n: t.n, whole: b}
+	if t.pieces != nil {
+		s.pieces, err = t.pieces.save()
+	}
+	return s, err
+}
+
+// restore truncates the file back to the saved length and rewinds the
+// hashes to match it.
+func (t *tee) restore(s teeState) error {
+	if err := t.f.Truncate(s.n); err != nil {
+		return err
+	}
+	if _, err := t.f.Seek(s.n, 0); err != nil {
+		return err
+	}
+	if err := t.whole.(encoding.BinaryUnmarshaler).UnmarshalBinary(s.whole); err != nil {
+		return err
+	}
+	t.n = s.n
+	if t.pieces != nil {
+		return t.pieces.restore(s.pieces)
+	}
+	return nil
+}
+
+// pieceHasher hashes a stream in fixed-length pieces.
+type pieceHasher struct {
+	length int64
+	h      hash.Hash
+	inCur  int64
+	sums   []string
+}
+
+func (p *pieceHasher) write(b []byte) {
+	for len(b) > 0 {
+		k := min(int64(len(b)), p.length-p.inCur)
+		p.h.Write(b[:k])
+		p.inCur += k
+		b = b[k:]
+		if p.inCur == p.length {
+			p.sums = append(p.sums, hex.EncodeToString(p.h.Sum(nil)))
+			p.h.Reset()
+			p.inCur = 0
+		}
+	}
+}
+
+// finish returns every piece hash, the last short piece included.
+func (p *pieceHasher) finish() []string {
+	if p.inCur > 0 {
+		p.sums = append(p.sums, hex.EncodeToString(p.h.Sum(nil)))
+		p.h.Reset()
+		p.inCur = 0
+	}
+	return p.sums
+}
+
+type pieceState struct {
+	count int
+	inCur int64
+	h     []byte
+}
+
+func (p *pieceHasher) save() (pieceState, error) {
+	b, err := p.h.(encoding.BinaryMarshaler).MarshalBinary()
+	return pieceState{count: len(p.sums), inCur: p.inCur, h: b}, err
+}
+
+func (p *pieceHasher) restore(s pieceState) error {
+	p.sums, p.inCur = p.sums[:s.count], s.inCur
+	return p.h.(encoding.BinaryUnmarshaler).UnmarshalBinary(s.h)
+}

@@ -1,0 +1,115 @@
+package pack
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+)
+
+// item is one regular file to pack, as seen by the walk.
+type item struct {
+	rel   string // slash-separated path relative to the source root
+	abs   string
+	size  int64
+	mtime time.Time
+	mode  fs.FileMode
+}
+
+// walker lists the regular files under a root in a deterministic order:
+// directory entries sorted by name, depth first.
+type walker struct {
+	ctx     context.Context
+	follow  bool
+	warn    func(path, msg string)
+	visit   func(item) error
+	visited map[string]bool // real paths of directories, against symlink loops
+}
+
+func (w *walker) walk(root string) error {
+	fi, err := os.Stat(root)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s: not a directory", root)
+	}
+	w.visited = map[string]bool{}
+	return w.dir(root, "")
+}
+
+func (w *walker) dir(abs, rel string) error {
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		if w.visited[real] {
+			w.warn(relOrDot(rel), "directory already visited (symlink loop), skipped")
+			return nil
+		}
+		w.visited[real] = true
+	}
+	entries, err := os.ReadDir(abs)
+	if err != nil {
+		return &FileError{Path: abs, Err: err}
+	}
+	// os.ReadDir sorts by name already; keep the order explicit.
+	slices.SortFunc(entries, func(a, b os.DirEntry) int { return compare(a.Name(), b.Name()) })
+	for _, e := range entries {
+		if err := w.ctx.Err(); err != nil {
+			return err
+		}
+		if err := w.entry(filepath.Join(abs, e.Name()), join(rel, e.Name()), e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *walker) entry(abs, rel string, e os.DirEntry) error {
+	info, err := e.Info()
+	if err != nil {
+		return &FileError{Path: abs, Err: err}
+	}
+	if info.Mode()&fs.ModeSymlink != 0 {
+		if !w.follow {
+			w.warn(rel, "symbolic link skipped (use --follow-symlinks)")
+			return nil
+		}
+		if info, err = os.Stat(abs); err != nil {
+			return &FileError{Path: abs, Err: err}
+		}
+	}
+	switch {
+	case info.IsDir():
+		return w.dir(abs, rel)
+	case info.Mode().IsRegular():
+		return w.visit(item{rel: rel, abs: abs, size: info.Size(), mtime: info.ModTime(), mode: info.Mode()})
+	}
+	w.warn(rel, fmt.Sprintf("special file (%s) skipped", info.Mode().Type()))
+	return nil
+}
+
+func compare(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func join(dir, name string) string {
+	if dir == "" {
+		return name
+	}
+	return dir + "/" + name
+}
+
+func relOrDot(rel string) string {
+	if rel == "" {
+		return "."
+	}
+	return rel
+}
