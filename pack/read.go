@@ -88,7 +88,12 @@ func (e *encoder) prepare(it item) *prepared {
 	return p
 }
 
+// beforeRead is a test hook: tests change or remove a file between the
+// walk and the read.
+var beforeRead = func(rel string) {}
+
 func (e *encoder) read(it item) (*bytes.Buffer, error) {
+	beforeRead(it.rel)
 	f, err := os.Open(it.abs)
 	if err != nil {
 		return nil, &FileError{Path: it.rel, Err: err}

@@ -39,6 +39,7 @@ func (w *pkgWriter) addStreamed(it item) (skipped bool, err error) {
 }
 
 func (w *pkgWriter) stream(it item) (string, error) {
+	beforeRead(it.rel)
 	f, err := os.Open(it.abs)
 	if err != nil {
 		return "", &FileError{Path: it.rel, Err: err}

@@ -53,8 +53,8 @@ func (r *run) append(ctx context.Context, w *pkgWriter, t task) error {
 	if t.fut == nil {
 		skipped, err := w.addStreamed(t.it)
 		if skipped {
-			r.skipChanged(t.it, err)
-			return nil
+			r.skipChanged(t.it)
+			return err
 		}
 		if err == nil {
 			r.events(FileDone{Path: t.it.rel, Bytes: t.it.size})
@@ -71,7 +71,7 @@ func (r *run) append(ctx context.Context, w *pkgWriter, t task) error {
 	defer putBuf(p.data)
 	if p.err != nil {
 		if errors.Is(p.err, ErrChanged) && r.opts.SkipChanged {
-			r.skipChanged(t.it, p.err)
+			r.skipChanged(t.it)
 			return nil
 		}
 		return p.err
@@ -83,8 +83,8 @@ func (r *run) append(ctx context.Context, w *pkgWriter, t task) error {
 	return nil
 }
 
-func (r *run) skipChanged(it item, err error) {
-	r.skip(it.rel, "changed while read, left out (--skip-changed): "+err.Error())
+func (r *run) skipChanged(it item) {
+	r.skip(it.rel, "changed while read, left out (--skip-changed)")
 }
 
 func (r *run) commit(w *pkgWriter, pl *planned) error {

@@ -1,6 +1,7 @@
 package sitemap
 
 import (
+	"bytes"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -8,13 +9,19 @@ import (
 	"strings"
 )
 
-// Bounds on what one entry (or the document header) may make the decoder
-// hold or read, so that a hostile document cannot exhaust memory: a link
-// list, and the input bytes read for it, since encoding/xml reads a whole
-// text or start tag into memory before returning it.
+// MaxLinks is the most <rs:ln> elements the decoder accepts in one entry,
+// or in the document header. With maxEntryBytes and maxDepth it bounds what
+// a hostile document can make the decoder hold.
+const MaxLinks = 1000
+
 const (
-	MaxLinks      = 1000
+	// maxEntryBytes bounds the input read for one entry or the header, since
+	// encoding/xml holds a whole text or start tag in memory before
+	// returning it.
 	maxEntryBytes = 8 << 20
+	// maxDepth bounds the nesting of unknown elements, for which
+	// encoding/xml keeps a stack.
+	maxDepth = 100
 )
 
 // DecodeError is an error in a document, with the line it was found on.
@@ -49,6 +56,7 @@ type Decoder struct {
 	entry   string            // local name of the entry element
 	pending *xml.StartElement // first entry, read while reading the header
 	n       int               // entries started
+	line    int               // where the last token read began
 	err     error             // sticky: io.EOF at the end, or the first error
 }
 
@@ -58,6 +66,7 @@ func NewDecoder(r io.Reader) (*Decoder, error) {
 	in := &budgetReader{r: r}
 	in.extend(maxEntryBytes)
 	d := &Decoder{x: xml.NewDecoder(in), in: in}
+	d.x.CharsetReader = onlyUTF8
 	if err := d.readRoot(); err != nil {
 		return nil, err
 	}
@@ -76,18 +85,21 @@ func (d *Decoder) Next() (URL, error) {
 	if d.err != nil {
 		return URL{}, d.err
 	}
+	u, err := d.next()
+	if err != nil {
+		d.err = err
+	}
+	return u, err
+}
+
+func (d *Decoder) next() (URL, error) {
 	d.in.extend(maxEntryBytes)
 	start, err := d.nextEntry()
-	if err == nil {
-		d.n++
-		var u URL
-		u, err = d.readEntry(start)
-		if err == nil {
-			return u, nil
-		}
+	if err != nil {
+		return URL{}, err
 	}
-	d.err = err
-	return URL{}, err
+	d.n++
+	return d.readEntry(start)
 }
 
 func (d *Decoder) readRoot() error {
@@ -104,6 +116,7 @@ func (d *Decoder) readRoot() error {
 			return d.setRoot(t)
 		case xml.CharData:
 			if !isSpace(t) {
+				d.lineOfText(t)
 				return d.errorf("text before the root element")
 			}
 		}
@@ -141,9 +154,12 @@ func (d *Decoder) readHeader() error {
 			if done || err != nil {
 				return err
 			}
-		case xml.EndElement:
-			d.err = d.finish() // a document without entries
-			return d.sticky()
+		case xml.EndElement: // a document without entries
+			if err := d.finish(); err != io.EOF {
+				return err
+			}
+			d.err = io.EOF
+			return nil
 		}
 	}
 }
@@ -220,22 +236,19 @@ func (d *Decoder) finish() error {
 			return d.errorf("element %s after the root element", showName(t.Name))
 		case xml.CharData:
 			if !isSpace(t) {
+				d.lineOfText(t)
 				return d.errorf("text after the root element")
 			}
 		}
 	}
 }
 
-func (d *Decoder) sticky() error {
-	if d.err == io.EOF {
-		return nil
-	}
-	return d.err
-}
-
 // token returns the next token, with errors other than io.EOF turned into
-// a *DecodeError that carries the line.
+// a *DecodeError that carries the line. It records the line the token
+// starts on, which is where a problem with an element or text is reported:
+// InputPos after the token would give the line of its end.
 func (d *Decoder) token() (xml.Token, error) {
+	d.line, _ = d.x.InputPos()
 	tok, err := d.x.Token()
 	if err == nil || err == io.EOF {
 		return tok, err
@@ -243,9 +256,26 @@ func (d *Decoder) token() (xml.Token, error) {
 	return nil, d.wrap(err)
 }
 
+// skip reads up to the end of the element just started, like
+// xml.Decoder.Skip but refusing deep nesting.
 func (d *Decoder) skip() error {
-	if err := d.x.Skip(); err != nil {
-		return d.wrap(err)
+	for depth := 1; depth > 0; {
+		tok, err := d.token()
+		if err == io.EOF {
+			err = d.wrap(io.ErrUnexpectedEOF) // a guard: encoding/xml reports EOF inside an element as a syntax error
+		}
+		if err != nil {
+			return err
+		}
+		switch tok.(type) {
+		case xml.StartElement:
+			depth++
+			if depth > maxDepth {
+				return d.errorf("elements nested more than %d deep", maxDepth)
+			}
+		case xml.EndElement:
+			depth--
+		}
 	}
 	return nil
 }
@@ -259,7 +289,7 @@ func (d *Decoder) attrs(err error) error {
 }
 
 func (d *Decoder) wrap(err error) error {
-	line, _ := d.x.InputPos()
+	line := d.line
 	var se *xml.SyntaxError
 	if errors.As(err, &se) {
 		line = se.Line
@@ -269,6 +299,16 @@ func (d *Decoder) wrap(err error) error {
 
 func (d *Decoder) errorf(format string, args ...any) error {
 	return d.wrap(fmt.Errorf(format, args...))
+}
+
+// onlyUTF8 refuses the encodings encoding/xml does not decode itself, with
+// a message for users rather than the package's own. ASCII is a subset of
+// UTF-8 and passes.
+func onlyUTF8(label string, r io.Reader) (io.Reader, error) {
+	if strings.EqualFold(label, "us-ascii") || strings.EqualFold(label, "ascii") {
+		return r, nil
+	}
+	return nil, errors.New("only UTF-8 documents are supported")
 }
 
 func rsName(local string) xml.Name { return xml.Name{Space: NSRS, Local: local} }
@@ -282,7 +322,16 @@ func showName(n xml.Name) string {
 }
 
 func isSpace(b []byte) bool {
-	return len(strings.Trim(string(b), " \t\r\n")) == 0
+	return len(bytes.Trim(b, xmlSpace)) == 0
+}
+
+const xmlSpace = " \t\r\n"
+
+// lineOfText moves the line to report from the start of t to its first
+// character that is not whitespace.
+func (d *Decoder) lineOfText(t xml.CharData) {
+	lead := t[:len(t)-len(bytes.TrimLeft(t, xmlSpace))]
+	d.line += bytes.Count(lead, []byte("\n"))
 }
 
 var errTooLarge = fmt.Errorf("entry or header larger than %d bytes", maxEntryBytes)

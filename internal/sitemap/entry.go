@@ -1,8 +1,8 @@
 package sitemap
 
 import (
+	"bytes"
 	"encoding/xml"
-	"strings"
 )
 
 // Children of an entry that may appear once; a repeat is an error rather
@@ -57,11 +57,13 @@ func (d *Decoder) once(seen *int, bit int, t xml.StartElement, set func(string) 
 		return d.errorf("more than one <%s> in the entry", t.Name.Local)
 	}
 	*seen |= bit
+	line := d.line
 	s, err := d.text(t)
 	if err != nil {
 		return err
 	}
 	if err := set(s); err != nil {
+		d.line = line // report the start tag's line, as for attributes
 		return d.errorf("<%s>: %w", t.Name.Local, err)
 	}
 	return nil
@@ -101,7 +103,7 @@ func (d *Decoder) addLink(links *[]Link, t xml.StartElement) error {
 // without surrounding XML whitespace. Comments inside are dropped; a child
 // element is an error.
 func (d *Decoder) text(start xml.StartElement) (string, error) {
-	var s string
+	var b []byte // not string +=, which is quadratic in the number of pieces
 	for {
 		tok, err := d.token()
 		if err != nil {
@@ -109,11 +111,11 @@ func (d *Decoder) text(start xml.StartElement) (string, error) {
 		}
 		switch t := tok.(type) {
 		case xml.CharData:
-			s += string(t)
+			b = append(b, t...)
 		case xml.StartElement:
 			return "", d.errorf("element %s inside <%s>", showName(t.Name), start.Name.Local)
 		case xml.EndElement:
-			return strings.Trim(s, " \t\r\n"), nil
+			return string(bytes.Trim(b, xmlSpace)), nil
 		}
 	}
 }

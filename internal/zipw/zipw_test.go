@@ -7,10 +7,11 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
+		"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/rsdump/rsdump/internal/ziptest"
 )
 
 var mtime = time.Date(2024, 1, 2, 3, 4, 6, 0, time.UTC)
@@ -214,39 +215,6 @@ func TestZip64Large(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	checkWithTools(t, path)
+	ziptest.CheckTools(t, path)
 }
 
-func checkWithTools(t *testing.T, path string) {
-	tools := [][]string{
-		{"unzip", "-tqq", path},
-		{"bsdtar", "-xOf", path},
-		{"7z", "t", path},
-		{"python3", "-c", "import sys,zipfile; z=zipfile.ZipFile(sys.argv[1]); sys.exit(1 if z.testzip() else 0)", path},
-	}
-	for _, args := range tools {
-		if _, err := exec.LookPath(args[0]); err != nil {
-			t.Logf("%s not installed: interoperability check skipped", args[0])
-			continue
-		}
-		cmd := exec.Command(args[0], args[1:]...)
-		cmd.Stdout = io.Discard
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if args[0] == "7z" {
-			cmd.Stdout = &stderr
-		}
-		if err := cmd.Run(); err != nil {
-			t.Errorf("%s: %v\n%s", args[0], err, lastLines(stderr.String()))
-		} else if bytes.Contains(stderr.Bytes(), []byte("Warning")) || bytes.Contains(stderr.Bytes(), []byte("Headers Error")) {
-			t.Errorf("%s warned:\n%s", args[0], lastLines(stderr.String()))
-		}
-	}
-}
-
-func lastLines(s string) string {
-	if len(s) > 2000 {
-		return s[len(s)-2000:]
-	}
-	return s
-}

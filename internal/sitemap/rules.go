@@ -1,0 +1,143 @@
+package sitemap
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// report collects the problems of the header or of one entry.
+type report struct {
+	entry    int
+	loc      string
+	problems []Problem
+}
+
+func (r *report) errorf(format string, args ...any) { r.add(Error, format, args...) }
+
+func (r *report) warnf(format string, args ...any) { r.add(Warning, format, args...) }
+
+func (r *report) add(s Severity, format string, args ...any) {
+	r.problems = append(r.problems, Problem{Severity: s, Entry: r.entry, Loc: r.loc, Msg: fmt.Sprintf(format, args...)})
+}
+
+// checkLoc requires an absolute URI. A loc with characters a URI cannot
+// hold unescaped (resync writes spaces and non-ASCII as they are) is only
+// a warning: the intended URI is clear, but other tools may differ on it.
+func (r *report) checkLoc(loc string) {
+	if loc == "" {
+		r.errorf("no <loc>")
+		return
+	}
+	u, err := url.Parse(loc)
+	if err != nil || !u.IsAbs() {
+		r.errorf("<loc> %q is not an absolute URI", loc)
+		return
+	}
+	if i := strings.IndexFunc(loc, notURIRune); i >= 0 {
+		r.warnf("<loc> is not percent-encoded (%q at byte %d)", loc[i:i+1], i)
+	}
+}
+
+// notURIRune reports whether c may not appear unescaped in a URI (RFC 3986
+// §2): controls, space, non-ASCII and the delimiters it excludes.
+func notURIRune(c rune) bool {
+	return c <= ' ' || c >= 0x7f || strings.ContainsRune(`"<>\^`+"`{|}", c)
+}
+
+var changeFreqs = map[string]bool{
+	"always": true, "hourly": true, "daily": true, "weekly": true,
+	"monthly": true, "yearly": true, "never": true,
+}
+
+func (r *report) checkChangeFreq(k Kind, cf string) {
+	switch {
+	case cf == "":
+	case k == SitemapIndex:
+		r.errorf("<changefreq> is not part of a <sitemap> entry")
+	case !changeFreqs[cf]:
+		r.errorf("<changefreq> %q is not one of always, hourly, daily, weekly, monthly, yearly, never", cf)
+	}
+}
+
+func (r *report) checkLinks(links []Link) {
+	for i := range links {
+		r.checkLink(&links[i])
+	}
+}
+
+func (r *report) checkLink(l *Link) {
+	if l.Rel == "" {
+		r.errorf("<rs:ln> has no rel")
+	}
+	if l.Href == "" {
+		r.errorf("<rs:ln> has no href")
+	}
+	if l.Pri != 0 && (l.Pri < 1 || l.Pri > 999999) {
+		r.errorf("<rs:ln> pri %d is not in 1..999999", l.Pri)
+	}
+	r.checkPathSyntax("rs:ln", l.Path)
+	r.checkRepresentation("rs:ln", l.Length, l.Hash)
+}
+
+func (r *report) checkRepresentation(elem string, length *int64, hash string) {
+	if length != nil && *length < 0 {
+		r.errorf("<%s> length %d is negative", elem, *length)
+	}
+	if hash != "" {
+		r.checkHash(elem, hash)
+	}
+}
+
+// checkHash checks the syntax of §7: whitespace-separated alg:hex tokens.
+// Hex must be lowercase, as DESIGN.md requires for what rsdump compares.
+func (r *report) checkHash(elem, hash string) {
+	tokens := strings.Fields(hash)
+	if len(tokens) == 0 {
+		r.errorf("<%s> hash %q has no alg:hex token", elem, hash)
+	}
+	for _, tok := range tokens {
+		alg, hex, ok := strings.Cut(tok, ":")
+		if !ok || !isAlgName(alg) || !isLowerHex(hex) {
+			r.errorf("<%s> hash token %q is not alg:hex with lowercase hex digits", elem, tok)
+		}
+	}
+}
+
+func isAlgName(s string) bool {
+	return s != "" && strings.IndexFunc(s, func(c rune) bool {
+		return !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-')
+	}) < 0
+}
+
+// isLowerHex reports whether s is a whole number of bytes in lowercase hex.
+func isLowerHex(s string) bool {
+	return s != "" && len(s)%2 == 0 && strings.IndexFunc(s, func(c rune) bool {
+		return !('0' <= c && c <= '9' || 'a' <= c && c <= 'f')
+	}) < 0
+}
+
+// checkPathSyntax keeps a path inside the package when it is unpacked: a
+// ".." segment or a backslash (a separator on Windows) could leave it. A
+// path without the leading slash the spec shows is only a warning, since
+// resync writes paths that way and their meaning is the same.
+func (r *report) checkPathSyntax(elem, p string) {
+	if p == "" {
+		return
+	}
+	if strings.Contains(p, `\`) {
+		r.errorf("<%s> path %q contains a backslash", elem, p)
+	}
+	for _, seg := range strings.Split(p, "/") {
+		if seg == ".." {
+			r.errorf("<%s> path %q has a \"..\" segment", elem, p)
+			break
+		}
+	}
+	if strings.HasSuffix(p, "/") {
+		r.errorf("<%s> path %q ends with a slash", elem, p)
+	}
+	if !strings.HasPrefix(p, "/") {
+		r.warnf("<%s> path %q has no leading slash", elem, p)
+	}
+}

@@ -1,0 +1,258 @@
+// Package metalink reads, checks and writes Metalink 4 documents
+// (RFC 5854, media type application/metalink4+xml, extension .meta4).
+//
+// Decode is namespace-aware, streaming and bounded (see Limits); it also
+// reads Metalink 3 documents and maps them onto the same model. Every
+// document Decode returns has been through Validate, which applies the
+// prose rules of RFC 5854 that the informative schema does not enforce.
+// Encode writes documents that validate against the RFC 5854 Appendix B
+// schema and refuses models that Validate rejects.
+package metalink
+
+import (
+	"crypto/md5"
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/xml"
+	"fmt"
+	"hash"
+	"strings"
+	"time"
+)
+
+// Namespaces and the media type of RFC 5854.
+const (
+	Namespace   = "urn:ietf:params:xml:ns:metalink"
+	NamespaceV3 = "http://www.metalinker.org/"
+	MediaType   = "application/metalink4+xml"
+)
+
+// DefaultPriority is the priority of a url or metaurl that has none
+// (§4.2.16.1); it is also the largest allowed value.
+const DefaultPriority = 999999
+
+// Metalink is a whole document. Zero values mean "absent": an empty
+// string, a nil pointer, a zero time.
+type Metalink struct {
+	Generator  string
+	Origin     string
+	Dynamic    *bool     // origin@dynamic
+	Published  time.Time // decoded values are in UTC
+	Updated    time.Time
+	Files      []File
+	Extensions []Extension // foreign elements directly under metalink
+}
+
+// File is one metalink:file. Name is a relative, '/'-separated path.
+type File struct {
+	Name        string
+	Size        *int64
+	Hashes      []Hash // whole-file hashes
+	Pieces      []Pieces
+	URLs        []URL
+	MetaURLs    []MetaURL
+	Copyright   string
+	Description string
+	Identity    string
+	Version     string
+	Logo        string
+	Languages   []string
+	OS          []string
+	Publisher   *Publisher
+	Signature   *Signature
+	Extensions  []Extension
+}
+
+// Hash is a whole-file hash: an IANA hash name and lower-case hex.
+type Hash struct {
+	Type  string
+	Value string
+}
+
+// Pieces lists the hashes of consecutive Length-byte pieces of a file;
+// the last piece may be shorter (§4.1.3).
+type Pieces struct {
+	Type   string
+	Length int64
+	Hashes []string
+}
+
+// URL is a mirror. Location is an ISO 3166-1 alpha-2 code or "";
+// Priority 0 means absent (DefaultPriority applies).
+type URL struct {
+	URL      string
+	Location string
+	Priority int
+}
+
+// MetaURL points to a metainfo file such as a torrent (§4.2.8). Name,
+// if set, names the file inside a multi-file metainfo.
+type MetaURL struct {
+	URL       string
+	MediaType string
+	Name      string
+	Priority  int
+}
+
+// Publisher is metalink:publisher; URL is optional.
+type Publisher struct {
+	Name string
+	URL  string
+}
+
+// Signature is a detached signature of the file (not of the document),
+// kept verbatim, e.g. an armored OpenPGP block.
+type Signature struct {
+	MediaType string
+	Value     string
+}
+
+// Extension is a foreign-namespace element kept so that a round trip does
+// not lose it (§5). Name.Space and the attributes' Name.Space hold
+// namespace URIs, never prefixes. Text is the content when there are no
+// child elements; with children, non-blank text between them is kept as
+// children whose Name.Local is empty, and blank text is dropped.
+type Extension struct {
+	Name     xml.Name
+	Attrs    []xml.Attr
+	Text     string
+	Children []Extension
+}
+
+// EffectivePriority returns Priority, or DefaultPriority when absent.
+func (u URL) EffectivePriority() int { return effectivePriority(u.Priority) }
+
+// EffectivePriority returns Priority, or DefaultPriority when absent.
+func (u MetaURL) EffectivePriority() int { return effectivePriority(u.Priority) }
+
+func effectivePriority(p int) int {
+	if p == 0 {
+		return DefaultPriority
+	}
+	return p
+}
+
+// hashAlgs lists the IANA "Hash Function Textual Names" this package can
+// compute, strongest first, with their hex lengths.
+var hashAlgs = []struct {
+	name   string
+	hexLen int
+	newFn  func() hash.Hash
+}{
+	{"sha-512", 128, sha512.New},
+	{"sha-384", 96, sha512.New384},
+	{"sha-256", 64, sha256.New},
+	{"sha-224", 56, sha256.New224},
+	{"sha-1", 40, sha1.New},
+	{"md5", 32, md5.New},
+}
+
+// strongIndex is the position in hashAlgs of the weakest algorithm that
+// §7.4 counts as strong enough ("sha-256 or stronger").
+const strongIndex = 2
+
+func algIndex(alg string) int {
+	for i, a := range hashAlgs {
+		if a.name == alg {
+			return i
+		}
+	}
+	return -1
+}
+
+// HashHexLen returns the length of a hex digest for a supported algorithm.
+func HashHexLen(alg string) (int, bool) {
+	if i := algIndex(alg); i >= 0 {
+		return hashAlgs[i].hexLen, true
+	}
+	return 0, false
+}
+
+// NewHash returns a hash.Hash for a supported IANA hash name.
+func NewHash(alg string) (hash.Hash, error) {
+	if i := algIndex(alg); i >= 0 {
+		return hashAlgs[i].newFn(), nil
+	}
+	return nil, fmt.Errorf("metalink: unsupported hash algorithm %q", alg)
+}
+
+// WholeHash returns the file's whole-file hash for alg. Only a supported
+// algorithm with a well-formed value counts: anything else can never be
+// used to verify a download.
+func (f *File) WholeHash(alg string) (string, bool) {
+	n, ok := HashHexLen(alg)
+	if !ok {
+		return "", false
+	}
+	for _, h := range f.Hashes {
+		if h.Type == alg && isHex(h.Value, n) {
+			return strings.ToLower(h.Value), true
+		}
+	}
+	return "", false
+}
+
+// StrongestHash returns the whole-file hash of the strongest supported
+// algorithm that has a well-formed value (§4.2.4 "verify the strongest").
+func (f *File) StrongestHash() (Hash, bool) {
+	for _, a := range hashAlgs {
+		if v, ok := f.WholeHash(a.name); ok {
+			return Hash{Type: a.name, Value: v}, true
+		}
+	}
+	return Hash{}, false
+}
+
+// StrongestPieces returns the piece list of the strongest supported
+// algorithm whose hashes are all well-formed and whose count matches
+// Size, so that a downloader can check each piece as it arrives.
+func (f *File) StrongestPieces() (Pieces, bool) {
+	for _, a := range hashAlgs {
+		for _, p := range f.Pieces {
+			if p.Type == a.name && f.usablePieces(p, a.hexLen) {
+				return p, true
+			}
+		}
+	}
+	return Pieces{}, false
+}
+
+func (f *File) usablePieces(p Pieces, hexLen int) bool {
+	if p.Length <= 0 || f.Size == nil || int64(len(p.Hashes)) != pieceCount(*f.Size, p.Length) {
+		return false
+	}
+	for _, h := range p.Hashes {
+		if !isHex(h, hexLen) {
+			return false
+		}
+	}
+	return true
+}
+
+// pieceCount is ceil(size/length) without overflow; an empty file has one
+// (empty) piece because the schema requires at least one hash.
+func pieceCount(size, length int64) int64 {
+	if size <= 0 {
+		return 1
+	}
+	n := size / length
+	if size%length != 0 {
+		n++
+	}
+	return n
+}
+
+// isHex reports whether s is n hex digits in either case.
+func isHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}

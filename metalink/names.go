@@ -1,0 +1,96 @@
+package metalink
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// CheckName returns a *Problem if name is not a safe relative file path
+// under RFC 5854 §4.1.2.1, else nil. Callers that turn a file or metaurl
+// name into a local path must call it (Decode already does).
+func CheckName(name string) error {
+	sev, code, msg := nameProblem(name)
+	if code == "" || sev != Error {
+		return nil
+	}
+	return &Problem{Severity: Error, Code: code, Element: "file@name", Msg: msg}
+}
+
+func (v *validator) fileName(ref elemRef, name string) {
+	if sev, code, msg := nameProblem(name); code != "" {
+		v.add(sev, code, ref, "%s", msg)
+	}
+}
+
+// nameProblem returns the most serious problem with a name. §4.1.2.1: the
+// name MUST be relative, MUST NOT begin with "/", "./" or "../", contain
+// "/../" or end with "/..". Backslashes, drive letters and "~" are
+// refused too, because on some system or shell they also leave the
+// download directory; names that are only awkward get a warning.
+func nameProblem(name string) (Severity, string, string) {
+	switch {
+	case name == "":
+		return Error, CodeNameMissing, "file has no name (§4.1.2.1 REQUIRED)"
+	case !utf8.ValidString(name) || strings.ContainsFunc(name, isControl):
+		return Error, CodeNameInvalid, fmt.Sprintf("name %q contains a control character or invalid UTF-8", name)
+	case strings.Contains(name, "\\"):
+		return Error, CodeNameTraversal, fmt.Sprintf("name %q contains a backslash, a directory separator on Windows", name)
+	case strings.HasPrefix(name, "/"):
+		return Error, CodeNameTraversal, fmt.Sprintf("name %q is absolute", name)
+	case len(name) >= 2 && name[1] == ':' && isASCIILetter(name[0]):
+		return Error, CodeNameTraversal, fmt.Sprintf("name %q starts with a drive letter", name)
+	}
+	segs := strings.Split(name, "/")
+	for _, s := range segs {
+		switch {
+		case s == "." || s == "..":
+			return Error, CodeNameTraversal, fmt.Sprintf("name %q has a %q path segment", name, s)
+		case s == "":
+			return Error, CodeNameInvalid, fmt.Sprintf("name %q has an empty path segment", name)
+		case len(s) > 255:
+			return Error, CodeNameInvalid, fmt.Sprintf("name %q has a path segment longer than 255 bytes", shorten(name))
+		}
+	}
+	if strings.HasPrefix(segs[0], "~") && (segs[0] == "~" || len(segs) > 1) {
+		return Error, CodeNameTraversal, fmt.Sprintf("name %q starts with a home-directory reference", name)
+	}
+	return questionableName(name, segs)
+}
+
+// questionableName warns about names that are safe but will not survive
+// every file system or shell: hidden files, characters Windows forbids,
+// trailing dots or spaces and reserved device names.
+func questionableName(name string, segs []string) (Severity, string, string) {
+	for _, s := range segs {
+		var why string
+		switch {
+		case strings.HasPrefix(s, "."):
+			why = "a hidden path segment"
+		case strings.HasPrefix(s, "~"):
+			why = "a segment starting with \"~\""
+		case strings.ContainsAny(s, `<>:"|?*`):
+			why = "a character that Windows forbids or a shell interprets"
+		case strings.HasSuffix(s, ".") || strings.HasSuffix(s, " "):
+			why = "a segment ending in a dot or space"
+		case isReservedDevice(s):
+			why = "a reserved Windows device name"
+		default:
+			continue
+		}
+		return Warning, CodeNameQuestionable, fmt.Sprintf("name %q has %s", name, why)
+	}
+	return Warning, "", ""
+}
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
+
+func isReservedDevice(s string) bool {
+	base, _, _ := strings.Cut(strings.ToUpper(s), ".")
+	switch base {
+	case "CON", "PRN", "AUX", "NUL":
+		return true
+	}
+	return len(base) == 4 && (strings.HasPrefix(base, "COM") || strings.HasPrefix(base, "LPT")) &&
+		base[3] >= '1' && base[3] <= '9'
+}

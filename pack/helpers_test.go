@@ -1,0 +1,194 @@
+package pack
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rsdump/rsdump/internal/digest"
+	"github.com/rsdump/rsdump/internal/sitemap"
+)
+
+var fixedTime = time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// tree writes files (relative path → content) under a new directory, all
+// with mtime fixedTime, and returns the directory.
+func tree(t testing.TB, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for rel, content := range files {
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, fixedTime, fixedTime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// copyExample copies testdata/example to a temporary directory with fixed
+// mtimes: git does not keep them, and they are part of the manifest.
+func copyExample(t testing.TB) string {
+	t.Helper()
+	files := map[string]string{}
+	root := filepath.Join("..", "testdata", "example")
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(root, p)
+		files[filepath.ToSlash(rel)] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tree(t, files)
+}
+
+func testOptions() Options {
+	return Options{BaseURL: "http://example.org/rs", At: fixedTime, Hashes: []string{digest.MD5, digest.SHA256}}
+}
+
+func mustPack(t testing.TB, src string, o Options) (*Result, string) {
+	t.Helper()
+	out := t.TempDir()
+	res, err := Pack(context.Background(), src, out, o)
+	if err != nil {
+		t.Fatalf("Pack: %v", err)
+	}
+	return res, out
+}
+
+// decodeAll reads a whole ResourceSync document.
+func decodeAll(t testing.TB, r io.Reader) (sitemap.Header, []sitemap.URL) {
+	t.Helper()
+	d, err := sitemap.NewDecoder(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var urls []sitemap.URL
+	for {
+		u, err := d.Next()
+		if err == io.EOF {
+			return d.Header(), urls
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		urls = append(urls, u)
+	}
+}
+
+// checkPackage opens a package with archive/zip and checks every
+// bitstream against its manifest: length, every hash, and that the
+// entries and manifest list the same paths. It returns the manifest
+// entries.
+func checkPackage(t testing.TB, path string) []sitemap.URL {
+	t.Helper()
+	zr, err := zip.OpenReader(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zr.Close()
+	files := map[string]*zip.File{}
+	for _, f := range zr.File {
+		if files[f.Name] != nil {
+			t.Errorf("%s: duplicate entry %s", path, f.Name)
+		}
+		files[f.Name] = f
+	}
+	mf := files["manifest.xml"]
+	if mf == nil {
+		t.Fatalf("%s: no manifest.xml", path)
+	}
+	rc, _ := mf.Open()
+	mbytes, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	detached, err := os.ReadFile(manifestPathFor(path))
+	if err != nil || !bytes.Equal(detached, mbytes) {
+		t.Errorf("%s: detached manifest differs from manifest.xml (%v)", path, err)
+	}
+	_, urls := decodeAll(t, bytes.NewReader(mbytes))
+	if len(urls) != len(files)-1 {
+		t.Errorf("%s: manifest lists %d bitstreams, ZIP has %d", path, len(urls), len(files)-1)
+	}
+	for _, u := range urls {
+		checkBitstream(t, files, u)
+	}
+	return urls
+}
+
+func manifestPathFor(zipPath string) string {
+	return filepath.Join(filepath.Dir(zipPath), manifestName(filepath.Base(zipPath)))
+}
+
+func checkBitstream(t testing.TB, files map[string]*zip.File, u sitemap.URL) {
+	t.Helper()
+	f := files[u.MD.Path[1:]]
+	if f == nil {
+		t.Errorf("%s: no entry %s", u.Loc, u.MD.Path)
+		return
+	}
+	want, err := digest.Parse(u.MD.Hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mh, _ := digest.NewMulti(want.Algs()...)
+	rc, err := f.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	if _, err := io.Copy(mh, rc); err != nil { // archive/zip checks the CRC
+		t.Errorf("%s: %v", f.Name, err)
+	}
+	if mh.Len() != *u.MD.Length {
+		t.Errorf("%s: length %d, manifest says %d", f.Name, mh.Len(), *u.MD.Length)
+	}
+	if _, bad, unchecked := digest.Check(want, mh.Sums()); len(bad)+len(unchecked) > 0 {
+		t.Errorf("%s: hash mismatch %v, unchecked %v", f.Name, bad, unchecked)
+	}
+}
+
+// xmllint validates a document against the ResourceSync schema, or skips
+// when xmllint is not installed.
+func xmllint(t *testing.T, path, schema string) {
+	t.Helper()
+	if _, err := exec.LookPath("xmllint"); err != nil {
+		t.Skip("xmllint not installed (apt-get install libxml2-utils): schema check skipped")
+	}
+	xsd := filepath.Join("..", "..", "shared", "schemas", schema)
+	if _, err := os.Stat(xsd); err != nil {
+		t.Skipf("schema %s not found: ../shared is missing", xsd)
+	}
+	out, err := exec.Command("xmllint", "--noout", "--schema", xsd, path).CombinedOutput()
+	if err != nil {
+		t.Errorf("%s does not validate against %s: %v\n%s", path, schema, err, out)
+	}
+}
+
+func readFile(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func openZip(path string) (*zip.ReadCloser, error) { return zip.OpenReader(path) }

@@ -1,0 +1,259 @@
+package pack
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/rsdump/rsdump/internal/sitemap"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func TestGoldenExample(t *testing.T) {
+	src := copyExample(t)
+	_, out := mustPack(t, src, testOptions())
+	got := readFile(t, filepath.Join(out, "resourcedump-00001.manifest.xml"))
+	golden := filepath.Join("..", "testdata", "golden", "example.manifest.xml")
+	if *update {
+		os.MkdirAll(filepath.Dir(golden), 0o755)
+		os.WriteFile(golden, got, 0o644)
+	}
+	if want := readFile(t, golden); !bytes.Equal(got, want) {
+		t.Errorf("manifest differs from %s (run with -update after checking the diff)\ngot:\n%s", golden, got)
+	}
+}
+
+func TestRoundTripAndSchema(t *testing.T) {
+	src := copyExample(t)
+	o := testOptions()
+	o.CapabilityList = "http://example.org/rs/capabilitylist.xml"
+	res, out := mustPack(t, src, o)
+	if len(res.Packages) != 1 || res.Bitstreams != 9 {
+		t.Fatalf("%d packages, %d bitstreams; want 1, 9", len(res.Packages), res.Bitstreams)
+	}
+	urls := checkPackage(t, filepath.Join(out, res.Packages[0].Name))
+	for _, u := range urls {
+		if !strings.HasPrefix(u.MD.Path, "/resources/") {
+			t.Errorf("path %q lacks /resources/", u.MD.Path)
+		}
+	}
+	checkDump(t, out, res)
+	xmllint(t, filepath.Join(out, "resourcedump-00001.manifest.xml"), "rs-urlset.xsd")
+	xmllint(t, filepath.Join(out, DumpName), "rs-urlset.xsd")
+}
+
+// checkDump checks resourcedump.xml against the packages on disk.
+func checkDump(t *testing.T, out string, res *Result) {
+	t.Helper()
+	f, err := os.Open(filepath.Join(out, DumpName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h, urls := decodeAll(t, f)
+	if h.MD.Capability != sitemap.CapResourceDump || h.MD.At.IsZero() || h.MD.Completed.IsZero() {
+		t.Errorf("dump header %+v", h.MD)
+	}
+	if len(urls) != len(res.Packages) {
+		t.Fatalf("dump lists %d packages, want %d", len(urls), len(res.Packages))
+	}
+	for i, u := range urls {
+		p := res.Packages[i]
+		n, sum, err := hashFile(filepath.Join(out, p.Name))
+		if err != nil || u.MD.Hash != "sha-256:"+sum || *u.MD.Length != n || u.MD.Type != "application/zip" {
+			t.Errorf("%s: dump entry %+v, file has %d bytes sha-256 %s (%v)", p.Name, *u.MD, n, sum, err)
+		}
+		if l, ok := u.Link("contents"); !ok || l.Href != "http://example.org/rs/"+p.Manifest {
+			t.Errorf("%s: contents link %+v", p.Name, l)
+		}
+	}
+}
+
+func TestDeterministic(t *testing.T) {
+	src := copyExample(t)
+	_, out1 := mustPack(t, src, testOptions())
+	_, out2 := mustPack(t, src, testOptions())
+	for _, name := range []string{"resourcedump-00001.zip", "resourcedump-00001.manifest.xml", DumpName} {
+		if !bytes.Equal(readFile(t, filepath.Join(out1, name)), readFile(t, filepath.Join(out2, name))) {
+			t.Errorf("%s differs between two packs of the same input", name)
+		}
+	}
+}
+
+func TestLocEncoding(t *testing.T) {
+	cases := map[string]string{
+		"a b.txt":       "a%20b.txt",
+		"100%.txt":      "100%25.txt",
+		"x#y?z":         "x%23y%3Fz",
+		"dir/ünï ☃.txt": "dir/%C3%BCn%C3%AF%20%E2%98%83.txt",
+		"a+b&c=d":       "a+b&c=d",
+	}
+	for rel, want := range cases {
+		if got := locFor("http://h/rs/", rel); got != "http://h/rs/"+want {
+			t.Errorf("locFor(%q) = %q, want %q", rel, got, "http://h/rs/"+want)
+		}
+	}
+}
+
+func TestCompressAuto(t *testing.T) {
+	text := strings.Repeat("compressible line of text\n", 4000)
+	random := string(pseudoRandom(200000))
+	src := tree(t, map[string]string{"text.txt": text, "random.dat": random, "photo.jpg": text, "big.txt": strings.Repeat(text, 100)})
+	res, out := mustPack(t, src, testOptions())
+	methods := entryMethods(t, filepath.Join(out, res.Packages[0].Name))
+	want := map[string]uint16{"resources/text.txt": 8, "resources/random.dat": 0, "resources/photo.jpg": 0, "resources/big.txt": 8}
+	for name, m := range want {
+		if methods[name] != m {
+			t.Errorf("%s: method %d, want %d", name, methods[name], m)
+		}
+	}
+	checkPackage(t, filepath.Join(out, res.Packages[0].Name))
+}
+
+func TestEmptySource(t *testing.T) {
+	res, out := mustPack(t, t.TempDir(), testOptions())
+	if len(res.Packages) != 0 {
+		t.Errorf("%d packages from an empty tree", len(res.Packages))
+	}
+	checkDump(t, out, res)
+}
+
+func TestBadOptions(t *testing.T) {
+	src := tree(t, map[string]string{"a": "a"})
+	for _, o := range []Options{
+		{},
+		{BaseURL: "relative/path"},
+		{BaseURL: "http://h/?q=1"},
+		{BaseURL: "http://h/", Hashes: []string{"blake3"}},
+		{BaseURL: "http://h/", Level: 12},
+	} {
+		if _, err := Pack(context.Background(), src, t.TempDir(), o); err == nil {
+			t.Errorf("Pack accepted %+v", o)
+		}
+	}
+	if _, err := Pack(context.Background(), filepath.Join(src, "a"), t.TempDir(), testOptions()); err == nil {
+		t.Error("Pack accepted a file as source")
+	}
+}
+
+func TestSymlinksAndSpecialFiles(t *testing.T) {
+	src := tree(t, map[string]string{"real.txt": "real"})
+	os.Symlink("real.txt", filepath.Join(src, "link.txt"))
+	if err := syscall.Mkfifo(filepath.Join(src, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var warnings []string
+	o := testOptions()
+	o.Events = func(e Event) {
+		if w, ok := e.(Warning); ok {
+			warnings = append(warnings, w.String())
+		}
+	}
+	res, _ := mustPack(t, src, o)
+	if res.Bitstreams != 1 || res.Skipped != 2 || len(warnings) != 2 {
+		t.Errorf("bitstreams %d skipped %d warnings %q; want 1, 2, 2", res.Bitstreams, res.Skipped, warnings)
+	}
+	o.FollowSymlinks = true
+	res, out := mustPack(t, src, o)
+	if res.Bitstreams != 2 {
+		t.Errorf("with --follow-symlinks: %d bitstreams, want 2", res.Bitstreams)
+	}
+	checkPackage(t, filepath.Join(out, res.Packages[0].Name))
+}
+
+func TestVanishingFile(t *testing.T) {
+	src := tree(t, map[string]string{"a.txt": "a", "gone.txt": "soon gone"})
+	defer setHook(func(rel string) {
+		if rel == "gone.txt" {
+			os.Remove(filepath.Join(src, rel))
+		}
+	})()
+	out := t.TempDir()
+	_, err := Pack(context.Background(), src, out, testOptions())
+	var fe *FileError
+	if !errors.As(err, &fe) || fe.Path != "gone.txt" || !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("error %v, want a FileError naming gone.txt", err)
+	}
+	assertNoFinalOutputs(t, out)
+}
+
+func TestChangedFile(t *testing.T) {
+	for _, size := range []int{100, smallMax + 1} { // in memory, and streamed
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			src := tree(t, map[string]string{"a.txt": "a", "grows.bin": strings.Repeat("x", size), "z.txt": "z"})
+			defer setHook(func(rel string) {
+				if rel == "grows.bin" {
+					f, _ := os.OpenFile(filepath.Join(src, rel), os.O_APPEND|os.O_WRONLY, 0)
+					f.WriteString("more")
+					f.Close()
+				}
+			})()
+			out := t.TempDir()
+			_, err := Pack(context.Background(), src, out, testOptions())
+			if !errors.Is(err, ErrChanged) || !strings.Contains(err.Error(), "grows.bin") {
+				t.Fatalf("error %v, want ErrChanged naming grows.bin", err)
+			}
+			assertNoFinalOutputs(t, out)
+			o := testOptions()
+			o.SkipChanged = true
+			res, out := mustPack(t, src, o)
+			if res.Bitstreams != 2 || res.Skipped != 1 {
+				t.Errorf("bitstreams %d skipped %d, want 2 and 1", res.Bitstreams, res.Skipped)
+			}
+			checkPackage(t, filepath.Join(out, res.Packages[0].Name))
+			checkDump(t, out, res)
+		})
+	}
+}
+
+func setHook(f func(string)) (restore func()) {
+	old := beforeRead
+	beforeRead = f
+	return func() { beforeRead = old }
+}
+
+// assertNoFinalOutputs checks a failed run left no package, manifest or
+// dump document under a final name.
+func assertNoFinalOutputs(t *testing.T, out string) {
+	t.Helper()
+	for _, pat := range []string{"*.zip", "*.manifest.xml", DumpName, ".*.tmp"} {
+		if m, _ := filepath.Glob(filepath.Join(out, pat)); len(m) > 0 {
+			t.Errorf("failed run left %v", m)
+		}
+	}
+}
+
+func entryMethods(t *testing.T, path string) map[string]uint16 {
+	t.Helper()
+	zr, err := openZip(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zr.Close()
+	m := map[string]uint16{}
+	for _, f := range zr.File {
+		m[f.Name] = f.Method
+	}
+	return m
+}
+
+// pseudoRandom returns incompressible bytes, the same every run.
+func pseudoRandom(n int) []byte {
+	b := make([]byte, n)
+	x := uint64(0x9e3779b97f4a7c15)
+	for i := range b {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		b[i] = byte(x)
+	}
+	return b
+}

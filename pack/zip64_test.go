@@ -1,0 +1,34 @@
+package pack
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/rsdump/rsdump/internal/ziptest"
+)
+
+// TestPackOver4GiB packs a sparse 4 GiB + 1 MiB file beside a small one and
+// checks the package with archive/zip and with unzip, bsdtar, 7z and
+// Python's zipfile.
+func TestPackOver4GiB(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipping 4 GiB package in -short mode")
+	}
+	src := tree(t, map[string]string{"small.txt": "small"})
+	big := filepath.Join(src, "big.bin")
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Truncate(4<<30 + 1<<20) // sparse: no 4 GiB of disk needed to read it
+	f.Close()
+	os.Chtimes(big, fixedTime, fixedTime)
+	o := testOptions()
+	o.Hashes = []string{"sha-256"}
+	o.Compress = Store
+	res, out := mustPack(t, src, o)
+	path := filepath.Join(out, res.Packages[0].Name)
+	checkPackage(t, path)
+	ziptest.CheckTools(t, path)
+}
