@@ -17,6 +17,9 @@ func (r *run) write(ctx context.Context, tasks <-chan task) (err error) {
 		}
 	}()
 	for t := range tasks {
+		if err := ctx.Err(); err != nil {
+			return err // interrupted: stop before the next file
+		}
 		switch {
 		case t.reused != nil:
 			r.addPackage(*t.reused)

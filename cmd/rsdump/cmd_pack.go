@@ -29,9 +29,9 @@ read, or an output could not be written), 2 usage error, 130 interrupted.
 
 type packFlags struct {
 	out, baseURL, dumpURL, capList, hashes, compress, at string
-	maxSize                                               int64
-	level, jobs                                           int
-	skipChanged, follow, quiet, json                      bool
+	maxSize                                              int64
+	level, jobs                                          int
+	skipChanged, follow, quiet, json                     bool
 }
 
 func runPack(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func rsdump(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestUsageAndHelp(t *testing.T) {
+	cases := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{nil, exitUsage, "Usage:"},
+		{[]string{"--help"}, exitOK, "Usage:"},
+		{[]string{"frobnicate"}, exitUsage, `unknown command "frobnicate"`},
+		{[]string{"pack", "--help"}, exitOK, "Exit status"},
+		{[]string{"pack"}, exitUsage, "one source directory"},
+		{[]string{"pack", "src", "-o", "x"}, exitUsage, "--base-url"},
+		{[]string{"pack", "--bogus"}, exitUsage, "unknown flag: --bogus"},
+		{[]string{"pack", "src", "-o", "x", "--base-url", "http://h/", "--hash", "crc32"}, exitUsage, `unknown hash algorithm "crc32"`},
+		{[]string{"pack", "src", "-o", "x", "--base-url", "http://h/", "--compress", "zstd"}, exitUsage, `unknown compression "zstd"`},
+		{[]string{"pack", "src", "-o", "x", "--base-url", "http://h/", "--at", "yesterday"}, exitUsage, "--at"},
+	}
+	for _, c := range cases {
+		code, out, errs := rsdump(t, c.args...)
+		if code != c.code || !strings.Contains(out+errs, c.want) {
+			t.Errorf("rsdump %q: exit %d, want %d; output %q lacks %q", c.args, code, c.code, out+errs, c.want)
+		}
+	}
+}
+
+func TestPackExampleJSON(t *testing.T) {
+	out := t.TempDir()
+	code, stdout, stderr := rsdump(t, "pack", "../../testdata/example", "--base-url", "http://example.org/rs/", "-o", out, "--json", "--quiet")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var s packSummary
+	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+		t.Fatalf("--json output %q: %v", stdout, err)
+	}
+	if s.Packages != 1 || s.Bitstreams != 9 || s.Bytes == 0 {
+		t.Errorf("summary %+v", s)
+	}
+	if _, err := os.Stat(filepath.Join(out, "resourcedump.xml")); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestPackMissingSource(t *testing.T) {
+	code, _, stderr := rsdump(t, "pack", "/nonexistent/src", "--base-url", "http://h/", "-o", t.TempDir())
+	if code != exitFailed || !strings.Contains(stderr, "/nonexistent/src") {
+		t.Errorf("exit %d, stderr %q; want 1 naming the source", code, stderr)
+	}
+}
+
+// TestPackKilledResumes kills a real rsdump process with SIGKILL once its
+// first package exists, runs the same command again, and checks the
+// result is byte-identical to an uninterrupted run.
+func TestPackKilledResumes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipping subprocess kill test in -short mode")
+	}
+	bin := filepath.Join(t.TempDir(), "rsdump")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	src := t.TempDir()
+	chunk := bytes.Repeat([]byte{1, 2, 3, 4, 5, 6, 7}, 300000)
+	for i := range 40 {
+		os.WriteFile(filepath.Join(src, "f"+strings.Repeat("x", i%3)+string(rune('a'+i%26))+string(rune('a'+i/26))), chunk, 0o644)
+	}
+	args := func(out string) []string {
+		return []string{"pack", src, "--base-url", "http://h/", "-o", out, "--at", "2024-01-01T00:00:00Z", "--max-package-size", "3000000", "--quiet"}
+	}
+	want := t.TempDir()
+	if out, err := exec.Command(bin, args(want)...).CombinedOutput(); err != nil {
+		t.Fatalf("uninterrupted run: %v\n%s", err, out)
+	}
+	out := t.TempDir()
+	cmd := exec.Command(bin, args(out)...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, filepath.Join(out, "resourcedump-00002.zip"))
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if _, err := os.Stat(filepath.Join(out, "resourcedump.xml")); err == nil {
+		t.Skip("the run finished before it was killed; nothing to resume")
+	}
+	res, err := exec.Command(bin, append(args(out), "--json")...).Output()
+	if err != nil {
+		t.Fatalf("resumed run: %v", err)
+	}
+	var s packSummary
+	json.Unmarshal(res, &s)
+	if s.Reused < 2 {
+		t.Errorf("resumed run reused %d packages, want at least 2", s.Reused)
+	}
+	assertSameDir(t, want, out)
+}
+
+func waitFor(t *testing.T, path string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatalf("%s did not appear within 30 s", path)
+}
+
+// assertSameDir checks that got holds the same visible files as want,
+// byte for byte.
+func assertSameDir(t *testing.T, want, got string) {
+	t.Helper()
+	wf, _ := filepath.Glob(filepath.Join(want, "*"))
+	gf, _ := filepath.Glob(filepath.Join(got, "*"))
+	if len(wf) != len(gf) {
+		t.Fatalf("%d files, want %d", len(gf), len(wf))
+	}
+	for _, w := range wf {
+		a, _ := os.ReadFile(w)
+		b, err := os.ReadFile(filepath.Join(got, filepath.Base(w)))
+		if err != nil || !bytes.Equal(a, b) {
+			t.Errorf("%s differs from the uninterrupted run (%v)", filepath.Base(w), err)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(got, ".*")); len(left) > 0 {
+		t.Errorf("hidden files left: %v", left)
+	}
+}
