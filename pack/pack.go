@@ -110,8 +110,17 @@ func (r *run) pipeline(ctx context.Context) error {
 	for range r.opts.Jobs {
 		g.Go(func() error { return r.work(ctx, works) })
 	}
-	g.Go(func() error { return r.write(ctx, tasks) })
-	return g.Wait()
+	dones := make(chan done, 1)
+	g.Go(func() error { defer close(dones); return r.write(ctx, tasks, dones) })
+	// Publishing runs outside the group's context: what was handed to it is
+	// complete and is published even when the run is interrupted.
+	pubErr := make(chan error, 1)
+	go func() { pubErr <- r.publish(dones) }()
+	err := g.Wait()
+	if perr := <-pubErr; err == nil {
+		err = perr
+	}
+	return err
 }
 
 func (r *run) plan(ctx context.Context, out chan<- planned) error {

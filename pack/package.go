@@ -57,7 +57,7 @@ func (w *pkgWriter) abort() {
 // addPrepared appends a file a worker has read and encoded.
 func (w *pkgWriter) addPrepared(p *prepared) error {
 	h := zipw.Header{Name: entryName(p.it.rel), Modified: p.it.mtime, Method: p.method, Mode: p.it.mode.Perm()}
-	err := w.zw.WriteRaw(h, p.crc, int64(p.data.Len()), p.it.size, bytes.NewReader(p.data.Bytes()))
+	err := w.zw.WriteRawBytes(h, p.crc, p.it.size, p.data.b)
 	if err != nil {
 		return fmt.Errorf("%s: %w", w.name, err)
 	}
@@ -103,37 +103,44 @@ func (w *pkgWriter) manifest(completed time.Time) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// commit writes manifest.xml into the package, closes and syncs it, writes
-// the detached manifest and then renames both to their final names, the
-// package last: a package under its final name is always complete.
-func (w *pkgWriter) commit(completed time.Time) (PackageInfo, error) {
+// finish writes manifest.xml into the package and its central directory.
+// It returns the manifest for publish, which can then run while the next
+// package is written.
+func (w *pkgWriter) finish(completed time.Time) ([]byte, PackageInfo, error) {
 	m, err := w.manifest(completed)
 	if err != nil {
-		return PackageInfo{}, err
+		return nil, PackageInfo{}, err
 	}
 	if err := w.writeManifestEntry(m, completed); err != nil {
-		return PackageInfo{}, err
+		return nil, PackageInfo{}, err
 	}
 	if err := w.zw.Close(); err != nil {
-		return PackageInfo{}, fmt.Errorf("%s: %w", w.name, err)
-	}
-	if err := syncClose(w.f); err != nil {
-		return PackageInfo{}, fmt.Errorf("%s: %w", w.name, err)
+		return nil, PackageInfo{}, fmt.Errorf("%s: %w", w.name, err)
 	}
 	info := PackageInfo{
 		Name: w.name, Manifest: manifestName(w.name), Length: w.tee.n, SHA256: w.tee.sum(),
 		At: w.at, Completed: completed, Bitstreams: len(w.entries), Bytes: w.bytes,
 	}
-	if err := writeFileAtomic(filepath.Join(w.dir, info.Manifest), m); err != nil {
-		return PackageInfo{}, err
+	return m, info, nil
+}
+
+// publish syncs the package, writes the detached manifest (and Metalink)
+// and then renames the package to its final name, last: a package under
+// its final name is always complete.
+func (w *pkgWriter) publish(m []byte, info *PackageInfo) error {
+	if err := syncClose(w.f); err != nil {
+		return fmt.Errorf("%s: %w", w.name, err)
 	}
-	if err := w.writeMetalink(&info); err != nil {
-		return PackageInfo{}, err
+	if err := writeFileAtomic(filepath.Join(w.dir, info.Manifest), m); err != nil {
+		return err
+	}
+	if err := w.writeMetalink(info); err != nil {
+		return err
 	}
 	if err := os.Rename(w.f.Name(), filepath.Join(w.dir, w.name)); err != nil {
-		return PackageInfo{}, err
+		return err
 	}
-	return info, syncDir(w.dir)
+	return syncDir(w.dir)
 }
 
 func (w *pkgWriter) writeManifestEntry(m []byte, at time.Time) error {

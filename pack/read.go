@@ -2,6 +2,7 @@ package pack
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -28,23 +29,29 @@ type prepared struct {
 	it     item
 	method uint16
 	crc    uint32
-	data   *bytes.Buffer // bytes to write: compressed or raw
+	data   *buffer // bytes to write: compressed or raw
 	sums   digest.Set
 	typ    string
 	err    error
 }
 
-var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+// buffer is a pooled byte slice: workers read whole files into them.
+type buffer struct{ b []byte }
 
-func getBuf(n int64) *bytes.Buffer {
-	b := bufPool.Get().(*bytes.Buffer)
-	b.Reset()
-	b.Grow(int(n))
+var bufPool = sync.Pool{New: func() any { return new(buffer) }}
+
+// getBuf returns an empty buffer with room for n bytes.
+func getBuf(n int64) *buffer {
+	b := bufPool.Get().(*buffer)
+	if int64(cap(b.b)) < n {
+		b.b = make([]byte, 0, n)
+	}
+	b.b = b.b[:0]
 	return b
 }
 
-func putBuf(b *bytes.Buffer) {
-	if b != nil && b.Cap() <= 2*smallMax {
+func putBuf(b *buffer) {
+	if b != nil && cap(b.b) <= 2*smallMax {
 		bufPool.Put(b)
 	}
 }
@@ -78,9 +85,9 @@ func (e *encoder) prepare(it item) *prepared {
 		p.err = err
 		return p
 	}
-	p.crc = crc32.ChecksumIEEE(raw.Bytes())
+	p.crc = crc32.ChecksumIEEE(raw.b)
 	p.sums = e.mh.Sums()
-	p.typ = mediaType(it.rel, head(raw.Bytes()))
+	p.typ = mediaType(it.rel, head(raw.b))
 	p.method, p.data = zipw.Store, raw
 	if e.wantDeflate(it.rel, p.typ) {
 		e.deflate(p, raw)
@@ -92,7 +99,7 @@ func (e *encoder) prepare(it item) *prepared {
 // walk and the read.
 var beforeRead = func(rel string) {}
 
-func (e *encoder) read(it item) (*bytes.Buffer, error) {
+func (e *encoder) read(it item) (*buffer, error) {
 	beforeRead(it.rel)
 	f, err := os.Open(it.abs)
 	if err != nil {
@@ -101,17 +108,31 @@ func (e *encoder) read(it item) (*bytes.Buffer, error) {
 	defer f.Close()
 	e.mh.Reset()
 	raw := getBuf(it.size + 1)
-	// Read one byte past the walked size so growth is noticed.
-	n, err := io.Copy(io.MultiWriter(raw, e.mh), io.LimitReader(f, it.size+1))
+	n, err := readInto(raw, f, it.size+1) // one byte more notices growth
+	if err == nil {
+		e.mh.Write(raw.b)
+		err = unchanged(f, it, n)
+	}
 	if err != nil {
 		putBuf(raw)
-		return nil, &FileError{Path: it.rel, Err: err}
-	}
-	if err := unchanged(f, it, n); err != nil {
-		putBuf(raw)
+		var fe *FileError
+		if !errors.As(err, &fe) {
+			err = &FileError{Path: it.rel, Err: err}
+		}
 		return nil, err
 	}
 	return raw, nil
+}
+
+// readInto reads up to limit bytes of r straight into buf, without an
+// intermediate copy.
+func readInto(buf *buffer, r io.Reader, limit int64) (int64, error) {
+	n, err := io.ReadFull(r, buf.b[:limit])
+	buf.b = buf.b[:n]
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		err = nil
+	}
+	return int64(n), err
 }
 
 // unchanged checks that the file read is the file walked: same length,
@@ -141,12 +162,14 @@ func (e *encoder) wantDeflate(name, typ string) bool {
 
 // deflate compresses raw; in auto mode it keeps the raw bytes when
 // deflate does not pay.
-func (e *encoder) deflate(p *prepared, raw *bytes.Buffer) {
-	out := getBuf(int64(raw.Len()/2 + 64))
-	e.fw.Reset(out)
-	e.fw.Write(raw.Bytes()) // writes to a bytes.Buffer cannot fail
+func (e *encoder) deflate(p *prepared, raw *buffer) {
+	out := getBuf(int64(len(raw.b)/2 + 64))
+	bb := bytes.NewBuffer(out.b)
+	e.fw.Reset(bb)
+	e.fw.Write(raw.b) // writes to a bytes.Buffer cannot fail
 	e.fw.Close()
-	if e.opts.Compress == Auto && float64(out.Len()) > shrinkRatio*float64(raw.Len()) {
+	out.b = bb.Bytes()
+	if e.opts.Compress == Auto && float64(len(out.b)) > shrinkRatio*float64(len(raw.b)) {
 		putBuf(out)
 		return
 	}

@@ -17,7 +17,11 @@ type tee struct {
 	whole  hash.Hash
 	pieces *pieceHasher // nil unless Metalink is written
 	n      int64
+	dirty  int64 // bytes written since writeback was last started
 }
+
+// writebackEvery is how often the kernel is asked to start writing.
+const writebackEvery = 32 << 20
 
 func newTee(f *os.File, pieceLen int64) *tee {
 	t := &tee{f: f, whole: sha256.New()}
@@ -34,6 +38,10 @@ func (t *tee) Write(p []byte) (int, error) {
 		t.pieces.write(p[:n])
 	}
 	t.n += int64(n)
+	if t.dirty += int64(n); t.dirty >= writebackEvery {
+		startWriteback(t.f, t.n-t.dirty, t.dirty)
+		t.dirty = 0
+	}
 	return n, err
 }
 
@@ -69,7 +77,7 @@ func (t *tee) restore(s teeState) error {
 	if err := t.whole.(encoding.BinaryUnmarshaler).UnmarshalBinary(s.whole); err != nil {
 		return err
 	}
-	t.n = s.n
+	t.n, t.dirty = s.n, 0
 	if t.pieces != nil {
 		return t.pieces.restore(s.pieces)
 	}

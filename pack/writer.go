@@ -6,9 +6,19 @@ import (
 	"time"
 )
 
+// done is a package written but not yet published.
+type done struct {
+	w        *pkgWriter
+	plan     string
+	manifest []byte
+	info     PackageInfo
+	reused   bool
+}
+
 // write consumes tasks in order: it opens each package, appends its files
-// and commits it. On any error the package being written is removed.
-func (r *run) write(ctx context.Context, tasks <-chan task) (err error) {
+// and hands it to publishing. On any error the package being written is
+// removed.
+func (r *run) write(ctx context.Context, tasks <-chan task, dones chan<- done) (err error) {
 	var cur *pkgWriter
 	var curPlan *planned
 	defer func() {
@@ -22,14 +32,20 @@ func (r *run) write(ctx context.Context, tasks <-chan task) (err error) {
 		}
 		switch {
 		case t.reused != nil:
-			r.addPackage(*t.reused)
+			if err := send(ctx, dones, done{info: *t.reused, reused: true}); err != nil {
+				return err
+			}
 		case t.start != nil:
 			curPlan = t.start
 			if cur, err = newPkgWriter(r.opts, r.dir, t.start.name, r.now()); err != nil {
 				return err
 			}
 		case t.end:
-			if err := r.commit(cur, curPlan); err != nil {
+			m, info, err := cur.finish(r.now())
+			if err != nil {
+				return err
+			}
+			if err := send(ctx, dones, done{w: cur, plan: curPlan.plan, manifest: m, info: info}); err != nil {
 				return err
 			}
 			cur = nil
@@ -90,16 +106,29 @@ func (r *run) skipChanged(it item) {
 	r.skip(it.rel, "changed while read, left out (--skip-changed)")
 }
 
-func (r *run) commit(w *pkgWriter, pl *planned) error {
-	info, err := w.commit(r.now())
-	if err != nil {
-		return err
+// publish syncs and renames packages in order, in parallel with the
+// writing of the next one, and records each in the journal. Packages
+// already handed over are published even after an interruption: they are
+// complete.
+func (r *run) publish(dones <-chan done) error {
+	var err error
+	for d := range dones {
+		switch {
+		case d.reused:
+			r.addPackage(d.info)
+		case err != nil:
+			d.w.abort()
+		default:
+			if err = d.w.publish(d.manifest, &d.info); err != nil {
+				d.w.abort()
+				continue
+			}
+			if err = r.journal.record(d.plan, d.info); err == nil {
+				r.addPackage(d.info)
+			}
+		}
 	}
-	if err := r.journal.record(pl.plan, info); err != nil {
-		return err
-	}
-	r.addPackage(info)
-	return nil
+	return err
 }
 
 func (r *run) addPackage(info PackageInfo) {

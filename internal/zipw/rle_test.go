@@ -1,8 +1,8 @@
 package zipw
 
 import (
-	"bytes"
 	"archive/zip"
+	"bytes"
 	"hash/crc32"
 	"io"
 	"sort"

@@ -148,6 +148,39 @@ func (w *Writer) WriteRaw(h Header, crc uint32, csize, usize int64, data io.Read
 	return nil
 }
 
+// WriteRawBytes is WriteRaw for data already in memory. Large data goes
+// straight to the underlying writer instead of through the buffer: one
+// copy fewer.
+func (w *Writer) WriteRawBytes(h Header, crc uint32, usize int64, data []byte) error {
+	if err := w.check(h); err != nil {
+		return err
+	}
+	csize := int64(len(data))
+	e := &entry{Header: h, crc: crc, csize: csize, usize: usize, offset: w.off}
+	e.localZip64 = csize >= u32max || usize >= u32max
+	if err := w.writeLocal(e); err != nil {
+		return err
+	}
+	if len(data) < w.bw.Available() {
+		if err := w.write(data); err != nil {
+			return err
+		}
+	} else if err := w.writeDirect(data); err != nil {
+		return fmt.Errorf("zipw: %s: %w", h.Name, err)
+	}
+	w.dir = append(w.dir, e)
+	return nil
+}
+
+func (w *Writer) writeDirect(p []byte) error {
+	if err := w.bw.Flush(); err != nil {
+		return err
+	}
+	n, err := w.sink.Write(p)
+	w.off += int64(n)
+	return err
+}
+
 func (w *Writer) check(h Header) error {
 	switch {
 	case w.closed:

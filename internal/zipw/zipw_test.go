@@ -7,7 +7,7 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
-		"path/filepath"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -217,4 +217,3 @@ func TestZip64Large(t *testing.T) {
 	f.Close()
 	ziptest.CheckTools(t, path)
 }
-

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package pack
+
+import "os"
+
+func startWriteback(f *os.File, off, n int64) {}
