@@ -21,6 +21,9 @@ import (
 // document would be unsafe for its readers or invalid against the schema.
 // Nothing is written in that case.
 func Encode(w io.Writer, m *Metalink) error {
+	if m == nil {
+		return errors.New("metalink: nil document")
+	}
 	if err := m.Validate().Err(); err != nil {
 		return fmt.Errorf("metalink: refusing to encode: %w", err)
 	}

@@ -174,6 +174,9 @@ func TestEncodeRefusesInvalid(t *testing.T) {
 	if buf.Len() != 0 {
 		t.Errorf("Encode wrote %d bytes for a refused model", buf.Len())
 	}
+	if err := Encode(&buf, nil); err == nil {
+		t.Error("Encode(nil) succeeded")
+	}
 }
 
 // TestEncodeSchema checks Encode output with a RELAX NG validator: the

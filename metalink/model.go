@@ -243,6 +243,17 @@ func pieceCount(size, length int64) int64 {
 	return n
 }
 
+// hasUpper reports whether s has an ASCII upper-case letter; unlike
+// comparing with strings.ToLower it does not scan twice per piece hash.
+func hasUpper(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if 'A' <= s[i] && s[i] <= 'Z' {
+			return true
+		}
+	}
+	return false
+}
+
 // isHex reports whether s is n hex digits in either case.
 func isHex(s string, n int) bool {
 	if len(s) != n {

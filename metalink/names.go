@@ -32,7 +32,7 @@ func nameProblem(name string) (Severity, string, string) {
 	switch {
 	case name == "":
 		return Error, CodeNameMissing, "file has no name (§4.1.2.1 REQUIRED)"
-	case !utf8.ValidString(name) || strings.ContainsFunc(name, isControl):
+	case !utf8.ValidString(name) || strings.ContainsFunc(name, isControl) || !isXMLText(name):
 		return Error, CodeNameInvalid, fmt.Sprintf("name %q contains a control character or invalid UTF-8", name)
 	case strings.Contains(name, "\\"):
 		return Error, CodeNameTraversal, fmt.Sprintf("name %q contains a backslash, a directory separator on Windows", name)

@@ -117,6 +117,7 @@ func (v *validator) hashes(f *File) {
 			continue
 		}
 		byType[h.Type] = h.Value
+		v.text(elemRef{ref.name, ref.idx, "type"}, h.Type)
 		if v.hexValue(ref, h.Type, h.Value) {
 			known = true
 			strong = strong || algIndex(h.Type) <= strongIndex
@@ -141,7 +142,7 @@ func (v *validator) hexValue(ref elemRef, alg, val string) bool {
 	case !isHex(val, n):
 		v.add(Error, CodeHashMalformed, ref, "%s value %q is not %d hex digits", alg, shorten(val), n)
 		return false
-	case strings.ToLower(val) != val:
+	case hasUpper(val):
 		v.add(Warning, CodeHashUppercase, ref, "hash values are lower-case hex (§4.2.4)")
 	}
 	return true
@@ -163,6 +164,7 @@ func (v *validator) pieces(f *File) {
 			v.add(Error, CodePiecesDuplicate, ref, "a second <pieces> of type %s (§4.1.3)", p.Type)
 		}
 		types[p.Type] = true
+		v.text(elemRef{ref.name, ref.idx, "type"}, p.Type)
 		if p.Length <= 0 {
 			v.add(Error, CodePiecesLength, elemRef{ref.name, ref.idx, "length"}, "length must be a positive integer (§4.1.3.2)")
 		}
@@ -194,7 +196,7 @@ func (v *validator) pieceHashes(ref elemRef, p Pieces) {
 			if first < 0 {
 				first = i
 			}
-		} else if !upper && strings.ToLower(h) != h {
+		} else if !upper && hasUpper(h) {
 			upper = true
 		}
 	}

@@ -23,6 +23,7 @@ func (v *validator) metaURLs(us []MetaURL) {
 		ref := elemRef{"metaurl", i + 1, ""}
 		v.mirror(ref, u.URL, u.Priority)
 		mt := elemRef{ref.name, ref.idx, "mediatype"}
+		v.text(mt, u.MediaType)
 		switch {
 		case u.MediaType == "":
 			v.add(Error, CodeMetaURLMediaType, mt, "a metaurl must have a mediatype (§4.2.8.2)")
@@ -98,6 +99,7 @@ func (v *validator) metadata(f *File) {
 	}
 	if s := f.Signature; s != nil {
 		ref := elemRef{name: "signature", attr: "mediatype"}
+		v.text(ref, s.MediaType)
 		if s.MediaType == "" {
 			v.add(Error, CodeSignatureMedia, ref, "a signature must have a mediatype (§4.2.13.1)")
 		} else if !isMediaType(s.MediaType) {
