@@ -1,9 +1,14 @@
 package pack
 
 import (
-	"errors"
+	"bytes"
+	"fmt"
+	"strconv"
+	"path/filepath"
+	"strings"
 
 	"github.com/rsdump/rsdump/internal/sitemap"
+	"github.com/rsdump/rsdump/metalink"
 )
 
 // pieceLength is the Metalink piece length for packages, or 0 when no
@@ -45,9 +50,79 @@ func mirrorLinks(o *Options, p PackageInfo) []sitemap.Link {
 	return ls
 }
 
+// writeMetalink writes NAME.zip.meta4 beside the package: its size,
+// sha-256, the sha-256 of every piece (hashed while the package was
+// written) and a URL per place it is published.
 func (w *pkgWriter) writeMetalink(info *PackageInfo) error {
 	if w.opts.Metalink == nil {
 		return nil
 	}
-	return errors.New("metalink output is not available yet")
+	m := packageMetalink(w.opts, *info, w.tee.pieces.length, w.tee.pieces.finish())
+	var buf bytes.Buffer
+	if err := metalink.Encode(&buf, m); err != nil {
+		return err
+	}
+	info.Metalink = metalinkName(info.Name)
+	return writeFileAtomic(filepath.Join(w.dir, info.Metalink), buf.Bytes())
+}
+
+func packageMetalink(o *Options, p PackageInfo, pieceLen int64, pieces []string) *metalink.Metalink {
+	f := metalink.File{
+		Name:   p.Name,
+		Size:   &p.Length,
+		Hashes: []metalink.Hash{{Type: "sha-256", Value: p.SHA256}},
+		Pieces: []metalink.Pieces{{Type: "sha-256", Length: pieceLen, Hashes: pieces}},
+		URLs:   packageURLs(o, p.Name),
+	}
+	return &metalink.Metalink{Generator: "rsdump", Published: p.Completed, Files: []metalink.File{f}}
+}
+
+// packageURLs lists the package's own URL first, then each mirror.
+func packageURLs(o *Options, name string) []metalink.URL {
+	urls := []metalink.URL{{URL: o.DumpURL + name, Priority: 1}}
+	for _, m := range o.Metalink.Mirrors {
+		u := withSlash(m.BaseURL) + name
+		if u == urls[0].URL {
+			continue
+		}
+		urls = append(urls, metalink.URL{URL: u, Priority: m.Priority, Location: strings.ToLower(m.Location)})
+	}
+	return urls
+}
+
+// ParseMirror reads a --mirror value: URL[,priority=N][,location=CC].
+func ParseMirror(s string) (Mirror, error) {
+	parts := strings.Split(s, ",")
+	m := Mirror{BaseURL: parts[0]}
+	if err := checkBaseURL(m.BaseURL); err != nil {
+		return m, fmt.Errorf("mirror %q: %w", s, err)
+	}
+	for _, p := range parts[1:] {
+		k, v, _ := strings.Cut(p, "=")
+		switch k {
+		case "priority":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > 999999 {
+				return m, fmt.Errorf("mirror %q: priority must be 1..999999", s)
+			}
+			m.Priority = n
+		case "location":
+			if len(v) != 2 || !isAlpha(v) {
+				return m, fmt.Errorf("mirror %q: location must be a two-letter country code", s)
+			}
+			m.Location = strings.ToLower(v)
+		default:
+			return m, fmt.Errorf("mirror %q: unknown option %q (want priority=N or location=CC)", s, k)
+		}
+	}
+	return m, nil
+}
+
+func isAlpha(s string) bool {
+	for _, c := range s {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+			return false
+		}
+	}
+	return true
 }

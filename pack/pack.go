@@ -57,8 +57,12 @@ func Pack(ctx context.Context, src, outDir string, opts Options) (*Result, error
 
 func optionsKey(o *Options, src string) string {
 	abs, _ := filepath.Abs(src)
-	return fmt.Sprintf("%s|%s|%s|%s|%v|%s|%d|%d|%d|%v|%v", abs, o.BaseURL, o.DumpURL, o.CapabilityList,
-		o.Hashes, o.Compress, o.Level, o.MaxPackageSize, o.MaxEntries, o.Metalink != nil, pieceLength(o))
+	var mirrors any
+	if o.Metalink != nil {
+		mirrors = o.Metalink.Mirrors
+	}
+	return fmt.Sprintf("%s|%s|%s|%s|%v|%s|%d|%d|%d|%v|%d", abs, o.BaseURL, o.DumpURL, o.CapabilityList,
+		o.Hashes, o.Compress, o.Level, o.MaxPackageSize, o.MaxEntries, mirrors, pieceLength(o))
 }
 
 func serialize(f func(Event)) func(Event) {

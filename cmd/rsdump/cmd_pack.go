@@ -32,6 +32,9 @@ type packFlags struct {
 	maxSize                                              int64
 	level, jobs                                          int
 	skipChanged, follow, quiet, json                     bool
+	metalink                                             bool
+	mirrors                                              []string
+	pieceLength                                          int64
 }
 
 func runPack(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -48,6 +51,9 @@ func runPack(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.StringVar(&f.at, "at", "", "snapshot `TIME` (W3C datetime) for every at/completed attribute; same input and --at give identical packages")
 	fs.BoolVar(&f.skipChanged, "skip-changed", false, "leave out files that change while read, with a warning, instead of failing")
 	fs.BoolVar(&f.follow, "follow-symlinks", false, "pack the targets of symbolic links instead of skipping them")
+	fs.BoolVar(&f.metalink, "metalink", false, "write NAME.zip.meta4 (Metalink 4: size, sha-256, piece hashes, mirrors) beside each package")
+	fs.StringArrayVar(&f.mirrors, "mirror", nil, "`URL[,priority=N][,location=CC]` of a mirror holding the packages (repeatable; needs --metalink)")
+	fs.Int64Var(&f.pieceLength, "piece-length", 0, "Metalink piece `BYTES` (default: from the package size limit, 256 KiB to 16 MiB)")
 	fs.IntVarP(&f.jobs, "jobs", "j", 0, "parallel readers and compressors (default: number of CPUs)")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress and no summary")
 	fs.BoolVar(&f.json, "json", false, "print a machine-readable summary on stdout")
@@ -83,12 +89,36 @@ func (f *packFlags) options(args []string) (pack.Options, error) {
 	if f.maxSize <= 0 {
 		return o, usagef("--max-package-size must be positive")
 	}
+	if err := f.metalinkOptions(&o); err != nil {
+		return o, err
+	}
 	if f.at != "" {
 		if o.At, err = sitemap.ParseTime(f.at); err != nil {
 			return o, usagef("--at: %v", err)
 		}
 	}
 	return o, nil
+}
+
+func (f *packFlags) metalinkOptions(o *pack.Options) error {
+	if !f.metalink {
+		if len(f.mirrors) > 0 || f.pieceLength != 0 {
+			return usagef("--mirror and --piece-length need --metalink")
+		}
+		return nil
+	}
+	if f.pieceLength < 0 {
+		return usagef("--piece-length must be positive")
+	}
+	o.Metalink = &pack.MetalinkOptions{PieceLength: f.pieceLength}
+	for _, s := range f.mirrors {
+		m, err := pack.ParseMirror(s)
+		if err != nil {
+			return usageError{err}
+		}
+		o.Metalink.Mirrors = append(o.Metalink.Mirrors, m)
+	}
+	return nil
 }
 
 func doPack(ctx context.Context, src string, f packFlags, o pack.Options, stdout, stderr io.Writer) error {
