@@ -3,8 +3,8 @@ package pack
 import (
 	"bytes"
 	"fmt"
-	"strconv"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/rsdump/rsdump/internal/sitemap"
