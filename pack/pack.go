@@ -130,6 +130,7 @@ func (r *run) pipeline(ctx context.Context) error {
 func (r *run) plan(ctx context.Context, out chan<- planned) error {
 	p := &planner{opts: r.opts, emit: func(pl planned) error { return send(ctx, out, pl) }}
 	w := &walker{ctx: ctx, follow: r.opts.FollowSymlinks, visit: p.add, warn: r.skip}
+	w.exclude, _ = filepath.EvalSymlinks(r.dir)
 	if err := w.walk(r.src); err != nil {
 		return err
 	}

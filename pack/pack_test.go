@@ -257,3 +257,15 @@ func pseudoRandom(n int) []byte {
 	}
 	return b
 }
+
+func TestOutputInsideSource(t *testing.T) {
+	src := tree(t, map[string]string{"a.txt": "a"})
+	out := filepath.Join(src, "dump")
+	res, err := Pack(context.Background(), src, out, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Bitstreams != 1 || res.Skipped != 1 {
+		t.Errorf("bitstreams %d skipped %d, want 1 and 1 (the output directory)", res.Bitstreams, res.Skipped)
+	}
+}

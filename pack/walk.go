@@ -27,6 +27,7 @@ type walker struct {
 	warn    func(path, msg string)
 	visit   func(item) error
 	visited map[string]bool // real paths of directories, against symlink loops
+	exclude string          // real path of a directory not to walk: the output
 }
 
 func (w *walker) walk(root string) error {
@@ -43,6 +44,10 @@ func (w *walker) walk(root string) error {
 
 func (w *walker) dir(abs, rel string) error {
 	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		if real == w.exclude {
+			w.warn(relOrDot(rel), "output directory inside the source, skipped")
+			return nil
+		}
 		if w.visited[real] {
 			w.warn(relOrDot(rel), "directory already visited (symlink loop), skipped")
 			return nil

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/spf13/pflag"
@@ -29,6 +30,10 @@ bitstream's URI, length and hashes.
 
 Usage:
   rsdump pack SRC --base-url URL -o OUTDIR [flags]   write a Resource Dump of SRC
+  rsdump metalink FILE...|resourcedump.xml [flags]   write a Metalink 4 document; --check reads one
+  rsdump verify TARGET... [flags]                    check packages and dump documents; write nothing
+  rsdump verify --tree DIR --against DOC [flags]     audit a tree against a dump or Resource List
+  rsdump unpack SOURCE --dest DIR [flags]            restore a dump into DIR, every bitstream verified
 
 Run 'rsdump COMMAND --help' for a command's flags.
 
@@ -42,7 +47,12 @@ type command struct {
 
 var commands = []command{
 	{"pack", runPack},
+	{"metalink", runMetalink},
+	{"verify", runVerify},
+	{"unpack", runUnpack},
 }
+
+const softMemoryLimit = 160 << 20
 
 // usageError marks errors that exit with status 2.
 type usageError struct{ err error }
@@ -67,6 +77,11 @@ func (e exitError) Error() string {
 }
 
 func main() {
+	// A soft memory limit makes the collector work harder before rsdump's
+	// bounded buffers turn into a large heap; GOMEMLIMIT still overrides it.
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(softMemoryLimit)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
