@@ -269,3 +269,12 @@ func TestOutputInsideSource(t *testing.T) {
 		t.Errorf("bitstreams %d skipped %d, want 1 and 1 (the output directory)", res.Bitstreams, res.Skipped)
 	}
 }
+
+func TestScan(t *testing.T) {
+	src := copyExample(t)
+	files, n, err := Scan(context.Background(), src, false)
+	res, _ := mustPack(t, src, testOptions())
+	if err != nil || files != res.Bitstreams || n != res.Bytes {
+		t.Errorf("Scan = %d files, %d bytes, %v; Pack wrote %d, %d", files, n, err, res.Bitstreams, res.Bytes)
+	}
+}

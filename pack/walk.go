@@ -118,3 +118,17 @@ func relOrDot(rel string) string {
 	}
 	return rel
 }
+
+// Scan counts the regular files under src and their bytes, as Pack would
+// walk them, without reading any. The CLI runs it beside Pack to give its
+// progress bar a total.
+func Scan(ctx context.Context, src string, followSymlinks bool) (files int, bytes int64, err error) {
+	w := &walker{ctx: ctx, follow: followSymlinks, warn: func(string, string) {}}
+	w.visit = func(it item) error {
+		files++
+		bytes += it.size
+		return nil
+	}
+	err = w.walk(src)
+	return files, bytes, err
+}

@@ -137,6 +137,13 @@ func doPack(ctx context.Context, src string, f packFlags, o pack.Options, stdout
 			p.message("rsdump: warning: %s", e)
 		}
 	}
+	if p.bar != nil {
+		go func() { // a stat-only walk, to size the bar; Pack does not wait for it
+			if _, n, err := pack.Scan(ctx, src, o.FollowSymlinks); err == nil {
+				p.setTotal(n)
+			}
+		}()
+	}
 	res, err := pack.Pack(ctx, src, f.out, o)
 	p.done()
 	if err != nil {

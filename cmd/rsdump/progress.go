@@ -34,8 +34,7 @@ func newProgress(stderr io.Writer, quiet bool, desc string) *progress {
 			progressbar.OptionSetWriter(stderr),
 			progressbar.OptionSetDescription(desc),
 			progressbar.OptionShowBytes(true),
-			progressbar.OptionShowCount(),
-			progressbar.OptionSetItsString("files"),
+			progressbar.OptionSetPredictTime(true),
 			progressbar.OptionThrottle(100*time.Millisecond),
 			progressbar.OptionClearOnFinish(),
 		)
@@ -63,6 +62,15 @@ func (p *progress) add(n int64, detail string) {
 	if p.plain && time.Since(p.last) >= 5*time.Second {
 		p.last = time.Now()
 		fmt.Fprintf(p.w, "rsdump: %s, %s, %s\n", p.detail, fmtBytes(p.bytes), fmtRate(p.bytes, time.Since(p.start)))
+	}
+}
+
+// setTotal gives the bar a total once it is known, for percent and ETA.
+func (p *progress) setTotal(n int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.bar != nil {
+		p.bar.ChangeMax64(n)
 	}
 }
 
