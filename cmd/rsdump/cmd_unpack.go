@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/rsdump/rsdump/unpack"
+	"github.com/rsdump/rsdump/verify"
+)
+
+const unpackHelp = `Usage: rsdump unpack SOURCE --dest DIR --base-url URL [flags]
+       rsdump unpack SOURCE --dest DIR --layout path [flags]
+
+Restores a Resource Dump or Change Dump into DIR. SOURCE is a package
+(.zip) or a dump document or index (a file or an http(s) URL; packages are
+then fetched over HTTP into DIR/.rsdump/cache and checked against the
+document's length and hash before use). For a local dump document, each
+package is looked for beside it under the last segment of its URL.
+
+A bitstream lands at its URI relative to --base-url (the prefix the Source
+used, like resync's --map URL=DIR), or with --layout path at the manifest's
+path. A URI outside the base, or a name that would leave DIR (.., an
+absolute path, a symbolic link in DIR pointing elsewhere), is refused for
+that bitstream.
+
+Each bitstream streams into a staging file inside DIR while its CRC-32,
+length and hashes are computed; only when all match is it synced and
+renamed over its final name, with its mtime set from <lastmod>. A bitstream
+that fails leaves the file at that name untouched. Files already present
+with the right length and hashes are not rewritten.
+
+Change Dumps are applied in manifest order, package after package, in the
+order of changedump.xml; a deleted change removes a file only when it is
+the one rsdump wrote there. DIR/.rsdump/state.json records the last until
+applied, so running again is idempotent and a later Change Dump continues
+from there.
+
+Exit status: 0 everything applied, 1 problems found (a bitstream refused,
+a deletion refused, a package that failed), 2 could not run (usage,
+unreadable source, unwritable DIR), 130 interrupted; run again to resume.
+`
+
+type unpackFlags struct {
+	reportFlags
+	dest, baseURL, layout string
+	maxRatio              float64
+	jobs                  int
+	atomic, dryRun, verb  bool
+}
+
+func runUnpack(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var f unpackFlags
+	fs := newFlags("unpack")
+	fs.StringVarP(&f.dest, "dest", "d", "", "restore into `DIR` (required)")
+	fs.StringVar(&f.baseURL, "base-url", "", "`URL` prefix the Source used; a bitstream lands at its URI relative to it")
+	fs.StringVar(&f.layout, "layout", "url", "place bitstreams by `url` (relative to --base-url) or by manifest path")
+	fs.BoolVar(&f.atomic, "atomic-package", false, "commit nothing from a package unless every bitstream in it verified")
+	fs.BoolVarP(&f.dryRun, "dry-run", "n", false, "read the manifests and DIR and report what would change; write nothing")
+	fs.Float64Var(&f.maxRatio, "max-ratio", verify.DefaultMaxRatio, "refuse entries that inflate more than `N` times their compressed size")
+	fs.IntVarP(&f.jobs, "jobs", "j", 0, "Resource Dump packages unpacked at once (default: number of CPUs)")
+	fs.BoolVarP(&f.verb, "verbose", "v", false, "print a line for every file written, found present or deleted")
+	f.register(fs)
+	if err := parse(fs, args, unpackHelp, stdout); err != nil {
+		return err
+	}
+	opts, err := f.options(fs.Args())
+	if err != nil {
+		return err
+	}
+	return doUnpack(ctx, fs.Arg(0), f, opts, stdout, stderr)
+}
+
+func (f *unpackFlags) options(args []string) (unpack.Options, error) {
+	var o unpack.Options
+	switch {
+	case len(args) != 1:
+		return o, usagef("unpack takes one SOURCE, got %d arguments", len(args))
+	case f.dest == "":
+		return o, usagef("unpack needs --dest DIR")
+	case f.maxRatio < 1:
+		return o, usagef("--max-ratio must be at least 1")
+	}
+	layout, err := verify.ParseLayout(f.layout)
+	if err != nil {
+		return o, usageError{err}
+	}
+	if layout == verify.ByURI && f.baseURL == "" {
+		return o, usagef("unpack needs --base-url URL (the prefix of the bitstream URIs), or --layout path")
+	}
+	m, err := verify.NewMapper(layout, f.baseURL)
+	if err != nil {
+		return o, usageError{err}
+	}
+	return unpack.Options{Mapper: m, AtomicPackage: f.atomic, DryRun: f.dryRun,
+		Limits: verify.Limits{MaxRatio: f.maxRatio}, Jobs: f.jobs}, nil
+}
+
+func doUnpack(ctx context.Context, source string, f unpackFlags, o unpack.Options, stdout, stderr io.Writer) error {
+	rep, err := newReportWriter(f.reportFlags, stdout)
+	if err != nil {
+		return exitError{exitUsage, err}
+	}
+	p := newProgress(stderr, f.quiet || f.json, "unpacking")
+	o.Progress = func(n int64) { p.add(n, "") }
+	o.Report = func(fd verify.Finding) {
+		if f.verb && fd.Severity == verify.OK && !f.json && !f.quiet {
+			fmt.Fprintf(stdout, "%s: %s\n", fd.Check, orText(fd.Path, fd.Source))
+		}
+		rep.finding(fd)
+	}
+	res, err := unpack.Unpack(ctx, source, f.dest, o)
+	p.done()
+	if err != nil {
+		rep.close(nil)
+		if errors.Is(err, context.Canceled) {
+			return err
+		}
+		return exitError{exitUsage, err}
+	}
+	return finishReport(rep, res, res.Counts, unpackSummaryLine(res, f.dryRun))
+}
+
+func unpackSummaryLine(r *unpack.Result, dry bool) string {
+	verb := "written"
+	if dry {
+		verb = "to write (dry run)"
+	}
+	return fmt.Sprintf("%d packages: %d files %s (%s), %d already present, %d deleted, %d refused; %d errors, %d unverified, %d warnings",
+		r.Packages, r.Written, verb, fmtBytes(r.Bytes), r.Present, r.Deleted, r.Refused, r.Errors, r.Unverified, r.Warnings)
+}
+
+func orText(s, alt string) string {
+	if s == "" {
+		return alt
+	}
+	return s
+}

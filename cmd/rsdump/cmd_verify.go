@@ -1,0 +1,291 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/rsdump/rsdump/verify"
+)
+
+const verifyHelp = `Usage: rsdump verify TARGET... [flags]
+       rsdump verify --tree DIR --against DOCUMENT [--base-url URL | --layout path] [flags]
+
+Checks Resource Dumps and Change Dumps and writes nothing. A TARGET is a
+package (.zip), a dump document or index (resourcedump.xml, changedump.xml;
+a file or an http(s) URL), or a directory holding them. Every problem is
+reported, not only the first:
+  the ZIP: central directory, entry names (.., absolute, backslash, drive
+    letters), duplicates, CRC-32, declared sizes, expansion (zip bombs);
+  the manifest: present, well-formed, capability, time attributes, paths,
+    order of changes, orphan entries and missing bitstreams;
+  every bitstream: length and every listed hash (an algorithm rsdump
+    cannot compute is unverifiable, a bitstream without hash length-only);
+  the dump document: each package's length and hash, the detached
+    manifest, packages listed but missing, the document's own rules.
+
+A package is read once, front to back; packages are verified in parallel.
+For a local dump document, each package is looked for beside it under the
+last segment of its URL.
+
+With --tree, the files under DIR are audited against a Resource Dump,
+Resource Dump Manifest or Resource List: missing, extra and mismatched
+files (ResourceSync §5.2).
+
+Exit status: 0 everything verified, 1 problems found (errors, or
+bitstreams that could not be verified), 2 could not run (usage, unreadable
+input), 130 interrupted.
+`
+
+type verifyFlags struct {
+	reportFlags
+	tree, against, baseURL, layout string
+	maxRatio                       float64
+	jobs                           int
+}
+
+// reportFlags are the output flags verify and unpack share.
+type reportFlags struct {
+	json, quiet bool
+	reportDir   string
+}
+
+func (f *reportFlags) register(fs interface {
+	BoolVar(*bool, string, bool, string)
+	BoolVarP(*bool, string, string, bool, string)
+	StringVar(*string, string, string, string)
+}) {
+	fs.BoolVar(&f.json, "json", false, "print a structured report (problems and summary) on stdout")
+	fs.StringVar(&f.reportDir, "report-dir", "", "write ok.csv and notok.csv into `DIR`")
+	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress and no problem lines, only the summary")
+}
+
+func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var f verifyFlags
+	fs := newFlags("verify")
+	f.register(fs)
+	fs.StringVar(&f.tree, "tree", "", "audit the files under `DIR` (needs --against)")
+	fs.StringVar(&f.against, "against", "", "`DOCUMENT` to audit the tree against: Resource Dump, its manifest, or Resource List")
+	fs.StringVar(&f.baseURL, "base-url", "", "with --tree: `URL` prefix the Source used; a file's path is its URI relative to it")
+	fs.StringVar(&f.layout, "layout", "url", "with --tree: where files are, by `url` (relative to --base-url) or manifest path")
+	fs.Float64Var(&f.maxRatio, "max-ratio", verify.DefaultMaxRatio, "refuse entries that inflate more than `N` times their compressed size")
+	fs.IntVarP(&f.jobs, "jobs", "j", 0, "packages verified at once (default: number of CPUs)")
+	if err := parse(fs, args, verifyHelp, stdout); err != nil {
+		return err
+	}
+	if err := f.check(fs.Args()); err != nil {
+		return err
+	}
+	return doVerify(ctx, f, fs.Args(), stdout, stderr)
+}
+
+func (f *verifyFlags) check(args []string) error {
+	switch {
+	case f.tree != "" && (f.against == "" || len(args) > 0):
+		return usagef("--tree DIR needs --against DOCUMENT and no TARGET")
+	case f.tree == "" && f.against != "":
+		return usagef("--against needs --tree DIR")
+	case f.tree == "" && len(args) == 0:
+		return usagef("verify needs at least one TARGET")
+	case f.maxRatio < 1:
+		return usagef("--max-ratio must be at least 1")
+	}
+	return nil
+}
+
+func doVerify(ctx context.Context, f verifyFlags, targets []string, stdout, stderr io.Writer) error {
+	rep, err := newReportWriter(f.reportFlags, stdout)
+	if err != nil {
+		return exitError{exitUsage, err}
+	}
+	p := newProgress(stderr, f.quiet || f.json, "verifying")
+	opts := verify.Options{Limits: verify.Limits{MaxRatio: f.maxRatio}, Jobs: f.jobs, Report: rep.finding,
+		Progress: func(n int64) { p.add(n, "") }}
+	var sum *verify.Summary
+	if f.tree != "" {
+		sum, err = audit(ctx, f, opts)
+	} else {
+		sum, err = verify.Verify(ctx, targets, opts)
+	}
+	p.done()
+	if err != nil {
+		rep.close(nil)
+		if errors.Is(err, context.Canceled) {
+			return err
+		}
+		return exitError{exitUsage, err}
+	}
+	return finishReport(rep, sum, sum.Counts, verifySummaryLine(sum))
+}
+
+func audit(ctx context.Context, f verifyFlags, opts verify.Options) (*verify.Summary, error) {
+	layout, err := verify.ParseLayout(f.layout)
+	if err != nil {
+		return nil, err
+	}
+	if layout == verify.ByURI && f.baseURL == "" {
+		return nil, errors.New("--tree with --layout url needs --base-url")
+	}
+	m, err := verify.NewMapper(layout, f.baseURL)
+	if err != nil {
+		return nil, err
+	}
+	return verify.Audit(ctx, f.tree, f.against, m, opts)
+}
+
+func verifySummaryLine(s *verify.Summary) string {
+	return fmt.Sprintf("%d documents, %d packages, %d bitstreams (%s): %d verified, %d unverified, %d errors, %d warnings",
+		s.Documents, s.Packages, s.Bitstreams, fmtBytes(s.Bytes), s.Verified, s.Unverified, s.Errors, s.Warnings)
+}
+
+// finishReport writes the summary and chooses the exit status: 1 when any
+// finding is a problem.
+func finishReport(rep *reportWriter, summary any, c verify.Counts, line string) error {
+	if err := rep.close(summary); err != nil {
+		return err
+	}
+	if !rep.flags.json {
+		fmt.Fprintln(rep.stdout, line)
+	}
+	if c.Problems() > 0 {
+		return exitError{code: exitFailed}
+	}
+	return nil
+}
+
+// reportWriter renders findings: problem lines on stdout (or a JSON
+// document with --json), and the ok/notOK logs with --report-dir. It is
+// called from several goroutines.
+type reportWriter struct {
+	flags    reportFlags
+	stdout   io.Writer
+	mu       sync.Mutex
+	ok, bad  *csv.Writer
+	files    []*os.File
+	jsonSeen bool
+	err      error
+}
+
+var csvHeader = []string{"uri", "path", "check", "expected", "actual", "severity", "message", "source"}
+
+func newReportWriter(f reportFlags, stdout io.Writer) (*reportWriter, error) {
+	r := &reportWriter{flags: f, stdout: stdout}
+	if f.json {
+		fmt.Fprint(stdout, "{\"findings\": [")
+	}
+	if f.reportDir == "" {
+		return r, nil
+	}
+	if err := os.MkdirAll(f.reportDir, 0o755); err != nil {
+		return nil, err
+	}
+	var err error
+	if r.ok, err = r.createCSV("ok.csv"); err == nil {
+		r.bad, err = r.createCSV("notok.csv")
+	}
+	if err != nil {
+		r.closeFiles()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *reportWriter) createCSV(name string) (*csv.Writer, error) {
+	f, err := os.Create(filepath.Join(r.flags.reportDir, name))
+	if err != nil {
+		return nil, err
+	}
+	r.files = append(r.files, f)
+	w := csv.NewWriter(f)
+	return w, w.Write(csvHeader)
+}
+
+func (r *reportWriter) finding(f verify.Finding) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ok != nil {
+		w := r.bad
+		if f.Severity == verify.OK {
+			w = r.ok
+		}
+		r.keep(w.Write([]string{f.URI, f.Path, f.Check, f.Expected, f.Actual, f.Severity.String(), f.Msg, f.Source}))
+	}
+	switch {
+	case f.Severity == verify.OK:
+	case r.flags.json:
+		r.writeJSON(f)
+	case !r.flags.quiet:
+		fmt.Fprintln(r.stdout, f)
+	}
+}
+
+type jsonFinding struct {
+	Severity string `json:"severity"`
+	Check    string `json:"check"`
+	Source   string `json:"source,omitempty"`
+	URI      string `json:"uri,omitempty"`
+	Path     string `json:"path,omitempty"`
+	Expected string `json:"expected,omitempty"`
+	Actual   string `json:"actual,omitempty"`
+	Message  string `json:"message,omitempty"`
+}
+
+// writeJSON streams one finding into the findings array, so that a run
+// with a million problems does not hold them in memory.
+func (r *reportWriter) writeJSON(f verify.Finding) {
+	b, err := json.Marshal(jsonFinding{f.Severity.String(), f.Check, f.Source, f.URI, f.Path, f.Expected, f.Actual, f.Msg})
+	r.keep(err)
+	if r.jsonSeen {
+		fmt.Fprint(r.stdout, ",")
+	}
+	r.jsonSeen = true
+	fmt.Fprintf(r.stdout, "\n  %s", b)
+}
+
+func (r *reportWriter) keep(err error) {
+	if r.err == nil {
+		r.err = err
+	}
+}
+
+// close ends the JSON document with the summary (when summary is not nil)
+// and flushes the CSV files.
+func (r *reportWriter) close(summary any) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.flags.json && summary != nil {
+		b, err := json.MarshalIndent(summary, "  ", "  ")
+		r.keep(err)
+		fmt.Fprintf(r.stdout, "\n],\n  \"summary\": %s\n}\n", b)
+	} else if r.flags.json {
+		fmt.Fprint(r.stdout, "\n]}\n") // the run failed; the error goes to stderr
+	}
+	for _, w := range []*csv.Writer{r.ok, r.bad} {
+		if w != nil {
+			w.Flush()
+			r.keep(w.Error())
+		}
+	}
+	r.keep(r.closeFiles())
+	if r.err != nil {
+		return fmt.Errorf("writing the report: %w", r.err)
+	}
+	return nil
+}
+
+func (r *reportWriter) closeFiles() error {
+	var first error
+	for _, f := range r.files {
+		if err := f.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	r.files = nil
+	return first
+}

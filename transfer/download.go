@@ -1,0 +1,267 @@
+package transfer
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// download is one file in progress.
+type download struct {
+	g         *Getter
+	f         File
+	final     string
+	partPath  string
+	statePath string
+	part      *os.File
+	plen      int64
+	n         int
+	ctx       context.Context
+	cancel    context.CancelFunc
+
+	mu        sync.Mutex
+	pieces    []piece
+	remaining int
+	cursor    int
+	mirrors   []*mirror
+	err       error
+	nextID    int64
+	dirty     bool
+	res       Result
+
+	changed  wakeup // a piece or mirror changed state
+	hashWake wakeup // a piece was completed
+	verified atomic.Int64
+	fetched  atomic.Int64
+}
+
+func (g *Getter) newDownload(dir string, f File) (*download, error) {
+	if err := checkFile(f); err != nil {
+		return nil, err
+	}
+	ms, err := newMirrors(f, g.opts.Locations)
+	if err != nil {
+		return nil, err
+	}
+	final := filepath.Join(dir, filepath.FromSlash(f.Name))
+	d := &download{g: g, f: f, final: final, partPath: final + ".part",
+		statePath: final + ".rsdump-state", mirrors: ms}
+	d.plen = f.Pieces.Length
+	if f.Pieces.Hashes == nil {
+		d.plen = g.opts.RangeSize
+	}
+	d.n = int(max(1, (f.Size+d.plen-1)/d.plen))
+	d.pieces = make([]piece, d.n)
+	d.remaining = d.n
+	d.res = Result{Name: f.Name, Size: f.Size}
+	return d, nil
+}
+
+func checkFile(f File) error {
+	if f.Size < 0 {
+		return fmt.Errorf("%s: unknown size", f.Name)
+	}
+	if f.HashAlg != "" {
+		if _, err := newHash(f.HashAlg); err != nil {
+			return fmt.Errorf("%s: %w", f.Name, err)
+		}
+	}
+	p := f.Pieces
+	if p.Hashes == nil {
+		return nil
+	}
+	if _, err := newHash(p.Type); err != nil {
+		return fmt.Errorf("%s: pieces: %w", f.Name, err)
+	}
+	if p.Length <= 0 || int64(len(p.Hashes)) != max(1, (f.Size+p.Length-1)/p.Length) {
+		return fmt.Errorf("%s: %d piece hashes of %d bytes do not cover %d bytes", f.Name, len(p.Hashes), p.Length, f.Size)
+	}
+	return nil
+}
+
+// span is piece i's byte range [off, end).
+func (d *download) span(i int) (int64, int64) {
+	off := int64(i) * d.plen
+	return off, min(off+d.plen, d.f.Size)
+}
+
+// run downloads the file, or finds it complete, and publishes it.
+func (d *download) run(ctx context.Context) (err error) {
+	start := time.Now()
+	defer func() { d.res.Elapsed = time.Since(start) }()
+	if done, err := d.alreadyComplete(); err != nil || done {
+		return err
+	}
+	if err := d.open(); err != nil {
+		return err
+	}
+	defer func() {
+		if d.part != nil {
+			d.part.Close()
+		}
+	}()
+	d.g.opts.Events(&FileStart{Name: d.f.Name, Size: d.f.Size, Resumed: d.res.Resumed})
+	sum, err := d.transfer(ctx)
+	if err != nil {
+		return err
+	}
+	return d.publish(sum)
+}
+
+// transfer runs the workers, the state saver and the whole-file hasher;
+// it returns the whole-file digest ("" when there is no hash to check).
+func (d *download) transfer(ctx context.Context) (string, error) {
+	d.ctx, d.cancel = context.WithCancel(ctx)
+	defer d.cancel()
+	var sum string
+	hashErr := make(chan error, 1)
+	go func() { s, err := d.hashFrontier(); sum = s; hashErr <- err }()
+	saverDone := make(chan struct{})
+	stopSaver := make(chan struct{})
+	go func() { defer close(saverDone); d.saver(stopSaver) }()
+	werr := d.workers(ctx)
+	close(stopSaver)
+	<-saverDone
+	if err := d.saveState(); err != nil && werr == nil {
+		werr = err
+	}
+	if werr != nil {
+		d.cancel()
+		<-hashErr
+		return "", werr
+	}
+	return sum, <-hashErr
+}
+
+func (d *download) workers(ctx context.Context) error {
+	var g errgroup.Group
+	for range d.workerCount() {
+		g.Go(func() error { return d.worker(d.ctx) })
+	}
+	werr := g.Wait()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case d.err != nil:
+		return d.err
+	case werr != nil:
+		return werr
+	}
+	return nil
+}
+
+// workerCount: enough workers to fill every slot this file could use.
+func (d *download) workerCount() int {
+	hosts := map[string]bool{}
+	for _, m := range d.mirrors {
+		hosts[m.host] = true
+	}
+	return max(1, min(d.g.opts.Connections, len(hosts)*d.g.opts.PerMirror, d.remaining))
+}
+
+func (d *download) worker(ctx context.Context) error {
+	for {
+		a, err := d.next(ctx)
+		if a == nil || err != nil {
+			return nil // the file's outcome is in d.err or ctx
+		}
+		if err := d.g.budget.acquire(a.ctx); err != nil {
+			d.finish(a, errLost)
+			return nil
+		}
+		err = d.runAttempt(a)
+		d.g.budget.release()
+		d.finish(a, err)
+	}
+}
+
+// runAttempt streams a primary copy into the file at its offset; an
+// end-game copy is kept in memory until it wins.
+func (d *download) runAttempt(a *attempt) error {
+	if a.dup {
+		off, end := d.span(a.piece)
+		a.buf = make([]byte, 0, end-off)
+		return d.fetch(a, func(_ int64, b []byte) error { a.buf = append(a.buf, b...); return nil })
+	}
+	p := &d.pieces[a.piece]
+	return d.fetch(a, func(off int64, b []byte) error {
+		p.wmu.Lock()
+		defer p.wmu.Unlock()
+		if p.writer != a.id {
+			return errLost
+		}
+		if _, err := d.part.WriteAt(b, off); err != nil {
+			d.mu.Lock()
+			d.failLocked(fmt.Errorf("%s: %w", d.partPath, err))
+			d.mu.Unlock()
+			return errLost
+		}
+		return nil
+	})
+}
+
+func (d *download) received(m *mirror, n int) {
+	d.fetched.Add(int64(n))
+	d.g.fetched.Add(int64(n))
+	d.g.budget.host(m.host).received.Add(int64(n))
+}
+
+// publish checks the whole-file hash and size, syncs, renames the .part
+// to the final name and removes the state: a mismatch never gets a name.
+func (d *download) publish(sum string) error {
+	fi, err := d.part.Stat()
+	if err != nil {
+		return fmt.Errorf("%s: %w", d.partPath, err)
+	}
+	if fi.Size() != d.f.Size {
+		return fmt.Errorf("%s: size %d, want %d", d.partPath, fi.Size(), d.f.Size)
+	}
+	if d.f.HashAlg != "" && sum != d.f.Hash {
+		return d.hashMismatch(sum)
+	}
+	if err := d.part.Sync(); err != nil {
+		return fmt.Errorf("%s: %w", d.partPath, err)
+	}
+	err = d.part.Close()
+	d.part = nil
+	if err != nil {
+		return fmt.Errorf("%s: %w", d.partPath, err)
+	}
+	if err := os.Rename(d.partPath, d.final); err != nil {
+		return fmt.Errorf("publishing %s: %w", d.final, err)
+	}
+	syncDir(filepath.Dir(d.final))
+	os.Remove(d.statePath)
+	d.res.Path = d.final
+	return nil
+}
+
+// hashMismatch: without piece hashes no range can be trusted, so the
+// data and state go and the next run starts over; with piece hashes the
+// pieces are good and the document is inconsistent, so they are kept for
+// inspection but the state goes, to force a rehash.
+func (d *download) hashMismatch(sum string) error {
+	err := fmt.Errorf("%s: %s %s, want %s: %w", d.f.Name, d.f.HashAlg, sum, d.f.Hash, ErrFileHash)
+	os.Remove(d.statePath)
+	if d.f.Pieces.Hashes == nil {
+		d.part.Close()
+		d.part = nil
+		os.Remove(d.partPath)
+	}
+	return err
+}
+
+func syncDir(dir string) {
+	if f, err := os.Open(dir); err == nil {
+		f.Sync()
+		f.Close()
+	}
+}

@@ -1,0 +1,134 @@
+package transfer
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Sentinels that errors from this package unwrap to.
+var (
+	ErrPieceHash  = errors.New("piece hash mismatch")
+	ErrFileHash   = errors.New("whole-file hash mismatch")
+	ErrNoRange    = errors.New("server does not honour range requests")
+	ErrBadRange   = errors.New("response does not match the requested range")
+	ErrStalled    = errors.New("no progress within the stall timeout")
+	ErrAllMirrors = errors.New("every mirror failed")
+)
+
+// StatusError is an HTTP answer other than the one asked for.
+type StatusError struct {
+	URL        string
+	Status     int
+	RetryAfter time.Duration // from Retry-After, 0 if absent
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("%s: HTTP %d %s", e.URL, e.Status, http.StatusText(e.Status))
+}
+
+// retryable reports whether the same mirror may succeed later.
+func (e *StatusError) retryable() bool {
+	return e.Status == http.StatusTooManyRequests || e.Status == http.StatusRequestTimeout || e.Status >= 500
+}
+
+// MirrorsError says why every mirror of a file was dropped.
+type MirrorsError struct {
+	File    string
+	Mirrors []MirrorResult
+}
+
+func (e *MirrorsError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: every mirror failed:", e.File)
+	for i, m := range e.Mirrors {
+		if i > 0 {
+			b.WriteString(";")
+		}
+		fmt.Fprintf(&b, " %s (%s)", m.URL, m.Dropped)
+	}
+	return b.String()
+}
+
+func (e *MirrorsError) Unwrap() error { return ErrAllMirrors }
+
+// fastRetries shortens every backoff, so that tests of retry paths run in
+// milliseconds (restic's backend_retry.go does the same).
+var fastRetries = false
+
+// backoff returns the wait before the n-th consecutive retry of a mirror:
+// exponential, capped, with jitter so that connections to a recovering
+// server do not return in lockstep; never less than the server's
+// Retry-After.
+func backoff(n int, retryAfter time.Duration) time.Duration {
+	base, max := 250*time.Millisecond, 30*time.Second
+	if fastRetries {
+		base, max = time.Millisecond, 20*time.Millisecond
+		retryAfter /= 100 // Retry-After: 1 waits 10 ms
+	}
+	d := base << min(n, 16)
+	if d > max || d <= 0 {
+		d = max
+	}
+	d = d/2 + rand.N(d/2+1)
+	if retryAfter > 5*time.Minute {
+		retryAfter = 5 * time.Minute // a server cannot park us for a day
+	}
+	return max64(d, retryAfter)
+}
+
+func max64(a, b time.Duration) time.Duration {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+// parseRetryAfter reads delay-seconds or an HTTP date.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+// verdict is what a failed request means for its mirror.
+type verdict int
+
+const (
+	retryLater verdict = iota // transient: back off, try again
+	badData                   // the mirror served bytes that fail their hash
+	dropMirror                // the mirror cannot serve this file
+	ignore                    // we cancelled it ourselves
+)
+
+func classify(err error) (verdict, time.Duration) {
+	var se *StatusError
+	switch {
+	case errors.Is(err, errLost):
+		return ignore, 0
+	case errors.Is(err, ErrPieceHash):
+		return badData, 0
+	case errors.Is(err, ErrNoRange), errors.Is(err, ErrBadRange):
+		return dropMirror, 0
+	case errors.As(err, &se):
+		if se.retryable() {
+			return retryLater, se.RetryAfter
+		}
+		return dropMirror, 0
+	}
+	return retryLater, 0
+}
+
+// errLost marks an attempt cancelled because another copy of its piece won.
+var errLost = errors.New("another mirror delivered this piece first")

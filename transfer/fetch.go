@@ -1,0 +1,158 @@
+package transfer
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// attempt is one request for one piece from one mirror.
+type attempt struct {
+	id     int64
+	piece  int
+	m      *mirror
+	dup    bool // end-game copy: buffers in memory, writes only if it wins
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	start  time.Time
+	got    atomic.Int64
+	buf    []byte // an end-game copy's data
+}
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
+
+// fetch requests the piece's range and streams it to sink, hashing it on
+// the way; it returns the number of bytes received.
+func (d *download) fetch(a *attempt, sink func(off int64, b []byte) error) error {
+	off, end := d.span(a.piece)
+	watch := time.AfterFunc(d.g.opts.StallTimeout, func() { a.cancel(ErrStalled) })
+	defer watch.Stop()
+	resp, err := d.request(a, off, end)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	h := d.pieceHash()
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	pos := off
+	for pos < end {
+		n, err := io.ReadFull(resp.Body, (*bp)[:min(int64(len(*bp)), end-pos)])
+		if n > 0 {
+			watch.Reset(d.g.opts.StallTimeout)
+			a.got.Add(int64(n))
+			d.received(a.m, n)
+			if h != nil {
+				h.Write((*bp)[:n])
+			}
+			if err := sink(pos, (*bp)[:n]); err != nil {
+				return err
+			}
+			pos += int64(n)
+		}
+		if err != nil {
+			return d.readError(a, err)
+		}
+	}
+	return d.checkPiece(a, h)
+}
+
+func (d *download) readError(a *attempt, err error) error {
+	if c := context.Cause(a.ctx); c != nil {
+		return fmt.Errorf("%s: %w", a.m.url, c)
+	}
+	return fmt.Errorf("%s: reading body: %w", a.m.url, err)
+}
+
+func (d *download) pieceHash() hash.Hash {
+	if d.f.Pieces.Hashes == nil {
+		return nil
+	}
+	h, _ := newHash(d.f.Pieces.Type) // checked in newDownload
+	return h
+}
+
+func (d *download) checkPiece(a *attempt, h hash.Hash) error {
+	if h == nil {
+		return nil
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != d.f.Pieces.Hashes[a.piece] {
+		return fmt.Errorf("%s: piece %d: %w", a.m.url, a.piece, ErrPieceHash)
+	}
+	return nil
+}
+
+// request sends the range request and accepts the response only if it is
+// exactly the range asked for, so an error page never reaches the file.
+func (d *download) request(a *attempt, off, end int64) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(a.ctx, http.MethodGet, a.m.url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", a.m.url, err)
+	}
+	req.Header.Set("Range", fmt.Sprintf("bytes=%d-%d", off, end-1))
+	req.Header.Set("Accept-Encoding", "identity")
+	resp, err := d.g.client.Do(req)
+	if err != nil {
+		if c := context.Cause(a.ctx); c != nil {
+			return nil, fmt.Errorf("%s: %w", a.m.url, c)
+		}
+		return nil, fmt.Errorf("%s: %w", a.m.url, err)
+	}
+	if err := checkRange(resp, a.m.url, off, end, d.f.Size); err != nil {
+		drain(resp)
+		return nil, err
+	}
+	return resp, nil
+}
+
+// drain lets a short error body be read so the connection can be reused.
+func drain(resp *http.Response) {
+	io.CopyN(io.Discard, resp.Body, 4<<10)
+	resp.Body.Close()
+}
+
+func checkRange(resp *http.Response, url string, off, end, size int64) error {
+	switch {
+	case resp.StatusCode == http.StatusOK:
+		return fmt.Errorf("%s: HTTP 200 to a range request: %w", url, ErrNoRange)
+	case resp.StatusCode != http.StatusPartialContent:
+		return &StatusError{URL: url, Status: resp.StatusCode,
+			RetryAfter: parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())}
+	}
+	cr := resp.Header.Get("Content-Range")
+	first, last, total, ok := parseContentRange(cr)
+	if !ok || first != off || last != end-1 || total != size {
+		return fmt.Errorf("%s: Content-Range %q for bytes %d-%d/%d: %w", url, cr, off, end-1, size, ErrBadRange)
+	}
+	if resp.ContentLength >= 0 && resp.ContentLength != end-off {
+		return fmt.Errorf("%s: Content-Length %d for %d bytes: %w", url, resp.ContentLength, end-off, ErrBadRange)
+	}
+	return nil
+}
+
+// parseContentRange reads "bytes FIRST-LAST/TOTAL" (TOTAL may be "*",
+// which never matches a known size).
+func parseContentRange(v string) (first, last, total int64, ok bool) {
+	rest, found := strings.CutPrefix(v, "bytes ")
+	if !found {
+		return 0, 0, 0, false
+	}
+	span, tot, found := strings.Cut(rest, "/")
+	a, b, found2 := strings.Cut(span, "-")
+	if !found || !found2 {
+		return 0, 0, 0, false
+	}
+	var e1, e2, e3 error
+	first, e1 = strconv.ParseInt(a, 10, 64)
+	last, e2 = strconv.ParseInt(b, 10, 64)
+	total, e3 = strconv.ParseInt(tot, 10, 64)
+	return first, last, total, e1 == nil && e2 == nil && e3 == nil && first <= last
+}

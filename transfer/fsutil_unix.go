@@ -1,0 +1,31 @@
+//go:build unix
+
+package transfer
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// lockPart takes an advisory lock on the .part file, so that two runs
+// never write the same download.
+func lockPart(f *os.File) error {
+	err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+	if errors.Is(err, unix.EWOULDBLOCK) {
+		return fmt.Errorf("%s: another rsdump is downloading this file", f.Name())
+	}
+	return err
+}
+
+// isHole reports whether [off, end) holds no data (never written), so a
+// rehash can skip it.
+func isHole(f *os.File, off, end int64) bool {
+	next, err := unix.Seek(int(f.Fd()), off, unix.SEEK_DATA)
+	if errors.Is(err, unix.ENXIO) {
+		return true
+	}
+	return err == nil && next >= end
+}

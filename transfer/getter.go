@@ -1,0 +1,166 @@
+package transfer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"path"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// Getter downloads files within one connection budget. Its methods are
+// safe for concurrent use.
+type Getter struct {
+	opts    Options
+	client  *http.Client
+	budget  *budget
+	fetched atomic.Int64
+
+	mu     sync.Mutex
+	active map[*download]bool
+	total  int64 // bytes of every file handed to Get
+	done   int64 // bytes of finished and skipped files
+}
+
+// New returns a Getter with o's settings.
+func New(o Options) *Getter {
+	o = o.withDefaults()
+	g := &Getter{opts: o, client: o.Client, budget: newBudget(o.Connections, o.PerMirror), active: map[*download]bool{}}
+	if g.client == nil {
+		g.client = &http.Client{Transport: newTransport(o)}
+	}
+	return g
+}
+
+func newTransport(o Options) *http.Transport {
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:          2 * o.Connections,
+		MaxIdleConnsPerHost:   2 * o.PerMirror,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   30 * time.Second,
+		DisableCompression:    true,
+		ResponseHeaderTimeout: o.StallTimeout,
+		ReadBufferSize:        64 << 10,
+	}
+}
+
+// Get downloads files into dir, Options.Files at a time, and returns a
+// result per file in order. The error joins every file's error.
+func (g *Getter) Get(ctx context.Context, dir string, files []File) ([]*Result, error) {
+	if err := checkNames(files); err != nil {
+		return nil, err
+	}
+	results := make([]*Result, len(files))
+	var eg errgroup.Group
+	eg.SetLimit(g.opts.Files)
+	for i, f := range files {
+		g.mu.Lock()
+		g.total += f.Size
+		g.mu.Unlock()
+		eg.Go(func() error { results[i] = g.getOne(ctx, dir, f); return nil })
+	}
+	eg.Wait()
+	var errs []error
+	for _, r := range results {
+		if r.Err != nil {
+			errs = append(errs, r.Err)
+		}
+	}
+	return results, errors.Join(errs...)
+}
+
+func checkNames(files []File) error {
+	seen := map[string]bool{}
+	for _, f := range files {
+		clean := path.Clean(f.Name)
+		if f.Name == "" || !localName(clean) {
+			return fmt.Errorf("unsafe file name %q", f.Name)
+		}
+		if seen[clean] {
+			return fmt.Errorf("two files named %q", f.Name)
+		}
+		seen[clean] = true
+	}
+	return nil
+}
+
+func localName(p string) bool {
+	return p != "." && p != ".." && !path.IsAbs(p) && !(len(p) > 2 && p[:3] == "../")
+}
+
+func (g *Getter) getOne(ctx context.Context, dir string, f File) *Result {
+	d, err := g.newDownload(dir, f)
+	if err != nil {
+		r := &Result{Name: f.Name, Size: f.Size, Err: err}
+		g.opts.Events(r)
+		return r
+	}
+	g.track(d, true)
+	err = d.run(ctx)
+	g.track(d, false)
+	r := d.result(err)
+	if err == nil && g.opts.Completed != nil {
+		r.Err = g.opts.Completed(ctx, r)
+	}
+	g.opts.Events(r)
+	return r
+}
+
+func (g *Getter) track(d *download, on bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if on {
+		g.active[d] = true
+		return
+	}
+	delete(g.active, d)
+	g.done += d.f.Size
+}
+
+func (d *download) result(err error) *Result {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	r := d.res
+	r.Fetched = d.fetched.Load()
+	r.Mirrors = d.mirrorResults()
+	r.Err = err
+	return &r
+}
+
+func (d *download) mirrorResults() []MirrorResult {
+	out := make([]MirrorResult, len(d.mirrors))
+	for i, m := range d.mirrors {
+		out[i] = MirrorResult{URL: m.url, Bytes: m.bytes, Bad: m.bad, Dropped: m.dropped}
+	}
+	return out
+}
+
+// Progress is a snapshot of a Getter's work.
+type Progress struct {
+	Total    int64 // bytes of every file handed to Get
+	Done     int64 // bytes verified, resumed or skipped
+	Received int64 // bytes received over the network
+	Files    int   // files in progress
+	Mirrors  []MirrorProgress
+}
+
+// Progress returns counters that a caller polls to draw progress.
+func (g *Getter) Progress() Progress {
+	g.mu.Lock()
+	p := Progress{Total: g.total, Done: g.done, Files: len(g.active)}
+	for d := range g.active {
+		p.Done += d.verified.Load()
+	}
+	g.mu.Unlock()
+	p.Received = g.fetched.Load()
+	p.Mirrors = g.budget.snapshot()
+	return p
+}

@@ -1,0 +1,208 @@
+package transfer
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	mt "github.com/rsdump/rsdump/transfer/mirrortest"
+)
+
+// Cancelling mid-way (SIGINT) saves the state; the next run fetches only
+// what was missing.
+func TestCancelThenResume(t *testing.T) {
+	data := payload(4<<20, 20)
+	s, m := serve(t, data, mt.RateLimit(8<<20))
+	f := fileFor("f.bin", data, plen, s.URL)
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	g := New(fastOptions())
+	go func() {
+		for g.Progress().Done < int64(len(data))/2 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		cancel()
+	}()
+	_, err := g.Get(ctx, dir, []File{f})
+	if err == nil {
+		t.Fatal("no error after cancel")
+	}
+	st, err := loadState(filepath.Join(dir, "f.bin.rsdump-state"))
+	if err != nil {
+		t.Fatalf("no state after cancel: %v", err)
+	}
+	res, err := get(t, fastOptions(), dir, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustMatch(t, dir, "f.bin", data)
+	refetched := m.Bytes.Load() - int64(len(data))
+	if res[0].Resumed < int64(len(data))/2 || refetched > int64(len(data))/8 {
+		t.Errorf("resumed %d, fetched %d bytes more than the file (state had %d bytes of bitmap)", res[0].Resumed, refetched, len(st.Done))
+	}
+}
+
+// With a .part and no state (or a stale one), good pieces on disk are
+// found by rehashing and kept.
+func TestRehashWithoutState(t *testing.T) {
+	for _, stale := range []bool{false, true} {
+		data := payload(1<<20, 21)
+		s, m := serve(t, data)
+		dir := t.TempDir()
+		part := make([]byte, len(data))
+		copy(part[:len(data)/2], data) // first half good
+		part[10] ^= 1                  // but piece 0 bad
+		os.WriteFile(filepath.Join(dir, "f.bin.part"), part, 0o644)
+		if stale {
+			os.WriteFile(filepath.Join(dir, "f.bin.rsdump-state"), []byte(`{"version":1,"size":5,"done":"/w=="}`), 0o644)
+		}
+		res, err := get(t, fastOptions(), dir, fileFor("f.bin", data, plen, s.URL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustMatch(t, dir, "f.bin", data)
+		if want := int64(len(data)/2 - plen); res[0].Resumed != want {
+			t.Errorf("stale=%v: resumed %d, want %d", stale, res[0].Resumed, want)
+		}
+		if got := m.Bytes.Load(); got != int64(len(data)/2+plen) {
+			t.Errorf("stale=%v: fetched %d bytes", stale, got)
+		}
+	}
+}
+
+// Without piece hashes a .part with no state cannot be trusted.
+func TestNoPieceHashesNoStateStartsOver(t *testing.T) {
+	data := payload(300<<10, 22)
+	s, m := serve(t, data)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "f.bin.part"), make([]byte, len(data)), 0o644)
+	if _, err := get(t, fastOptions(), dir, fileFor("f.bin", data, 0, s.URL)); err != nil {
+		t.Fatal(err)
+	}
+	mustMatch(t, dir, "f.bin", data)
+	if m.Bytes.Load() != int64(len(data)) {
+		t.Errorf("fetched %d bytes", m.Bytes.Load())
+	}
+}
+
+func TestSkipComplete(t *testing.T) {
+	data := payload(100<<10, 23)
+	s, m := serve(t, data)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "f.bin"), data, 0o644)
+	res, err := get(t, fastOptions(), dir, fileFor("f.bin", data, plen, s.URL))
+	if err != nil || !res[0].Skipped || m.Requests.Load() != 0 {
+		t.Fatalf("err %v, skipped %v, %d requests", err, res[0].Skipped, m.Requests.Load())
+	}
+	// A file of the right size but the wrong bytes is replaced.
+	os.WriteFile(filepath.Join(dir, "f.bin"), make([]byte, len(data)), 0o644)
+	if res, err = get(t, fastOptions(), dir, fileFor("f.bin", data, plen, s.URL)); err != nil || res[0].Skipped {
+		t.Fatalf("err %v, skipped %v", err, res[0].Skipped)
+	}
+	mustMatch(t, dir, "f.bin", data)
+}
+
+func TestEmptyFile(t *testing.T) {
+	s, _ := serve(t, nil)
+	dir := t.TempDir()
+	if _, err := get(t, fastOptions(), dir, fileFor("e.bin", nil, plen, s.URL)); err != nil {
+		t.Fatal(err)
+	}
+	mustMatch(t, dir, "e.bin", nil)
+}
+
+// countingMirror wraps a handler to record the peak of concurrent requests.
+type peak struct {
+	mu        sync.Mutex
+	cur, high int
+}
+
+func (p *peak) add(d int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cur += d
+	p.high = max(p.high, p.cur)
+}
+
+// Several files download at once within one connection budget, counted
+// per host:port even when two URLs name the same server.
+func TestSeveralFilesOneBudget(t *testing.T) {
+	var pk peak
+	var files []File
+	var datas [][]byte
+	hold := mt.Latency(2 * time.Millisecond)
+	for i := range 4 {
+		data := payload(400<<10, uint64(30+i))
+		s, _ := serve(t, data, hold, mt.RateLimit(16<<20))
+		files = append(files, fileFor(string(rune('a'+i))+".bin", data, plen, s.URL, s.URL+"?again"))
+		datas = append(datas, data)
+	}
+	o := fastOptions()
+	o.Connections, o.PerMirror = 3, 2
+	o.Client = &http.Client{Transport: countTransport{http.DefaultTransport, &pk}}
+	dir := t.TempDir()
+	if _, err := get(t, o, dir, files...); err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range files {
+		mustMatch(t, dir, f.Name, datas[i])
+	}
+	pk.mu.Lock()
+	defer pk.mu.Unlock()
+	if pk.high > 3 {
+		t.Errorf("%d concurrent requests, budget 3", pk.high)
+	}
+}
+
+// End game: the last piece, stuck on a slow mirror, is duplicated on the
+// fast one instead of waiting.
+func TestEndGameDuplicatesSlowTail(t *testing.T) {
+	data := payload(1<<20, 40)
+	slow, _ := serve(t, data, mt.RateLimit(40<<10)) // a 64 KiB piece takes 1.6 s
+	fast, _ := serve(t, data, mt.RateLimit(8<<20), mt.Latency(5*time.Millisecond))
+	o := fastOptions()
+	o.StallTimeout = time.Minute
+	start := time.Now()
+	dir := t.TempDir()
+	res, err := get(t, o, dir, fileFor("f.bin", data, plen, fast.URL, slow.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustMatch(t, dir, "f.bin", data)
+	if el := time.Since(start); el > time.Second {
+		t.Errorf("took %v: the slow mirror's pieces were not duplicated (%+v)", el, res[0].Mirrors)
+	}
+}
+
+// countTransport counts requests from sending to closing the body.
+type countTransport struct {
+	rt http.RoundTripper
+	p  *peak
+}
+
+func (c countTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.p.add(1)
+	resp, err := c.rt.RoundTrip(r)
+	if err != nil {
+		c.p.add(-1)
+		return nil, err
+	}
+	resp.Body = &countBody{ReadCloser: resp.Body, p: c.p}
+	return resp, nil
+}
+
+type countBody struct {
+	io.ReadCloser
+	p    *peak
+	once sync.Once
+}
+
+func (b *countBody) Close() error {
+	b.once.Do(func() { b.p.add(-1) })
+	return b.ReadCloser.Close()
+}

@@ -1,0 +1,222 @@
+package transfer
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"strings"
+
+	"github.com/rsdump/rsdump/internal/digest"
+	"github.com/rsdump/rsdump/internal/sitemap"
+	"github.com/rsdump/rsdump/metalink"
+)
+
+// maxDocument bounds a Metalink or dump document fetched over HTTP.
+const maxDocument = 64 << 20
+
+// Resolve turns a source into files: a Metalink document (path or URL), a
+// ResourceSync dump document (resourcedump.xml, changedump.xml), or a
+// plain http(s) URL, whose RFC 6249 Link and Digest headers add mirrors,
+// a hash, or a Metalink.
+func (g *Getter) Resolve(ctx context.Context, source string) ([]File, error) {
+	if !isURL(source) {
+		b, err := os.ReadFile(source)
+		if err != nil {
+			return nil, err
+		}
+		return g.fromDocument(ctx, source, b)
+	}
+	switch strings.ToLower(path.Ext(urlPath(source))) {
+	case ".meta4", ".metalink", ".xml":
+		b, err := g.fetchDoc(ctx, source)
+		if err != nil {
+			return nil, err
+		}
+		return g.fromDocument(ctx, source, b)
+	}
+	return g.fromPlainURL(ctx, source)
+}
+
+func isURL(s string) bool {
+	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")
+}
+
+func urlPath(s string) string {
+	if u, err := url.Parse(s); err == nil {
+		return u.Path
+	}
+	return s
+}
+
+// fromDocument sniffs the root element: Metalink, or a sitemap urlset.
+func (g *Getter) fromDocument(ctx context.Context, src string, b []byte) ([]File, error) {
+	head := b[:min(len(b), 4096)]
+	switch {
+	case bytes.Contains(head, []byte("<metalink")):
+		return filesFromMetalink(src, b)
+	case bytes.Contains(head, []byte("<urlset")):
+		return g.filesFromDump(ctx, src, b)
+	case bytes.Contains(head, []byte("<sitemapindex")):
+		return nil, fmt.Errorf("%s: a sitemap index: give each of its documents", src)
+	}
+	return nil, fmt.Errorf("%s: neither a Metalink nor a ResourceSync dump document", src)
+}
+
+func (g *Getter) fetchDoc(ctx context.Context, u string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := g.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, &StatusError{URL: u, Status: resp.StatusCode}
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxDocument+1))
+	if err == nil && len(b) > maxDocument {
+		err = errors.New("document too large")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", u, err)
+	}
+	return b, nil
+}
+
+func filesFromMetalink(src string, b []byte) ([]File, error) {
+	ml, _, err := metalink.Decode(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", src, err)
+	}
+	var files []File
+	for _, mf := range ml.Files {
+		f, err := fileFromMetalink(mf)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", src, err)
+		}
+		files = append(files, f)
+	}
+	return files, nil
+}
+
+func fileFromMetalink(mf metalink.File) (File, error) {
+	f := File{Name: mf.Name, Size: -1}
+	if mf.Size == nil {
+		return f, fmt.Errorf("%s: no size", mf.Name)
+	}
+	f.Size = *mf.Size
+	if h, ok := mf.StrongestHash(); ok && digest.Known(h.Type) {
+		f.HashAlg, f.Hash = h.Type, h.Value
+	}
+	if p, ok := mf.StrongestPieces(); ok && digest.Known(p.Type) {
+		f.Pieces = Pieces{Type: p.Type, Length: p.Length, Hashes: p.Hashes}
+	}
+	for _, u := range mf.URLs {
+		if isURL(u.URL) {
+			f.Mirrors = append(f.Mirrors, Mirror{URL: u.URL, Priority: u.Priority, Location: u.Location})
+		}
+	}
+	return f, nil
+}
+
+// filesFromDump lists a dump document's packages: <loc> and its
+// rel="duplicate" links are mirrors, rs:md gives length and hash, and a
+// rel="describedby" Metalink adds piece hashes and its own mirrors.
+func (g *Getter) filesFromDump(ctx context.Context, src string, b []byte) ([]File, error) {
+	dec, err := sitemap.NewDecoder(bufio.NewReader(bytes.NewReader(b)))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", src, err)
+	}
+	var files []File
+	for {
+		u, err := dec.Next()
+		if err == io.EOF {
+			return files, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", src, err)
+		}
+		f, err := g.fileFromEntry(ctx, u)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", src, err)
+		}
+		files = append(files, f)
+	}
+}
+
+func (g *Getter) fileFromEntry(ctx context.Context, u sitemap.URL) (File, error) {
+	f := File{Name: path.Base(urlPath(u.Loc)), Size: -1, Mirrors: []Mirror{{URL: u.Loc}}}
+	if u.MD != nil && u.MD.Length != nil {
+		f.Size = *u.MD.Length
+	}
+	if u.MD != nil && u.MD.Hash != "" {
+		set, err := digest.Parse(u.MD.Hash)
+		if err != nil {
+			return f, fmt.Errorf("%s: %w", u.Loc, err)
+		}
+		f.HashAlg, f.Hash = strongest(set)
+	}
+	for _, l := range u.Links {
+		switch {
+		case l.Rel == "duplicate" && isURL(l.Href):
+			f.Mirrors = append(f.Mirrors, Mirror{URL: l.Href, Priority: l.Pri})
+		case l.Rel == "describedby" && l.Type == metalink.MediaType:
+			if err := g.mergeMetalink(ctx, &f, l.Href); err != nil {
+				return f, err
+			}
+		}
+	}
+	if f.Size < 0 {
+		return f, fmt.Errorf("%s: no length", u.Loc)
+	}
+	return f, nil
+}
+
+func strongest(set digest.Set) (string, string) {
+	for _, alg := range []string{digest.SHA512, digest.SHA256, digest.BLAKE3, digest.SHA1, digest.MD5} {
+		if v, ok := set.Get(alg); ok {
+			return alg, v
+		}
+	}
+	return "", ""
+}
+
+// mergeMetalink takes piece hashes, a hash and mirrors from the Metalink
+// describing f; its file is the one with f's name, or its only file.
+func (g *Getter) mergeMetalink(ctx context.Context, f *File, href string) error {
+	b, err := g.fetchDoc(ctx, href)
+	if err != nil {
+		return err
+	}
+	files, err := filesFromMetalink(href, b)
+	if err != nil {
+		return err
+	}
+	var m *File
+	for i := range files {
+		if files[i].Name == f.Name || len(files) == 1 {
+			m = &files[i]
+		}
+	}
+	if m == nil {
+		return fmt.Errorf("%s: no file named %q", href, f.Name)
+	}
+	if f.Size >= 0 && m.Size != f.Size {
+		return fmt.Errorf("%s: size %d, the dump says %d", href, m.Size, f.Size)
+	}
+	f.Size, f.Pieces = m.Size, m.Pieces
+	if f.HashAlg == "" || m.HashAlg == f.HashAlg {
+		f.HashAlg, f.Hash = m.HashAlg, m.Hash
+	}
+	f.Mirrors = append(f.Mirrors, m.Mirrors...)
+	return nil
+}

@@ -1,0 +1,162 @@
+package transfer
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rsdump/rsdump/metalink"
+	mt "github.com/rsdump/rsdump/transfer/mirrortest"
+)
+
+func metalinkDoc(t *testing.T, data []byte, name string, urls ...string) []byte {
+	t.Helper()
+	f := fileFor(name, data, plen)
+	size := int64(len(data))
+	mf := metalink.File{Name: name, Size: &size, Hashes: []metalink.Hash{{Type: "sha-256", Value: f.Hash}},
+		Pieces: []metalink.Pieces{{Type: "sha-256", Length: plen, Hashes: f.Pieces.Hashes}}}
+	for i, u := range urls {
+		mf.URLs = append(mf.URLs, metalink.URL{URL: u, Priority: i + 1})
+	}
+	var b bytes.Buffer
+	if err := metalink.Encode(&b, &metalink.Metalink{Files: []metalink.File{mf}}); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func TestResolveMetalinkFile(t *testing.T) {
+	data := payload(500<<10, 50)
+	a, _ := serve(t, data)
+	b, _ := serve(t, data)
+	path := filepath.Join(t.TempDir(), "x.meta4")
+	os.WriteFile(path, metalinkDoc(t, data, "pkg.zip", b.URL, a.URL), 0o644)
+	g := New(fastOptions())
+	files, err := g.Resolve(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 1 || len(files[0].Pieces.Hashes) != 8 || len(files[0].Mirrors) != 2 || files[0].Hash != sha(data) {
+		t.Fatalf("resolved %+v", files)
+	}
+	dir := t.TempDir()
+	if _, err := g.Get(context.Background(), dir, files); err != nil {
+		t.Fatal(err)
+	}
+	mustMatch(t, dir, "pkg.zip", data)
+}
+
+// RFC 6249: the first server's Link and Digest headers give mirrors and
+// the hash; a mirror's own Link headers are ignored.
+func TestResolveMetalinkHTTP(t *testing.T) {
+	data := payload(300<<10, 51)
+	sum := sha256.Sum256(data)
+	rogue, rm := serve(t, []byte("not it"))
+	m2, _ := serve(t, data, mt.Header("Link", "<"+rogue.URL+">; rel=duplicate"))
+	origin, _ := serve(t, data,
+		mt.Header("Link", fmt.Sprintf("<%s/f.bin>; rel=duplicate; pri=2; geo=de, <http://x.invalid/sig.asc>; rel=describedby; type=\"application/pgp-signature\"", m2.URL)),
+		mt.Header("Digest", "SHA-256="+base64.StdEncoding.EncodeToString(sum[:])))
+	g := New(fastOptions())
+	files, err := g.Resolve(context.Background(), origin.URL+"/dir/f.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := files[0]
+	if f.Name != "f.bin" || f.Size != int64(len(data)) || f.HashAlg != "sha-256" || f.Hash != sha(data) || len(f.Mirrors) != 2 || f.Mirrors[1].Location != "de" {
+		t.Fatalf("resolved %+v", f)
+	}
+	dir := t.TempDir()
+	if _, err := g.Get(context.Background(), dir, files); err != nil {
+		t.Fatal(err)
+	}
+	mustMatch(t, dir, "f.bin", data)
+	if rm.Requests.Load() != 0 {
+		t.Error("a mirror's Link header was followed")
+	}
+}
+
+func TestResolveDescribedByMetalink(t *testing.T) {
+	data := payload(300<<10, 52)
+	m, _ := serve(t, data)
+	doc := metalinkDoc(t, data, "f.bin", m.URL)
+	ml := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(doc) }))
+	t.Cleanup(ml.Close)
+	origin, _ := serve(t, data, mt.Header("Link", "<"+ml.URL+"/f.meta4>; rel=describedby; type=\"application/metalink4+xml\""))
+	files, err := New(fastOptions()).Resolve(context.Background(), origin.URL+"/f.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files[0].Pieces.Hashes) == 0 || len(files[0].Mirrors) != 2 {
+		t.Fatalf("resolved %+v", files[0])
+	}
+}
+
+func TestResolveDumpDocument(t *testing.T) {
+	data := payload(200<<10, 53)
+	a, _ := serve(t, data)
+	b, _ := serve(t, data)
+	doc := `<?xml version="1.0" encoding="UTF-8"?>
+<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/">
+<rs:md capability="resourcedump" at="2026-01-01T00:00:00Z"/>
+<url><loc>` + a.URL + `/resourcedump-00001.zip</loc>
+<rs:md hash="sha-256:` + sha(data) + `" length="` + fmt.Sprint(len(data)) + `" type="application/zip"/>
+<rs:ln rel="duplicate" href="` + b.URL + `/p1.zip" pri="1"/>
+</url></urlset>`
+	path := filepath.Join(t.TempDir(), "resourcedump.xml")
+	os.WriteFile(path, []byte(doc), 0o644)
+	g := New(fastOptions())
+	files, err := g.Resolve(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 1 || files[0].Name != "resourcedump-00001.zip" || len(files[0].Mirrors) != 2 || files[0].Hash != sha(data) {
+		t.Fatalf("resolved %+v", files)
+	}
+	dir := t.TempDir()
+	if _, err := g.Get(context.Background(), dir, files); err != nil {
+		t.Fatal(err)
+	}
+	mustMatch(t, dir, "resourcedump-00001.zip", data)
+}
+
+func TestParseLinks(t *testing.T) {
+	ls := parseLinks([]string{`<http://a/x>; rel=duplicate; pri=1; pref, <ftp://b/x>; rel=duplicate`, `</y.meta4>; rel="describedby"; type="application/metalink4+xml"`}, "http://o/dir/x")
+	if len(ls) != 2 || !ls[0].pref || ls[0].pri != 1 || ls[1].url != "http://o/y.meta4" || ls[1].typ != metalink.MediaType {
+		t.Fatalf("%+v", ls)
+	}
+	alg, v := parseDigest([]string{"MD5=abc, SHA-256=" + base64.StdEncoding.EncodeToString(make([]byte, 32))})
+	if alg != "sha-256" || v != strings.Repeat("0", 64) {
+		t.Fatalf("digest %s %s", alg, v)
+	}
+}
+
+func TestCheckRange(t *testing.T) {
+	mk := func(status int, cr string, n int64) *http.Response {
+		return &http.Response{StatusCode: status, ContentLength: n, Header: http.Header{"Content-Range": {cr}}}
+	}
+	for _, tc := range []struct {
+		r  *http.Response
+		ok bool
+	}{
+		{mk(206, "bytes 10-19/100", 10), true},
+		{mk(206, "bytes 10-19/100", -1), true},
+		{mk(206, "bytes 10-19/101", 10), false},
+		{mk(206, "bytes 11-20/100", 10), false},
+		{mk(206, "bytes 10-19/*", 10), false},
+		{mk(206, "bytes 10-19/100", 11), false},
+		{mk(200, "", 100), false},
+		{mk(416, "", 0), false},
+	} {
+		if err := checkRange(tc.r, "u", 10, 20, 100); (err == nil) != tc.ok {
+			t.Errorf("%d %q %d: err %v", tc.r.StatusCode, tc.r.Header.Get("Content-Range"), tc.r.ContentLength, err)
+		}
+	}
+}

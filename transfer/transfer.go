@@ -1,0 +1,139 @@
+// Package transfer downloads files from several mirrors at once. Every
+// piece is checked against its Metalink hash before it counts, a mirror
+// that serves bad data or fails is demoted, backed off or dropped without
+// shrinking the connection budget, and an interrupted download resumes
+// from NAME.part and NAME.rsdump-state.
+//
+// The package never prints: progress is polled with Getter.Progress and
+// announced through Options.Events.
+package transfer
+
+import (
+	"context"
+	"net/http"
+	"time"
+)
+
+// Mirror is one URL a file can be fetched from.
+type Mirror struct {
+	URL      string
+	Priority int    // lower is preferred; 0 means none (999999)
+	Location string // ISO 3166-1 alpha-2 country code, or ""
+	Pref     bool   // RFC 6249 "pref": the server asks us to prefer it
+}
+
+// Piece hashes of a file: Hashes[i] is the lower-case hex digest of the
+// Length bytes at i*Length (the last piece may be shorter).
+type Pieces struct {
+	Type   string
+	Length int64
+	Hashes []string
+}
+
+// File is one download: where it goes, what it must be, where it is.
+type File struct {
+	Name    string // '/'-separated path under the output directory
+	Size    int64
+	HashAlg string // whole-file hash algorithm ("sha-256"), "" when unknown
+	Hash    string // lower-case hex
+	Pieces  Pieces // zero when the source has no piece hashes
+	Mirrors []Mirror
+}
+
+// Options tune a Getter. Zero values take the defaults in brackets.
+type Options struct {
+	Connections  int           // total connections [16]
+	PerMirror    int           // connections per host:port [4]
+	Files        int           // files downloaded at once [4]
+	StallTimeout time.Duration // a request with no progress for this long is retried elsewhere [20s]
+	MaxFailures  int           // consecutive failures that drop a mirror for a file [8]
+	RangeSize    int64         // range length when there are no piece hashes [1 MiB]
+	SaveInterval time.Duration // resume state is saved at least this often while pieces arrive [250ms]
+	Locations    []string      // preferred mirror locations, best first
+	Client       *http.Client  // [a client with keep-alive pools sized for the budget]
+
+	// Events receives file-level events; it is called from download
+	// goroutines and must not block for long.
+	Events func(Event)
+	// Completed is called with each file as soon as it is published under
+	// its final name (to unpack it, say); its error fails that file.
+	Completed func(ctx context.Context, r *Result) error
+}
+
+const (
+	defaultConnections = 16
+	defaultPerMirror   = 4
+	defaultFiles       = 4
+	defaultStall       = 20 * time.Second
+	defaultMaxFailures = 8
+	defaultRangeSize   = 1 << 20
+	defaultSave        = 250 * time.Millisecond
+)
+
+func (o Options) withDefaults() Options {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&o.Connections, defaultConnections)
+	def(&o.PerMirror, defaultPerMirror)
+	def(&o.Files, defaultFiles)
+	def(&o.MaxFailures, defaultMaxFailures)
+	if o.StallTimeout <= 0 {
+		o.StallTimeout = defaultStall
+	}
+	if o.RangeSize <= 0 {
+		o.RangeSize = defaultRangeSize
+	}
+	if o.SaveInterval <= 0 {
+		o.SaveInterval = defaultSave
+	}
+	if o.Events == nil {
+		o.Events = func(Event) {}
+	}
+	return o
+}
+
+// Event is a file-level happening: *FileStart, *Result (a file finished,
+// failed or was skipped), *MirrorDropped.
+type Event interface{ event() }
+
+// FileStart announces a download; Resumed bytes were already verified.
+type FileStart struct {
+	Name    string
+	Size    int64
+	Resumed int64
+}
+
+// MirrorDropped says a mirror will not be used again for a file.
+type MirrorDropped struct {
+	File, URL, Reason string
+}
+
+func (*FileStart) event()     {}
+func (*Result) event()        {}
+func (*MirrorDropped) event() {}
+
+// Result describes one file's download.
+type Result struct {
+	Name     string
+	Path     string // final path, set when the file is complete
+	Size     int64
+	Skipped  bool  // already complete before this run
+	Resumed  int64 // bytes verified from an earlier run
+	Fetched  int64 // bytes received over the network, good or bad
+	Mirrors  []MirrorResult
+	Refetch  int // pieces fetched again after a bad hash, a failure or a lost race
+	Retries  int // failed requests that were retried
+	Elapsed  time.Duration
+	Err      error
+}
+
+// MirrorResult is what one mirror did for a file.
+type MirrorResult struct {
+	URL     string
+	Bytes   int64  // bytes of verified pieces it served
+	Bad     int    // pieces it served that failed their hash
+	Dropped string // why it was dropped, "" if it was not
+}

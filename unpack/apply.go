@@ -1,0 +1,202 @@
+package unpack
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+
+	"github.com/rsdump/rsdump/internal/digest"
+	"github.com/rsdump/rsdump/verify"
+)
+
+// apply commits the staged bitstreams and carries out the deletions, in
+// manifest order, then makes it durable: the parent directories, the
+// written log. With AtomicPackage, nothing is committed when the package
+// has any problem: a bitstream refused or unverified, an orphan, an unsafe
+// name.
+func (p *pkgRun) apply() error {
+	if n := p.rep.Counts().Problems(); p.u.opts.AtomicPackage && n > 0 {
+		p.refuseStaged(fmt.Sprintf("--atomic-package, and the package has %d problems", n))
+		return nil
+	}
+	recs, err := p.deletionRecords()
+	if err != nil {
+		return err
+	}
+	dirs := map[string]bool{}
+	for _, a := range p.actions {
+		switch {
+		case a.superseded || a.failed || a.present:
+		case a.b.Deleted():
+			p.delete(a, recs, dirs)
+		default:
+			p.commitOne(a, dirs)
+		}
+	}
+	return p.makeDurable(dirs)
+}
+
+func (p *pkgRun) commitOne(a *action, dirs map[string]bool) {
+	err := p.u.dest.commit(a.staged, a.target, a.b.URL.Lastmod)
+	if err != nil {
+		p.u.dest.discard(a.staged)
+		a.staged = ""
+		p.refuse(a, CheckRefused, "not written: "+err.Error())
+		return
+	}
+	a.staged = ""
+	dirs[path.Dir(a.target)] = true
+	p.u.count(func(r *Result) { r.Written++ })
+	p.report(a, verify.OK, CheckWritten, "", verify.Describe(a.b.Length, a.b.Want))
+}
+
+// makeDurable syncs the directories that got new names and appends the
+// records of what was written to the log.
+func (p *pkgRun) makeDurable(dirs map[string]bool) error {
+	names := make([]string, 0, len(dirs))
+	for d := range dirs {
+		names = append(names, d)
+	}
+	sort.Strings(names)
+	for _, d := range names {
+		if err := p.u.dest.syncDir(d); err != nil {
+			return fmt.Errorf("%s: syncing %s: %w", p.u.dest.dir, d, err)
+		}
+	}
+	p.u.logMu.Lock()
+	defer p.u.logMu.Unlock()
+	if err := p.u.dest.appendLog(p.committedRecords()); err != nil {
+		return fmt.Errorf("%s: written log: %w", p.u.dest.dir, err)
+	}
+	return nil
+}
+
+// committedRecords keeps the records of the targets now in the tree: the
+// ones written, found present, or deleted (as tombstones).
+func (p *pkgRun) committedRecords() []record {
+	ok := map[string]bool{}
+	for _, a := range p.actions {
+		if !a.failed && !a.superseded {
+			ok[a.target] = true
+		}
+	}
+	var out []record
+	for _, r := range p.recs {
+		if ok[r.Path] {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// deletionRecords looks up, in the written log, what rsdump last wrote at
+// each target the package deletes.
+func (p *pkgRun) deletionRecords() (map[string]record, error) {
+	want := map[string]bool{}
+	for _, a := range p.actions {
+		if a.b.Deleted() && !a.superseded && !a.failed {
+			want[a.target] = true
+		}
+	}
+	if len(want) == 0 || p.u.dest.root == nil {
+		return nil, nil
+	}
+	return p.u.dest.lookupLog(want)
+}
+
+// delete removes a target for a deleted change, but only when the file is
+// the one the Destination had: the one rsdump last wrote there, or, with
+// no record, the one the entry's own hash describes. A file changed
+// locally is kept and reported.
+func (p *pkgRun) delete(a *action, recs map[string]record, dirs map[string]bool) {
+	fi, err := p.u.dest.checkTarget(a.target)
+	switch {
+	case err != nil:
+		p.conflict(a, "not deleted: "+err.Error())
+		return
+	case fi == nil:
+		p.deleted(a, "already absent")
+		return
+	}
+	length, want := expected(a, recs)
+	if len(want.Known()) == 0 {
+		p.conflict(a, "not deleted: rsdump has no record of writing this file, and the entry gives no hash to compare it with")
+		return
+	}
+	same, err := p.sameFile(a.target, fi.Size(), length, want)
+	switch {
+	case err != nil:
+		p.conflict(a, "not deleted: "+err.Error())
+	case !same:
+		p.conflict(a, "not deleted: the file differs from the version rsdump wrote (changed at the Destination?)")
+	case p.u.opts.DryRun:
+		p.deleted(a, "would delete (dry run)")
+	default:
+		p.remove(a, dirs)
+	}
+}
+
+func expected(a *action, recs map[string]record) (int64, digest.Set) {
+	if r, ok := recs[a.target]; ok && r.Length >= 0 {
+		set, _ := digest.Parse(r.Hash)
+		return r.Length, set
+	}
+	return a.b.Length, a.b.Want
+}
+
+func (p *pkgRun) sameFile(rel string, size, length int64, want digest.Set) (bool, error) {
+	if length >= 0 && size != length {
+		return false, nil
+	}
+	sums, err := p.u.dest.hash(rel, want.Known())
+	if err != nil {
+		return false, err
+	}
+	_, bad, _ := digest.Check(want, sums)
+	return len(bad) == 0, nil
+}
+
+func (p *pkgRun) remove(a *action, dirs map[string]bool) {
+	if err := p.u.dest.root.Remove(a.target); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		p.conflict(a, "not deleted: "+err.Error())
+		return
+	}
+	dirs[path.Dir(a.target)] = true
+	p.recs = append(p.recs, record{Path: a.target, Length: -1})
+	p.deleted(a, "")
+}
+
+func (p *pkgRun) deleted(a *action, msg string) {
+	p.u.count(func(r *Result) { r.Deleted++ })
+	p.rep.Report(verify.Finding{Severity: verify.OK, Check: CheckDeleted, Source: p.ref.Loc, URI: a.b.URL.Loc, Path: a.target, Msg: msg})
+}
+
+func (p *pkgRun) conflict(a *action, msg string) {
+	a.failed = true
+	p.failed++
+	p.u.count(func(r *Result) { r.Refused++ })
+	p.rep.Report(verify.Finding{Severity: verify.Error, Check: CheckConflict, Source: p.ref.Loc, URI: a.b.URL.Loc, Path: a.target, Msg: msg})
+}
+
+// dryRun reports what a run would change, from the manifest and the tree
+// alone: bitstreams are not read, so a damaged one shows up only in a
+// real run (or in rsdump verify).
+func (p *pkgRun) dryRun() error {
+	recs, err := p.deletionRecords()
+	if err != nil {
+		return err
+	}
+	for _, a := range p.actions {
+		switch {
+		case a.superseded || a.failed || a.present:
+		case a.b.Deleted():
+			p.delete(a, recs, map[string]bool{})
+		default:
+			p.u.count(func(r *Result) { r.Written++ })
+			p.report(a, verify.OK, CheckWritten, "would write (dry run)", "")
+		}
+	}
+	return nil
+}

@@ -1,0 +1,135 @@
+package unpack_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rsdump/rsdump/internal/sitemap"
+	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/unpack"
+	"github.com/rsdump/rsdump/verify"
+	"github.com/rsdump/rsdump/verify/verifytest"
+)
+
+func at(h, m int) time.Time { return fixedTime.Add(time.Duration(h)*time.Hour + time.Duration(m)*time.Minute) }
+
+func change(kind, rel, data string, lastmod time.Time) verifytest.File {
+	return verifytest.File{Rel: rel, Data: data, Change: kind, Lastmod: lastmod}
+}
+
+var (
+	pkg1 = verifytest.ChangePackage{From: at(1, 0), Until: at(2, 0), Changes: []verifytest.File{
+		change(sitemap.ChangeUpdated, "a.txt", "a2", at(1, 10)),
+		change(sitemap.ChangeDeleted, "b.txt", "", at(1, 20)),
+		change(sitemap.ChangeCreated, "d.txt", "d1", at(1, 30)),
+	}}
+	pkg2 = verifytest.ChangePackage{From: at(2, 0), Until: at(3, 0), Changes: []verifytest.File{
+		change(sitemap.ChangeUpdated, "d.txt", "d2", at(2, 10)),
+		change(sitemap.ChangeUpdated, "d.txt", "d3", at(2, 20)),
+		change(sitemap.ChangeCreated, "e.txt", "e1", at(2, 30)),
+		change(sitemap.ChangeDeleted, "e.txt", "", at(2, 40)),
+		change(sitemap.ChangeCreated, "sub/f.txt", "f1", at(2, 50)),
+	}}
+	pkg3 = verifytest.ChangePackage{From: at(3, 0), Until: at(4, 0), Changes: []verifytest.File{
+		change(sitemap.ChangeUpdated, "a.txt", "a3", at(3, 10)),
+		change(sitemap.ChangeDeleted, "c.txt", "", at(3, 20)),
+		change(sitemap.ChangeDeleted, "local.txt", "", at(3, 30)),
+	}}
+)
+
+// baseline unpacks a Resource Dump of a, b and c into a new tree.
+func baseline(t *testing.T) string {
+	out := packDir(t, tree(t, map[string]string{"a.txt": "a1", "b.txt": "b1", "c.txt": "c1"}), pack.Options{})
+	dst := t.TempDir()
+	if res, fs := run(t, filepath.Join(out, pack.DumpName), dst, unpack.Options{}); res.Problems() != 0 {
+		t.Fatalf("baseline: %+v\n%s", res, dump(fs))
+	}
+	return dst
+}
+
+func readState(t *testing.T, dst string) unpack.State {
+	var s unpack.State
+	b, err := os.ReadFile(filepath.Join(dst, ".rsdump", "state.json"))
+	if err == nil {
+		err = json.Unmarshal(b, &s)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestChangeDump(t *testing.T) {
+	dst := baseline(t)
+	doc := verifytest.ChangeDump(t, t.TempDir(), []verifytest.ChangePackage{pkg1, pkg2})
+	res, fs := run(t, doc, dst, unpack.Options{})
+	if res.Problems() != 0 || res.Packages != 2 {
+		t.Fatalf("%+v\n%s", res, dump(fs))
+	}
+	want := map[string]string{"a.txt": "a2", "c.txt": "c1", "d.txt": "d3", "sub/f.txt": "f1"}
+	equalMaps(t, "tree", contents(readTree(t, dst)), want)
+	if mt := readTree(t, dst)["d.txt"]; mt != "d3@"+at(2, 20).Format(time.RFC3339Nano)+" -rw-r--r--" {
+		t.Errorf("d.txt: %s, want the mtime of its last change", mt)
+	}
+	if s := readState(t, dst); !s.ChangeDumpUntil.Equal(at(3, 0)) || s.Pending {
+		t.Errorf("state %+v, want until %s", s, at(3, 0))
+	}
+	// Running again applies nothing: both packages are skipped.
+	res, fs = run(t, doc, dst, unpack.Options{})
+	if res.Packages != 0 || res.Written+res.Deleted != 0 || res.Problems() != 0 {
+		t.Errorf("second run: %+v\n%s", res, dump(fs))
+	}
+	equalMaps(t, "tree after a second run", contents(readTree(t, dst)), want)
+}
+
+// TestChangeDumpContinues applies a later Change Dump from the state, and
+// refuses deletions of files that are not the ones rsdump wrote.
+func TestChangeDumpContinues(t *testing.T) {
+	dst := baseline(t)
+	run(t, verifytest.ChangeDump(t, t.TempDir(), []verifytest.ChangePackage{pkg1, pkg2}), dst, unpack.Options{})
+	writeFile(t, filepath.Join(dst, "c.txt"), []byte("changed here"))
+	writeFile(t, filepath.Join(dst, "local.txt"), []byte("never from the Source"))
+	doc := verifytest.ChangeDump(t, t.TempDir(), []verifytest.ChangePackage{pkg1, pkg2, pkg3})
+	res, fs := run(t, doc, dst, unpack.Options{})
+	if res.Packages != 1 || res.Written != 1 {
+		t.Errorf("want only the third package applied: %+v\n%s", res, dump(fs))
+	}
+	for _, p := range []string{"c.txt", "local.txt"} {
+		if _, ok := find(fs, verify.Error, unpack.CheckConflict, p); !ok {
+			t.Errorf("deleting %s not refused:\n%s", p, dump(fs))
+		}
+	}
+	want := map[string]string{"a.txt": "a3", "c.txt": "changed here", "d.txt": "d3", "sub/f.txt": "f1", "local.txt": "never from the Source"}
+	equalMaps(t, "tree", contents(readTree(t, dst)), want)
+	if s := readState(t, dst); !s.ChangeDumpUntil.Equal(at(3, 0)) {
+		t.Errorf("state moved past a package with problems: %+v", s)
+	}
+}
+
+func TestChangeDumpDeletesWhatItWrote(t *testing.T) {
+	dst := baseline(t)
+	doc := verifytest.ChangeDump(t, t.TempDir(), []verifytest.ChangePackage{pkg1, pkg2, pkg3})
+	writeFile(t, filepath.Join(dst, "local.txt"), []byte("never from the Source"))
+	res, fs := run(t, doc, dst, unpack.Options{})
+	if _, ok := find(fs, verify.OK, unpack.CheckDeleted, "c.txt"); !ok {
+		t.Errorf("c.txt, written by the baseline and unchanged, not deleted: %+v\n%s", res, dump(fs))
+	}
+	if _, err := os.Stat(filepath.Join(dst, "c.txt")); err == nil {
+		t.Errorf("c.txt still there")
+	}
+}
+
+func TestChangeManifestOrder(t *testing.T) {
+	p := pkg1
+	p.Changes = []verifytest.File{pkg1.Changes[2], pkg1.Changes[0]}
+	z, _ := verifytest.ChangeZip(t, p)
+	var fs []verify.Finding
+	zp := writeFile(t, filepath.Join(t.TempDir(), "c.zip"), z)
+	verify.Verify(t.Context(), []string{zp}, verify.Options{Report: func(f verify.Finding) { fs = append(fs, f) }})
+	if _, ok := find(fs, verify.Error, verify.CheckOrder, "changes/2/a.txt"); !ok {
+		t.Errorf("changes out of order not reported:\n%s", dump(fs))
+	}
+}

@@ -1,0 +1,308 @@
+package unpack
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/rsdump/rsdump/internal/digest"
+	"github.com/rsdump/rsdump/internal/sitemap"
+	"github.com/rsdump/rsdump/verify"
+)
+
+// outcome is what unpacking one package came to.
+type outcome struct {
+	ok         bool // no problem at all: every bitstream applied or present
+	header     sitemap.Header
+	lastChange time.Time
+}
+
+// action is what one manifest entry asks of the tree.
+type action struct {
+	b          *verify.Bitstream
+	target     string // slash-separated, relative to the tree
+	superseded bool   // a later entry of the package has the same target
+	present    bool   // the target already holds the bitstream
+	failed     bool   // refused, and reported
+	staged     string // the staging file, once read and verified
+}
+
+// pkgRun is the unpacking of one package.
+type pkgRun struct {
+	u          *unpacker
+	ref        verify.PackageRef
+	rep        *verify.Reporter // counts this package's findings
+	pkg        *verify.Package
+	actions    []*action // in manifest order
+	byBits     map[*verify.Bitstream]*action
+	failed     int
+	old        int // changes at or before the state, not applied again
+	lastChange time.Time
+	recs       []record
+}
+
+// unpackPackage stages every bitstream of a package, checks the package,
+// then commits in manifest order. The error is for a cancelled context or
+// a destination that cannot be written; problems with the package are
+// findings, and make the outcome not ok.
+func (u *unpacker) unpackPackage(ctx context.Context, ref verify.PackageRef) (outcome, error) {
+	p := &pkgRun{u: u, ref: ref, rep: verify.NewReporter(u.rep.Report), byBits: map[*verify.Bitstream]*action{}}
+	src, ok, err := u.open(ctx, ref, p.rep)
+	if !ok || err != nil {
+		return outcome{}, err
+	}
+	defer src.close()
+	u.count(func(r *Result) { r.Packages++ })
+	if err := p.run(ctx, src); err != nil {
+		p.discardAll()
+		return outcome{}, err
+	}
+	out := outcome{ok: p.rep.Counts().Problems() == 0, lastChange: p.lastChange}
+	if p.pkg != nil {
+		out.header = p.pkg.Header
+	}
+	return out, nil
+}
+
+func (p *pkgRun) run(ctx context.Context, src source) error {
+	if !p.checkLength(src.size) {
+		return nil
+	}
+	ra, ph, mh := src.ra, (*verify.PassHasher)(nil), (*digest.Multi)(nil)
+	if !src.verified && len(p.ref.Want.Known()) > 0 {
+		mh, _ = digest.NewMulti(p.ref.Want.Known()...)
+		ph = verify.NewPassHasher(src.ra, src.size, mh)
+		ra = ph
+	}
+	pkg, err := verify.OpenPackage(ra, src.size, p.ref.Loc, p.ref.Cap, p.u.opts.Limits, p.rep)
+	if err != nil {
+		return nil // reported
+	}
+	p.pkg = pkg
+	p.plan()
+	p.checkPresent()
+	if p.u.opts.DryRun {
+		return p.dryRun()
+	}
+	if ph != nil {
+		ph.Start()
+	}
+	if err := p.stage(ctx); err != nil {
+		return err
+	}
+	if ph != nil && !p.packageHashOK(ph, mh) {
+		p.refuseStaged("the package's hash differs from the dump document")
+		return nil
+	}
+	return p.apply()
+}
+
+// checkLength refuses a package whose length is not the one the dump
+// document gives: it is not the package listed.
+func (p *pkgRun) checkLength(size int64) bool {
+	if p.ref.Length < 0 || p.ref.Length == size {
+		return true
+	}
+	p.rep.Report(verify.Finding{Severity: verify.Error, Check: verify.CheckLength, Source: p.ref.Loc, URI: p.ref.Entry.Loc,
+		Expected: itoa(p.ref.Length), Actual: itoa(size), Msg: "package length differs from " + p.ref.Doc + "; nothing unpacked"})
+	return false
+}
+
+func (p *pkgRun) isChange() bool {
+	return p.pkg.Header.MD.Capability == sitemap.CapChangeDumpManifest
+}
+
+// plan turns manifest entries into actions on targets. In a Change Dump
+// Manifest, later entries for a target supersede earlier ones: only the
+// last change of each target is applied, which ends in the same tree as
+// applying them all in order. Changes the state says were applied are
+// left out.
+func (p *pkgRun) plan() {
+	last := map[string]*action{}
+	for _, b := range p.pkg.Bitstreams {
+		if p.isChange() && b.URL.Lastmod.After(p.lastChange) {
+			p.lastChange = b.URL.Lastmod
+		}
+		if p.isChange() && !p.u.state.applies(b.URL.Lastmod) {
+			p.old++
+			continue
+		}
+		a := p.actionFor(b, last)
+		if a == nil {
+			continue
+		}
+		last[a.target] = a
+		p.actions = append(p.actions, a)
+		p.byBits[b] = a
+	}
+	if p.old > 0 {
+		p.rep.Report(verify.Finding{Severity: verify.OK, Check: CheckSkipped, Source: p.ref.Loc,
+			Msg: fmt.Sprintf("%d changes at or before %s were applied by an earlier run", p.old, sitemap.FormatTime(p.u.state.ChangeDumpUntil))})
+	}
+}
+
+func (p *pkgRun) actionFor(b *verify.Bitstream, last map[string]*action) *action {
+	target, err := p.u.opts.Mapper.Target(b.URL)
+	if err != nil {
+		p.refuse(&action{b: b}, CheckTarget, err.Error())
+		return nil
+	}
+	a := &action{b: b, target: target}
+	prev := last[target]
+	switch {
+	case prev != nil && !p.isChange():
+		p.refuse(a, CheckTarget, fmt.Sprintf("entry %d lands on the same file as entry %d", b.N, prev.b.N))
+		return nil
+	case prev != nil:
+		prev.superseded = true
+	}
+	if !b.Deleted() && b.File == nil {
+		p.refuse(a, CheckRefused, "not written: "+orText(b.Bad, "the package has no readable entry for it"))
+	}
+	return a
+}
+
+// refuse marks an action failed and reports why, naming its target.
+func (p *pkgRun) refuse(a *action, check, msg string) {
+	a.failed = true
+	p.failed++
+	p.u.count(func(r *Result) { r.Refused++ })
+	p.rep.Report(verify.Finding{Severity: verify.Error, Check: check, Source: p.ref.Loc, URI: a.b.URL.Loc, Path: a.target, Msg: msg})
+}
+
+// checkPresent finds the targets that already hold their bitstream: they
+// are not read from the package again, which makes a re-run after an
+// interruption fast.
+func (p *pkgRun) checkPresent() {
+	for _, a := range p.actions {
+		if a.superseded || a.failed || a.b.Deleted() || p.u.dest.root == nil {
+			continue
+		}
+		ok, sums, err := p.u.dest.matches(a.target, a.b.Length, a.b.Want)
+		switch {
+		case err != nil:
+			p.refuse(a, CheckTarget, "not written: "+err.Error())
+		case ok:
+			p.markPresent(a, sums)
+		}
+	}
+}
+
+func (p *pkgRun) markPresent(a *action, sums digest.Set) {
+	a.present = true
+	if lm := a.b.URL.Lastmod; !lm.IsZero() && !p.u.opts.DryRun {
+		p.u.dest.root.Chtimes(a.target, lm, lm) // the content is right; the time may not be
+	}
+	if p.isChange() || p.u.resuming {
+		// Record it in case the run that wrote it was killed before its
+		// record; not on every re-run of a Resource Dump, which would grow
+		// the log by the whole tree each time.
+		p.recs = append(p.recs, record{Path: a.target, Length: a.b.Length, Hash: sums.String()})
+	}
+	p.u.count(func(r *Result) { r.Present++ })
+	p.report(a, verify.OK, CheckPresent, "already present", verify.Describe(a.b.Length, sums))
+}
+
+func (p *pkgRun) report(a *action, sev verify.Severity, check, msg, actual string) {
+	p.rep.Report(verify.Finding{Severity: sev, Check: check, Source: p.ref.Loc, URI: a.b.URL.Loc, Path: a.target,
+		Expected: verify.Describe(a.b.Length, a.b.Want), Actual: actual, Msg: msg})
+}
+
+// stage reads every bitstream still needed, in ZIP order, into staging
+// files. Superseded bitstreams are read and verified but not kept.
+func (p *pkgRun) stage(ctx context.Context) error {
+	batch := p.u.dest.sync.batch()
+	for _, b := range p.pkg.InZipOrder() {
+		if err := ctx.Err(); err != nil {
+			batch.wait()
+			return err
+		}
+		a := p.byBits[b]
+		switch {
+		case a == nil || a.present || a.failed:
+		case a.superseded:
+			p.pkg.Read(b, nil)
+		default:
+			if err := p.stageOne(a, batch); err != nil {
+				batch.wait()
+				return err
+			}
+		}
+	}
+	p.pkg.CheckOverlaps()
+	if err := batch.wait(); err != nil {
+		return fmt.Errorf("%s: syncing staged files: %w", p.u.dest.dir, err)
+	}
+	return nil
+}
+
+func (p *pkgRun) stageOne(a *action, batch *syncBatch) error {
+	f, name, err := p.u.dest.createTemp()
+	if err != nil {
+		return fmt.Errorf("%s: staging %s: %w", p.u.dest.dir, a.target, err)
+	}
+	res := p.pkg.Read(a.b, f)
+	if p.u.opts.Progress != nil {
+		p.u.opts.Progress(res.Length)
+	}
+	if res.WriteErr != nil || res.Severity == verify.Error {
+		f.Close()
+		p.u.dest.discard(name)
+		if res.WriteErr != nil {
+			return fmt.Errorf("%s: writing %s: %w", p.u.dest.dir, a.target, res.WriteErr)
+		}
+		p.refuse(a, CheckRefused, "not written: the bitstream failed verification; the file at this name is left as it was")
+		return nil
+	}
+	a.staged = name
+	batch.add(f)
+	p.u.count(func(r *Result) { r.Bytes += res.Length })
+	p.recs = append(p.recs, record{Path: a.target, Length: res.Length, Hash: res.Sums.String()})
+	return nil
+}
+
+func (p *pkgRun) packageHashOK(ph *verify.PassHasher, mh *digest.Multi) bool {
+	base := verify.Finding{Severity: verify.Error, Source: p.ref.Loc, URI: p.ref.Entry.Loc}
+	if err := ph.Finish(); err != nil {
+		base.Check, base.Msg = verify.CheckRead, err.Error()
+		p.rep.Report(base)
+		return false
+	}
+	_, bad, _ := digest.Check(p.ref.Want, mh.Sums())
+	for _, m := range bad {
+		f := base
+		f.Check, f.Expected, f.Actual, f.Msg = verify.CheckHash, m.Alg+":"+m.Want, m.Alg+":"+m.Got, "package differs from "+p.ref.Doc
+		p.rep.Report(f)
+	}
+	return len(bad) == 0
+}
+
+// refuseStaged throws away every staged bitstream, reporting each.
+func (p *pkgRun) refuseStaged(why string) {
+	for _, a := range p.actions {
+		if a.staged != "" {
+			p.u.dest.discard(a.staged)
+			a.staged = ""
+			p.refuse(a, CheckRefused, "not written: "+why)
+		}
+	}
+}
+
+// discardAll removes staging files after an error ended the package.
+func (p *pkgRun) discardAll() {
+	for _, a := range p.actions {
+		if a.staged != "" && p.u.dest.root != nil {
+			p.u.dest.discard(a.staged)
+		}
+	}
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func orText(s, alt string) string {
+	if s == "" {
+		return alt
+	}
+	return s
+}

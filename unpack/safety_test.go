@@ -1,0 +1,138 @@
+package unpack_test
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/unpack"
+	"github.com/rsdump/rsdump/verify"
+	"github.com/rsdump/rsdump/verify/verifytest"
+)
+
+func intactZip(t *testing.T) string {
+	return writeFile(t, filepath.Join(t.TempDir(), "p.zip"), verifytest.Intact(t))
+}
+
+// TestSymlinkOutside puts symbolic links in the destination that point
+// outside it, as a directory on a target's path and as a target itself:
+// both bitstreams are refused and nothing outside changes.
+func TestSymlinkOutside(t *testing.T) {
+	parent := t.TempDir()
+	outsideDir := filepath.Join(parent, "outside")
+	writeFiles(t, outsideDir, map[string]string{"a.txt": "outside a"})
+	dst := filepath.Join(parent, "dst")
+	os.MkdirAll(dst, 0o755)
+	os.Symlink(outsideDir, filepath.Join(dst, "dir"))
+	os.Symlink(filepath.Join(outsideDir, "a.txt"), filepath.Join(dst, "a.txt"))
+	before := readTree(t, outsideDir)
+	res, fs := run(t, intactZip(t), dst, unpack.Options{})
+	for _, p := range []string{"a.txt", "dir/c.txt"} {
+		f, ok := find(fs, verify.Error, unpack.CheckTarget, p)
+		if !ok || !strings.Contains(f.Msg, p) && !strings.Contains(f.Msg, "symbolic link") {
+			t.Errorf("%s not refused:\n%s", p, dump(fs))
+		}
+	}
+	if res.Written != 1 {
+		t.Errorf("written %d, want 1 (b.txt)\n%s", res.Written, dump(fs))
+	}
+	equalMaps(t, "outside", readTree(t, outsideDir), before)
+	if fi, err := os.Lstat(filepath.Join(dst, "a.txt")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the symbolic link a.txt was replaced")
+	}
+}
+
+func TestURIOutsideBase(t *testing.T) {
+	m, _ := verify.NewMapper(verify.ByURI, "http://other.example/rs/")
+	dst := t.TempDir()
+	res, fs := run(t, intactZip(t), dst, unpack.Options{Mapper: m})
+	if res.Written != 0 || res.Refused != 3 {
+		t.Errorf("%+v\n%s", res, dump(fs))
+	}
+	if f, ok := find(fs, verify.Error, unpack.CheckTarget, ""); !ok || !strings.Contains(f.Msg, "outside the base URL") || !strings.Contains(f.Msg, "http://example.org/rs/") {
+		t.Errorf("no clear error naming the URI:\n%s", dump(fs))
+	}
+	if got := contents(readTree(t, dst)); len(got) != 0 {
+		t.Errorf("files written: %v", got)
+	}
+}
+
+// TestResyncSiblingBug unpacks a package with the entry names resync
+// writes for a sibling of the dumped directory: that bitstream is refused
+// with an error naming the entry, the others are extracted, with warnings
+// for resync's other habits.
+func TestResyncSiblingBug(t *testing.T) {
+	files := []verifytest.File{
+		{Rel: "a.txt", Data: "in the dumped directory"},
+		{Rel: "../notes2/x", Data: "in a sibling", Loc: verifytest.BaseURL + "notes2/x"},
+	}
+	parent := t.TempDir()
+	zp := writeFile(t, filepath.Join(parent, "rd.zip"), verifytest.ResyncPackage(t, files))
+	dst := filepath.Join(parent, "dst", "notes")
+	os.Mkdir(filepath.Dir(dst), 0o755) // where notes2 would be
+	before := listAll(t, parent)
+	res, fs := run(t, zp, dst, unpack.Options{})
+	f, ok := find(fs, verify.Error, verify.CheckName, "../notes2/x")
+	if !ok || !strings.Contains(f.Msg, `"../notes2/x"`) || !strings.Contains(f.Msg, "leaves the root") {
+		t.Errorf("sibling entry not refused with a clear error:\n%s", dump(fs))
+	}
+	if _, ok := find(fs, verify.Error, unpack.CheckRefused, "notes2/x"); !ok {
+		t.Errorf("no refusal naming the bitstream's target:\n%s", dump(fs))
+	}
+	equalMaps(t, "tree", contents(readTree(t, dst)), map[string]string{"a.txt": "in the dumped directory"})
+	if after := listAll(t, parent); !slices.Equal(outside(after, dst), outside(before, dst)) {
+		t.Errorf("files appeared outside the destination: %v", after)
+	}
+	if res.Warnings == 0 {
+		t.Errorf("no warning for resync's relative paths and missing at")
+	}
+}
+
+// TestResyncPeer unpacks the dump resync itself wrote.
+func TestResyncPeer(t *testing.T) {
+	doc := filepath.Join("..", "..", "shared", "peers", "resync", "rd-cli", "resourcedump.xml")
+	if _, err := os.Stat(doc); err != nil {
+		t.Skipf("resync peer dump not found at %s: ../shared is missing", doc)
+	}
+	dst := t.TempDir()
+	res, fs := run(t, doc, dst, unpack.Options{})
+	if res.Problems() != 0 || res.Written != 8 || res.Warnings == 0 {
+		t.Errorf("%+v\n%s", res, dump(fs))
+	}
+	got := contents(readTree(t, dst))
+	if got["notes2/sibling.txt"] == "" || len(got["data/random-5MiB.bin"]) != 5<<20 || got["docs/with space ünï cödé ☃.txt"] == "" {
+		t.Errorf("tree: %d files, %v", len(got), keys(got))
+	}
+}
+
+func keys(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestDryRun(t *testing.T) {
+	out := packDir(t, tree(t, exampleFiles(t)), pack.Options{})
+	dst := filepath.Join(t.TempDir(), "not-yet")
+	res, fs := run(t, filepath.Join(out, pack.DumpName), dst, unpack.Options{DryRun: true})
+	if res.Written != 9 || res.Problems() != 0 {
+		t.Errorf("%+v\n%s", res, dump(fs))
+	}
+	if _, err := os.Stat(dst); err == nil {
+		t.Errorf("dry run created %s", dst)
+	}
+	run(t, filepath.Join(out, pack.DumpName), dst, unpack.Options{})
+	os.WriteFile(filepath.Join(dst, "notes", "a.txt"), []byte("changed"), 0o644)
+	before := readTree(t, dst)
+	res, _ = run(t, filepath.Join(out, pack.DumpName), dst, unpack.Options{DryRun: true})
+	if res.Written != 1 || res.Present != 8 {
+		t.Errorf("dry run over a tree: %+v", res)
+	}
+	equalMaps(t, "tree after a dry run", readTree(t, dst), before)
+}

@@ -1,0 +1,178 @@
+package unpack
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"time"
+
+	"github.com/rsdump/rsdump/verify"
+)
+
+// Files in DIR/.rsdump.
+const (
+	stateName = "state.json"  // what has been applied
+	logName   = "written.log" // what rsdump wrote, for deletions
+	lockName  = "lock"
+	tmpDir    = "tmp"   // staged bitstreams, removed at the start of a run
+	cacheDir  = "cache" // packages fetched over HTTP
+)
+
+// State is what DIR/.rsdump/state.json records between runs.
+type State struct {
+	Version int `json:"version"`
+	// ResourceDumpAt is the at of the last Resource Dump applied in full:
+	// the time the tree is a snapshot of.
+	ResourceDumpAt time.Time `json:"resourcedump_at,omitzero"`
+	// ChangeDumpUntil is the until of the last Change Dump package
+	// applied: changes up to it are in the tree.
+	ChangeDumpUntil time.Time `json:"changedump_until,omitzero"`
+	// Source is the document last applied.
+	Source string `json:"source,omitempty"`
+	// Pending is set while a run applies packages, and cleared when it
+	// ends; a run that finds it set knows the last one was interrupted.
+	Pending bool `json:"pending,omitempty"`
+}
+
+// since is the time from which changes still have to be applied.
+// Entries exactly at ChangeDumpUntil were applied (until is inclusive);
+// entries exactly at a Resource Dump's at may or may not be in it, so they
+// are applied again, which is idempotent.
+func (s State) since() (t time.Time, inclusive bool) {
+	if !s.ChangeDumpUntil.IsZero() {
+		return s.ChangeDumpUntil, false
+	}
+	return s.ResourceDumpAt, true
+}
+
+// applies reports whether a change made at lastmod is still to apply.
+func (s State) applies(lastmod time.Time) bool {
+	t, inclusive := s.since()
+	if t.IsZero() || lastmod.IsZero() {
+		return true
+	}
+	return lastmod.After(t) || inclusive && lastmod.Equal(t)
+}
+
+func statePath(name string) string { return path.Join(verify.StateDir, name) }
+
+func (d *dest) loadState() (State, error) {
+	b, err := d.root.ReadFile(statePath(stateName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return State{Version: 1}, nil
+	}
+	if err != nil {
+		return State{}, err
+	}
+	var s State
+	if err := json.Unmarshal(b, &s); err != nil {
+		return State{}, fmt.Errorf("%s: %w", statePath(stateName), err)
+	}
+	return s, nil
+}
+
+// saveState writes the state under a temporary name, syncs it and renames
+// it, so that a crash leaves the old state or the new one.
+func (d *dest) saveState(s State) error {
+	s.Version = 1
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := statePath(stateName + ".tmp")
+	if err := d.writeSynced(tmp, append(b, '\n')); err != nil {
+		return err
+	}
+	if err := d.root.Rename(tmp, statePath(stateName)); err != nil {
+		return err
+	}
+	return d.syncDir(verify.StateDir)
+}
+
+func (d *dest) writeSynced(name string, b []byte) error {
+	f, err := d.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// record is one line of the written log: a file rsdump put in the tree.
+type record struct {
+	Path   string `json:"path"`
+	Length int64  `json:"length"`
+	Hash   string `json:"hash"`
+}
+
+// appendLog adds records to the written log and syncs it. A crash between
+// a rename and its record loses the record, which makes a later deletion
+// of that file refuse and report rather than remove: the safe side.
+func (d *dest) appendLog(recs []record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	f, err := d.root.OpenFile(statePath(logName), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	enc := json.NewEncoder(w)
+	for _, r := range recs {
+		if err = enc.Encode(r); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// lookupLog returns the last record of each wanted path. The log is read
+// once, front to back, holding only the wanted paths: a package's
+// deletions, at most 50,000.
+func (d *dest) lookupLog(want map[string]bool) (map[string]record, error) {
+	out := map[string]record{}
+	f, err := d.root.Open(statePath(logName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return out, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r := bufio.NewReader(f)
+	for {
+		line, err := r.ReadBytes('\n')
+		var rec record
+		// A line that does not decode is the torn end of a crashed append,
+		// or damage: the records around it still count.
+		if json.Unmarshal(line, &rec) == nil && want[rec.Path] {
+			out[rec.Path] = rec
+		}
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}

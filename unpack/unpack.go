@@ -1,0 +1,277 @@
+// Package unpack is the Destination side of rsdump: it restores the
+// bitstreams of Resource Dump and Change Dump packages into a directory,
+// verifying every one, and never lets an unverified byte take a final
+// name.
+//
+// Each bitstream streams from its package into a staging file inside the
+// destination (DIR/.rsdump/tmp) while its CRC-32, length and hashes are
+// computed; it is synced and renamed over its final name, with its mtime
+// set from <lastmod>, only when all match. A package's bitstreams are all
+// staged before any is committed, so that the package's own hash, when a
+// dump document gives one, is checked before anything it carries lands.
+// All file operations go through an os.Root on DIR.
+package unpack
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"runtime"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/rsdump/rsdump/internal/sitemap"
+	"github.com/rsdump/rsdump/verify"
+)
+
+// Options configure Unpack.
+type Options struct {
+	// Mapper says where each bitstream lands; see verify.Mapper.
+	Mapper verify.Mapper
+	// AtomicPackage commits nothing from a package unless every
+	// bitstream in it verified: the D-Lib all-or-nothing rule.
+	AtomicPackage bool
+	// DryRun reads the manifests and the tree and reports what would
+	// change, writing nothing. Bitstreams are not read.
+	DryRun bool
+	verify.Limits
+	Jobs   int          // Resource Dump packages unpacked at once; default GOMAXPROCS
+	Client *http.Client // for URL sources; default http.DefaultClient
+
+	// Report receives every finding, in verify's format, one call at a
+	// time. Progress receives bitstream bytes staged, from several
+	// goroutines.
+	Report   func(verify.Finding)
+	Progress func(n int64)
+}
+
+// Result sums up a run.
+type Result struct {
+	Packages int   `json:"packages"`
+	Written  int   `json:"written"`
+	Present  int   `json:"present"` // already in place, skipped
+	Deleted  int   `json:"deleted"`
+	Refused  int   `json:"refused"`
+	Bytes    int64 `json:"bytes"`
+	verify.Counts
+}
+
+// The checks unpack adds to verify's.
+const (
+	CheckWritten  = "written"  // a bitstream committed
+	CheckPresent  = "present"  // a bitstream already in place
+	CheckDeleted  = "deleted"  // a file removed by a deleted change
+	CheckRefused  = "refused"  // a bitstream not committed
+	CheckTarget   = "target"   // a bitstream whose destination is unsafe or outside the base
+	CheckConflict = "conflict" // a deletion of a file that is not the one rsdump wrote
+	CheckSkipped  = "skipped"  // a package or change already applied
+)
+
+// Unpack restores source, a package (.zip) or a dump document or index
+// (a file or an http(s) URL), into dir. Problems with the source are
+// findings; the error is for a source or destination that cannot be used
+// at all, or a cancelled context.
+func Unpack(ctx context.Context, source, dir string, opts Options) (*Result, error) {
+	if opts.Jobs <= 0 {
+		opts.Jobs = runtime.GOMAXPROCS(0)
+	}
+	d, err := openDest(dir, opts.DryRun)
+	if err != nil {
+		return nil, err
+	}
+	defer d.close()
+	u := &unpacker{opts: opts, dest: d, rep: verify.NewReporter(opts.Report)}
+	if err := u.run(ctx, source); err != nil {
+		return nil, err
+	}
+	return u.result(), nil
+}
+
+type unpacker struct {
+	opts  Options
+	dest  *dest
+	rep   *verify.Reporter
+	state State
+	// resuming is set when the last run was interrupted: files it
+	// committed may lack their record in the written log.
+	resuming bool
+	logMu    sync.Mutex // appends to the written log
+
+	mu  sync.Mutex
+	res Result
+}
+
+func (u *unpacker) count(f func(r *Result)) {
+	u.mu.Lock()
+	f(&u.res)
+	u.mu.Unlock()
+}
+
+func (u *unpacker) result() *Result {
+	r := u.res
+	r.Counts = u.rep.Counts()
+	return &r
+}
+
+func (u *unpacker) run(ctx context.Context, source string) error {
+	if err := u.loadState(); err != nil {
+		return err
+	}
+	if isZip(source) {
+		return u.standalone(ctx, source)
+	}
+	d, err := verify.LoadDump(ctx, u.opts.Client, source, u.rep)
+	if errors.Is(err, verify.ErrRejected) {
+		return nil // reported
+	}
+	if err != nil {
+		return err
+	}
+	if d.Capability == sitemap.CapChangeDump {
+		return u.changeDump(ctx, d)
+	}
+	return u.resourceDump(ctx, d)
+}
+
+func (u *unpacker) loadState() error {
+	if u.dest.root == nil {
+		u.state = State{Version: 1}
+		return nil
+	}
+	s, err := u.dest.loadState()
+	u.state, u.resuming = s, s.Pending
+	return err
+}
+
+// saveState records s unless this is a dry run.
+func (u *unpacker) saveState(s State) error {
+	if u.opts.DryRun {
+		return nil
+	}
+	u.state = s
+	return u.dest.saveState(s)
+}
+
+func isZip(s string) bool {
+	return len(s) > 4 && (s[len(s)-4:] == ".zip" || s[len(s)-4:] == ".ZIP")
+}
+
+// standalone unpacks one package given without its dump document. The
+// state is not changed for a Resource Dump package, which is only part of
+// a snapshot; a Change Dump package advances it like one from a document.
+func (u *unpacker) standalone(ctx context.Context, path string) error {
+	if !verify.IsURL(path) {
+		if _, err := os.Stat(path); err != nil {
+			return err
+		}
+	}
+	ref := verify.PackageRef{Loc: path, Length: -1}
+	out, err := u.unpackPackage(ctx, ref)
+	if err != nil || !out.ok || out.header.MD.Capability != sitemap.CapChangeDumpManifest {
+		return err
+	}
+	return u.advance(out.header.MD.Until, out.lastChange, path)
+}
+
+// resourceDump unpacks the packages in parallel. The state records the
+// dump's at once every package has been applied without a problem.
+func (u *unpacker) resourceDump(ctx context.Context, d *verify.Dump) error {
+	if err := u.markPending(); err != nil {
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(u.opts.Jobs)
+	var failed sync.Map
+	for _, ref := range d.Packages {
+		g.Go(func() error {
+			out, err := u.unpackPackage(gctx, ref)
+			if err == nil && !out.ok {
+				failed.Store(ref.Loc, true)
+			}
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	s := u.state
+	s.Pending = false
+	if !anyStored(&failed) && u.rep.Counts().Problems() == 0 {
+		s.ResourceDumpAt, s.ChangeDumpUntil, s.Source = d.Header.MD.At, time.Time{}, d.Source
+	}
+	return u.saveState(s)
+}
+
+func anyStored(m *sync.Map) bool {
+	found := false
+	m.Range(func(any, any) bool { found = true; return false })
+	return found
+}
+
+func (u *unpacker) markPending() error {
+	if u.opts.DryRun || u.state.Pending {
+		return nil
+	}
+	s := u.state
+	s.Pending = true
+	return u.saveState(s)
+}
+
+// changeDump applies the packages one after the other, in document
+// order, skipping those whose changes the state says are applied. It
+// stops at the first package that fails: applying later changes over a
+// missing one could leave a state no Source ever had, and the state must
+// not move past it.
+func (u *unpacker) changeDump(ctx context.Context, d *verify.Dump) error {
+	if err := u.markPending(); err != nil {
+		return err
+	}
+	for i, ref := range d.Packages {
+		if until := ref.Until(); !until.IsZero() && !u.state.applies(until) {
+			u.skipPackage(ref, "its changes are already applied (until "+sitemap.FormatTime(until)+")")
+			continue
+		}
+		out, err := u.unpackPackage(ctx, ref)
+		if err != nil {
+			return err
+		}
+		if !out.ok {
+			u.stopAfter(d.Packages[i+1:])
+			break
+		}
+		if err := u.advance(ref.Until(), out.lastChange, d.Source); err != nil {
+			return err
+		}
+	}
+	s := u.state
+	s.Pending = false
+	return u.saveState(s)
+}
+
+func (u *unpacker) skipPackage(ref verify.PackageRef, why string) {
+	u.rep.Report(verify.Finding{Severity: verify.OK, Check: CheckSkipped, Source: ref.Loc, URI: ref.Entry.Loc, Msg: "package skipped: " + why})
+}
+
+func (u *unpacker) stopAfter(rest []verify.PackageRef) {
+	for _, ref := range rest {
+		u.rep.Report(verify.Finding{Severity: verify.Error, Check: CheckSkipped, Source: ref.Loc, URI: ref.Entry.Loc,
+			Msg: "package not applied: an earlier package of the Change Dump failed"})
+	}
+}
+
+// advance records that changes up to until (or, for a package that gives
+// no until, its last change) are applied.
+func (u *unpacker) advance(until, lastChange time.Time, src string) error {
+	if until.IsZero() {
+		until = lastChange
+	}
+	if until.IsZero() || !until.After(u.state.ChangeDumpUntil) {
+		return nil
+	}
+	s := u.state
+	s.ChangeDumpUntil, s.Source = until, src
+	return u.saveState(s)
+}

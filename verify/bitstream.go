@@ -1,0 +1,295 @@
+package verify
+
+import (
+	"archive/zip"
+	"compress/flate"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math"
+	"strconv"
+
+	"github.com/rsdump/rsdump/internal/digest"
+)
+
+const bufSize = 256 << 10
+
+// Result is what reading one bitstream found.
+type Result struct {
+	Severity Severity   // OK, Unverified or Error: the worst finding
+	Length   int64      // bytes read, after inflating
+	Sums     digest.Set // the digests computed, in the manifest's order
+	WriteErr error      // the destination writer failed; the bitstream was not judged
+}
+
+// Read reads b's entry once, from its compressed bytes to dst (which may
+// be nil), computing CRC-32, length and the manifest's hashes on the way,
+// and reports every mismatch. It stops at one byte past the manifest
+// length or the expansion bound, so a zip bomb costs no more than an
+// honest entry. The caller reports the OK verdict.
+func (p *Package) Read(b *Bitstream, dst io.Writer) Result {
+	if b.File == nil {
+		return Result{Severity: Error} // the reason was reported by OpenPackage
+	}
+	return p.read(b, dst, -1)
+}
+
+// reading is the state of one Read.
+type reading struct {
+	p     *Package
+	b     *Bitstream
+	f     *zip.File
+	res   Result
+	limit int64  // bytes to read at most, one past what is allowed
+	capBy string // which bound set limit: CheckLength, CheckBomb or CheckSize
+}
+
+func (p *Package) read(b *Bitstream, dst io.Writer, max int64) Result {
+	r := &reading{p: p, b: b, f: b.File}
+	if !r.precheck(max) {
+		return r.res
+	}
+	mh, err := digest.NewMulti(b.Want.Known()...)
+	if err != nil { // cannot happen: Known filters
+		r.fail(CheckHash, "", "", err.Error())
+		return r.res
+	}
+	crc := crc32.NewIEEE()
+	n, ok := r.copy(dst, mh, crc)
+	r.res.Length = n
+	if !ok {
+		return r.res
+	}
+	r.checkEnd(n, crc.Sum32())
+	r.checkDigests(n, mh)
+	return r.res
+}
+
+func (r *reading) fail(check, expected, actual, msg string) {
+	r.note(Error, check, expected, actual, msg)
+}
+
+func (r *reading) note(sev Severity, check, expected, actual, msg string) {
+	r.p.report(Finding{Severity: sev, Check: check, URI: r.b.URL.Loc, Path: r.f.Name, Expected: expected, Actual: actual, Msg: msg})
+	r.res.Severity = max(r.res.Severity, sev)
+}
+
+// precheck compares the sizes the central directory declares with the
+// manifest and the expansion bound before reading anything, and sets the
+// read limit. It returns false when the entry must not be read at all.
+func (r *reading) precheck(maxLen int64) bool {
+	f := r.f
+	declared := clampInt64(f.UncompressedSize64)
+	compressed := clampInt64(f.CompressedSize64)
+	if r.b.Length >= 0 && declared != r.b.Length {
+		r.fail(CheckSize, itoa(r.b.Length), itoa(declared), "the central directory declares a size other than the manifest length")
+	}
+	ratioCap := int64(math.MaxInt64)
+	switch f.Method {
+	case zip.Store:
+		if compressed != declared {
+			r.fail(CheckSize, itoa(declared), itoa(compressed), "stored entry whose compressed size differs from its size")
+		}
+	case zip.Deflate:
+		ratioCap = ratioLimit(compressed, r.p.lim.ratio())
+		if declared > ratioCap {
+			r.fail(CheckBomb, "at most "+itoa(ratioCap), itoa(declared), fmt.Sprintf("declared size is more than %g times the compressed size; not inflated", r.p.lim.ratio()))
+			return false
+		}
+	default:
+		r.fail(CheckCompressed, "0 (store) or 8 (deflate)", strconv.Itoa(int(f.Method)), "unsupported compression method")
+		return false
+	}
+	r.setLimit(declared, ratioCap, maxLen)
+	return true
+}
+
+func (r *reading) setLimit(declared, ratioCap, maxLen int64) {
+	r.limit, r.capBy = declared, CheckSize
+	if r.b.Length >= 0 {
+		r.limit, r.capBy = r.b.Length, CheckLength
+	} else if maxLen >= 0 {
+		r.limit, r.capBy = maxLen, CheckLength
+	}
+	if ratioCap < r.limit {
+		r.limit, r.capBy = ratioCap, CheckBomb
+	}
+	if r.limit < math.MaxInt64 {
+		r.limit++
+	}
+}
+
+// ratioLimit is the most a deflated entry of the given compressed size may
+// inflate to, with slack for tiny entries whose headers dominate.
+func ratioLimit(compressed int64, ratio float64) int64 {
+	lim := float64(compressed)*ratio + 4096
+	if lim >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(lim)
+}
+
+// copy streams the entry through the hashes into dst. It returns false
+// when the entry could not be read to its end, after reporting why.
+func (r *reading) copy(dst io.Writer, mh *digest.Multi, crc io.Writer) (int64, bool) {
+	raw, err := r.f.OpenRaw()
+	if err != nil {
+		r.fail(CheckZip, "", "", "local header: "+err.Error())
+		return 0, false
+	}
+	src := raw
+	if r.f.Method == zip.Deflate {
+		fr := flate.NewReader(raw)
+		defer fr.Close()
+		src = fr
+	}
+	var dw *errWriter
+	var w io.Writer = io.MultiWriter(mh, crc)
+	if dst != nil {
+		dw = &errWriter{w: dst}
+		w = io.MultiWriter(mh, crc, dw)
+	}
+	if r.p.buf == nil {
+		r.p.buf = make([]byte, bufSize)
+	}
+	n, err := io.CopyBuffer(w, io.LimitReader(src, r.limit), r.p.buf)
+	r.p.addSpan(r.f)
+	if dw != nil && dw.err != nil {
+		r.res.WriteErr, r.res.Severity = dw.err, Error
+		return n, false
+	}
+	return n, r.readOK(n, err)
+}
+
+// readOK reports a read error, or bytes beyond the limit.
+func (r *reading) readOK(n int64, err error) bool {
+	var ce flate.CorruptInputError
+	switch {
+	case errors.As(err, &ce):
+		r.fail(CheckInflate, "", "", "deflate stream is corrupt: "+err.Error())
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		r.fail(CheckSize, "", "", "compressed data ends early (truncated entry)")
+	case err != nil:
+		r.fail(CheckRead, "", "", err.Error())
+	case n == r.limit && r.limit > 0:
+		r.overflow(n - 1)
+	default:
+		return true
+	}
+	return false
+}
+
+func (r *reading) overflow(allowed int64) {
+	switch r.capBy {
+	case CheckLength:
+		r.fail(CheckLength, itoa(allowed), "more than "+itoa(allowed), "entry holds more bytes than the manifest length; reading stopped")
+	case CheckBomb:
+		r.fail(CheckBomb, "at most "+itoa(allowed), "more", fmt.Sprintf("entry inflates to more than %g times its compressed size; reading stopped", r.p.lim.ratio()))
+	default:
+		r.fail(CheckSize, itoa(allowed), "more than "+itoa(allowed), "entry inflates past its declared size; reading stopped")
+	}
+}
+
+// checkEnd compares what was read with the sizes and CRC-32 the archive
+// declares, including a data descriptor's CRC when there is one.
+func (r *reading) checkEnd(n int64, crc uint32) {
+	if declared := clampInt64(r.f.UncompressedSize64); n != declared {
+		r.fail(CheckSize, itoa(declared), itoa(n), "entry size differs from the size the central directory declares")
+	}
+	if crc != r.f.CRC32 {
+		r.fail(CheckCRC, hex32(r.f.CRC32), hex32(crc), "CRC-32 mismatch")
+	}
+	if r.f.Flags&0x8 == 0 {
+		return
+	}
+	d, err := r.p.descriptorCRC(r.f)
+	switch {
+	case err != nil:
+		r.fail(CheckZip, "", "", "data descriptor: "+err.Error())
+	case d != crc && d != r.f.CRC32: // one record agreeing with the data, or both agreeing, is one error at most
+		r.fail(CheckCRC, hex32(crc), hex32(d), "data descriptor CRC-32 differs from the data and the central directory")
+	}
+}
+
+// checkDigests compares length and hashes with the manifest. Algorithms
+// rsdump cannot compute make the bitstream unverified unless another one
+// verified it; a bitstream without hashes is length-only, never OK.
+func (r *reading) checkDigests(n int64, mh *digest.Multi) {
+	if r.b.N == 0 {
+		return // manifest.xml itself
+	}
+	if r.b.Length >= 0 && n != r.b.Length {
+		r.fail(CheckLength, itoa(r.b.Length), itoa(n), "length differs from the manifest")
+	}
+	r.res.Sums = mh.Sums()
+	ok, bad, unchecked := digest.Check(r.b.Want, r.res.Sums)
+	for _, m := range bad {
+		r.fail(CheckHash, m.Alg+":"+m.Want, m.Alg+":"+m.Got, m.Alg+" mismatch")
+	}
+	r.checkCoverage(len(ok), unchecked)
+}
+
+func (r *reading) checkCoverage(verified int, unchecked []string) {
+	if sev, check, msg := coverage(len(r.b.Want), r.b.Length, verified, unchecked); sev != OK {
+		r.note(sev, check, "", "", msg)
+	}
+}
+
+// coverage says how far a bitstream of the right length and with no hash
+// mismatch was verified, given how many hashes were listed and verified
+// and which could not be computed.
+func coverage(listed int, length int64, verified int, unchecked []string) (Severity, string, string) {
+	switch {
+	case listed == 0 && length < 0:
+		return Unverified, CheckHash, "manifest gives neither length nor hash: unverified"
+	case listed == 0:
+		return Unverified, CheckHash, "manifest gives no hash: length-only"
+	case verified == 0:
+		return Unverified, CheckHashAlg, fmt.Sprintf("rsdump cannot compute %v: unverifiable", unchecked)
+	case len(unchecked) > 0:
+		return Warning, CheckHashAlg, fmt.Sprintf("rsdump cannot compute %v: unverifiable (other hashes verified)", unchecked)
+	}
+	return OK, "", ""
+}
+
+// descriptorCRC reads the CRC-32 of the data descriptor that follows an
+// entry's data; its signature is optional (APPNOTE 4.3.9.3).
+func (p *Package) descriptorCRC(f *zip.File) (uint32, error) {
+	off, err := f.DataOffset()
+	if err != nil {
+		return 0, err
+	}
+	var b [8]byte
+	if _, err := p.ra.ReadAt(b[:], off+int64(f.CompressedSize64)); err != nil {
+		return 0, err
+	}
+	if binary.LittleEndian.Uint32(b[:4]) == 0x08074b50 {
+		return binary.LittleEndian.Uint32(b[4:]), nil
+	}
+	return binary.LittleEndian.Uint32(b[:4]), nil
+}
+
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	n, err := e.w.Write(p)
+	if err != nil {
+		e.err = err
+	}
+	return n, err
+}
+
+func clampInt64(u uint64) int64 {
+	if u > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(u)
+}
+
+func itoa(n int64) string   { return strconv.FormatInt(n, 10) }
+func hex32(v uint32) string { return fmt.Sprintf("%08x", v) }

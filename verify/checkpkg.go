@@ -1,0 +1,170 @@
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"strings"
+
+	"github.com/rsdump/rsdump/internal/digest"
+)
+
+// OpenLocation opens a package file, or a remote one through Range
+// requests without downloading it, and returns it with its size and a
+// function that closes it.
+func OpenLocation(ctx context.Context, client *http.Client, loc string) (io.ReaderAt, int64, func() error, error) {
+	if IsURL(loc) {
+		h, err := openHTTP(ctx, client, loc)
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		return h, h.size, func() error { return nil }, nil
+	}
+	f, err := os.Open(loc)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, 0, nil, fmt.Errorf("%s: not a regular file", loc)
+	}
+	return f, fi.Size(), f.Close, nil
+}
+
+// checkPackage verifies one package: its length and hash against the dump
+// document, its archive and manifest, every bitstream in one front-to-back
+// pass, and the detached manifest.
+func (v *verifier) checkPackage(ctx context.Context, ref PackageRef) error {
+	ra, size, closeFn, err := OpenLocation(ctx, v.opts.Client, ref.Loc)
+	if err != nil {
+		v.missing(ref, err)
+		return nil
+	}
+	defer closeFn()
+	v.packages.Add(1)
+	v.checkLength(ref, size)
+	var ph *PassHasher
+	mh, _ := digest.NewMulti(ref.Want.Known()...)
+	if len(ref.Want) > 0 {
+		ph = NewPassHasher(ra, size, mh)
+		ra = ph
+	}
+	pkg, err := OpenPackage(ra, size, ref.Loc, ref.Cap, v.opts.Limits, v.rep)
+	if err == nil {
+		if err := v.readAll(ctx, pkg, ph); err != nil {
+			return err
+		}
+	}
+	if ph != nil {
+		v.checkPackageHash(ref, ph, mh)
+	} else if ref.Doc != "" {
+		v.rep.Report(Finding{Severity: Warning, Check: CheckPackage, Source: ref.Loc, URI: ref.Entry.Loc, Msg: ref.Doc + " gives no hash for the package"})
+	}
+	if pkg != nil && ref.Contents != "" {
+		v.checkDetached(ctx, ref, pkg)
+	}
+	return nil
+}
+
+// missing reports a package that cannot be opened. A package listed by a
+// dump document but absent is a finding; so is any other failure to open
+// it, since the run can go on with the other packages.
+func (v *verifier) missing(ref PackageRef, err error) {
+	f := Finding{Severity: Error, Check: CheckRead, Source: ref.Loc, URI: ref.Entry.Loc, Msg: err.Error()}
+	if errors.Is(err, fs.ErrNotExist) {
+		f.Check, f.Msg = CheckMissing, "package listed in "+ref.Doc+" is missing"
+	}
+	v.rep.Report(f)
+}
+
+func (v *verifier) checkLength(ref PackageRef, size int64) {
+	if ref.Length >= 0 && ref.Length != size {
+		v.rep.Report(Finding{Severity: Error, Check: CheckLength, Source: ref.Loc, URI: ref.Entry.Loc,
+			Expected: itoa(ref.Length), Actual: itoa(size), Msg: "package length differs from " + ref.Doc})
+	}
+}
+
+// readAll reads every bitstream in ZIP order, which is the order of the
+// data in the file, and records an OK finding for each one verified.
+func (v *verifier) readAll(ctx context.Context, pkg *Package, ph *PassHasher) error {
+	if ph != nil {
+		ph.Start()
+	}
+	for _, b := range pkg.InZipOrder() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		res := pkg.Read(b, nil)
+		v.bitstreams.Add(1)
+		v.bytes.Add(res.Length)
+		if v.opts.Progress != nil {
+			v.opts.Progress(res.Length)
+		}
+		if !res.Severity.Problem() {
+			v.verified.Add(1)
+			v.rep.Report(Finding{Severity: OK, Check: CheckBitstream, Source: pkg.Source, URI: b.URL.Loc, Path: b.File.Name,
+				Expected: Describe(b.Length, b.Want), Actual: Describe(res.Length, res.Sums)})
+		}
+	}
+	pkg.CheckOverlaps()
+	return nil
+}
+
+// Describe writes a length and digests as one report field.
+func Describe(length int64, sums digest.Set) string {
+	parts := make([]string, 0, 1+len(sums))
+	if length >= 0 {
+		parts = append(parts, "length="+itoa(length))
+	}
+	for _, s := range sums {
+		parts = append(parts, s.String())
+	}
+	return strings.Join(parts, " ")
+}
+
+func (v *verifier) checkPackageHash(ref PackageRef, ph *PassHasher, mh *digest.Multi) {
+	base := Finding{Source: ref.Loc, URI: ref.Entry.Loc}
+	if err := ph.Finish(); err != nil {
+		base.Severity, base.Check, base.Msg = Error, CheckRead, err.Error()
+		v.rep.Report(base)
+		return
+	}
+	ok, bad, unchecked := digest.Check(ref.Want, mh.Sums())
+	for _, m := range bad {
+		f := base
+		f.Severity, f.Check, f.Expected, f.Actual, f.Msg = Error, CheckHash, m.Alg+":"+m.Want, m.Alg+":"+m.Got, "package "+m.Alg+" differs from "+ref.Doc
+		v.rep.Report(f)
+	}
+	switch {
+	case len(bad) > 0:
+	case len(ok) == 0:
+		f := base
+		f.Severity, f.Check, f.Msg = Unverified, CheckPackage, fmt.Sprintf("rsdump cannot compute the package hashes %v", unchecked)
+		v.rep.Report(f)
+	default:
+		f := base
+		f.Severity, f.Check, f.Expected, f.Actual = OK, CheckPackage, Describe(ref.Length, ref.Want), Describe(mh.Len(), mh.Sums())
+		v.rep.Report(f)
+	}
+}
+
+func (v *verifier) checkDetached(ctx context.Context, ref PackageRef, pkg *Package) {
+	data, err := fetch(ctx, v.opts.Client, ref.Contents)
+	if err != nil {
+		v.rep.Report(Finding{Severity: Error, Check: CheckDetached, Source: ref.Loc, URI: ref.Entry.Loc, Path: ref.Contents, Msg: "detached manifest cannot be read: " + err.Error()})
+		return
+	}
+	if f, differ := CompareManifests(pkg.Manifest, data); differ {
+		f.Source, f.URI, f.Path = ref.Loc, ref.Entry.Loc, ref.Contents
+		v.rep.Report(f)
+	}
+}

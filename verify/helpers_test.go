@@ -1,0 +1,134 @@
+package verify_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/verify"
+	"github.com/rsdump/rsdump/verify/verifytest"
+)
+
+// run verifies targets and returns the summary and every finding.
+func run(t testing.TB, opts verify.Options, targets ...string) (*verify.Summary, []verify.Finding) {
+	t.Helper()
+	var fs []verify.Finding
+	opts.Report = func(f verify.Finding) { fs = append(fs, f) }
+	sum, err := verify.Verify(context.Background(), targets, opts)
+	if err != nil {
+		t.Fatalf("Verify: %v", err)
+	}
+	return sum, fs
+}
+
+// writeFile writes data to name in a new temporary directory.
+func writeFile(t testing.TB, name string, data []byte) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// errorsOf returns the error findings as sorted "check path" strings.
+func errorsOf(fs []verify.Finding) []string {
+	var out []string
+	for _, f := range fs {
+		if f.Severity == verify.Error {
+			out = append(out, f.Check+" "+f.Path)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func wantsOf(ws []verifytest.Want) []string {
+	var out []string
+	for _, w := range ws {
+		out = append(out, w.Check+" "+w.Path)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func dump(fs []verify.Finding) string {
+	var b strings.Builder
+	for _, f := range fs {
+		if f.Severity != verify.OK {
+			b.WriteString("  " + f.String() + "\n")
+		}
+	}
+	return b.String()
+}
+
+// find returns the first finding with the given severity and check.
+func find(fs []verify.Finding, sev verify.Severity, check string) (verify.Finding, bool) {
+	for _, f := range fs {
+		if f.Severity == sev && f.Check == check {
+			return f, true
+		}
+	}
+	return verify.Finding{}, false
+}
+
+var fixedTime = verifytest.Time
+
+// tree writes files (relative path → content) under a new directory, all
+// with mtime fixedTime, and returns the directory.
+func tree(t testing.TB, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for rel, content := range files {
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, fixedTime, fixedTime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// exampleFiles reads testdata/example: git keeps no mtimes, so tests copy
+// it with tree.
+func exampleFiles(t testing.TB) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	root := filepath.Join("..", "testdata", "example")
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(root, p)
+		files[filepath.ToSlash(rel)] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// packDir packs src into a new directory with pack's defaults plus md5.
+func packDir(t testing.TB, src string, o pack.Options) string {
+	t.Helper()
+	out := t.TempDir()
+	if o.BaseURL == "" {
+		o.BaseURL = verifytest.BaseURL
+	}
+	o.At = fixedTime
+	if _, err := pack.Pack(context.Background(), src, out, o); err != nil {
+		t.Fatalf("Pack: %v", err)
+	}
+	return out
+}

@@ -1,0 +1,103 @@
+package verify
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/rsdump/rsdump/internal/sitemap"
+)
+
+// IsURL reports whether s is an http or https URL rather than a path.
+func IsURL(s string) bool {
+	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")
+}
+
+// Resolve finds what a <loc> or href in the document at doc names. For a
+// document fetched over HTTP that is the URL, resolved against the
+// document's. For a local document it is the file of the same name beside
+// it: a dump is usually published under one URL prefix and mirrored or
+// downloaded into one directory, and the Source's URLs (often not yet
+// published, or internal) are not fetched behind the user's back.
+func Resolve(doc, loc string) string {
+	if IsURL(doc) {
+		base, err := url.Parse(doc)
+		ref, err2 := url.Parse(loc)
+		if err != nil || err2 != nil {
+			return loc
+		}
+		return base.ResolveReference(ref).String()
+	}
+	return filepath.Join(filepath.Dir(doc), baseName(loc))
+}
+
+// baseName is the last path segment of a URL, unescaped.
+func baseName(loc string) string {
+	p := loc
+	if u, err := url.Parse(loc); err == nil {
+		p = u.Path
+	}
+	return path.Base(p)
+}
+
+// fetch reads a whole document, local or remote, of at most
+// sitemap.MaxBytes: documents and detached manifests are bounded by the
+// sitemap limits, and a larger one is refused rather than buffered.
+func fetch(ctx context.Context, client *http.Client, loc string) ([]byte, error) {
+	rc, err := openStream(ctx, client, loc)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	var buf bytes.Buffer
+	n, err := io.Copy(&buf, io.LimitReader(rc, sitemap.MaxBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", loc, err)
+	}
+	if n > sitemap.MaxBytes {
+		return nil, fmt.Errorf("%s: larger than the sitemap limit of %d bytes", loc, sitemap.MaxBytes)
+	}
+	return buf.Bytes(), nil
+}
+
+// openStream opens a local file or GETs a URL.
+func openStream(ctx context.Context, client *http.Client, loc string) (io.ReadCloser, error) {
+	if !IsURL(loc) {
+		return os.Open(loc)
+	}
+	resp, err := Get(ctx, client, loc, "")
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, fmt.Errorf("%s: HTTP %s", loc, resp.Status)
+	}
+	return resp.Body, nil
+}
+
+// Get sends a GET request for loc, with a Range header when rng is set.
+func Get(ctx context.Context, client *http.Client, loc, rng string) (*http.Response, error) {
+	if client == nil {
+		client = http.DefaultClient
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, loc, nil)
+	if err != nil {
+		return nil, err
+	}
+	if rng != "" {
+		req.Header.Set("Range", rng)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err // *url.Error names the URL
+	}
+	return resp, nil
+}

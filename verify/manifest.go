@@ -1,0 +1,146 @@
+package verify
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/rsdump/rsdump/internal/digest"
+	"github.com/rsdump/rsdump/internal/sitemap"
+)
+
+// decodeManifest decodes and checks manifest.xml: its header (capability,
+// Appendix A times), every entry's rules, the order of changes, and the
+// hash and length of every bitstream. A manifest that does not decode
+// rejects the package: its entries cannot be trusted.
+func (p *Package) decodeManifest(wantCap string) error {
+	d, err := sitemap.NewDecoder(bytes.NewReader(p.Manifest))
+	if err != nil {
+		return p.rejectManifest(err)
+	}
+	p.Header = d.Header()
+	if err := p.checkHeader(wantCap); err != nil {
+		return err
+	}
+	var prev time.Time
+	for n := 1; ; n++ {
+		u, err := d.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return p.rejectManifest(err)
+		}
+		if n > sitemap.MaxEntries {
+			return p.rejectManifest(fmt.Errorf("more than %d entries", sitemap.MaxEntries))
+		}
+		p.checkEntry(n, u, &prev)
+	}
+}
+
+func (p *Package) rejectManifest(err error) error {
+	return reject(p.rep, Finding{Severity: Error, Check: CheckManifest, Source: p.Source, Path: ManifestName, Msg: "manifest.xml: " + err.Error()})
+}
+
+// checkHeader applies the manifest rules to the header. A missing at (or
+// from) is a warning, not an error: resync writes none, and the time is
+// informative for a Destination, which checks every bitstream anyway.
+func (p *Package) checkHeader(wantCap string) error {
+	md := p.Header.MD
+	switch {
+	case md.Capability != sitemap.CapResourceDumpManifest && md.Capability != sitemap.CapChangeDumpManifest:
+		return reject(p.rep, Finding{Severity: Error, Check: CheckManifest, Source: p.Source, Path: ManifestName,
+			Expected: "resourcedump-manifest or changedump-manifest", Actual: orDash(md.Capability), Msg: "manifest.xml has the wrong capability"})
+	case wantCap != "" && md.Capability != wantCap:
+		return reject(p.rep, Finding{Severity: Error, Check: CheckManifest, Source: p.Source, Path: ManifestName,
+			Expected: wantCap, Actual: md.Capability, Msg: "manifest capability does not match the dump document"})
+	}
+	h := p.Header
+	h.MD = lenientTimes(p, md)
+	for _, pr := range sitemap.ValidateHeader(h) {
+		p.report(problemFinding(pr, CheckManifest, ManifestName))
+	}
+	return nil
+}
+
+// lenientTimes warns about a missing at or from and returns the MD with a
+// stand-in, so that ValidateHeader's rules on the other attributes still
+// apply without repeating the same problem as an error.
+func lenientTimes(p *Package, md sitemap.MD) sitemap.MD {
+	stand := md.Completed
+	if md.Capability == sitemap.CapChangeDumpManifest {
+		stand = md.Until
+	}
+	if stand.IsZero() {
+		stand = time.Unix(0, 0).UTC()
+	}
+	if md.Capability == sitemap.CapResourceDumpManifest && md.At.IsZero() {
+		p.report(Finding{Severity: Warning, Check: CheckTime, Path: ManifestName, Msg: "manifest <rs:md> has no at, which Appendix A requires (resync writes none)"})
+		md.At = stand
+	}
+	if md.Capability == sitemap.CapChangeDumpManifest && md.From.IsZero() {
+		p.report(Finding{Severity: Warning, Check: CheckTime, Path: ManifestName, Msg: "manifest <rs:md> has no from, which Appendix A requires"})
+		md.From = stand
+	}
+	return md
+}
+
+func problemFinding(pr sitemap.Problem, check, path string) Finding {
+	sev := Warning
+	if pr.Severity == sitemap.Error {
+		sev = Error
+	}
+	msg := pr.Msg
+	if pr.Entry > 0 {
+		msg = fmt.Sprintf("entry %d: %s", pr.Entry, pr.Msg)
+	}
+	return Finding{Severity: sev, Check: check, URI: pr.Loc, Path: path, Msg: msg}
+}
+
+// checkEntry validates entry n and adds it to the package's bitstreams.
+func (p *Package) checkEntry(n int, u sitemap.URL, prev *time.Time) {
+	b := &Bitstream{N: n, URL: u, Length: -1}
+	if u.MD != nil {
+		b.Path = u.MD.Path
+		if u.MD.Length != nil {
+			b.Length = *u.MD.Length
+		}
+	}
+	for _, pr := range sitemap.ValidateEntry(p.Header, n, u) {
+		p.report(problemFinding(pr, CheckManifest, entryName(b.Path)))
+	}
+	p.checkChronology(b, prev)
+	p.parseHash(b)
+	if b.Path == "" && !b.Deleted() {
+		b.Bad = "manifest entry has no path"
+	}
+	p.Bitstreams = append(p.Bitstreams, b)
+}
+
+// checkChronology enforces §13.2: a Change Dump Manifest lists changes in
+// forward chronological order.
+func (p *Package) checkChronology(b *Bitstream, prev *time.Time) {
+	if p.Header.MD.Capability != sitemap.CapChangeDumpManifest || b.URL.Lastmod.IsZero() {
+		return
+	}
+	if b.URL.Lastmod.Before(*prev) {
+		p.report(Finding{Severity: Error, Check: CheckOrder, URI: b.URL.Loc, Path: entryName(b.Path),
+			Expected: "at or after " + sitemap.FormatTime(*prev), Actual: sitemap.FormatTime(b.URL.Lastmod),
+			Msg: fmt.Sprintf("entry %d: changes are not in forward chronological order", b.N)})
+	}
+	*prev = b.URL.Lastmod
+}
+
+func (p *Package) parseHash(b *Bitstream) {
+	if b.URL.MD == nil || b.URL.MD.Hash == "" {
+		return
+	}
+	set, err := digest.Parse(b.URL.MD.Hash)
+	if err != nil {
+		b.Bad = "hash attribute: " + err.Error()
+		p.report(Finding{Severity: Error, Check: CheckHash, URI: b.URL.Loc, Path: entryName(b.Path), Msg: b.Bad})
+		return
+	}
+	b.Want = set
+}

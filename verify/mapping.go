@@ -1,0 +1,114 @@
+package verify
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/rsdump/rsdump/internal/sitemap"
+)
+
+// Layout says where a bitstream lands in a destination tree.
+type Layout int
+
+const (
+	// ByURI places a bitstream at its URI relative to the base URL the
+	// Source used, as resync's --map URL=DIR does.
+	ByURI Layout = iota
+	// ByPath places it at the manifest's path attribute.
+	ByPath
+)
+
+// ParseLayout reads the --layout flag value.
+func ParseLayout(s string) (Layout, error) {
+	switch s {
+	case "url", "uri":
+		return ByURI, nil
+	case "path":
+		return ByPath, nil
+	}
+	return 0, fmt.Errorf("unknown layout %q (want url or path)", s)
+}
+
+// StateDir is the directory in a destination tree where rsdump keeps its
+// state; no bitstream may land there.
+const StateDir = ".rsdump"
+
+// Mapper maps manifest entries to paths relative to a destination tree.
+type Mapper struct {
+	Layout Layout
+	Base   string // with ByURI: the URI prefix; a trailing slash is implied
+}
+
+// NewMapper checks the base URL for ByURI.
+func NewMapper(layout Layout, base string) (Mapper, error) {
+	m := Mapper{Layout: layout, Base: base}
+	if layout == ByPath {
+		return m, nil
+	}
+	u, err := url.Parse(base)
+	if err != nil || !u.IsAbs() || u.Host == "" {
+		return m, fmt.Errorf("base URL %q is not an absolute URL", base)
+	}
+	if !strings.HasSuffix(m.Base, "/") {
+		m.Base += "/"
+	}
+	return m, nil
+}
+
+// Target returns where u lands, as a slash-separated path relative to the
+// destination, or an error naming the URI when it would land outside the
+// tree or in rsdump's state directory.
+func (m Mapper) Target(u sitemap.URL) (string, error) {
+	var rel string
+	var err error
+	if m.Layout == ByPath {
+		rel, err = m.byPath(u)
+	} else {
+		rel, err = m.byURI(u.Loc)
+	}
+	if err != nil {
+		return "", err
+	}
+	if err := SafeName(rel); err != nil {
+		return "", fmt.Errorf("%s resolves to %q: %w", u.Loc, rel, err)
+	}
+	if first, _, _ := strings.Cut(rel, "/"); first == StateDir {
+		return "", fmt.Errorf("%s resolves to %q, inside rsdump's state directory", u.Loc, rel)
+	}
+	return rel, nil
+}
+
+func (m Mapper) byPath(u sitemap.URL) (string, error) {
+	if u.MD == nil || u.MD.Path == "" {
+		return "", fmt.Errorf("%s has no path attribute", u.Loc)
+	}
+	return strings.TrimPrefix(u.MD.Path, "/"), nil
+}
+
+// byURI strips the base and percent-decodes each segment. A decoded
+// segment may not contain a slash: %2F would otherwise create directories
+// the URI does not show.
+func (m Mapper) byURI(loc string) (string, error) {
+	rest, ok := strings.CutPrefix(loc, m.Base)
+	switch {
+	case !ok:
+		return "", fmt.Errorf("%s is outside the base URL %s", loc, m.Base)
+	case rest == "":
+		return "", fmt.Errorf("%s is the base URL itself", loc)
+	case strings.ContainsAny(rest, "?#"):
+		return "", fmt.Errorf("%s has a query or fragment, which names no file", loc)
+	}
+	segs := strings.Split(rest, "/")
+	for i, s := range segs {
+		d, err := url.PathUnescape(s)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", loc, err)
+		}
+		if strings.Contains(d, "/") {
+			return "", fmt.Errorf("%s has an encoded slash in a segment", loc)
+		}
+		segs[i] = d
+	}
+	return strings.Join(segs, "/"), nil
+}

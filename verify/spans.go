@@ -1,0 +1,41 @@
+package verify
+
+import (
+	"archive/zip"
+	"fmt"
+	"sort"
+)
+
+// span is the byte range of an entry's compressed data.
+type span struct {
+	start, end int64
+	name       string
+}
+
+func (p *Package) addSpan(f *zip.File) {
+	off, err := f.DataOffset()
+	if err != nil {
+		return // reported by the read itself
+	}
+	p.spans = append(p.spans, span{off, off + clampInt64(f.CompressedSize64), f.Name})
+}
+
+// CheckOverlaps reports entries whose data share bytes, the trick of
+// non-recursive zip bombs (and a sign of a forged central directory), and
+// data that runs past the end of the file. It covers the entries read so
+// far; call it after the last Read.
+func (p *Package) CheckOverlaps() {
+	s := p.spans
+	sort.Slice(s, func(i, j int) bool {
+		return s[i].start < s[j].start || s[i].start == s[j].start && s[i].name < s[j].name
+	})
+	for i := range s {
+		if s[i].end > p.size {
+			p.report(Finding{Severity: Error, Check: CheckSize, Path: s[i].name, Msg: "entry data runs past the end of the file (truncated package)"})
+		}
+		if i > 0 && s[i].start < s[i-1].end {
+			p.report(Finding{Severity: Error, Check: CheckOverlap, Path: s[i].name, Msg: fmt.Sprintf("entry data overlaps that of %s", s[i-1].name)})
+		}
+	}
+	p.spans = p.spans[:0]
+}

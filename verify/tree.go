@@ -1,0 +1,278 @@
+package verify
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/rsdump/rsdump/internal/digest"
+	"github.com/rsdump/rsdump/internal/sitemap"
+)
+
+// Audit compares the tree in dir with what the document at against
+// describes, the Audit process of ResourceSync §5.2: a file missing, a
+// file whose length or hash differs, and a file the document does not list
+// are each an error. The document is a Resource Dump Manifest, a Resource
+// Dump (through its detached manifests, or the manifests in its packages)
+// or a Resource List, or an index of either. mapper says where each
+// resource should be. The error is for a document or tree that cannot be
+// read at all.
+func Audit(ctx context.Context, dir, against string, mapper Mapper, opts Options) (*Summary, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	if opts.Jobs <= 0 {
+		opts.Jobs = runtime.GOMAXPROCS(0)
+	}
+	a := &auditor{verifier: newVerifier(opts), dir: dir, root: root, mapper: mapper, seed: maphash.MakeSeed(), seen: map[uint64]struct{}{}}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(opts.Jobs)
+	err = a.listing(gctx, against, func(src string, u sitemap.URL) {
+		g.Go(func() error { a.checkFile(src, u); return gctx.Err() })
+	})
+	if werr := g.Wait(); err == nil {
+		err = werr
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := a.extras(ctx); err != nil {
+		return nil, err
+	}
+	return a.summary(), nil
+}
+
+type auditor struct {
+	*verifier
+	dir    string
+	root   *os.Root
+	mapper Mapper
+	seed   maphash.Seed
+	mu     sync.Mutex
+	seen   map[uint64]struct{} // hashes of the paths listed: 8 bytes a file, not the path
+}
+
+// listing calls fn for every resource the document at loc describes.
+func (a *auditor) listing(ctx context.Context, loc string, fn func(string, sitemap.URL)) error {
+	data, err := fetch(ctx, a.opts.Client, loc)
+	if err != nil {
+		return err
+	}
+	d, err := sitemap.NewDecoder(bytes.NewReader(data))
+	if err != nil {
+		return fmt.Errorf("%s: %w", loc, err)
+	}
+	a.documents.Add(1)
+	switch c := d.Header().MD.Capability; {
+	case c == sitemap.CapResourceDump:
+		return a.dumpListing(ctx, loc, fn)
+	case c == sitemap.CapResourceList && d.Header().Kind == sitemap.SitemapIndex:
+		return eachEntry(d, func(u sitemap.URL) error { return a.listing(ctx, Resolve(loc, u.Loc), fn) })
+	case c == sitemap.CapResourceList || c == sitemap.CapResourceDumpManifest:
+		return eachEntry(d, func(u sitemap.URL) error { fn(loc, u); return nil })
+	default:
+		return fmt.Errorf("%s: cannot audit against a document of capability %q (want a Resource List, Resource Dump or Resource Dump Manifest)", loc, c)
+	}
+}
+
+func eachEntry(d *sitemap.Decoder, fn func(sitemap.URL) error) error {
+	for {
+		u, err := d.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(u); err != nil {
+			return err
+		}
+	}
+}
+
+// dumpListing reads the manifest of every package of a Resource Dump, from
+// its detached copy when linked (no package needs to be read) or else
+// from the package.
+func (a *auditor) dumpListing(ctx context.Context, loc string, fn func(string, sitemap.URL)) error {
+	d, err := LoadDump(ctx, a.opts.Client, loc, NewReporter(nil))
+	if err != nil {
+		return err
+	}
+	for _, ref := range d.Packages {
+		m, err := a.manifestOf(ctx, ref)
+		if err != nil {
+			a.rep.Report(Finding{Severity: Error, Check: CheckManifest, Source: ref.Loc, URI: ref.Entry.Loc, Msg: err.Error()})
+			continue
+		}
+		dec, err := sitemap.NewDecoder(bytes.NewReader(m))
+		if err == nil {
+			err = eachEntry(dec, func(u sitemap.URL) error { fn(ref.Loc, u); return nil })
+		}
+		if err != nil {
+			return fmt.Errorf("%s: manifest: %w", ref.Loc, err)
+		}
+	}
+	return nil
+}
+
+func (a *auditor) manifestOf(ctx context.Context, ref PackageRef) ([]byte, error) {
+	if ref.Contents != "" {
+		if m, err := fetch(ctx, a.opts.Client, ref.Contents); err == nil {
+			return m, nil
+		}
+	}
+	ra, size, closeFn, err := OpenLocation(ctx, a.opts.Client, ref.Loc)
+	if err != nil {
+		return nil, err
+	}
+	defer closeFn()
+	p, err := OpenPackage(ra, size, ref.Loc, "", a.opts.Limits, NewReporter(nil))
+	if err != nil {
+		return nil, err
+	}
+	return p.Manifest, nil
+}
+
+func (a *auditor) markSeen(rel string) {
+	h := maphash.String(a.seed, rel)
+	a.mu.Lock()
+	a.seen[h] = struct{}{}
+	a.mu.Unlock()
+}
+
+func (a *auditor) wasSeen(rel string) bool {
+	h := maphash.String(a.seed, rel)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, ok := a.seen[h]
+	return ok
+}
+
+// checkFile compares one file with the entry describing it.
+func (a *auditor) checkFile(src string, u sitemap.URL) {
+	base := Finding{Source: src, URI: u.Loc}
+	rel, err := a.mapper.Target(u)
+	if err != nil {
+		a.report(base, Error, CheckPath, "", "", err.Error())
+		return
+	}
+	a.markSeen(rel)
+	base.Path = rel
+	want, length := expectation(u)
+	n, sums, err := hashFile(a.root, rel, want.Known(), length)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		a.report(base, Error, CheckMissing, Describe(length, want), "", "file is missing")
+	case err != nil:
+		a.report(base, Error, CheckRead, "", "", err.Error())
+	default:
+		a.judge(base, length, want, n, sums)
+	}
+}
+
+func (a *auditor) report(base Finding, sev Severity, check, expected, actual, msg string) {
+	base.Severity, base.Check, base.Expected, base.Actual, base.Msg = sev, check, expected, actual, msg
+	a.rep.Report(base)
+}
+
+func expectation(u sitemap.URL) (digest.Set, int64) {
+	if u.MD == nil {
+		return nil, -1
+	}
+	want, _ := digest.Parse(u.MD.Hash) // a bad attribute leaves nothing to verify: unverified
+	length := int64(-1)
+	if u.MD.Length != nil {
+		length = *u.MD.Length
+	}
+	return want, length
+}
+
+// judge compares a file's length and digests with the entry.
+func (a *auditor) judge(base Finding, length int64, want digest.Set, n int64, sums digest.Set) {
+	a.bitstreams.Add(1)
+	a.bytes.Add(n)
+	if length >= 0 && n != length {
+		a.report(base, Error, CheckLength, itoa(length), itoa(n), "length differs")
+		return
+	}
+	ok, bad, unchecked := digest.Check(want, sums)
+	for _, m := range bad {
+		a.report(base, Error, CheckHash, m.Alg+":"+m.Want, m.Alg+":"+m.Got, m.Alg+" mismatch")
+	}
+	if len(bad) > 0 {
+		return
+	}
+	if sev, check, msg := coverage(len(want), length, len(ok), unchecked); sev != OK {
+		a.report(base, sev, check, "", "", msg)
+		if sev != Warning {
+			return
+		}
+	}
+	a.verified.Add(1)
+	a.report(base, OK, CheckBitstream, Describe(length, want), Describe(n, sums), "")
+}
+
+// hashFile reads a file of the tree once, through os.Root so that a
+// symbolic link cannot lead the audit out of the tree. A file longer than
+// the expected length is not read past it.
+func hashFile(root *os.Root, rel string, algs []string, length int64) (int64, digest.Set, error) {
+	fi, err := root.Lstat(filepath.FromSlash(rel))
+	if err != nil {
+		return 0, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return 0, nil, fmt.Errorf("%s is not a regular file (%s)", rel, fi.Mode().Type())
+	}
+	if length >= 0 && fi.Size() != length {
+		return fi.Size(), nil, nil
+	}
+	f, err := root.Open(filepath.FromSlash(rel))
+	if err != nil {
+		return 0, nil, err
+	}
+	defer f.Close()
+	mh, err := digest.NewMulti(algs...)
+	if err != nil {
+		return 0, nil, err
+	}
+	if _, err := io.CopyBuffer(mh, f, make([]byte, bufSize)); err != nil {
+		return 0, nil, fmt.Errorf("%s: %w", rel, err)
+	}
+	return mh.Len(), mh.Sums(), nil
+}
+
+// extras walks the tree for files no entry listed. rsdump's state
+// directory is not part of the tree.
+func (a *auditor) extras(ctx context.Context) error {
+	return filepath.WalkDir(a.dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		rel, _ := filepath.Rel(a.dir, p)
+		rel = filepath.ToSlash(rel)
+		switch {
+		case d.IsDir() && rel == StateDir:
+			return filepath.SkipDir
+		case d.IsDir():
+			return nil
+		case !a.wasSeen(rel):
+			a.rep.Report(Finding{Severity: Error, Check: CheckExtra, Source: a.dir, Path: rel, Msg: "file is not listed"})
+		}
+		return nil
+	})
+}

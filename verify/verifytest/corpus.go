@@ -1,0 +1,233 @@
+package verifytest
+
+import (
+	"archive/zip"
+	"bytes"
+	"encoding/binary"
+	"strings"
+	"testing"
+
+	"github.com/rsdump/rsdump/internal/sitemap"
+)
+
+// Want is a finding a case must produce: an error with this check about
+// this ZIP entry (or manifest.xml, or "" for the whole package).
+type Want struct {
+	Check string
+	Path  string
+}
+
+// Case is a broken package and what verify and unpack must say about it.
+type Case struct {
+	Name string
+	Zip  []byte
+	// Errors are exactly the error findings expected, as check and path.
+	Errors []Want
+	// Committed are the relative paths a non-atomic unpack writes: the
+	// bitstreams that verified despite the damage elsewhere.
+	Committed []string
+	// MaxRatio, when set, is the expansion bound to verify with.
+	MaxRatio float64
+}
+
+// BaseFiles are the bitstreams of the package every case damages.
+var BaseFiles = []File{
+	{Rel: "a.txt", Data: strings.Repeat("alpha ", 40)},
+	{Rel: "b.txt", Data: strings.Repeat("bravo ", 30)},
+	{Rel: "dir/c.txt", Data: strings.Repeat("charlie ", 20)},
+}
+
+var allCommitted = []string{"a.txt", "b.txt", "dir/c.txt"}
+
+// base returns the entries of the intact package, stored (not deflated)
+// so that a byte flip lands on known data, plus the manifest entries.
+func base(t testing.TB, files []File) ([]Entry, []sitemap.URL) {
+	var entries []Entry
+	var urls []sitemap.URL
+	for _, f := range files {
+		entries = append(entries, Entry{Name: "resources/" + f.Rel, Data: []byte(f.Data), Method: zip.Store})
+		urls = append(urls, URLFor(f, "/resources/"))
+	}
+	return entries, urls
+}
+
+// build writes entries plus a manifest of urls, last, as pack does.
+func build(t testing.TB, entries []Entry, urls []sitemap.URL) []byte {
+	m := Manifest(t, ResourceMD(), urls)
+	return Zip(t, append(entries, Entry{Name: "manifest.xml", Data: m, Method: zip.Deflate}))
+}
+
+// Intact is the undamaged package of BaseFiles.
+func Intact(t testing.TB) []byte {
+	e, u := base(t, BaseFiles)
+	return build(t, e, u)
+}
+
+// Corpus returns the broken packages. Every case is built from BaseFiles.
+func Corpus(t testing.TB) []Case {
+	t.Helper()
+	intact := Intact(t)
+	return []Case{
+		flipBitstream(t, intact),
+		flipCRC(t, intact),
+		flipCentralName(t, intact),
+		{Name: "truncated", Zip: intact[:len(intact)/2], Errors: []Want{{"zip", ""}}},
+		manifestMissing(t),
+		manifestMalformed(t),
+		manifestLengthLong(t),
+		manifestLengthShort(t),
+		manifestHashLie(t),
+		traversal(t),
+		unsafeNames(t),
+		duplicate(t),
+		bombLyingSize(t),
+		bombRatio(t),
+		orphan(t),
+		overlap(t),
+	}
+}
+
+func flipBitstream(t testing.TB, intact []byte) Case {
+	off := MustIndex(t, intact, []byte(BaseFiles[0].Data)) + 7
+	return Case{Name: "bitstream-flip", Zip: Flip(intact, off),
+		Errors:    []Want{{"crc", "resources/a.txt"}, {"hash", "resources/a.txt"}, {"hash", "resources/a.txt"}},
+		Committed: []string{"b.txt", "dir/c.txt"}}
+}
+
+// centralHeader is the offset of the central directory header of name.
+func centralHeader(t testing.TB, z []byte, name string) int {
+	return MustIndex(t, z, []byte(name)) - 46
+}
+
+func flipCRC(t testing.TB, intact []byte) Case {
+	off := centralHeader(t, intact, "resources/b.txt") + 16
+	return Case{Name: "crc-flip", Zip: Flip(intact, off),
+		Errors:    []Want{{"crc", "resources/b.txt"}},
+		Committed: []string{"a.txt", "dir/c.txt"}}
+}
+
+func flipCentralName(t testing.TB, intact []byte) Case {
+	off := MustIndex(t, intact, []byte("resources/dir/c.txt")) + len("resources/dir/c.tx")
+	z := bytes.Clone(intact)
+	z[off] = 'T' // a different but still safe name
+	return Case{Name: "central-directory-flip", Zip: z,
+		Errors:    []Want{{"missing", "resources/dir/c.txt"}, {"orphan", "resources/dir/c.txT"}},
+		Committed: []string{"a.txt", "b.txt"}}
+}
+
+func manifestMissing(t testing.TB) Case {
+	e, _ := base(t, BaseFiles)
+	return Case{Name: "manifest-missing", Zip: Zip(t, e), Errors: []Want{{"manifest", "manifest.xml"}}}
+}
+
+func manifestMalformed(t testing.TB) Case {
+	e, u := base(t, BaseFiles)
+	m := Manifest(t, ResourceMD(), u)
+	m = m[:len(m)-40]
+	z := Zip(t, append(e, Entry{Name: "manifest.xml", Data: m, Method: zip.Deflate}))
+	return Case{Name: "manifest-malformed", Zip: z, Errors: []Want{{"manifest", "manifest.xml"}}}
+}
+
+func manifestLengthLong(t testing.TB) Case {
+	e, u := base(t, BaseFiles)
+	u[0].MD.Length = sitemap.Int64(*u[0].MD.Length + 5)
+	return Case{Name: "manifest-length-long", Zip: build(t, e, u),
+		Errors:    []Want{{"size", "resources/a.txt"}, {"length", "resources/a.txt"}},
+		Committed: []string{"b.txt", "dir/c.txt"}}
+}
+
+func manifestLengthShort(t testing.TB) Case {
+	e, u := base(t, BaseFiles)
+	u[1].MD.Length = sitemap.Int64(*u[1].MD.Length - 2)
+	return Case{Name: "manifest-length-short", Zip: build(t, e, u),
+		Errors:    []Want{{"size", "resources/b.txt"}, {"length", "resources/b.txt"}},
+		Committed: []string{"a.txt", "dir/c.txt"}}
+}
+
+func manifestHashLie(t testing.TB) Case {
+	e, u := base(t, BaseFiles)
+	u[1].MD.Hash = HashAttr([]byte("something else"))
+	return Case{Name: "manifest-hash-lie", Zip: build(t, e, u),
+		Errors:    []Want{{"hash", "resources/b.txt"}, {"hash", "resources/b.txt"}},
+		Committed: []string{"a.txt", "dir/c.txt"}}
+}
+
+// traversal lists a bitstream whose entry leaves the package root, the
+// way resync names a sibling directory's files.
+func traversal(t testing.TB) Case {
+	e, u := base(t, BaseFiles)
+	evil := File{Rel: "evil.txt", Data: "escaped\n"}
+	ue := URLFor(evil, "")
+	ue.MD.Path = "../evil.txt"
+	e = append(e, Entry{Name: "../evil.txt", Data: []byte(evil.Data), Method: zip.Store})
+	return Case{Name: "traversal", Zip: build(t, e, append(u, ue)),
+		Errors:    []Want{{"name", "../evil.txt"}, {"name", "../evil.txt"}, {"manifest", "../evil.txt"}},
+		Committed: allCommitted}
+}
+
+func unsafeNames(t testing.TB) Case {
+	e, u := base(t, BaseFiles)
+	for _, n := range []string{"/abs.txt", `..\win.txt`, "C:/drive.txt"} {
+		e = append(e, Entry{Name: n, Data: []byte("x"), Method: zip.Store})
+	}
+	return Case{Name: "absolute-and-windows-names", Zip: build(t, e, u),
+		Errors: []Want{{"name", "/abs.txt"}, {"orphan", "/abs.txt"}, {"name", `..\win.txt`}, {"orphan", `..\win.txt`},
+			{"name", "C:/drive.txt"}, {"orphan", "C:/drive.txt"}},
+		Committed: allCommitted}
+}
+
+func duplicate(t testing.TB) Case {
+	e, u := base(t, BaseFiles)
+	e = append(e, Entry{Name: "resources/a.txt", Data: []byte("impostor"), Method: zip.Store})
+	return Case{Name: "duplicate", Zip: build(t, e, u),
+		Errors:    []Want{{"duplicate", "resources/a.txt"}, {"duplicate", "resources/a.txt"}},
+		Committed: []string{"b.txt", "dir/c.txt"}}
+}
+
+// bombLyingSize is a deflated 2 MiB run of zeros whose central directory and
+// manifest both claim 10 bytes: reading must stop at the 11th.
+func bombLyingSize(t testing.TB) Case {
+	e, u := base(t, BaseFiles)
+	zeros := make([]byte, 2<<20)
+	small := File{Rel: "bomb.bin", Data: string(zeros[:10])}
+	d := Deflated(zeros)
+	e = append(e, Entry{Name: "resources/bomb.bin", Data: d, Method: zip.Deflate,
+		Raw: &RawHeader{CRC32: CRC(zeros[:10]), CompressedSize64: uint64(len(d)), UncompressedSize64: 10}})
+	return Case{Name: "zip-bomb-lying-size", Zip: build(t, e, append(u, URLFor(small, "/resources/"))),
+		Errors:    []Want{{"length", "resources/bomb.bin"}},
+		Committed: allCommitted}
+}
+
+// bombRatio is an honest 2 MiB run of zeros refused by a ratio bound of
+// 10, without being inflated.
+func bombRatio(t testing.TB) Case {
+	e, u := base(t, BaseFiles)
+	zeros := make([]byte, 2<<20)
+	f := File{Rel: "zeros.bin", Data: string(zeros)}
+	e = append(e, Entry{Name: "resources/zeros.bin", Data: zeros, Method: zip.Deflate})
+	return Case{Name: "zip-bomb-ratio", Zip: build(t, e, append(u, URLFor(f, "/resources/"))), MaxRatio: 10,
+		Errors:    []Want{{"bomb", "resources/zeros.bin"}},
+		Committed: allCommitted}
+}
+
+func orphan(t testing.TB) Case {
+	e, u := base(t, BaseFiles)
+	e = append(e, Entry{Name: "resources/extra.txt", Data: []byte("not listed"), Method: zip.Store})
+	return Case{Name: "orphan", Zip: build(t, e, u),
+		Errors:    []Want{{"orphan", "resources/extra.txt"}},
+		Committed: allCommitted}
+}
+
+// overlap points a second central directory record at the first entry's
+// data, the building block of non-recursive zip bombs.
+func overlap(t testing.TB) Case {
+	files := append([]File{{Rel: "a2.txt", Data: BaseFiles[0].Data}}, BaseFiles...)
+	e, u := base(t, files)
+	z := build(t, e, u)
+	a := centralHeader(t, z, "resources/a.txt") + 42
+	a2 := centralHeader(t, z, "resources/a2.txt") + 42
+	binary.LittleEndian.PutUint32(z[a2:], binary.LittleEndian.Uint32(z[a:]))
+	return Case{Name: "overlap", Zip: z,
+		Errors:    []Want{{"overlap", "resources/a2.txt"}},
+		Committed: append([]string{"a2.txt"}, allCommitted...)}
+}
