@@ -49,6 +49,9 @@ func (g *Getter) newDownload(dir string, f File) (*download, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, m := range ms {
+		m.stat = g.budget.host(m.host)
+	}
 	final := filepath.Join(dir, filepath.FromSlash(f.Name))
 	d := &download{g: g, f: f, final: final, partPath: final + ".part",
 		statePath: final + ".rsdump-state", mirrors: ms}
@@ -211,7 +214,7 @@ func (d *download) runAttempt(a *attempt) error {
 func (d *download) received(m *mirror, n int) {
 	d.fetched.Add(int64(n))
 	d.g.fetched.Add(int64(n))
-	d.g.budget.host(m.host).received.Add(int64(n))
+	m.stat.received.Add(int64(n))
 }
 
 // publish checks the whole-file hash and size, syncs, renames the .part
@@ -251,11 +254,12 @@ func (d *download) publish(sum string) error {
 func (d *download) hashMismatch(sum string) error {
 	err := fmt.Errorf("%s: %s %s, want %s: %w", d.f.Name, d.f.HashAlg, sum, d.f.Hash, ErrFileHash)
 	os.Remove(d.statePath)
-	if d.f.Pieces.Hashes == nil {
-		d.part.Close()
-		d.part = nil
-		os.Remove(d.partPath)
+	if d.f.Pieces.Hashes != nil {
+		return fmt.Errorf("%w (every piece matched its piece hash: the source's hashes disagree; %s kept)", err, d.partPath)
 	}
+	d.part.Close()
+	d.part = nil
+	os.Remove(d.partPath)
 	return err
 }
 

@@ -134,7 +134,7 @@ func TestStalledMirrorRangesMove(t *testing.T) {
 	stall, _ := serve(t, data, mt.StallAfter(1, time.Hour))
 	good, _ := serve(t, data)
 	o := fastOptions()
-	o.MaxFailures = 1000 // the stall timeout alone must move the ranges
+	o.MaxFailures = 1000 // the stall timeout and the end game must move the ranges
 	start := time.Now()
 	dir := t.TempDir()
 	if _, err := get(t, o, dir, fileFor("f.bin", data, plen, stall.URL, good.URL)); err != nil {
@@ -143,6 +143,24 @@ func TestStalledMirrorRangesMove(t *testing.T) {
 	mustMatch(t, dir, "f.bin", data)
 	if el := time.Since(start); el > 5*time.Second {
 		t.Errorf("took %v: stalled ranges did not move", el)
+	}
+}
+
+// With a single mirror there is no end game to hide behind: only the
+// stall timeout gets a stalled request retried.
+func TestStallTimeoutRetries(t *testing.T) {
+	data := payload(512<<10, 5)
+	s, _ := serve(t, data, mt.StallAfter(1000, time.Hour), mt.StallTimes(2))
+	o := fastOptions()
+	o.StallTimeout = 100 * time.Millisecond
+	dir := t.TempDir()
+	res, err := get(t, o, dir, fileFor("f.bin", data, plen, s.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustMatch(t, dir, "f.bin", data)
+	if res[0].Retries != 2 {
+		t.Errorf("%d retries, want 2 (one per stall)", res[0].Retries)
 	}
 }
 
@@ -241,4 +259,46 @@ func TestNoPieceHashesGood(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustMatch(t, dir, "f.bin", data)
+}
+
+// The scheduler gives more work to the faster mirror: through piece
+// completions when every slot is used, and by choosing it for free slots
+// when the budget is smaller than the mirrors could take.
+func TestFasterMirrorGetsMoreWork(t *testing.T) {
+	for _, tc := range []struct{ conns, pct int }{{6, 75}, {2, 90}} {
+		conns := tc.conns
+		data := payload(3<<20, 12)
+		slow, _ := serve(t, data, mt.RateLimit(1<<20))
+		fast, _ := serve(t, data, mt.RateLimit(12<<20))
+		o := fastOptions()
+		o.Connections, o.PerMirror = conns, 3
+		dir := t.TempDir()
+		res, err := get(t, o, dir, fileFor("f.bin", data, plen, slow.URL, fast.URL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustMatch(t, dir, "f.bin", data)
+		if got := mirrorResult(t, res[0], fast.URL).Bytes; got < int64(len(data)*tc.pct/100) {
+			t.Errorf("%d connections: fast mirror served %d of %d bytes", conns, got, len(data))
+		}
+	}
+}
+
+// Two runs never write the same .part: the second is refused.
+func TestPartLocked(t *testing.T) {
+	data := payload(100<<10, 13)
+	s, _ := serve(t, data)
+	dir := t.TempDir()
+	f, err := os.OpenFile(filepath.Join(dir, "f.bin.part"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := lockPart(f); err != nil {
+		t.Fatal(err)
+	}
+	_, err = get(t, fastOptions(), dir, fileFor("f.bin", data, plen, s.URL))
+	if err == nil || !strings.Contains(err.Error(), "another rsdump") {
+		t.Fatalf("err %v, want a lock error", err)
+	}
 }

@@ -22,11 +22,10 @@ func TestMain(m *testing.M) {
 
 // payload is deterministic random content of n bytes.
 func payload(n int, seed uint64) []byte {
-	r := rand.New(rand.NewPCG(seed, seed+1))
+	var key [32]byte
+	key[0], key[1] = byte(seed), byte(seed>>8)
 	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte(r.Uint32())
-	}
+	rand.NewChaCha8(key).Read(b)
 	return b
 }
 

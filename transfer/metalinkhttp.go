@@ -27,7 +27,7 @@ func (g *Getter) fromPlainURL(ctx context.Context, src string) ([]File, error) {
 	if final != src {
 		f.Mirrors = append(f.Mirrors, Mirror{URL: src})
 	}
-	f.HashAlg, f.Hash = parseDigest(first.Values("Digest"))
+	f.HashAlg, f.Hash = parseDigest(append(first.Values("Digest"), first.Values("Repr-Digest")...))
 	var describedBy string
 	for _, l := range parseLinks(first.Values("Link"), src) {
 		switch {
@@ -97,6 +97,7 @@ func probeOnce(ctx context.Context, c *http.Client, u string) (*http.Response, e
 	req.Header.Set("Range", "bytes=0-0")
 	req.Header.Set("Accept-Encoding", "identity")
 	req.Header.Set("Want-Digest", "SHA-256, SHA-512;q=0.5")
+	req.Header.Set("Want-Repr-Digest", "sha-256=5, sha-512=3")
 	resp, err := c.Do(req)
 	if err != nil {
 		return nil, err
@@ -105,8 +106,8 @@ func probeOnce(ctx context.Context, c *http.Client, u string) (*http.Response, e
 	return resp, nil
 }
 
-// parseDigest reads RFC 3230 instance digests ("SHA-256=base64"),
-// preferring SHA-512, then SHA-256.
+// parseDigest reads RFC 3230 instance digests ("SHA-256=base64") and
+// RFC 9530 Repr-Digest ("sha-256=:base64:"), preferring SHA-512.
 func parseDigest(values []string) (string, string) {
 	found := map[string]string{}
 	for _, v := range values {
@@ -115,7 +116,7 @@ func parseDigest(values []string) (string, string) {
 			if !ok {
 				continue
 			}
-			raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(val))
+			raw, err := base64.StdEncoding.DecodeString(strings.Trim(strings.TrimSpace(val), ":"))
 			if err == nil {
 				found[strings.ToLower(alg)] = hex.EncodeToString(raw)
 			}

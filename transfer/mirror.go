@@ -17,7 +17,8 @@ type mirror struct {
 	idx      int
 	url      string
 	host     string // host:port, the unit of the connection limits
-	rank     int    // position by preference and priority, 0 is best
+	stat     *hostStat
+	rank     int // position by preference and priority, 0 is best
 	active   int
 	rate     float64 // bytes/s of one connection, moving average; 0 = unmeasured
 	fails    int     // consecutive failures

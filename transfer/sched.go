@@ -14,9 +14,9 @@ import (
 // waits for the scheduler.
 type piece struct {
 	done    bool
-	primary *attempt   // the copy that writes to the file as it streams
-	dup     *attempt   // an end-game copy, buffered, written only if it wins
-	excl    []int      // mirrors whose copy failed the hash
+	primary *attempt // the copy that writes to the file as it streams
+	dup     *attempt // an end-game copy, buffered, written only if it wins
+	excl    []int    // mirrors whose copy failed the hash
 	tries   int
 	wmu     sync.Mutex
 	writer  int64
@@ -236,12 +236,13 @@ func (d *download) settle(a *attempt, err error) {
 	}
 	v, after := classify(err)
 	d.judge(m, p, v, after, err)
-	if v != ignore && !p.done && p.primary == nil && p.dup == nil {
-		d.res.Refetch++
-		d.cursor = min(d.cursor, a.piece)
-		if p.tries > 3*len(d.mirrors)+3 {
-			d.failLocked(fmt.Errorf("%s: piece %d failed %d times, last: %w", d.f.Name, a.piece, p.tries, err))
-		}
+	if v == ignore || p.done {
+		return
+	}
+	d.res.Refetch++ // by a new attempt, or by a copy already under way
+	d.cursor = min(d.cursor, a.piece)
+	if p.tries > 3*len(d.mirrors)+3 {
+		d.failLocked(fmt.Errorf("%s: piece %d failed %d times, last: %w", d.f.Name, a.piece, p.tries, err))
 	}
 }
 

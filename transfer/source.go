@@ -27,7 +27,7 @@ const maxDocument = 64 << 20
 // a hash, or a Metalink.
 func (g *Getter) Resolve(ctx context.Context, source string) ([]File, error) {
 	if !isURL(source) {
-		b, err := os.ReadFile(source)
+		b, err := readDoc(source)
 		if err != nil {
 			return nil, err
 		}
@@ -42,6 +42,19 @@ func (g *Getter) Resolve(ctx context.Context, source string) ([]File, error) {
 		return g.fromDocument(ctx, source, b)
 	}
 	return g.fromPlainURL(ctx, source)
+}
+
+// readDoc reads a local document, refusing one too large to be one (a
+// package given by mistake, say) before reading it into memory.
+func readDoc(path string) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() > maxDocument {
+		return nil, fmt.Errorf("%s: %d bytes: too large for a Metalink or dump document", path, fi.Size())
+	}
+	return os.ReadFile(path)
 }
 
 func isURL(s string) bool {

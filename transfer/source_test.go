@@ -136,6 +136,10 @@ func TestParseLinks(t *testing.T) {
 	if alg != "sha-256" || v != strings.Repeat("0", 64) {
 		t.Fatalf("digest %s %s", alg, v)
 	}
+	alg, v = parseDigest([]string{"sha-512=:" + base64.StdEncoding.EncodeToString(make([]byte, 64)) + ":"})
+	if alg != "sha-512" || v != strings.Repeat("0", 128) {
+		t.Fatalf("repr-digest %s %s", alg, v)
+	}
 }
 
 func TestCheckRange(t *testing.T) {

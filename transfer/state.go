@@ -243,12 +243,13 @@ func (d *download) hashFrontier() (string, error) {
 		return "", nil
 	}
 	h, _ := newHash(d.f.HashAlg)
+	buf := make([]byte, 1<<20) // few, large reads
 	for i := range d.n {
 		if err := d.waitDone(i); err != nil {
 			return "", err
 		}
 		off, end := d.span(i)
-		if _, err := io.Copy(h, io.NewSectionReader(d.part, off, end-off)); err != nil {
+		if _, err := io.CopyBuffer(h, io.NewSectionReader(d.part, off, end-off), buf); err != nil {
 			return "", fmt.Errorf("%s: %w", d.partPath, err)
 		}
 	}

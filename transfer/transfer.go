@@ -117,17 +117,17 @@ func (*MirrorDropped) event() {}
 
 // Result describes one file's download.
 type Result struct {
-	Name     string
-	Path     string // final path, set when the file is complete
-	Size     int64
-	Skipped  bool  // already complete before this run
-	Resumed  int64 // bytes verified from an earlier run
-	Fetched  int64 // bytes received over the network, good or bad
-	Mirrors  []MirrorResult
-	Refetch  int // pieces fetched again after a bad hash, a failure or a lost race
-	Retries  int // failed requests that were retried
-	Elapsed  time.Duration
-	Err      error
+	Name    string
+	Path    string // final path, set when the file is complete
+	Size    int64
+	Skipped bool  // already complete before this run
+	Resumed int64 // bytes verified from an earlier run
+	Fetched int64 // bytes received over the network, good or bad
+	Mirrors []MirrorResult
+	Refetch int // pieces fetched again after a bad hash, a failure or a lost race
+	Retries int // failed requests that were retried
+	Elapsed time.Duration
+	Err     error
 }
 
 // MirrorResult is what one mirror did for a file.

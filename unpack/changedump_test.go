@@ -14,7 +14,9 @@ import (
 	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
-func at(h, m int) time.Time { return fixedTime.Add(time.Duration(h)*time.Hour + time.Duration(m)*time.Minute) }
+func at(h, m int) time.Time {
+	return fixedTime.Add(time.Duration(h)*time.Hour + time.Duration(m)*time.Minute)
+}
 
 func change(kind, rel, data string, lastmod time.Time) verifytest.File {
 	return verifytest.File{Rel: rel, Data: data, Change: kind, Lastmod: lastmod}

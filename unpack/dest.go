@@ -55,7 +55,7 @@ func openDest(dir string, dry bool) (*dest, error) {
 }
 
 func (d *dest) prepare() error {
-	if err := d.root.MkdirAll(statePath(cacheDir), 0o755); err != nil {
+	if err := d.root.MkdirAll(verify.StateDir, 0o755); err != nil {
 		return fmt.Errorf("%s: %w", d.dir, err)
 	}
 	lock, err := lockFile(d.root, statePath(lockName))
@@ -63,10 +63,17 @@ func (d *dest) prepare() error {
 		return fmt.Errorf("%s: %w", d.dir, err)
 	}
 	d.lock = lock
-	if err := d.root.RemoveAll(statePath(tmpDir)); err != nil {
-		return err
+	// What a killed run left: staged bitstreams never renamed, packages
+	// half downloaded. Neither is resumed from, so both go.
+	for _, dir := range []string{tmpDir, cacheDir} {
+		if err := d.root.RemoveAll(statePath(dir)); err != nil {
+			return err
+		}
+		if err := d.root.Mkdir(statePath(dir), 0o755); err != nil {
+			return err
+		}
 	}
-	return d.root.Mkdir(statePath(tmpDir), 0o755)
+	return nil
 }
 
 func (d *dest) close() {

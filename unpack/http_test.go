@@ -5,7 +5,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -59,35 +58,3 @@ func TestCorruptDownload(t *testing.T) {
 		t.Errorf("files written from a corrupt package: %v", keys(got))
 	}
 }
-
-func TestVerifyOverHTTP(t *testing.T) {
-	srv, out := serveDump(t)
-	var fs []verify.Finding
-	sum, err := verify.Verify(t.Context(), []string{srv.URL + "/" + pack.DumpName}, verify.Options{Client: client, Report: func(f verify.Finding) { fs = append(fs, f) }})
-	if err != nil || sum.Problems() != 0 || sum.Verified != 9 {
-		t.Fatalf("%v %+v\n%s", err, sum, dump(fs))
-	}
-	zp := filepath.Join(out, "resourcedump-00001.zip")
-	z, _ := os.ReadFile(zp)
-	os.WriteFile(zp, verifytest.Flip(z, 100), 0o644)
-	fs = nil
-	sum, _ = verify.Verify(t.Context(), []string{srv.URL + "/" + pack.DumpName}, verify.Options{Client: client, Report: func(f verify.Finding) { fs = append(fs, f) }})
-	if _, ok := find(fs, verify.Error, verify.CheckHash, ""); !ok {
-		t.Errorf("package hash mismatch not found over HTTP: %+v\n%s", sum, dump(fs))
-	}
-}
-
-// TestVerifyNoRange refuses a server that ignores Range, with a finding
-// that says so.
-func TestVerifyNoRange(t *testing.T) {
-	_, out := serveDump(t)
-	z, _ := os.ReadFile(filepath.Join(out, "resourcedump-00001.zip"))
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(z) }))
-	defer srv.Close()
-	var fs []verify.Finding
-	verify.Verify(t.Context(), []string{srv.URL + "/p.zip"}, verify.Options{Client: client, Report: func(f verify.Finding) { fs = append(fs, f) }})
-	if f, ok := find(fs, verify.Error, verify.CheckRead, ""); !ok || !strings.Contains(f.Msg, "Range") {
-		t.Errorf("no clear error for a server without Range:\n%s", dump(fs))
-	}
-}
-

@@ -182,10 +182,12 @@ func (r *reading) readOK(n int64, err error) bool {
 }
 
 func (r *reading) overflow(allowed int64) {
-	switch r.capBy {
-	case CheckLength:
+	switch {
+	case r.b.N == 0: // manifest.xml, bounded by the sitemap limit
+		r.fail(CheckManifest, "at most "+itoa(allowed), "more", "manifest.xml is larger than the sitemap limit; reading stopped")
+	case r.capBy == CheckLength:
 		r.fail(CheckLength, itoa(allowed), "more than "+itoa(allowed), "entry holds more bytes than the manifest length; reading stopped")
-	case CheckBomb:
+	case r.capBy == CheckBomb:
 		r.fail(CheckBomb, "at most "+itoa(allowed), "more", fmt.Sprintf("entry inflates to more than %g times its compressed size; reading stopped", r.p.lim.ratio()))
 	default:
 		r.fail(CheckSize, itoa(allowed), "more than "+itoa(allowed), "entry inflates past its declared size; reading stopped")
@@ -228,7 +230,9 @@ func (r *reading) checkDigests(n int64, mh *digest.Multi) {
 	for _, m := range bad {
 		r.fail(CheckHash, m.Alg+":"+m.Want, m.Alg+":"+m.Got, m.Alg+" mismatch")
 	}
-	r.checkCoverage(len(ok), unchecked)
+	if len(bad) == 0 {
+		r.checkCoverage(len(ok), unchecked)
+	}
 }
 
 func (r *reading) checkCoverage(verified int, unchecked []string) {

@@ -27,8 +27,13 @@ func seeds(f *testing.F) [][]byte {
 // entries are numbered in order, and no more than the sitemap limit are
 // held.
 func FuzzManifest(f *testing.F) {
-	if b, err := os.ReadFile(filepath.Join("..", "testdata", "golden", "example.manifest.xml")); err == nil {
-		f.Add(b)
+	for _, p := range []string{
+		filepath.Join("..", "testdata", "golden", "example.manifest.xml"),
+		filepath.Join("..", "..", "shared", "peers", "resync", "rd-cli", "resourcedump00000.xml"),
+	} {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
 	}
 	f.Add(verifytest.Manifest(f, verifytest.ResourceMD(), []sitemap.URL{verifytest.URLFor(verifytest.BaseFiles[0], "/resources/")}))
 	p, _ := verifytest.ChangeZip(f, verifytest.ChangePackage{Changes: []verifytest.File{{Rel: "x", Data: "y", Change: "created"}}})

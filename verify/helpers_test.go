@@ -35,12 +35,16 @@ func writeFile(t testing.TB, name string, data []byte) string {
 	return p
 }
 
-// errorsOf returns the error findings as sorted "check path" strings.
+// errorsOf returns the error findings as sorted "check path" strings, and
+// unverified ones as "unverified check path".
 func errorsOf(fs []verify.Finding) []string {
 	var out []string
 	for _, f := range fs {
-		if f.Severity == verify.Error {
+		switch f.Severity {
+		case verify.Error:
 			out = append(out, f.Check+" "+f.Path)
+		case verify.Unverified:
+			out = append(out, "unverified "+f.Check+" "+f.Path)
 		}
 	}
 	slices.Sort(out)

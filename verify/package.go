@@ -123,7 +123,7 @@ func (p *Package) indexEntries() map[string][]*zip.File {
 	for i, f := range p.zr.File {
 		p.index[f] = i
 		if err := SafeName(f.Name); err != nil {
-			p.report(Finding{Severity: Error, Check: CheckName, Path: f.Name, Msg: fmt.Sprintf("entry %q: %v", f.Name, err)})
+			p.report(Finding{Severity: Error, Check: CheckName, Path: f.Name, Msg: fmt.Sprintf("entry %q: %v%s", f.Name, err, hint(f.Name))})
 		}
 		if len(files[f.Name]) == 1 {
 			p.report(Finding{Severity: Error, Check: CheckDuplicate, Path: f.Name, Msg: "more than one entry has this name"})
@@ -131,6 +131,14 @@ func (p *Package) indexEntries() map[string][]*zip.File {
 		files[f.Name] = append(files[f.Name], f)
 	}
 	return files
+}
+
+// hint explains the unsafe name resync is known to write.
+func hint(name string) string {
+	if strings.HasPrefix(name, "../") {
+		return " (resync writes such names for files in a sibling of the directory it dumped); not extracted"
+	}
+	return ""
 }
 
 func (p *Package) manifestEntry(files map[string][]*zip.File) (*zip.File, error) {

@@ -28,8 +28,11 @@ that bitstream.
 Each bitstream streams into a staging file inside DIR while its CRC-32,
 length and hashes are computed; only when all match is it synced and
 renamed over its final name, with its mtime set from <lastmod>. A bitstream
-that fails leaves the file at that name untouched. Files already present
-with the right length and hashes are not rewritten.
+that fails leaves the file at that name untouched. A bitstream whose
+manifest gives no hash rsdump can compute is written (its length and CRC-32
+matched) but reported as unverified. Files already present with the right
+length and hashes are not rewritten. With --atomic-package, nothing from a
+package is committed unless the whole package verified.
 
 Change Dumps are applied in manifest order, package after package, in the
 order of changedump.xml; a deleted change removes a file only when it is

@@ -30,6 +30,7 @@ bitstream's URI, length and hashes.
 
 Usage:
   rsdump pack SRC --base-url URL -o OUTDIR [flags]   write a Resource Dump of SRC
+  rsdump get SOURCE... [-o DIR] [flags]              fetch packages from all mirrors, verified, resumable
   rsdump metalink FILE...|resourcedump.xml [flags]   write a Metalink 4 document; --check reads one
   rsdump verify TARGET... [flags]                    check packages and dump documents; write nothing
   rsdump verify --tree DIR --against DOC [flags]     audit a tree against a dump or Resource List
@@ -47,6 +48,7 @@ type command struct {
 
 var commands = []command{
 	{"pack", runPack},
+	{"get", runGet},
 	{"metalink", runMetalink},
 	{"verify", runVerify},
 	{"unpack", runUnpack},

@@ -30,6 +30,7 @@ func (w *faultWriter) WriteHeader(code int) {
 		}
 	}
 	w.ResponseWriter.WriteHeader(code)
+	w.flush() // headers go out at once, as from a real server, before any rate limit
 }
 
 func (w *faultWriter) Write(p []byte) (int, error) {
@@ -70,7 +71,7 @@ func (w *faultWriter) before(n int) error {
 		panic(http.ErrAbortHandler)
 	}
 	stallNow := !w.stalled && m.stallAfter >= 0 && w.sent+int64(n) > m.stallAfter
-	if stallNow || (crossed && m.stall > 0 && m.chance(m.stallPerMiB)) {
+	if (stallNow || (crossed && m.stall > 0 && m.chance(m.stallPerMiB))) && m.takeStall() {
 		w.stalled = true
 		w.flush()
 		if !sleep(w.ctx, m.stall) {
@@ -122,8 +123,19 @@ func (b *bucket) wait(ctx context.Context, n int) bool {
 	if b.next.Before(now.Add(-20 * time.Millisecond)) {
 		b.next = now.Add(-20 * time.Millisecond) // a small burst, no credit hoarding
 	}
-	b.next = b.next.Add(time.Duration(float64(n) / b.rate * float64(time.Second)))
+	d := time.Duration(float64(n) / b.rate * float64(time.Second))
+	b.next = b.next.Add(d)
 	until := b.next
 	b.mu.Unlock()
-	return sleep(ctx, time.Until(until))
+	if sleep(ctx, time.Until(until)) {
+		return true
+	}
+	b.mu.Lock()
+	b.next = b.next.Add(-d) // a cancelled request gives its share back
+	b.mu.Unlock()
+	return false
+}
+
+func (m *Mirror) takeStall() bool {
+	return !m.stallLimit || m.stallsLeft.Add(-1) >= 0
 }

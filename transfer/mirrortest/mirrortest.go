@@ -37,8 +37,10 @@ type Mirror struct {
 	dropAfter   int64   // close the connection after this many body bytes
 	dropPerMiB  float64 // chance of closing the connection in each MiB
 	stall       time.Duration
-	stallAfter  int64   // stall once this many body bytes in
-	stallPerMiB float64 // chance of a stall in each MiB
+	stallAfter  int64        // stall once this many body bytes in
+	stallPerMiB float64      // chance of a stall in each MiB
+	stallsLeft  atomic.Int64 // with StallTimes: stalls still to come
+	stallLimit  bool
 	status      int
 	statusFrac  float64
 	retryAfter  string
@@ -78,6 +80,12 @@ func StallAfter(n int64, d time.Duration) Option {
 // StallRate stops sending for d with probability p in each MiB sent.
 func StallRate(p float64, d time.Duration) Option {
 	return func(m *Mirror) { m.stallPerMiB, m.stall, m.stallAfter = p, d, -1 }
+}
+
+// StallTimes limits the stalls of StallAfter or StallRate to the first n
+// over the mirror's life, so that a retry on the same mirror succeeds.
+func StallTimes(n int64) Option {
+	return func(m *Mirror) { m.stallLimit = true; m.stallsLeft.Store(n) }
 }
 
 // Status answers code (404, 429, 500, 503...) to the given share of

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/rsdump/rsdump/transfer"
+	"github.com/rsdump/rsdump/unpack"
+)
+
+const getHelp = `Usage: rsdump get SOURCE... [-o DIR] [flags]
+
+Downloads every file a SOURCE names, from all of its mirrors at once.
+A SOURCE is a Metalink document (path or URL), a dump document
+(resourcedump.xml, changedump.xml: each package, its rel="duplicate"
+mirrors and its rel="describedby" Metalink), or a plain http(s) URL, whose
+Link and Digest headers (RFC 6249) add mirrors and a hash.
+
+Each piece is checked against the Metalink piece hash before it counts;
+files without piece hashes are checked by their whole-file hash. A file is
+written as NAME.part beside NAME.rsdump-state and renamed to NAME only
+after its size and hash match. Run the same command again after an
+interruption (Ctrl-C, a crash, SIGKILL) to resume; complete files are
+skipped. With --unpack DIR, each package is handed to unpack (as rsdump
+unpack PACKAGE DIR would) once it and every package listed before it are
+verified, so that Change Dump packages apply in order.
+
+Exit status: 0 success, 1 failure (a file could not be fetched or did not
+match its hash; the others are still finished), 2 usage error,
+130 interrupted (the state is saved).
+`
+
+type getFlags struct {
+	out, locations, unpack string
+	baseURL, layout        string
+	connections, perMirror int
+	files, maxFailures     int
+	stall                  time.Duration
+	quiet, json            bool
+}
+
+func runGet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var f getFlags
+	fs := newFlags("get")
+	fs.StringVarP(&f.out, "output", "o", ".", "write the files into `DIR`")
+	fs.IntVar(&f.connections, "connections", 16, "`N` connections in total, over all files and mirrors")
+	fs.IntVar(&f.perMirror, "per-mirror", 4, "`N` connections per mirror (counted per host:port)")
+	fs.IntVar(&f.files, "files", 4, "`N` files downloaded at once")
+	fs.DurationVar(&f.stall, "stall-timeout", 20*time.Second, "retry a request elsewhere after `DURATION` without progress")
+	fs.IntVar(&f.maxFailures, "max-failures", 8, "drop a mirror for a file after `N` failures in a row")
+	fs.StringVar(&f.locations, "location", "", "prefer mirrors in these `COUNTRIES` (ISO 3166 codes, comma-separated, best first)")
+	fs.StringVar(&f.unpack, "unpack", "", "unpack each verified package into `DIR` as soon as it and those before it are complete")
+	fs.StringVar(&f.baseURL, "base-url", "", "with --unpack: the `URL` prefix the Source used (as for rsdump unpack)")
+	fs.StringVar(&f.layout, "layout", "url", "with --unpack: place bitstreams by `LAYOUT` url (relative to --base-url) or path (the manifest path)")
+	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress and no summary")
+	fs.BoolVar(&f.json, "json", false, "print a machine-readable summary per file on stdout")
+	if err := parse(fs, args, getHelp, stdout); err != nil {
+		return err
+	}
+	opts, err := f.options(fs.Args())
+	if err != nil {
+		return err
+	}
+	uopts, err := unpackOptions(f)
+	if err != nil {
+		return err
+	}
+	return doGet(ctx, fs.Args(), f, opts, uopts, stdout, stderr)
+}
+
+func (f *getFlags) options(args []string) (transfer.Options, error) {
+	o := transfer.Options{Connections: f.connections, PerMirror: f.perMirror, Files: f.files,
+		StallTimeout: f.stall, MaxFailures: f.maxFailures}
+	if len(args) == 0 {
+		return o, usagef("get needs at least one SOURCE")
+	}
+	if f.connections < 1 || f.perMirror < 1 || f.files < 1 || f.maxFailures < 1 {
+		return o, usagef("--connections, --per-mirror, --files and --max-failures must be at least 1")
+	}
+	if f.stall <= 0 {
+		return o, usagef("--stall-timeout must be positive")
+	}
+	if f.locations != "" {
+		o.Locations = strings.Split(strings.ToLower(f.locations), ",")
+	}
+	return o, nil
+}
+
+func doGet(ctx context.Context, sources []string, f getFlags, o transfer.Options, uo unpack.Options, stdout, stderr io.Writer) error {
+	pr := newGetProgress(stderr, f.quiet)
+	o.Events = pr.event
+	var u *getUnpacker
+	if f.unpack != "" {
+		o.Completed = func(ctx context.Context, r *transfer.Result) error { return u.completed(ctx, r) }
+	}
+	g := transfer.New(o)
+	var files []transfer.File
+	for _, src := range sources {
+		fs, err := g.Resolve(ctx, src)
+		if err != nil {
+			return fmt.Errorf("%s: %w", src, err)
+		}
+		files = append(files, fs...)
+	}
+	u = newGetUnpacker(f.unpack, uo, files, pr.message)
+	stop := pr.start(g)
+	results, err := g.Get(ctx, f.out, files)
+	stop()
+	err = errors.Join(err, u.leftovers())
+	if perr := printGetSummary(results, f, stdout); perr != nil && err == nil {
+		err = perr
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+type getSummary struct {
+	Name    string           `json:"name"`
+	Path    string           `json:"path,omitempty"`
+	Bytes   int64            `json:"bytes"`
+	Skipped bool             `json:"skipped"`
+	Resumed int64            `json:"resumed_bytes"`
+	Fetched int64            `json:"fetched_bytes"`
+	Mirrors map[string]int64 `json:"bytes_per_mirror"`
+	Bad     map[string]int   `json:"bad_pieces_per_mirror,omitempty"`
+	Refetch int              `json:"pieces_refetched"`
+	Retries int              `json:"retries"`
+	Dropped []droppedMirror  `json:"mirrors_dropped"`
+	Seconds float64          `json:"seconds"`
+	MBps    float64          `json:"mb_per_s"`
+	Error   string           `json:"error,omitempty"`
+}
+
+type droppedMirror struct {
+	URL    string `json:"url"`
+	Reason string `json:"reason"`
+}
+
+func summarize(r *transfer.Result) getSummary {
+	s := getSummary{Name: r.Name, Path: r.Path, Bytes: r.Size, Skipped: r.Skipped, Resumed: r.Resumed,
+		Fetched: r.Fetched, Mirrors: map[string]int64{}, Bad: map[string]int{}, Refetch: r.Refetch,
+		Retries: r.Retries, Dropped: []droppedMirror{}, Seconds: r.Elapsed.Seconds()}
+	for _, m := range r.Mirrors {
+		s.Mirrors[m.URL] = m.Bytes
+		if m.Bad > 0 {
+			s.Bad[m.URL] = m.Bad
+		}
+		if m.Dropped != "" {
+			s.Dropped = append(s.Dropped, droppedMirror{m.URL, m.Dropped})
+		}
+	}
+	if r.Elapsed > 0 && !r.Skipped {
+		s.MBps = float64(r.Size-r.Resumed) / 1e6 / r.Elapsed.Seconds()
+	}
+	if r.Err != nil {
+		s.Error = r.Err.Error()
+	}
+	return s
+}
+
+func printGetSummary(results []*transfer.Result, f getFlags, stdout io.Writer) error {
+	enc := json.NewEncoder(stdout)
+	var errs []error
+	for _, r := range results {
+		if r == nil {
+			continue
+		}
+		s := summarize(r)
+		switch {
+		case f.json:
+			errs = append(errs, enc.Encode(s))
+		case f.quiet || r.Err != nil:
+		case r.Skipped:
+			fmt.Fprintf(stdout, "%s: already complete\n", r.Path)
+		default:
+			fmt.Fprintf(stdout, "%s: %s in %s (%.1f MB/s), %d pieces refetched, %d retries, %d mirrors dropped\n",
+				r.Path, fmtBytes(r.Size), r.Elapsed.Round(time.Millisecond), s.MBps, s.Refetch, s.Retries, len(s.Dropped))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,76 @@
+package verify_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/verify"
+	"github.com/rsdump/rsdump/verify/verifytest"
+)
+
+var client = &http.Client{Timeout: 10 * time.Second}
+
+// serveDump packs the example with package URLs on a loopback server that
+// serves the output directory, with Range support.
+func serveDump(t *testing.T) (*httptest.Server, string) {
+	out := t.TempDir()
+	srv := httptest.NewServer(http.FileServer(http.Dir(out)))
+	t.Cleanup(srv.Close)
+	o := pack.Options{BaseURL: verifytest.BaseURL, DumpURL: srv.URL + "/", At: fixedTime}
+	if _, err := pack.Pack(t.Context(), tree(t, exampleFiles(t)), out, o); err != nil {
+		t.Fatal(err)
+	}
+	return srv, out
+}
+
+// TestVerifyOverHTTP verifies a published dump through Range requests,
+// then the same dump with a damaged package.
+func TestVerifyOverHTTP(t *testing.T) {
+	srv, out := serveDump(t)
+	sum, fs := run(t, verify.Options{Client: client}, srv.URL+"/"+pack.DumpName)
+	if sum.Problems() != 0 || sum.Verified != 9 || sum.Packages != 1 {
+		t.Fatalf("%+v\n%s", sum, dump(fs))
+	}
+	zp := filepath.Join(out, "resourcedump-00001.zip")
+	z, _ := os.ReadFile(zp)
+	os.WriteFile(zp, verifytest.Flip(z, 100), 0o644)
+	sum, fs = run(t, verify.Options{Client: client}, srv.URL+"/"+pack.DumpName)
+	found := false
+	for _, f := range fs {
+		found = found || f.Severity == verify.Error && f.Check == verify.CheckHash && f.Path == "" && strings.Contains(f.Msg, "package sha-256 differs")
+	}
+	if !found {
+		t.Errorf("package hash mismatch not found over HTTP: %+v\n%s", sum, dump(fs))
+	}
+}
+
+// TestVerifyNoRange refuses a server that ignores Range, with a finding
+// that says so.
+func TestVerifyNoRange(t *testing.T) {
+	z := verifytest.Intact(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(z) }))
+	defer srv.Close()
+	_, fs := run(t, verify.Options{Client: client}, srv.URL+"/p.zip")
+	if f, ok := find(fs, verify.Error, verify.CheckRead); !ok || !strings.Contains(f.Msg, "Range") {
+		t.Errorf("no clear error for a server without Range:\n%s", dump(fs))
+	}
+}
+
+func TestVerifyChangeDump(t *testing.T) {
+	p1 := verifytest.ChangePackage{From: fixedTime, Until: fixedTime.Add(time.Hour), Changes: []verifytest.File{
+		{Rel: "a.txt", Data: "a", Change: "created", Lastmod: fixedTime.Add(time.Minute)},
+		{Rel: "a.txt", Change: "deleted", Lastmod: fixedTime.Add(2 * time.Minute)},
+	}}
+	dir := t.TempDir()
+	verifytest.ChangeDump(t, dir, []verifytest.ChangePackage{p1})
+	sum, fs := run(t, verify.Options{}, dir)
+	if sum.Problems() != 0 || sum.Warnings != 0 || sum.Verified != 1 || sum.Documents != 1 {
+		t.Errorf("%+v\n%s", sum, dump(fs))
+	}
+}

@@ -1,0 +1,67 @@
+package verify_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/rsdump/rsdump/internal/sitemap"
+	"github.com/rsdump/rsdump/verify"
+)
+
+func TestMapperTarget(t *testing.T) {
+	m, err := verify.NewMapper(verify.ByURI, "http://example.org/rs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct{ loc, want, err string }{
+		{"http://example.org/rs/a/b.txt", "a/b.txt", ""},
+		{"http://example.org/rs/docs/with%20space%20%C3%BCn%C3%AF%20%23%3F%25.txt", "docs/with space ünï #?%.txt", ""},
+		{"http://example.org/rs/raw space ü.txt", "raw space ü.txt", ""}, // resync does not percent-encode
+		{"http://example.org/other/a.txt", "", "outside the base URL"},
+		{"http://example.org/rs", "", "outside the base URL"},
+		{"http://example.org/rs/", "", "base URL itself"},
+		{"http://example.org/rs/a?x=1", "", "query or fragment"},
+		{"http://example.org/rs/a%2Fb", "", "encoded slash"},
+		{"http://example.org/rs/a/../../etc/passwd", "", `".." segment`},
+		{"http://example.org/rs/%2E%2E/x", "", `".." segment`},
+		{"http://example.org/rs/a%5Cb", "", "backslash"},
+		{"http://example.org/rs/C:/x", "", "drive letter"},
+		{"http://example.org/rs/.rsdump/state.json", "", "state directory"},
+		{"http://example.org/rs/a%zz", "", "invalid URL escape"},
+	}
+	for _, c := range cases {
+		got, err := m.Target(sitemap.URL{Loc: c.loc})
+		switch {
+		case c.err == "" && (err != nil || got != c.want):
+			t.Errorf("%s: %q, %v; want %q", c.loc, got, err, c.want)
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), c.loc)):
+			t.Errorf("%s: error %v, want one naming the URI and saying %q", c.loc, err, c.err)
+		}
+	}
+}
+
+func TestMapperByPath(t *testing.T) {
+	m, _ := verify.NewMapper(verify.ByPath, "")
+	for path, want := range map[string]string{"/resources/a.txt": "resources/a.txt", "notes/a.txt": "notes/a.txt", "../notes2/x": "", "/": "", "": ""} {
+		got, err := m.Target(sitemap.URL{Loc: "http://h/x", MD: &sitemap.MD{Path: path}})
+		if got != want || (want == "") != (err != nil) {
+			t.Errorf("path %q: %q, %v; want %q", path, got, err, want)
+		}
+	}
+	if _, err := verify.NewMapper(verify.ByURI, "not a url"); err == nil {
+		t.Errorf("a relative base URL was accepted")
+	}
+}
+
+func TestSafeName(t *testing.T) {
+	for _, ok := range []string{"a", "a/b.txt", "dir/", "ünï ☃.txt", "a..b", "..a"} {
+		if err := verify.SafeName(ok); err != nil {
+			t.Errorf("SafeName(%q) = %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "/", "/etc/passwd", "../x", "a/../b", "a/./b", "a//b", `a\b`, "C:x", "c:/x", "a\x00b", "a\nb", "\xff"} {
+		if err := verify.SafeName(bad); err == nil {
+			t.Errorf("SafeName(%q) accepted", bad)
+		}
+	}
+}
