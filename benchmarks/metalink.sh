@@ -4,7 +4,8 @@
 #          one 4 GiB package, with and without --metalink, runs alternating
 #          (and alternating which variant goes first), so that the cost of
 #          the piece hashes is measured side by side; the ratio should be
-#          under 1.05.
+#          under 1.05. CPU time (user+sys) is printed too: on a shared
+#          machine it varies less than wall time.
 #  decode: metalink.Decode of the 808-piece MirrorBrain file of the corpus
 #          and of a generated document with a million piece hashes, under
 #          /usr/bin/time: wall time and peak RSS.
@@ -24,9 +25,9 @@ go build -o "$W/metalinkdecode" ./benchmarks/metalinkdecode
 
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
-timed() { # timed CMD...: runs CMD, prints "SECONDS PEAK_KB"; its stdout goes to $W/stdout
-  /usr/bin/time -f '%e %M' -o "$W/time" "$@" >"$W/stdout"
-  cat "$W/time"
+timed() { # timed CMD...: runs CMD, prints "WALL_S PEAK_KB CPU_S" (CPU = user+sys); its stdout goes to $W/stdout
+  /usr/bin/time -f '%e %M %U %S' -o "$W/time" "$@" >"$W/stdout"
+  awk '{printf "%s %s %.2f\n", $1, $2, $3+$4}' "$W/time"
 }
 
 gen_tree() {
@@ -40,23 +41,26 @@ gen_tree() {
 
 bench_pack() {
   gen_tree
-  echo "machine: $(nproc) cores, $(go version | cut -d' ' -f3); tree: $(du -sh --apparent-size "$W/src" | cut -f1) in 4 files"
-  local plain=() meta=() prss=() mrss=() args=(--metalink --mirror http://mirror.example.net/rs/,priority=2)
+  echo "machine: $(nproc) cores, $(go version | cut -d' ' -f3), load $(cut -d' ' -f1-3 /proc/loadavg); tree: $(du -sh --apparent-size "$W/src" | cut -f1) in 4 files"
+  local plain=() meta=() prss=() mrss=() pcpu=() mcpu=() args=(--metalink --mirror http://mirror.example.net/rs/,priority=2)
   for i in $(seq "$RUNS"); do
     if [ $((i % 2)) -eq 1 ]; then
-      read -r s k < <(pack_run); plain+=("$s"); prss+=("$k")
-      read -r s k < <(pack_run "${args[@]}"); meta+=("$s"); mrss+=("$k")
+      read -r s k c < <(pack_run); plain+=("$s"); prss+=("$k"); pcpu+=("$c")
+      read -r s k c < <(pack_run "${args[@]}"); meta+=("$s"); mrss+=("$k"); mcpu+=("$c")
     else
-      read -r s k < <(pack_run "${args[@]}"); meta+=("$s"); mrss+=("$k")
-      read -r s k < <(pack_run); plain+=("$s"); prss+=("$k")
+      read -r s k c < <(pack_run "${args[@]}"); meta+=("$s"); mrss+=("$k"); mcpu+=("$c")
+      read -r s k c < <(pack_run); plain+=("$s"); prss+=("$k"); pcpu+=("$c")
     fi
-    echo "run $i: without ${plain[-1]} s, with --metalink ${meta[-1]} s"
+    echo "run $i: without ${plain[-1]} s (CPU ${pcpu[-1]} s), with --metalink ${meta[-1]} s (CPU ${mcpu[-1]} s); load $(cut -d' ' -f1 /proc/loadavg)"
   done
-  "$W/rsdump" metalink --check "$W/out/resourcedump-00001.zip.meta4" | head -6
-  local p m
+  "$W/rsdump" metalink --check "$W/out/resourcedump-00001.zip.meta4" | head -5
+  local p m pc mc
   p=$(printf '%s\n' "${plain[@]}" | median); m=$(printf '%s\n' "${meta[@]}" | median)
-  echo "pack 4 GiB, store, sha-256: without --metalink median ${p} s (peak RSS $(printf '%s\n' "${prss[@]}" | median) KB)," \
-    "with --metalink median ${m} s (peak RSS $(printf '%s\n' "${mrss[@]}" | median) KB), ratio $(awk "BEGIN{printf \"%.3f\", $m/$p}")"
+  pc=$(printf '%s\n' "${pcpu[@]}" | median); mc=$(printf '%s\n' "${mcpu[@]}" | median)
+  echo "pack 4 GiB, store, sha-256, $RUNS runs each: without --metalink median ${p} s wall, ${pc} s CPU," \
+    "peak RSS $(printf '%s\n' "${prss[@]}" | median) KB; with --metalink median ${m} s wall, ${mc} s CPU," \
+    "peak RSS $(printf '%s\n' "${mrss[@]}" | median) KB; wall ratio $(awk "BEGIN{printf \"%.3f\", $m/$p}")," \
+    "CPU ratio $(awk "BEGIN{printf \"%.3f\", $mc/$pc}")"
 }
 
 pack_run() { # pack_run ARGS...: one pack of the 4 GiB tree into one package
@@ -71,7 +75,7 @@ bench_decode() {
     local s=() k=() d=()
     "$W/metalinkdecode" "$doc"
     for _ in $(seq "$RUNS"); do
-      read -r a b < <(timed "$W/metalinkdecode" "$doc"); s+=("$a"); k+=("$b")
+      read -r a b _ < <(timed "$W/metalinkdecode" "$doc"); s+=("$a"); k+=("$b")
       d+=("$(grep -o 'decode [0-9.]* s' "$W/stdout" | cut -d' ' -f2)")
     done
     echo "decode $(basename "$doc") ($(stat -c %s "$doc") bytes): process median $(printf '%s\n' "${s[@]}" | median) s" \

@@ -1,8 +1,11 @@
 package transfer
 
 import (
+	"bytes"
 	"context"
 	"testing"
+
+	mt "github.com/rsdump/rsdump/transfer/mirrortest"
 )
 
 // BenchmarkGet fetches 64 MiB from three uncapped loopback mirrors, to
@@ -10,16 +13,14 @@ import (
 func BenchmarkGet(b *testing.B) {
 	data := payload(64<<20, 99)
 	f := fileFor("f.bin", data, 1<<20)
-	t := &testing.T{}
 	for range 3 {
-		s, _ := serve(t, data)
-		defer s.Close()
+		s, _ := mt.Server(bytes.NewReader(data), int64(len(data)), "f.bin")
+		b.Cleanup(s.Close)
 		f.Mirrors = append(f.Mirrors, Mirror{URL: s.URL})
 	}
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
-		dir := b.TempDir()
-		if _, err := New(Options{}).Get(context.Background(), dir, []File{f}); err != nil {
+		if _, err := New(Options{}).Get(context.Background(), b.TempDir(), []File{f}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -25,15 +25,17 @@ type download struct {
 	ctx       context.Context
 	cancel    context.CancelFunc
 
-	mu        sync.Mutex
-	pieces    []piece
-	remaining int
-	cursor    int
-	mirrors   []*mirror
-	err       error
-	nextID    int64
-	dirty     bool
-	res       Result
+	mu          sync.Mutex
+	pieces      []piece
+	remaining   int
+	cursor      int
+	mirrors     []*mirror
+	err         error
+	nextID      int64
+	dirty       bool
+	res         Result
+	stream      *mirror // set when the file must come in one request from it
+	streamTried bool
 
 	changed  wakeup // a piece or mirror changed state
 	hashWake wakeup // a piece was completed
@@ -129,6 +131,9 @@ func (d *download) transfer(ctx context.Context) (string, error) {
 	stopSaver := make(chan struct{})
 	go func() { defer close(saverDone); d.saver(stopSaver) }()
 	werr := d.workers(ctx)
+	if werr == nil && d.stream != nil {
+		werr = d.streamFallback()
+	}
 	close(stopSaver)
 	<-saverDone
 	if err := d.saveState(); err != nil && werr == nil {

@@ -168,7 +168,7 @@ func TestAllMirrorsDeadNamesEach(t *testing.T) {
 	data := payload(200<<10, 6)
 	a, _ := serve(t, data, mt.Status(404, 1, ""))
 	b, _ := serve(t, data, mt.Status(503, 1, ""))
-	c, _ := serve(t, data, mt.NoRange())
+	c, _ := serve(t, data, mt.NoRange(), mt.Corrupt(1, plen))
 	d := mt.RefusedURL()
 	dir := t.TempDir()
 	_, err := get(t, fastOptions(), dir, fileFor("f.bin", data, plen, a.URL, b.URL, c.URL, d))
@@ -176,7 +176,7 @@ func TestAllMirrorsDeadNamesEach(t *testing.T) {
 	if !errors.As(err, &me) || !errors.Is(err, ErrAllMirrors) {
 		t.Fatalf("error %v, want a MirrorsError", err)
 	}
-	for _, want := range []string{a.URL + " (HTTP 404", b.URL + " (6 failures in a row, last: HTTP 503", c.URL + " (HTTP 200", d + " (6 failures"} {
+	for _, want := range []string{a.URL + " (HTTP 404", b.URL + " (6 failures in a row, last: HTTP 503", c.URL + " (HTTP 200 to a range request: server does not honour range requests; streaming the whole file failed: piece 0: piece hash mismatch", d + " (6 failures"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not contain %q", err, want)
 		}
@@ -300,5 +300,23 @@ func TestPartLocked(t *testing.T) {
 	_, err = get(t, fastOptions(), dir, fileFor("f.bin", data, plen, s.URL))
 	if err == nil || !strings.Contains(err.Error(), "another rsdump") {
 		t.Fatalf("err %v, want a lock error", err)
+	}
+}
+
+// A server that ignores Range still delivers the file when it is the only
+// one left: in one request from the start, each piece checked on the way.
+func TestNoRangeStreamsWholeFile(t *testing.T) {
+	for _, hashes := range []int64{plen, 0} {
+		data := payload(700<<10+9, 14)
+		s, m := serve(t, data, mt.NoRange())
+		dir := t.TempDir()
+		res, err := get(t, fastOptions(), dir, fileFor("f.bin", data, hashes, s.URL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustMatch(t, dir, "f.bin", data)
+		if got := mirrorResult(t, res[0], s.URL).Bytes; got != int64(len(data)) || m.Requests.Load() > int64(fastOptions().PerMirror)+1 {
+			t.Errorf("pieces %d: credited %d bytes, %d requests", hashes, got, m.Requests.Load())
+		}
 	}
 }

@@ -24,6 +24,7 @@ type mirror struct {
 	fails    int     // consecutive failures
 	notUntil time.Time
 	dropped  string
+	noRange  bool               // dropped for answering a range request with the whole file
 	recent   [healthWindow]bool // true = bad piece
 	nRecent  int
 	bytes    int64 // verified bytes served

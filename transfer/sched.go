@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -33,7 +34,7 @@ func (d *download) next(ctx context.Context) (*attempt, error) {
 		hostCh := d.g.budget.changed.wait()
 		ch := d.changed.wait()
 		d.mu.Lock()
-		if d.remaining == 0 || d.err != nil {
+		if d.remaining == 0 || d.err != nil || d.stream != nil {
 			d.mu.Unlock()
 			return nil, nil
 		}
@@ -59,7 +60,10 @@ func (d *download) next(ctx context.Context) (*attempt, error) {
 // connection slot; wait says how long until a backoff ends.
 func (d *download) assign(now time.Time) (*attempt, time.Duration) {
 	if d.allDropped() {
-		d.failLocked(&MirrorsError{File: d.f.Name, Mirrors: d.mirrorResults()})
+		if d.stream = d.streamCandidate(); d.stream == nil {
+			d.failLocked(&MirrorsError{File: d.f.Name, Mirrors: d.mirrorResults()})
+		}
+		d.changed.notify() // the other workers stop too
 		return nil, 0
 	}
 	wait := time.Second
@@ -256,6 +260,7 @@ func (d *download) judge(m *mirror, p *piece, v verdict, after time.Duration, er
 			d.drop(m, fmt.Sprintf("%d of its last %d pieces failed their hash", int(m.errRate()*float64(min(m.nRecent, healthWindow))+0.5), min(m.nRecent, healthWindow)))
 		}
 	case dropMirror:
+		m.noRange = m.noRange || errors.Is(err, ErrNoRange)
 		d.drop(m, trimURL(err.Error(), m.url))
 	case retryLater:
 		d.res.Retries++

@@ -226,8 +226,11 @@ func (g *Getter) mergeMetalink(ctx context.Context, f *File, href string) error 
 	if f.Size >= 0 && m.Size != f.Size {
 		return fmt.Errorf("%s: size %d, the dump says %d", href, m.Size, f.Size)
 	}
+	if m.HashAlg != "" && m.HashAlg == f.HashAlg && m.Hash != f.Hash {
+		return fmt.Errorf("%s: %s %s, the dump says %s", href, m.HashAlg, m.Hash, f.Hash)
+	}
 	f.Size, f.Pieces = m.Size, m.Pieces
-	if f.HashAlg == "" || m.HashAlg == f.HashAlg {
+	if f.HashAlg == "" {
 		f.HashAlg, f.Hash = m.HashAlg, m.Hash
 	}
 	f.Mirrors = append(f.Mirrors, m.Mirrors...)

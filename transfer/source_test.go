@@ -100,15 +100,23 @@ func TestResolveDescribedByMetalink(t *testing.T) {
 }
 
 func TestResolveDumpDocument(t *testing.T) {
-	data := payload(200<<10, 53)
+	data, data2 := payload(200<<10, 53), payload(150<<10, 54)
 	a, _ := serve(t, data)
 	b, _ := serve(t, data)
+	c, _ := serve(t, data2)
+	doc2 := metalinkDoc(t, data2, "resourcedump-00002.zip", c.URL)
+	ml := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(doc2) }))
+	t.Cleanup(ml.Close)
 	doc := `<?xml version="1.0" encoding="UTF-8"?>
 <urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/">
 <rs:md capability="resourcedump" at="2026-01-01T00:00:00Z"/>
 <url><loc>` + a.URL + `/resourcedump-00001.zip</loc>
 <rs:md hash="sha-256:` + sha(data) + `" length="` + fmt.Sprint(len(data)) + `" type="application/zip"/>
 <rs:ln rel="duplicate" href="` + b.URL + `/p1.zip" pri="1"/>
+</url>
+<url><loc>` + a.URL + `/resourcedump-00002.zip</loc>
+<rs:md length="` + fmt.Sprint(len(data2)) + `" type="application/zip"/>
+<rs:ln rel="describedby" type="application/metalink4+xml" href="` + ml.URL + `/p2.meta4"/>
 </url></urlset>`
 	path := filepath.Join(t.TempDir(), "resourcedump.xml")
 	os.WriteFile(path, []byte(doc), 0o644)
@@ -117,14 +125,18 @@ func TestResolveDumpDocument(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) != 1 || files[0].Name != "resourcedump-00001.zip" || len(files[0].Mirrors) != 2 || files[0].Hash != sha(data) {
+	if len(files) != 2 || files[0].Name != "resourcedump-00001.zip" || len(files[0].Mirrors) != 2 || files[0].Hash != sha(data) {
 		t.Fatalf("resolved %+v", files)
+	}
+	if f := files[1]; len(f.Pieces.Hashes) != 3 || f.Hash != sha(data2) || len(f.Mirrors) != 2 {
+		t.Fatalf("describedby Metalink not merged: %+v", f)
 	}
 	dir := t.TempDir()
 	if _, err := g.Get(context.Background(), dir, files); err != nil {
 		t.Fatal(err)
 	}
 	mustMatch(t, dir, "resourcedump-00001.zip", data)
+	mustMatch(t, dir, "resourcedump-00002.zip", data2)
 }
 
 func TestParseLinks(t *testing.T) {

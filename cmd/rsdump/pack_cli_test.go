@@ -110,8 +110,10 @@ func TestPackKilledResumes(t *testing.T) {
 	}
 	var s packSummary
 	json.Unmarshal(res, &s)
-	if s.Reused < 2 {
-		t.Errorf("resumed run reused %d packages, want at least 2", s.Reused)
+	// The second package may have been renamed but not yet journaled when
+	// the kill came; the first one was journaled before it.
+	if s.Reused < 1 {
+		t.Errorf("resumed run reused %d packages, want at least 1", s.Reused)
 	}
 	assertSameDir(t, want, out)
 }
