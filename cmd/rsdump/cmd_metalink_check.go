@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/rsdump/rsdump/metalink"
 )
@@ -56,6 +57,13 @@ func checkDoc(ctx context.Context, src string, w io.Writer) bool {
 // take about 80 MB); a local one has Decode's default limit, 1 GiB.
 const maxFetch = 256 << 20
 
+// fetchClient gives up on a server that does not answer, or on a
+// document that takes more than ten minutes to arrive.
+var fetchClient = &http.Client{
+	Timeout:   10 * time.Minute,
+	Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, ResponseHeaderTimeout: time.Minute, TLSHandshakeTimeout: 30 * time.Second},
+}
+
 // openDoc opens a local document or fetches an http(s) one, and returns
 // the most bytes Decode may read from it.
 func openDoc(ctx context.Context, src string) (io.ReadCloser, int64, error) {
@@ -68,7 +76,7 @@ func openDoc(ctx context.Context, src string) (io.ReadCloser, int64, error) {
 		return nil, 0, err
 	}
 	req.Header.Set("Accept", metalink.MediaType+", application/xml;q=0.5, */*;q=0.1")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := fetchClient.Do(req)
 	if err != nil {
 		return nil, 0, err
 	}
