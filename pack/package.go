@@ -50,6 +50,7 @@ func newPkgWriter(o *Options, dir, name string, at time.Time) (*pkgWriter, error
 
 // abort removes the temporary file; the final name is never touched.
 func (w *pkgWriter) abort() {
+	w.tee.close()
 	w.f.Close()
 	os.Remove(w.f.Name())
 }
@@ -121,6 +122,7 @@ func (w *pkgWriter) finish(completed time.Time) ([]byte, PackageInfo, error) {
 		Name: w.name, Manifest: manifestName(w.name), Length: w.tee.n, SHA256: w.tee.sum(),
 		At: w.at, Completed: completed, Bitstreams: len(w.entries), Bytes: w.bytes,
 	}
+	w.tee.close()
 	return m, info, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"hash"
 	"os"
+	"sync"
 )
 
 // tee writes a package to its file while computing the package's sha-256
@@ -18,6 +19,8 @@ type tee struct {
 	pieces *pieceHasher // nil unless Metalink is written
 	n      int64
 	dirty  int64 // bytes written since writeback was last started
+	lanes  []*lane
+	once   sync.Once
 }
 
 // writebackEvery is how often the kernel is asked to start writing.
@@ -25,18 +28,17 @@ const writebackEvery = 32 << 20
 
 func newTee(f *os.File, pieceLen int64) *tee {
 	t := &tee{f: f, whole: sha256.New()}
+	t.lanes = append(t.lanes, startLane(func(b []byte) { t.whole.Write(b) }))
 	if pieceLen > 0 {
 		t.pieces = &pieceHasher{length: pieceLen, h: sha256.New()}
+		t.lanes = append(t.lanes, startLane(t.pieces.write))
 	}
 	return t
 }
 
 func (t *tee) Write(p []byte) (int, error) {
 	n, err := t.f.Write(p)
-	t.whole.Write(p[:n])
-	if t.pieces != nil {
-		t.pieces.write(p[:n])
-	}
+	feed(t.lanes, p[:n])
 	t.n += int64(n)
 	if t.dirty += int64(n); t.dirty >= writebackEvery {
 		startWriteback(t.f, t.n-t.dirty, t.dirty)
@@ -45,7 +47,26 @@ func (t *tee) Write(p []byte) (int, error) {
 	return n, err
 }
 
-func (t *tee) sum() string { return hex.EncodeToString(t.whole.Sum(nil)) }
+// sync waits until the hashes have caught up with the writes.
+func (t *tee) sync() {
+	for _, l := range t.lanes {
+		l.wait()
+	}
+}
+
+// close stops the hash goroutines; the hashes keep their state.
+func (t *tee) close() {
+	t.once.Do(func() {
+		for _, l := range t.lanes {
+			l.stop()
+		}
+	})
+}
+
+func (t *tee) sum() string {
+	t.sync()
+	return hex.EncodeToString(t.whole.Sum(nil))
+}
 
 type teeState struct {
 	n      int64
@@ -54,6 +75,7 @@ type teeState struct {
 }
 
 func (t *tee) save() (teeState, error) {
+	t.sync()
 	b, err := t.whole.(encoding.BinaryMarshaler).MarshalBinary()
 	if err != nil {
 		return teeState{}, err
@@ -74,6 +96,7 @@ func (t *tee) restore(s teeState) error {
 	if _, err := t.f.Seek(s.n, 0); err != nil {
 		return err
 	}
+	t.sync()
 	if err := t.whole.(encoding.BinaryUnmarshaler).UnmarshalBinary(s.whole); err != nil {
 		return err
 	}
