@@ -320,3 +320,23 @@ func TestNoRangeStreamsWholeFile(t *testing.T) {
 		}
 	}
 }
+
+// A copy that has stalled mid-file is duplicated on a mirror that is
+// moving, long before the stall timeout, and the stalled connection is
+// freed when the duplicate wins.
+func TestStalledCopyDuplicatedMidFile(t *testing.T) {
+	data := payload(4<<20, 15)
+	stall, sm := serve(t, data, mt.StallAfter(1, time.Hour))
+	good, _ := serve(t, data, mt.RateLimit(2<<20))
+	o := fastOptions()
+	o.StallTimeout, o.PerMirror, o.Connections = time.Minute, 2, 4
+	dir := t.TempDir()
+	start := time.Now()
+	if _, err := get(t, o, dir, fileFor("f.bin", data, plen, good.URL, stall.URL)); err != nil {
+		t.Fatal(err)
+	}
+	mustMatch(t, dir, "f.bin", data)
+	if el, n := time.Since(start), sm.Requests.Load(); n <= 2 || el > 5*time.Second {
+		t.Errorf("stalled mirror got %d requests in %v: its stuck copies were not duplicated and freed", n, el)
+	}
+}

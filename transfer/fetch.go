@@ -24,7 +24,8 @@ type attempt struct {
 	cancel context.CancelCauseFunc
 	start  time.Time
 	got    atomic.Int64
-	buf    []byte // an end-game copy's data
+	last   atomic.Int64 // UnixNano of the last byte received
+	buf    []byte       // an end-game copy's data
 }
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
@@ -49,6 +50,7 @@ func (d *download) fetch(a *attempt, sink func(off int64, b []byte) error) error
 		if n > 0 {
 			watch.Reset(d.g.opts.StallTimeout)
 			a.got.Add(int64(n))
+			a.last.Store(time.Now().UnixNano())
 			d.received(a.m, n)
 			if h != nil {
 				h.Write((*bp)[:n])

@@ -117,6 +117,9 @@ func (d *download) pickPiece(m *mirror, now time.Time) (int, bool) {
 	for d.cursor < d.n && d.pieces[d.cursor].done {
 		d.cursor++
 	}
+	if i := d.straggler(m, now); i >= 0 {
+		return i, true
+	}
 	todo := false
 	for i := d.cursor; i < d.n; i++ {
 		p := &d.pieces[i]
@@ -168,6 +171,37 @@ func (d *download) endGame(m *mirror, now time.Time) int {
 	return best
 }
 
+// straggler returns an in-flight piece near the front whose copy has
+// stalled (no byte for ten times what m would need for the whole piece),
+// or the first unfinished piece if its copy is merely very slow, for m to
+// fetch too; -1 if none. Duplicating a stalled copy frees its connection
+// once m's copy wins, long before the stall timeout, and the first piece
+// holds up the in-order whole-file hash and the resume state behind it.
+func (d *download) straggler(m *mirror, now time.Time) int {
+	if m.rate == 0 {
+		return -1
+	}
+	best, worst := -1, 0.0
+	for i := d.cursor; i < min(d.n, d.cursor+stragglerWindow); i++ {
+		p := &d.pieces[i]
+		a := p.primary
+		if p.done || a == nil || p.dup != nil || a.m == m || slices.Contains(p.excl, m.idx) {
+			continue
+		}
+		mine := d.expected(m, i)
+		idle := now.Sub(time.Unix(0, a.last.Load())).Seconds()
+		slow := i == d.cursor && now.Sub(a.start).Seconds() > max(1, 4*mine) && d.timeLeft(a, now) > 4*mine
+		if (idle > max(1, 10*mine) || slow) && idle >= worst {
+			best, worst = i, idle
+		}
+	}
+	return best
+}
+
+// stragglerWindow bounds the pieces straggler looks at: in-flight pieces
+// sit near the front.
+const stragglerWindow = 64
+
 // timeLeft estimates seconds until an attempt finishes, from its own pace
 // (or its mirror's, before it has received anything).
 func (d *download) timeLeft(a *attempt, now time.Time) float64 {
@@ -194,6 +228,7 @@ func (d *download) expected(m *mirror, i int) float64 {
 func (d *download) start(m *mirror, i int, dup bool) *attempt {
 	d.nextID++
 	a := &attempt{id: d.nextID, piece: i, m: m, dup: dup, start: time.Now()}
+	a.last.Store(a.start.UnixNano())
 	a.ctx, a.cancel = context.WithCancelCause(d.ctx)
 	p := &d.pieces[i]
 	p.tries++
@@ -269,8 +304,14 @@ func (d *download) judge(m *mirror, p *piece, v verdict, after time.Duration, er
 			d.drop(m, fmt.Sprintf("%d failures in a row, last: %s", m.fails, trimURL(err.Error(), m.url)))
 			return
 		}
-		m.notUntil = time.Now().Add(backoff(m.fails-1, after))
-		d.g.budget.setState(m.host, "backoff")
+		// One failure between successes only sends the piece elsewhere: a
+		// mirror answering 503 to some requests keeps serving the rest.
+		// From the second in a row (or when the server names a delay), the
+		// whole mirror waits, exponentially longer each time.
+		if m.fails > 1 || after > 0 {
+			m.notUntil = time.Now().Add(backoff(max(m.fails-2, 0), after))
+			d.g.budget.setState(m.host, "backoff")
+		}
 	}
 }
 
