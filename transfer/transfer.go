@@ -4,6 +4,14 @@
 // shrinking the connection budget, and an interrupted download resumes
 // from NAME.part and NAME.rsdump-state.
 //
+// Each connection fetches one piece with a Range request; a free
+// connection goes to the ready mirror with the best measured speed
+// (discounted by its share of bad pieces), so faster mirrors take more
+// pieces. A copy that stalls, and at the end any copy slower than an idle
+// mirror would be, is fetched again elsewhere and the loser cancelled. A
+// server that ignores Range is used, as a last resort, to stream the
+// whole file once.
+//
 // The package never prints: progress is polled with Getter.Progress and
 // announced through Options.Events.
 package transfer
