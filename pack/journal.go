@@ -49,6 +49,11 @@ func openJournal(dir, options string, at time.Time, pinned bool) (*journal, erro
 		return j, err
 	}
 	j.head = journalHead{Version: 1, Options: options, At: at}
+	// A fresh run replaces packages one by one: the dump document of an
+	// earlier run must not go on listing them meanwhile.
+	if err := os.Remove(filepath.Join(dir, DumpName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
 	f, err := os.Create(j.path)
 	if err != nil {
 		return nil, err
@@ -73,7 +78,7 @@ func readJournal(path string) (journalHead, map[string]journalEntry, error) {
 	for sc.Scan() {
 		var e journalEntry
 		if json.Unmarshal(sc.Bytes(), &e) != nil {
-			break // a line cut short by a crash ends the journal
+			continue // a line cut short by a crash: that package is redone
 		}
 		entries[e.Info.Name] = e
 	}

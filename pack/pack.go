@@ -103,8 +103,11 @@ type work struct {
 	fut chan *prepared
 }
 
-func (r *run) pipeline(ctx context.Context) error {
-	g, ctx := errgroup.WithContext(ctx)
+func (r *run) pipeline(parent context.Context) error {
+	// A publishing failure cancels the rest of the run through this.
+	parent, cancel := context.WithCancel(parent)
+	defer cancel()
+	g, ctx := errgroup.WithContext(parent)
 	r.sem = semaphore.NewWeighted(inflight)
 	plans := make(chan planned, 1)
 	tasks := make(chan task, 4096)
@@ -119,10 +122,10 @@ func (r *run) pipeline(ctx context.Context) error {
 	// Publishing runs outside the group's context: what was handed to it is
 	// complete and is published even when the run is interrupted.
 	pubErr := make(chan error, 1)
-	go func() { pubErr <- r.publish(dones) }()
+	go func() { pubErr <- r.publish(dones, cancel) }()
 	err := g.Wait()
-	if perr := <-pubErr; err == nil {
-		err = perr
+	if perr := <-pubErr; perr != nil {
+		err = perr // the cause; the group then only saw the cancellation
 	}
 	return err
 }

@@ -278,3 +278,67 @@ func TestScan(t *testing.T) {
 		t.Errorf("Scan = %d files, %d bytes, %v; Pack wrote %d, %d", files, n, err, res.Bitstreams, res.Bytes)
 	}
 }
+
+func TestUnsafeNamesSkipped(t *testing.T) {
+	src := tree(t, map[string]string{"ok.txt": "ok", "bad\x01name": "x", "latin1-\xe9.txt": "y"})
+	res, out := mustPack(t, src, testOptions())
+	if res.Bitstreams != 1 || res.Skipped != 2 {
+		t.Errorf("bitstreams %d skipped %d, want 1 and 2", res.Bitstreams, res.Skipped)
+	}
+	checkPackage(t, filepath.Join(out, res.Packages[0].Name))
+}
+
+// TestPublishFailureStops: when a package cannot be published, the run
+// fails naming it, and no later package or dump document appears.
+func TestPublishFailureStops(t *testing.T) {
+	src := tree(t, map[string]string{"a": strings.Repeat("a", 3000), "b": strings.Repeat("b", 3000), "c": strings.Repeat("c", 3000)})
+	out := t.TempDir()
+	// A directory where the first detached manifest must go.
+	os.MkdirAll(filepath.Join(out, manifestName(packageName(1)), "x"), 0o755)
+	o := testOptions()
+	o.MaxPackageSize = 4000
+	_, err := Pack(context.Background(), src, out, o)
+	if err == nil || !strings.Contains(err.Error(), manifestName(packageName(1))) {
+		t.Fatalf("error %v, want one naming %s", err, manifestName(packageName(1)))
+	}
+	for _, name := range []string{packageName(1), packageName(2), packageName(3), DumpName} {
+		if _, err := os.Stat(filepath.Join(out, name)); err == nil {
+			t.Errorf("%s published after the first package failed", name)
+		}
+	}
+}
+
+// TestFreshRunRemovesOldDump: a new run into a directory holding an
+// earlier dump removes the old resourcedump.xml first, so a failed run
+// does not leave it describing packages that changed.
+func TestFreshRunRemovesOldDump(t *testing.T) {
+	src := tree(t, map[string]string{"a.txt": "a", "gone.txt": "soon gone"})
+	_, out := mustPack(t, src, testOptions())
+	defer setHook(func(rel string) {
+		if rel == "gone.txt" {
+			os.Remove(filepath.Join(src, rel))
+		}
+	})()
+	o := testOptions()
+	o.Hashes = []string{"sha-512"} // other options: the journal is not reused
+	if _, err := Pack(context.Background(), src, out, o); err == nil {
+		t.Fatal("expected the vanishing file to fail the run")
+	}
+	if _, err := os.Stat(filepath.Join(out, DumpName)); err == nil {
+		t.Error("the old resourcedump.xml survived a failed fresh run")
+	}
+}
+
+// TestCancelDuringStreamedFile: an interrupt while a large file streams
+// stops the run with context.Canceled and publishes nothing.
+func TestCancelDuringStreamedFile(t *testing.T) {
+	src := tree(t, map[string]string{"big.bin": strings.Repeat("x", 3*smallMax)})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer setHook(func(rel string) { cancel() })()
+	out := t.TempDir()
+	_, err := Pack(ctx, src, out, testOptions())
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("error %v, want context.Canceled", err)
+	}
+	assertNoFinalOutputs(t, out)
+}

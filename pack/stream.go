@@ -1,6 +1,7 @@
 package pack
 
 import (
+	"context"
 	"errors"
 	"io"
 	"os"
@@ -17,7 +18,7 @@ const chunkSize = 1 << 20
 // file's hashes and the package's hash run on different cores. It returns
 // skipped=true when the file changed under --skip-changed and was cut off
 // the package again.
-func (w *pkgWriter) addStreamed(it item) (skipped bool, err error) {
+func (w *pkgWriter) addStreamed(ctx context.Context, it item) (skipped bool, err error) {
 	mark, err := w.zw.Mark()
 	if err != nil {
 		return false, err
@@ -26,7 +27,7 @@ func (w *pkgWriter) addStreamed(it item) (skipped bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	typ, err := w.stream(it)
+	typ, err := w.stream(ctx, it)
 	if err == nil {
 		w.record(it, w.mh.Sums(), typ)
 		return false, nil
@@ -38,7 +39,7 @@ func (w *pkgWriter) addStreamed(it item) (skipped bool, err error) {
 	return true, w.tee.restore(state)
 }
 
-func (w *pkgWriter) stream(it item) (string, error) {
+func (w *pkgWriter) stream(ctx context.Context, it item) (string, error) {
 	beforeRead(it.rel)
 	f, err := os.Open(it.abs)
 	if err != nil {
@@ -46,7 +47,7 @@ func (w *pkgWriter) stream(it item) (string, error) {
 	}
 	defer f.Close()
 	w.mh.Reset()
-	chunks, errc := readChunks(f, it.size+1, w.mh) // one byte more notices growth
+	chunks, errc := readChunks(ctx, f, it.size+1, w.mh) // one byte more notices growth
 	first, ok := <-chunks
 	typ := mediaType(it.rel, head(first))
 	method := w.chooseMethod(it.rel, typ, first)
@@ -71,8 +72,9 @@ func (w *pkgWriter) stream(it item) (string, error) {
 }
 
 // readChunks reads up to limit bytes of r in chunks, hashing each before
-// handing it on. Chunks are fresh slices: a few are in flight at once.
-func readChunks(r io.Reader, limit int64, h io.Writer) (<-chan []byte, <-chan error) {
+// handing it on, until ctx is done. Chunks are fresh slices: a few are in
+// flight at once.
+func readChunks(ctx context.Context, r io.Reader, limit int64, h io.Writer) (<-chan []byte, <-chan error) {
 	chunks := make(chan []byte, 3)
 	errc := make(chan error, 1)
 	go func() {
@@ -83,7 +85,12 @@ func readChunks(r io.Reader, limit int64, h io.Writer) (<-chan []byte, <-chan er
 			n, err := io.ReadFull(lr, b)
 			if n > 0 {
 				h.Write(b[:n])
-				chunks <- b[:n]
+				select {
+				case chunks <- b[:n]:
+				case <-ctx.Done():
+					errc <- ctx.Err()
+					return
+				}
 			}
 			if err == io.EOF || err == io.ErrUnexpectedEOF {
 				errc <- nil

@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 // item is one regular file to pack, as seen by the walk.
@@ -85,6 +87,10 @@ func (w *walker) entry(abs, rel string, e os.DirEntry) error {
 			return &FileError{Path: abs, Err: err}
 		}
 	}
+	if !xmlSafe(rel) {
+		w.warn(strconv.QuoteToASCII(rel), "name is not valid UTF-8 or holds a control character, which a manifest cannot carry; skipped")
+		return nil
+	}
 	switch {
 	case info.IsDir():
 		return w.dir(abs, rel)
@@ -93,6 +99,20 @@ func (w *walker) entry(abs, rel string, e os.DirEntry) error {
 	}
 	w.warn(rel, fmt.Sprintf("special file (%s) skipped", info.Mode().Type()))
 	return nil
+}
+
+// xmlSafe reports whether a name can be written in XML 1.0: valid UTF-8
+// without control characters (nor U+FFFE, U+FFFF).
+func xmlSafe(name string) bool {
+	if !utf8.ValidString(name) {
+		return false
+	}
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f || r == 0xfffe || r == 0xffff {
+			return false
+		}
+	}
+	return true
 }
 
 func compare(a, b string) int {

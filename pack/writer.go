@@ -70,7 +70,7 @@ func (r *run) now() time.Time {
 
 func (r *run) append(ctx context.Context, w *pkgWriter, t task) error {
 	if t.fut == nil {
-		skipped, err := w.addStreamed(t.it)
+		skipped, err := w.addStreamed(ctx, t.it)
 		if skipped {
 			r.skipChanged(t.it)
 			return err
@@ -110,8 +110,13 @@ func (r *run) skipChanged(it item) {
 // writing of the next one, and records each in the journal. Packages
 // already handed over are published even after an interruption: they are
 // complete.
-func (r *run) publish(dones <-chan done) error {
+func (r *run) publish(dones <-chan done, cancel func()) error {
 	var err error
+	defer func() {
+		if err != nil {
+			cancel() // stop writing packages that cannot be published
+		}
+	}()
 	for d := range dones {
 		switch {
 		case d.reused:
@@ -121,11 +126,14 @@ func (r *run) publish(dones <-chan done) error {
 		default:
 			if err = d.w.publish(d.manifest, &d.info); err != nil {
 				d.w.abort()
+				cancel()
 				continue
 			}
-			if err = r.journal.record(d.plan, d.info); err == nil {
-				r.addPackage(d.info)
+			if err = r.journal.record(d.plan, d.info); err != nil {
+				cancel()
+				continue
 			}
+			r.addPackage(d.info)
 		}
 	}
 	return err
