@@ -55,8 +55,8 @@ func (g *Getter) newDownload(dir string, f File) (*download, error) {
 		m.stat = g.budget.host(m.host)
 	}
 	final := filepath.Join(dir, filepath.FromSlash(f.Name))
-	d := &download{g: g, f: f, final: final, partPath: final + ".part",
-		statePath: final + ".rsdump-state", mirrors: ms}
+	d := &download{g: g, f: f, final: final, partPath: final + partSuffix,
+		statePath: final + stateSuffix, mirrors: ms}
 	d.plen = f.Pieces.Length
 	if f.Pieces.Hashes == nil {
 		d.plen = g.opts.RangeSize
@@ -192,28 +192,37 @@ func (d *download) worker(ctx context.Context) error {
 }
 
 // runAttempt streams a primary copy into the file at its offset; an
-// end-game copy is kept in memory until it wins.
+// end-game copy is kept in memory until it wins (pickPiece duplicates
+// only pieces of at most maxDupPiece bytes).
 func (d *download) runAttempt(a *attempt) error {
 	if a.dup {
 		off, end := d.span(a.piece)
 		a.buf = make([]byte, 0, end-off)
 		return d.fetch(a, func(_ int64, b []byte) error { a.buf = append(a.buf, b...); return nil })
 	}
+	return d.fetch(a, func(off int64, b []byte) error { return d.writePrimary(a, off, b) })
+}
+
+// writePrimary writes part of a primary copy unless another copy has won
+// the piece. A failed write fails the file, but only once the piece's
+// write lock is released: finish holds d.mu while writeDup waits for that
+// lock, so taking d.mu under it would deadlock.
+func (d *download) writePrimary(a *attempt, off int64, b []byte) error {
 	p := &d.pieces[a.piece]
-	return d.fetch(a, func(off int64, b []byte) error {
-		p.wmu.Lock()
-		defer p.wmu.Unlock()
-		if p.writer != a.id {
-			return errLost
-		}
-		if _, err := d.part.WriteAt(b, off); err != nil {
-			d.mu.Lock()
-			d.failLocked(fmt.Errorf("%s: %w", d.partPath, err))
-			d.mu.Unlock()
-			return errLost
-		}
-		return nil
-	})
+	p.wmu.Lock()
+	if p.writer != a.id {
+		p.wmu.Unlock()
+		return errLost
+	}
+	_, err := d.part.WriteAt(b, off)
+	p.wmu.Unlock()
+	if err != nil {
+		d.mu.Lock()
+		d.failLocked(fmt.Errorf("%s: %w", d.partPath, err))
+		d.mu.Unlock()
+		return errLost
+	}
+	return nil
 }
 
 func (d *download) received(m *mirror, n int) {

@@ -7,11 +7,14 @@ import (
 	"net"
 	"net/http"
 	"path"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/rsdump/rsdump/verify"
 )
 
 // Getter downloads files within one connection budget. Its methods are
@@ -77,23 +80,52 @@ func (g *Getter) Get(ctx context.Context, dir string, files []File) ([]*Result, 
 	return results, errors.Join(errs...)
 }
 
+// checkNames refuses a name that is not a safe path under the output
+// directory, and names that would share a path on disk: two files with
+// one name, a file named like another's working file (p.zip and
+// p.zip.part), a file inside another (a and a/b).
 func checkNames(files []File) error {
-	seen := map[string]bool{}
+	owner := map[string]string{} // path under dir → the file that writes it
 	for _, f := range files {
-		clean := path.Clean(f.Name)
-		if f.Name == "" || !localName(clean) {
-			return fmt.Errorf("unsafe file name %q", f.Name)
+		if err := localName(f.Name); err != nil {
+			return fmt.Errorf("unsafe file name %q: %w", f.Name, err)
 		}
-		if seen[clean] {
-			return fmt.Errorf("two files named %q", f.Name)
+		for _, p := range workPaths(f.Name) {
+			switch o, taken := owner[p]; {
+			case taken && o == f.Name:
+				return fmt.Errorf("two files named %q", f.Name)
+			case taken:
+				return fmt.Errorf("file names %q and %q collide: both use %q while downloading", o, f.Name, p)
+			}
+			owner[p] = f.Name
 		}
-		seen[clean] = true
+	}
+	for _, f := range files {
+		for dir := path.Dir(f.Name); dir != "."; dir = path.Dir(dir) {
+			if o, taken := owner[dir]; taken {
+				return fmt.Errorf("file name %q needs %q as a directory, but %q uses it as a file", f.Name, dir, o)
+			}
+		}
 	}
 	return nil
 }
 
-func localName(p string) bool {
-	return p != "." && p != ".." && !path.IsAbs(p) && !(len(p) > 2 && p[:3] == "../")
+// localName says why name is not a safe path for a file under the output
+// directory: verify.SafeName's rules (no "..", absolute path, backslash,
+// drive letter or control character, the same on every system), and no
+// trailing slash, which SafeName allows for a ZIP directory entry.
+func localName(name string) error {
+	if strings.HasSuffix(name, "/") {
+		return errors.New("name ends with a slash, as a directory does")
+	}
+	return verify.SafeName(name)
+}
+
+// workPaths are the paths a download of name writes: the file itself, and
+// beside it the .part, the state and the state's temporary file.
+func workPaths(name string) []string {
+	state := name + stateSuffix
+	return []string{name, name + partSuffix, state, state + tmpSuffix}
 }
 
 func (g *Getter) getOne(ctx context.Context, dir string, f File) *Result {

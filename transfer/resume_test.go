@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -205,4 +206,56 @@ type countBody struct {
 func (b *countBody) Close() error {
 	b.once.Do(func() { b.p.add(-1) })
 	return b.ReadCloser.Close()
+}
+
+// A complete file is skipped only when a hash vouches for it: the piece
+// hashes when there is no whole-file hash; with no hash at all it is
+// fetched again, since its size says nothing about its bytes.
+func TestSkipOnlyWhatAHashVouchesFor(t *testing.T) {
+	data := payload(200<<10, 24)
+	s, m := serve(t, data)
+	for _, pl := range []int64{plen, 0} {
+		f := fileFor("f.bin", data, pl, s.URL)
+		f.HashAlg, f.Hash = "", ""
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "f.bin"), make([]byte, len(data)), 0o644) // right size, wrong bytes
+		res, err := get(t, fastOptions(), dir, f)
+		if err != nil || res[0].Skipped {
+			t.Fatalf("piece length %d: err %v, skipped %v", pl, err, res[0].Skipped)
+		}
+		mustMatch(t, dir, "f.bin", data)
+	}
+	// The right bytes are found by their piece hashes.
+	f := fileFor("f.bin", data, plen, s.URL)
+	f.HashAlg, f.Hash = "", ""
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "f.bin"), data, 0o644)
+	before := m.Requests.Load()
+	if res, err := get(t, fastOptions(), dir, f); err != nil || !res[0].Skipped || m.Requests.Load() != before {
+		t.Fatalf("err %v, skipped %v, %d requests", err, res[0].Skipped, m.Requests.Load()-before)
+	}
+}
+
+// An empty file with a stale, non-empty .part and a state that marks its
+// one piece done: the piece counts once and the download ends.
+func TestEmptyFileStalePart(t *testing.T) {
+	s, _ := serve(t, nil)
+	dir := t.TempDir()
+	f := fileFor("e.bin", nil, plen, s.URL)
+	g := New(fastOptions())
+	d, err := g.newDownload(dir, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := d.identity()
+	st.Done = []byte{1}
+	b, _ := json.Marshal(st)
+	os.WriteFile(d.statePath, b, 0o644)
+	os.WriteFile(d.partPath, []byte("stale"), 0o644)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := g.Get(ctx, dir, []File{f}); err != nil {
+		t.Fatal(err)
+	}
+	mustMatch(t, dir, "e.bin", nil)
 }

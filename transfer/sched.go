@@ -12,7 +12,8 @@ import (
 
 // piece is one range of the file. The download's mutex guards every
 // field but writer, which wmu guards so that a write to the file never
-// waits for the scheduler.
+// waits for the scheduler. Lock order: d.mu, then wmu (writeDup); never
+// d.mu while holding wmu.
 type piece struct {
 	done    bool
 	primary *attempt // the copy that writes to the file as it streams
@@ -111,14 +112,23 @@ func (d *download) candidates(now time.Time, wait *time.Duration) []*mirror {
 	return out
 }
 
+// maxDupPiece bounds the pieces that get an end-game copy, which is
+// buffered in memory until it wins: piece lengths come from the Metalink,
+// and a 1 GiB piece times the connections would exhaust memory. Larger
+// pieces still recover from a stall, by the stall timeout.
+const maxDupPiece = 16 << 20
+
 // pickPiece returns the first piece nobody is fetching that m may serve;
 // when none is left it looks for an end-game duplicate.
 func (d *download) pickPiece(m *mirror, now time.Time) (int, bool) {
 	for d.cursor < d.n && d.pieces[d.cursor].done {
 		d.cursor++
 	}
-	if i := d.straggler(m, now); i >= 0 {
-		return i, true
+	dupOK := d.plen <= maxDupPiece
+	if dupOK {
+		if i := d.straggler(m, now); i >= 0 {
+			return i, true
+		}
 	}
 	todo := false
 	for i := d.cursor; i < d.n; i++ {
@@ -131,7 +141,7 @@ func (d *download) pickPiece(m *mirror, now time.Time) (int, bool) {
 			return i, false
 		}
 	}
-	if todo {
+	if todo || !dupOK {
 		return -1, false
 	}
 	return d.endGame(m, now), true

@@ -27,6 +27,15 @@ type stateFile struct {
 	Done        []byte `json:"done"`                 // bit i set: piece i verified
 }
 
+// The files a download keeps beside NAME until it is published:
+// NAME.part, NAME.rsdump-state and, while the state is saved,
+// NAME.rsdump-state.tmp.
+const (
+	partSuffix  = ".part"
+	stateSuffix = ".rsdump-state"
+	tmpSuffix   = ".tmp"
+)
+
 func newHash(alg string) (hash.Hash, error) { return digest.New(alg) }
 
 func (d *download) identity() stateFile {
@@ -47,20 +56,50 @@ func (s stateFile) sameFile(o stateFile) bool {
 }
 
 // alreadyComplete reports whether NAME exists with the right size and
-// hash, in which case nothing is fetched.
+// matches the whole-file hash or, when there is none, every piece hash,
+// in which case nothing is fetched. A file with neither is fetched again:
+// its size alone says nothing about its bytes.
 func (d *download) alreadyComplete() (bool, error) {
 	fi, err := os.Stat(d.final)
 	if err != nil || !fi.Mode().IsRegular() || fi.Size() != d.f.Size {
 		return false, nil
 	}
-	if d.f.HashAlg != "" {
+	switch {
+	case d.f.HashAlg != "":
 		sum, err := hashFile(d.final, d.f.HashAlg)
 		if err != nil || sum != d.f.Hash {
 			return false, nil
 		}
+	case d.f.Pieces.Hashes != nil:
+		if !d.piecesMatch(d.final) {
+			return false, nil
+		}
+	default:
+		return false, nil
 	}
 	d.res.Skipped, d.res.Path = true, d.final
 	return true, nil
+}
+
+// piecesMatch reports whether the file at path matches every piece hash.
+func (d *download) piecesMatch(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	h, _ := newHash(d.f.Pieces.Type) // checked in newDownload
+	for i := range d.n {
+		off, end := d.span(i)
+		h.Reset()
+		if _, err := io.Copy(h, io.NewSectionReader(f, off, end-off)); err != nil {
+			return false
+		}
+		if hex.EncodeToString(h.Sum(nil)) != d.f.Pieces.Hashes[i] {
+			return false
+		}
+	}
+	return true
 }
 
 func hashFile(path, alg string) (string, error) {
@@ -150,7 +189,13 @@ func (d *download) rehash() error {
 	return nil
 }
 
+// markDone counts piece i as verified, once: the state's bitmap, the
+// rehash and open's empty-file case may each name the same piece, and a
+// piece counted twice leaves remaining below zero, which never ends.
 func (d *download) markDone(i int) {
+	if d.pieces[i].done {
+		return
+	}
 	off, end := d.span(i)
 	d.pieces[i].done = true
 	d.remaining--
@@ -212,7 +257,7 @@ func (d *download) saveState() error {
 }
 
 func writeAtomic(path string, b []byte) error {
-	tmp := path + ".tmp"
+	tmp := path + tmpSuffix
 	f, err := os.Create(tmp)
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package unpack
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -64,9 +65,7 @@ func (u *unpacker) download(ctx context.Context, ref verify.PackageRef, rep *ver
 	if resp.StatusCode != http.StatusOK {
 		return source{}, false, u.openFailed(ctx, ref, rep, errors.New("HTTP "+resp.Status))
 	}
-	sum := sha256.Sum256([]byte(ref.Loc))
-	name := path.Join(verify.StateDir, cacheDir, hex.EncodeToString(sum[:8])+".zip")
-	f, err := u.dest.root.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, name, err := u.cacheFile(ref.Loc)
 	if err != nil {
 		return source{}, false, err
 	}
@@ -82,6 +81,21 @@ func (u *unpacker) download(ctx context.Context, ref verify.PackageRef, rep *ver
 	}
 	src.size = n
 	return src, true, nil
+}
+
+// cacheFile creates a new file in the cache for a download of loc. The
+// name is unique, not just derived from loc: a document may list one URL
+// twice, and two jobs sharing a file would truncate each other's verified
+// package.
+func (u *unpacker) cacheFile(loc string) (*os.File, string, error) {
+	sum := sha256.Sum256([]byte(loc))
+	for {
+		name := path.Join(verify.StateDir, cacheDir, hex.EncodeToString(sum[:8])+"-"+rand.Text()+".zip")
+		f, err := u.dest.root.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+		if !errors.Is(err, fs.ErrExist) {
+			return f, name, err
+		}
+	}
 }
 
 // copyChecked copies a download and checks its length and hash against the

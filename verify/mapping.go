@@ -73,7 +73,9 @@ func (m Mapper) Target(u sitemap.URL) (string, error) {
 	if err := SafeName(rel); err != nil {
 		return "", fmt.Errorf("%s resolves to %q: %w", u.Loc, rel, err)
 	}
-	if first, _, _ := strings.Cut(rel, "/"); first == StateDir {
+	// EqualFold: on a case-insensitive file system (macOS, Windows)
+	// ".RSDUMP" is the state directory too.
+	if first, _, _ := strings.Cut(rel, "/"); strings.EqualFold(first, StateDir) {
 		return "", fmt.Errorf("%s resolves to %q, inside rsdump's state directory", u.Loc, rel)
 	}
 	return rel, nil

@@ -27,6 +27,9 @@ func TestMapperTarget(t *testing.T) {
 		{"http://example.org/rs/a%5Cb", "", "backslash"},
 		{"http://example.org/rs/C:/x", "", "drive letter"},
 		{"http://example.org/rs/.rsdump/state.json", "", "state directory"},
+		{"http://example.org/rs/.RSDump/state.json", "", "state directory"}, // the same directory on macOS and Windows
+		{"http://example.org/rs/.rsdump", "", "state directory"},
+		{"http://example.org/rs/a/.rsdump/x", "a/.rsdump/x", ""},
 		{"http://example.org/rs/a%zz", "", "invalid URL escape"},
 	}
 	for _, c := range cases {

@@ -26,9 +26,11 @@ files without piece hashes are checked by their whole-file hash. A file is
 written as NAME.part beside NAME.rsdump-state and renamed to NAME only
 after its size and hash match. Run the same command again after an
 interruption (Ctrl-C, a crash, SIGKILL) to resume; complete files are
-skipped. With --unpack DIR, each package is handed to unpack (as rsdump
-unpack PACKAGE DIR would) once it and every package listed before it are
-verified, so that Change Dump packages apply in order.
+skipped when their hash or piece hashes match (a file with no hash at all
+is fetched again). With --unpack DIR, each package is handed to unpack (as
+rsdump unpack PACKAGE DIR would) once it and every package listed before
+it are verified, so that Change Dump packages apply in order; after a
+Change Dump package fails to unpack, the packages after it are held back.
 
 Exit status: 0 success, 1 failure (a file could not be fetched or did not
 match its hash; the others are still finished), 2 usage error,

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"archive/zip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rsdump/rsdump/internal/sitemap"
+	"github.com/rsdump/rsdump/transfer"
+	"github.com/rsdump/rsdump/unpack"
+	"github.com/rsdump/rsdump/verify"
+	vt "github.com/rsdump/rsdump/verify/verifytest"
+)
+
+// packagesFor writes each package into a new directory and returns the
+// files and results that get would hand to the unpacker, and the unpacker.
+func packagesFor(t *testing.T, tree string, zips [][]byte) ([]*transfer.Result, *getUnpacker) {
+	t.Helper()
+	dir := t.TempDir()
+	var files []transfer.File
+	var results []*transfer.Result
+	for i, z := range zips {
+		name := fmt.Sprintf("p%d.zip", i+1)
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, z, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, transfer.File{Name: name})
+		results = append(results, &transfer.Result{Name: name, Path: path})
+	}
+	m, err := verify.NewMapper(verify.ByURI, vt.BaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return results, newGetUnpacker(tree, unpack.Options{Mapper: m}, files, t.Logf)
+}
+
+// Once a Change Dump package fails to unpack, the packages after it are
+// held back, whichever order they finish downloading in, so that the
+// state's until stays before the failed package's changes.
+func TestGetUnpackStopsAtFailedChangePackage(t *testing.T) {
+	at := func(h float64) time.Time { return vt.Time.Add(time.Duration(h * float64(time.Hour))) }
+	change := func(kind, rel, data string, lastmod time.Time) vt.File {
+		return vt.File{Rel: rel, Data: data, Change: kind, Lastmod: lastmod}
+	}
+	pkgs := []vt.ChangePackage{
+		{From: at(1), Until: at(2), Changes: []vt.File{change(sitemap.ChangeCreated, "a.txt", "a1", at(1.5))}},
+		// Deleting a file rsdump did not write is refused: the package fails.
+		{From: at(2), Until: at(3), Changes: []vt.File{change(sitemap.ChangeDeleted, "local.txt", "", at(2.5))}},
+		{From: at(3), Until: at(4), Changes: []vt.File{change(sitemap.ChangeCreated, "b.txt", "b1", at(3.5))}},
+	}
+	var zips [][]byte
+	for _, p := range pkgs {
+		z, _ := vt.ChangeZip(t, p)
+		zips = append(zips, z)
+	}
+	for _, order := range [][]int{{0, 1, 2}, {0, 2, 1}} {
+		tree := t.TempDir()
+		os.WriteFile(filepath.Join(tree, "local.txt"), []byte("not from the Source"), 0o644)
+		results, u := packagesFor(t, tree, zips)
+		for _, i := range order {
+			err := u.completed(context.Background(), results[i])
+			if (err != nil) != (i == 1) {
+				t.Fatalf("order %v: package %d: %v", order, i+1, err)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(tree, "b.txt")); err == nil {
+			t.Errorf("order %v: the package after the failed one was unpacked", order)
+		}
+		var st unpack.State
+		b, _ := os.ReadFile(filepath.Join(tree, ".rsdump", "state.json"))
+		if err := json.Unmarshal(b, &st); err != nil || !st.ChangeDumpUntil.Equal(at(2)) {
+			t.Errorf("order %v: state until %v (%v), want %v", order, st.ChangeDumpUntil, err, at(2))
+		}
+		err := u.leftovers()
+		if err == nil || !strings.Contains(err.Error(), "p3.zip") || !strings.Contains(err.Error(), "p2.zip failed") {
+			t.Errorf("order %v: leftovers: %v", order, err)
+		}
+	}
+}
+
+// A Resource Dump package that fails holds nothing back: it does not move
+// the state, and the packages after it do not depend on it.
+func TestGetUnpackGoesOnAfterFailedResourcePackage(t *testing.T) {
+	_, m := vt.Package(t, []vt.File{{Rel: "x.txt", Data: "x1"}})
+	bad := vt.Zip(t, []vt.Entry{ // x.txt does not match its manifest hash
+		{Name: "resources/x.txt", Data: []byte("zz"), Method: zip.Deflate},
+		{Name: "manifest.xml", Data: m, Method: zip.Deflate},
+	})
+	good, _ := vt.Package(t, []vt.File{{Rel: "y.txt", Data: "y1"}})
+	tree := t.TempDir()
+	results, u := packagesFor(t, tree, [][]byte{bad, good})
+	if err := u.completed(context.Background(), results[0]); err == nil {
+		t.Fatal("the bad package unpacked")
+	}
+	if err := u.completed(context.Background(), results[1]); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(tree, "y.txt")); err != nil || string(got) != "y1" {
+		t.Errorf("y.txt: %q, %v", got, err)
+	}
+	if err := u.leftovers(); err != nil {
+		t.Error(err)
+	}
+}
+
+// A package that failed to download holds back those after it.
+func TestGetUnpackLeftoversNameMissingPackage(t *testing.T) {
+	good, _ := vt.Package(t, []vt.File{{Rel: "y.txt", Data: "y1"}})
+	results, u := packagesFor(t, t.TempDir(), [][]byte{good, good})
+	if err := u.completed(context.Background(), results[1]); err != nil {
+		t.Fatal(err)
+	}
+	err := u.leftovers()
+	if err == nil || !strings.Contains(err.Error(), "p1.zip was not downloaded: p2.zip") {
+		t.Errorf("leftovers: %v", err)
+	}
+}

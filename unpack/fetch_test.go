@@ -1,0 +1,57 @@
+package unpack
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/rsdump/rsdump/internal/digest"
+	"github.com/rsdump/rsdump/verify"
+	"github.com/rsdump/rsdump/verify/verifytest"
+)
+
+// A document may list one package URL twice, and jobs run in parallel:
+// a second download of the URL, here one that fails its check, must not
+// touch the first one's verified copy.
+func TestDownloadsOfOneURLDoNotShareACacheFile(t *testing.T) {
+	z, _ := verifytest.Package(t, []verifytest.File{{Rel: "a.txt", Data: "a1"}})
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) == 1 {
+			w.Write(z)
+			return
+		}
+		w.Write(verifytest.Flip(z, 40)) // the same length, another hash
+	}))
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	d, err := openDest(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.close()
+	u := &unpacker{opts: Options{Client: srv.Client()}, dest: d}
+	want, _ := digest.Parse("sha-256:" + verifytest.SHA256(z))
+	ref := verify.PackageRef{Loc: srv.URL + "/p.zip", Length: int64(len(z)), Want: want}
+	rep := verify.NewReporter(nil)
+	first, ok, err := u.download(context.Background(), ref, rep)
+	if !ok || err != nil {
+		t.Fatalf("first download: ok %v, %v", ok, err)
+	}
+	if _, ok, err := u.download(context.Background(), ref, rep); ok || err != nil {
+		t.Fatalf("second download: ok %v, %v", ok, err)
+	}
+	got := make([]byte, first.size)
+	if _, err := first.ra.ReadAt(got, 0); err != nil || !bytes.Equal(got, z) {
+		t.Fatalf("the first download's copy changed under it (%v)", err)
+	}
+	first.close()
+	if entries, _ := os.ReadDir(filepath.Join(dir, verify.StateDir, cacheDir)); len(entries) != 0 {
+		t.Errorf("cache not emptied: %v", entries)
+	}
+}
