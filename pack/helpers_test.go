@@ -9,54 +9,19 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/internal/sitemap"
+	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
-var fixedTime = time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
+var fixedTime = verifytest.Time
 
-// tree writes files (relative path → content) under a new directory, all
-// with mtime fixedTime, and returns the directory.
-func tree(t testing.TB, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for rel, content := range files {
-		p := filepath.Join(dir, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chtimes(p, fixedTime, fixedTime); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
+// tree writes files under a new directory, all with mtime fixedTime.
+func tree(t testing.TB, files map[string]string) string { return verifytest.Tree(t, files) }
 
-// copyExample copies testdata/example to a temporary directory with fixed
-// mtimes: git does not keep them, and they are part of the manifest.
-func copyExample(t testing.TB) string {
-	t.Helper()
-	files := map[string]string{}
-	root := filepath.Join("..", "testdata", "example")
-	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		rel, _ := filepath.Rel(root, p)
-		files[filepath.ToSlash(rel)] = string(b)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tree(t, files)
-}
+// copyExample writes testdata/example out again with fixed mtimes.
+func copyExample(t testing.TB) string { return verifytest.Tree(t, verifytest.ExampleFiles(t)) }
 
 func testOptions() Options {
 	return Options{BaseURL: "http://example.org/rs", At: fixedTime, Hashes: []string{digest.MD5, digest.SHA256}}

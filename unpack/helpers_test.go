@@ -17,6 +17,14 @@ import (
 
 var fixedTime = verifytest.Time
 
+func tree(t testing.TB, files map[string]string) string { return verifytest.Tree(t, files) }
+
+func writeFiles(t testing.TB, dir string, files map[string]string) {
+	verifytest.WriteFiles(t, dir, files)
+}
+
+func exampleFiles(t testing.TB) map[string]string { return verifytest.ExampleFiles(t) }
+
 func mapper(t testing.TB) verify.Mapper {
 	m, err := verify.NewMapper(verify.ByURI, verifytest.BaseURL)
 	if err != nil {
@@ -59,30 +67,6 @@ func find(fs []verify.Finding, sev verify.Severity, check, path string) (verify.
 	return verify.Finding{}, false
 }
 
-// tree writes files under a new directory with mtime fixedTime.
-func tree(t testing.TB, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	writeFiles(t, dir, files)
-	return dir
-}
-
-func writeFiles(t testing.TB, dir string, files map[string]string) {
-	t.Helper()
-	for rel, content := range files {
-		p := filepath.Join(dir, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chtimes(p, fixedTime, fixedTime); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // readTree returns every regular file under dir but rsdump's state, as
 // content plus mtime.
 func readTree(t testing.TB, dir string) map[string]string {
@@ -120,25 +104,6 @@ func contents(m map[string]string) map[string]string {
 		out[k] = v[:strings.LastIndex(v, "@")]
 	}
 	return out
-}
-
-func exampleFiles(t testing.TB) map[string]string {
-	t.Helper()
-	files := map[string]string{}
-	root := filepath.Join("..", "testdata", "example")
-	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		rel, _ := filepath.Rel(root, p)
-		files[filepath.ToSlash(rel)] = string(b)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return files
 }
 
 // packDir packs src into a new directory.

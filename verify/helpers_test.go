@@ -82,46 +82,9 @@ func find(fs []verify.Finding, sev verify.Severity, check string) (verify.Findin
 
 var fixedTime = verifytest.Time
 
-// tree writes files (relative path → content) under a new directory, all
-// with mtime fixedTime, and returns the directory.
-func tree(t testing.TB, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for rel, content := range files {
-		p := filepath.Join(dir, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chtimes(p, fixedTime, fixedTime); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
+func tree(t testing.TB, files map[string]string) string { return verifytest.Tree(t, files) }
 
-// exampleFiles reads testdata/example: git keeps no mtimes, so tests copy
-// it with tree.
-func exampleFiles(t testing.TB) map[string]string {
-	t.Helper()
-	files := map[string]string{}
-	root := filepath.Join("..", "testdata", "example")
-	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		rel, _ := filepath.Rel(root, p)
-		files[filepath.ToSlash(rel)] = string(b)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return files
-}
+func exampleFiles(t testing.TB) map[string]string { return verifytest.ExampleFiles(t) }
 
 // packDir packs src into a new directory with pack's defaults plus md5.
 func packDir(t testing.TB, src string, o pack.Options) string {
