@@ -93,10 +93,7 @@ func TestGetKilledResumes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping subprocess kill test in -short mode")
 	}
-	bin := filepath.Join(t.TempDir(), "rsdump")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildRsdump(t)
 	t.Run("sigint", func(t *testing.T) { testGetInterrupted(t, bin) })
 	for seed := uint64(1); seed <= 3; seed++ {
 		data, meta, mirrors := getFixture(t, 8<<20, 4<<20) // about a second at 8 MiB/s

@@ -77,10 +77,7 @@ func TestPackKilledResumes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping subprocess kill test in -short mode")
 	}
-	bin := filepath.Join(t.TempDir(), "rsdump")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildRsdump(t)
 	src := t.TempDir()
 	chunk := bytes.Repeat([]byte{1, 2, 3, 4, 5, 6, 7}, 300000)
 	for i := range 40 {
@@ -116,6 +113,16 @@ func TestPackKilledResumes(t *testing.T) {
 		t.Errorf("resumed run reused %d packages, want at least 1", s.Reused)
 	}
 	assertSameDir(t, want, out)
+}
+
+// buildRsdump builds the command for tests that must kill a real process.
+func buildRsdump(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "rsdump")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
 }
 
 func waitFor(t *testing.T, path string) {
