@@ -30,7 +30,7 @@ const laneChunk = 1 << 20
 var chunkPool = sync.Pool{New: func() any { return &chunk{b: make([]byte, 0, laneChunk)} }}
 
 func startLane(write func([]byte)) *lane {
-	l := &lane{in: make(chan laneJob, 8), done: make(chan struct{})}
+	l := &lane{in: make(chan laneJob, 32), done: make(chan struct{})}
 	go func() {
 		defer close(l.done)
 		for j := range l.in {

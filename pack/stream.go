@@ -75,7 +75,7 @@ func (w *pkgWriter) stream(ctx context.Context, it item) (string, error) {
 // handing it on, until ctx is done. Chunks are fresh slices: a few are in
 // flight at once.
 func readChunks(ctx context.Context, r io.Reader, limit int64, h io.Writer) (<-chan []byte, <-chan error) {
-	chunks := make(chan []byte, 3)
+	chunks := make(chan []byte, 8)
 	errc := make(chan error, 1)
 	go func() {
 		defer close(chunks)
