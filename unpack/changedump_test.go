@@ -135,3 +135,27 @@ func TestChangeManifestOrder(t *testing.T) {
 		t.Errorf("changes out of order not reported:\n%s", dump(fs))
 	}
 }
+
+// TestSnapshotPackageRewindsState: a Resource Dump package applied on its
+// own (as `get --unpack` does) after Change Dumps puts files back to the
+// snapshot, so the changes made since must apply again, not be skipped as
+// already applied.
+func TestSnapshotPackageRewindsState(t *testing.T) {
+	out := packDir(t, tree(t, map[string]string{"a.txt": "a1", "b.txt": "b1", "c.txt": "c1"}), pack.Options{})
+	dst := t.TempDir()
+	run(t, filepath.Join(out, pack.DumpName), dst, unpack.Options{})
+	doc := verifytest.ChangeDump(t, t.TempDir(), []verifytest.ChangePackage{pkg1})
+	run(t, doc, dst, unpack.Options{})
+	if res, fs := run(t, filepath.Join(out, "resourcedump-00001.zip"), dst, unpack.Options{}); res.Problems() != 0 {
+		t.Fatalf("snapshot package: %+v\n%s", res, dump(fs))
+	}
+	if s := readState(t, dst); !s.ChangeDumpUntil.IsZero() || !s.ResourceDumpAt.Equal(fixedTime) {
+		t.Errorf("state %+v, want rewound to the snapshot at %s", s, fixedTime)
+	}
+	res, fs := run(t, doc, dst, unpack.Options{})
+	if res.Problems() != 0 {
+		t.Fatalf("change dump again: %+v\n%s", res, dump(fs))
+	}
+	want := map[string]string{"a.txt": "a2", "c.txt": "c1", "d.txt": "d1"}
+	equalMaps(t, "tree", contents(readTree(t, dst)), want)
+}

@@ -170,10 +170,33 @@ func (u *unpacker) standalone(ctx context.Context, path string) error {
 	}
 	ref := verify.PackageRef{Loc: path, Length: -1}
 	out, err := u.unpackPackage(ctx, ref)
-	if err != nil || !out.ok || out.header.MD.Capability != sitemap.CapChangeDumpManifest {
+	if err != nil {
 		return err
 	}
-	return u.advance(out.header.MD.Until, out.lastChange, path)
+	switch out.header.MD.Capability {
+	case sitemap.CapResourceDumpManifest:
+		return u.rewind(out.header.MD.At)
+	case sitemap.CapChangeDumpManifest:
+		if out.ok {
+			return u.advance(out.header.MD.Until, out.lastChange, path)
+		}
+	}
+	return nil
+}
+
+// rewind records that a snapshot package taken at `at` may have put files
+// back to older versions: changes made since must apply again rather than
+// be skipped as already applied. The state only ever moves back here; a
+// tree with no state keeps none, since one package is not a whole
+// snapshot. A package without at (resync writes none) rewinds to the start.
+func (u *unpacker) rewind(at time.Time) error {
+	since, _ := u.state.since()
+	if since.IsZero() || !at.IsZero() && !at.Before(since) {
+		return nil
+	}
+	s := u.state
+	s.ResourceDumpAt, s.ChangeDumpUntil = at, time.Time{}
+	return u.saveState(s)
 }
 
 // resourceDump unpacks the packages in parallel. The state records the
