@@ -150,20 +150,15 @@ func (g *Getter) filesFromDump(ctx context.Context, src string, b []byte) ([]Fil
 		return nil, fmt.Errorf("%s: %w", src, err)
 	}
 	var files []File
-	for {
-		u, err := dec.Next()
-		if err == io.EOF {
-			return files, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", src, err)
-		}
+	err = dec.Each(func(u sitemap.URL) error {
 		f, err := g.fileFromEntry(ctx, u)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", src, err)
-		}
 		files = append(files, f)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", src, err)
 	}
+	return files, nil
 }
 
 func (g *Getter) fileFromEntry(ctx context.Context, u sitemap.URL) (File, error) {

@@ -79,26 +79,11 @@ func (a *auditor) listing(ctx context.Context, loc string, fn func(string, sitem
 	case c == sitemap.CapResourceDump:
 		return a.dumpListing(ctx, loc, fn)
 	case c == sitemap.CapResourceList && d.Header().Kind == sitemap.SitemapIndex:
-		return eachEntry(d, func(u sitemap.URL) error { return a.listing(ctx, Resolve(loc, u.Loc), fn) })
+		return d.Each(func(u sitemap.URL) error { return a.listing(ctx, Resolve(loc, u.Loc), fn) })
 	case c == sitemap.CapResourceList || c == sitemap.CapResourceDumpManifest:
-		return eachEntry(d, func(u sitemap.URL) error { fn(loc, u); return nil })
+		return d.Each(func(u sitemap.URL) error { fn(loc, u); return nil })
 	default:
 		return fmt.Errorf("%s: cannot audit against a document of capability %q (want a Resource List, Resource Dump or Resource Dump Manifest)", loc, c)
-	}
-}
-
-func eachEntry(d *sitemap.Decoder, fn func(sitemap.URL) error) error {
-	for {
-		u, err := d.Next()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if err := fn(u); err != nil {
-			return err
-		}
 	}
 }
 
@@ -118,7 +103,7 @@ func (a *auditor) dumpListing(ctx context.Context, loc string, fn func(string, s
 		}
 		dec, err := sitemap.NewDecoder(bytes.NewReader(m))
 		if err == nil {
-			err = eachEntry(dec, func(u sitemap.URL) error { fn(ref.Loc, u); return nil })
+			err = dec.Each(func(u sitemap.URL) error { fn(ref.Loc, u); return nil })
 		}
 		if err != nil {
 			return fmt.Errorf("%s: manifest: %w", ref.Loc, err)

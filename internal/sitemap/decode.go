@@ -357,3 +357,20 @@ func (b *budgetReader) Read(p []byte) (int, error) {
 	b.n += int64(n)
 	return n, err
 }
+
+// Each calls fn for every remaining entry, stopping at the first error
+// from the document or from fn.
+func (d *Decoder) Each(fn func(URL) error) error {
+	for {
+		u, err := d.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(u); err != nil {
+			return err
+		}
+	}
+}

@@ -274,3 +274,23 @@ func TestDecodeBudgetIsPerEntry(t *testing.T) {
 		t.Fatal("test document is wrong")
 	}
 }
+
+func TestEachStopsAtCallbackError(t *testing.T) {
+	doc := `<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/"><rs:md capability="resourcelist" at="2024-01-01T00:00:00Z"/><url><loc>http://x/a</loc></url><url><loc>http://x/b</loc></url><url><loc>http://x/c</loc></url></urlset>`
+	d, err := NewDecoder(strings.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	stop := errors.New("stop")
+	err = d.Each(func(u URL) error {
+		seen = append(seen, u.Loc)
+		if len(seen) == 2 {
+			return stop
+		}
+		return nil
+	})
+	if err != stop || len(seen) != 2 {
+		t.Errorf("Each = %v after %v, want stop after two entries", err, seen)
+	}
+}

@@ -151,20 +151,7 @@ func URLFor(f File, prefix string) sitemap.URL {
 // Manifest encodes a manifest with header md and the given entries.
 func Manifest(t testing.TB, md sitemap.MD, urls []sitemap.URL) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	enc, err := sitemap.NewEncoder(&buf, sitemap.Header{Kind: sitemap.URLSet, MD: md})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, u := range urls {
-		if err := enc.Encode(u); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := enc.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return encode(t, sitemap.Header{Kind: sitemap.URLSet, MD: md}, urls)
 }
 
 // ResourceMD is the header of a Resource Dump Manifest.
