@@ -1,13 +1,10 @@
 package pack
 
-import (
-	"sync"
-	"sync/atomic"
-)
+import "sync"
 
-// A lane runs one hash in its own goroutine, so that a package's hashes
-// (whole-file and Metalink pieces) run beside its writing and beside each
-// other rather than one after the other in the writer.
+// A lane hashes in its own goroutine, so that a package's hashes (whole
+// file, and Metalink pieces) run beside its writing rather than in the
+// writer.
 type lane struct {
 	in   chan laneJob
 	done chan struct{}
@@ -18,11 +15,9 @@ type laneJob struct {
 	ack chan struct{} // closed when the lane reaches a barrier
 }
 
-// chunk is a copy of written bytes shared by every lane, returned to the
-// pool by the last lane done with it.
+// chunk is a copy of written bytes, returned to the pool once hashed.
 type chunk struct {
-	b    []byte
-	refs atomic.Int32
+	b []byte
 }
 
 const laneChunk = 1 << 20
@@ -39,24 +34,20 @@ func startLane(write func([]byte)) *lane {
 				continue
 			}
 			write(j.c.b)
-			if j.c.refs.Add(-1) == 0 {
-				chunkPool.Put(j.c)
-			}
+			chunkPool.Put(j.c)
 		}
 	}()
 	return l
 }
 
-// feed copies p into chunks and hands each to every lane.
-func feed(lanes []*lane, p []byte) {
+// feed copies p into chunks for the lane: the caller's buffer is reused
+// as soon as Write returns.
+func (l *lane) feed(p []byte) {
 	for len(p) > 0 {
 		c := chunkPool.Get().(*chunk)
 		n := min(len(p), laneChunk)
 		c.b = append(c.b[:0], p[:n]...)
-		c.refs.Store(int32(len(lanes)))
-		for _, l := range lanes {
-			l.in <- laneJob{c: c}
-		}
+		l.in <- laneJob{c: c}
 		p = p[n:]
 	}
 }
