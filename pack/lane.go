@@ -1,31 +1,49 @@
 package pack
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
-// A lane hashes in its own goroutine, so that a package's hashes (whole
-// file, and Metalink pieces) run beside its writing rather than in the
-// writer.
+// A lane hashes in its own goroutine, so that a package's hashes run
+// beside its writing rather than in the writer.
 type lane struct {
 	in   chan laneJob
 	done chan struct{}
 }
 
+// laneJob is a chunk to hash, or a barrier (c == nil).
 type laneJob struct {
-	c   *chunk        // data to hash, or nil for a barrier
-	ack chan struct{} // closed when the lane reaches a barrier
+	c     *chunk
+	piece int           // the Metalink piece the chunk belongs to
+	dual  bool          // the whole-package lane hashes the piece too
+	last  bool          // the chunk ends its piece
+	ack   chan struct{} // closed when the lane reaches a barrier
 }
 
-// chunk is a copy of written bytes, returned to the pool once hashed.
+// chunk is a copy of written bytes, shared by the lanes that hash it and
+// returned to the pool by the last one.
 type chunk struct {
-	b []byte
+	b    []byte
+	refs atomic.Int32
 }
 
-const laneChunk = 1 << 20
+const (
+	laneChunk = 1 << 20
+	laneDepth = 32
+)
 
 var chunkPool = sync.Pool{New: func() any { return &chunk{b: make([]byte, 0, laneChunk)} }}
 
-func startLane(write func([]byte)) *lane {
-	l := &lane{in: make(chan laneJob, 32), done: make(chan struct{})}
+func newChunk(p []byte, refs int32) *chunk {
+	c := chunkPool.Get().(*chunk)
+	c.b = append(c.b[:0], p...)
+	c.refs.Store(refs)
+	return c
+}
+
+func startLane(hash func(laneJob)) *lane {
+	l := &lane{in: make(chan laneJob, laneDepth), done: make(chan struct{})}
 	go func() {
 		defer close(l.done)
 		for j := range l.in {
@@ -33,24 +51,17 @@ func startLane(write func([]byte)) *lane {
 				close(j.ack)
 				continue
 			}
-			write(j.c.b)
-			chunkPool.Put(j.c)
+			hash(j)
+			if j.c.refs.Add(-1) == 0 {
+				chunkPool.Put(j.c)
+			}
 		}
 	}()
 	return l
 }
 
-// feed copies p into chunks for the lane: the caller's buffer is reused
-// as soon as Write returns.
-func (l *lane) feed(p []byte) {
-	for len(p) > 0 {
-		c := chunkPool.Get().(*chunk)
-		n := min(len(p), laneChunk)
-		c.b = append(c.b[:0], p[:n]...)
-		l.in <- laneJob{c: c}
-		p = p[n:]
-	}
-}
+// backlog is the number of chunks waiting.
+func (l *lane) backlog() int { return len(l.in) }
 
 // wait returns once the lane has hashed everything fed to it so far.
 func (l *lane) wait() {

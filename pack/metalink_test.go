@@ -3,6 +3,8 @@ package pack
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -115,4 +117,52 @@ func TestPackMetalinkStreamedRollback(t *testing.T) {
 	}
 	checkPieces(t, m.Files[0].Pieces[0], readFile(t, filepath.Join(out, p.Name)))
 	checkPackage(t, filepath.Join(out, p.Name))
+}
+
+// TestPackMetalinkPieceLanes forces each way of splitting the piece hashes
+// between the package lane and the piece lane (see pickDual), across a
+// rollback and with a piece length that is not a multiple of the sha-256
+// block, and checks every piece hash against the package on disk.
+func TestPackMetalinkPieceLanes(t *testing.T) {
+	defer func(f func(int, int) bool) { pickDual = f }(pickDual)
+	var n int
+	r := rand.New(rand.NewPCG(7, 7))
+	modes := map[string]func(int, int) bool{
+		"dual":      func(int, int) bool { return true },
+		"solo":      func(int, int) bool { return false },
+		"alternate": func(int, int) bool { n++; return n%2 == 0 },
+		"random":    func(int, int) bool { return r.IntN(2) == 0 },
+	}
+	for name, mode := range modes {
+		for _, plen := range []int64{32 << 10, 10_007} {
+			t.Run(fmt.Sprintf("%s/%d", name, plen), func(t *testing.T) {
+				pickDual = mode
+				src := tree(t, map[string]string{"a.txt": "a", "grows.bin": string(pseudoRandom(smallMax + 1)),
+					"m.bin": string(pseudoRandom(200_000)), "z.bin": string(pseudoRandom(smallMax + 70_000))})
+				defer setHook(func(rel string) {
+					if rel == "grows.bin" {
+						f, _ := os.OpenFile(filepath.Join(src, rel), os.O_APPEND|os.O_WRONLY, 0)
+						f.WriteString("more")
+						f.Close()
+					}
+				})()
+				o := testOptions()
+				o.SkipChanged = true
+				o.Metalink = &MetalinkOptions{PieceLength: plen}
+				res, out := mustPack(t, src, o)
+				p := res.Packages[0]
+				f, _ := os.Open(filepath.Join(out, p.Metalink))
+				defer f.Close()
+				m, _, err := metalink.Decode(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				data := readFile(t, filepath.Join(out, p.Name))
+				checkPieces(t, m.Files[0].Pieces[0], data)
+				if h, _ := m.Files[0].WholeHash("sha-256"); h != fmt.Sprintf("%x", sha256.Sum256(data)) {
+					t.Errorf("whole hash %s is not the package's", h)
+				}
+			})
+		}
+	}
 }

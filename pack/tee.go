@@ -7,8 +7,6 @@ import (
 	"hash"
 	"os"
 	"sync"
-
-	"github.com/rsdump/rsdump/internal/digest"
 )
 
 // tee writes a package to its file while computing the package's sha-256
@@ -18,10 +16,10 @@ import (
 type tee struct {
 	f      *os.File
 	whole  hash.Hash
-	pieces *pieceHasher // nil unless Metalink is written
+	lane   *lane      // hashes the package, and the pieces marked dual
+	pieces *pieceSums // nil unless Metalink is written
 	n      int64
 	dirty  int64 // bytes written since writeback was last started
-	lane   *lane
 	once   sync.Once
 }
 
@@ -30,21 +28,24 @@ const writebackEvery = 32 << 20
 
 func newTee(f *os.File, pieceLen int64) *tee {
 	t := &tee{f: f, whole: sha256.New()}
-	if pieceLen <= 0 {
-		t.lane = startLane(func(b []byte) { t.whole.Write(b) })
-		return t
+	if pieceLen > 0 {
+		t.pieces = newPieceSums(pieceLen)
 	}
-	// One lane feeds both hashes: digest.WriteBoth hashes the same blocks
-	// into the package's state and the piece's for about 1.4 times the
-	// cost of one hash, where hashing twice costs twice.
-	t.pieces = &pieceHasher{length: pieceLen, h: sha256.New(), whole: t.whole}
-	t.lane = startLane(t.pieces.write)
+	t.lane = startLane(t.hashWhole)
 	return t
+}
+
+func (t *tee) hashWhole(j laneJob) {
+	if !j.dual {
+		t.whole.Write(j.c.b)
+		return
+	}
+	t.pieces.hashDual(j, t.whole)
 }
 
 func (t *tee) Write(p []byte) (int, error) {
 	n, err := t.f.Write(p)
-	t.lane.feed(p[:n])
+	t.feed(p[:n])
 	t.n += int64(n)
 	if t.dirty += int64(n); t.dirty >= writebackEvery {
 		startWriteback(t.f, t.n-t.dirty, t.dirty)
@@ -53,15 +54,36 @@ func (t *tee) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// feed copies p into chunks for the lanes: the caller's buffer is reused
+// as soon as Write returns.
+func (t *tee) feed(p []byte) {
+	for len(p) > 0 {
+		if t.pieces == nil {
+			n := min(len(p), laneChunk)
+			t.lane.in <- laneJob{c: newChunk(p[:n], 1)}
+			p = p[n:]
+			continue
+		}
+		n := t.pieces.feed(p, t.lane)
+		p = p[n:]
+	}
+}
+
 // sync waits until the hashes have caught up with the writes.
 func (t *tee) sync() {
 	t.lane.wait()
+	if t.pieces != nil {
+		t.pieces.lane.wait()
+	}
 }
 
 // close stops the hash goroutines; the hashes keep their state.
 func (t *tee) close() {
 	t.once.Do(func() {
 		t.lane.stop()
+		if t.pieces != nil {
+			t.pieces.lane.stop()
+		}
 	})
 }
 
@@ -107,54 +129,4 @@ func (t *tee) restore(s teeState) error {
 		return t.pieces.restore(s.pieces)
 	}
 	return nil
-}
-
-// pieceHasher hashes a stream in fixed-length pieces, and the whole
-// stream into whole.
-type pieceHasher struct {
-	length int64
-	h      hash.Hash
-	whole  hash.Hash
-	inCur  int64
-	sums   []string
-}
-
-func (p *pieceHasher) write(b []byte) {
-	for len(b) > 0 {
-		k := min(int64(len(b)), p.length-p.inCur)
-		digest.WriteBoth(p.h, p.whole, b[:k])
-		p.inCur += k
-		b = b[k:]
-		if p.inCur == p.length {
-			p.sums = append(p.sums, hex.EncodeToString(p.h.Sum(nil)))
-			p.h.Reset()
-			p.inCur = 0
-		}
-	}
-}
-
-// finish returns every piece hash, the last short piece included.
-func (p *pieceHasher) finish() []string {
-	if p.inCur > 0 {
-		p.sums = append(p.sums, hex.EncodeToString(p.h.Sum(nil)))
-		p.h.Reset()
-		p.inCur = 0
-	}
-	return p.sums
-}
-
-type pieceState struct {
-	count int
-	inCur int64
-	h     []byte
-}
-
-func (p *pieceHasher) save() (pieceState, error) {
-	b, err := p.h.(encoding.BinaryMarshaler).MarshalBinary()
-	return pieceState{count: len(p.sums), inCur: p.inCur, h: b}, err
-}
-
-func (p *pieceHasher) restore(s pieceState) error {
-	p.sums, p.inCur = p.sums[:s.count], s.inCur
-	return p.h.(encoding.BinaryUnmarshaler).UnmarshalBinary(s.h)
 }
