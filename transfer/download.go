@@ -37,8 +37,10 @@ type download struct {
 	stream      *mirror // set when the file must come in one request from it
 	streamTried bool
 
-	changed  wakeup // a piece or mirror changed state
-	hashWake wakeup // a piece was completed
+	whole    wholeHash
+	bufs     sync.Pool // piece buffers of plen bytes (runBuffered)
+	changed  wakeup    // a piece or mirror changed state
+	hashWake wakeup    // a piece was completed
 	verified atomic.Int64
 	fetched  atomic.Int64
 }
@@ -65,6 +67,9 @@ func (g *Getter) newDownload(dir string, f File) (*download, error) {
 	d.pieces = make([]piece, d.n)
 	d.remaining = d.n
 	d.res = Result{Name: f.Name, Size: f.Size}
+	if f.HashAlg != "" {
+		d.whole.h, _ = newHash(f.HashAlg) // checked in checkFile
+	}
 	return d, nil
 }
 
@@ -191,10 +196,14 @@ func (d *download) worker(ctx context.Context) error {
 	}
 }
 
-// runAttempt streams a primary copy into the file at its offset; an
-// end-game copy is kept in memory until it wins (pickPiece duplicates
-// only pieces of at most maxDupPiece bytes).
+// runAttempt reads a piece of at most maxBuffered bytes into memory, then
+// checks and writes it (runBuffered). A larger primary copy streams into
+// the file at its offset; a larger end-game copy is kept in memory until
+// it wins (pickPiece duplicates only pieces of at most maxDupPiece bytes).
 func (d *download) runAttempt(a *attempt) error {
+	if d.buffered() {
+		return d.runBuffered(a)
+	}
 	if a.dup {
 		off, end := d.span(a.piece)
 		a.buf = make([]byte, 0, end-off)

@@ -14,60 +14,64 @@ import (
 const plen = 64 << 10
 
 func TestHealthyMirrorsShareWork(t *testing.T) {
-	data := payload(3<<20+123, 1)
-	a, _ := serve(t, data, mt.RateLimit(4<<20))
-	b, _ := serve(t, data, mt.RateLimit(4<<20))
-	c, _ := serve(t, data, mt.RateLimit(4<<20))
-	dir := t.TempDir()
-	res, err := get(t, fastOptions(), dir, fileFor("f.bin", data, plen, a.URL, b.URL, c.URL))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustMatch(t, dir, "f.bin", data)
-	for _, m := range res[0].Mirrors {
-		if m.Bytes < int64(len(data))/6 {
-			t.Errorf("%s served %d of %d bytes: work not shared", m.URL, m.Bytes, len(data))
+	eachPath(t, func(t *testing.T) {
+		data := payload(3<<20+123, 1)
+		a, _ := serve(t, data, mt.RateLimit(4<<20))
+		b, _ := serve(t, data, mt.RateLimit(4<<20))
+		c, _ := serve(t, data, mt.RateLimit(4<<20))
+		dir := t.TempDir()
+		res, err := get(t, fastOptions(), dir, fileFor("f.bin", data, plen, a.URL, b.URL, c.URL))
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
+		mustMatch(t, dir, "f.bin", data)
+		for _, m := range res[0].Mirrors {
+			if m.Bytes < int64(len(data))/6 {
+				t.Errorf("%s served %d of %d bytes: work not shared", m.URL, m.Bytes, len(data))
+			}
+		}
+	})
 }
 
 // Each fault alone, on one of two mirrors, still gives the right bytes;
 // drop says whether the faulty mirror must end up dropped.
 func TestEachFaultAlone(t *testing.T) {
-	cases := []struct {
-		name string
-		opts []mt.Option
-		drop string // substring of the drop reason, "" = must not be dropped
-	}{
-		{"rate+latency", []mt.Option{mt.RateLimit(1 << 20), mt.Latency(20 * time.Millisecond)}, ""},
-		{"corrupt-all", []mt.Option{mt.Corrupt(1, plen)}, "failed their hash"},
-		{"drop-after", []mt.Option{mt.DropAfter(10 << 10)}, "failures in a row"},
-		{"404", []mt.Option{mt.Status(404, 1, "")}, "404"},
-		{"410", []mt.Option{mt.Status(410, 1, "")}, "410"},
-		{"429", []mt.Option{mt.Status(429, 0.5, "1")}, ""},
-		{"500", []mt.Option{mt.Status(500, 0.3, "")}, ""},
-		{"503-always", []mt.Option{mt.Status(503, 1, "")}, "503"},
-		{"stall", []mt.Option{mt.StallAfter(4<<10, 5*time.Second)}, "any"},
-		{"no-range", []mt.Option{mt.NoRange()}, "range"},
-		{"wrong-content-range", []mt.Option{mt.WrongRange()}, "Content-Range"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			data := payload(1<<20+777, 2)
-			bad, _ := serve(t, data, tc.opts...)
-			good, _ := serve(t, data, mt.RateLimit(8<<20))
-			dir := t.TempDir()
-			res, err := get(t, fastOptions(), dir, fileFor("f.bin", data, plen, bad.URL, good.URL))
-			if err != nil {
-				t.Fatal(err)
-			}
-			mustMatch(t, dir, "f.bin", data)
-			got := mirrorResult(t, res[0], bad.URL).Dropped
-			if tc.drop != "any" && ((tc.drop == "") != (got == "") || !strings.Contains(got, tc.drop)) {
-				t.Errorf("faulty mirror dropped for %q, want %q", got, tc.drop)
-			}
-		})
-	}
+	eachPath(t, func(t *testing.T) {
+		cases := []struct {
+			name string
+			opts []mt.Option
+			drop string // substring of the drop reason, "" = must not be dropped
+		}{
+			{"rate+latency", []mt.Option{mt.RateLimit(1 << 20), mt.Latency(20 * time.Millisecond)}, ""},
+			{"corrupt-all", []mt.Option{mt.Corrupt(1, plen)}, "failed their hash"},
+			{"drop-after", []mt.Option{mt.DropAfter(10 << 10)}, "failures in a row"},
+			{"404", []mt.Option{mt.Status(404, 1, "")}, "404"},
+			{"410", []mt.Option{mt.Status(410, 1, "")}, "410"},
+			{"429", []mt.Option{mt.Status(429, 0.5, "1")}, ""},
+			{"500", []mt.Option{mt.Status(500, 0.3, "")}, ""},
+			{"503-always", []mt.Option{mt.Status(503, 1, "")}, "503"},
+			{"stall", []mt.Option{mt.StallAfter(4<<10, 5*time.Second)}, "any"},
+			{"no-range", []mt.Option{mt.NoRange()}, "range"},
+			{"wrong-content-range", []mt.Option{mt.WrongRange()}, "Content-Range"},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				data := payload(1<<20+777, 2)
+				bad, _ := serve(t, data, tc.opts...)
+				good, _ := serve(t, data, mt.RateLimit(8<<20))
+				dir := t.TempDir()
+				res, err := get(t, fastOptions(), dir, fileFor("f.bin", data, plen, bad.URL, good.URL))
+				if err != nil {
+					t.Fatal(err)
+				}
+				mustMatch(t, dir, "f.bin", data)
+				got := mirrorResult(t, res[0], bad.URL).Dropped
+				if tc.drop != "any" && ((tc.drop == "") != (got == "") || !strings.Contains(got, tc.drop)) {
+					t.Errorf("faulty mirror dropped for %q, want %q", got, tc.drop)
+				}
+			})
+		}
+	})
 }
 
 func TestRefusedMirror(t *testing.T) {
@@ -86,64 +90,70 @@ func TestRefusedMirror(t *testing.T) {
 }
 
 func TestMixedFaults(t *testing.T) {
-	for seed := uint64(1); seed <= 3; seed++ {
-		data := payload(2<<20+5, seed)
-		var urls []string
-		for _, opts := range [][]mt.Option{
-			{mt.Corrupt(0.2, plen), mt.Seed(seed)},
-			{mt.DropRate(0.5), mt.Seed(seed), mt.RateLimit(4 << 20)},
-			{mt.Status(503, 0.3, "0"), mt.Seed(seed), mt.Latency(5 * time.Millisecond)},
-			{mt.StallRate(0.3, 2*time.Second), mt.Seed(seed)},
-			{mt.WrongRange()},
-		} {
-			s, _ := serve(t, data, opts...)
-			urls = append(urls, s.URL)
+	eachPath(t, func(t *testing.T) {
+		for seed := uint64(1); seed <= 3; seed++ {
+			data := payload(2<<20+5, seed)
+			var urls []string
+			for _, opts := range [][]mt.Option{
+				{mt.Corrupt(0.2, plen), mt.Seed(seed)},
+				{mt.DropRate(0.5), mt.Seed(seed), mt.RateLimit(4 << 20)},
+				{mt.Status(503, 0.3, "0"), mt.Seed(seed), mt.Latency(5 * time.Millisecond)},
+				{mt.StallRate(0.3, 2*time.Second), mt.Seed(seed)},
+				{mt.WrongRange()},
+			} {
+				s, _ := serve(t, data, opts...)
+				urls = append(urls, s.URL)
+			}
+			urls = append(urls, mt.RefusedURL())
+			dir := t.TempDir()
+			if _, err := get(t, fastOptions(), dir, fileFor("f.bin", data, plen, urls...)); err != nil {
+				t.Fatalf("seed %d: %v", seed, err)
+			}
+			mustMatch(t, dir, "f.bin", data)
 		}
-		urls = append(urls, mt.RefusedURL())
-		dir := t.TempDir()
-		if _, err := get(t, fastOptions(), dir, fileFor("f.bin", data, plen, urls...)); err != nil {
-			t.Fatalf("seed %d: %v", seed, err)
-		}
-		mustMatch(t, dir, "f.bin", data)
-	}
+	})
 }
 
 // A mirror with a few bad blocks keeps serving its good ones; the bad
 // pieces are fetched again elsewhere.
 func TestFewBadBlocksStillContribute(t *testing.T) {
-	data := payload(4<<20, 4)
-	flaky, _ := serve(t, data, mt.Corrupt(0.1, plen))
-	good, _ := serve(t, data, mt.RateLimit(6<<20))
-	dir := t.TempDir()
-	res, err := get(t, fastOptions(), dir, fileFor("f.bin", data, plen, flaky.URL, good.URL))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustMatch(t, dir, "f.bin", data)
-	m := mirrorResult(t, res[0], flaky.URL)
-	if m.Dropped != "" || m.Bytes < int64(len(data))/4 || m.Bad == 0 {
-		t.Errorf("flaky mirror: %+v; want not dropped, a good share and some bad pieces", m)
-	}
-	if res[0].Refetch < m.Bad {
-		t.Errorf("refetched %d pieces, %d were bad", res[0].Refetch, m.Bad)
-	}
+	eachPath(t, func(t *testing.T) {
+		data := payload(4<<20, 4)
+		flaky, _ := serve(t, data, mt.Corrupt(0.1, plen))
+		good, _ := serve(t, data, mt.RateLimit(6<<20))
+		dir := t.TempDir()
+		res, err := get(t, fastOptions(), dir, fileFor("f.bin", data, plen, flaky.URL, good.URL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustMatch(t, dir, "f.bin", data)
+		m := mirrorResult(t, res[0], flaky.URL)
+		if m.Dropped != "" || m.Bytes < int64(len(data))/4 || m.Bad == 0 {
+			t.Errorf("flaky mirror: %+v; want not dropped, a good share and some bad pieces", m)
+		}
+		if res[0].Refetch < m.Bad {
+			t.Errorf("refetched %d pieces, %d were bad", res[0].Refetch, m.Bad)
+		}
+	})
 }
 
 func TestStalledMirrorRangesMove(t *testing.T) {
-	data := payload(1<<20, 5)
-	stall, _ := serve(t, data, mt.StallAfter(1, time.Hour))
-	good, _ := serve(t, data)
-	o := fastOptions()
-	o.MaxFailures = 1000 // the stall timeout and the end game must move the ranges
-	start := time.Now()
-	dir := t.TempDir()
-	if _, err := get(t, o, dir, fileFor("f.bin", data, plen, stall.URL, good.URL)); err != nil {
-		t.Fatal(err)
-	}
-	mustMatch(t, dir, "f.bin", data)
-	if el := time.Since(start); el > 5*time.Second {
-		t.Errorf("took %v: stalled ranges did not move", el)
-	}
+	eachPath(t, func(t *testing.T) {
+		data := payload(1<<20, 5)
+		stall, _ := serve(t, data, mt.StallAfter(1, time.Hour))
+		good, _ := serve(t, data)
+		o := fastOptions()
+		o.MaxFailures = 1000 // the stall timeout and the end game must move the ranges
+		start := time.Now()
+		dir := t.TempDir()
+		if _, err := get(t, o, dir, fileFor("f.bin", data, plen, stall.URL, good.URL)); err != nil {
+			t.Fatal(err)
+		}
+		mustMatch(t, dir, "f.bin", data)
+		if el := time.Since(start); el > 5*time.Second {
+			t.Errorf("took %v: stalled ranges did not move", el)
+		}
+	})
 }
 
 // With a single mirror there is no end game to hide behind: only the
@@ -217,48 +227,54 @@ func TestRetryAfterHonoured(t *testing.T) {
 }
 
 func TestNoPieceHashesWrongHashNeverPublished(t *testing.T) {
-	data := payload(1<<20+3, 9)
-	s, _ := serve(t, data)
-	f := fileFor("f.bin", data, 0, s.URL)
-	f.Hash = sha([]byte("something else"))
-	dir := t.TempDir()
-	_, err := get(t, fastOptions(), dir, f)
-	if !errors.Is(err, ErrFileHash) {
-		t.Fatalf("err %v, want ErrFileHash", err)
-	}
-	for _, n := range []string{"f.bin", "f.bin.part", "f.bin.rsdump-state"} {
-		if _, err := os.Stat(filepath.Join(dir, n)); err == nil {
-			t.Errorf("%s exists", n)
+	eachPath(t, func(t *testing.T) {
+		data := payload(1<<20+3, 9)
+		s, _ := serve(t, data)
+		f := fileFor("f.bin", data, 0, s.URL)
+		f.Hash = sha([]byte("something else"))
+		dir := t.TempDir()
+		_, err := get(t, fastOptions(), dir, f)
+		if !errors.Is(err, ErrFileHash) {
+			t.Fatalf("err %v, want ErrFileHash", err)
 		}
-	}
+		for _, n := range []string{"f.bin", "f.bin.part", "f.bin.rsdump-state"} {
+			if _, err := os.Stat(filepath.Join(dir, n)); err == nil {
+				t.Errorf("%s exists", n)
+			}
+		}
+	})
 }
 
 // A corrupting mirror without piece hashes is caught by the whole-file
 // hash: the file never gets its name.
 func TestNoPieceHashesCorruptCaught(t *testing.T) {
-	data := payload(1<<20, 10)
-	s, _ := serve(t, data, mt.Corrupt(0.5, plen))
-	dir := t.TempDir()
-	_, err := get(t, fastOptions(), dir, fileFor("f.bin", data, 0, s.URL))
-	if !errors.Is(err, ErrFileHash) {
-		t.Fatalf("err %v, want ErrFileHash", err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "f.bin")); err == nil {
-		t.Error("f.bin exists")
-	}
+	eachPath(t, func(t *testing.T) {
+		data := payload(1<<20, 10)
+		s, _ := serve(t, data, mt.Corrupt(0.5, plen))
+		dir := t.TempDir()
+		_, err := get(t, fastOptions(), dir, fileFor("f.bin", data, 0, s.URL))
+		if !errors.Is(err, ErrFileHash) {
+			t.Fatalf("err %v, want ErrFileHash", err)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "f.bin")); err == nil {
+			t.Error("f.bin exists")
+		}
+	})
 }
 
 func TestNoPieceHashesGood(t *testing.T) {
-	data := payload(3<<20+1, 11)
-	a, _ := serve(t, data)
-	b, _ := serve(t, data, mt.Status(503, 0.3, ""))
-	o := fastOptions()
-	o.RangeSize = 100 << 10
-	dir := t.TempDir()
-	if _, err := get(t, o, dir, fileFor("f.bin", data, 0, a.URL, b.URL)); err != nil {
-		t.Fatal(err)
-	}
-	mustMatch(t, dir, "f.bin", data)
+	eachPath(t, func(t *testing.T) {
+		data := payload(3<<20+1, 11)
+		a, _ := serve(t, data)
+		b, _ := serve(t, data, mt.Status(503, 0.3, ""))
+		o := fastOptions()
+		o.RangeSize = 100 << 10
+		dir := t.TempDir()
+		if _, err := get(t, o, dir, fileFor("f.bin", data, 0, a.URL, b.URL)); err != nil {
+			t.Fatal(err)
+		}
+		mustMatch(t, dir, "f.bin", data)
+	})
 }
 
 // The scheduler gives more work to the faster mirror: through piece
@@ -325,18 +341,20 @@ func TestNoRangeStreamsWholeFile(t *testing.T) {
 // moving, long before the stall timeout, and the stalled connection is
 // freed when the duplicate wins.
 func TestStalledCopyDuplicatedMidFile(t *testing.T) {
-	data := payload(4<<20, 15)
-	stall, sm := serve(t, data, mt.StallAfter(1, time.Hour))
-	good, _ := serve(t, data, mt.RateLimit(2<<20))
-	o := fastOptions()
-	o.StallTimeout, o.PerMirror, o.Connections = time.Minute, 2, 4
-	dir := t.TempDir()
-	start := time.Now()
-	if _, err := get(t, o, dir, fileFor("f.bin", data, plen, good.URL, stall.URL)); err != nil {
-		t.Fatal(err)
-	}
-	mustMatch(t, dir, "f.bin", data)
-	if el, n := time.Since(start), sm.Requests.Load(); n <= 2 || el > 5*time.Second {
-		t.Errorf("stalled mirror got %d requests in %v: its stuck copies were not duplicated and freed", n, el)
-	}
+	eachPath(t, func(t *testing.T) {
+		data := payload(4<<20, 15)
+		stall, sm := serve(t, data, mt.StallAfter(1, time.Hour))
+		good, _ := serve(t, data, mt.RateLimit(2<<20))
+		o := fastOptions()
+		o.StallTimeout, o.PerMirror, o.Connections = time.Minute, 2, 4
+		dir := t.TempDir()
+		start := time.Now()
+		if _, err := get(t, o, dir, fileFor("f.bin", data, plen, good.URL, stall.URL)); err != nil {
+			t.Fatal(err)
+		}
+		mustMatch(t, dir, "f.bin", data)
+		if el, n := time.Since(start), sm.Requests.Load(); n <= 2 || el > 5*time.Second {
+			t.Errorf("stalled mirror got %d requests in %v: its stuck copies were not duplicated and freed", n, el)
+		}
+	})
 }

@@ -26,45 +26,88 @@ type attempt struct {
 	got    atomic.Int64
 	last   atomic.Int64 // UnixNano of the last byte received
 	buf    []byte       // an end-game copy's data
+	stored bool         // a buffered copy that was written (runBuffered)
 }
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
 
+// readStep bounds one read of a body, so progress and the stall timer
+// move at least every readStep bytes.
+const readStep = 256 << 10
+
 // fetch requests the piece's range and streams it to sink, hashing it on
-// the way; it returns the number of bytes received.
+// the way (pieces too large to buffer; see runBuffered for the others).
 func (d *download) fetch(a *attempt, sink func(off int64, b []byte) error) error {
 	off, end := d.span(a.piece)
-	watch := time.AfterFunc(d.g.opts.StallTimeout, func() { a.cancel(ErrStalled) })
-	defer watch.Stop()
-	resp, err := d.request(a, off, end)
+	resp, watch, err := d.send(a)
 	if err != nil {
 		return err
 	}
+	defer watch.Stop()
 	defer resp.Body.Close()
 	h := d.pieceHash()
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
-	pos := off
-	for pos < end {
-		n, err := io.ReadFull(resp.Body, (*bp)[:min(int64(len(*bp)), end-pos)])
+	for pos := off; pos < end; {
+		b := (*bp)[:min(int64(len(*bp)), end-pos)]
+		if err := d.readBody(a, resp.Body, watch, b); err != nil {
+			return err
+		}
+		if h != nil {
+			h.Write(b)
+		}
+		if err := sink(pos, b); err != nil {
+			return err
+		}
+		pos += int64(len(b))
+	}
+	return d.checkPiece(a, h)
+}
+
+// fetchInto reads the piece's range into b, which has its length.
+func (d *download) fetchInto(a *attempt, b []byte) error {
+	resp, watch, err := d.send(a)
+	if err != nil {
+		return err
+	}
+	defer watch.Stop()
+	defer resp.Body.Close()
+	return d.readBody(a, resp.Body, watch, b)
+}
+
+// send sends the attempt's request under a stall watch, which cancels the
+// attempt when no byte arrives for StallTimeout.
+func (d *download) send(a *attempt) (*http.Response, *time.Timer, error) {
+	off, end := d.span(a.piece)
+	watch := time.AfterFunc(d.g.opts.StallTimeout, func() { a.cancel(ErrStalled) })
+	resp, err := d.request(a, off, end)
+	if err != nil {
+		watch.Stop()
+		return nil, nil, err
+	}
+	return resp, watch, nil
+}
+
+// readBody fills dst from body, crediting progress and pushing the stall
+// deadline back on each read.
+func (d *download) readBody(a *attempt, body io.Reader, watch *time.Timer, dst []byte) error {
+	for len(dst) > 0 {
+		n, err := body.Read(dst[:min(len(dst), readStep)])
 		if n > 0 {
 			watch.Reset(d.g.opts.StallTimeout)
 			a.got.Add(int64(n))
 			a.last.Store(time.Now().UnixNano())
 			d.received(a.m, n)
-			if h != nil {
-				h.Write((*bp)[:n])
-			}
-			if err := sink(pos, (*bp)[:n]); err != nil {
-				return err
-			}
-			pos += int64(n)
+			dst = dst[n:]
 		}
-		if err != nil {
+		if err != nil && len(dst) > 0 {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
 			return d.readError(a, err)
 		}
 	}
-	return d.checkPiece(a, h)
+	return nil
 }
 
 func (d *download) readError(a *attempt, err error) error {

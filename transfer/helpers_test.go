@@ -104,3 +104,15 @@ func mirrorResult(t *testing.T, r *Result, url string) MirrorResult {
 	t.Fatalf("no result for mirror %s", url)
 	return MirrorResult{}
 }
+
+// eachPath runs f with pieces read into memory before they are checked
+// and written (runBuffered), and again with pieces streamed into the file
+// as they arrive, the path taken by pieces over maxBuffered.
+func eachPath(t *testing.T, f func(t *testing.T)) {
+	t.Run("buffered", f)
+	t.Run("streamed", func(t *testing.T) {
+		defer func(v int64) { maxBuffered = v }(maxBuffered)
+		maxBuffered = 0
+		f(t)
+	})
+}

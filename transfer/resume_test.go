@@ -17,35 +17,37 @@ import (
 // Cancelling mid-way (SIGINT) saves the state; the next run fetches only
 // what was missing.
 func TestCancelThenResume(t *testing.T) {
-	data := payload(4<<20, 20)
-	s, m := serve(t, data, mt.RateLimit(8<<20))
-	f := fileFor("f.bin", data, plen, s.URL)
-	dir := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	g := New(fastOptions())
-	go func() {
-		for g.Progress().Done < int64(len(data))/2 {
-			time.Sleep(5 * time.Millisecond)
+	eachPath(t, func(t *testing.T) {
+		data := payload(4<<20, 20)
+		s, m := serve(t, data, mt.RateLimit(8<<20))
+		f := fileFor("f.bin", data, plen, s.URL)
+		dir := t.TempDir()
+		ctx, cancel := context.WithCancel(context.Background())
+		g := New(fastOptions())
+		go func() {
+			for g.Progress().Done < int64(len(data))/2 {
+				time.Sleep(5 * time.Millisecond)
+			}
+			cancel()
+		}()
+		_, err := g.Get(ctx, dir, []File{f})
+		if err == nil {
+			t.Fatal("no error after cancel")
 		}
-		cancel()
-	}()
-	_, err := g.Get(ctx, dir, []File{f})
-	if err == nil {
-		t.Fatal("no error after cancel")
-	}
-	st, err := loadState(filepath.Join(dir, "f.bin.rsdump-state"))
-	if err != nil {
-		t.Fatalf("no state after cancel: %v", err)
-	}
-	res, err := get(t, fastOptions(), dir, f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustMatch(t, dir, "f.bin", data)
-	refetched := m.Bytes.Load() - int64(len(data))
-	if res[0].Resumed < int64(len(data))/2 || refetched > int64(len(data))/8 {
-		t.Errorf("resumed %d, fetched %d bytes more than the file (state had %d bytes of bitmap)", res[0].Resumed, refetched, len(st.Done))
-	}
+		st, err := loadState(filepath.Join(dir, "f.bin.rsdump-state"))
+		if err != nil {
+			t.Fatalf("no state after cancel: %v", err)
+		}
+		res, err := get(t, fastOptions(), dir, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustMatch(t, dir, "f.bin", data)
+		refetched := m.Bytes.Load() - int64(len(data))
+		if res[0].Resumed < int64(len(data))/2 || refetched > int64(len(data))/8 {
+			t.Errorf("resumed %d, fetched %d bytes more than the file (state had %d bytes of bitmap)", res[0].Resumed, refetched, len(st.Done))
+		}
+	})
 }
 
 // With a .part and no state (or a stale one), good pieces on disk are
@@ -163,21 +165,23 @@ func TestSeveralFilesOneBudget(t *testing.T) {
 // End game: the last piece, stuck on a slow mirror, is duplicated on the
 // fast one instead of waiting.
 func TestEndGameDuplicatesSlowTail(t *testing.T) {
-	data := payload(1<<20, 40)
-	slow, _ := serve(t, data, mt.RateLimit(40<<10)) // a 64 KiB piece takes 1.6 s
-	fast, _ := serve(t, data, mt.RateLimit(8<<20), mt.Latency(5*time.Millisecond))
-	o := fastOptions()
-	o.StallTimeout = time.Minute
-	start := time.Now()
-	dir := t.TempDir()
-	res, err := get(t, o, dir, fileFor("f.bin", data, plen, fast.URL, slow.URL))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustMatch(t, dir, "f.bin", data)
-	if el := time.Since(start); el > time.Second {
-		t.Errorf("took %v: the slow mirror's pieces were not duplicated (%+v)", el, res[0].Mirrors)
-	}
+	eachPath(t, func(t *testing.T) {
+		data := payload(1<<20, 40)
+		slow, _ := serve(t, data, mt.RateLimit(40<<10)) // a 64 KiB piece takes 1.6 s
+		fast, _ := serve(t, data, mt.RateLimit(8<<20), mt.Latency(5*time.Millisecond))
+		o := fastOptions()
+		o.StallTimeout = time.Minute
+		start := time.Now()
+		dir := t.TempDir()
+		res, err := get(t, o, dir, fileFor("f.bin", data, plen, fast.URL, slow.URL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustMatch(t, dir, "f.bin", data)
+		if el := time.Since(start); el > time.Second {
+			t.Errorf("took %v: the slow mirror's pieces were not duplicated (%+v)", el, res[0].Mirrors)
+		}
+	})
 }
 
 // countTransport counts requests from sending to closing the body.

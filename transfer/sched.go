@@ -21,7 +21,8 @@ type piece struct {
 	excl    []int    // mirrors whose copy failed the hash
 	tries   int
 	wmu     sync.Mutex
-	writer  int64
+	writer  int64 // the streamed copy allowed to write
+	stored  bool  // a buffered copy was written
 }
 
 // next blocks until there is a piece and a mirror with a free slot for
@@ -326,7 +327,7 @@ func (d *download) judge(m *mirror, p *piece, v verdict, after time.Duration, er
 }
 
 func (d *download) complete(a *attempt, p *piece) {
-	if a.dup && !d.writeDup(a, p) {
+	if a.dup && !a.stored && !d.writeDup(a, p) {
 		return
 	}
 	off, end := d.span(a.piece)

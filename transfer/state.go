@@ -280,27 +280,6 @@ func writeAtomic(path string, b []byte) error {
 	return nil
 }
 
-// hashFrontier hashes the file in order as pieces complete, reading back
-// what was written, so that the whole-file check is mostly done when the
-// last piece lands.
-func (d *download) hashFrontier() (string, error) {
-	if d.f.HashAlg == "" {
-		return "", nil
-	}
-	h, _ := newHash(d.f.HashAlg)
-	buf := make([]byte, 1<<20) // few, large reads
-	for i := range d.n {
-		if err := d.waitDone(i); err != nil {
-			return "", err
-		}
-		off, end := d.span(i)
-		if _, err := io.CopyBuffer(h, io.NewSectionReader(d.part, off, end-off), buf); err != nil {
-			return "", fmt.Errorf("%s: %w", d.partPath, err)
-		}
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
 func (d *download) waitDone(i int) error {
 	for {
 		ch := d.hashWake.wait()
