@@ -38,9 +38,10 @@ type download struct {
 	streamTried bool
 
 	whole    wholeHash
-	bufs     sync.Pool // piece buffers of plen bytes (runBuffered)
-	changed  wakeup    // a piece or mirror changed state
-	hashWake wakeup    // a piece was completed
+	bufs     sync.Pool      // piece buffers of plen bytes (runBuffered)
+	waiting  sync.WaitGroup // pieces waiting for the frontier (runBuffered)
+	changed  wakeup         // a piece or mirror changed state
+	hashWake wakeup         // a piece was completed
 	verified atomic.Int64
 	fetched  atomic.Int64
 }
@@ -158,6 +159,7 @@ func (d *download) workers(ctx context.Context) error {
 		g.Go(func() error { return d.worker(d.ctx) })
 	}
 	werr := g.Wait()
+	d.waiting.Wait() // pieces handed off by runBuffered
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	switch {
@@ -191,7 +193,12 @@ func (d *download) worker(ctx context.Context) error {
 			return nil
 		}
 		err = d.runAttempt(a)
-		d.g.budget.release()
+		if err == errHandedOff {
+			continue
+		}
+		if a.received.IsZero() {
+			d.g.budget.release()
+		}
 		d.finish(a, err)
 	}
 }

@@ -16,17 +16,18 @@ import (
 
 // attempt is one request for one piece from one mirror.
 type attempt struct {
-	id     int64
-	piece  int
-	m      *mirror
-	dup    bool // end-game copy: buffers in memory, writes only if it wins
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	start  time.Time
-	got    atomic.Int64
-	last   atomic.Int64 // UnixNano of the last byte received
-	buf    []byte       // an end-game copy's data
-	stored bool         // a buffered copy that was written (runBuffered)
+	id       int64
+	piece    int
+	m        *mirror
+	dup      bool // end-game copy: buffers in memory, writes only if it wins
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	start    time.Time
+	got      atomic.Int64
+	last     atomic.Int64 // UnixNano of the last byte received
+	buf      []byte       // an end-game copy's data
+	stored   bool         // a buffered copy that was written (runBuffered)
+	received time.Time    // when a buffered copy's body was read and its connection given back (hangUp)
 }
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}

@@ -259,7 +259,9 @@ func (d *download) start(m *mirror, i int, dup bool) *attempt {
 // the pool (excluding a mirror that served it bad data), and the mirror
 // is credited, backed off, demoted or dropped.
 func (d *download) finish(a *attempt, err error) {
-	d.g.budget.releaseHost(a.m.host)
+	if a.received.IsZero() { // else hangUp gave the slots back
+		d.g.budget.releaseHost(a.m.host)
+	}
 	d.mu.Lock()
 	d.settle(a, err)
 	d.mu.Unlock()
@@ -269,7 +271,9 @@ func (d *download) finish(a *attempt, err error) {
 
 func (d *download) settle(a *attempt, err error) {
 	m, p := a.m, &d.pieces[a.piece]
-	m.active--
+	if a.received.IsZero() {
+		m.active--
+	}
 	if a.dup {
 		p.dup = nil
 	} else {
@@ -286,10 +290,13 @@ func (d *download) settle(a *attempt, err error) {
 	}
 	v, after := classify(err)
 	d.judge(m, p, v, after, err)
-	if v == ignore || p.done {
+	if v == ignore {
 		return
 	}
-	d.res.Refetch++ // by a new attempt, or by a copy already under way
+	d.res.Refetch++ // by a new attempt, or by a copy under way or done
+	if p.done {
+		return
+	}
 	d.cursor = min(d.cursor, a.piece)
 	if p.tries > 3*len(d.mirrors)+3 {
 		d.failLocked(fmt.Errorf("%s: piece %d failed %d times, last: %w", d.f.Name, a.piece, p.tries, err))
@@ -341,7 +348,9 @@ func (d *download) complete(a *attempt, p *piece) {
 	if d.f.Pieces.Hashes != nil {
 		m.record(false)
 	}
-	m.observe(end-off, time.Since(a.start))
+	if a.received.IsZero() { // else hangUp measured it
+		m.observe(end-off, time.Since(a.start))
+	}
 	for _, o := range []*attempt{p.primary, p.dup} {
 		if o != nil {
 			o.cancel(errLost)

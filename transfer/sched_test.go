@@ -11,8 +11,11 @@ import (
 // piece wins must fail the file, not deadlock: the primary copy holds the
 // piece's write lock when its write fails, while finish holds the
 // download's lock and waits for the write lock to store the duplicate.
+// (Pieces streamed into the file: a buffered copy writes only once whole.)
 func TestWriteFailureDuringEndGame(t *testing.T) {
-	eachPath(t, func(t *testing.T) {
+	defer func(v int64) { maxBuffered = v }(maxBuffered)
+	maxBuffered = 0
+	func() {
 		data := payload(2*plen, 50)
 		s, _ := serve(t, data)
 		d, err := New(fastOptions()).newDownload(t.TempDir(), fileFor("f.bin", data, plen, s.URL, s.URL+"?b"))
@@ -61,7 +64,7 @@ func TestWriteFailureDuringEndGame(t *testing.T) {
 		if failed == nil {
 			t.Error("the failed write did not fail the file")
 		}
-	})
+	}()
 }
 
 // A piece longer than maxDupPiece never gets an end-game copy, which

@@ -1,12 +1,15 @@
 package transfer
 
 import (
+	"context"
 	"encoding"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/rsdump/rsdump/internal/digest"
 )
@@ -16,10 +19,23 @@ import (
 // pass as the piece hash (digest.WriteBoth), or else by hashFrontier,
 // which reads completed pieces back from the .part file. Either way the
 // check is mostly done when the last piece lands.
+//
+// Pieces finish a little out of order, so a piece just ahead of the
+// frontier waits in pending, a bounded number at a time: whoever moves
+// the frontier onto it takes it in with the same single pass, instead of
+// it being hashed once now and read back and hashed again later.
 type wholeHash struct {
-	mu   sync.Mutex
-	h    hash.Hash // nil when the file has no whole-file hash
-	next int       // pieces [0, next) are in h
+	mu      sync.Mutex
+	h       hash.Hash // nil when the file has no whole-file hash
+	next    int       // pieces [0, next) are in h
+	pending map[int]*pend
+}
+
+// pend is a piece waiting for the frontier; done gets its verdict.
+type pend struct {
+	a    *attempt
+	b    []byte
+	done chan error
 }
 
 // maxBuffered bounds the pieces a worker reads into memory before
@@ -40,50 +56,139 @@ func (d *download) pieceBuf() *[]byte {
 
 // runBuffered fetches a piece into memory, checks it and writes it with
 // one call. A piece with a hash is checked before it is written, and the
-// whole-file hash takes it in the same pass when it is next in line; a
-// range without one joins the whole-file hash only once it is the copy
-// written, since two copies of it may differ.
+// whole-file hash takes it in the same pass when it is next in line (see
+// wholeHash); a piece a little ahead is handed to a goroutine that waits
+// for its turn and finishes the attempt (errHandedOff), so the worker goes
+// on to the next piece. A range without a hash joins the whole-file hash
+// only once it is the copy written, since two copies of it may differ.
 func (d *download) runBuffered(a *attempt) error {
 	bp := d.pieceBuf()
-	defer d.bufs.Put(bp)
 	off, end := d.span(a.piece)
 	b := (*bp)[:end-off]
 	if err := d.fetchInto(a, b); err != nil {
+		d.bufs.Put(bp)
 		return err
 	}
+	d.hangUp(a)
 	if d.f.Pieces.Hashes == nil {
-		if err := d.store(a, b); err != nil {
-			return err
-		}
-		d.whole.mu.Lock()
-		if d.whole.h != nil && d.whole.next == a.piece {
-			d.whole.h.Write(b)
-			d.whole.next++
-		}
-		d.whole.mu.Unlock()
-		return nil
-	}
-	if err := d.verify(a, b); err != nil {
+		err := d.storeRange(a, b)
+		d.bufs.Put(bp)
 		return err
 	}
-	return d.store(a, b)
+	if p := d.enqueue(a, b); p != nil {
+		d.waiting.Add(1)
+		go func() {
+			defer d.waiting.Done()
+			err := d.awaitTurn(p)
+			if err == nil {
+				err = d.store(a, b)
+			}
+			d.bufs.Put(bp)
+			d.finish(a, err)
+		}()
+		return errHandedOff
+	}
+	err := d.verify(a, b)
+	if err == nil {
+		err = d.store(a, b)
+	}
+	d.bufs.Put(bp)
+	return err
 }
 
-// verify checks b against the piece hash, hashing it into the whole-file
-// hash too when it is next; a piece that fails leaves that hash as it was.
-func (d *download) verify(a *attempt, b []byte) error {
-	ph := d.pieceHash()
+// errHandedOff: the attempt is finished by another goroutine.
+var errHandedOff = errors.New("piece handed to a waiting goroutine")
+
+// storeRange writes a range checked by no piece hash, and hashes it into
+// the whole-file hash if it is next.
+func (d *download) storeRange(a *attempt, b []byte) error {
+	if err := d.store(a, b); err != nil {
+		return err
+	}
 	w := &d.whole
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.h == nil || w.next != a.piece {
-		ph.Write(b)
-		return d.checkPiece(a, ph)
+	if w.h != nil && w.next == a.piece {
+		w.h.Write(b)
+		w.next++
+		d.takePending()
 	}
+	return nil
+}
+
+// enqueue makes a piece a little ahead of the frontier wait for it; nil
+// when it is next, too far ahead, or too many wait already.
+func (d *download) enqueue(a *attempt, b []byte) *pend {
+	w := &d.whole
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.h == nil || w.next >= a.piece || len(w.pending) >= d.maxParked() || w.pending[a.piece] != nil {
+		return nil
+	}
+	if w.pending == nil {
+		w.pending = map[int]*pend{}
+	}
+	p := &pend{a: a, b: b, done: make(chan error, 1)}
+	w.pending[a.piece] = p
+	return p
+}
+
+// awaitTurn returns p's verdict once the frontier has taken it in; after
+// maxParkWait, or when the attempt ends, p withdraws and is checked alone.
+func (d *download) awaitTurn(p *pend) error {
+	t := time.NewTimer(maxParkWait)
+	defer t.Stop()
+	select {
+	case err := <-p.done:
+		return err
+	case <-t.C:
+	case <-p.a.ctx.Done():
+	}
+	w := &d.whole
+	w.mu.Lock()
+	if w.pending[p.a.piece] != p {
+		w.mu.Unlock()
+		return <-p.done // taken meanwhile: sent under w.mu, so already there
+	}
+	delete(w.pending, p.a.piece)
+	w.mu.Unlock()
+	if err := context.Cause(p.a.ctx); err != nil {
+		return err // another copy won, or the download ended
+	}
+	ph := d.pieceHash()
+	ph.Write(p.b)
+	return d.checkPiece(p.a, ph)
+}
+
+// verify checks b against the piece hash, and takes it into the
+// whole-file hash in the same pass when it is next.
+func (d *download) verify(a *attempt, b []byte) error {
+	w := &d.whole
+	w.mu.Lock()
+	if w.h != nil && w.next == a.piece {
+		defer w.mu.Unlock()
+		err := d.take(a, b)
+		if err == nil {
+			d.takePending()
+		}
+		return err
+	}
+	w.mu.Unlock()
+	ph := d.pieceHash()
+	ph.Write(b)
+	return d.checkPiece(a, ph)
+}
+
+// take hashes piece a.piece, which is next, into its piece hash and the
+// whole-file hash together; a piece that fails leaves the whole-file hash
+// as it was. w.mu is held.
+func (d *download) take(a *attempt, b []byte) error {
+	w := &d.whole
 	saved, err := w.h.(encoding.BinaryMarshaler).MarshalBinary()
 	if err != nil {
 		return err // every hash newHash returns can do this
 	}
+	ph := d.pieceHash()
 	digest.WriteBoth(ph, w.h, b)
 	if err := d.checkPiece(a, ph); err != nil {
 		if uerr := w.h.(encoding.BinaryUnmarshaler).UnmarshalBinary(saved); uerr != nil {
@@ -93,6 +198,52 @@ func (d *download) verify(a *attempt, b []byte) error {
 	}
 	w.next++
 	return nil
+}
+
+// takePending takes in the waiting pieces the frontier has reached, in
+// order, handing each its verdict. w.mu is held.
+func (d *download) takePending() {
+	w := &d.whole
+	for {
+		p := w.pending[w.next]
+		if p == nil {
+			return
+		}
+		delete(w.pending, w.next)
+		err := d.take(p.a, p.b)
+		p.done <- err
+		if err != nil {
+			return
+		}
+	}
+}
+
+// maxParkWait bounds how long a piece waits for the frontier: a stalled
+// piece in front must not hold the ones behind it, unrecorded in the
+// state file, for the stall timeout.
+const maxParkWait = time.Second
+
+// maxParkedBytes and maxParkedPieces bound the pieces that wait: their
+// memory, and the goroutines that hold them.
+const (
+	maxParkedBytes  = 16 << 20
+	maxParkedPieces = 32
+)
+
+func (d *download) maxParked() int { return int(min(maxParkedBytes/d.plen, maxParkedPieces)) }
+
+// hangUp gives back a's connection slots once its body is read, so that
+// checking the piece, or waiting to, never holds a connection idle.
+func (d *download) hangUp(a *attempt) {
+	a.received = time.Now()
+	d.g.budget.release()
+	d.g.budget.releaseHost(a.m.host)
+	off, end := d.span(a.piece)
+	d.mu.Lock()
+	a.m.active--
+	a.m.observe(end-off, a.received.Sub(a.start)) // before the slot is handed on
+	d.mu.Unlock()
+	d.changed.notify()
 }
 
 // store writes a buffered piece unless another copy already has; a
@@ -158,5 +309,6 @@ func (d *download) hashBack(i int, buf []byte) error {
 		return fmt.Errorf("%s: %w", d.partPath, err)
 	}
 	w.next++
+	d.takePending()
 	return nil
 }
