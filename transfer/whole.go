@@ -277,7 +277,7 @@ func (d *download) hashFrontier() (string, error) {
 	if w.h == nil {
 		return "", nil
 	}
-	buf := make([]byte, 1<<20) // few, large reads
+	buf := make([]byte, min(d.plen, 1<<20)) // a piece, or large reads of one
 	for {
 		w.mu.Lock()
 		i := w.next
@@ -296,16 +296,26 @@ func (d *download) hashFrontier() (string, error) {
 }
 
 // hashBack hashes completed piece i from the file, unless a worker got
-// there first.
+// there first. A piece that fits a buffer is read outside the lock, which
+// workers taking pieces in need; a larger one is hashed as it is read.
 func (d *download) hashBack(i int, buf []byte) error {
 	w := &d.whole
+	off, end := d.span(i)
+	var b []byte
+	if end-off <= int64(len(buf)) {
+		b = buf[:end-off]
+		if _, err := d.part.ReadAt(b, off); err != nil {
+			return fmt.Errorf("%s: %w", d.partPath, err)
+		}
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.next != i {
 		return nil
 	}
-	off, end := d.span(i)
-	if _, err := io.CopyBuffer(w.h, io.NewSectionReader(d.part, off, end-off), buf); err != nil {
+	if b != nil {
+		w.h.Write(b)
+	} else if _, err := io.CopyBuffer(w.h, io.NewSectionReader(d.part, off, end-off), buf); err != nil {
 		return fmt.Errorf("%s: %w", d.partPath, err)
 	}
 	w.next++
