@@ -24,6 +24,7 @@ type Getter struct {
 	client  *http.Client
 	budget  *budget
 	fetched atomic.Int64
+	parked  atomic.Int64 // bytes of pieces waiting for their whole-file hash
 
 	mu     sync.Mutex
 	active map[*download]bool

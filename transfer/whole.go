@@ -25,10 +25,11 @@ import (
 // the frontier onto it takes it in with the same single pass, instead of
 // it being hashed once now and read back and hashed again later.
 type wholeHash struct {
-	mu      sync.Mutex
-	h       hash.Hash // nil when the file has no whole-file hash
-	next    int       // pieces [0, next) are in h
-	pending map[int]*pend
+	mu       sync.Mutex
+	h        hash.Hash // nil when the file has no whole-file hash
+	next     int       // pieces [0, next) are in h
+	pending  map[int]*pend
+	readBack int // pieces hashFrontier had to read back from the file
 }
 
 // pend is a piece waiting for the frontier; done gets its verdict.
@@ -84,6 +85,7 @@ func (d *download) runBuffered(a *attempt) error {
 				err = d.store(a, b)
 			}
 			d.bufs.Put(bp)
+			d.g.parked.Add(-d.plen)
 			d.finish(a, err)
 		}()
 		return errHandedOff
@@ -122,7 +124,11 @@ func (d *download) enqueue(a *attempt, b []byte) *pend {
 	w := &d.whole
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.h == nil || w.next >= a.piece || len(w.pending) >= d.maxParked() || w.pending[a.piece] != nil {
+	if w.h == nil || w.next >= a.piece || len(w.pending) >= maxParkedPieces || w.pending[a.piece] != nil {
+		return nil
+	}
+	if d.g.parked.Add(d.plen) > maxParkedBytes { // across the files being fetched
+		d.g.parked.Add(-d.plen)
 		return nil
 	}
 	if w.pending == nil {
@@ -223,14 +229,12 @@ func (d *download) takePending() {
 // state file, for the stall timeout.
 const maxParkWait = time.Second
 
-// maxParkedBytes and maxParkedPieces bound the pieces that wait: their
-// memory, and the goroutines that hold them.
+// maxParkedBytes bounds the memory of the pieces that wait, whatever the
+// number of files; maxParkedPieces the goroutines holding them, per file.
 const (
 	maxParkedBytes  = 16 << 20
 	maxParkedPieces = 32
 )
-
-func (d *download) maxParked() int { return int(min(maxParkedBytes/d.plen, maxParkedPieces)) }
 
 // hangUp gives back a's connection slots once its body is read, so that
 // checking the piece, or waiting to, never holds a connection idle.
@@ -313,6 +317,7 @@ func (d *download) hashBack(i int, buf []byte) error {
 	if w.next != i {
 		return nil
 	}
+	w.readBack++
 	if b != nil {
 		w.h.Write(b)
 	} else if _, err := io.CopyBuffer(w.h, io.NewSectionReader(d.part, off, end-off), buf); err != nil {
