@@ -15,56 +15,54 @@ import (
 func TestWriteFailureDuringEndGame(t *testing.T) {
 	defer func(v int64) { maxBuffered = v }(maxBuffered)
 	maxBuffered = 0
-	func() {
-		data := payload(2*plen, 50)
-		s, _ := serve(t, data)
-		d, err := New(fastOptions()).newDownload(t.TempDir(), fileFor("f.bin", data, plen, s.URL, s.URL+"?b"))
-		if err != nil {
-			t.Fatal(err)
+	data := payload(2*plen, 50)
+	s, _ := serve(t, data)
+	d, err := New(fastOptions()).newDownload(t.TempDir(), fileFor("f.bin", data, plen, s.URL, s.URL+"?b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(d.partPath, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d.part, err = os.Open(d.partPath) // read-only: every write fails
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.part.Close()
+	d.ctx, d.cancel = context.WithCancel(context.Background())
+	defer d.cancel()
+	d.mu.Lock()
+	primary := d.start(d.mirrors[0], 0, false)
+	dup := d.start(d.mirrors[1], 0, true)
+	dup.buf = data[:plen]
+	// finish holds d.mu from here to writeDup; meanwhile the primary
+	// copy receives its first bytes and fails to write them.
+	attempted := make(chan error, 1)
+	go func() { attempted <- d.runAttempt(primary) }()
+	for primary.got.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // the write fails; d.mu is wanted
+	stored := make(chan bool, 1)
+	go func() { stored <- d.writeDup(dup, &d.pieces[0]) }()
+	select {
+	case ok := <-stored:
+		if ok {
+			t.Error("the duplicate was stored into a read-only .part")
 		}
-		if err := os.WriteFile(d.partPath, nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		d.part, err = os.Open(d.partPath) // read-only: every write fails
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer d.part.Close()
-		d.ctx, d.cancel = context.WithCancel(context.Background())
-		defer d.cancel()
-		d.mu.Lock()
-		primary := d.start(d.mirrors[0], 0, false)
-		dup := d.start(d.mirrors[1], 0, true)
-		dup.buf = data[:plen]
-		// finish holds d.mu from here to writeDup; meanwhile the primary
-		// copy receives its first bytes and fails to write them.
-		attempted := make(chan error, 1)
-		go func() { attempted <- d.runAttempt(primary) }()
-		for primary.got.Load() == 0 {
-			time.Sleep(time.Millisecond)
-		}
-		time.Sleep(50 * time.Millisecond) // the write fails; d.mu is wanted
-		stored := make(chan bool, 1)
-		go func() { stored <- d.writeDup(dup, &d.pieces[0]) }()
-		select {
-		case ok := <-stored:
-			if ok {
-				t.Error("the duplicate was stored into a read-only .part")
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatal("deadlock: writeDup waits for the write lock the failed primary write holds")
-		}
-		failed := d.err
-		d.mu.Unlock()
-		select {
-		case <-attempted:
-		case <-time.After(5 * time.Second):
-			t.Fatal("the primary copy never returned")
-		}
-		if failed == nil {
-			t.Error("the failed write did not fail the file")
-		}
-	}()
+	case <-time.After(5 * time.Second):
+		t.Fatal("deadlock: writeDup waits for the write lock the failed primary write holds")
+	}
+	failed := d.err
+	d.mu.Unlock()
+	select {
+	case <-attempted:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the primary copy never returned")
+	}
+	if failed == nil {
+		t.Error("the failed write did not fail the file")
+	}
 }
 
 // A piece longer than maxDupPiece never gets an end-game copy, which
