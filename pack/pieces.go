@@ -1,12 +1,11 @@
 package pack
 
 import (
+	"crypto/sha256"
 	"encoding"
 	"encoding/hex"
 	"hash"
 	"sync"
-
-	"crypto/sha256"
 
 	"github.com/rsdump/rsdump/internal/digest"
 )
@@ -47,7 +46,9 @@ func newPieceSums(length int64) *pieceSums {
 // how many that was.
 func (p *pieceSums) feed(b []byte, whole *lane) int {
 	if p.inCur == 0 {
-		p.dual = pickDual(whole.backlog(), p.lane.backlog())
+		// Pieces not a whole number of sha-256 blocks never line up with
+		// the package's blocks: WriteBoth would hash them twice anyway.
+		p.dual = p.length%64 == 0 && pickDual(whole.backlog(), p.lane.backlog())
 	}
 	n := int(min(int64(len(b)), laneChunk, p.length-p.inCur))
 	p.inCur += int64(n)

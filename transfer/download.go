@@ -196,7 +196,7 @@ func (d *download) worker(ctx context.Context) error {
 		if err == errHandedOff {
 			continue
 		}
-		if a.received.IsZero() {
+		if a.bodyDone.IsZero() {
 			d.g.budget.release()
 		}
 		d.finish(a, err)

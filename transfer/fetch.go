@@ -27,7 +27,7 @@ type attempt struct {
 	last     atomic.Int64 // UnixNano of the last byte received
 	buf      []byte       // an end-game copy's data
 	stored   bool         // a buffered copy that was written (runBuffered)
-	received time.Time    // when a buffered copy's body was read and its connection given back (hangUp)
+	bodyDone time.Time    // when a buffered copy's body was read and its slots given back (hangUp); guarded by d.mu
 }
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}

@@ -11,8 +11,8 @@ import (
 )
 
 // piece is one range of the file. The download's mutex guards every
-// field but writer, which wmu guards so that a write to the file never
-// waits for the scheduler. Lock order: d.mu, then wmu (writeDup); never
+// field but writer and stored, which wmu guards so that a write to the
+// file never waits for the scheduler. Lock order: d.mu, then wmu (writeDup); never
 // d.mu while holding wmu.
 type piece struct {
 	done    bool
@@ -170,7 +170,7 @@ func (d *download) endGame(m *mirror, now time.Time) int {
 	best, bestGain := -1, 0.0
 	for i := d.cursor; i < d.n; i++ {
 		p := &d.pieces[i]
-		if p.done || p.primary == nil || p.dup != nil || p.primary.m == m || slices.Contains(p.excl, m.idx) {
+		if p.done || p.primary == nil || !p.primary.bodyDone.IsZero() || p.dup != nil || p.primary.m == m || slices.Contains(p.excl, m.idx) {
 			continue
 		}
 		left := d.timeLeft(p.primary, now)
@@ -196,7 +196,7 @@ func (d *download) straggler(m *mirror, now time.Time) int {
 	for i := d.cursor; i < min(d.n, d.cursor+stragglerWindow); i++ {
 		p := &d.pieces[i]
 		a := p.primary
-		if p.done || a == nil || p.dup != nil || a.m == m || slices.Contains(p.excl, m.idx) {
+		if p.done || a == nil || !a.bodyDone.IsZero() || p.dup != nil || a.m == m || slices.Contains(p.excl, m.idx) {
 			continue
 		}
 		mine := d.expected(m, i)
@@ -259,7 +259,7 @@ func (d *download) start(m *mirror, i int, dup bool) *attempt {
 // the pool (excluding a mirror that served it bad data), and the mirror
 // is credited, backed off, demoted or dropped.
 func (d *download) finish(a *attempt, err error) {
-	if a.received.IsZero() { // else hangUp gave the slots back
+	if a.bodyDone.IsZero() { // else hangUp gave the slots back
 		d.g.budget.releaseHost(a.m.host)
 	}
 	d.mu.Lock()
@@ -271,7 +271,7 @@ func (d *download) finish(a *attempt, err error) {
 
 func (d *download) settle(a *attempt, err error) {
 	m, p := a.m, &d.pieces[a.piece]
-	if a.received.IsZero() {
+	if a.bodyDone.IsZero() {
 		m.active--
 	}
 	if a.dup {
@@ -348,9 +348,11 @@ func (d *download) complete(a *attempt, p *piece) {
 	if d.f.Pieces.Hashes != nil {
 		m.record(false)
 	}
-	if a.received.IsZero() { // else hangUp measured it
-		m.observe(end-off, time.Since(a.start))
+	took := time.Since(a.start)
+	if !a.bodyDone.IsZero() {
+		took = a.bodyDone.Sub(a.start) // not the time spent checking it
 	}
+	m.observe(end-off, took)
 	for _, o := range []*attempt{p.primary, p.dup} {
 		if o != nil {
 			o.cancel(errLost)

@@ -42,7 +42,7 @@ type pend struct {
 // maxBuffered bounds the pieces a worker reads into memory before
 // checking and writing them (runBuffered); larger pieces stream into the
 // file as they arrive. With the default 16 connections, 2 MiB pieces hold
-// at most 32 MiB.
+// at most 32 MiB, plus maxParkedBytes of pieces waiting their turn.
 var maxBuffered int64 = 2 << 20 // a variable so tests can take the streaming path
 
 func (d *download) buffered() bool { return d.plen <= maxBuffered }
@@ -119,12 +119,14 @@ func (d *download) storeRange(a *attempt, b []byte) error {
 }
 
 // enqueue makes a piece a little ahead of the frontier wait for it; nil
-// when it is next, too far ahead, or too many wait already.
+// when it is next, too far ahead (after a resume, say, or behind a
+// stalled piece), or too many wait already.
 func (d *download) enqueue(a *attempt, b []byte) *pend {
 	w := &d.whole
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.h == nil || w.next >= a.piece || len(w.pending) >= maxParkedPieces || w.pending[a.piece] != nil {
+	if w.h == nil || w.next >= a.piece || a.piece-w.next > maxParkedPieces ||
+		len(w.pending) >= maxParkedPieces || w.pending[a.piece] != nil {
 		return nil
 	}
 	if d.g.parked.Add(d.plen) > maxParkedBytes { // across the files being fetched
@@ -187,23 +189,37 @@ func (d *download) verify(a *attempt, b []byte) error {
 
 // take hashes piece a.piece, which is next, into its piece hash and the
 // whole-file hash together; a piece that fails leaves the whole-file hash
-// as it was. w.mu is held.
+// as it was. A whole-file hash whose state cannot be saved (blake3) gets
+// the piece only once the piece has passed. w.mu is held.
 func (d *download) take(a *attempt, b []byte) error {
 	w := &d.whole
-	saved, err := w.h.(encoding.BinaryMarshaler).MarshalBinary()
-	if err != nil {
-		return err // every hash newHash returns can do this
-	}
 	ph := d.pieceHash()
+	saved, err := saveHash(w.h)
+	if err != nil {
+		ph.Write(b)
+		if err := d.checkPiece(a, ph); err != nil {
+			return err
+		}
+		w.h.Write(b)
+		w.next++
+		return nil
+	}
 	digest.WriteBoth(ph, w.h, b)
 	if err := d.checkPiece(a, ph); err != nil {
-		if uerr := w.h.(encoding.BinaryUnmarshaler).UnmarshalBinary(saved); uerr != nil {
-			return uerr
-		}
+		w.h.(encoding.BinaryUnmarshaler).UnmarshalBinary(saved) // cannot fail: saveHash checked the type
 		return err
 	}
 	w.next++
 	return nil
+}
+
+// saveHash returns h's state, if h can save and restore it.
+func saveHash(h hash.Hash) ([]byte, error) {
+	m, ok := h.(encoding.BinaryMarshaler)
+	if _, ok2 := h.(encoding.BinaryUnmarshaler); !ok || !ok2 {
+		return nil, errors.New("hash state cannot be saved")
+	}
+	return m.MarshalBinary()
 }
 
 // takePending takes in the waiting pieces the frontier has reached, in
@@ -239,13 +255,11 @@ const (
 // hangUp gives back a's connection slots once its body is read, so that
 // checking the piece, or waiting to, never holds a connection idle.
 func (d *download) hangUp(a *attempt) {
-	a.received = time.Now()
 	d.g.budget.release()
 	d.g.budget.releaseHost(a.m.host)
-	off, end := d.span(a.piece)
 	d.mu.Lock()
+	a.bodyDone = time.Now()
 	a.m.active--
-	a.m.observe(end-off, a.received.Sub(a.start)) // before the slot is handed on
 	d.mu.Unlock()
 	d.changed.notify()
 }
@@ -281,7 +295,7 @@ func (d *download) hashFrontier() (string, error) {
 	if w.h == nil {
 		return "", nil
 	}
-	buf := make([]byte, min(d.plen, 1<<20)) // a piece, or large reads of one
+	buf := make([]byte, min(d.plen, max(maxBuffered, 1<<20))) // a piece, or large reads of one
 	for {
 		w.mu.Lock()
 		i := w.next
@@ -300,8 +314,9 @@ func (d *download) hashFrontier() (string, error) {
 }
 
 // hashBack hashes completed piece i from the file, unless a worker got
-// there first. A piece that fits a buffer is read outside the lock, which
-// workers taking pieces in need; a larger one is hashed as it is read.
+// there first. A piece that fits the buffer is read before the lock is
+// taken, since workers taking their pieces in need that lock; a larger
+// one is hashed as it is read.
 func (d *download) hashBack(i int, buf []byte) error {
 	w := &d.whole
 	off, end := d.span(i)

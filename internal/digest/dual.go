@@ -9,7 +9,7 @@ import (
 // WriteBoth writes p to a and b. When both are SHA-256 hashes from
 // crypto/sha256 standing at the same offset within a 64-byte block and the
 // CPU has the SHA extensions, the blocks are hashed into both states in one
-// pass that shares the message schedule: about 1.3 times the cost of one
+// pass that shares the message schedule: about 1.4 times the cost of one
 // hash instead of 2. This is what lets a package's sha-256 and its Metalink
 // piece hashes, or a download's piece hashes and its whole-file hash, come
 // out of the same bytes for little more than the price of one.

@@ -5,7 +5,7 @@
 // Two SHA-256 states advanced over the same 64-byte blocks with the SHA
 // extensions. The message schedule is computed once and shared; the two
 // states' round instructions are independent, so they overlap in the
-// pipeline and two hashes cost about 1.3 times one (internal/digest
+// pipeline and two hashes cost about 1.4 times one (internal/digest
 // BenchmarkWriteBoth).
 //
 // Registers: X0 message+K (implicit operand of SHA256RNDS2); X1, X2 state a
