@@ -15,7 +15,7 @@ import (
 // the package hash (digest.WriteBoth: about 1.4 times one hash), or alone
 // by a lane of its own, in parallel (twice the work, but off the package
 // lane's path). The writer picks per piece: dual while the package lane
-// keeps up, the piece lane when the package lane has the longer queue, so
+// keeps up, the piece lane when the package lane falls well behind, so
 // the hashing costs the least CPU without slowing the writer.
 type pieceSums struct {
 	length int64
@@ -32,9 +32,13 @@ type pieceSums struct {
 	sums []string // by piece; written by both lanes
 }
 
-// pickDual decides who hashes a new piece from the lanes' queue lengths;
-// tests replace it to force either path.
-var pickDual = func(wholeQueue, pieceQueue int) bool { return wholeQueue <= pieceQueue }
+// pickDual decides who hashes a new piece from the lanes' queue lengths:
+// the package lane, unless it has fallen well behind (then the writer is
+// faster than one core hashing twice, and a second core is better used).
+// Tests replace it to force either path.
+var pickDual = func(wholeQueue, pieceQueue int) bool {
+	return wholeQueue < laneDepth*3/4 || wholeQueue <= pieceQueue
+}
 
 func newPieceSums(length int64) *pieceSums {
 	p := &pieceSums{length: length, dualH: sha256.New(), soloH: sha256.New()}
