@@ -27,9 +27,10 @@ func FileFromReader(name string, r io.Reader, pieceLength int64) (*File, error) 
 		return nil, err
 	}
 	whole := sha256.New()
+	both := writerFunc(func(b []byte) (int, error) { ph.WriteAlong(whole, b); return len(b), nil })
 	// The anonymous struct hides any WriterTo, so that the copy goes
 	// through the large buffer rather than small reads.
-	if _, err := io.CopyBuffer(io.MultiWriter(whole, ph), struct{ io.Reader }{r}, make([]byte, 1<<20)); err != nil {
+	if _, err := io.CopyBuffer(both, struct{ io.Reader }{r}, make([]byte, 1<<20)); err != nil {
 		return nil, err
 	}
 	size := ph.Size()
@@ -40,3 +41,7 @@ func FileFromReader(name string, r io.Reader, pieceLength int64) (*File, error) 
 		Pieces: []Pieces{ph.Pieces()},
 	}, nil
 }
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }

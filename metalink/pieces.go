@@ -4,6 +4,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"hash"
+
+	"github.com/rsdump/rsdump/internal/digest"
 )
 
 // PieceHasher hashes a stream in fixed-length pieces as it is written, so
@@ -33,13 +35,25 @@ func NewPieceHasher(alg string, length int64) (*PieceHasher, error) {
 
 // Write hashes b; it never fails.
 func (p *PieceHasher) Write(b []byte) (int, error) {
+	p.WriteAlong(nil, b)
+	return len(b), nil
+}
+
+// WriteAlong hashes b into the pieces and into whole too (unless nil):
+// when both are sha-256 the two come out of one pass over the data for
+// about 1.4 times the cost of one (digest.WriteBoth).
+func (p *PieceHasher) WriteAlong(whole hash.Hash, b []byte) {
 	n := len(b)
 	for len(b) > 0 {
 		k := p.length - p.cur
 		if int64(len(b)) < k {
 			k = int64(len(b))
 		}
-		p.h.Write(b[:k])
+		if whole != nil {
+			digest.WriteBoth(p.h, whole, b[:k])
+		} else {
+			p.h.Write(b[:k])
+		}
 		p.cur += k
 		b = b[k:]
 		if p.cur == p.length {
@@ -49,7 +63,6 @@ func (p *PieceHasher) Write(b []byte) (int, error) {
 		}
 	}
 	p.total += int64(n)
-	return n, nil
 }
 
 func (p *PieceHasher) digest() string {
