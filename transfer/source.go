@@ -22,7 +22,8 @@ import (
 const maxDocument = 64 << 20
 
 // Resolve turns a source into files: a Metalink document (path or URL), a
-// ResourceSync dump document (resourcedump.xml, changedump.xml), or a
+// ResourceSync dump document (resourcedump.xml, changedump.xml) or a
+// sitemap index of them, or a
 // plain http(s) URL, whose RFC 6249 Link and Digest headers add mirrors,
 // a hash, or a Metalink.
 func (g *Getter) Resolve(ctx context.Context, source string) ([]File, error) {
@@ -77,9 +78,43 @@ func (g *Getter) fromDocument(ctx context.Context, src string, b []byte) ([]File
 	case bytes.Contains(head, []byte("<urlset")):
 		return g.filesFromDump(ctx, src, b)
 	case bytes.Contains(head, []byte("<sitemapindex")):
-		return nil, fmt.Errorf("%s: a sitemap index: give each of its documents", src)
+		return g.filesFromIndex(ctx, src, b)
 	}
 	return nil, fmt.Errorf("%s: neither a Metalink nor a ResourceSync dump document", src)
+}
+
+// filesFromIndex follows a dump's sitemap index (pack writes one past
+// 50,000 packages): each document it lists is fetched and read as a dump
+// document. An index listing an index is refused, as the sitemap protocol
+// (and ResourceSync §5.2) allow only one level.
+func (g *Getter) filesFromIndex(ctx context.Context, src string, b []byte) ([]File, error) {
+	dec, err := sitemap.NewDecoder(bufio.NewReader(bytes.NewReader(b)))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", src, err)
+	}
+	var locs []string
+	if err := dec.Each(func(u sitemap.URL) error { locs = append(locs, u.Loc); return nil }); err != nil {
+		return nil, fmt.Errorf("%s: %w", src, err)
+	}
+	var files []File
+	for _, loc := range locs {
+		if !isURL(loc) {
+			return nil, fmt.Errorf("%s: %s: not an http(s) URL", src, loc)
+		}
+		doc, err := g.fetchDoc(ctx, loc)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", src, err)
+		}
+		if !bytes.Contains(doc[:min(len(doc), 4096)], []byte("<urlset")) {
+			return nil, fmt.Errorf("%s: %s: not a dump document (an index may not list an index)", src, loc)
+		}
+		fs, err := g.filesFromDump(ctx, loc, doc)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, fs...)
+	}
+	return files, nil
 }
 
 func (g *Getter) fetchDoc(ctx context.Context, u string) ([]byte, error) {

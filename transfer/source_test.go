@@ -176,3 +176,75 @@ func TestCheckRange(t *testing.T) {
 		}
 	}
 }
+
+// A dump split into parts by a sitemap index is followed part by part;
+// an index listing an index, and a part that is not a URL, are refused.
+func TestResolveDumpIndex(t *testing.T) {
+	data1, data2 := payload(100<<10, 55), payload(70<<10, 56)
+	m, _ := serve(t, data1)
+	m2, _ := serve(t, data2)
+	part := func(loc string, data []byte) string {
+		return `<?xml version="1.0" encoding="UTF-8"?>
+<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/">
+<rs:md capability="resourcedump" at="2026-01-01T00:00:00Z"/>
+<url><loc>` + loc + `</loc><rs:md hash="sha-256:` + sha(data) + `" length="` + fmt.Sprint(len(data)) + `"/></url>
+</urlset>`
+	}
+	index := func(locs ...string) string {
+		s := `<?xml version="1.0" encoding="UTF-8"?>
+<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/">
+<rs:md capability="resourcedump" at="2026-01-01T00:00:00Z"/>`
+		for _, l := range locs {
+			s += "<sitemap><loc>" + l + "</loc></sitemap>\n"
+		}
+		return s + "</sitemapindex>"
+	}
+	var docs map[string]string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if d, ok := docs[r.URL.Path]; ok {
+			w.Write([]byte(d))
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	docs = map[string]string{
+		"/part1.xml": part(m.URL+"/resourcedump-00001.zip", data1),
+		"/part2.xml": part(m2.URL+"/resourcedump-00002.zip", data2),
+		"/index.xml": index(srv.URL+"/part1.xml", srv.URL+"/part2.xml"),
+	}
+	dir := t.TempDir()
+	g := New(fastOptions())
+	local := filepath.Join(dir, "resourcedump.xml")
+	os.WriteFile(local, []byte(docs["/index.xml"]), 0o644)
+	for _, src := range []string{local, srv.URL + "/index.xml"} {
+		files, err := g.Resolve(context.Background(), src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(files) != 2 || files[0].Name != "resourcedump-00001.zip" || files[1].Hash != sha(data2) {
+			t.Fatalf("%s: resolved %+v", src, files)
+		}
+	}
+	files, _ := g.Resolve(context.Background(), local)
+	out := t.TempDir()
+	if _, err := g.Get(context.Background(), out, files); err != nil {
+		t.Fatal(err)
+	}
+	mustMatch(t, out, "resourcedump-00001.zip", data1)
+	mustMatch(t, out, "resourcedump-00002.zip", data2)
+
+	for name, doc := range map[string]string{
+		"nested": index(srv.URL + "/index.xml"),
+		"path":   index("part1.xml"),
+		"404":    index(srv.URL + "/gone.xml"),
+	} {
+		bad := filepath.Join(dir, name+".xml")
+		os.WriteFile(bad, []byte(doc), 0o644)
+		if _, err := g.Resolve(context.Background(), bad); err == nil || !strings.Contains(err.Error(), bad) {
+			t.Errorf("%s: %v, want an error naming %s", name, err, bad)
+		} else {
+			t.Logf("%s: %v", name, err)
+		}
+	}
+}

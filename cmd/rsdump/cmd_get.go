@@ -18,7 +18,8 @@ const getHelp = `Usage: rsdump get SOURCE... [-o DIR] [flags]
 Downloads every file a SOURCE names, from all of its mirrors at once.
 A SOURCE is a Metalink document (path or URL), a dump document
 (resourcedump.xml, changedump.xml: each package, its rel="duplicate"
-mirrors and its rel="describedby" Metalink), or a plain http(s) URL, whose
+mirrors and its rel="describedby" Metalink; or a sitemap index of such
+documents, each fetched), or a plain http(s) URL, whose
 Link and Digest headers (RFC 6249) add mirrors and a hash.
 
 Each piece is checked against the Metalink piece hash before it counts;
