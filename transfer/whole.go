@@ -260,6 +260,11 @@ func (d *download) hangUp(a *attempt) {
 	d.mu.Lock()
 	a.bodyDone = time.Now()
 	a.m.active--
+	// The request succeeded, whatever the piece hash will say: the
+	// mirror's run of failures ends now, not when the piece's turn comes,
+	// or a mirror answering 503 now and then would be backed off for
+	// failures "in a row" that successes in waiting separate.
+	a.m.fails, a.m.notUntil = 0, time.Time{}
 	d.mu.Unlock()
 	d.changed.notify()
 }

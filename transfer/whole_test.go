@@ -54,3 +54,31 @@ func TestWholeHashBlake3(t *testing.T) {
 		mustMatch(t, dir, "f.bin", data)
 	})
 }
+
+// A body received in full ends its mirror's run of failures at once,
+// though the piece may wait for its whole-file turn before it completes:
+// a mirror answering 503 now and then must not be backed off for
+// failures "in a row" that waiting successes separate.
+func TestHangUpEndsFailureRun(t *testing.T) {
+	data := payload(4*plen, 62)
+	s, _ := serve(t, data)
+	g := New(fastOptions())
+	d, err := g.newDownload(t.TempDir(), fileFor("f.bin", data, plen, s.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.ctx, d.cancel = context.WithCancel(context.Background())
+	defer d.cancel()
+	m := d.mirrors[0]
+	m.fails, m.notUntil = 2, time.Now().Add(time.Hour)
+	if err := g.budget.acquire(d.ctx); err != nil || !g.budget.tryHost(m.host) {
+		t.Fatal("no budget")
+	}
+	d.mu.Lock()
+	a := d.start(m, 2, false)
+	d.mu.Unlock()
+	d.hangUp(a)
+	if m.fails != 0 || !m.notUntil.IsZero() || m.active != 0 {
+		t.Errorf("after hangUp: fails %d, notUntil %v, active %d; want 0, zero, 0", m.fails, m.notUntil, m.active)
+	}
+}
