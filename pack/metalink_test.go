@@ -93,41 +93,18 @@ func checkDumpLinks(t *testing.T, out string, p PackageInfo) {
 	xmllint(t, filepath.Join(out, DumpName), "rs-urlset.xsd")
 }
 
-// TestPackMetalinkStreamedRollback: piece hashes stay right when a large
-// streamed file is cut off the package again (--skip-changed).
-func TestPackMetalinkStreamedRollback(t *testing.T) {
-	src := tree(t, map[string]string{"a.txt": "a", "grows.bin": strings.Repeat("x", smallMax+1), "z.bin": string(pseudoRandom(100000))})
-	defer setHook(func(rel string) {
-		if rel == "grows.bin" {
-			f, _ := os.OpenFile(filepath.Join(src, rel), os.O_APPEND|os.O_WRONLY, 0)
-			f.WriteString("more")
-			f.Close()
-		}
-	})()
-	o := testOptions()
-	o.SkipChanged = true
-	o.Metalink = &MetalinkOptions{PieceLength: 32 << 10}
-	res, out := mustPack(t, src, o)
-	p := res.Packages[0]
-	f, _ := os.Open(filepath.Join(out, p.Metalink))
-	defer f.Close()
-	m, _, err := metalink.Decode(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkPieces(t, m.Files[0].Pieces[0], readFile(t, filepath.Join(out, p.Name)))
-	checkPackage(t, filepath.Join(out, p.Name))
-}
-
-// TestPackMetalinkPieceLanes forces each way of splitting the piece hashes
-// between the package lane and the piece lane (see pickDual), across a
-// rollback and with a piece length that is not a multiple of the sha-256
-// block, and checks every piece hash against the package on disk.
+// TestPackMetalinkPieceLanes: piece hashes stay right when a large
+// streamed file is cut off the package again (--skip-changed), whichever
+// way the pieces are split between the package lane and the piece lane
+// (pickDual, and each way forced), also with a piece length that is not a
+// multiple of the sha-256 block; each is checked against the package on
+// disk, as is the package hash.
 func TestPackMetalinkPieceLanes(t *testing.T) {
 	defer func(f func(int, int) bool) { pickDual = f }(pickDual)
 	var n int
 	r := rand.New(rand.NewPCG(7, 7))
 	modes := map[string]func(int, int) bool{
+		"auto":      pickDual,
 		"dual":      func(int, int) bool { return true },
 		"solo":      func(int, int) bool { return false },
 		"alternate": func(int, int) bool { n++; return n%2 == 0 },

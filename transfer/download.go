@@ -233,12 +233,18 @@ func (d *download) writePrimary(a *attempt, off int64, b []byte) error {
 	_, err := d.part.WriteAt(b, off)
 	p.wmu.Unlock()
 	if err != nil {
-		d.mu.Lock()
-		d.failLocked(fmt.Errorf("%s: %w", d.partPath, err))
-		d.mu.Unlock()
-		return errLost
+		return d.failWrite(err)
 	}
 	return nil
+}
+
+// failWrite fails the file after a write to the .part failed; the
+// attempt ends as lost. Never called with a piece's wmu held.
+func (d *download) failWrite(err error) error {
+	d.mu.Lock()
+	d.failLocked(fmt.Errorf("%s: %w", d.partPath, err))
+	d.mu.Unlock()
+	return errLost
 }
 
 func (d *download) received(m *mirror, n int) {

@@ -284,10 +284,7 @@ func (d *download) store(a *attempt, b []byte) error {
 	p.stored = err == nil
 	p.wmu.Unlock()
 	if err != nil {
-		d.mu.Lock()
-		d.failLocked(fmt.Errorf("%s: %w", d.partPath, err))
-		d.mu.Unlock()
-		return errLost
+		return d.failWrite(err)
 	}
 	a.stored = true
 	return nil
