@@ -12,8 +12,9 @@ import (
 
 // piece is one range of the file. The download's mutex guards every
 // field but writer and stored, which wmu guards so that a write to the
-// file never waits for the scheduler. Lock order: d.mu, then wmu (writeDup); never
-// d.mu while holding wmu.
+// file never waits for the scheduler. Lock order: d.mu, then wmu
+// (writeDup); never d.mu while holding wmu. The whole-file hash's lock
+// (wholeHash.mu) is never held with either.
 type piece struct {
 	done    bool
 	primary *attempt // the copy that writes to the file as it streams
