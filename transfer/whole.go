@@ -95,7 +95,32 @@ func (d *download) runBuffered(a *attempt) error {
 		err = d.store(a, b)
 	}
 	d.bufs.Put(bp)
+	d.helpFrontier()
 	return err
+}
+
+// helpFrontier hashes one completed piece at the frontier into the
+// whole-file hash, as hashFrontier would. Workers call it when the
+// frontier is behind them: on a busy machine that one goroutine falls
+// behind the many workers, pieces then arrive too far ahead to wait and
+// are hashed twice, and the extra work keeps it behind.
+func (d *download) helpFrontier() {
+	w := &d.whole
+	w.mu.Lock()
+	i := w.next
+	w.mu.Unlock()
+	if w.h == nil || i >= d.n {
+		return
+	}
+	d.mu.Lock()
+	done := d.pieces[i].done
+	d.mu.Unlock()
+	if !done {
+		return
+	}
+	bp := d.pieceBuf()
+	defer d.bufs.Put(bp)
+	d.hashBack(i, *bp) // an error here is hashFrontier's to report
 }
 
 // errHandedOff: the attempt is finished by another goroutine.
