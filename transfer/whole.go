@@ -16,8 +16,9 @@ import (
 
 // wholeHash is the whole-file hash, advanced strictly in file order: by a
 // worker whose piece is next, straight from its buffer and in the same
-// pass as the piece hash (digest.WriteBoth), or else by hashFrontier,
-// which reads completed pieces back from the .part file. Either way the
+// pass as the piece hash (digest.WriteBoth), or else by hashBack, which
+// reads a completed piece back from the .part file: in hashFrontier, or
+// in a worker whose own piece is ahead (helpFrontier). Either way the
 // check is mostly done when the last piece lands.
 //
 // Pieces finish a little out of order, so a piece just ahead of the
@@ -29,7 +30,7 @@ type wholeHash struct {
 	h        hash.Hash // nil when the file has no whole-file hash
 	next     int       // pieces [0, next) are in h
 	pending  map[int]*pend
-	readBack int // pieces hashFrontier had to read back from the file
+	readBack int // pieces hashBack had to read back from the file
 }
 
 // pend is a piece waiting for the frontier; done gets its verdict.
