@@ -187,8 +187,17 @@ func printPackSummary(res *pack.Result, f packFlags, stdout io.Writer) error {
 		return enc.Encode(s)
 	}
 	if !f.quiet {
-		fmt.Fprintf(stdout, "%s: %d packages (%d reused), %d bitstreams, %s in %s (%.1f MB/s), %d skipped\n",
-			s.Document, s.Packages, s.Reused, s.Bitstreams, fmtBytes(s.Bytes), res.Elapsed.Round(time.Millisecond), s.MBps, s.Skipped)
+		fmt.Fprintf(stdout, "%s: %s (%d reused), %s, %s in %s (%.1f MB/s), %d skipped\n",
+			s.Document, plural(s.Packages, "package"), s.Reused, plural(s.Bitstreams, "bitstream"),
+			fmtBytes(s.Bytes), res.Elapsed.Round(time.Millisecond), s.MBps, s.Skipped)
 	}
 	return nil
+}
+
+// plural writes n and the noun, with an s unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return fmt.Sprintf("1 %s", noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
