@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net/url"
 	"os"
@@ -74,18 +73,18 @@ type dumpStats struct{ total, missing int }
 // dumpIndex reads every part a Resource Dump Index lists; each must be a
 // file beside the index, named by the last segment of its <loc>.
 func (w *metalinkWriter) dumpIndex(e *metalink.Encoder, d *sitemap.Decoder, index string, st *dumpStats) error {
-	for {
-		u, err := d.Next()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", index, err)
-		}
-		if err := w.dumpPart(e, index, u.Loc, st); err != nil {
-			return err
-		}
+	return eachEntry(d, index, func(u sitemap.URL) error { return w.dumpPart(e, index, u.Loc, st) })
+}
+
+// eachEntry runs fn on every entry d decodes from doc. A decoding error
+// is prefixed with doc; fn's errors already say what they are about.
+func eachEntry(d *sitemap.Decoder, doc string, fn func(sitemap.URL) error) error {
+	var fnErr error
+	err := d.Each(func(u sitemap.URL) error { fnErr = fn(u); return fnErr })
+	if err != nil && err != fnErr {
+		return fmt.Errorf("%s: %w", doc, err)
 	}
+	return err
 }
 
 func (w *metalinkWriter) dumpPart(e *metalink.Encoder, index, loc string, st *dumpStats) error {
@@ -113,14 +112,7 @@ func (w *metalinkWriter) dumpPart(e *metalink.Encoder, index, loc string, st *du
 }
 
 func (w *metalinkWriter) dumpPackages(e *metalink.Encoder, d *sitemap.Decoder, doc string, st *dumpStats) error {
-	for {
-		u, err := d.Next()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", doc, err)
-		}
+	return eachEntry(d, doc, func(u sitemap.URL) error {
 		f, local, err := w.packageFile(u, doc)
 		if err != nil {
 			return err
@@ -132,7 +124,8 @@ func (w *metalinkWriter) dumpPackages(e *metalink.Encoder, d *sitemap.Decoder, d
 		if err := e.Encode(f); err != nil {
 			return fmt.Errorf("%s: package %s: %w", doc, u.Loc, err)
 		}
-	}
+		return nil
+	})
 }
 
 // packageFile turns a dump entry into a <file>: URLs, length and hashes
