@@ -18,3 +18,6 @@ var haveDual = func() bool {
 	_, ebx7, _, _ := cpuid(7, 0)
 	return ecx1&(1<<9) != 0 && ecx1&(1<<19) != 0 && ebx7&(1<<29) != 0
 }()
+
+// SHANI reports whether WriteBoth runs on the SHA extensions.
+func SHANI() bool { return haveDual }
