@@ -1,11 +1,13 @@
 package pack
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/rsdump/rsdump/internal/ziptest"
+	"github.com/rsdump/rsdump/verify"
 )
 
 // TestPackOver4GiB packs a sparse 4 GiB + 1 MiB file beside a small one and
@@ -31,4 +33,16 @@ func TestPackOver4GiB(t *testing.T) {
 	path := filepath.Join(out, res.Packages[0].Name)
 	checkPackage(t, path)
 	ziptest.CheckTools(t, path)
+
+	// big.bin fills the package alone; verify finds manifest.xml's local
+	// header, past 4 GiB, from the ZIP64 field of its central record.
+	var problems []verify.Finding
+	sum, err := verify.Verify(context.Background(), []string{path}, verify.Options{Report: func(f verify.Finding) {
+		if f.Severity != verify.OK {
+			problems = append(problems, f)
+		}
+	}})
+	if err != nil || sum.OK != 1 || len(problems) > 0 {
+		t.Errorf("verify: %d verified, %v, %v", sum.OK, err, problems)
+	}
 }

@@ -53,7 +53,7 @@ func checkBroken(t *testing.T, c verifytest.Case, atomic bool) {
 		committed = nil
 	}
 	for _, rel := range committed {
-		want[rel] = dataOf(rel)
+		want[rel] = c.Data(rel)
 	}
 	equalMaps(t, "tree", contents(readTree(t, dst)), want)
 	if after := listAll(t, parent); !slices.Equal(outside(after, dst), outside(before, dst)) {
@@ -65,18 +65,6 @@ func checkBroken(t *testing.T, c verifytest.Case, atomic bool) {
 	if res.Written != len(committed) {
 		t.Errorf("written %d, want %d\n%s", res.Written, len(committed), dump(fs))
 	}
-}
-
-func dataOf(rel string) string {
-	for _, f := range verifytest.BaseFiles {
-		if f.Rel == rel {
-			return f.Data
-		}
-	}
-	if rel == "a2.txt" {
-		return verifytest.BaseFiles[0].Data
-	}
-	return "?"
 }
 
 // outside keeps the paths not under dst.

@@ -134,6 +134,9 @@ func ratioLimit(compressed int64, ratio float64) int64 {
 // copy streams the entry through the hashes into dst. It returns false
 // when the entry could not be read to its end, after reporting why.
 func (r *reading) copy(dst io.Writer, mh *digest.Multi, crc io.Writer) (int64, bool) {
+	if !r.checkLocal() {
+		return 0, false
+	}
 	raw, err := r.f.OpenRaw()
 	if err != nil {
 		r.fail(CheckZip, "", "", "local header: "+err.Error())

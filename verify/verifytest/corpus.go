@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/binary"
+	"hash/crc32"
 	"strings"
 	"testing"
 
@@ -28,6 +29,18 @@ type Case struct {
 	Committed []string
 	// MaxRatio, when set, is the expansion bound to verify with.
 	MaxRatio float64
+	// Extra are the bitstreams the case adds to BaseFiles.
+	Extra []File
+}
+
+// Data is the content of the case's bitstream rel.
+func (c Case) Data(rel string) string {
+	for _, f := range append(c.Extra, BaseFiles...) {
+		if f.Rel == rel {
+			return f.Data
+		}
+	}
+	return ""
 }
 
 // BaseFiles are the bitstreams of the package every case damages.
@@ -83,6 +96,8 @@ func Corpus(t testing.TB) []Case {
 		bombLyingSize(t),
 		bombRatio(t),
 		orphan(t),
+		sharedHeader(t),
+		localNameFlip(t, intact),
 		overlap(t),
 	}
 }
@@ -220,14 +235,61 @@ func orphan(t testing.TB) Case {
 
 // overlap points a second central directory record at the first entry's
 // data, the building block of non-recursive zip bombs.
-func overlap(t testing.TB) Case {
-	files := append([]File{{Rel: "a2.txt", Data: BaseFiles[0].Data}}, BaseFiles...)
-	e, u := base(t, files)
+// sharedHeader points a second central record at a.txt's local header:
+// the same data under two names.
+func sharedHeader(t testing.TB) Case {
+	extra := []File{{Rel: "a2.txt", Data: BaseFiles[0].Data}}
+	e, u := base(t, append(extra, BaseFiles...))
 	z := build(t, e, u)
 	a := centralHeader(t, z, "resources/a.txt") + 42
 	a2 := centralHeader(t, z, "resources/a2.txt") + 42
 	binary.LittleEndian.PutUint32(z[a2:], binary.LittleEndian.Uint32(z[a:]))
+	return Case{Name: "shared-local-header", Zip: z,
+		Errors:    []Want{{"zip", "resources/a2.txt"}},
+		Committed: allCommitted, Extra: extra}
+}
+
+// localNameFlip changes b.txt's name in its local header only: a tool
+// that streams local headers would unpack it under another name.
+func localNameFlip(t testing.TB, intact []byte) Case {
+	z := bytes.Clone(intact)
+	off := bytes.Index(z, []byte("resources/b.txt")) + len("resources/b")
+	z[off] = 'X'
+	return Case{Name: "local-name-flip", Zip: z,
+		Errors:    []Want{{"zip", "resources/b.txt"}},
+		Committed: []string{"a.txt", "dir/c.txt"}}
+}
+
+// overlap is the non-recursive zip bomb's trick: q.txt's stored data is
+// a complete entry for a2.txt, and a2.txt's central
+// record points inside q.txt. Every entry reads correctly on its own.
+func overlap(t testing.TB) Case {
+	data := "overlapping\n"
+	quoted := quotedEntry("resources/a2.txt", data)
+	extra := []File{{Rel: "q.txt", Data: quoted}, {Rel: "a2.txt", Data: data}}
+	e, u := base(t, append(extra, BaseFiles...))
+	z := build(t, e, u)
+	q := MustIndex(t, z[:len(z)/2], []byte(quoted)) // q.txt's data, before the directory
+	a2 := centralHeader(t, z, "resources/a2.txt") + 42
+	binary.LittleEndian.PutUint32(z[a2:], uint32(q))
 	return Case{Name: "overlap", Zip: z,
 		Errors:    []Want{{"overlap", "resources/a2.txt"}},
-		Committed: append([]string{"a2.txt"}, allCommitted...)}
+		Committed: append([]string{"q.txt", "a2.txt"}, allCommitted...), Extra: extra}
+}
+
+// quotedEntry is a stored entry as archive/zip writes it: local header
+// (APPNOTE 4.3.7), data, data descriptor (4.3.9).
+func quotedEntry(name, data string) string {
+	crc := crc32.ChecksumIEEE([]byte(data))
+	h := make([]byte, 30)
+	binary.LittleEndian.PutUint32(h[0:], 0x04034b50)
+	binary.LittleEndian.PutUint16(h[4:], 20)
+	binary.LittleEndian.PutUint16(h[6:], 8) // sizes and CRC in the descriptor
+	binary.LittleEndian.PutUint16(h[26:], uint16(len(name)))
+	d := make([]byte, 16)
+	binary.LittleEndian.PutUint32(d[0:], 0x08074b50)
+	binary.LittleEndian.PutUint32(d[4:], crc)
+	binary.LittleEndian.PutUint32(d[8:], uint32(len(data)))
+	binary.LittleEndian.PutUint32(d[12:], uint32(len(data)))
+	return string(h) + name + data + string(d)
 }
