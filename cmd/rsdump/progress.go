@@ -21,11 +21,12 @@ type progress struct {
 	start  time.Time
 	last   time.Time
 	bytes  int64
+	desc   string // what is being done: "verifying"
 	detail string
 }
 
 func newProgress(stderr io.Writer, quiet bool, desc string) *progress {
-	p := &progress{w: stderr, start: time.Now(), last: time.Now()}
+	p := &progress{w: stderr, start: time.Now(), last: time.Now(), desc: desc}
 	if quiet {
 		return p
 	}
@@ -61,8 +62,17 @@ func (p *progress) add(n int64, detail string) {
 	}
 	if p.plain && time.Since(p.last) >= 5*time.Second {
 		p.last = time.Now()
-		fmt.Fprintf(p.w, "rsdump: %s, %s, %s\n", p.detail, fmtBytes(p.bytes), fmtRate(p.bytes, time.Since(p.start)))
+		fmt.Fprintf(p.w, "rsdump: %s, %s, %s\n", p.label(), fmtBytes(p.bytes), fmtRate(p.bytes, time.Since(p.start)))
 	}
+}
+
+// label is the current unit, or what is being done when the caller names
+// no unit (verify reads many packages at once).
+func (p *progress) label() string {
+	if p.detail != "" {
+		return p.detail
+	}
+	return p.desc
 }
 
 // setTotal gives the bar a total once it is known, for percent and ETA.
