@@ -26,9 +26,16 @@ type Warning struct {
 	Msg  string
 }
 
+// Removed reports a file of an earlier run in the output directory that
+// the new dump no longer names, deleted once the new dump was in place.
+type Removed struct {
+	Name string
+}
+
 func (FileDone) event()    {}
 func (PackageDone) event() {}
 func (Warning) event()     {}
+func (Removed) event()     {}
 
 func (w Warning) String() string { return fmt.Sprintf("%s: %s", w.Path, w.Msg) }
 

@@ -229,6 +229,7 @@ func (r *run) finish(start time.Time) (*Result, error) {
 	if err := r.journal.finish(); err != nil {
 		return nil, err
 	}
+	r.prune()
 	res := &Result{Packages: r.pkgs, Skipped: int(r.skipped.Load()), Document: filepath.Join(r.dir, DumpName), Elapsed: time.Since(start)}
 	for _, p := range r.pkgs {
 		res.Bitstreams += p.Bitstreams

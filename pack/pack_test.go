@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -341,4 +342,77 @@ func TestCancelDuringStreamedFile(t *testing.T) {
 		t.Fatalf("error %v, want context.Canceled", err)
 	}
 	assertNoFinalOutputs(t, out)
+}
+
+// TestRerunRemovesStaleFiles: a run into the directory of a larger
+// earlier dump removes the packages, manifests and Metalinks the new dump
+// no longer names, reports each, and leaves every other file alone.
+func TestRerunRemovesStaleFiles(t *testing.T) {
+	src := tree(t, map[string]string{"a": strings.Repeat("a", 3000), "b": strings.Repeat("b", 3000), "c": strings.Repeat("c", 3000)})
+	o := testOptions()
+	o.MaxPackageSize = 4000
+	o.Metalink = &MetalinkOptions{PieceLength: 64 << 10}
+	_, out := mustPack(t, src, o)
+	others := []string{"notes.txt", "resourcedump-00002.zip.bak", "resourcedump-9.zip"}
+	for _, name := range others {
+		os.WriteFile(filepath.Join(out, name), []byte("keep"), 0o644)
+	}
+	os.Mkdir(filepath.Join(out, "resourcedump-00007.zip"), 0o755) // not a regular file
+
+	os.Remove(filepath.Join(src, "b"))
+	os.Remove(filepath.Join(src, "c"))
+	o.Metalink = nil
+	var removed []string
+	o.Events = func(e Event) {
+		if r, ok := e.(Removed); ok {
+			removed = append(removed, r.Name)
+		}
+	}
+	if _, err := Pack(context.Background(), src, out, o); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(removed)
+	want := []string{"resourcedump-00001.zip.meta4", "resourcedump-00002.manifest.xml", "resourcedump-00002.zip",
+		"resourcedump-00002.zip.meta4", "resourcedump-00003.manifest.xml", "resourcedump-00003.zip", "resourcedump-00003.zip.meta4"}
+	if !slices.Equal(removed, want) {
+		t.Errorf("removed %q, want %q", removed, want)
+	}
+	var left []string
+	entries, _ := os.ReadDir(out)
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), ".") {
+			left = append(left, e.Name())
+		}
+	}
+	want = append([]string{DumpName, "resourcedump-00001.manifest.xml", "resourcedump-00001.zip", "resourcedump-00007.zip"}, others...)
+	slices.Sort(want)
+	if !slices.Equal(left, want) {
+		t.Errorf("left %q, want %q", left, want)
+	}
+}
+
+// TestPruneIndexParts: the parts of a dump index are kept while the new
+// dump needs them, and removed past its last part or when it fits one
+// document.
+func TestPruneIndexParts(t *testing.T) {
+	for _, n := range []int{sitemap.MaxEntries + 1, 3} {
+		dir := t.TempDir()
+		for i := 1; i <= 3; i++ {
+			os.WriteFile(filepath.Join(dir, dumpPartName(i)), nil, 0o644)
+		}
+		r := &run{dir: dir, pkgs: make([]PackageInfo, n), events: func(Event) {}}
+		r.prune()
+		var left []string
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			left = append(left, e.Name())
+		}
+		want := []string{dumpPartName(1), dumpPartName(2)}
+		if n <= sitemap.MaxEntries {
+			want = nil
+		}
+		if !slices.Equal(left, want) {
+			t.Errorf("%d packages: left %q, want %q", n, left, want)
+		}
+	}
 }

@@ -24,6 +24,9 @@ and the bitstreams under resources/; a detached copy of each manifest
 A file's <loc> is the base URL plus its path relative to SRC. Packages are
 written under temporary names and renamed when complete; running the same
 command again after an interruption reuses the packages already finished.
+Once resourcedump.xml is written, files of an earlier run that it no longer
+names (resourcedump-NNNNN.zip, .manifest.xml, .zip.meta4, index parts) are
+removed, each one printed.
 
 Exit status: 0 success, 1 failure (a file could not be read, changed while
 read, or an output could not be written), 2 usage error, 130 interrupted.
@@ -134,10 +137,14 @@ func doPack(ctx context.Context, src string, f packFlags, o pack.Options, stdout
 		case pack.PackageDone:
 			done++
 			if !f.quiet {
-				p.message("rsdump: %s: %s, %d bitstreams%s", e.Package.Name, fmtBytes(e.Package.Length), e.Package.Bitstreams, reusedNote(e.Package.Reused))
+				p.message("rsdump: %s: %s, %s%s", e.Package.Name, fmtBytes(e.Package.Length), plural(e.Package.Bitstreams, "bitstream"), reusedNote(e.Package.Reused))
 			}
 		case pack.Warning:
 			p.message("rsdump: warning: %s", e)
+		case pack.Removed:
+			if !f.quiet {
+				p.message("rsdump: removed %s: left from an earlier run, not in the new dump", e.Name)
+			}
 		}
 	}
 	if p.bar != nil {
