@@ -383,3 +383,24 @@ func BenchmarkDecodeMirrorBrain(b *testing.B) {
 		}
 	}
 }
+
+func TestScanHex(t *testing.T) {
+	for _, c := range []struct {
+		s         string
+		n         int
+		ok, upper bool
+	}{
+		{"0123456789abcdef", 16, true, false},
+		{"0123456789ABCDEF", 16, true, true},
+		{"aBc", 3, true, true},
+		{"abc", 4, false, false}, // wrong length
+		{"abg", 3, false, false},
+		{"ab ", 3, false, false},
+		{"Ab\xc3\xa9", 4, false, true}, // a non-ASCII letter is not hex
+		{"", 0, true, false},
+	} {
+		if ok, upper := scanHex(c.s, c.n); ok != c.ok || upper != c.upper {
+			t.Errorf("scanHex(%q, %d) = %v, %v; want %v, %v", c.s, c.n, ok, upper, c.ok, c.upper)
+		}
+	}
+}

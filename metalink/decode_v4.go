@@ -294,7 +294,10 @@ func (d *decoder) hexValue(s, alg string, ref elemRef) string {
 
 func lowerHex(s, alg string) (string, bool) {
 	n, ok := HashHexLen(alg)
-	if !ok || !isHex(s, n) || !hasUpper(s) {
+	if !ok {
+		return s, false
+	}
+	if hex, upper := scanHex(s, n); !hex || !upper {
 		return s, false
 	}
 	return strings.ToLower(s), true

@@ -243,27 +243,38 @@ func pieceCount(size, length int64) int64 {
 	return n
 }
 
-// hasUpper reports whether s has an ASCII upper-case letter; unlike
-// comparing with strings.ToLower it does not scan twice per piece hash.
-func hasUpper(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if 'A' <= s[i] && s[i] <= 'Z' {
-			return true
+// hexClass sorts bytes for scanHex: 0 a digit or a-f, 1 A-F, 2 not hex.
+var hexClass = func() (t [256]uint8) {
+	for c := range t {
+		t[c] = 2
+	}
+	for _, r := range [][2]byte{{'0', '9'}, {'a', 'f'}} {
+		for c := r[0]; c <= r[1]; c++ {
+			t[c] = 0
 		}
 	}
-	return false
+	for c := 'A'; c <= 'F'; c++ {
+		t[c] = 1
+	}
+	return t
+}()
+
+// scanHex reports whether s is n hex digits in either case, and whether
+// any is upper-case, in one branch-free pass: a million piece hashes are
+// checked several times while decoding and validating.
+func scanHex(s string, n int) (ok, upper bool) {
+	if len(s) != n {
+		return false, false
+	}
+	var seen uint8
+	for i := 0; i < len(s); i++ {
+		seen |= hexClass[s[i]]
+	}
+	return seen&2 == 0, seen&1 != 0
 }
 
 // isHex reports whether s is n hex digits in either case.
 func isHex(s string, n int) bool {
-	if len(s) != n {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-			return false
-		}
-	}
-	return true
+	ok, _ := scanHex(s, n)
+	return ok
 }

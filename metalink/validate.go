@@ -134,15 +134,16 @@ func (v *validator) hashes(f *File) {
 // hexValue checks one hash value and reports whether it can be used.
 func (v *validator) hexValue(ref elemRef, alg, val string) bool {
 	n, ok := HashHexLen(alg)
-	switch {
-	case !ok:
+	if !ok {
 		v.add(Warning, CodeHashUnknownType, ref, "hash type %q is not a supported IANA hash name; it cannot be verified", alg)
 		v.text(ref, val)
 		return false
-	case !isHex(val, n):
+	}
+	switch hex, upper := scanHex(val, n); {
+	case !hex:
 		v.add(Error, CodeHashMalformed, ref, "%s value %q is not %d hex digits", alg, shorten(val), n)
 		return false
-	case hasUpper(val):
+	case upper:
 		v.add(Warning, CodeHashUppercase, ref, "hash values are lower-case hex (§4.2.4)")
 	}
 	return true
@@ -191,14 +192,14 @@ func (v *validator) pieceHashes(ref elemRef, p Pieces) {
 	}
 	bad, first, upper := 0, -1, false
 	for i, h := range p.Hashes {
-		if !isHex(h, n) {
+		hex, up := scanHex(h, n)
+		if !hex {
 			bad++
 			if first < 0 {
 				first = i
 			}
-		} else if !upper && hasUpper(h) {
-			upper = true
 		}
+		upper = upper || hex && up
 	}
 	if bad > 0 {
 		v.add(Error, CodeHashMalformed, ref, "%d of %d piece hashes are not %d hex digits, the first is hash[%d] %q",
