@@ -230,7 +230,7 @@ func (p *pkgRun) stage(ctx context.Context) error {
 			}
 		}
 	}
-	p.pkg.CheckOverlaps()
+	p.pkg.CheckLayout()
 	if err := batch.wait(); err != nil {
 		return fmt.Errorf("%s: syncing staged files: %w", p.u.dest.dir, err)
 	}

@@ -115,7 +115,7 @@ func (v *verifier) readAll(ctx context.Context, pkg *Package, ph *PassHasher) er
 				Expected: Describe(b.Length, b.Want), Actual: Describe(res.Length, res.Sums)})
 		}
 	}
-	pkg.CheckOverlaps()
+	pkg.CheckLayout()
 	return nil
 }
 

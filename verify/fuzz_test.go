@@ -79,6 +79,6 @@ func FuzzPackage(f *testing.F) {
 				t.Fatalf("%s: OK with length %d, manifest %d", b.File.Name, res.Length, b.Length)
 			}
 		}
-		p.CheckOverlaps()
+		p.CheckLayout()
 	})
 }

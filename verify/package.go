@@ -54,7 +54,6 @@ type Package struct {
 	rep   *Reporter
 	lim   Limits
 	index map[*zip.File]int // central directory position
-	hdrs  []int64           // local header offsets, by central directory position
 	buf   []byte
 }
 
@@ -90,11 +89,7 @@ func OpenPackage(ra io.ReaderAt, size int64, src, wantCap string, lim Limits, re
 	if err != nil && !errors.Is(err, zip.ErrInsecurePath) {
 		return nil, reject(rep, Finding{Severity: Error, Check: CheckZip, Source: src, Msg: "unreadable central directory: " + err.Error()})
 	}
-	hdrs, err := headerOffsets(ra, size, len(zr.File))
-	if err != nil {
-		return nil, reject(rep, Finding{Severity: Error, Check: CheckZip, Source: src, Msg: "unreadable central directory: " + err.Error()})
-	}
-	p := &Package{Source: src, zr: zr, ra: ra, size: size, rep: rep, lim: lim, index: make(map[*zip.File]int, len(zr.File)), hdrs: hdrs}
+	p := &Package{Source: src, zr: zr, ra: ra, size: size, rep: rep, lim: lim, index: make(map[*zip.File]int, len(zr.File))}
 	files := p.indexEntries()
 	mf, err := p.manifestEntry(files)
 	if err != nil {

@@ -20,11 +20,14 @@ func (p *Package) addSpan(f *zip.File) {
 	p.spans = append(p.spans, span{off, off + clampInt64(f.CompressedSize64), f.Name})
 }
 
-// CheckOverlaps reports entries whose data share bytes, the trick of
-// non-recursive zip bombs (and a sign of a forged central directory), and
-// data that runs past the end of the file. It covers the entries read so
-// far; call it after the last Read.
-func (p *Package) CheckOverlaps() {
+// CheckLayout reports what reading the bitstreams does not: entries whose
+// data share bytes, the trick of non-recursive zip bombs (and a sign of a
+// forged central directory), data that runs past the end of the file, and
+// directory entries whose local headers disagree with the central
+// directory. The overlaps cover the entries read so far; call it after the
+// last Read.
+func (p *Package) CheckLayout() {
+	p.checkDirectories()
 	s := p.spans
 	sort.Slice(s, func(i, j int) bool {
 		return s[i].start < s[j].start || s[i].start == s[j].start && s[i].name < s[j].name
