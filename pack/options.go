@@ -64,6 +64,10 @@ type Options struct {
 	SkipChanged    bool // leave out files that change while read, with a warning
 	FollowSymlinks bool
 	Jobs           int // parallel readers and compressors; default GOMAXPROCS
+	// Prune removes the files of an earlier, larger dump in the output
+	// directory that the new dump no longer names; without it they are
+	// reported and left.
+	Prune bool
 
 	// Metalink, when set, writes a .meta4 beside each package; see
 	// MetalinkOptions.

@@ -345,8 +345,9 @@ func TestCancelDuringStreamedFile(t *testing.T) {
 }
 
 // TestRerunRemovesStaleFiles: a run into the directory of a larger
-// earlier dump removes the packages, manifests and Metalinks the new dump
-// no longer names, reports each, and leaves every other file alone.
+// earlier dump reports the packages, manifests and Metalinks the new dump
+// no longer names; with Prune it removes them, reports each, and leaves
+// every other file alone.
 func TestRerunRemovesStaleFiles(t *testing.T) {
 	src := tree(t, map[string]string{"a": strings.Repeat("a", 3000), "b": strings.Repeat("b", 3000), "c": strings.Repeat("c", 3000)})
 	o := testOptions()
@@ -362,12 +363,24 @@ func TestRerunRemovesStaleFiles(t *testing.T) {
 	os.Remove(filepath.Join(src, "b"))
 	os.Remove(filepath.Join(src, "c"))
 	o.Metalink = nil
-	var removed []string
+	var removed, warnings []string
 	o.Events = func(e Event) {
-		if r, ok := e.(Removed); ok {
-			removed = append(removed, r.Name)
+		switch e := e.(type) {
+		case Removed:
+			removed = append(removed, e.Name)
+		case Warning:
+			warnings = append(warnings, e.Msg)
 		}
 	}
+	if _, err := Pack(context.Background(), src, out, o); err != nil {
+		t.Fatal(err)
+	}
+	// Without Prune they are reported, and stay.
+	if len(removed) > 0 || len(warnings) != 1 || !strings.Contains(warnings[0], "resourcedump-00001.zip.meta4, resourcedump-00002.manifest.xml, resourcedump-00002.zip and 4 more") {
+		t.Fatalf("without Prune: removed %q, warnings %q", removed, warnings)
+	}
+	warnings = nil
+	o.Prune = true
 	if _, err := Pack(context.Background(), src, out, o); err != nil {
 		t.Fatal(err)
 	}
@@ -400,7 +413,7 @@ func TestPruneIndexParts(t *testing.T) {
 		for i := 1; i <= 3; i++ {
 			os.WriteFile(filepath.Join(dir, dumpPartName(i)), nil, 0o644)
 		}
-		r := &run{dir: dir, pkgs: make([]PackageInfo, n), events: func(Event) {}}
+		r := &run{dir: dir, pkgs: make([]PackageInfo, n), events: func(Event) {}, opts: &Options{Prune: true}}
 		r.prune()
 		var left []string
 		entries, _ := os.ReadDir(dir)
@@ -414,5 +427,32 @@ func TestPruneIndexParts(t *testing.T) {
 		if !slices.Equal(left, want) {
 			t.Errorf("%d packages: left %q, want %q", n, left, want)
 		}
+	}
+}
+
+// TestPruneRefusesEmptyDump: a run that finds no files (a wrong or
+// unmounted source) leaves the earlier dump's packages, even with Prune.
+func TestPruneRefusesEmptyDump(t *testing.T) {
+	src := tree(t, map[string]string{"a": strings.Repeat("a", 3000), "b": strings.Repeat("b", 3000)})
+	o := testOptions()
+	o.MaxPackageSize = 4000
+	_, out := mustPack(t, src, o)
+	o.Prune = true
+	var warned bool
+	o.Events = func(e Event) {
+		if w, ok := e.(Warning); ok && strings.Contains(w.Msg, "the new dump is empty") {
+			warned = true
+		}
+	}
+	if _, err := Pack(context.Background(), t.TempDir(), out, o); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{packageName(1), packageName(2), manifestName(packageName(2))} {
+		if _, err := os.Stat(filepath.Join(out, name)); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if !warned {
+		t.Error("no warning that the stale files were kept")
 	}
 }

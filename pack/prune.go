@@ -1,9 +1,11 @@
 package pack
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 
 	"github.com/rsdump/rsdump/internal/sitemap"
 )
@@ -13,13 +15,48 @@ import (
 // dump index.
 var packNames = regexp.MustCompile(`^resourcedump-(\d{5,}\.(zip|manifest\.xml|zip\.meta4)|part\d{5,}\.xml)$`)
 
-// prune removes the files of an earlier run that the new dump no longer
-// names: packages past the new count, Metalinks the run did not write,
-// index parts of a larger dump. Left in place, they would be served beside
-// the new dump, and a stale .meta4 describes bytes that are gone. It runs
-// once the new dump document is in place, so that a crash before it
-// leaves the old dump whole. Failures are warnings: the dump is complete.
+// prune deals with the files of an earlier run that the new dump no
+// longer names: packages past the new count, Metalinks the run did not
+// write, index parts of a larger dump. Served beside the new dump they
+// mislead, and a stale .meta4 describes bytes that are gone; but they may
+// also be the last copy of an earlier dump (a wrong or unmounted source),
+// so they are only removed with Options.Prune, and never when the new dump
+// is empty. Otherwise they are reported. It runs once the new dump
+// document is in place. Failures are warnings: the dump is complete.
 func (r *run) prune() {
+	stale, err := r.stale()
+	if err != nil {
+		r.warn(r.dir, "looking for files of an earlier run: "+err.Error())
+		return
+	}
+	switch {
+	case len(stale) == 0:
+		return
+	case !r.opts.Prune || len(r.pkgs) == 0:
+		why := "remove them, or run with --prune"
+		if r.opts.Prune {
+			why = "not pruned: the new dump is empty"
+		}
+		list := strings.Join(stale[:min(3, len(stale))], ", ")
+		if len(stale) > 3 {
+			list += fmt.Sprintf(" and %d more", len(stale)-3)
+		}
+		r.warn(r.dir, fmt.Sprintf("left from an earlier run, not in the new dump: %s; %s", list, why))
+		return
+	}
+	for _, name := range stale {
+		if err := os.Remove(filepath.Join(r.dir, name)); err != nil {
+			r.warn(name, "left from an earlier run, not removed: "+err.Error())
+			continue
+		}
+		r.events(Removed{Name: name})
+	}
+	syncDir(r.dir)
+}
+
+// stale lists the files in the output directory named as pack names its
+// files that the new dump does not name.
+func (r *run) stale() ([]string, error) {
 	keep := map[string]bool{}
 	for _, p := range r.pkgs {
 		keep[p.Name], keep[p.Manifest], keep[p.Metalink] = true, true, true
@@ -29,22 +66,13 @@ func (r *run) prune() {
 	}
 	entries, err := os.ReadDir(r.dir)
 	if err != nil {
-		r.warn(r.dir, "looking for files of an earlier run: "+err.Error())
-		return
+		return nil, err
 	}
-	removed := false
+	var stale []string
 	for _, e := range entries {
-		if !e.Type().IsRegular() || !packNames.MatchString(e.Name()) || keep[e.Name()] {
-			continue
+		if e.Type().IsRegular() && packNames.MatchString(e.Name()) && !keep[e.Name()] {
+			stale = append(stale, e.Name())
 		}
-		if err := os.Remove(filepath.Join(r.dir, e.Name())); err != nil {
-			r.warn(e.Name(), "left from an earlier run, not removed: "+err.Error())
-			continue
-		}
-		removed = true
-		r.events(Removed{Name: e.Name()})
 	}
-	if removed {
-		syncDir(r.dir)
-	}
+	return stale, nil
 }

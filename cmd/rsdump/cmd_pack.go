@@ -24,9 +24,9 @@ and the bitstreams under resources/; a detached copy of each manifest
 A file's <loc> is the base URL plus its path relative to SRC. Packages are
 written under temporary names and renamed when complete; running the same
 command again after an interruption reuses the packages already finished.
-Once resourcedump.xml is written, files of an earlier run that it no longer
+Files of an earlier, larger run that the new resourcedump.xml no longer
 names (resourcedump-NNNNN.zip, .manifest.xml, .zip.meta4, index parts) are
-removed, each one printed.
+reported, and removed with --prune once resourcedump.xml is written.
 
 Exit status: 0 success, 1 failure (a file could not be read, changed while
 read, or an output could not be written), 2 usage error, 130 interrupted.
@@ -36,7 +36,7 @@ type packFlags struct {
 	out, baseURL, dumpURL, capList, hashes, compress, at string
 	maxSize                                              int64
 	level, jobs                                          int
-	skipChanged, follow, quiet, json                     bool
+	skipChanged, follow, quiet, json, prune              bool
 	metalink                                             bool
 	mirrors                                              []string
 	pieceLength                                          int64
@@ -55,6 +55,7 @@ func runPack(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.Int64Var(&f.maxSize, "max-package-size", pack.DefaultMaxPackageSize, "split packages at `BYTES` (a larger file gets a package of its own)")
 	fs.StringVar(&f.at, "at", "", "snapshot `TIME` (W3C datetime) for every at/completed attribute; same input and --at give identical packages")
 	fs.BoolVar(&f.skipChanged, "skip-changed", false, "leave out files that change while read, with a warning, instead of failing")
+	fs.BoolVar(&f.prune, "prune", false, "remove the packages, manifests, Metalinks and index parts of an earlier run that the new dump no longer names")
 	fs.BoolVar(&f.follow, "follow-symlinks", false, "pack the targets of symbolic links instead of skipping them")
 	fs.BoolVar(&f.metalink, "metalink", false, "write NAME.zip.meta4 (Metalink 4: size, sha-256, piece hashes, mirrors) beside each package")
 	fs.StringArrayVar(&f.mirrors, "mirror", nil, "`URL[,priority=N][,location=CC]` of a mirror holding the packages (repeatable; needs --metalink)")
@@ -89,7 +90,7 @@ func (f *packFlags) options(args []string) (pack.Options, error) {
 		return o, usageError{err}
 	}
 	o = pack.Options{BaseURL: f.baseURL, DumpURL: f.dumpURL, CapabilityList: f.capList, Hashes: hashes,
-		Compress: comp, Level: f.level, MaxPackageSize: f.maxSize, SkipChanged: f.skipChanged,
+		Compress: comp, Level: f.level, MaxPackageSize: f.maxSize, SkipChanged: f.skipChanged, Prune: f.prune,
 		FollowSymlinks: f.follow, Jobs: f.jobs}
 	if f.maxSize <= 0 {
 		return o, usagef("--max-package-size must be positive")
@@ -141,10 +142,8 @@ func doPack(ctx context.Context, src string, f packFlags, o pack.Options, stdout
 			}
 		case pack.Warning:
 			p.message("rsdump: warning: %s", e)
-		case pack.Removed:
-			if !f.quiet {
-				p.message("rsdump: removed %s: left from an earlier run, not in the new dump", e.Name)
-			}
+		case pack.Removed: // printed even with --quiet: it deletes files
+			p.message("rsdump: removed %s: left from an earlier run, not in the new dump", e.Name)
 		}
 	}
 	if p.bar != nil {
@@ -212,17 +211,19 @@ func plural(n int, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
-// oversubscribe gives the Go scheduler two more Ps than cores while pack
-// runs, unless GOMAXPROCS is set. pack's goroutines spend about half their
-// time in read and write system calls, which hold their P; with one P per
-// core the hashing goroutines wait for a P while a core idles (13-19% idle
-// on 2 cores). Two spare Ps let the kernel fill those gaps: 4-5% faster on
-// 2 cores (benchmarks/README.md). It returns the function that restores
-// the setting.
+// oversubscribe gives the Go scheduler two more Ps than its default (the
+// cores, or the container's CPU quota) while pack runs, unless GOMAXPROCS
+// is set. pack's reader and writer goroutines spend much of their time in
+// read and write system calls (3.8 s of an 8 s run of the 4 GiB benchmark),
+// which hold their P; with one P per core the hashing goroutines wait for
+// a P while a core idles (13-19% idle on 2 cores). Two
+// spare Ps let the kernel fill those gaps: on 2 cores, pairs of runs were
+// a median 5.5% faster (benchmarks/README.md). It returns the function that
+// gives the runtime its default back.
 func oversubscribe() func() {
 	if os.Getenv("GOMAXPROCS") != "" {
 		return func() {}
 	}
-	old := runtime.GOMAXPROCS(runtime.NumCPU() + 2)
-	return func() { runtime.GOMAXPROCS(old) }
+	runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + 2)
+	return runtime.SetDefaultGOMAXPROCS
 }
