@@ -12,7 +12,8 @@ import (
 
 // packNames matches the files pack writes in its output directory:
 // packages, their detached manifests and Metalinks, and the parts of a
-// dump index.
+// dump index. Only regular files count: pack never writes a symlink, so
+// one of these names is someone else's and is left alone.
 var packNames = regexp.MustCompile(`^resourcedump-(\d{5,}\.(zip|manifest\.xml|zip\.meta4)|part\d{5,}\.xml)$`)
 
 // prune deals with the files of an earlier run that the new dump no

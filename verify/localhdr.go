@@ -24,6 +24,11 @@ const (
 	localLen     = 30
 	flagEncrypt  = 0x1
 	flagDataDesc = 0x8
+	flagUTF8     = 0x800
+	// flagsCompared are the flag bits that change how a streaming reader
+	// finds the data's end or decodes the name: every writer tried copies
+	// them into the central record.
+	flagsCompared = flagEncrypt | flagDataDesc | flagUTF8
 )
 
 // headerOffset is where archive/zip found f's local header. It is taken
@@ -56,6 +61,9 @@ func checkLocal(ra io.ReaderAt, f *zip.File) error {
 	if err != nil {
 		return err
 	}
+	if off < 0 {
+		return fmt.Errorf("local header at negative offset %d", off)
+	}
 	b := make([]byte, localLen+len(f.Name))
 	if _, err := ra.ReadAt(b, off); err != nil {
 		return fmt.Errorf("local header at offset %d: %v", off, err)
@@ -68,32 +76,69 @@ func checkLocal(ra io.ReaderAt, f *zip.File) error {
 	if nameLen != len(f.Name) || string(b[localLen:]) != f.Name {
 		return fmt.Errorf("the local header names the entry %s, the central directory %q", localName(ra, off, nameLen), f.Name)
 	}
-	if method != f.Method || flags&flagEncrypt != f.Flags&flagEncrypt {
+	if method != f.Method || flags&flagsCompared != f.Flags&flagsCompared {
 		return fmt.Errorf("the local header gives method %d, flags %#x; the central directory method %d, flags %#x", method, flags, f.Method, f.Flags)
 	}
 	if flags&flagDataDesc == 0 {
-		return checkLocalSums(b, f)
+		return checkLocalSums(ra, off, b, f)
 	}
 	return nil
 }
 
 // checkLocalSums compares the CRC-32 and sizes a local header carries when
-// no data descriptor follows the data. Saturated sizes are in the local
-// ZIP64 field, whose values archive/zip never reads: only the CRC is
-// compared then.
-func checkLocalSums(b []byte, f *zip.File) error {
+// no data descriptor follows the data. A saturated size is in the local
+// ZIP64 field, which archive/zip never reads: a streaming reader would
+// take it, so it must agree too.
+func checkLocalSums(ra io.ReaderAt, off int64, b []byte, f *zip.File) error {
 	crc := binary.LittleEndian.Uint32(b[14:])
-	csize, usize := binary.LittleEndian.Uint32(b[18:]), binary.LittleEndian.Uint32(b[22:])
+	csize, usize := uint64(binary.LittleEndian.Uint32(b[18:])), uint64(binary.LittleEndian.Uint32(b[22:]))
 	if crc != f.CRC32 {
 		return fmt.Errorf("the local header gives CRC-32 %08x, the central directory %08x", crc, f.CRC32)
 	}
 	if csize == 0xffffffff || usize == 0xffffffff {
-		return nil
+		z, err := localZip64(ra, off, b)
+		if err != nil {
+			return err
+		}
+		// APPNOTE 4.5.3: the saturated fields, uncompressed size first.
+		if usize == 0xffffffff {
+			if len(z) < 8 {
+				return errors.New("the local header saturates the size but has no ZIP64 size")
+			}
+			usize, z = binary.LittleEndian.Uint64(z), z[8:]
+		}
+		if csize == 0xffffffff {
+			if len(z) < 8 {
+				return errors.New("the local header saturates the compressed size but has no ZIP64 size")
+			}
+			csize = binary.LittleEndian.Uint64(z)
+		}
 	}
-	if uint64(csize) != f.CompressedSize64 || uint64(usize) != f.UncompressedSize64 {
+	if csize != f.CompressedSize64 || usize != f.UncompressedSize64 {
 		return fmt.Errorf("the local header gives sizes %d/%d, the central directory %d/%d", csize, usize, f.CompressedSize64, f.UncompressedSize64)
 	}
 	return nil
+}
+
+// localZip64 returns the data of the ZIP64 field in the local header's
+// extra field, nil when there is none.
+func localZip64(ra io.ReaderAt, off int64, b []byte) ([]byte, error) {
+	nameLen, extraLen := int64(binary.LittleEndian.Uint16(b[26:])), int(binary.LittleEndian.Uint16(b[28:]))
+	ex := make([]byte, extraLen)
+	if _, err := ra.ReadAt(ex, off+localLen+nameLen); err != nil {
+		return nil, fmt.Errorf("local extra field at offset %d: %v", off+localLen+nameLen, err)
+	}
+	for len(ex) >= 4 {
+		id, n := binary.LittleEndian.Uint16(ex), int(binary.LittleEndian.Uint16(ex[2:]))
+		if n > len(ex)-4 {
+			break
+		}
+		if id == 0x0001 {
+			return ex[4 : 4+n], nil
+		}
+		ex = ex[4+n:]
+	}
+	return nil, nil
 }
 
 // localName reads the name in the local header at off, for a message.

@@ -93,11 +93,54 @@ func TestLocalHeaderSums(t *testing.T) {
 		t.Fatalf("a package without data descriptors: errors %q", got)
 	}
 	local := bytes.Index(z, []byte("resources/b.txt")) - 30
-	for name, field := range map[string]int{"method": 8, "crc": 14, "size": 22} {
+	for name, flip := range map[string][2]int{"method": {8, 0x01}, "crc": {14, 0x01}, "size": {22, 0x01},
+		"descriptor flag": {6, 0x08}, "UTF-8 flag": {7, 0x08}} {
 		bad := bytes.Clone(z)
-		bad[local+field] ^= 0x01
+		bad[local+flip[0]] ^= byte(flip[1])
 		if got, want := zipErrors(t, bad), []string{"zip resources/b.txt"}; !slices.Equal(got, want) {
 			t.Errorf("local %s changed: errors %q, want %q", name, got, want)
+		}
+	}
+}
+
+// TestLocalHeaderZip64Sizes: a local header whose sizes are saturated
+// carries them in its ZIP64 field (APPNOTE 4.5.3: only the saturated
+// ones, uncompressed first), which must agree with the central record as
+// the plain fields do.
+func TestLocalHeaderZip64Sizes(t *testing.T) {
+	n := uint64(len(verifytest.BaseFiles[1].Data)) // b.txt, stored
+	// build gives b.txt a local ZIP64 field holding vals, then sets the
+	// local header's fields at the given offsets (18 compressed size, 22
+	// size).
+	build := func(vals []uint64, set map[int]uint32) []byte {
+		field := binary.LittleEndian.AppendUint16(nil, 1)
+		field = binary.LittleEndian.AppendUint16(field, uint16(8*len(vals)))
+		for _, v := range vals {
+			field = binary.LittleEndian.AppendUint64(field, v)
+		}
+		z := rewrite(t, verifytest.Intact(t), func(fh *zip.FileHeader) {
+			fh.Flags &^= 0x8
+			if fh.Name == "resources/b.txt" {
+				fh.Extra = append(slices.Clone(fh.Extra), field...)
+			}
+		})
+		local := bytes.Index(z, []byte("resources/b.txt")) - 30
+		for at, v := range set {
+			binary.LittleEndian.PutUint32(z[local+at:], v)
+		}
+		return z
+	}
+	const sat = 0xffffffff
+	if got := zipErrors(t, build([]uint64{n, n}, map[int]uint32{18: sat, 22: sat})); len(got) > 0 {
+		t.Errorf("honest ZIP64 local sizes: errors %q", got)
+	}
+	for name, z := range map[string][]byte{
+		"both saturated, ZIP64 field lies":      build([]uint64{5, 5}, map[int]uint32{18: sat, 22: sat}),
+		"compressed saturated, plain size lies": build([]uint64{n}, map[int]uint32{18: sat, 22: 5}),
+		"saturated, no ZIP64 field":             build(nil, map[int]uint32{18: sat, 22: sat}),
+	} {
+		if got, want := zipErrors(t, z), []string{"zip resources/b.txt"}; !slices.Equal(got, want) {
+			t.Errorf("%s: errors %q, want %q", name, got, want)
 		}
 	}
 }
