@@ -44,10 +44,9 @@ func headerOffset(f *zip.File) (int64, error) {
 	return v.Int(), nil
 }
 
-// checkLocal compares the entry's local header with its central record:
-// the header must lead to the data archive/zip found, under the same name,
-// method and encryption, and, unless a data descriptor follows the data,
-// with the same CRC-32 and sizes.
+// checkLocal compares the local header archive/zip used for the entry
+// with its central record: the same name, method and flags and, unless a
+// data descriptor follows the data, the same CRC-32 and sizes.
 func (r *reading) checkLocal() bool {
 	if err := checkLocal(r.p.ra, r.f); err != nil {
 		r.fail(CheckZip, "", "", err.Error())
