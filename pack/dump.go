@@ -16,14 +16,23 @@ const DumpName = "resourcedump.xml"
 // dumpPartName names the n-th Resource Dump under an index.
 func dumpPartName(n int) string { return fmt.Sprintf("resourcedump-part%05d.xml", n) }
 
+// dumpParts is the number of parts writeDump writes for n packages: none
+// when they fit one document.
+func dumpParts(n int) int {
+	if n <= sitemap.MaxEntries {
+		return 0
+	}
+	return (n + sitemap.MaxEntries - 1) / sitemap.MaxEntries
+}
+
 // writeDump writes the Resource Dump, or an index and its parts when the
 // packages do not fit one document.
 func writeDump(o *Options, dir string, at, completed time.Time, pkgs []PackageInfo) error {
-	if len(pkgs) <= sitemap.MaxEntries {
+	if dumpParts(len(pkgs)) == 0 {
 		return writeDumpPart(o, dir, DumpName, at, completed, pkgs, "")
 	}
 	var parts []sitemap.URL
-	for i := 0; i*sitemap.MaxEntries < len(pkgs); i++ {
+	for i := range dumpParts(len(pkgs)) {
 		chunk := pkgs[i*sitemap.MaxEntries : min(len(pkgs), (i+1)*sitemap.MaxEntries)]
 		name := dumpPartName(i + 1)
 		if err := writeDumpPart(o, dir, name, at, completed, chunk, o.DumpURL+DumpName); err != nil {

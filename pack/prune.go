@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-
-	"github.com/rsdump/rsdump/internal/sitemap"
 )
 
 // packNames matches the files pack writes in its output directory:
@@ -62,8 +60,8 @@ func (r *run) stale() ([]string, error) {
 	for _, p := range r.pkgs {
 		keep[p.Name], keep[p.Manifest], keep[p.Metalink] = true, true, true
 	}
-	for i := 1; len(r.pkgs) > sitemap.MaxEntries && (i-1)*sitemap.MaxEntries < len(r.pkgs); i++ {
-		keep[dumpPartName(i)] = true
+	for i := range dumpParts(len(r.pkgs)) {
+		keep[dumpPartName(i+1)] = true
 	}
 	entries, err := os.ReadDir(r.dir)
 	if err != nil {

@@ -216,10 +216,10 @@ func plural(n int, noun string) string {
 // is set. pack's reader and writer goroutines spend much of their time in
 // read and write system calls (3.8 s of an 8 s run of the 4 GiB benchmark),
 // which hold their P; with one P per core the hashing goroutines wait for
-// a P while a core idles (13-19% idle on 2 cores). Two
-// spare Ps let the kernel fill those gaps: on 2 cores, pairs of runs were
-// a median 5.5% faster (benchmarks/README.md). It returns the function that
-// gives the runtime its default back.
+// a P while a core idles (13-19% idle on 2 cores). Two spare Ps let the
+// kernel fill those gaps: on 2 cores, pairs of runs were a median 5.5%
+// faster (benchmarks/README.md). It returns the function that gives the
+// runtime its default back.
 func oversubscribe() func() {
 	if os.Getenv("GOMAXPROCS") != "" {
 		return func() {}
