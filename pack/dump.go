@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/rsdump/rsdump/internal/sitemap"
+	"github.com/rsdump/rsdump/resourcesync"
 )
 
 // DumpName is the Resource Dump document pack writes; with more than
@@ -19,10 +19,10 @@ func dumpPartName(n int) string { return fmt.Sprintf("resourcedump-part%05d.xml"
 // dumpParts is the number of parts writeDump writes for n packages: none
 // when they fit one document.
 func dumpParts(n int) int {
-	if n <= sitemap.MaxEntries {
+	if n <= resourcesync.MaxEntries {
 		return 0
 	}
-	return (n + sitemap.MaxEntries - 1) / sitemap.MaxEntries
+	return (n + resourcesync.MaxEntries - 1) / resourcesync.MaxEntries
 }
 
 // writeDump writes the Resource Dump, or an index and its parts when the
@@ -31,49 +31,49 @@ func writeDump(o *Options, dir string, at, completed time.Time, pkgs []PackageIn
 	if dumpParts(len(pkgs)) == 0 {
 		return writeDumpPart(o, dir, DumpName, at, completed, pkgs, "")
 	}
-	var parts []sitemap.URL
+	var parts []resourcesync.URL
 	for i := range dumpParts(len(pkgs)) {
-		chunk := pkgs[i*sitemap.MaxEntries : min(len(pkgs), (i+1)*sitemap.MaxEntries)]
+		chunk := pkgs[i*resourcesync.MaxEntries : min(len(pkgs), (i+1)*resourcesync.MaxEntries)]
 		name := dumpPartName(i + 1)
 		if err := writeDumpPart(o, dir, name, at, completed, chunk, o.DumpURL+DumpName); err != nil {
 			return err
 		}
-		parts = append(parts, sitemap.URL{Loc: o.DumpURL + name, MD: &sitemap.MD{At: at, Completed: completed}})
+		parts = append(parts, resourcesync.URL{Loc: o.DumpURL + name, MD: &resourcesync.MD{At: at, Completed: completed}})
 	}
-	h := dumpHeader(o, sitemap.SitemapIndex, at, completed, "")
+	h := dumpHeader(o, resourcesync.SitemapIndex, at, completed, "")
 	return encodeFile(filepath.Join(dir, DumpName), h, parts)
 }
 
-func dumpHeader(o *Options, kind sitemap.Kind, at, completed time.Time, index string) sitemap.Header {
-	h := sitemap.Header{Kind: kind, MD: sitemap.MD{Capability: sitemap.CapResourceDump, At: at, Completed: completed}}
+func dumpHeader(o *Options, kind resourcesync.Kind, at, completed time.Time, index string) resourcesync.Header {
+	h := resourcesync.Header{Kind: kind, MD: resourcesync.MD{Capability: resourcesync.CapResourceDump, At: at, Completed: completed}}
 	if o.CapabilityList != "" {
-		h.Links = append(h.Links, sitemap.Link{Rel: "up", Href: o.CapabilityList})
+		h.Links = append(h.Links, resourcesync.Link{Rel: "up", Href: o.CapabilityList})
 	}
 	if index != "" {
-		h.Links = append(h.Links, sitemap.Link{Rel: "index", Href: index})
+		h.Links = append(h.Links, resourcesync.Link{Rel: "index", Href: index})
 	}
 	return h
 }
 
 func writeDumpPart(o *Options, dir, name string, at, completed time.Time, pkgs []PackageInfo, index string) error {
-	urls := make([]sitemap.URL, len(pkgs))
+	urls := make([]resourcesync.URL, len(pkgs))
 	for i, p := range pkgs {
 		urls[i] = packageURL(o, p)
 	}
-	return encodeFile(filepath.Join(dir, name), dumpHeader(o, sitemap.URLSet, at, completed, index), urls)
+	return encodeFile(filepath.Join(dir, name), dumpHeader(o, resourcesync.URLSet, at, completed, index), urls)
 }
 
 // packageURL is a package's entry in the Resource Dump: its URL, length,
 // hash and snapshot interval, its manifest, and its mirrors and Metalink
 // when there are any.
-func packageURL(o *Options, p PackageInfo) sitemap.URL {
-	u := sitemap.URL{
+func packageURL(o *Options, p PackageInfo) resourcesync.URL {
+	u := resourcesync.URL{
 		Loc: o.DumpURL + p.Name,
-		MD: &sitemap.MD{
-			Type: "application/zip", Length: sitemap.Int64(p.Length), Hash: "sha-256:" + p.SHA256,
+		MD: &resourcesync.MD{
+			Type: "application/zip", Length: resourcesync.Int64(p.Length), Hash: "sha-256:" + p.SHA256,
 			At: p.At, Completed: p.Completed,
 		},
-		Links: []sitemap.Link{{Rel: "contents", Href: o.DumpURL + p.Manifest, Type: "application/xml"}},
+		Links: []resourcesync.Link{{Rel: "contents", Href: o.DumpURL + p.Manifest, Type: "application/xml"}},
 	}
 	if o.Metalink != nil {
 		u.Links = append(u.Links, mirrorLinks(o, p)...)
@@ -81,9 +81,9 @@ func packageURL(o *Options, p PackageInfo) sitemap.URL {
 	return u
 }
 
-func encodeFile(path string, h sitemap.Header, urls []sitemap.URL) error {
+func encodeFile(path string, h resourcesync.Header, urls []resourcesync.URL) error {
 	var buf bytes.Buffer
-	enc, err := sitemap.NewEncoder(&buf, h)
+	enc, err := resourcesync.NewEncoder(&buf, h)
 	if err != nil {
 		return err
 	}

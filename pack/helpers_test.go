@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/rsdump/rsdump/internal/digest"
-	"github.com/rsdump/rsdump/internal/sitemap"
+	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
@@ -38,13 +38,13 @@ func mustPack(t testing.TB, src string, o Options) (*Result, string) {
 }
 
 // decodeAll reads a whole ResourceSync document.
-func decodeAll(t testing.TB, r io.Reader) (sitemap.Header, []sitemap.URL) {
+func decodeAll(t testing.TB, r io.Reader) (resourcesync.Header, []resourcesync.URL) {
 	t.Helper()
-	d, err := sitemap.NewDecoder(r)
+	d, err := resourcesync.NewDecoder(r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var urls []sitemap.URL
+	var urls []resourcesync.URL
 	for {
 		u, err := d.Next()
 		if err == io.EOF {
@@ -61,7 +61,7 @@ func decodeAll(t testing.TB, r io.Reader) (sitemap.Header, []sitemap.URL) {
 // bitstream against its manifest: length, every hash, and that the
 // entries and manifest list the same paths. It returns the manifest
 // entries.
-func checkPackage(t testing.TB, path string) []sitemap.URL {
+func checkPackage(t testing.TB, path string) []resourcesync.URL {
 	t.Helper()
 	zr, err := zip.OpenReader(path)
 	if err != nil {
@@ -102,7 +102,7 @@ func manifestPathFor(zipPath string) string {
 	return filepath.Join(filepath.Dir(zipPath), manifestName(filepath.Base(zipPath)))
 }
 
-func checkBitstream(t testing.TB, files map[string]*zip.File, u sitemap.URL) {
+func checkBitstream(t testing.TB, files map[string]*zip.File, u resourcesync.URL) {
 	t.Helper()
 	f := files[u.MD.Path[1:]]
 	if f == nil {

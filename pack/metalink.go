@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rsdump/rsdump/internal/sitemap"
 	"github.com/rsdump/rsdump/metalink"
+	"github.com/rsdump/rsdump/resourcesync"
 )
 
 // pieceLength is the Metalink piece length for packages, or 0 when no
@@ -39,13 +39,13 @@ func metalinkName(pkg string) string { return pkg + ".meta4" }
 
 // mirrorLinks lists a package's mirrors as rel="duplicate" links with
 // their priority, and its Metalink as rel="describedby".
-func mirrorLinks(o *Options, p PackageInfo) []sitemap.Link {
-	var ls []sitemap.Link
+func mirrorLinks(o *Options, p PackageInfo) []resourcesync.Link {
+	var ls []resourcesync.Link
 	for _, m := range o.Metalink.Mirrors {
-		ls = append(ls, sitemap.Link{Rel: "duplicate", Href: withSlash(m.BaseURL) + p.Name, Pri: m.Priority})
+		ls = append(ls, resourcesync.Link{Rel: "duplicate", Href: withSlash(m.BaseURL) + p.Name, Pri: m.Priority})
 	}
 	if p.Metalink != "" {
-		ls = append(ls, sitemap.Link{Rel: "describedby", Href: o.DumpURL + p.Metalink, Type: "application/metalink4+xml"})
+		ls = append(ls, resourcesync.Link{Rel: "describedby", Href: o.DumpURL + p.Metalink, Type: "application/metalink4+xml"})
 	}
 	return ls
 }

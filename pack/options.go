@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/internal/digest"
-	"github.com/rsdump/rsdump/internal/sitemap"
+	"github.com/rsdump/rsdump/resourcesync"
 )
 
 // Compression says how bitstreams are stored in the ZIP.
@@ -127,8 +127,8 @@ func (o *Options) setLimits() error {
 	if o.MaxPackageSize < 0 {
 		return errors.New("maximum package size must be positive")
 	}
-	if o.MaxEntries == 0 || o.MaxEntries > sitemap.MaxEntries {
-		o.MaxEntries = sitemap.MaxEntries
+	if o.MaxEntries == 0 || o.MaxEntries > resourcesync.MaxEntries {
+		o.MaxEntries = resourcesync.MaxEntries
 	}
 	if o.Jobs <= 0 {
 		o.Jobs = runtime.GOMAXPROCS(0)

@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/rsdump/rsdump/internal/sitemap"
+	"github.com/rsdump/rsdump/resourcesync"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -60,7 +60,7 @@ func checkDump(t *testing.T, out string, res *Result) {
 	}
 	defer f.Close()
 	h, urls := decodeAll(t, f)
-	if h.MD.Capability != sitemap.CapResourceDump || h.MD.At.IsZero() || h.MD.Completed.IsZero() {
+	if h.MD.Capability != resourcesync.CapResourceDump || h.MD.At.IsZero() || h.MD.Completed.IsZero() {
 		t.Errorf("dump header %+v", h.MD)
 	}
 	if len(urls) != len(res.Packages) {
@@ -408,7 +408,7 @@ func TestRerunRemovesStaleFiles(t *testing.T) {
 // dump needs them, and removed past its last part or when it fits one
 // document.
 func TestPruneIndexParts(t *testing.T) {
-	for _, n := range []int{sitemap.MaxEntries + 1, 3} {
+	for _, n := range []int{resourcesync.MaxEntries + 1, 3} {
 		dir := t.TempDir()
 		for i := 1; i <= 3; i++ {
 			os.WriteFile(filepath.Join(dir, dumpPartName(i)), nil, 0o644)
@@ -421,7 +421,7 @@ func TestPruneIndexParts(t *testing.T) {
 			left = append(left, e.Name())
 		}
 		want := []string{dumpPartName(1), dumpPartName(2)}
-		if n <= sitemap.MaxEntries {
+		if n <= resourcesync.MaxEntries {
 			want = nil
 		}
 		if !slices.Equal(left, want) {

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/internal/digest"
-	"github.com/rsdump/rsdump/internal/sitemap"
 	"github.com/rsdump/rsdump/internal/zipw"
+	"github.com/rsdump/rsdump/resourcesync"
 )
 
 // pkgWriter writes one package to a temporary file in the output
@@ -23,7 +23,7 @@ type pkgWriter struct {
 	f       *os.File
 	tee     *tee
 	zw      *zipw.Writer
-	entries []sitemap.URL
+	entries []resourcesync.URL
 	bytes   int64
 	mh      *digest.Multi // for streamed files
 }
@@ -67,12 +67,12 @@ func (w *pkgWriter) addPrepared(p *prepared) error {
 }
 
 func (w *pkgWriter) record(it item, sums digest.Set, typ string) {
-	w.entries = append(w.entries, sitemap.URL{
+	w.entries = append(w.entries, resourcesync.URL{
 		Loc:     locFor(w.opts.BaseURL, it.rel),
 		Lastmod: it.mtime,
-		MD: &sitemap.MD{
+		MD: &resourcesync.MD{
 			Hash:   sums.String(),
-			Length: sitemap.Int64(it.size),
+			Length: resourcesync.Int64(it.size),
 			Type:   typ,
 			Path:   manifestPath(it.rel),
 		},
@@ -83,13 +83,13 @@ func (w *pkgWriter) record(it item, sums digest.Set, typ string) {
 // manifest encodes the package's Resource Dump Manifest.
 func (w *pkgWriter) manifest(completed time.Time) ([]byte, error) {
 	var buf bytes.Buffer
-	h := sitemap.Header{Kind: sitemap.URLSet, MD: sitemap.MD{
-		Capability: sitemap.CapResourceDumpManifest, At: w.at, Completed: completed,
+	h := resourcesync.Header{Kind: resourcesync.URLSet, MD: resourcesync.MD{
+		Capability: resourcesync.CapResourceDumpManifest, At: w.at, Completed: completed,
 	}}
 	if w.opts.CapabilityList != "" {
-		h.Links = []sitemap.Link{{Rel: "up", Href: w.opts.CapabilityList}}
+		h.Links = []resourcesync.Link{{Rel: "up", Href: w.opts.CapabilityList}}
 	}
-	enc, err := sitemap.NewEncoder(&buf, h)
+	enc, err := resourcesync.NewEncoder(&buf, h)
 	if err != nil {
 		return nil, err
 	}

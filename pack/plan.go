@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/internal/digest"
-	"github.com/rsdump/rsdump/internal/sitemap"
+	"github.com/rsdump/rsdump/resourcesync"
 )
 
 // Fixed costs of a package beyond its bitstreams, as written by zipw:
@@ -48,7 +48,7 @@ func (p *planner) add(it item) error {
 	cost, mcost := p.estimate(it)
 	full := len(p.cur) >= p.opts.MaxEntries ||
 		p.size+cost > p.opts.MaxPackageSize ||
-		p.manifest+mcost > sitemap.MaxBytes-manifestHeader
+		p.manifest+mcost > resourcesync.MaxBytes-manifestHeader
 	if len(p.cur) > 0 && full {
 		if err := p.flush(); err != nil {
 			return err
@@ -73,17 +73,17 @@ func (p *planner) estimate(it item) (pkg, manifest int64) {
 	name := int64(len(entryName(it.rel)))
 	// Forced deflate of incompressible data adds 5 bytes per 64 KiB block.
 	data := it.size + it.size/8192 + 64
-	u := sitemap.URL{
+	u := resourcesync.URL{
 		Loc:     locFor(p.opts.BaseURL, it.rel),
 		Lastmod: it.mtime,
-		MD: &sitemap.MD{
+		MD: &resourcesync.MD{
 			Hash:   placeholderHashes(p.opts.Hashes),
-			Length: sitemap.Int64(it.size),
+			Length: resourcesync.Int64(it.size),
 			Type:   strings.Repeat("x", typeAllowance),
 			Path:   manifestPath(it.rel),
 		},
 	}
-	manifest = int64(sitemap.EntrySize(u))
+	manifest = int64(resourcesync.EntrySize(u))
 	return entryOverhead + 2*name + data + manifest, manifest
 }
 

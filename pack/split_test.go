@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rsdump/rsdump/internal/sitemap"
+	"github.com/rsdump/rsdump/resourcesync"
 )
 
 // packageSizeOf returns the size limit at which exactly these files fill
@@ -75,7 +75,7 @@ func TestSplitAt50000Entries(t *testing.T) {
 		t.Skip("skipping 50,001-file tree in -short mode")
 	}
 	files := map[string]string{}
-	for i := range sitemap.MaxEntries + 1 {
+	for i := range resourcesync.MaxEntries + 1 {
 		files[fmt.Sprintf("d%02d/f%05d", i/1000, i)] = ""
 	}
 	src := tree(t, files)
@@ -84,7 +84,7 @@ func TestSplitAt50000Entries(t *testing.T) {
 		t.Fatalf("packages of %v bitstreams, want [50000 1]", got)
 	}
 	checkPackage(t, filepath.Join(out, res.Packages[1].Name))
-	if st, _ := os.Stat(filepath.Join(out, res.Packages[0].Manifest)); st.Size() > sitemap.MaxBytes {
+	if st, _ := os.Stat(filepath.Join(out, res.Packages[0].Manifest)); st.Size() > resourcesync.MaxBytes {
 		t.Errorf("manifest of %d bytes exceeds the 50 MB limit", st.Size())
 	}
 	xmllint(t, filepath.Join(out, res.Packages[0].Manifest), "rs-urlset.xsd")
@@ -94,7 +94,7 @@ func TestDumpIndexOver50000Packages(t *testing.T) {
 	o := testOptions()
 	o.setDefaults()
 	dir := t.TempDir()
-	pkgs := make([]PackageInfo, sitemap.MaxEntries+1)
+	pkgs := make([]PackageInfo, resourcesync.MaxEntries+1)
 	for i := range pkgs {
 		name := packageName(i + 1)
 		pkgs[i] = PackageInfo{Name: name, Manifest: manifestName(name), Length: 100, SHA256: strings.Repeat("0", 64), At: fixedTime, Completed: fixedTime}
@@ -105,7 +105,7 @@ func TestDumpIndexOver50000Packages(t *testing.T) {
 	f, _ := os.Open(filepath.Join(dir, DumpName))
 	defer f.Close()
 	h, parts := decodeAll(t, f)
-	if h.Kind != sitemap.SitemapIndex || len(parts) != 2 {
+	if h.Kind != resourcesync.SitemapIndex || len(parts) != 2 {
 		t.Fatalf("index kind %v with %d parts, want sitemapindex with 2", h.Kind, len(parts))
 	}
 	f2, _ := os.Open(filepath.Join(dir, dumpPartName(2)))

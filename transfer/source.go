@@ -14,8 +14,8 @@ import (
 	"strings"
 
 	"github.com/rsdump/rsdump/internal/digest"
-	"github.com/rsdump/rsdump/internal/sitemap"
 	"github.com/rsdump/rsdump/metalink"
+	"github.com/rsdump/rsdump/resourcesync"
 )
 
 // maxDocument bounds a Metalink or dump document fetched over HTTP.
@@ -88,12 +88,12 @@ func (g *Getter) fromDocument(ctx context.Context, src string, b []byte) ([]File
 // document. An index listing an index is refused, as the sitemap protocol
 // (and ResourceSync §5.2) allow only one level.
 func (g *Getter) filesFromIndex(ctx context.Context, src string, b []byte) ([]File, error) {
-	dec, err := sitemap.NewDecoder(bufio.NewReader(bytes.NewReader(b)))
+	dec, err := resourcesync.NewDecoder(bufio.NewReader(bytes.NewReader(b)))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", src, err)
 	}
 	var locs []string
-	if err := dec.Each(func(u sitemap.URL) error { locs = append(locs, u.Loc); return nil }); err != nil {
+	if err := dec.Each(func(u resourcesync.URL) error { locs = append(locs, u.Loc); return nil }); err != nil {
 		return nil, fmt.Errorf("%s: %w", src, err)
 	}
 	var files []File
@@ -180,12 +180,12 @@ func fileFromMetalink(mf metalink.File) (File, error) {
 // rel="duplicate" links are mirrors, rs:md gives length and hash, and a
 // rel="describedby" Metalink adds piece hashes and its own mirrors.
 func (g *Getter) filesFromDump(ctx context.Context, src string, b []byte) ([]File, error) {
-	dec, err := sitemap.NewDecoder(bufio.NewReader(bytes.NewReader(b)))
+	dec, err := resourcesync.NewDecoder(bufio.NewReader(bytes.NewReader(b)))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", src, err)
 	}
 	var files []File
-	err = dec.Each(func(u sitemap.URL) error {
+	err = dec.Each(func(u resourcesync.URL) error {
 		f, err := g.fileFromEntry(ctx, u)
 		files = append(files, f)
 		return err
@@ -196,7 +196,7 @@ func (g *Getter) filesFromDump(ctx context.Context, src string, b []byte) ([]Fil
 	return files, nil
 }
 
-func (g *Getter) fileFromEntry(ctx context.Context, u sitemap.URL) (File, error) {
+func (g *Getter) fileFromEntry(ctx context.Context, u resourcesync.URL) (File, error) {
 	f := File{Name: path.Base(urlPath(u.Loc)), Size: -1, Mirrors: []Mirror{{URL: u.Loc}}}
 	if u.MD != nil && u.MD.Length != nil {
 		f.Size = *u.MD.Length

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rsdump/rsdump/internal/sitemap"
 	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/unpack"
 	"github.com/rsdump/rsdump/verify"
 	"github.com/rsdump/rsdump/verify/verifytest"
@@ -24,21 +24,21 @@ func change(kind, rel, data string, lastmod time.Time) verifytest.File {
 
 var (
 	pkg1 = verifytest.ChangePackage{From: at(1, 0), Until: at(2, 0), Changes: []verifytest.File{
-		change(sitemap.ChangeUpdated, "a.txt", "a2", at(1, 10)),
-		change(sitemap.ChangeDeleted, "b.txt", "", at(1, 20)),
-		change(sitemap.ChangeCreated, "d.txt", "d1", at(1, 30)),
+		change(resourcesync.ChangeUpdated, "a.txt", "a2", at(1, 10)),
+		change(resourcesync.ChangeDeleted, "b.txt", "", at(1, 20)),
+		change(resourcesync.ChangeCreated, "d.txt", "d1", at(1, 30)),
 	}}
 	pkg2 = verifytest.ChangePackage{From: at(2, 0), Until: at(3, 0), Changes: []verifytest.File{
-		change(sitemap.ChangeUpdated, "d.txt", "d2", at(2, 10)),
-		change(sitemap.ChangeUpdated, "d.txt", "d3", at(2, 20)),
-		change(sitemap.ChangeCreated, "e.txt", "e1", at(2, 30)),
-		change(sitemap.ChangeDeleted, "e.txt", "", at(2, 40)),
-		change(sitemap.ChangeCreated, "sub/f.txt", "f1", at(2, 50)),
+		change(resourcesync.ChangeUpdated, "d.txt", "d2", at(2, 10)),
+		change(resourcesync.ChangeUpdated, "d.txt", "d3", at(2, 20)),
+		change(resourcesync.ChangeCreated, "e.txt", "e1", at(2, 30)),
+		change(resourcesync.ChangeDeleted, "e.txt", "", at(2, 40)),
+		change(resourcesync.ChangeCreated, "sub/f.txt", "f1", at(2, 50)),
 	}}
 	pkg3 = verifytest.ChangePackage{From: at(3, 0), Until: at(4, 0), Changes: []verifytest.File{
-		change(sitemap.ChangeUpdated, "a.txt", "a3", at(3, 10)),
-		change(sitemap.ChangeDeleted, "c.txt", "", at(3, 20)),
-		change(sitemap.ChangeDeleted, "local.txt", "", at(3, 30)),
+		change(resourcesync.ChangeUpdated, "a.txt", "a3", at(3, 10)),
+		change(resourcesync.ChangeDeleted, "c.txt", "", at(3, 20)),
+		change(resourcesync.ChangeDeleted, "local.txt", "", at(3, 30)),
 	}}
 )
 

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rsdump/rsdump/internal/sitemap"
 	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/unpack"
 	"github.com/rsdump/rsdump/verify"
 	"github.com/rsdump/rsdump/verify/verifytest"
@@ -137,10 +137,10 @@ func TestKillChangeDump(t *testing.T) {
 	p2 = verifytest.ChangePackage{From: at(2, 0), Until: at(3, 0)}
 	for i := range 600 {
 		rel := fmt.Sprintf("c/%04d.txt", i)
-		p1.Changes = append(p1.Changes, change(sitemap.ChangeCreated, rel, "v1 "+rel, at(1, 1)))
-		kind, data := sitemap.ChangeUpdated, "v2 "+rel
+		p1.Changes = append(p1.Changes, change(resourcesync.ChangeCreated, rel, "v1 "+rel, at(1, 1)))
+		kind, data := resourcesync.ChangeUpdated, "v2 "+rel
 		if i%3 == 0 {
-			kind, data = sitemap.ChangeDeleted, ""
+			kind, data = resourcesync.ChangeDeleted, ""
 		}
 		p2.Changes = append(p2.Changes, change(kind, rel, data, at(2, 1)))
 	}

@@ -7,14 +7,14 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/internal/digest"
-	"github.com/rsdump/rsdump/internal/sitemap"
+	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/verify"
 )
 
 // outcome is what unpacking one package came to.
 type outcome struct {
 	ok         bool // no problem at all: every bitstream applied or present
-	header     sitemap.Header
+	header     resourcesync.Header
 	lastChange time.Time
 }
 
@@ -110,7 +110,7 @@ func (p *pkgRun) checkLength(size int64) bool {
 }
 
 func (p *pkgRun) isChange() bool {
-	return p.pkg.Header.MD.Capability == sitemap.CapChangeDumpManifest
+	return p.pkg.Header.MD.Capability == resourcesync.CapChangeDumpManifest
 }
 
 // plan turns manifest entries into actions on targets. In a Change Dump
@@ -138,7 +138,7 @@ func (p *pkgRun) plan() {
 	}
 	if p.old > 0 {
 		p.rep.Report(verify.Finding{Severity: verify.OK, Check: CheckSkipped, Source: p.ref.Loc,
-			Msg: fmt.Sprintf("%d changes at or before %s were applied by an earlier run", p.old, sitemap.FormatTime(p.u.state.ChangeDumpUntil))})
+			Msg: fmt.Sprintf("%d changes at or before %s were applied by an earlier run", p.old, resourcesync.FormatTime(p.u.state.ChangeDumpUntil))})
 	}
 }
 

@@ -23,7 +23,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/rsdump/rsdump/internal/sitemap"
+	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/verify"
 )
 
@@ -130,7 +130,7 @@ func (u *unpacker) run(ctx context.Context, source string) error {
 	if err != nil {
 		return err
 	}
-	if d.Capability == sitemap.CapChangeDump {
+	if d.Capability == resourcesync.CapChangeDump {
 		return u.changeDump(ctx, d)
 	}
 	return u.resourceDump(ctx, d)
@@ -174,9 +174,9 @@ func (u *unpacker) standalone(ctx context.Context, path string) error {
 		return err
 	}
 	switch out.header.MD.Capability {
-	case sitemap.CapResourceDumpManifest:
+	case resourcesync.CapResourceDumpManifest:
 		return u.rewind(out.header.MD.At)
-	case sitemap.CapChangeDumpManifest:
+	case resourcesync.CapChangeDumpManifest:
 		if out.ok {
 			return u.advance(out.header.MD.Until, out.lastChange, path)
 		}
@@ -254,7 +254,7 @@ func (u *unpacker) changeDump(ctx context.Context, d *verify.Dump) error {
 	}
 	for i, ref := range d.Packages {
 		if until := ref.Until(); !until.IsZero() && !u.state.applies(until) {
-			u.skipPackage(ref, "its changes are already applied (until "+sitemap.FormatTime(until)+")")
+			u.skipPackage(ref, "its changes are already applied (until "+resourcesync.FormatTime(until)+")")
 			continue
 		}
 		out, err := u.unpackPackage(ctx, ref)

@@ -6,7 +6,7 @@ import (
 	"io"
 	"reflect"
 
-	"github.com/rsdump/rsdump/internal/sitemap"
+	"github.com/rsdump/rsdump/resourcesync"
 )
 
 // CompareManifests compares a package's manifest.xml with the detached copy
@@ -33,11 +33,11 @@ func CompareManifests(inside, detached []byte) (Finding, bool) {
 // describeDifference decodes both manifests side by side and returns the
 // first difference, and whether every difference is in a path attribute.
 func describeDifference(a, b []byte) (string, bool) {
-	da, err := sitemap.NewDecoder(bytes.NewReader(a))
+	da, err := resourcesync.NewDecoder(bytes.NewReader(a))
 	if err != nil {
 		return "manifest.xml does not decode", false
 	}
-	db, err := sitemap.NewDecoder(bytes.NewReader(b))
+	db, err := resourcesync.NewDecoder(bytes.NewReader(b))
 	if err != nil {
 		return "detached copy does not decode: " + err.Error(), false
 	}
@@ -66,7 +66,7 @@ func describeDifference(a, b []byte) (string, bool) {
 
 // sameEntry reports whether two entries are equal, and if not whether they
 // differ only in the path attribute.
-func sameEntry(a, b sitemap.URL) (same, pathOnly bool) {
+func sameEntry(a, b resourcesync.URL) (same, pathOnly bool) {
 	if reflect.DeepEqual(a, b) {
 		return true, false
 	}

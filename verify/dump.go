@@ -9,28 +9,28 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/internal/digest"
-	"github.com/rsdump/rsdump/internal/sitemap"
+	"github.com/rsdump/rsdump/resourcesync"
 )
 
 // Dump is a Resource Dump or Change Dump document with the packages it
 // lists, through its index when it is one.
 type Dump struct {
 	Source     string
-	Header     sitemap.Header
-	Capability string // sitemap.CapResourceDump or sitemap.CapChangeDump
+	Header     resourcesync.Header
+	Capability string // resourcesync.CapResourceDump or resourcesync.CapChangeDump
 	Packages   []PackageRef
 }
 
 // PackageRef is a package as a dump document lists it.
 type PackageRef struct {
-	Doc      string      // the document that lists it
-	N        int         // its entry number there
-	Entry    sitemap.URL // the entry itself
-	Loc      string      // where to read it: a file or a URL
-	Length   int64       // -1 when the document gives none
-	Want     digest.Set  // the package's hashes
-	Contents string      // where to read the detached manifest; empty when not linked
-	Cap      string      // the manifest capability the package must have
+	Doc      string           // the document that lists it
+	N        int              // its entry number there
+	Entry    resourcesync.URL // the entry itself
+	Loc      string           // where to read it: a file or a URL
+	Length   int64            // -1 when the document gives none
+	Want     digest.Set       // the package's hashes
+	Contents string           // where to read the detached manifest; empty when not linked
+	Cap      string           // the manifest capability the package must have
 }
 
 // Until is the end of the interval a Change Dump package covers, or zero.
@@ -73,7 +73,7 @@ func (l *dumpLoader) reject(src, msg string) error {
 // document decodes one document; top is false for the children of an
 // index, which must not be indexes themselves.
 func (l *dumpLoader) document(src string, data []byte, top bool) error {
-	dec, err := sitemap.NewDecoder(bytes.NewReader(data))
+	dec, err := resourcesync.NewDecoder(bytes.NewReader(data))
 	if err != nil {
 		return l.reject(src, err.Error())
 	}
@@ -94,19 +94,19 @@ func (l *dumpLoader) document(src string, data []byte, top bool) error {
 	}
 }
 
-func (l *dumpLoader) checkHeader(src string, h sitemap.Header, top bool) error {
+func (l *dumpLoader) checkHeader(src string, h resourcesync.Header, top bool) error {
 	c := h.MD.Capability
 	switch {
-	case c != sitemap.CapResourceDump && c != sitemap.CapChangeDump:
+	case c != resourcesync.CapResourceDump && c != resourcesync.CapChangeDump:
 		return l.reject(src, fmt.Sprintf("capability %q: not a Resource Dump or Change Dump", c))
 	case top:
 		l.dump.Header, l.dump.Capability = h, c
 	case c != l.dump.Capability:
 		return l.reject(src, fmt.Sprintf("capability %s differs from the index's %s", c, l.dump.Capability))
-	case h.Kind == sitemap.SitemapIndex:
+	case h.Kind == resourcesync.SitemapIndex:
 		return l.reject(src, "an index listed by an index")
 	}
-	for _, pr := range sitemap.ValidateHeader(h) {
+	for _, pr := range resourcesync.ValidateHeader(h) {
 		f := problemFinding(pr, CheckDocument, "")
 		f.Source = src
 		l.rep.Report(f)
@@ -114,13 +114,13 @@ func (l *dumpLoader) checkHeader(src string, h sitemap.Header, top bool) error {
 	return nil
 }
 
-func (l *dumpLoader) entry(src string, h sitemap.Header, n int, u sitemap.URL, prev *time.Time) {
-	for _, pr := range sitemap.ValidateEntry(h, n, u) {
+func (l *dumpLoader) entry(src string, h resourcesync.Header, n int, u resourcesync.URL, prev *time.Time) {
+	for _, pr := range resourcesync.ValidateEntry(h, n, u) {
 		f := problemFinding(pr, CheckDocument, "")
 		f.Source = src
 		l.rep.Report(f)
 	}
-	if h.Kind == sitemap.SitemapIndex {
+	if h.Kind == resourcesync.SitemapIndex {
 		l.child(src, u)
 		return
 	}
@@ -130,7 +130,7 @@ func (l *dumpLoader) entry(src string, h sitemap.Header, n int, u sitemap.URL, p
 
 // child loads a document an index lists. One that cannot be read is a
 // problem of the dump, not a reason to stop.
-func (l *dumpLoader) child(src string, u sitemap.URL) {
+func (l *dumpLoader) child(src string, u resourcesync.URL) {
 	loc := Resolve(src, u.Loc)
 	data, err := fetch(l.ctx, l.client, loc)
 	if err != nil {
@@ -142,8 +142,8 @@ func (l *dumpLoader) child(src string, u sitemap.URL) {
 
 // checkOrder warns when a Change Dump's packages are not in forward
 // chronological order, which §13.1 recommends and unpack relies on.
-func (l *dumpLoader) checkOrder(src string, n int, u sitemap.URL, prev *time.Time) {
-	if l.dump.Capability != sitemap.CapChangeDump || u.MD == nil {
+func (l *dumpLoader) checkOrder(src string, n int, u resourcesync.URL, prev *time.Time) {
+	if l.dump.Capability != resourcesync.CapChangeDump || u.MD == nil {
 		return
 	}
 	t := u.MD.From
@@ -151,15 +151,15 @@ func (l *dumpLoader) checkOrder(src string, n int, u sitemap.URL, prev *time.Tim
 		t = u.MD.Until
 	}
 	if !t.IsZero() && t.Before(*prev) {
-		l.rep.Report(Finding{Severity: Warning, Check: CheckOrder, Source: src, URI: u.Loc, Expected: "from at or after " + sitemap.FormatTime(*prev),
-			Actual: sitemap.FormatTime(t), Msg: fmt.Sprintf("entry %d: packages are not in forward chronological order", n)})
+		l.rep.Report(Finding{Severity: Warning, Check: CheckOrder, Source: src, URI: u.Loc, Expected: "from at or after " + resourcesync.FormatTime(*prev),
+			Actual: resourcesync.FormatTime(t), Msg: fmt.Sprintf("entry %d: packages are not in forward chronological order", n)})
 	}
 	if !u.MD.Until.IsZero() {
 		*prev = u.MD.Until
 	}
 }
 
-func (l *dumpLoader) packageRef(src string, n int, u sitemap.URL) PackageRef {
+func (l *dumpLoader) packageRef(src string, n int, u resourcesync.URL) PackageRef {
 	r := PackageRef{Doc: src, N: n, Entry: u, Loc: Resolve(src, u.Loc), Length: -1, Cap: manifestCap(l.dump.Capability)}
 	if u.MD != nil {
 		if u.MD.Length != nil {
@@ -178,8 +178,8 @@ func (l *dumpLoader) packageRef(src string, n int, u sitemap.URL) PackageRef {
 }
 
 func manifestCap(dumpCap string) string {
-	if dumpCap == sitemap.CapChangeDump {
-		return sitemap.CapChangeDumpManifest
+	if dumpCap == resourcesync.CapChangeDump {
+		return resourcesync.CapChangeDumpManifest
 	}
-	return sitemap.CapResourceDumpManifest
+	return resourcesync.CapResourceDumpManifest
 }

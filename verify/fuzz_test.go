@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/rsdump/rsdump/internal/sitemap"
+	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
@@ -35,7 +35,7 @@ func FuzzManifest(f *testing.F) {
 			f.Add(b)
 		}
 	}
-	f.Add(verifytest.Manifest(f, verifytest.ResourceMD(), []sitemap.URL{verifytest.URLFor(verifytest.BaseFiles[0], "/resources/")}))
+	f.Add(verifytest.Manifest(f, verifytest.ResourceMD(), []resourcesync.URL{verifytest.URLFor(verifytest.BaseFiles[0], "/resources/")}))
 	p, _ := verifytest.ChangeZip(f, verifytest.ChangePackage{Changes: []verifytest.File{{Rel: "x", Data: "y", Change: "created"}}})
 	f.Add(p)
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -43,7 +43,7 @@ func FuzzManifest(f *testing.F) {
 		if err := p.decodeManifest(""); err != nil {
 			return
 		}
-		if len(p.Bitstreams) > sitemap.MaxEntries {
+		if len(p.Bitstreams) > resourcesync.MaxEntries {
 			t.Fatalf("%d entries held", len(p.Bitstreams))
 		}
 		for i, b := range p.Bitstreams {

@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/rsdump/rsdump/internal/sitemap"
+	"github.com/rsdump/rsdump/resourcesync"
 )
 
 // IsURL reports whether s is an http or https URL rather than a path.
@@ -48,7 +48,7 @@ func baseName(loc string) string {
 }
 
 // fetch reads a whole document, local or remote, of at most
-// sitemap.MaxBytes: documents and detached manifests are bounded by the
+// resourcesync.MaxBytes: documents and detached manifests are bounded by the
 // sitemap limits, and a larger one is refused rather than buffered.
 func fetch(ctx context.Context, client *http.Client, loc string) ([]byte, error) {
 	rc, err := openStream(ctx, client, loc)
@@ -57,12 +57,12 @@ func fetch(ctx context.Context, client *http.Client, loc string) ([]byte, error)
 	}
 	defer rc.Close()
 	var buf bytes.Buffer
-	n, err := io.Copy(&buf, io.LimitReader(rc, sitemap.MaxBytes+1))
+	n, err := io.Copy(&buf, io.LimitReader(rc, resourcesync.MaxBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", loc, err)
 	}
-	if n > sitemap.MaxBytes {
-		return nil, fmt.Errorf("%s: larger than the sitemap limit of %d bytes", loc, sitemap.MaxBytes)
+	if n > resourcesync.MaxBytes {
+		return nil, fmt.Errorf("%s: larger than the sitemap limit of %d bytes", loc, resourcesync.MaxBytes)
 	}
 	return buf.Bytes(), nil
 }

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/internal/digest"
-	"github.com/rsdump/rsdump/internal/sitemap"
+	"github.com/rsdump/rsdump/resourcesync"
 )
 
 // decodeManifest decodes and checks manifest.xml: its header (capability,
@@ -15,7 +15,7 @@ import (
 // hash and length of every bitstream. A manifest that does not decode
 // rejects the package: its entries cannot be trusted.
 func (p *Package) decodeManifest(wantCap string) error {
-	d, err := sitemap.NewDecoder(bytes.NewReader(p.Manifest))
+	d, err := resourcesync.NewDecoder(bytes.NewReader(p.Manifest))
 	if err != nil {
 		return p.rejectManifest(err)
 	}
@@ -32,8 +32,8 @@ func (p *Package) decodeManifest(wantCap string) error {
 		if err != nil {
 			return p.rejectManifest(err)
 		}
-		if n > sitemap.MaxEntries {
-			return p.rejectManifest(fmt.Errorf("more than %d entries", sitemap.MaxEntries))
+		if n > resourcesync.MaxEntries {
+			return p.rejectManifest(fmt.Errorf("more than %d entries", resourcesync.MaxEntries))
 		}
 		p.checkEntry(n, u, &prev)
 	}
@@ -49,7 +49,7 @@ func (p *Package) rejectManifest(err error) error {
 func (p *Package) checkHeader(wantCap string) error {
 	md := p.Header.MD
 	switch {
-	case md.Capability != sitemap.CapResourceDumpManifest && md.Capability != sitemap.CapChangeDumpManifest:
+	case md.Capability != resourcesync.CapResourceDumpManifest && md.Capability != resourcesync.CapChangeDumpManifest:
 		return reject(p.rep, Finding{Severity: Error, Check: CheckManifest, Source: p.Source, Path: ManifestName,
 			Expected: "resourcedump-manifest or changedump-manifest", Actual: orDash(md.Capability), Msg: "manifest.xml has the wrong capability"})
 	case wantCap != "" && md.Capability != wantCap:
@@ -58,7 +58,7 @@ func (p *Package) checkHeader(wantCap string) error {
 	}
 	h := p.Header
 	h.MD = lenientTimes(p, md)
-	for _, pr := range sitemap.ValidateHeader(h) {
+	for _, pr := range resourcesync.ValidateHeader(h) {
 		p.report(problemFinding(pr, CheckManifest, ManifestName))
 	}
 	return nil
@@ -67,28 +67,28 @@ func (p *Package) checkHeader(wantCap string) error {
 // lenientTimes warns about a missing at or from and returns the MD with a
 // stand-in, so that ValidateHeader's rules on the other attributes still
 // apply without repeating the same problem as an error.
-func lenientTimes(p *Package, md sitemap.MD) sitemap.MD {
+func lenientTimes(p *Package, md resourcesync.MD) resourcesync.MD {
 	stand := md.Completed
-	if md.Capability == sitemap.CapChangeDumpManifest {
+	if md.Capability == resourcesync.CapChangeDumpManifest {
 		stand = md.Until
 	}
 	if stand.IsZero() {
 		stand = time.Unix(0, 0).UTC()
 	}
-	if md.Capability == sitemap.CapResourceDumpManifest && md.At.IsZero() {
+	if md.Capability == resourcesync.CapResourceDumpManifest && md.At.IsZero() {
 		p.report(Finding{Severity: Warning, Check: CheckTime, Path: ManifestName, Msg: "manifest <rs:md> has no at, which Appendix A requires (resync writes none)"})
 		md.At = stand
 	}
-	if md.Capability == sitemap.CapChangeDumpManifest && md.From.IsZero() {
+	if md.Capability == resourcesync.CapChangeDumpManifest && md.From.IsZero() {
 		p.report(Finding{Severity: Warning, Check: CheckTime, Path: ManifestName, Msg: "manifest <rs:md> has no from, which Appendix A requires"})
 		md.From = stand
 	}
 	return md
 }
 
-func problemFinding(pr sitemap.Problem, check, path string) Finding {
+func problemFinding(pr resourcesync.Problem, check, path string) Finding {
 	sev := Warning
-	if pr.Severity == sitemap.Error {
+	if pr.Severity == resourcesync.Error {
 		sev = Error
 	}
 	msg := pr.Msg
@@ -99,7 +99,7 @@ func problemFinding(pr sitemap.Problem, check, path string) Finding {
 }
 
 // checkEntry validates entry n and adds it to the package's bitstreams.
-func (p *Package) checkEntry(n int, u sitemap.URL, prev *time.Time) {
+func (p *Package) checkEntry(n int, u resourcesync.URL, prev *time.Time) {
 	b := &Bitstream{N: n, URL: u, Length: -1}
 	if u.MD != nil {
 		b.Path = u.MD.Path
@@ -107,7 +107,7 @@ func (p *Package) checkEntry(n int, u sitemap.URL, prev *time.Time) {
 			b.Length = *u.MD.Length
 		}
 	}
-	for _, pr := range sitemap.ValidateEntry(p.Header, n, u) {
+	for _, pr := range resourcesync.ValidateEntry(p.Header, n, u) {
 		p.report(problemFinding(pr, CheckManifest, entryName(b.Path)))
 	}
 	p.checkChronology(b, prev)
@@ -121,12 +121,12 @@ func (p *Package) checkEntry(n int, u sitemap.URL, prev *time.Time) {
 // checkChronology enforces §13.2: a Change Dump Manifest lists changes in
 // forward chronological order.
 func (p *Package) checkChronology(b *Bitstream, prev *time.Time) {
-	if p.Header.MD.Capability != sitemap.CapChangeDumpManifest || b.URL.Lastmod.IsZero() {
+	if p.Header.MD.Capability != resourcesync.CapChangeDumpManifest || b.URL.Lastmod.IsZero() {
 		return
 	}
 	if b.URL.Lastmod.Before(*prev) {
 		p.report(Finding{Severity: Error, Check: CheckOrder, URI: b.URL.Loc, Path: entryName(b.Path),
-			Expected: "at or after " + sitemap.FormatTime(*prev), Actual: sitemap.FormatTime(b.URL.Lastmod),
+			Expected: "at or after " + resourcesync.FormatTime(*prev), Actual: resourcesync.FormatTime(b.URL.Lastmod),
 			Msg: fmt.Sprintf("entry %d: changes are not in forward chronological order", b.N)})
 	}
 	*prev = b.URL.Lastmod

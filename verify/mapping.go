@@ -5,7 +5,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/rsdump/rsdump/internal/sitemap"
+	"github.com/rsdump/rsdump/resourcesync"
 )
 
 // Layout says where a bitstream lands in a destination tree.
@@ -59,7 +59,7 @@ func NewMapper(layout Layout, base string) (Mapper, error) {
 // Target returns where u lands, as a slash-separated path relative to the
 // destination, or an error naming the URI when it would land outside the
 // tree or in rsdump's state directory.
-func (m Mapper) Target(u sitemap.URL) (string, error) {
+func (m Mapper) Target(u resourcesync.URL) (string, error) {
 	var rel string
 	var err error
 	if m.Layout == ByPath {
@@ -81,7 +81,7 @@ func (m Mapper) Target(u sitemap.URL) (string, error) {
 	return rel, nil
 }
 
-func (m Mapper) byPath(u sitemap.URL) (string, error) {
+func (m Mapper) byPath(u resourcesync.URL) (string, error) {
 	if u.MD == nil || u.MD.Path == "" {
 		return "", fmt.Errorf("%s has no path attribute", u.Loc)
 	}

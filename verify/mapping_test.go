@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rsdump/rsdump/internal/sitemap"
+	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/verify"
 )
 
@@ -33,7 +33,7 @@ func TestMapperTarget(t *testing.T) {
 		{"http://example.org/rs/a%zz", "", "invalid URL escape"},
 	}
 	for _, c := range cases {
-		got, err := m.Target(sitemap.URL{Loc: c.loc})
+		got, err := m.Target(resourcesync.URL{Loc: c.loc})
 		switch {
 		case c.err == "" && (err != nil || got != c.want):
 			t.Errorf("%s: %q, %v; want %q", c.loc, got, err, c.want)
@@ -46,7 +46,7 @@ func TestMapperTarget(t *testing.T) {
 func TestMapperByPath(t *testing.T) {
 	m, _ := verify.NewMapper(verify.ByPath, "")
 	for path, want := range map[string]string{"/resources/a.txt": "resources/a.txt", "notes/a.txt": "notes/a.txt", "../notes2/x": "", "/": "", "": ""} {
-		got, err := m.Target(sitemap.URL{Loc: "http://h/x", MD: &sitemap.MD{Path: path}})
+		got, err := m.Target(resourcesync.URL{Loc: "http://h/x", MD: &resourcesync.MD{Path: path}})
 		if got != want || (want == "") != (err != nil) {
 			t.Errorf("path %q: %q, %v; want %q", path, got, err, want)
 		}

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/rsdump/rsdump/internal/digest"
-	"github.com/rsdump/rsdump/internal/sitemap"
+	"github.com/rsdump/rsdump/resourcesync"
 )
 
 // ManifestName is the manifest's entry name, at the top level (§11.2).
@@ -42,10 +42,10 @@ func (l Limits) ratio() float64 {
 // Package is a ZIP package whose central directory and manifest have been
 // read and checked. Bitstreams are read one at a time with Read.
 type Package struct {
-	Source     string         // file name or URL, for findings
-	Header     sitemap.Header // the manifest's header
-	Manifest   []byte         // manifest.xml as stored
-	Bitstreams []*Bitstream   // in manifest order
+	Source     string              // file name or URL, for findings
+	Header     resourcesync.Header // the manifest's header
+	Manifest   []byte              // manifest.xml as stored
+	Bitstreams []*Bitstream        // in manifest order
 
 	zr    *zip.Reader
 	ra    io.ReaderAt
@@ -60,7 +60,7 @@ type Package struct {
 // Bitstream is one manifest entry and the ZIP entry its path names.
 type Bitstream struct {
 	N      int // 1-based position in the manifest
-	URL    sitemap.URL
+	URL    resourcesync.URL
 	Path   string     // the manifest's path attribute
 	Want   digest.Set // the manifest's hashes
 	Length int64      // the manifest's length, or -1 when absent
@@ -77,7 +77,7 @@ func (b *Bitstream) Change() string {
 }
 
 // Deleted reports a change="deleted" entry, which has no bitstream.
-func (b *Bitstream) Deleted() bool { return b.Change() == sitemap.ChangeDeleted }
+func (b *Bitstream) Deleted() bool { return b.Change() == resourcesync.ChangeDeleted }
 
 // OpenPackage reads the central directory and manifest.xml of the package
 // in ra. It reports every problem with the archive's names and with the
@@ -169,7 +169,7 @@ func findManifestElsewhere(files map[string][]*zip.File) string {
 func (p *Package) readManifest(f *zip.File) error {
 	var buf bytes.Buffer
 	b := &Bitstream{Path: "/" + ManifestName, Length: -1, File: f}
-	res := p.read(b, &buf, sitemap.MaxBytes)
+	res := p.read(b, &buf, resourcesync.MaxBytes)
 	if res.Severity == Error {
 		return reject(p.rep, Finding{Severity: Error, Check: CheckManifest, Source: p.Source, Path: ManifestName, Msg: "manifest.xml cannot be read"})
 	}

@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/rsdump/rsdump/internal/sitemap"
+	"github.com/rsdump/rsdump/resourcesync"
 )
 
 // expand turns a target into the packages to verify, loading and checking
@@ -112,12 +112,12 @@ func peekDump(path string) (isDump, isPart bool) {
 		return false, false
 	}
 	defer f.Close()
-	d, err := sitemap.NewDecoder(f)
+	d, err := resourcesync.NewDecoder(f)
 	if err != nil {
 		return false, false
 	}
 	h := d.Header()
 	_, isPart = h.Link("index")
 	c := h.MD.Capability
-	return c == sitemap.CapResourceDump || c == sitemap.CapChangeDump, isPart
+	return c == resourcesync.CapResourceDump || c == resourcesync.CapChangeDump, isPart
 }

@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/rsdump/rsdump/internal/digest"
-	"github.com/rsdump/rsdump/internal/sitemap"
+	"github.com/rsdump/rsdump/resourcesync"
 )
 
 // Audit compares the tree in dir with what the document at against
@@ -39,7 +39,7 @@ func Audit(ctx context.Context, dir, against string, mapper Mapper, opts Options
 	a := &auditor{verifier: newVerifier(opts), dir: dir, root: root, mapper: mapper, seed: maphash.MakeSeed(), seen: map[uint64]struct{}{}}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(opts.Jobs)
-	err = a.listing(gctx, against, func(src string, u sitemap.URL) {
+	err = a.listing(gctx, against, func(src string, u resourcesync.URL) {
 		g.Go(func() error { a.checkFile(src, u); return gctx.Err() })
 	})
 	if werr := g.Wait(); err == nil {
@@ -65,23 +65,23 @@ type auditor struct {
 }
 
 // listing calls fn for every resource the document at loc describes.
-func (a *auditor) listing(ctx context.Context, loc string, fn func(string, sitemap.URL)) error {
+func (a *auditor) listing(ctx context.Context, loc string, fn func(string, resourcesync.URL)) error {
 	data, err := fetch(ctx, a.opts.Client, loc)
 	if err != nil {
 		return err
 	}
-	d, err := sitemap.NewDecoder(bytes.NewReader(data))
+	d, err := resourcesync.NewDecoder(bytes.NewReader(data))
 	if err != nil {
 		return fmt.Errorf("%s: %w", loc, err)
 	}
 	a.documents.Add(1)
 	switch c := d.Header().MD.Capability; {
-	case c == sitemap.CapResourceDump:
+	case c == resourcesync.CapResourceDump:
 		return a.dumpListing(ctx, loc, fn)
-	case c == sitemap.CapResourceList && d.Header().Kind == sitemap.SitemapIndex:
-		return d.Each(func(u sitemap.URL) error { return a.listing(ctx, Resolve(loc, u.Loc), fn) })
-	case c == sitemap.CapResourceList || c == sitemap.CapResourceDumpManifest:
-		return d.Each(func(u sitemap.URL) error { fn(loc, u); return nil })
+	case c == resourcesync.CapResourceList && d.Header().Kind == resourcesync.SitemapIndex:
+		return d.Each(func(u resourcesync.URL) error { return a.listing(ctx, Resolve(loc, u.Loc), fn) })
+	case c == resourcesync.CapResourceList || c == resourcesync.CapResourceDumpManifest:
+		return d.Each(func(u resourcesync.URL) error { fn(loc, u); return nil })
 	default:
 		return fmt.Errorf("%s: cannot audit against a document of capability %q (want a Resource List, Resource Dump or Resource Dump Manifest)", loc, c)
 	}
@@ -90,7 +90,7 @@ func (a *auditor) listing(ctx context.Context, loc string, fn func(string, sitem
 // dumpListing reads the manifest of every package of a Resource Dump, from
 // its detached copy when linked (no package needs to be read) or else
 // from the package.
-func (a *auditor) dumpListing(ctx context.Context, loc string, fn func(string, sitemap.URL)) error {
+func (a *auditor) dumpListing(ctx context.Context, loc string, fn func(string, resourcesync.URL)) error {
 	d, err := LoadDump(ctx, a.opts.Client, loc, NewReporter(nil))
 	if err != nil {
 		return err
@@ -101,9 +101,9 @@ func (a *auditor) dumpListing(ctx context.Context, loc string, fn func(string, s
 			a.rep.Report(Finding{Severity: Error, Check: CheckManifest, Source: ref.Loc, URI: ref.Entry.Loc, Msg: err.Error()})
 			continue
 		}
-		dec, err := sitemap.NewDecoder(bytes.NewReader(m))
+		dec, err := resourcesync.NewDecoder(bytes.NewReader(m))
 		if err == nil {
-			err = dec.Each(func(u sitemap.URL) error { fn(ref.Loc, u); return nil })
+			err = dec.Each(func(u resourcesync.URL) error { fn(ref.Loc, u); return nil })
 		}
 		if err != nil {
 			return fmt.Errorf("%s: manifest: %w", ref.Loc, err)
@@ -146,7 +146,7 @@ func (a *auditor) wasSeen(rel string) bool {
 }
 
 // checkFile compares one file with the entry describing it.
-func (a *auditor) checkFile(src string, u sitemap.URL) {
+func (a *auditor) checkFile(src string, u resourcesync.URL) {
 	base := Finding{Source: src, URI: u.Loc}
 	rel, err := a.mapper.Target(u)
 	if err != nil {
@@ -172,7 +172,7 @@ func (a *auditor) report(base Finding, sev Severity, check, expected, actual, ms
 	a.rep.Report(base)
 }
 
-func expectation(u sitemap.URL) (digest.Set, int64) {
+func expectation(u resourcesync.URL) (digest.Set, int64) {
 	if u.MD == nil {
 		return nil, -1
 	}

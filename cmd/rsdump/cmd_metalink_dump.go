@@ -10,33 +10,33 @@ import (
 	"path/filepath"
 
 	"github.com/rsdump/rsdump/internal/digest"
-	"github.com/rsdump/rsdump/internal/sitemap"
 	"github.com/rsdump/rsdump/metalink"
+	"github.com/rsdump/rsdump/resourcesync"
 )
 
 // sniffDump reports whether path is a Resource Dump or Change Dump
 // document (or an index of them), and returns its header.
-func sniffDump(p string) (sitemap.Header, bool) {
+func sniffDump(p string) (resourcesync.Header, bool) {
 	f, err := os.Open(p)
 	if err != nil {
-		return sitemap.Header{}, false
+		return resourcesync.Header{}, false
 	}
 	defer f.Close()
-	d, err := sitemap.NewDecoder(f)
+	d, err := resourcesync.NewDecoder(f)
 	if err != nil {
-		return sitemap.Header{}, false
+		return resourcesync.Header{}, false
 	}
 	h := d.Header()
 	return h, isDumpCapability(h.MD.Capability)
 }
 
 func isDumpCapability(c string) bool {
-	return c == sitemap.CapResourceDump || c == sitemap.CapChangeDump
+	return c == resourcesync.CapResourceDump || c == resourcesync.CapChangeDump
 }
 
 // dumpHead is the document-level part of the Metalink: published is when
 // the dump was completed, or its snapshot time.
-func dumpHead(h sitemap.Header) *metalink.Metalink {
+func dumpHead(h resourcesync.Header) *metalink.Metalink {
 	m := &metalink.Metalink{Generator: "rsdump", Published: h.MD.Completed}
 	if m.Published.IsZero() {
 		m.Published = h.MD.At
@@ -52,12 +52,12 @@ func (w *metalinkWriter) dump(e *metalink.Encoder, p string) error {
 		return err
 	}
 	defer f.Close()
-	d, err := sitemap.NewDecoder(f)
+	d, err := resourcesync.NewDecoder(f)
 	if err != nil {
 		return fmt.Errorf("%s: %w", p, err)
 	}
 	st := &dumpStats{}
-	if d.Header().Kind == sitemap.SitemapIndex {
+	if d.Header().Kind == resourcesync.SitemapIndex {
 		err = w.dumpIndex(e, d, p, st)
 	} else {
 		err = w.dumpPackages(e, d, p, st)
@@ -72,15 +72,15 @@ type dumpStats struct{ total, missing int }
 
 // dumpIndex reads every part a Resource Dump Index lists; each must be a
 // file beside the index, named by the last segment of its <loc>.
-func (w *metalinkWriter) dumpIndex(e *metalink.Encoder, d *sitemap.Decoder, index string, st *dumpStats) error {
-	return eachEntry(d, index, func(u sitemap.URL) error { return w.dumpPart(e, index, u.Loc, st) })
+func (w *metalinkWriter) dumpIndex(e *metalink.Encoder, d *resourcesync.Decoder, index string, st *dumpStats) error {
+	return eachEntry(d, index, func(u resourcesync.URL) error { return w.dumpPart(e, index, u.Loc, st) })
 }
 
 // eachEntry runs fn on every entry d decodes from doc. A decoding error
 // is prefixed with doc; fn's errors already say what they are about.
-func eachEntry(d *sitemap.Decoder, doc string, fn func(sitemap.URL) error) error {
+func eachEntry(d *resourcesync.Decoder, doc string, fn func(resourcesync.URL) error) error {
 	var fnErr error
-	err := d.Each(func(u sitemap.URL) error { fnErr = fn(u); return fnErr })
+	err := d.Each(func(u resourcesync.URL) error { fnErr = fn(u); return fnErr })
 	if err != nil && err != fnErr {
 		return fmt.Errorf("%s: %w", doc, err)
 	}
@@ -101,18 +101,18 @@ func (w *metalinkWriter) dumpPart(e *metalink.Encoder, index, loc string, st *du
 		return err
 	}
 	defer f.Close()
-	d, err := sitemap.NewDecoder(f)
+	d, err := resourcesync.NewDecoder(f)
 	if err != nil {
 		return fmt.Errorf("%s: %w", p, err)
 	}
-	if h := d.Header(); h.Kind != sitemap.URLSet || !isDumpCapability(h.MD.Capability) {
+	if h := d.Header(); h.Kind != resourcesync.URLSet || !isDumpCapability(h.MD.Capability) {
 		return fmt.Errorf("%s: part of %s is not a Resource Dump or Change Dump <urlset>", p, index)
 	}
 	return w.dumpPackages(e, d, p, st)
 }
 
-func (w *metalinkWriter) dumpPackages(e *metalink.Encoder, d *sitemap.Decoder, doc string, st *dumpStats) error {
-	return eachEntry(d, doc, func(u sitemap.URL) error {
+func (w *metalinkWriter) dumpPackages(e *metalink.Encoder, d *resourcesync.Decoder, doc string, st *dumpStats) error {
+	return eachEntry(d, doc, func(u resourcesync.URL) error {
 		f, local, err := w.packageFile(u, doc)
 		if err != nil {
 			return err
@@ -131,7 +131,7 @@ func (w *metalinkWriter) dumpPackages(e *metalink.Encoder, d *sitemap.Decoder, d
 // packageFile turns a dump entry into a <file>: URLs, length and hashes
 // from the dump, and piece hashes from the package when it is beside the
 // document, which must then match the dump. local says whether it was.
-func (w *metalinkWriter) packageFile(u sitemap.URL, doc string) (*metalink.File, bool, error) {
+func (w *metalinkWriter) packageFile(u resourcesync.URL, doc string) (*metalink.File, bool, error) {
 	name, err := lastSegment(u.Loc)
 	if err != nil {
 		return nil, false, fmt.Errorf("%s: package %s: %w", doc, u.Loc, err)
@@ -151,7 +151,7 @@ func (w *metalinkWriter) packageFile(u sitemap.URL, doc string) (*metalink.File,
 
 // dumpURLs lists the package's <loc> first, then its rel="duplicate"
 // links with pri as the priority.
-func dumpURLs(u sitemap.URL) []metalink.URL {
+func dumpURLs(u resourcesync.URL) []metalink.URL {
 	urls := []metalink.URL{{URL: u.Loc, Priority: 1}}
 	for _, l := range u.Links {
 		if l.Rel == "duplicate" {

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rsdump/rsdump/internal/sitemap"
 	"github.com/rsdump/rsdump/metalink"
 	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/resourcesync"
 )
 
 // packForDump packs three files into two packages with two mirrors and
@@ -122,10 +122,10 @@ func TestMetalinkFromDumpMismatch(t *testing.T) {
 func TestMetalinkFromDumpIndex(t *testing.T) {
 	res, dir := packForDump(t)
 	entries := readDumpEntries(t, filepath.Join(dir, "resourcedump.xml"))
-	writeDumpDoc(t, filepath.Join(dir, "part1.xml"), sitemap.URLSet, entries[:1])
-	writeDumpDoc(t, filepath.Join(dir, "part2.xml"), sitemap.URLSet, entries[1:])
-	index := []sitemap.URL{{Loc: "http://example.org/rs/part1.xml"}, {Loc: "http://example.org/rs/part2.xml"}}
-	writeDumpDoc(t, filepath.Join(dir, "index.xml"), sitemap.SitemapIndex, index)
+	writeDumpDoc(t, filepath.Join(dir, "part1.xml"), resourcesync.URLSet, entries[:1])
+	writeDumpDoc(t, filepath.Join(dir, "part2.xml"), resourcesync.URLSet, entries[1:])
+	index := []resourcesync.URL{{Loc: "http://example.org/rs/part1.xml"}, {Loc: "http://example.org/rs/part2.xml"}}
+	writeDumpDoc(t, filepath.Join(dir, "index.xml"), resourcesync.SitemapIndex, index)
 	code, stdout, stderr := rsdump(t, "metalink", filepath.Join(dir, "index.xml"), "--piece-length", "65536")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -160,18 +160,18 @@ func TestMetalinkFilesFlag(t *testing.T) {
 	}
 }
 
-func readDumpEntries(t *testing.T, path string) []sitemap.URL {
+func readDumpEntries(t *testing.T, path string) []resourcesync.URL {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	d, err := sitemap.NewDecoder(f)
+	d, err := resourcesync.NewDecoder(f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var us []sitemap.URL
+	var us []resourcesync.URL
 	for {
 		u, err := d.Next()
 		if err == io.EOF {
@@ -184,14 +184,14 @@ func readDumpEntries(t *testing.T, path string) []sitemap.URL {
 	}
 }
 
-func writeDumpDoc(t *testing.T, path string, kind sitemap.Kind, urls []sitemap.URL) {
+func writeDumpDoc(t *testing.T, path string, kind resourcesync.Kind, urls []resourcesync.URL) {
 	t.Helper()
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	e, err := sitemap.NewEncoder(f, sitemap.Header{Kind: kind, MD: sitemap.MD{Capability: sitemap.CapResourceDump}})
+	e, err := resourcesync.NewEncoder(f, resourcesync.Header{Kind: kind, MD: resourcesync.MD{Capability: resourcesync.CapResourceDump}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/internal/digest"
-	"github.com/rsdump/rsdump/internal/sitemap"
 	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/resourcesync"
 )
 
 const packHelp = `Usage: rsdump pack SRC --base-url URL -o OUTDIR [flags]
@@ -99,7 +99,7 @@ func (f *packFlags) options(args []string) (pack.Options, error) {
 		return o, err
 	}
 	if f.at != "" {
-		if o.At, err = sitemap.ParseTime(f.at); err != nil {
+		if o.At, err = resourcesync.ParseTime(f.at); err != nil {
 			return o, usagef("--at: %v", err)
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/rsdump/rsdump/internal/sitemap"
+	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/transfer"
 	"github.com/rsdump/rsdump/unpack"
 	"github.com/rsdump/rsdump/verify"
@@ -99,7 +99,7 @@ func isResourcePackage(path string) bool {
 	}
 	defer closeFn()
 	pkg, err := verify.OpenPackage(ra, size, path, "", verify.Limits{}, verify.NewReporter(nil))
-	return err == nil && pkg.Header.MD.Capability == sitemap.CapResourceDumpManifest
+	return err == nil && pkg.Header.MD.Capability == resourcesync.CapResourceDumpManifest
 }
 
 func (u *getUnpacker) unpack(ctx context.Context, r *transfer.Result) error {

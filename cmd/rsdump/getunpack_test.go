@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rsdump/rsdump/internal/sitemap"
+	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/transfer"
 	"github.com/rsdump/rsdump/unpack"
 	"github.com/rsdump/rsdump/verify"
@@ -50,10 +50,10 @@ func TestGetUnpackStopsAtFailedChangePackage(t *testing.T) {
 		return vt.File{Rel: rel, Data: data, Change: kind, Lastmod: lastmod}
 	}
 	pkgs := []vt.ChangePackage{
-		{From: at(1), Until: at(2), Changes: []vt.File{change(sitemap.ChangeCreated, "a.txt", "a1", at(1.5))}},
+		{From: at(1), Until: at(2), Changes: []vt.File{change(resourcesync.ChangeCreated, "a.txt", "a1", at(1.5))}},
 		// Deleting a file rsdump did not write is refused: the package fails.
-		{From: at(2), Until: at(3), Changes: []vt.File{change(sitemap.ChangeDeleted, "local.txt", "", at(2.5))}},
-		{From: at(3), Until: at(4), Changes: []vt.File{change(sitemap.ChangeCreated, "b.txt", "b1", at(3.5))}},
+		{From: at(2), Until: at(3), Changes: []vt.File{change(resourcesync.ChangeDeleted, "local.txt", "", at(2.5))}},
+		{From: at(3), Until: at(4), Changes: []vt.File{change(resourcesync.ChangeCreated, "b.txt", "b1", at(3.5))}},
 	}
 	var zips [][]byte
 	for _, p := range pkgs {

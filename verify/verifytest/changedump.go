@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rsdump/rsdump/internal/sitemap"
+	"github.com/rsdump/rsdump/resourcesync"
 )
 
 // ChangePackage is one package of a Change Dump: the interval it covers
@@ -29,22 +29,22 @@ const ChangeDumpName = "changedump.xml"
 // returns the path of changedump.xml.
 func ChangeDump(t testing.TB, dir string, pkgs []ChangePackage) string {
 	t.Helper()
-	var urls []sitemap.URL
+	var urls []resourcesync.URL
 	for i, p := range pkgs {
 		name := fmt.Sprintf("changedump-%05d", i+1)
 		z, m := ChangeZip(t, p)
 		write(t, filepath.Join(dir, name+".zip"), z)
 		write(t, filepath.Join(dir, name+".manifest.xml"), m)
-		urls = append(urls, sitemap.URL{
+		urls = append(urls, resourcesync.URL{
 			Loc: BaseURL + "dumps/" + name + ".zip",
-			MD: &sitemap.MD{Type: "application/zip", Length: sitemap.Int64(int64(len(z))), Hash: "sha-256:" + SHA256(z),
+			MD: &resourcesync.MD{Type: "application/zip", Length: resourcesync.Int64(int64(len(z))), Hash: "sha-256:" + SHA256(z),
 				From: p.From, Until: p.Until},
-			Links: []sitemap.Link{{Rel: "contents", Href: BaseURL + "dumps/" + name + ".manifest.xml", Type: "application/xml"}},
+			Links: []resourcesync.Link{{Rel: "contents", Href: BaseURL + "dumps/" + name + ".manifest.xml", Type: "application/xml"}},
 		})
 	}
-	md := sitemap.MD{Capability: sitemap.CapChangeDump, From: pkgs[0].From, Until: pkgs[len(pkgs)-1].Until}
+	md := resourcesync.MD{Capability: resourcesync.CapChangeDump, From: pkgs[0].From, Until: pkgs[len(pkgs)-1].Until}
 	doc := filepath.Join(dir, ChangeDumpName)
-	write(t, doc, encode(t, sitemap.Header{Kind: sitemap.URLSet, MD: md}, urls))
+	write(t, doc, encode(t, resourcesync.Header{Kind: resourcesync.URLSet, MD: md}, urls))
 	return doc
 }
 
@@ -53,24 +53,24 @@ func ChangeDump(t testing.TB, dir string, pkgs []ChangePackage) string {
 func ChangeZip(t testing.TB, p ChangePackage) ([]byte, []byte) {
 	t.Helper()
 	var entries []Entry
-	var urls []sitemap.URL
+	var urls []resourcesync.URL
 	for i, f := range p.Changes {
 		prefix := fmt.Sprintf("/changes/%d/", i+1)
 		u := URLFor(f, prefix)
 		urls = append(urls, u)
-		if f.Change != sitemap.ChangeDeleted {
+		if f.Change != resourcesync.ChangeDeleted {
 			entries = append(entries, Entry{Name: u.MD.Path[1:], Data: []byte(f.Data), Method: zip.Deflate})
 		}
 	}
-	md := sitemap.MD{Capability: sitemap.CapChangeDumpManifest, From: p.From, Until: p.Until}
+	md := resourcesync.MD{Capability: resourcesync.CapChangeDumpManifest, From: p.From, Until: p.Until}
 	m := Manifest(t, md, urls)
 	return Zip(t, append(entries, Entry{Name: "manifest.xml", Data: m, Method: zip.Deflate})), m
 }
 
-func encode(t testing.TB, h sitemap.Header, urls []sitemap.URL) []byte {
+func encode(t testing.TB, h resourcesync.Header, urls []resourcesync.URL) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	enc, err := sitemap.NewEncoder(&buf, h)
+	enc, err := resourcesync.NewEncoder(&buf, h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,12 +102,12 @@ func write(t testing.TB, path string, data []byte) {
 func ResyncPackage(t testing.TB, files []File) []byte {
 	t.Helper()
 	var entries []Entry
-	var urls []sitemap.URL
+	var urls []resourcesync.URL
 	for _, f := range files {
 		u := URLFor(f, "")
 		urls = append(urls, u)
 		entries = append(entries, Entry{Name: f.Rel, Data: []byte(f.Data), Method: zip.Deflate})
 	}
-	m := Manifest(t, sitemap.MD{Capability: sitemap.CapResourceDumpManifest}, urls)
+	m := Manifest(t, resourcesync.MD{Capability: resourcesync.CapResourceDumpManifest}, urls)
 	return Zip(t, append([]Entry{{Name: "manifest.xml", Data: m, Method: zip.Deflate}}, entries...))
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rsdump/rsdump/internal/sitemap"
+	"github.com/rsdump/rsdump/resourcesync"
 )
 
 // Want is a finding a case must produce: an error with this check about
@@ -54,9 +54,9 @@ var allCommitted = []string{"a.txt", "b.txt", "dir/c.txt"}
 
 // base returns the entries of the intact package, stored (not deflated)
 // so that a byte flip lands on known data, plus the manifest entries.
-func base(t testing.TB, files []File) ([]Entry, []sitemap.URL) {
+func base(t testing.TB, files []File) ([]Entry, []resourcesync.URL) {
 	var entries []Entry
-	var urls []sitemap.URL
+	var urls []resourcesync.URL
 	for _, f := range files {
 		entries = append(entries, Entry{Name: "resources/" + f.Rel, Data: []byte(f.Data), Method: zip.Store})
 		urls = append(urls, URLFor(f, "/resources/"))
@@ -65,7 +65,7 @@ func base(t testing.TB, files []File) ([]Entry, []sitemap.URL) {
 }
 
 // build writes entries plus a manifest of urls, last, as pack does.
-func build(t testing.TB, entries []Entry, urls []sitemap.URL) []byte {
+func build(t testing.TB, entries []Entry, urls []resourcesync.URL) []byte {
 	m := Manifest(t, ResourceMD(), urls)
 	return Zip(t, append(entries, Entry{Name: "manifest.xml", Data: m, Method: zip.Deflate}))
 }
@@ -145,7 +145,7 @@ func manifestMalformed(t testing.TB) Case {
 
 func manifestLengthLong(t testing.TB) Case {
 	e, u := base(t, BaseFiles)
-	u[0].MD.Length = sitemap.Int64(*u[0].MD.Length + 5)
+	u[0].MD.Length = resourcesync.Int64(*u[0].MD.Length + 5)
 	return Case{Name: "manifest-length-long", Zip: build(t, e, u),
 		Errors:    []Want{{"size", "resources/a.txt"}, {"length", "resources/a.txt"}},
 		Committed: []string{"b.txt", "dir/c.txt"}}
@@ -153,7 +153,7 @@ func manifestLengthLong(t testing.TB) Case {
 
 func manifestLengthShort(t testing.TB) Case {
 	e, u := base(t, BaseFiles)
-	u[1].MD.Length = sitemap.Int64(*u[1].MD.Length - 2)
+	u[1].MD.Length = resourcesync.Int64(*u[1].MD.Length - 2)
 	return Case{Name: "manifest-length-short", Zip: build(t, e, u),
 		Errors:    []Want{{"size", "resources/b.txt"}, {"length", "resources/b.txt"}},
 		Committed: []string{"a.txt", "dir/c.txt"}}

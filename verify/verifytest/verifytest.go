@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rsdump/rsdump/internal/sitemap"
+	"github.com/rsdump/rsdump/resourcesync"
 )
 
 // BaseURL is the prefix of every bitstream URI built here.
@@ -128,7 +128,7 @@ func SHA256(data []byte) string {
 }
 
 // URLFor is the manifest entry of a file stored at prefix+Rel in a package.
-func URLFor(f File, prefix string) sitemap.URL {
+func URLFor(f File, prefix string) resourcesync.URL {
 	lm := f.Lastmod
 	if lm.IsZero() {
 		lm = Time
@@ -137,26 +137,26 @@ func URLFor(f File, prefix string) sitemap.URL {
 	if loc == "" {
 		loc = Loc(f.Rel)
 	}
-	u := sitemap.URL{Loc: loc, Lastmod: lm, MD: &sitemap.MD{Change: f.Change}}
-	if f.Change == sitemap.ChangeDeleted {
+	u := resourcesync.URL{Loc: loc, Lastmod: lm, MD: &resourcesync.MD{Change: f.Change}}
+	if f.Change == resourcesync.ChangeDeleted {
 		return u
 	}
 	u.MD.Hash = HashAttr([]byte(f.Data))
-	u.MD.Length = sitemap.Int64(int64(len(f.Data)))
+	u.MD.Length = resourcesync.Int64(int64(len(f.Data)))
 	u.MD.Type = "text/plain"
 	u.MD.Path = prefix + f.Rel
 	return u
 }
 
 // Manifest encodes a manifest with header md and the given entries.
-func Manifest(t testing.TB, md sitemap.MD, urls []sitemap.URL) []byte {
+func Manifest(t testing.TB, md resourcesync.MD, urls []resourcesync.URL) []byte {
 	t.Helper()
-	return encode(t, sitemap.Header{Kind: sitemap.URLSet, MD: md}, urls)
+	return encode(t, resourcesync.Header{Kind: resourcesync.URLSet, MD: md}, urls)
 }
 
 // ResourceMD is the header of a Resource Dump Manifest.
-func ResourceMD() sitemap.MD {
-	return sitemap.MD{Capability: sitemap.CapResourceDumpManifest, At: Time, Completed: Time}
+func ResourceMD() resourcesync.MD {
+	return resourcesync.MD{Capability: resourcesync.CapResourceDumpManifest, At: Time, Completed: Time}
 }
 
 // Package builds a Resource Dump package of files the way pack lays it
@@ -165,7 +165,7 @@ func ResourceMD() sitemap.MD {
 func Package(t testing.TB, files []File) (zipBytes, manifest []byte) {
 	t.Helper()
 	var entries []Entry
-	var urls []sitemap.URL
+	var urls []resourcesync.URL
 	for _, f := range files {
 		entries = append(entries, Entry{Name: "resources/" + f.Rel, Data: []byte(f.Data), Method: zip.Deflate})
 		urls = append(urls, URLFor(f, "/resources/"))

@@ -1,8 +1,8 @@
-// Package sitemap reads and writes ResourceSync documents: the Sitemap
+// Package resourcesync reads and writes ResourceSync documents: the Sitemap
 // <urlset> and <sitemapindex> formats with the rs:md and rs:ln extension
 // elements of ANSI/NISO Z39.99-2014 §7. Both directions stream: a document
 // of 50,000 entries is never held in memory as a tree.
-package sitemap
+package resourcesync
 
 import "time"
 
