@@ -53,7 +53,7 @@ func runMetalink(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs := newFlags("metalink")
 	fs.StringVarP(&f.out, "output", "o", "", "write the document to `FILE` (default: standard output)")
 	fs.StringArrayVar(&f.mirrors, "mirror", nil, "mirror `URL` holding the files, optionally followed by ,priority=N and ,location=CC (repeatable)")
-	fs.Int64Var(&f.pieceLength, "piece-length", 0, "piece `BYTES` (default: from each file's size, 256 KiB to 16 MiB)")
+	fs.Var(newSizeValue(&f.pieceLength, 0), "piece-length", "piece `SIZE` (bytes, or 1M, 4MiB; default: from each file's size, 256 KiB to 16 MiB)")
 	fs.BoolVar(&f.files, "files", false, "treat every argument as a plain file, even a Resource Dump document")
 	fs.BoolVar(&f.check, "check", false, "validate and describe Metalink documents instead of writing one")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress and no summary")
