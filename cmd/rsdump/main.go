@@ -35,8 +35,9 @@ Usage:
   rsdump verify TARGET... [flags]                    check packages and dump documents; write nothing
   rsdump verify --tree DIR --against DOC [flags]     audit a tree against a dump or Resource List
   rsdump unpack SOURCE --dest DIR [flags]            restore a dump into DIR, every bitstream verified
+  rsdump version                                     print the version, VCS revision and Go version
 
-Run 'rsdump COMMAND --help' for a command's flags.
+Run 'rsdump help COMMAND' or 'rsdump COMMAND --help' for a command's flags.
 
 Exit status: 0 success, 1 failure, 2 usage error, 130 interrupted.
 `
@@ -52,6 +53,7 @@ var commands = []command{
 	{"metalink", runMetalink},
 	{"verify", runVerify},
 	{"unpack", runUnpack},
+	{"version", runVersion},
 }
 
 const softMemoryLimit = 160 << 20
@@ -91,12 +93,20 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	switch {
+	case len(args) == 0:
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	case args[0] == "-h" || args[0] == "--help" || (args[0] == "help" && len(args) == 1):
 		fmt.Fprint(stdout, usage)
-		if len(args) == 0 {
-			return exitUsage
-		}
 		return exitOK
+	case args[0] == "--version" || args[0] == "-V":
+		args = []string{"version"}
+	case args[0] == "help" && len(args) == 2:
+		args = []string{args[1], "--help"} // rsdump help CMD is rsdump CMD --help
+	case args[0] == "help":
+		fmt.Fprintf(stderr, "rsdump: help takes one COMMAND, got %d\n", len(args)-1)
+		return exitUsage
 	}
 	for _, c := range commands {
 		if c.name == args[0] {
