@@ -141,7 +141,9 @@ func doPack(ctx context.Context, src string, f packFlags, o pack.Options, stdout
 				p.message("rsdump: %s: %s, %s%s", e.Package.Name, fmtBytes(e.Package.Length), plural(e.Package.Bitstreams, "bitstream"), reusedNote(e.Package.Reused))
 			}
 		case pack.Warning:
-			p.message("rsdump: warning: %s", e)
+			if !f.quiet {
+				p.message("rsdump: warning: %s", e)
+			}
 		case pack.Removed: // printed even with --quiet: it deletes files
 			p.message("rsdump: removed %s: left from an earlier run, not in the new dump", e.Name)
 		}
