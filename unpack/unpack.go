@@ -42,10 +42,15 @@ type Options struct {
 	Client *http.Client // for URL sources; default http.DefaultClient
 
 	// Report receives every finding, in verify's format, one call at a
-	// time. Progress receives bitstream bytes staged, from several
-	// goroutines.
+	// time. Progress receives package bytes done, from several
+	// goroutines. Total receives bytes added to the work ahead, before
+	// Progress counts them: the packages' lengths, known from the dump
+	// document or the file system before any package is read, and later
+	// the size of a package that only opening it tells. Progress's bytes
+	// add up to Total's when the run is complete.
 	Report   func(verify.Finding)
 	Progress func(n int64)
+	Total    func(n int64)
 }
 
 // Result sums up a run.
@@ -169,6 +174,7 @@ func (u *unpacker) standalone(ctx context.Context, path string) error {
 		}
 	}
 	ref := verify.PackageRef{Loc: path, Length: -1}
+	u.announce([]verify.PackageRef{ref})
 	out, err := u.unpackPackage(ctx, ref)
 	if err != nil {
 		return err
@@ -208,6 +214,7 @@ func (u *unpacker) resourceDump(ctx context.Context, d *verify.Dump) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(u.opts.Jobs)
 	var failed sync.Map
+	u.announce(d.Packages)
 	for _, ref := range d.Packages {
 		g.Go(func() error {
 			out, err := u.unpackPackage(gctx, ref)
@@ -252,6 +259,7 @@ func (u *unpacker) changeDump(ctx context.Context, d *verify.Dump) error {
 	if err := u.markPending(); err != nil {
 		return err
 	}
+	u.announce(d.Packages)
 	for i, ref := range d.Packages {
 		if until := ref.Until(); !until.IsZero() && !u.state.applies(until) {
 			u.skipPackage(ref, "its changes are already applied (until "+resourcesync.FormatTime(until)+")")
@@ -275,11 +283,13 @@ func (u *unpacker) changeDump(ctx context.Context, d *verify.Dump) error {
 }
 
 func (u *unpacker) skipPackage(ref verify.PackageRef, why string) {
+	u.meter(ref).finish()
 	u.rep.Report(verify.Finding{Severity: verify.OK, Check: CheckSkipped, Source: ref.Loc, URI: ref.Entry.Loc, Msg: "package skipped: " + why})
 }
 
 func (u *unpacker) stopAfter(rest []verify.PackageRef) {
 	for _, ref := range rest {
+		u.meter(ref).finish()
 		u.rep.Report(verify.Finding{Severity: verify.Error, Check: CheckSkipped, Source: ref.Loc, URI: ref.Entry.Loc,
 			Msg: "package not applied: an earlier package of the Change Dump failed"})
 	}

@@ -106,7 +106,7 @@ func doUnpack(ctx context.Context, source string, f unpackFlags, o unpack.Option
 		return exitError{exitUsage, err}
 	}
 	p := newProgress(stderr, f.quiet || f.json, "unpacking")
-	o.Progress = func(n int64) { p.add(n, "") }
+	o.Progress, o.Total = func(n int64) { p.add(n, "") }, p.grow
 	o.Report = func(fd verify.Finding) {
 		if f.verb && fd.Severity == verify.OK && !f.json && !f.quiet {
 			fmt.Fprintf(stdout, "%s: %s\n", fd.Check, orText(fd.Path, fd.Source))

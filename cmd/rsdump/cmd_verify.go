@@ -106,7 +106,7 @@ func doVerify(ctx context.Context, f verifyFlags, targets []string, stdout, stde
 	}
 	p := newProgress(stderr, f.quiet || f.json, "verifying")
 	opts := verify.Options{Limits: verify.Limits{MaxRatio: f.maxRatio}, Jobs: f.jobs, Report: rep.finding,
-		Progress: func(n int64) { p.add(n, "") }}
+		Progress: func(n int64) { p.add(n, "") }, Total: p.grow}
 	var sum *verify.Summary
 	if f.tree != "" {
 		sum, err = audit(ctx, f, opts)
