@@ -80,6 +80,7 @@ func runMetalink(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := checkInputs(fs.Args(), mirrors); err != nil {
 		return err
 	}
+	w.prog.grow(totalSize(fs.Args()))
 	head := &metalink.Metalink{Generator: "rsdump"}
 	return w.write(f.out, stdout, head, func(e *metalink.Encoder) error { return w.files(e, fs.Args()) })
 }
@@ -137,6 +138,17 @@ func checkInputs(paths []string, mirrors []pack.Mirror) error {
 		seen[name] = p
 	}
 	return nil
+}
+
+// totalSize sums the sizes of files, for the progress total.
+func totalSize(paths []string) int64 {
+	var n int64
+	for _, p := range paths {
+		if fi, err := os.Stat(p); err == nil {
+			n += fi.Size()
+		}
+	}
+	return n
 }
 
 // metalinkWriter builds a document from files or from a Resource Dump.

@@ -148,7 +148,7 @@ func doPack(ctx context.Context, src string, f packFlags, o pack.Options, stdout
 			p.message("rsdump: removed %s: left from an earlier run, not in the new dump", e.Name)
 		}
 	}
-	if p.bar != nil {
+	if p.shown() {
 		go func() { // a stat-only walk, to size the bar; Pack does not wait for it
 			if _, n, err := pack.Scan(ctx, src, o.FollowSymlinks); err == nil {
 				p.setTotal(n)

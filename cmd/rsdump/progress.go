@@ -69,6 +69,9 @@ func newProgress(stderr io.Writer, quiet bool, desc string) *progress {
 	return p
 }
 
+// shown says whether anything is drawn: not with --quiet.
+func (p *progress) shown() bool { return p.bar != nil || p.plain }
+
 // polled makes the renderer read done, total and a note from fn every
 // tick, for a library that is polled (transfer.Getter.Progress) rather
 // than one that calls back.
