@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -80,6 +81,12 @@ func (f *packFlags) options(args []string) (pack.Options, error) {
 	}
 	if f.out == "" || f.baseURL == "" {
 		return o, usagef("pack needs -o OUTDIR and --base-url URL")
+	}
+	if err := errors.Join(checkURL("--base-url", f.baseURL), checkURL("--dump-url", f.dumpURL), checkURL("--capability-list", f.capList)); err != nil {
+		return o, usageError{err}
+	}
+	if f.level < 1 || f.level > 9 || f.jobs < 0 {
+		return o, usagef("--level must be 1 to 9, and --jobs not negative")
 	}
 	hashes, err := digest.ParseList(f.hashes)
 	if err != nil {

@@ -84,6 +84,15 @@ func (f *unpackFlags) options(args []string) (unpack.Options, error) {
 		return o, usagef("unpack needs --dest DIR")
 	case f.maxRatio < 1:
 		return o, usagef("--max-ratio must be at least 1")
+	case f.jobs < 0:
+		return o, usagef("--jobs must not be negative")
+	case isURLish(args[0]):
+		if err := checkURL("SOURCE", args[0]); err != nil {
+			return o, err
+		}
+	}
+	if err := checkURL("--base-url", f.baseURL); err != nil {
+		return o, err
 	}
 	layout, err := verify.ParseLayout(f.layout)
 	if err != nil {
@@ -101,11 +110,12 @@ func (f *unpackFlags) options(args []string) (unpack.Options, error) {
 }
 
 func doUnpack(ctx context.Context, source string, f unpackFlags, o unpack.Options, stdout, stderr io.Writer) error {
-	rep, err := newReportWriter(f.reportFlags, stdout)
+	rep, err := newReportWriter(f.reportFlags, stdout, stderr)
 	if err != nil {
 		return exitError{exitUsage, err}
 	}
 	p := newProgress(stderr, f.quiet || f.json, "unpacking")
+	rep.msg = p.message
 	o.Progress, o.Total = func(n int64) { p.add(n, "") }, p.grow
 	o.Report = func(fd verify.Finding) {
 		if f.verb && fd.Severity == verify.OK && !f.json && !f.quiet {

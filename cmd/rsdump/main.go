@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/pflag"
@@ -140,6 +142,25 @@ func exitCode(err error, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "rsdump: error: %v\n", err)
 	return exitFailed
+}
+
+// checkURL refuses, as a usage error, a value that is not an absolute
+// http(s) URL where one is required; an empty value passes (an optional
+// flag not given).
+func checkURL(what, v string) error {
+	if v == "" {
+		return nil
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return usagef("%s %q is not an absolute http(s) URL", what, v)
+	}
+	return nil
+}
+
+// isURLish says whether an argument is meant as a URL rather than a path.
+func isURLish(s string) bool {
+	return strings.HasPrefix(s, "http:") || strings.HasPrefix(s, "https:")
 }
 
 // newFlags returns a FlagSet whose errors the caller reports.
