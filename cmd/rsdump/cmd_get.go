@@ -36,6 +36,12 @@ Change Dump package fails to unpack, the packages after it are held back.
 Exit status: 0 success, 1 failure (a file could not be fetched or did not
 match its hash; the others are still finished), 2 usage error,
 130 interrupted (the state is saved).
+
+Examples:
+  rsdump get https://example.org/dump/resourcedump.xml -o ./dump
+  rsdump get resourcedump-00001.zip.meta4 --connections 32 --location de,nl
+  rsdump get https://example.org/dump/resourcedump.xml -o ./dump \
+      --unpack ./tree --base-url https://example.org/data/ --json
 `
 
 type getFlags struct {

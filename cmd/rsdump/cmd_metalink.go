@@ -39,6 +39,11 @@ warning and error with its code.
 Exit status: 0 success (with --check: every document valid), 1 failure (an
 input could not be read, a package differs from the dump; with --check: a
 document is invalid or unreadable), 2 usage error, 130 interrupted.
+
+Examples:
+  rsdump metalink dump/*.zip --mirror https://a.example.org/dump/ --mirror https://b.example.net/dump/ -o dump.meta4
+  rsdump metalink dump/resourcedump.xml -o dump/resourcedump.meta4 --piece-length 4MiB
+  rsdump metalink --check https://example.org/dump/resourcedump.meta4
 `
 
 type metalinkFlags struct {

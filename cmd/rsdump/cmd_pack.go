@@ -31,6 +31,13 @@ reported, and removed with --prune once resourcedump.xml is written.
 
 Exit status: 0 success, 1 failure (a file could not be read, changed while
 read, or an output could not be written), 2 usage error, 130 interrupted.
+
+Examples:
+  rsdump pack ./collection --base-url https://example.org/data/ -o ./dump
+  rsdump pack ./collection --base-url https://example.org/data/ -o ./dump \
+      --max-package-size 4GiB --hash md5,sha-256
+  rsdump pack ./collection --base-url https://example.org/data/ -o ./dump \
+      --metalink --mirror https://mirror.example.net/dump/ --json
 `
 
 type packFlags struct {

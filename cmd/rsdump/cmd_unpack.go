@@ -43,6 +43,11 @@ from there.
 Exit status: 0 everything applied, 1 problems found (a bitstream refused,
 a deletion refused, a package that failed), 2 could not run (usage,
 unreadable source, unwritable DIR), 130 interrupted; run again to resume.
+
+Examples:
+  rsdump unpack ./dump/resourcedump.xml --dest ./tree --base-url https://example.org/data/
+  rsdump unpack resourcedump-00001.zip --dest ./tree --layout path
+  rsdump unpack https://example.org/dump/changedump.xml --dest ./tree --base-url https://example.org/data/ --dry-run
 `
 
 type unpackFlags struct {
@@ -126,6 +131,7 @@ func doUnpack(ctx context.Context, source string, f unpackFlags, o unpack.Option
 	res, err := unpack.Unpack(ctx, source, f.dest, o)
 	p.done()
 	if err != nil {
+		rep.runErr = err
 		rep.close(nil)
 		if errors.Is(err, context.Canceled) {
 			return err

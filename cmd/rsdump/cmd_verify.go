@@ -41,6 +41,11 @@ files (ResourceSync §5.2).
 Exit status: 0 everything verified, 1 problems found (errors, or
 bitstreams that could not be verified), 2 could not run (usage, unreadable
 input), 130 interrupted.
+
+Examples:
+  rsdump verify ./dump
+  rsdump verify https://example.org/dump/resourcedump.xml --json > report.json
+  rsdump verify --tree ./tree --against ./dump/resourcedump.xml --base-url https://example.org/data/
 `
 
 type verifyFlags struct {
@@ -128,6 +133,7 @@ func doVerify(ctx context.Context, f verifyFlags, targets []string, stdout, stde
 	}
 	p.done()
 	if err != nil {
+		rep.runErr = err
 		rep.close(nil)
 		if errors.Is(err, context.Canceled) {
 			return err
@@ -185,6 +191,7 @@ type reportWriter struct {
 	files    []*os.File
 	jsonSeen bool
 	err      error
+	runErr   error // why the run failed, ending the JSON document
 }
 
 var csvHeader = []string{"uri", "path", "check", "expected", "actual", "severity", "message", "source"}
@@ -279,7 +286,12 @@ func (r *reportWriter) close(summary any) error {
 		r.keep(err)
 		fmt.Fprintf(r.stdout, "\n],\n  \"summary\": %s\n}\n", b)
 	} else if r.flags.json {
-		fmt.Fprint(r.stdout, "\n]}\n") // the run failed; the error goes to stderr
+		msg := "failed"
+		if r.runErr != nil {
+			msg = r.runErr.Error()
+		}
+		b, _ := json.Marshal(msg)
+		fmt.Fprintf(r.stdout, "\n],\n  \"error\": %s\n}\n", b) // and on stderr
 	}
 	for _, w := range []*csv.Writer{r.ok, r.bad} {
 		if w != nil {

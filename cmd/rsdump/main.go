@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -112,11 +113,56 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	for _, c := range commands {
 		if c.name == args[0] {
-			return exitCode(c.run(ctx, args[1:], stdout, stderr), stderr)
+			out := &countWriter{w: stdout}
+			err := c.run(ctx, args[1:], out, stderr)
+			code := exitCode(err, stderr)
+			if code != exitOK && out.n == 0 && wantsJSON(args[1:]) {
+				writeJSONError(stdout, err, code)
+			}
+			return code
 		}
 	}
 	fmt.Fprintf(stderr, "rsdump: unknown command %q\n%s", args[0], usage)
 	return exitUsage
+}
+
+// countWriter counts what a command wrote to stdout.
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// wantsJSON says whether args ask for --json, so that a run that fails
+// before its command printed its document still prints one JSON document.
+func wantsJSON(args []string) bool {
+	for _, a := range args {
+		switch {
+		case a == "--":
+			return false
+		case a == "--json" || a == "--json=true":
+			return true
+		}
+	}
+	return false
+}
+
+// writeJSONError is the one JSON document of a run that failed before its
+// command printed one; the error also went to stderr.
+func writeJSONError(stdout io.Writer, err error, code int) {
+	msg := "failed"
+	if err != nil {
+		msg = err.Error()
+	}
+	json.NewEncoder(stdout).Encode(struct {
+		Error      string `json:"error"`
+		ExitStatus int    `json:"exit_status"`
+	}{msg, code})
 }
 
 // exitCode prints err, if any, and maps it to the exit status.
@@ -176,7 +222,11 @@ func newFlags(name string) *pflag.FlagSet {
 func parse(fs *pflag.FlagSet, args []string, help string, stdout io.Writer) error {
 	err := fs.Parse(args)
 	if errors.Is(err, pflag.ErrHelp) {
-		fmt.Fprint(stdout, help, "\nFlags:\n", fs.FlagUsages())
+		text, examples, _ := strings.Cut(help, "\nExamples:\n")
+		fmt.Fprint(stdout, text, "\nFlags:\n", fs.FlagUsages())
+		if examples != "" {
+			fmt.Fprint(stdout, "\nExamples:\n", examples)
+		}
 		return err
 	}
 	if err != nil {
