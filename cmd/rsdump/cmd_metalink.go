@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/url"
@@ -15,7 +16,7 @@ import (
 
 const metalinkHelp = `Usage: rsdump metalink FILE... --mirror URL... [-o OUT.meta4] [flags]
        rsdump metalink resourcedump.xml [-o OUT.meta4] [flags]
-       rsdump metalink --check DOC.meta4|URL...
+       rsdump metalink --check DOC.meta4|URL... [--json]
 
 Writes a Metalink 4 document (RFC 5854) to OUT.meta4, or to standard output.
 
@@ -51,6 +52,7 @@ type metalinkFlags struct {
 	mirrors             []string
 	pieceLength         int64
 	check, files, quiet bool
+	json                bool
 }
 
 func runMetalink(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -61,7 +63,8 @@ func runMetalink(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.Var(newSizeValue(&f.pieceLength, 0), "piece-length", "piece `SIZE` (bytes, or 1M, 4MiB; default: from each file's size, 256 KiB to 16 MiB)")
 	fs.BoolVar(&f.files, "files", false, "treat every argument as a plain file, even a Resource Dump document")
 	fs.BoolVar(&f.check, "check", false, "validate and describe Metalink documents instead of writing one")
-	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress and no summary")
+	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress, no warnings and no summary")
+	fs.BoolVar(&f.json, "json", false, "print a machine-readable summary (with --check, the report) on stdout; needs -o when writing")
 	if err := parse(fs, args, metalinkHelp, stdout); err != nil {
 		return err
 	}
@@ -69,17 +72,23 @@ func runMetalink(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if err := f.checkUsage(fs.Args()); err != nil {
 			return err
 		}
-		return checkDocs(ctx, fs.Args(), stdout)
+		return checkDocs(ctx, fs.Args(), stdout, f.json)
+	}
+	if f.json && (f.out == "" || f.out == "-") {
+		return usagef("metalink --json needs -o FILE: the document would go to standard output")
 	}
 	mirrors, err := f.writeUsage(fs.Args())
 	if err != nil {
 		return err
 	}
 	w := &metalinkWriter{ctx: ctx, pieceLength: f.pieceLength, mirrors: mirrors,
-		prog: newProgress(stderr, f.quiet, "hashing"), quiet: f.quiet, stderr: stderr}
+		prog: newProgress(stderr, f.quiet || f.json, "hashing"), quiet: f.quiet, stderr: stderr}
+	if f.json {
+		w.jsonOut = stdout
+	}
 	if !f.files && len(fs.Args()) == 1 {
 		if h, ok := sniffDump(fs.Arg(0)); ok {
-			return w.write(f.out, stdout, dumpHead(h), func(e *metalink.Encoder) error { return w.dump(e, fs.Arg(0)) })
+			return w.done(w.write(f.out, stdout, dumpHead(h), func(e *metalink.Encoder) error { return w.dump(e, fs.Arg(0)) }))
 		}
 	}
 	if err := checkInputs(fs.Args(), mirrors); err != nil {
@@ -87,7 +96,7 @@ func runMetalink(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	w.prog.grow(totalSize(fs.Args()))
 	head := &metalink.Metalink{Generator: "rsdump"}
-	return w.write(f.out, stdout, head, func(e *metalink.Encoder) error { return w.files(e, fs.Args()) })
+	return w.done(w.write(f.out, stdout, head, func(e *metalink.Encoder) error { return w.files(e, fs.Args()) }))
 }
 
 func (f *metalinkFlags) checkUsage(args []string) error {
@@ -164,6 +173,8 @@ type metalinkWriter struct {
 	prog        *progress
 	quiet       bool
 	stderr      io.Writer
+	jsonOut     io.Writer    // stdout with --json, for the summary
+	summary     func() error // prints the --json summary once the document is in place
 }
 
 // write encodes the document through fill into out, or stdout when out
@@ -191,6 +202,14 @@ func (w *metalinkWriter) write(out string, stdout io.Writer, head *metalink.Meta
 	return os.Rename(tmp.Name(), out)
 }
 
+// done prints the --json summary once the document is in place.
+func (w *metalinkWriter) done(err error) error {
+	if err != nil || w.summary == nil {
+		return err
+	}
+	return w.summary()
+}
+
 func (w *metalinkWriter) encode(dst io.Writer, name string, head *metalink.Metalink, fill func(*metalink.Encoder) error) error {
 	e, err := metalink.NewEncoder(dst, head)
 	if err != nil {
@@ -203,6 +222,15 @@ func (w *metalinkWriter) encode(dst io.Writer, name string, head *metalink.Metal
 	}
 	if err := e.Close(); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
+	}
+	if w.jsonOut != nil {
+		w.summary = func() error {
+			return json.NewEncoder(w.jsonOut).Encode(struct {
+				Output string `json:"output"`
+				Files  int    `json:"files"`
+			}{name, e.Count()})
+		}
+		return nil
 	}
 	if !w.quiet {
 		fmt.Fprintf(w.stderr, "rsdump: wrote %s to %s\n", countOf(e.Count(), "file"), name)

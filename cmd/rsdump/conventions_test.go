@@ -102,6 +102,11 @@ func TestUsageErrorsExit2(t *testing.T) {
 func TestJSONOneDocument(t *testing.T) {
 	out := packedExample(t)
 	doc := filepath.Join(out, pack.DumpName)
+	z, _ := filepath.Glob(filepath.Join(out, "*.zip"))
+	meta := filepath.Join(t.TempDir(), "p.meta4")
+	if code, _, errs := rsdump(t, "metalink", z[0], "--mirror", "http://h/", "-o", meta); code != exitOK {
+		t.Fatal(errs)
+	}
 	cases := [][]string{
 		{"version", "--json"},
 		{"pack", "../../testdata/example", "--base-url", verifytest.BaseURL, "-o", t.TempDir(), "--json"},
@@ -113,6 +118,9 @@ func TestJSONOneDocument(t *testing.T) {
 		{"unpack", "/nonexistent.zip", "--dest", t.TempDir(), "--base-url", verifytest.BaseURL, "--json"},
 		{"get", "/nonexistent.meta4", "--json"},
 		{"get", "--json", "--connections", "x"},
+		{"metalink", z[0], "--mirror", "http://h/", "-o", filepath.Join(t.TempDir(), "p.meta4"), "--json"},
+		{"metalink", z[0], "--mirror", "http://h/", "--json"},
+		{"metalink", "--check", "--json", meta, "/nonexistent.meta4"},
 	}
 	for _, args := range cases {
 		code, stdout, _ := rsdump(t, args...)
