@@ -294,7 +294,9 @@ func (d *download) settle(a *attempt, err error) {
 	if v == ignore {
 		return
 	}
-	d.res.Refetch++ // by a new attempt, or by a copy under way or done
+	if !errors.Is(err, ErrNoRange) { // no data came: nothing is fetched twice
+		d.res.Refetch++ // by a new attempt, or by a copy under way or done
+	}
 	if p.done {
 		return
 	}

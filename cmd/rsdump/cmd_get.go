@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rsdump/rsdump/transfer"
@@ -144,9 +146,12 @@ func doGet(ctx context.Context, sources []string, f getFlags, o transfer.Options
 }
 
 // getEvents prints the transfer engine's news between progress frames: a
-// mirror dropped (a warning), a mirror without Range support (kept for
-// one whole-file connection: a note, not a drop), a resumed file.
+// mirror dropped (a warning), a server without Range support (once per
+// server: its mirrors are kept for one whole-file connection, a note, not
+// a drop), a resumed file.
 func getEvents(p *progress, quiet bool) func(transfer.Event) {
+	var mu sync.Mutex
+	noRange := map[string]bool{}
 	return func(e transfer.Event) {
 		if quiet {
 			return
@@ -155,7 +160,17 @@ func getEvents(p *progress, quiet bool) func(transfer.Event) {
 		case *transfer.MirrorDropped:
 			p.message("rsdump: warning: %s: dropped %s: %s", e.File, e.URL, e.Reason)
 		case *transfer.MirrorNoRange:
-			p.message("rsdump: %s: %s ignores Range requests: no pieces from it, only one whole-file connection if no other mirror is left", e.File, e.URL)
+			host := e.URL
+			if u, err := url.Parse(e.URL); err == nil {
+				host = u.Host
+			}
+			mu.Lock()
+			seen := noRange[host]
+			noRange[host] = true
+			mu.Unlock()
+			if !seen {
+				p.message("rsdump: %s ignores Range requests (%s): its files come over one connection each, and only when no other mirror is left", host, e.URL)
+			}
 		case *transfer.FileStart:
 			if e.Resumed > 0 {
 				p.message("rsdump: %s: resuming, %s of %s already verified", e.Name, fmtBytes(e.Resumed), fmtBytes(e.Size))

@@ -55,6 +55,7 @@ func newProgress(stderr io.Writer, quiet bool, desc string) *progress {
 			progressbar.OptionSetWriter(stderr),
 			progressbar.OptionSetDescription(desc),
 			progressbar.OptionShowBytes(true),
+			progressbar.OptionShowCount(),
 			progressbar.OptionShowTotalBytes(true),
 			progressbar.OptionUseIECUnits(true),
 			progressbar.OptionSetPredictTime(true),
