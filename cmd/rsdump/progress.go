@@ -31,26 +31,27 @@ type progress struct {
 	bar     *progressbar.ProgressBar
 	plain   bool
 	now     func() time.Time
-	every   time.Duration // between plain lines, or polls of a bar
+	every   time.Duration // between plain lines
+	poll    time.Duration // between ticks: polls and redraws
 	start   time.Time
 	last    time.Time // of the last plain line
 	lastN   int64     // bytes done at the last plain line
 	n       int64     // bytes done
 	total   int64     // bytes of all the work, 0 while unknown
-	poll    func() (done, total int64, note string)
+	source  func() (done, total int64, note string) // a polled library
 	ticking bool
 	stop    chan struct{}
 	stopped chan struct{}
 }
 
 func newProgress(stderr io.Writer, quiet bool, desc string) *progress {
-	p := &progress{w: stderr, desc: desc, now: time.Now, every: 5 * time.Second}
+	p := &progress{w: stderr, desc: desc, now: time.Now, every: 5 * time.Second, poll: time.Second}
 	p.start, p.last = p.now(), p.now()
 	if quiet {
 		return p
 	}
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		p.every = 200 * time.Millisecond
+		p.poll = 200 * time.Millisecond
 		p.bar = progressbar.NewOptions64(-1,
 			progressbar.OptionSetWriter(stderr),
 			progressbar.OptionSetDescription(desc),
@@ -79,7 +80,7 @@ func (p *progress) shown() bool { return p.bar != nil || p.plain }
 func (p *progress) polled(fn func() (done, total int64, note string)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.poll = fn
+	p.source = fn
 	p.startTicker()
 }
 
@@ -153,7 +154,7 @@ func (p *progress) startTicker() {
 	p.stop, p.stopped = make(chan struct{}), make(chan struct{})
 	go func(stop, stopped chan struct{}) {
 		defer close(stopped)
-		t := time.NewTicker(p.every)
+		t := time.NewTicker(p.poll)
 		defer t.Stop()
 		for {
 			select {
@@ -171,8 +172,8 @@ func (p *progress) startTicker() {
 func (p *progress) tick() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.poll != nil {
-		p.n, p.total, p.note = p.poll()
+	if p.source != nil {
+		p.n, p.total, p.note = p.source()
 	}
 	p.drawBar()
 	now := p.now()

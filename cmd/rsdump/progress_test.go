@@ -74,7 +74,7 @@ func TestPolledProgress(t *testing.T) {
 	p, c := plainProgress(&buf, "getting")
 	pr := transfer.Progress{Total: 100 << 20, Done: 50 << 20, Mirrors: []transfer.MirrorProgress{
 		{Host: "a:80", Active: 4, State: "active"}, {Host: "b:80", State: "no-range"}}}
-	p.poll = func() (int64, int64, string) { return pr.Done, pr.Total, mirrorsNote(pr.Mirrors) }
+	p.source = func() (int64, int64, string) { return pr.Done, pr.Total, mirrorsNote(pr.Mirrors) }
 	c.t = c.t.Add(5 * time.Second)
 	p.tick()
 	s := buf.String()
