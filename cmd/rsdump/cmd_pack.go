@@ -143,7 +143,7 @@ func (f *packFlags) metalinkOptions(o *pack.Options) error {
 
 func doPack(ctx context.Context, src string, f packFlags, o pack.Options, stdout, stderr io.Writer) error {
 	defer oversubscribe()()
-	p := newProgress(stderr, f.quiet, "packing")
+	p := newProgress(stderr, f.quiet || f.json, "packing")
 	done := 0
 	o.Events = func(e pack.Event) {
 		switch e := e.(type) {
