@@ -83,6 +83,9 @@ func (p *pkgRun) run(ctx context.Context, src source) error {
 		return nil // reported
 	}
 	p.pkg = pkg
+	if err := p.wrongBase(); err != nil {
+		return err
+	}
 	p.plan()
 	p.checkPresent()
 	if p.u.opts.DryRun {

@@ -131,6 +131,9 @@ func doUnpack(ctx context.Context, source string, f unpackFlags, o unpack.Option
 	res, err := unpack.Unpack(ctx, source, f.dest, o)
 	p.done()
 	if err != nil {
+		if errors.Is(err, unpack.ErrBaseURL) {
+			err = fmt.Errorf("%w (give that prefix as --base-url, or use --layout path)", err)
+		}
 		rep.runErr = err
 		rep.close(nil)
 		if errors.Is(err, context.Canceled) {
