@@ -23,22 +23,23 @@ import (
 //     460.0 MiB of 1.0 GiB, 95.3 MB/s, ETA 6s";
 //   - nothing with --quiet (messages still print: they are warnings).
 type progress struct {
-	mu      sync.Mutex
-	w       io.Writer
-	desc    string // what is being done: "verifying"
-	detail  string // the current unit, when the command names one
-	note    string // a polled source's extra words: "2 mirrors, 8 connections"
-	bar     *progressbar.ProgressBar
-	plain   bool
-	now     func() time.Time
-	every   time.Duration // between plain lines
-	poll    time.Duration // between ticks: polls and redraws
-	start   time.Time
-	last    time.Time // of the last plain line
-	lastN   int64     // bytes done at the last plain line
-	n       int64     // bytes done
-	total   int64     // bytes of all the work, 0 while unknown
-	source  func() (done, total int64, note string) // a polled library
+	mu     sync.Mutex
+	w      io.Writer
+	desc   string // what is being done: "verifying"
+	detail string // the current unit, when the command names one
+	note   string // a polled source's extra words: "2 mirrors, 8 connections"
+	bar    *progressbar.ProgressBar
+	plain  bool
+	now    func() time.Time
+	every  time.Duration // between plain lines
+	poll   time.Duration // between ticks: polls and redraws
+	start  time.Time
+	last   time.Time // of the last plain line
+	lastN  int64     // bytes done at the last plain line
+	n      int64     // bytes done
+	total  int64     // bytes of all the work, 0 while unknown
+	// source is a library that is polled rather than calling back.
+	source  func() (done, total int64, note string)
 	ticking bool
 	stop    chan struct{}
 	stopped chan struct{}
