@@ -21,7 +21,8 @@ import (
 //     (a spinner only while no total is known);
 //   - otherwise, a plain line every few seconds: "rsdump: verifying: 45%,
 //     460.0 MiB of 1.0 GiB, 95.3 MB/s, ETA 6s";
-//   - nothing with --quiet (messages still print: they are warnings).
+//   - nothing with --quiet or --json. Messages print as given: each
+//     command decides what --quiet silences (warnings, notes).
 type progress struct {
 	mu     sync.Mutex
 	w      io.Writer
