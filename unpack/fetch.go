@@ -14,6 +14,7 @@ import (
 	"path"
 
 	"github.com/rsdump/rsdump/internal/digest"
+	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/verify"
 )
 
@@ -31,7 +32,7 @@ type source struct {
 // reads only its manifest, through Range requests. Problems are reported
 // and give ok=false; the error is for a cancelled context.
 func (u *unpacker) open(ctx context.Context, ref verify.PackageRef, rep *verify.Reporter) (src source, ok bool, err error) {
-	if verify.IsURL(ref.Loc) && !u.opts.DryRun {
+	if resourcesync.IsURL(ref.Loc) && !u.opts.DryRun {
 		return u.download(ctx, ref, rep)
 	}
 	ra, size, closeFn, err := verify.OpenLocation(ctx, u.opts.Client, ref.Loc)

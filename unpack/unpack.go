@@ -163,7 +163,7 @@ func isZip(s string) bool {
 // state is not changed for a Resource Dump package, which is only part of
 // a snapshot; a Change Dump package advances it like one from a document.
 func (u *unpacker) standalone(ctx context.Context, path string) error {
-	if !verify.IsURL(path) {
+	if !resourcesync.IsURL(path) {
 		if _, err := os.Stat(path); err != nil {
 			return err
 		}

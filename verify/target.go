@@ -14,7 +14,7 @@ import (
 // expand turns a target into the packages to verify, loading and checking
 // dump documents on the way.
 func (v *verifier) expand(ctx context.Context, t string) ([]PackageRef, error) {
-	if IsURL(t) {
+	if resourcesync.IsURL(t) {
 		if isZip(t) {
 			return []PackageRef{standalone(t)}, nil
 		}
