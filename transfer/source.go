@@ -179,14 +179,18 @@ func (g *Getter) FileFromEntry(ctx context.Context, doc string, u resourcesync.U
 		}
 		f.HashAlg, f.Hash = strongest(set)
 	}
+	var described []string
 	for _, l := range u.Links {
 		switch {
 		case l.Rel == "duplicate" && isURL(l.Href):
 			f.Mirrors = append(f.Mirrors, Mirror{URL: l.Href, Priority: l.Pri})
 		case l.Rel == "describedby" && l.Type == metalink.MediaType:
-			if err := g.mergeMetalink(ctx, &f, resolveHref(doc, l.Href)); err != nil {
-				return f, err
-			}
+			described = append(described, resolveHref(doc, l.Href))
+		}
+	}
+	for _, href := range described {
+		if err := g.mergeMetalink(ctx, &f, metalinkCopies(href, f.Mirrors)); err != nil {
+			return f, err
 		}
 	}
 	if f.Size < 0 {
@@ -214,11 +218,38 @@ func strongest(set digest.Set) (string, string) {
 	return "", ""
 }
 
+// metalinkCopies lists where the Metalink at href may be read: there,
+// and, when it is named after the package (pack writes NAME.meta4 beside
+// NAME), beside every other mirror of the package, so that a dead <loc>
+// host does not cost the piece hashes.
+func metalinkCopies(href string, mirrors []Mirror) []string {
+	hrefs := []string{href}
+	if len(mirrors) == 0 || href != mirrors[0].URL+".meta4" {
+		return hrefs
+	}
+	for _, m := range mirrors[1:] {
+		hrefs = append(hrefs, m.URL+".meta4")
+	}
+	return hrefs
+}
+
 // mergeMetalink takes piece hashes, a hash and mirrors from the Metalink
-// describing f; its file is the one with f's name, or its only file.
-func (g *Getter) mergeMetalink(ctx context.Context, f *File, href string) error {
-	rc, err := g.OpenDocument(ctx, href)
+// describing f, read from the first of hrefs that answers; its file is the
+// one with f's name, or its only file. When none answers, f goes on
+// without piece hashes if the dump gave its length and hash.
+func (g *Getter) mergeMetalink(ctx context.Context, f *File, hrefs []string) error {
+	var rc io.ReadCloser
+	var href string
+	var err error
+	for _, href = range hrefs {
+		if rc, err = g.OpenDocument(ctx, href); err == nil {
+			break
+		}
+	}
 	if err != nil {
+		if f.Size >= 0 && f.HashAlg != "" && ctx.Err() == nil {
+			return nil
+		}
 		return err
 	}
 	defer rc.Close()

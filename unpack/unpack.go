@@ -24,6 +24,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/rsdump/rsdump/resourcesync"
+	"github.com/rsdump/rsdump/transfer"
 	"github.com/rsdump/rsdump/verify"
 )
 
@@ -39,7 +40,10 @@ type Options struct {
 	DryRun bool
 	verify.Limits
 	Jobs   int          // Resource Dump packages unpacked at once; default GOMAXPROCS
-	Client *http.Client // for URL sources; default http.DefaultClient
+	Client *http.Client // for documents read over HTTP; default http.DefaultClient
+	// Transfer tunes the engine that fetches remote packages from all
+	// their mirrors; its Client defaults to Client.
+	Transfer transfer.Options
 
 	// Report receives every finding, in verify's format, one call at a
 	// time. Progress receives bitstream bytes staged, from several
@@ -99,6 +103,9 @@ type unpacker struct {
 	// committed may lack their record in the written log.
 	resuming bool
 	logMu    sync.Mutex // appends to the written log
+
+	getOnce sync.Once
+	get     *transfer.Getter // fetches remote packages; see getter
 
 	mu  sync.Mutex
 	res Result
