@@ -243,3 +243,24 @@ func BaseName(loc string) string {
 	}
 	return path.Base(p)
 }
+
+// Peek reads only the header of the document at loc (a file, or a URL
+// through OpenURL).
+func Peek(ctx context.Context, loc string) (Header, error) {
+	rc, err := OpenLocal(ctx, loc)
+	if err != nil {
+		return Header{}, err
+	}
+	defer rc.Close()
+	d, err := NewDecoder(capReader(rc))
+	if err != nil {
+		return Header{}, fmt.Errorf("%s: %w", loc, err)
+	}
+	return d.Header(), nil
+}
+
+// IsDump reports whether h is the header of a Resource Dump or Change
+// Dump document or index.
+func IsDump(h Header) bool {
+	return h.MD.Capability == CapResourceDump || h.MD.Capability == CapChangeDump
+}

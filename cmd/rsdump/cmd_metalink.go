@@ -73,7 +73,7 @@ func runMetalink(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	w := &metalinkWriter{ctx: ctx, pieceLength: f.pieceLength, mirrors: mirrors,
 		prog: newProgress(stderr, f.quiet, "hashing"), quiet: f.quiet, stderr: stderr}
 	if !f.files && len(fs.Args()) == 1 {
-		if h, ok := sniffDump(fs.Arg(0)); ok {
+		if h, ok := sniffDump(ctx, fs.Arg(0)); ok {
 			return w.write(f.out, stdout, dumpHead(h), func(e *metalink.Encoder) error { return w.dump(e, fs.Arg(0)) })
 		}
 	}

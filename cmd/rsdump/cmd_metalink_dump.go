@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -16,22 +17,9 @@ import (
 
 // sniffDump reports whether path is a Resource Dump or Change Dump
 // document (or an index of them), and returns its header.
-func sniffDump(p string) (resourcesync.Header, bool) {
-	f, err := os.Open(p)
-	if err != nil {
-		return resourcesync.Header{}, false
-	}
-	defer f.Close()
-	d, err := resourcesync.NewDecoder(f)
-	if err != nil {
-		return resourcesync.Header{}, false
-	}
-	h := d.Header()
-	return h, isDumpCapability(h.MD.Capability)
-}
-
-func isDumpCapability(c string) bool {
-	return c == resourcesync.CapResourceDump || c == resourcesync.CapChangeDump
+func sniffDump(ctx context.Context, p string) (resourcesync.Header, bool) {
+	h, err := resourcesync.Peek(ctx, p)
+	return h, err == nil && resourcesync.IsDump(h)
 }
 
 // dumpHead is the document-level part of the Metalink: published is when
@@ -105,7 +93,7 @@ func (w *metalinkWriter) dumpPart(e *metalink.Encoder, index, loc string, st *du
 	if err != nil {
 		return fmt.Errorf("%s: %w", p, err)
 	}
-	if h := d.Header(); h.Kind != resourcesync.URLSet || !isDumpCapability(h.MD.Capability) {
+	if h := d.Header(); h.Kind != resourcesync.URLSet || !resourcesync.IsDump(h) {
 		return fmt.Errorf("%s: part of %s is not a Resource Dump or Change Dump <urlset>", p, index)
 	}
 	return w.dumpPackages(e, d, p, st)
