@@ -164,11 +164,8 @@ func fileFromMetalink(mf metalink.File) (File, error) {
 // links are mirrors, rs:md gives length and hash, and a rel="describedby"
 // Metalink adds piece hashes and its own mirrors.
 func (g *Getter) FileFromEntry(ctx context.Context, doc string, u resourcesync.URL) (File, error) {
-	loc := u.Loc
-	if isURL(doc) {
-		loc = resourcesync.Resolve(doc, u.Loc)
-	}
-	f := File{Name: resourcesync.BaseName(loc), Size: -1, Mirrors: []Mirror{{URL: loc}}}
+	mirrors := entryMirrors(doc, u)
+	f := File{Name: resourcesync.BaseName(mirrors[0].URL), Size: -1, Mirrors: mirrors}
 	if u.MD != nil && u.MD.Length != nil {
 		f.Size = *u.MD.Length
 	}
@@ -179,18 +176,11 @@ func (g *Getter) FileFromEntry(ctx context.Context, doc string, u resourcesync.U
 		}
 		f.HashAlg, f.Hash = strongest(set)
 	}
-	var described []string
 	for _, l := range u.Links {
-		switch {
-		case l.Rel == "duplicate" && isURL(l.Href):
-			f.Mirrors = append(f.Mirrors, Mirror{URL: l.Href, Priority: l.Pri})
-		case l.Rel == "describedby" && l.Type == metalink.MediaType:
-			described = append(described, resolveHref(doc, l.Href))
-		}
-	}
-	for _, href := range described {
-		if err := g.mergeMetalink(ctx, &f, metalinkCopies(href, f.Mirrors)); err != nil {
-			return f, err
+		if l.Rel == "describedby" && l.Type == metalink.MediaType {
+			if err := g.mergeMetalink(ctx, &f, linkCopies(resolveHref(doc, l.Href), mirrors)); err != nil {
+				return f, err
+			}
 		}
 	}
 	if f.Size < 0 {
@@ -218,17 +208,31 @@ func strongest(set digest.Set) (string, string) {
 	return "", ""
 }
 
-// metalinkCopies lists where the Metalink at href may be read: there,
-// and, when it is named after the package (pack writes NAME.meta4 beside
-// NAME), beside every other mirror of the package, so that a dead <loc>
-// host does not cost the piece hashes.
-func metalinkCopies(href string, mirrors []Mirror) []string {
+// entryMirrors lists where a dump entry's package is served: its <loc>,
+// resolved against a remote document, then its rel="duplicate" links.
+func entryMirrors(doc string, u resourcesync.URL) []Mirror {
+	mirrors := []Mirror{{URL: resolveHref(doc, u.Loc)}}
+	for _, l := range u.Links {
+		if l.Rel == "duplicate" && isURL(l.Href) {
+			mirrors = append(mirrors, Mirror{URL: l.Href, Priority: l.Pri})
+		}
+	}
+	return mirrors
+}
+
+// linkCopies lists where a document linked from a package's entry may be
+// read: at href, and, when it sits beside the package's first mirror (pack
+// writes NAME.meta4 and NAME.manifest.xml beside NAME), at the same name
+// beside every other mirror, so that a dead <loc> host does not cost it.
+func linkCopies(href string, mirrors []Mirror) []string {
 	hrefs := []string{href}
-	if len(mirrors) == 0 || href != mirrors[0].URL+".meta4" {
+	dir := mirrors[0].URL[:strings.LastIndex(mirrors[0].URL, "/")+1]
+	rest, ok := strings.CutPrefix(href, dir)
+	if !ok || strings.Contains(rest, "/") {
 		return hrefs
 	}
 	for _, m := range mirrors[1:] {
-		hrefs = append(hrefs, m.URL+".meta4")
+		hrefs = append(hrefs, m.URL[:strings.LastIndex(m.URL, "/")+1]+rest)
 	}
 	return hrefs
 }
