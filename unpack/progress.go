@@ -3,6 +3,7 @@ package unpack
 import (
 	"os"
 
+	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/verify"
 )
 
@@ -24,7 +25,7 @@ func plannedSize(ref verify.PackageRef) int64 {
 	if ref.Length >= 0 {
 		return ref.Length
 	}
-	if !verify.IsURL(ref.Loc) {
+	if !resourcesync.IsURL(ref.Loc) {
 		if fi, err := os.Stat(ref.Loc); err == nil && fi.Mode().IsRegular() {
 			return fi.Size()
 		}

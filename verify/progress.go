@@ -1,6 +1,10 @@
 package verify
 
-import "os"
+import (
+	"os"
+
+	"github.com/rsdump/rsdump/resourcesync"
+)
 
 // meter counts one package's share of Options.Progress in package bytes,
 // so that the bytes reported add up to the totals given to
@@ -20,7 +24,7 @@ func plannedSize(ref PackageRef) int64 {
 	if ref.Length >= 0 {
 		return ref.Length
 	}
-	if !IsURL(ref.Loc) {
+	if !resourcesync.IsURL(ref.Loc) {
 		if fi, err := os.Stat(ref.Loc); err == nil && fi.Mode().IsRegular() {
 			return fi.Size()
 		}

@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
 )
@@ -95,7 +94,7 @@ func (f *packFlags) options(args []string) (pack.Options, error) {
 	if f.level < 1 || f.level > 9 || f.jobs < 0 {
 		return o, usagef("--level must be 1 to 9, and --jobs not negative")
 	}
-	hashes, err := digest.ParseList(f.hashes)
+	hashes, err := pack.ParseHashes(f.hashes)
 	if err != nil {
 		return o, usageError{err}
 	}
