@@ -95,9 +95,12 @@ func (f *unpackFlags) options(args []string) (unpack.Options, error) {
 		return o, usagef("--max-ratio must be at least 1")
 	case f.jobs < 0:
 		return o, usagef("--jobs must not be negative")
-	case isURLish(args[0]):
-		if err := checkURL("SOURCE", args[0]); err != nil {
-			return o, err
+	}
+	for _, s := range args {
+		if isURLish(s) {
+			if err := checkURL("SOURCE", s); err != nil {
+				return o, err
+			}
 		}
 	}
 	if err := checkURL("--base-url", f.baseURL); err != nil {
