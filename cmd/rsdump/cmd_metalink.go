@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 
 	"github.com/rsdump/rsdump/metalink"
@@ -87,6 +89,9 @@ func runMetalink(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	if !f.files && len(fs.Args()) == 1 {
 		if h, err := resourcesync.Peek(ctx, fs.Arg(0)); err == nil && resourcesync.IsDump(h) {
+			if w.prog.shown() {
+				w.prog.grow(localPackagesSize(ctx, fs.Arg(0)))
+			}
 			return w.done(w.write(f.out, stdout, metalink.DumpHead(h), func(e *metalink.Encoder) error { return w.dump(e, fs.Arg(0)) }))
 		}
 	}
@@ -161,6 +166,30 @@ func totalSize(paths []string) int64 {
 			n += fi.Size()
 		}
 	}
+	return n
+}
+
+// localPackagesSize sums the sizes of the packages a local dump document
+// (and its index parts) lists that are beside it: the bytes the Builder
+// will read. It is a first, cheap pass over the document, for the
+// progress total.
+func localPackagesSize(ctx context.Context, doc string) int64 {
+	if isURLish(doc) {
+		return 0
+	}
+	var n int64
+	l := resourcesync.Loader{Entry: func(d *resourcesync.Document, _ int, u resourcesync.URL) error {
+		if d.Header.Kind == resourcesync.SitemapIndex {
+			return nil
+		}
+		if pu, err := url.Parse(u.Loc); err == nil && path.Base(pu.Path) != "/" {
+			if fi, err := os.Stat(filepath.Join(filepath.Dir(d.Loc), path.Base(pu.Path))); err == nil && fi.Mode().IsRegular() {
+				n += fi.Size()
+			}
+		}
+		return nil
+	}}
+	l.Load(ctx, doc)
 	return n
 }
 

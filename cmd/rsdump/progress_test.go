@@ -2,10 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/transfer"
 )
 
@@ -98,5 +102,21 @@ func TestQuietProgress(t *testing.T) {
 	p.message("rsdump: warning: %s", "x")
 	if buf.String() != "rsdump: warning: x\n" {
 		t.Errorf("message %q", buf.String())
+	}
+}
+
+// TestMetalinkDumpTotal: metalink of a dump document knows, before it
+// hashes anything, how many bytes of packages beside the document it will
+// read.
+func TestMetalinkDumpTotal(t *testing.T) {
+	out := packedExample(t)
+	zips, _ := filepath.Glob(filepath.Join(out, "*.zip"))
+	var want int64
+	for _, z := range zips {
+		fi, _ := os.Stat(z)
+		want += fi.Size()
+	}
+	if got := localPackagesSize(context.Background(), filepath.Join(out, pack.DumpName)); got != want || want == 0 {
+		t.Errorf("total %d, want %d", got, want)
 	}
 }
