@@ -1,10 +1,12 @@
 package pack
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/url"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -46,8 +48,8 @@ const DefaultMaxPackageSize = 1 << 30
 // Options configure Pack. The zero value of every field but BaseURL has a
 // sensible default.
 type Options struct {
-	BaseURL        string // prefix of every bitstream's <loc>
-	DumpURL        string // prefix of package URLs; default BaseURL
+	BaseURL        string // prefix of every bitstream's <loc>; a name, nothing need be served there
+	DumpURL        string // prefix of package URLs; default the first mirror, else BaseURL
 	CapabilityList string // URL for <rs:ln rel="up">, optional
 
 	Hashes         []string // manifest hash algorithms; default sha-256
@@ -76,6 +78,8 @@ type Options struct {
 	// Events receives progress and warnings. It is called from several
 	// goroutines, one call at a time, and must not block for long.
 	Events func(Event)
+
+	dumpFromMirror bool // DumpURL was taken from the first mirror
 }
 
 // Mirror is one place a package is published.
@@ -91,21 +95,55 @@ type MetalinkOptions struct {
 	PieceLength int64 // 0 = chosen from the package size limit
 }
 
+// Validate reports what Pack would refuse in the options, before any
+// output is written.
+func (o Options) Validate() error {
+	return o.setDefaults()
+}
+
 func (o *Options) setDefaults() error {
 	if o.BaseURL == "" {
 		return errors.New("a base URL is required")
 	}
-	if err := checkBaseURL(o.BaseURL); err != nil {
+	var err error
+	if o.BaseURL, err = cleanBaseURL(o.BaseURL); err != nil {
 		return fmt.Errorf("base URL: %w", err)
 	}
-	o.BaseURL = withSlash(o.BaseURL)
-	if o.DumpURL == "" {
-		o.DumpURL = o.BaseURL
-	} else if err := checkBaseURL(o.DumpURL); err != nil {
-		return fmt.Errorf("dump URL: %w", err)
+	if err := o.setMirrors(); err != nil {
+		return err
 	}
-	o.DumpURL = withSlash(o.DumpURL)
+	switch {
+	case o.DumpURL != "":
+		if o.DumpURL, err = cleanBaseURL(o.DumpURL); err != nil {
+			return fmt.Errorf("dump URL: %w", err)
+		}
+	case o.Metalink != nil && len(o.Metalink.Mirrors) > 0:
+		// The base URL only names bitstreams; the packages are served
+		// where the mirrors are.
+		o.DumpURL, o.dumpFromMirror = o.Metalink.Mirrors[0].BaseURL, true
+	default:
+		o.DumpURL = o.BaseURL
+	}
 	return o.setLimits()
+}
+
+// setMirrors checks the mirrors' URLs and encodes them as base URLs, on a
+// copy: the caller's options are left as they were.
+func (o *Options) setMirrors() error {
+	if o.Metalink == nil {
+		return nil
+	}
+	ml := *o.Metalink
+	ml.Mirrors = slices.Clone(ml.Mirrors)
+	for i, m := range ml.Mirrors {
+		u, err := cleanBaseURL(m.BaseURL)
+		if err != nil {
+			return fmt.Errorf("mirror: %w", err)
+		}
+		ml.Mirrors[i].BaseURL = u
+	}
+	o.Metalink = &ml
+	return nil
 }
 
 func (o *Options) setLimits() error {
@@ -139,18 +177,57 @@ func (o *Options) setLimits() error {
 	return nil
 }
 
-func checkBaseURL(s string) error {
+// cleanBaseURL checks that s can prefix URLs: absolute, with a host and
+// no query or fragment. It returns s with a trailing slash and its path
+// percent-encoded where RFC 3986 requires it (spaces, non-ASCII, '"', '<'
+// and the like); escapes already there are kept. A '%' that does not
+// start an escape is refused, as is a host that is not ASCII: which was
+// meant cannot be told.
+func cleanBaseURL(s string) (string, error) {
 	u, err := url.Parse(s)
-	if err != nil {
-		return err
+	var esc url.EscapeError
+	switch {
+	case errors.As(err, &esc):
+		return "", fmt.Errorf("%q: %q is not a percent-escape (%%XX); write %%25 for a literal %%", s, string(esc))
+	case err != nil:
+		return "", err
+	case !u.IsAbs() || u.Host == "":
+		return "", fmt.Errorf("%q is not an absolute URL", s)
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+		return "", fmt.Errorf("%q has a query or fragment", s)
+	case !isASCII(u.Host):
+		return "", fmt.Errorf("%q: write the host name in its ASCII (punycode) form", s)
 	}
-	if !u.IsAbs() || u.Host == "" {
-		return fmt.Errorf("%q is not an absolute URL", s)
+	u.RawPath = escapePath(cmp.Or(u.RawPath, u.EscapedPath()))
+	return withSlash(u.String()), nil
+}
+
+// escapePath percent-encodes the bytes of a path as written that RFC 3986
+// does not allow in one, keeping the escapes already there ("%2F" stays
+// an escaped slash).
+func escapePath(p string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~!$&'()*+,;=:@/%", c) >= 0 {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(hex[c>>4])
+		b.WriteByte(hex[c&15])
 	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return fmt.Errorf("%q has a query or fragment", s)
+	return b.String()
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
 	}
-	return nil
+	return true
 }
 
 func withSlash(s string) string {
