@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -47,7 +48,7 @@ func runPack(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := newFlags("pack")
 	fs.StringVarP(&f.out, "output", "o", "", "write the dump into `DIR` (required)")
 	fs.StringVar(&f.baseURL, "base-url", "", "`URL` prefix of every bitstream's <loc> (required)")
-	fs.StringVar(&f.dumpURL, "dump-url", "", "`URL` prefix of the packages (default: the base URL)")
+	fs.StringVar(&f.dumpURL, "dump-url", "", "`URL` prefix of the packages (default: the first --mirror, else the base URL)")
 	fs.StringVar(&f.capList, "capability-list", "", "`URL` of the Capability List, linked as rel=\"up\"")
 	fs.StringVar(&f.hashes, "hash", "sha-256", "manifest hash `ALGS`, comma-separated: md5, sha-1, sha-256, sha-512, blake3")
 	fs.StringVar(&f.compress, "compress", "auto", "`MODE`: auto (store compressed media and data that does not shrink), store or deflate")
@@ -103,6 +104,9 @@ func (f *packFlags) options(args []string) (pack.Options, error) {
 			return o, usagef("--at: %v", err)
 		}
 	}
+	if err := o.Validate(); err != nil {
+		return o, usageError{err}
+	}
 	return o, nil
 }
 
@@ -144,6 +148,10 @@ func doPack(ctx context.Context, src string, f packFlags, o pack.Options, stdout
 			p.message("rsdump: warning: %s", e)
 		case pack.Removed: // printed even with --quiet: it deletes files
 			p.message("rsdump: removed %s: left from an earlier run, not in the new dump", e.Name)
+		case pack.Notice:
+			if !f.quiet {
+				p.message("rsdump: %s", e.Msg)
+			}
 		}
 	}
 	if p.bar != nil {
@@ -155,6 +163,10 @@ func doPack(ctx context.Context, src string, f packFlags, o pack.Options, stdout
 	}
 	res, err := pack.Pack(ctx, src, f.out, o)
 	p.done()
+	var se *pack.SourceError
+	if errors.As(err, &se) {
+		return usageError{err}
+	}
 	if err != nil {
 		return err
 	}
@@ -177,11 +189,12 @@ type packSummary struct {
 	Seconds    float64 `json:"seconds"`
 	MBps       float64 `json:"mb_per_s"`
 	Document   string  `json:"document"`
+	DumpURL    string  `json:"dump_url"`
 }
 
 func printPackSummary(res *pack.Result, f packFlags, stdout io.Writer) error {
 	s := packSummary{Packages: len(res.Packages), Bitstreams: res.Bitstreams, Bytes: res.Bytes,
-		Skipped: res.Skipped, Seconds: res.Elapsed.Seconds(), Document: res.Document}
+		Skipped: res.Skipped, Seconds: res.Elapsed.Seconds(), Document: res.Document, DumpURL: res.DumpURL}
 	for _, p := range res.Packages {
 		if p.Reused {
 			s.Reused++
