@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -103,7 +104,26 @@ func decodeMeta4(t *testing.T, path string) metalink.File {
 	if len(m.Files) != 1 {
 		t.Fatalf("%s: %d files, want 1", path, len(m.Files))
 	}
+	relaxNG(t, path)
 	return m.Files[0]
+}
+
+// relaxNG validates a Metalink against metalink4.rng with xmllint, when
+// both are there; unlike xmllint it does not skip the calling test.
+func relaxNG(t *testing.T, path string) {
+	t.Helper()
+	rng := filepath.Join("..", "..", "shared", "metalink", "metalink4.rng")
+	if _, err := exec.LookPath("xmllint"); err != nil {
+		t.Log("xmllint not installed: metalink4.rng check skipped")
+		return
+	}
+	if _, err := os.Stat(rng); err != nil {
+		t.Logf("%s not found: metalink4.rng check skipped", rng)
+		return
+	}
+	if out, err := exec.Command("xmllint", "--noout", "--relaxng", rng, path).CombinedOutput(); err != nil {
+		t.Errorf("%s does not validate against metalink4.rng: %v\n%s", path, err, out)
+	}
 }
 
 func checkURLs(t *testing.T, got, want []metalink.URL) {

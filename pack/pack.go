@@ -56,7 +56,7 @@ func Pack(ctx context.Context, src, outDir string, opts Options) (*Result, error
 	r := &run{opts: &o, src: src, dir: outDir, at: j.head.At, pinned: pinned, journal: j}
 	r.events = serialize(o.Events)
 	if o.dumpFromMirror {
-		r.events(Notice{Msg: fmt.Sprintf("packages are listed at the first mirror, %s (--dump-url not given; the base URL only names bitstreams)", o.DumpURL)})
+		r.events(Notice{Msg: fmt.Sprintf("the packages' <loc> is the first mirror, %s: no --dump-url was given, and the base URL only names bitstreams", o.DumpURL)})
 	}
 	if err := r.pipeline(ctx); err != nil {
 		return nil, err

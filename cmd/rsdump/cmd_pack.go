@@ -59,7 +59,7 @@ func runPack(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.BoolVar(&f.prune, "prune", false, "remove the packages, manifests, Metalinks and index parts of an earlier run that the new dump no longer names")
 	fs.BoolVar(&f.follow, "follow-symlinks", false, "pack the targets of symbolic links instead of skipping them")
 	fs.BoolVar(&f.metalink, "metalink", false, "write NAME.zip.meta4 (Metalink 4: size, sha-256, piece hashes, mirrors) beside each package")
-	fs.StringArrayVar(&f.mirrors, "mirror", nil, "`URL[,priority=N][,location=CC]` of a mirror holding the packages (repeatable; needs --metalink)")
+	fs.StringArrayVar(&f.mirrors, "mirror", nil, "`URL[,priority=N][,location=CC]` of a mirror holding the packages (repeatable; needs --metalink); without --dump-url the first is the packages' <loc>")
 	fs.Int64Var(&f.pieceLength, "piece-length", 0, "Metalink piece `BYTES` (default: from the package size limit, 256 KiB to 16 MiB)")
 	fs.IntVarP(&f.jobs, "jobs", "j", 0, "parallel readers and compressors (default: number of CPUs)")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress and no summary")
