@@ -229,3 +229,27 @@ func TestPackMetalinkPieceLanes(t *testing.T) {
 		}
 	}
 }
+
+// TestPackMetalinkNoPlace: with neither a dump URL nor a mirror, the
+// .meta4 can only give the base URL, and Pack says so.
+func TestPackMetalinkNoPlace(t *testing.T) {
+	o := testOptions()
+	o.Metalink = &MetalinkOptions{}
+	var notices []string
+	o.Events = func(e Event) {
+		if n, ok := e.(Notice); ok {
+			notices = append(notices, n.Msg)
+		}
+	}
+	res, out := mustPack(t, tree(t, map[string]string{"a.txt": "a"}), o)
+	p := res.Packages[0]
+	checkURLs(t, decodeMeta4(t, filepath.Join(out, p.Metalink)).URLs, []metalink.URL{{URL: "http://example.org/rs/" + p.Name, Priority: 1}})
+	if len(notices) != 1 || !strings.Contains(notices[0], "--dump-url or --mirror") {
+		t.Errorf("notices %q", notices)
+	}
+	o.Metalink, notices = nil, nil
+	mustPack(t, tree(t, map[string]string{"a.txt": "a"}), o)
+	if len(notices) != 0 {
+		t.Errorf("notices without --metalink: %q", notices)
+	}
+}

@@ -55,8 +55,11 @@ func Pack(ctx context.Context, src, outDir string, opts Options) (*Result, error
 	defer j.close()
 	r := &run{opts: &o, src: src, dir: outDir, at: j.head.At, pinned: pinned, journal: j}
 	r.events = serialize(o.Events)
-	if o.dumpFromMirror {
+	switch {
+	case o.dumpFromMirror:
 		r.events(Notice{Msg: fmt.Sprintf("the packages' <loc> is the first mirror, %s: no --dump-url was given, and the base URL only names bitstreams", o.DumpURL)})
+	case o.Metalink != nil && opts.DumpURL == "":
+		r.events(Notice{Msg: fmt.Sprintf("the packages' <loc> and .meta4 URLs are under the base URL, %s, the only place known: give --dump-url or --mirror where they will be served", o.DumpURL)})
 	}
 	if err := r.pipeline(ctx); err != nil {
 		return nil, err
