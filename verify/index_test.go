@@ -140,12 +140,12 @@ func TestVerifyIndexBadParts(t *testing.T) {
 		{"nested index", func(t *testing.T, out, part string) {
 			h, urls := readDoc(t, filepath.Join(out, pack.DumpName))
 			writeDoc(t, filepath.Join(out, part), h, urls)
-		}, verify.CheckDocument, "an index listed by an index", 2},
+		}, verify.CheckDocument, "an index listed by", 2},
 		{"other capability", func(t *testing.T, out, part string) {
 			h, urls := readDoc(t, filepath.Join(out, part))
 			h.MD.Capability = resourcesync.CapChangeDump
 			writeDoc(t, filepath.Join(out, part), h, urls)
-		}, verify.CheckDocument, "differs from the index", 2},
+		}, verify.CheckDocument, "differs from", 2},
 		{"damaged package", func(t *testing.T, out, part string) {
 			zp := filepath.Join(out, "resourcedump-00003.zip")
 			z, _ := os.ReadFile(zp)
