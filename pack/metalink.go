@@ -119,7 +119,7 @@ func packageURLs(o *Options, name string) []metalink.URL {
 // ParseMirror reads a --mirror value: URL[,priority=N][,location=CC].
 func ParseMirror(s string) (Mirror, error) {
 	parts := strings.Split(s, ",")
-	u, err := cleanBaseURL(parts[0])
+	u, err := resourcesync.CleanBaseURL(parts[0])
 	if err != nil {
 		return Mirror{}, fmt.Errorf("mirror: %w", err)
 	}

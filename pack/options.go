@@ -1,7 +1,6 @@
 package pack
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"net/url"
@@ -106,7 +105,7 @@ func (o *Options) setDefaults() error {
 		return errors.New("a base URL is required")
 	}
 	var err error
-	if o.BaseURL, err = cleanBaseURL(o.BaseURL); err != nil {
+	if o.BaseURL, err = resourcesync.CleanBaseURL(o.BaseURL); err != nil {
 		return fmt.Errorf("base URL: %w", err)
 	}
 	if err := o.setMirrors(); err != nil {
@@ -114,7 +113,7 @@ func (o *Options) setDefaults() error {
 	}
 	switch {
 	case o.DumpURL != "":
-		if o.DumpURL, err = cleanBaseURL(o.DumpURL); err != nil {
+		if o.DumpURL, err = resourcesync.CleanBaseURL(o.DumpURL); err != nil {
 			return fmt.Errorf("dump URL: %w", err)
 		}
 	case o.Metalink != nil && len(o.Metalink.Mirrors) > 0:
@@ -136,7 +135,7 @@ func (o *Options) setMirrors() error {
 	ml := *o.Metalink
 	ml.Mirrors = slices.Clone(ml.Mirrors)
 	for i, m := range ml.Mirrors {
-		u, err := cleanBaseURL(m.BaseURL)
+		u, err := resourcesync.CleanBaseURL(m.BaseURL)
 		if err != nil {
 			return fmt.Errorf("mirror: %w", err)
 		}
@@ -175,59 +174,6 @@ func (o *Options) setLimits() error {
 		o.Events = func(Event) {}
 	}
 	return nil
-}
-
-// cleanBaseURL checks that s can prefix URLs: absolute, with a host and
-// no query or fragment. It returns s with a trailing slash and its path
-// percent-encoded where RFC 3986 requires it (spaces, non-ASCII, '"', '<'
-// and the like); escapes already there are kept. A '%' that does not
-// start an escape is refused, as is a host that is not ASCII: which was
-// meant cannot be told.
-func cleanBaseURL(s string) (string, error) {
-	u, err := url.Parse(s)
-	var esc url.EscapeError
-	switch {
-	case errors.As(err, &esc):
-		return "", fmt.Errorf("%q: %q is not a percent-escape (%%XX); write %%25 for a literal %%", s, string(esc))
-	case err != nil:
-		return "", err
-	case !u.IsAbs() || u.Host == "":
-		return "", fmt.Errorf("%q is not an absolute URL", s)
-	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
-		return "", fmt.Errorf("%q has a query or fragment", s)
-	case !isASCII(u.Host):
-		return "", fmt.Errorf("%q: write the host name in its ASCII (punycode) form", s)
-	}
-	u.RawPath = escapePath(cmp.Or(u.RawPath, u.EscapedPath()))
-	return withSlash(u.String()), nil
-}
-
-// escapePath percent-encodes the bytes of a path as written that RFC 3986
-// does not allow in one, keeping the escapes already there ("%2F" stays
-// an escaped slash).
-func escapePath(p string) string {
-	const hex = "0123456789ABCDEF"
-	var b strings.Builder
-	for i := 0; i < len(p); i++ {
-		c := p[i]
-		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~!$&'()*+,;=:@/%", c) >= 0 {
-			b.WriteByte(c)
-			continue
-		}
-		b.WriteByte('%')
-		b.WriteByte(hex[c>>4])
-		b.WriteByte(hex[c&15])
-	}
-	return b.String()
-}
-
-func isASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= 0x80 {
-			return false
-		}
-	}
-	return true
 }
 
 func withSlash(s string) string {
