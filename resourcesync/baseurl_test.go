@@ -7,15 +7,15 @@ import (
 
 func TestCleanBaseURL(t *testing.T) {
 	good := map[string]string{
-		"http://h":                     "http://h/",
-		"http://h/rs":                  "http://h/rs/",
-		"http://h:8080/a b/":           "http://h:8080/a%20b/",
-		"http://h/a%20b/":              "http://h/a%20b/",
-		"http://h/café/":               "http://h/caf%C3%A9/",
-		"http://h/x%2Fy z":             "http://h/x%2Fy%20z/",
+		"http://h":                      "http://h/",
+		"http://h/rs":                   "http://h/rs/",
+		"http://h:8080/a b/":            "http://h:8080/a%20b/",
+		"http://h/a%20b/":               "http://h/a%20b/",
+		"http://h/café/":                "http://h/caf%C3%A9/",
+		"http://h/x%2Fy z":              "http://h/x%2Fy%20z/",
 		`http://h/"q"<x>[y]{z}|^` + "`": "http://h/%22q%22%3Cx%3E%5By%5D%7Bz%7D%7C%5E%60/",
-		"http://h/a+b&c=d;e,f:g@h~i/":  "http://h/a+b&c=d;e,f:g@h~i/",
-		"https://u:p@h/100%25/":        "https://u:p@h/100%25/",
+		"http://h/a+b&c=d;e,f:g@h~i/":   "http://h/a+b&c=d;e,f:g@h~i/",
+		"https://u:p@h/100%25/":         "https://u:p@h/100%25/",
 	}
 	for in, want := range good {
 		if got, err := CleanBaseURL(in); err != nil || got != want {
