@@ -32,10 +32,17 @@ type Removed struct {
 	Name string
 }
 
+// Notice reports a choice Pack made that the user may want to know of,
+// such as which URLs the dump document gives the packages.
+type Notice struct {
+	Msg string
+}
+
 func (FileDone) event()    {}
 func (PackageDone) event() {}
 func (Warning) event()     {}
 func (Removed) event()     {}
+func (Notice) event()      {}
 
 func (w Warning) String() string { return fmt.Sprintf("%s: %s", w.Path, w.Msg) }
 
@@ -60,6 +67,7 @@ type Result struct {
 	Bytes      int64
 	Skipped    int // files left out (symlinks, special files, changed files)
 	Document   string
+	DumpURL    string // the prefix of the packages' URLs in Document
 	Elapsed    time.Duration
 }
 
@@ -71,6 +79,16 @@ type FileError struct {
 
 func (e *FileError) Error() string { return fmt.Sprintf("%s: %v", e.Path, e.Err) }
 func (e *FileError) Unwrap() error { return e.Err }
+
+// SourceError is returned, before anything is written, when the source
+// is not a directory that can be read.
+type SourceError struct {
+	Path string
+	Err  error
+}
+
+func (e *SourceError) Error() string { return fmt.Sprintf("source %s: %v", e.Path, e.Err) }
+func (e *SourceError) Unwrap() error { return e.Err }
 
 // ErrChanged is wrapped in a FileError when a file's size or modification
 // time differ after it was read.

@@ -2,8 +2,10 @@ package pack
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -37,17 +39,44 @@ func defaultPieceLength(size int64) int64 {
 
 func metalinkName(pkg string) string { return pkg + ".meta4" }
 
-// mirrorLinks lists a package's mirrors as rel="duplicate" links with
-// their priority, and its Metalink as rel="describedby".
+// mirrorLinks lists the places a package is published other than its
+// <loc> as rel="duplicate" links with their priority, and its Metalink as
+// rel="describedby".
 func mirrorLinks(o *Options, p PackageInfo) []resourcesync.Link {
 	var ls []resourcesync.Link
-	for _, m := range o.Metalink.Mirrors {
-		ls = append(ls, resourcesync.Link{Rel: "duplicate", Href: withSlash(m.BaseURL) + p.Name, Pri: m.Priority})
+	for _, m := range places(o) {
+		if m.BaseURL != o.DumpURL {
+			ls = append(ls, resourcesync.Link{Rel: "duplicate", Href: m.BaseURL + p.Name, Pri: m.Priority})
+		}
 	}
 	if p.Metalink != "" {
 		ls = append(ls, resourcesync.Link{Rel: "describedby", Href: o.DumpURL + p.Metalink, Type: "application/metalink4+xml"})
 	}
 	return ls
+}
+
+// places lists where the packages are published, each once: the dump URL
+// (the first mirror unless --dump-url was given), then the mirrors, in the
+// order given. The dump URL, the package's <loc>, has priority 1, as a
+// reader of the dump document takes it; every other place the priority
+// given to it, or else its position. So every URL of a Metalink carries a
+// priority, and a client taking the first URL takes the <loc>. They are
+// returned by priority, ties in the order given.
+func places(o *Options) []Mirror {
+	ps := []Mirror{{BaseURL: o.DumpURL, Priority: 1}}
+	for _, m := range o.Metalink.Mirrors {
+		if m.BaseURL == o.DumpURL {
+			ps[0].Location = cmp.Or(ps[0].Location, m.Location)
+			continue
+		}
+		if slices.ContainsFunc(ps, func(p Mirror) bool { return p.BaseURL == m.BaseURL }) {
+			continue
+		}
+		m.Priority = cmp.Or(m.Priority, len(ps)+1)
+		ps = append(ps, m)
+	}
+	slices.SortStableFunc(ps, func(a, b Mirror) int { return cmp.Compare(a.Priority, b.Priority) })
+	return ps
 }
 
 // writeMetalink writes NAME.zip.meta4 beside the package: its size,
@@ -77,15 +106,12 @@ func packageMetalink(o *Options, p PackageInfo, pieceLen int64, pieces []string)
 	return &metalink.Metalink{Generator: "rsdump", Published: p.Completed, Files: []metalink.File{f}}
 }
 
-// packageURLs lists the package's own URL first, then each mirror.
+// packageURLs lists every place the package is published, each with its
+// priority.
 func packageURLs(o *Options, name string) []metalink.URL {
-	urls := []metalink.URL{{URL: o.DumpURL + name, Priority: 1}}
-	for _, m := range o.Metalink.Mirrors {
-		u := withSlash(m.BaseURL) + name
-		if u == urls[0].URL {
-			continue
-		}
-		urls = append(urls, metalink.URL{URL: u, Priority: m.Priority, Location: strings.ToLower(m.Location)})
+	var urls []metalink.URL
+	for _, m := range places(o) {
+		urls = append(urls, metalink.URL{URL: m.BaseURL + name, Priority: m.Priority, Location: strings.ToLower(m.Location)})
 	}
 	return urls
 }
@@ -93,10 +119,11 @@ func packageURLs(o *Options, name string) []metalink.URL {
 // ParseMirror reads a --mirror value: URL[,priority=N][,location=CC].
 func ParseMirror(s string) (Mirror, error) {
 	parts := strings.Split(s, ",")
-	m := Mirror{BaseURL: parts[0]}
-	if err := checkBaseURL(m.BaseURL); err != nil {
-		return m, fmt.Errorf("mirror %q: %w", s, err)
+	u, err := resourcesync.CleanBaseURL(parts[0])
+	if err != nil {
+		return Mirror{}, fmt.Errorf("mirror: %w", err)
 	}
+	m := Mirror{BaseURL: u}
 	for _, p := range parts[1:] {
 		k, v, _ := strings.Cut(p, "=")
 		switch k {

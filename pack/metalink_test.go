@@ -6,36 +6,37 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/rsdump/rsdump/metalink"
+	"github.com/rsdump/rsdump/resourcesync"
 )
 
-// TestPackMetalink packs with --metalink and mirrors, then checks the
-// .meta4 against the package on disk: size, whole-file hash, every piece
-// hash (computed here independently), URLs and priorities, and the links
-// in resourcedump.xml.
+// TestPackMetalink packs with --metalink and mirrors but no dump URL,
+// then checks the .meta4 against the package on disk: size, whole-file
+// hash, every piece hash (computed here independently), URLs and
+// priorities, and the links in resourcedump.xml. The base URL names
+// bitstreams only: no package URL is under it.
 func TestPackMetalink(t *testing.T) {
 	src := tree(t, map[string]string{"a.bin": string(pseudoRandom(300000)), "b.txt": strings.Repeat("text ", 50000)})
 	o := testOptions()
 	o.Metalink = &MetalinkOptions{PieceLength: 64 << 10, Mirrors: []Mirror{
-		{BaseURL: "http://m1.example.net/rs", Priority: 2, Location: "de"},
+		{BaseURL: "http://m1.example.net/rs", Location: "de"},
 		{BaseURL: "http://m2.example.org/x/"},
 	}}
+	var notices []string
+	o.Events = func(e Event) {
+		if n, ok := e.(Notice); ok {
+			notices = append(notices, n.Msg)
+		}
+	}
 	res, out := mustPack(t, src, o)
 	p := res.Packages[0]
-	f, err := os.Open(filepath.Join(out, p.Metalink))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	m, problems, err := metalink.Decode(f)
-	if err != nil || len(problems) > 0 {
-		t.Fatalf("decode: %v %v", err, problems)
-	}
-	mf := m.Files[0]
+	mf := decodeMeta4(t, filepath.Join(out, p.Metalink))
 	data := readFile(t, filepath.Join(out, p.Name))
 	if mf.Name != p.Name || *mf.Size != int64(len(data)) {
 		t.Errorf("file %s size %d, want %s %d", mf.Name, *mf.Size, p.Name, len(data))
@@ -45,16 +46,91 @@ func TestPackMetalink(t *testing.T) {
 		t.Errorf("whole-file hash %s", h)
 	}
 	checkPieces(t, mf.Pieces[0], data)
-	want := []string{"http://example.org/rs/" + p.Name, "http://m1.example.net/rs/" + p.Name, "http://m2.example.org/x/" + p.Name}
-	for i, u := range mf.URLs {
-		if u.URL != want[i] {
-			t.Errorf("url %d = %s, want %s", i, u.URL, want[i])
-		}
+	checkURLs(t, mf.URLs, []metalink.URL{
+		{URL: "http://m1.example.net/rs/" + p.Name, Priority: 1, Location: "de"},
+		{URL: "http://m2.example.org/x/" + p.Name, Priority: 2},
+	})
+	checkDumpLinks(t, out, p, "http://m1.example.net/rs/", []resourcesync.Link{{Rel: "duplicate", Href: "http://m2.example.org/x/" + p.Name, Pri: 2}})
+	if res.DumpURL != "http://m1.example.net/rs/" || len(notices) != 1 || !strings.Contains(notices[0], "first mirror, http://m1.example.net/rs/") {
+		t.Errorf("dump URL %q, notices %q: want the first mirror, said once", res.DumpURL, notices)
 	}
-	if mf.URLs[1].Priority != 2 || mf.URLs[1].Location != "de" {
-		t.Errorf("mirror 1: %+v", mf.URLs[1])
+	if dump := string(readFile(t, filepath.Join(out, DumpName))); strings.Contains(dump, "http://example.org/rs/resourcedump") {
+		t.Errorf("resourcedump.xml names a package URL under the base URL:\n%s", dump)
 	}
-	checkDumpLinks(t, out, p)
+}
+
+// TestPackMetalinkDumpURL: a dump URL given comes first in each .meta4 with
+// priority 1, then the mirrors in the order given, each with its priority:
+// the one given, or else its position. A mirror equal to the dump URL is
+// listed once.
+func TestPackMetalinkDumpURL(t *testing.T) {
+	src := tree(t, map[string]string{"a.txt": "a"})
+	o := testOptions()
+	o.DumpURL = "http://dl.example.org/d"
+	o.Metalink = &MetalinkOptions{Mirrors: []Mirror{
+		{BaseURL: "http://m1.example.net/rs"},
+		{BaseURL: "http://dl.example.org/d/", Location: "fr"},
+		{BaseURL: "http://m2.example.org/x/", Priority: 7},
+		{BaseURL: "http://m3.example.org/"},
+	}}
+	res, out := mustPack(t, src, o)
+	p := res.Packages[0]
+	checkURLs(t, decodeMeta4(t, filepath.Join(out, p.Metalink)).URLs, []metalink.URL{
+		{URL: "http://dl.example.org/d/" + p.Name, Priority: 1, Location: "fr"},
+		{URL: "http://m1.example.net/rs/" + p.Name, Priority: 2},
+		{URL: "http://m3.example.org/" + p.Name, Priority: 4},
+		{URL: "http://m2.example.org/x/" + p.Name, Priority: 7},
+	})
+	checkDumpLinks(t, out, p, "http://dl.example.org/d/", []resourcesync.Link{
+		{Rel: "duplicate", Href: "http://m1.example.net/rs/" + p.Name, Pri: 2},
+		{Rel: "duplicate", Href: "http://m3.example.org/" + p.Name, Pri: 4},
+		{Rel: "duplicate", Href: "http://m2.example.org/x/" + p.Name, Pri: 7},
+	})
+}
+
+// decodeMeta4 reads a package's .meta4, which must break no rule of RFC
+// 5854, and returns its one file.
+func decodeMeta4(t *testing.T, path string) metalink.File {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m, problems, err := metalink.Decode(f)
+	if err != nil || len(problems) > 0 {
+		t.Fatalf("%s: %v %v", path, err, problems)
+	}
+	if len(m.Files) != 1 {
+		t.Fatalf("%s: %d files, want 1", path, len(m.Files))
+	}
+	relaxNG(t, path)
+	return m.Files[0]
+}
+
+// relaxNG validates a Metalink against metalink4.rng with xmllint, when
+// both are there; unlike xmllint it does not skip the calling test.
+func relaxNG(t *testing.T, path string) {
+	t.Helper()
+	rng := filepath.Join("..", "..", "shared", "metalink", "metalink4.rng")
+	if _, err := exec.LookPath("xmllint"); err != nil {
+		t.Log("xmllint not installed: metalink4.rng check skipped")
+		return
+	}
+	if _, err := os.Stat(rng); err != nil {
+		t.Logf("%s not found: metalink4.rng check skipped", rng)
+		return
+	}
+	if out, err := exec.Command("xmllint", "--noout", "--relaxng", rng, path).CombinedOutput(); err != nil {
+		t.Errorf("%s does not validate against metalink4.rng: %v\n%s", path, err, out)
+	}
+}
+
+func checkURLs(t *testing.T, got, want []metalink.URL) {
+	t.Helper()
+	if !slices.Equal(got, want) {
+		t.Errorf("Metalink URLs\n got %+v\nwant %+v", got, want)
+	}
 }
 
 func checkPieces(t *testing.T, ps metalink.Pieces, data []byte) {
@@ -72,22 +148,32 @@ func checkPieces(t *testing.T, ps metalink.Pieces, data []byte) {
 	}
 }
 
-func checkDumpLinks(t *testing.T, out string, p PackageInfo) {
+// checkDumpLinks checks the package's entry in resourcedump.xml: its
+// <loc> under dumpURL, its manifest, the mirrors other than the <loc> as
+// rel="duplicate" links with pri, and its Metalink; and that the document
+// validates against the ResourceSync schema.
+func checkDumpLinks(t *testing.T, out string, p PackageInfo, dumpURL string, dups []resourcesync.Link) {
 	t.Helper()
 	f, _ := os.Open(filepath.Join(out, DumpName))
 	defer f.Close()
 	_, urls := decodeAll(t, f)
-	var rels []string
-	for _, l := range urls[0].Links {
-		rels = append(rels, l.Rel)
+	u := urls[0]
+	if u.Loc != dumpURL+p.Name {
+		t.Errorf("<loc> %s, want %s", u.Loc, dumpURL+p.Name)
 	}
-	if strings.Join(rels, " ") != "contents duplicate duplicate describedby" {
-		t.Errorf("links %v", rels)
+	var got []resourcesync.Link
+	for _, l := range u.Links {
+		if l.Rel == "duplicate" {
+			got = append(got, resourcesync.Link{Rel: l.Rel, Href: l.Href, Pri: l.Pri})
+		}
 	}
-	if l, _ := urls[0].Link("duplicate"); l.Pri != 2 || l.Href != "http://m1.example.net/rs/"+p.Name {
-		t.Errorf("first duplicate %+v", l)
+	if !slices.Equal(got, dups) {
+		t.Errorf("duplicates\n got %+v\nwant %+v", got, dups)
 	}
-	if l, _ := urls[0].Link("describedby"); l.Href != "http://example.org/rs/"+p.Metalink || l.Type != metalink.MediaType {
+	if l, _ := u.Link("contents"); l.Href != dumpURL+p.Manifest {
+		t.Errorf("contents %+v", l)
+	}
+	if l, _ := u.Link("describedby"); l.Href != dumpURL+p.Metalink || l.Type != metalink.MediaType {
 		t.Errorf("describedby %+v", l)
 	}
 	xmllint(t, filepath.Join(out, DumpName), "rs-urlset.xsd")
@@ -141,5 +227,29 @@ func TestPackMetalinkPieceLanes(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestPackMetalinkNoPlace: with neither a dump URL nor a mirror, the
+// .meta4 can only give the base URL, and Pack says so.
+func TestPackMetalinkNoPlace(t *testing.T) {
+	o := testOptions()
+	o.Metalink = &MetalinkOptions{}
+	var notices []string
+	o.Events = func(e Event) {
+		if n, ok := e.(Notice); ok {
+			notices = append(notices, n.Msg)
+		}
+	}
+	res, out := mustPack(t, tree(t, map[string]string{"a.txt": "a"}), o)
+	p := res.Packages[0]
+	checkURLs(t, decodeMeta4(t, filepath.Join(out, p.Metalink)).URLs, []metalink.URL{{URL: "http://example.org/rs/" + p.Name, Priority: 1}})
+	if len(notices) != 1 || !strings.Contains(notices[0], "--dump-url or --mirror") {
+		t.Errorf("notices %q", notices)
+	}
+	o.Metalink, notices = nil, nil
+	mustPack(t, tree(t, map[string]string{"a.txt": "a"}), o)
+	if len(notices) != 0 {
+		t.Errorf("notices without --metalink: %q", notices)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -46,8 +47,8 @@ const DefaultMaxPackageSize = 1 << 30
 // Options configure Pack. The zero value of every field but BaseURL has a
 // sensible default.
 type Options struct {
-	BaseURL        string // prefix of every bitstream's <loc>
-	DumpURL        string // prefix of package URLs; default BaseURL
+	BaseURL        string // prefix of every bitstream's <loc>; a name, nothing need be served there
+	DumpURL        string // prefix of package URLs; default the first mirror, else BaseURL
 	CapabilityList string // URL for <rs:ln rel="up">, optional
 
 	Hashes         []string // manifest hash algorithms; default sha-256
@@ -76,6 +77,8 @@ type Options struct {
 	// Events receives progress and warnings. It is called from several
 	// goroutines, one call at a time, and must not block for long.
 	Events func(Event)
+
+	dumpFromMirror bool // DumpURL was taken from the first mirror
 }
 
 // Mirror is one place a package is published.
@@ -91,21 +94,55 @@ type MetalinkOptions struct {
 	PieceLength int64 // 0 = chosen from the package size limit
 }
 
+// Validate reports what Pack would refuse in the options, before any
+// output is written.
+func (o Options) Validate() error {
+	return o.setDefaults()
+}
+
 func (o *Options) setDefaults() error {
 	if o.BaseURL == "" {
 		return errors.New("a base URL is required")
 	}
-	if err := checkBaseURL(o.BaseURL); err != nil {
+	var err error
+	if o.BaseURL, err = resourcesync.CleanBaseURL(o.BaseURL); err != nil {
 		return fmt.Errorf("base URL: %w", err)
 	}
-	o.BaseURL = withSlash(o.BaseURL)
-	if o.DumpURL == "" {
-		o.DumpURL = o.BaseURL
-	} else if err := checkBaseURL(o.DumpURL); err != nil {
-		return fmt.Errorf("dump URL: %w", err)
+	if err := o.setMirrors(); err != nil {
+		return err
 	}
-	o.DumpURL = withSlash(o.DumpURL)
+	switch {
+	case o.DumpURL != "":
+		if o.DumpURL, err = resourcesync.CleanBaseURL(o.DumpURL); err != nil {
+			return fmt.Errorf("dump URL: %w", err)
+		}
+	case o.Metalink != nil && len(o.Metalink.Mirrors) > 0:
+		// The base URL only names bitstreams; the packages are served
+		// where the mirrors are.
+		o.DumpURL, o.dumpFromMirror = o.Metalink.Mirrors[0].BaseURL, true
+	default:
+		o.DumpURL = o.BaseURL
+	}
 	return o.setLimits()
+}
+
+// setMirrors checks the mirrors' URLs and encodes them as base URLs, on a
+// copy: the caller's options are left as they were.
+func (o *Options) setMirrors() error {
+	if o.Metalink == nil {
+		return nil
+	}
+	ml := *o.Metalink
+	ml.Mirrors = slices.Clone(ml.Mirrors)
+	for i, m := range ml.Mirrors {
+		u, err := resourcesync.CleanBaseURL(m.BaseURL)
+		if err != nil {
+			return fmt.Errorf("mirror: %w", err)
+		}
+		ml.Mirrors[i].BaseURL = u
+	}
+	o.Metalink = &ml
+	return nil
 }
 
 func (o *Options) setLimits() error {
@@ -135,20 +172,6 @@ func (o *Options) setLimits() error {
 	}
 	if o.Events == nil {
 		o.Events = func(Event) {}
-	}
-	return nil
-}
-
-func checkBaseURL(s string) error {
-	u, err := url.Parse(s)
-	if err != nil {
-		return err
-	}
-	if !u.IsAbs() || u.Host == "" {
-		return fmt.Errorf("%q is not an absolute URL", s)
-	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return fmt.Errorf("%q has a query or fragment", s)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -33,6 +34,11 @@ func Pack(ctx context.Context, src, outDir string, opts Options) (*Result, error
 	if err := o.setDefaults(); err != nil {
 		return nil, err
 	}
+	// A source that is not there must leave no output directory and no
+	// journal behind.
+	if err := checkSource(src); err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return nil, err
@@ -49,10 +55,30 @@ func Pack(ctx context.Context, src, outDir string, opts Options) (*Result, error
 	defer j.close()
 	r := &run{opts: &o, src: src, dir: outDir, at: j.head.At, pinned: pinned, journal: j}
 	r.events = serialize(o.Events)
+	switch {
+	case o.dumpFromMirror:
+		r.events(Notice{Msg: fmt.Sprintf("the packages' <loc> is the first mirror, %s: no --dump-url was given, and the base URL only names bitstreams", o.DumpURL)})
+	case o.Metalink != nil && opts.DumpURL == "":
+		r.events(Notice{Msg: fmt.Sprintf("the packages' <loc> and .meta4 URLs are under the base URL, %s, the only place known: give --dump-url or --mirror where they will be served", o.DumpURL)})
+	}
 	if err := r.pipeline(ctx); err != nil {
 		return nil, err
 	}
 	return r.finish(start)
+}
+
+func checkSource(src string) error {
+	fi, err := os.Stat(src)
+	var pe *fs.PathError
+	switch {
+	case errors.As(err, &pe):
+		return &SourceError{Path: src, Err: pe.Err}
+	case err != nil:
+		return &SourceError{Path: src, Err: err}
+	case !fi.IsDir():
+		return &SourceError{Path: src, Err: errors.New("not a directory")}
+	}
+	return nil
 }
 
 func optionsKey(o *Options, src string) string {
@@ -230,7 +256,7 @@ func (r *run) finish(start time.Time) (*Result, error) {
 		return nil, err
 	}
 	r.prune()
-	res := &Result{Packages: r.pkgs, Skipped: int(r.skipped.Load()), Document: filepath.Join(r.dir, DumpName), Elapsed: time.Since(start)}
+	res := &Result{Packages: r.pkgs, Skipped: int(r.skipped.Load()), Document: filepath.Join(r.dir, DumpName), DumpURL: r.opts.DumpURL, Elapsed: time.Since(start)}
 	for _, p := range r.pkgs {
 		res.Bitstreams += p.Bitstreams
 		res.Bytes += p.Bytes

@@ -39,7 +39,7 @@ func (p *pkgRun) apply() error {
 }
 
 func (p *pkgRun) commitOne(a *action, dirs map[string]bool) {
-	err := p.u.dest.commit(a.staged, a.target, a.b.URL.Lastmod)
+	err := p.u.dest.commit(a.staged, a.target, a.b.URL.Lastmod, a.b.File)
 	if err != nil {
 		p.u.dest.discard(a.staged)
 		a.staged = ""

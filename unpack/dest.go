@@ -1,6 +1,7 @@
 package unpack
 
 import (
+	"archive/zip"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -126,10 +127,14 @@ func (d *dest) checkTarget(rel string) (fs.FileInfo, error) {
 	return fi, nil
 }
 
-// commit gives a staged file its final name, with its modification time,
-// creating the parent directories inside the tree.
-func (d *dest) commit(tmp, rel string, mtime time.Time) error {
+// commit gives a staged file its final name, with its modification time
+// and the permission bits its entry records, creating the parent
+// directories inside the tree.
+func (d *dest) commit(tmp, rel string, mtime time.Time, entry *zip.File) error {
 	if _, err := d.checkTarget(rel); err != nil {
+		return err
+	}
+	if err := d.setPerm(tmp, entry); err != nil {
 		return err
 	}
 	if dir := path.Dir(rel); dir != "." {

@@ -197,8 +197,11 @@ func (p *pkgRun) checkPresent() {
 
 func (p *pkgRun) markPresent(a *action, sums digest.Set) {
 	a.present = true
-	if lm := a.b.URL.Lastmod; !lm.IsZero() && !p.u.opts.DryRun {
-		p.u.dest.root.Chtimes(a.target, lm, lm) // the content is right; the time may not be
+	if !p.u.opts.DryRun { // the content is right; the time and mode may not be
+		if lm := a.b.URL.Lastmod; !lm.IsZero() {
+			p.u.dest.root.Chtimes(a.target, lm, lm)
+		}
+		p.u.dest.setPerm(a.target, a.b.File)
 	}
 	if p.isChange() || p.u.resuming {
 		// Record it in case the run that wrote it was killed before its

@@ -46,13 +46,13 @@ func NewMapper(layout Layout, base string) (Mapper, error) {
 	if layout == ByPath {
 		return m, nil
 	}
-	u, err := url.Parse(base)
-	if err != nil || !u.IsAbs() || u.Host == "" {
-		return m, fmt.Errorf("base URL %q is not an absolute URL", base)
+	// Encoded as pack encodes it, so that the --base-url given to pack
+	// maps the URIs it wrote.
+	b, err := resourcesync.CleanBaseURL(base)
+	if err != nil {
+		return m, fmt.Errorf("base URL: %w", err)
 	}
-	if !strings.HasSuffix(m.Base, "/") {
-		m.Base += "/"
-	}
+	m.Base = b
 	return m, nil
 }
 

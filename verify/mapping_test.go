@@ -68,3 +68,20 @@ func TestSafeName(t *testing.T) {
 		}
 	}
 }
+
+// TestMapperBaseEncoded: a base URL given as typed (a space, non-ASCII)
+// maps the URIs pack wrote under it, which carry it percent-encoded.
+func TestMapperBaseEncoded(t *testing.T) {
+	for _, base := range []string{"http://h/my files/café", "http://h/my%20files/caf%C3%A9/"} {
+		m, err := verify.NewMapper(verify.ByURI, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := m.Target(resourcesync.URL{Loc: "http://h/my%20files/caf%C3%A9/d/a%20b.txt"}); err != nil || got != "d/a b.txt" {
+			t.Errorf("base %q: %q, %v; want d/a b.txt", base, got, err)
+		}
+	}
+	if _, err := verify.NewMapper(verify.ByURI, "http://h/50%/"); err == nil || !strings.Contains(err.Error(), "%25") {
+		t.Errorf("a base URL with a stray %% gave %v", err)
+	}
+}

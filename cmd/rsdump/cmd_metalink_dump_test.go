@@ -71,10 +71,9 @@ func TestMetalinkFromDumpMissingPackage(t *testing.T) {
 	if len(f.Pieces) != 0 || *f.Size != p.Length || f.Hashes[0] != (metalink.Hash{Type: "sha-256", Value: p.SHA256}) {
 		t.Errorf("missing package's file: %+v", f)
 	}
-	want := []metalink.URL{
-		{URL: "http://example.org/rs/" + p.Name, Priority: 1},
-		{URL: "http://m1.example.net/rs/" + p.Name, Priority: 2},
-		{URL: "http://m2.example.org/x/" + p.Name},
+	want := []metalink.URL{ // the first mirror is the <loc>: no package is under --base-url
+		{URL: "http://m1.example.net/rs/" + p.Name, Priority: 1},
+		{URL: "http://m2.example.org/x/" + p.Name, Priority: 2},
 		{URL: "http://m3.example.com/" + p.Name, Priority: 3},
 	}
 	if !reflect.DeepEqual(f.URLs, want) {

@@ -54,7 +54,7 @@ func runPack(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := newFlags("pack")
 	fs.StringVarP(&f.out, "output", "o", "", "write the dump into `DIR` (required)")
 	fs.StringVar(&f.baseURL, "base-url", "", "`URL` prefix of every bitstream's <loc> (required)")
-	fs.StringVar(&f.dumpURL, "dump-url", "", "`URL` prefix of the packages (default: the base URL)")
+	fs.StringVar(&f.dumpURL, "dump-url", "", "`URL` prefix of the packages (default: the first --mirror, else the base URL)")
 	fs.StringVar(&f.capList, "capability-list", "", "`URL` of the Capability List, linked as rel=\"up\"")
 	fs.StringVar(&f.hashes, "hash", "sha-256", "manifest hash `ALGS`, comma-separated: md5, sha-1, sha-256, sha-512, blake3")
 	fs.StringVar(&f.compress, "compress", "auto", "`MODE`: auto (store compressed media and data that does not shrink), store or deflate")
@@ -65,7 +65,7 @@ func runPack(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.BoolVar(&f.prune, "prune", false, "remove the packages, manifests, Metalinks and index parts of an earlier run that the new dump no longer names")
 	fs.BoolVar(&f.follow, "follow-symlinks", false, "pack the targets of symbolic links instead of skipping them")
 	fs.BoolVar(&f.metalink, "metalink", false, "write NAME.zip.meta4 (Metalink 4: size, sha-256, piece hashes, mirrors) beside each package")
-	fs.StringArrayVar(&f.mirrors, "mirror", nil, "`URL[,priority=N][,location=CC]` of a mirror holding the packages (repeatable; needs --metalink)")
+	fs.StringArrayVar(&f.mirrors, "mirror", nil, "`URL[,priority=N][,location=CC]` of a mirror holding the packages (repeatable; needs --metalink); without --dump-url the first is the packages' <loc>")
 	fs.Var(newSizeValue(&f.pieceLength, 0), "piece-length", "Metalink piece `SIZE` (bytes, or 1M, 4MiB; default: from the package size limit, 256 KiB to 16 MiB)")
 	fs.IntVarP(&f.jobs, "jobs", "j", 0, "parallel readers and compressors (default: number of CPUs)")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress and no summary")
@@ -116,6 +116,9 @@ func (f *packFlags) options(args []string) (pack.Options, error) {
 			return o, usagef("--at: %v", err)
 		}
 	}
+	if err := o.Validate(); err != nil {
+		return o, usageError{err}
+	}
 	return o, nil
 }
 
@@ -159,6 +162,10 @@ func doPack(ctx context.Context, src string, f packFlags, o pack.Options, stdout
 			}
 		case pack.Removed: // printed even with --quiet: it deletes files
 			p.message("rsdump: removed %s: left from an earlier run, not in the new dump", e.Name)
+		case pack.Notice:
+			if !f.quiet {
+				p.message("rsdump: %s", e.Msg)
+			}
 		}
 	}
 	if p.shown() {
@@ -170,6 +177,10 @@ func doPack(ctx context.Context, src string, f packFlags, o pack.Options, stdout
 	}
 	res, err := pack.Pack(ctx, src, f.out, o)
 	p.done()
+	var se *pack.SourceError
+	if errors.As(err, &se) {
+		return usageError{err}
+	}
 	if err != nil {
 		return err
 	}
@@ -192,11 +203,12 @@ type packSummary struct {
 	Seconds    float64 `json:"seconds"`
 	MBps       float64 `json:"mb_per_s"`
 	Document   string  `json:"document"`
+	DumpURL    string  `json:"dump_url"`
 }
 
 func printPackSummary(res *pack.Result, f packFlags, stdout io.Writer) error {
 	s := packSummary{Packages: len(res.Packages), Bitstreams: res.Bitstreams, Bytes: res.Bytes,
-		Skipped: res.Skipped, Seconds: res.Elapsed.Seconds(), Document: res.Document}
+		Skipped: res.Skipped, Seconds: res.Elapsed.Seconds(), Document: res.Document, DumpURL: res.DumpURL}
 	for _, p := range res.Packages {
 		if p.Reused {
 			s.Reused++

@@ -31,7 +31,8 @@ that bitstream.
 
 Each bitstream streams into a staging file inside DIR while its CRC-32,
 length and hashes are computed; only when all match is it synced and
-renamed over its final name, with its mtime set from <lastmod>. A bitstream
+renamed over its final name, with its mtime set from <lastmod> and the
+permission bits (rwx only) the package records. A bitstream
 that fails leaves the file at that name untouched. A bitstream whose
 manifest gives no hash rsdump can compute is written (its length and CRC-32
 matched) but reported as unverified. Files already present with the right

@@ -198,7 +198,10 @@ func checkURL(what, v string) error {
 		return nil
 	}
 	u, err := url.Parse(v)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if err != nil {
+		return usagef("%s: %v", what, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return usagef("%s %q is not an absolute http(s) URL", what, v)
 	}
 	return nil

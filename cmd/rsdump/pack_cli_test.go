@@ -63,10 +63,21 @@ func TestPackExampleJSON(t *testing.T) {
 	}
 }
 
+// TestPackMissingSource: a source that is not there is a usage error
+// (exit 2) naming it, and leaves no output directory and no journal.
 func TestPackMissingSource(t *testing.T) {
-	code, _, stderr := rsdump(t, "pack", "/nonexistent/src", "--base-url", "http://h/", "-o", t.TempDir())
-	if code != exitFailed || !strings.Contains(stderr, "/nonexistent/src") {
-		t.Errorf("exit %d, stderr %q; want 1 naming the source", code, stderr)
+	out := filepath.Join(t.TempDir(), "out")
+	code, _, stderr := rsdump(t, "pack", "/nonexistent/src", "--base-url", "http://h/", "-o", out)
+	if code != exitUsage || !strings.Contains(stderr, "/nonexistent/src") {
+		t.Errorf("exit %d, stderr %q; want 2 naming the source", code, stderr)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("output directory created for a missing source")
+	}
+	out = t.TempDir()
+	rsdump(t, "pack", "/nonexistent/src", "--base-url", "http://h/", "-o", out)
+	if left, _ := os.ReadDir(out); len(left) > 0 {
+		t.Errorf("left in the output directory: %v", left)
 	}
 }
 

@@ -1,0 +1,42 @@
+package resourcesync
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestCleanBaseURL(t *testing.T) {
+	good := map[string]string{
+		"http://h":                      "http://h/",
+		"http://h/rs":                   "http://h/rs/",
+		"http://h:8080/a b/":            "http://h:8080/a%20b/",
+		"http://h/a%20b/":               "http://h/a%20b/",
+		"http://h/café/":                "http://h/caf%C3%A9/",
+		"http://h/x%2Fy z":              "http://h/x%2Fy%20z/",
+		`http://h/"q"<x>[y]{z}|^` + "`": "http://h/%22q%22%3Cx%3E%5By%5D%7Bz%7D%7C%5E%60/",
+		"http://h/a+b&c=d;e,f:g@h~i/":   "http://h/a+b&c=d;e,f:g@h~i/",
+		"https://u:p@h/100%25/":         "https://u:p@h/100%25/",
+	}
+	for in, want := range good {
+		if got, err := CleanBaseURL(in); err != nil || got != want {
+			t.Errorf("CleanBaseURL(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	bad := map[string]string{
+		"http://h/100%/":     "write %25",
+		"http://h/%zz":       `"%zz" is not a percent-escape`,
+		"http://bücher.de/":  "punycode",
+		"http://h/a?":        "query",
+		"http://h/a?b=c":     "query",
+		"http://h/a#f":       "fragment",
+		"relative/path":      "not an absolute URL",
+		"file:///tmp/x":      "not an absolute URL",
+		"http://h/a\tb":      "control character",
+		"http://h/" + "\x00": "control character",
+	}
+	for in, want := range bad {
+		if got, err := CleanBaseURL(in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("CleanBaseURL(%q) = %q, %v; want an error with %q", in, got, err, want)
+		}
+	}
+}

@@ -1,0 +1,33 @@
+package unpack_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/unpack"
+	"github.com/rsdump/rsdump/verify"
+)
+
+// TestBaseURLAsTyped: a base URL with a space and non-ASCII, given the
+// same way to pack and to unpack, restores the tree, although the
+// manifest carries it percent-encoded.
+func TestBaseURLAsTyped(t *testing.T) {
+	const base = "http://127.0.0.1:1/my files/café/"
+	files := map[string]string{"a b.txt": "a", "d/ü.txt": "u"}
+	out := t.TempDir()
+	if _, err := pack.Pack(context.Background(), tree(t, files), out, pack.Options{BaseURL: base, At: fixedTime}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := verify.NewMapper(verify.ByURI, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := t.TempDir()
+	res, fs := run(t, filepath.Join(out, pack.DumpName), dst, unpack.Options{Mapper: m})
+	if res.Problems() != 0 || res.Written != 2 {
+		t.Fatalf("%+v\n%s", res, dump(fs))
+	}
+	equalMaps(t, "tree", contents(readTree(t, dst)), files)
+}
