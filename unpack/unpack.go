@@ -39,7 +39,7 @@ type Options struct {
 	DryRun bool
 	verify.Limits
 	Jobs   int          // Resource Dump packages unpacked at once; default GOMAXPROCS
-	Client *http.Client // for URL sources; default http.DefaultClient
+	Client *http.Client // for URL sources; default rsdump's (timeouts, stall watch, User-Agent)
 
 	// Report receives every finding, in verify's format, one call at a
 	// time. Progress receives bitstream bytes staged, from several
