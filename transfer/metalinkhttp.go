@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/metalink"
 )
 
@@ -72,6 +73,9 @@ func (g *Getter) probe(ctx context.Context, src string) (http.Header, int64, str
 			}
 			if err != nil {
 				return nil, 0, "", fmt.Errorf("%s: bad redirect: %w", u, err)
+			}
+			if err := httpc.CheckRedirect(resp.Request.URL, next); err != nil {
+				return nil, 0, "", err
 			}
 			u = next.String()
 			continue
