@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/metalink"
 )
 
@@ -35,13 +36,13 @@ func checkDocs(ctx context.Context, docs []string, stdout io.Writer) error {
 func checkDoc(ctx context.Context, src string, w io.Writer) bool {
 	rc, maxBytes, err := openDoc(ctx, src)
 	if err != nil {
-		fmt.Fprintf(w, "%s: unreadable: %v\n", src, err)
+		fmt.Fprintf(w, "%s: unreadable: %s\n", src, strings.TrimPrefix(err.Error(), src+": "))
 		return false
 	}
 	defer rc.Close()
 	m, ps, err := metalink.DecodeLimits(rc, metalink.Limits{MaxBytes: maxBytes})
 	var fatal *metalink.Problem
-	if m == nil && errors.As(err, &fatal) {
+	if m == nil && errors.As(err, &fatal) && fatal.Code != metalink.CodeRead {
 		fmt.Fprintf(w, "%s: invalid\n  %s\n", src, formatProblem(*fatal))
 		return false
 	}
@@ -57,12 +58,9 @@ func checkDoc(ctx context.Context, src string, w io.Writer) bool {
 // take about 80 MB); a local one has Decode's default limit, 1 GiB.
 const maxFetch = 256 << 20
 
-// fetchClient gives up on a server that does not answer, or on a
-// document that takes more than ten minutes to arrive.
-var fetchClient = &http.Client{
-	Timeout:   10 * time.Minute,
-	Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, ResponseHeaderTimeout: time.Minute, TLSHandshakeTimeout: 30 * time.Second},
-}
+// fetchClient is rsdump's HTTP client, which also gives up on a document
+// that takes more than ten minutes to arrive.
+var fetchClient = httpc.New(httpc.Options{Timeout: 10 * time.Minute})
 
 // openDoc opens a local document or fetches an http(s) one, and returns
 // the most bytes Decode may read from it.
@@ -76,19 +74,8 @@ func openDoc(ctx context.Context, src string) (io.ReadCloser, int64, error) {
 		return nil, 0, err
 	}
 	req.Header.Set("Accept", metalink.MediaType+", application/xml;q=0.5, */*;q=0.1")
-	resp, err := fetchClient.Do(req)
-	if err != nil {
-		return nil, 0, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		resp.Body.Close()
-		return nil, 0, fmt.Errorf("HTTP %s", resp.Status)
-	}
-	if resp.ContentLength > maxFetch {
-		resp.Body.Close()
-		return nil, 0, fmt.Errorf("document of %d bytes is larger than the %d allowed", resp.ContentLength, maxFetch)
-	}
-	return resp.Body, maxFetch, nil
+	rc, err := httpc.Do(fetchClient, req, maxFetch)
+	return rc, maxFetch, err
 }
 
 func printDoc(w io.Writer, src string, m *metalink.Metalink, ps metalink.Problems) {
