@@ -135,7 +135,7 @@ var (
 	ErrScheme    = errors.New("redirect to a scheme other than http or https")
 	ErrRedirects = errors.New("too many redirects")
 	ErrStalled   = errors.New("stalled")
-	ErrTooLarge  = errors.New("document too large")
+	ErrTooLarge  = errors.New("document larger than the limit")
 )
 
 // StatusError is a response whose status is not a success.

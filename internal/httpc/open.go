@@ -48,7 +48,7 @@ func Do(c *http.Client, req *http.Request, maxBytes int64) (io.ReadCloser, error
 }
 
 func tooLarge(url string, max int64) error {
-	return fmt.Errorf("%s: %w: more than %d bytes", url, ErrTooLarge, max)
+	return fmt.Errorf("%s: %w of %d bytes", url, ErrTooLarge, max)
 }
 
 // capped reads at most max bytes and fails on the next one; its errors
