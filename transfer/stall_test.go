@@ -2,12 +2,14 @@ package transfer
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/internal/httpc/httpctest"
 )
 
@@ -89,5 +91,16 @@ func TestUserAgent(t *testing.T) {
 	}
 	if n == 0 {
 		t.Error("no request")
+	}
+}
+
+// TestProbeRedirectScheme: the probe, which follows redirects itself,
+// refuses one to a scheme other than http or https, naming both URLs.
+func TestProbeRedirectScheme(t *testing.T) {
+	srv := httptest.NewServer(http.RedirectHandler("ftp://127.0.0.1/f.bin", http.StatusFound))
+	defer srv.Close()
+	_, err := New(fastOptions()).Resolve(t.Context(), srv.URL+"/f.bin")
+	if !errors.Is(err, httpc.ErrScheme) || !strings.Contains(err.Error(), srv.URL+"/f.bin") || !strings.Contains(err.Error(), "ftp://127.0.0.1/f.bin") {
+		t.Errorf("%v, want httpc.ErrScheme naming both URLs", err)
 	}
 }

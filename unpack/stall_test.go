@@ -2,6 +2,8 @@ package unpack_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/unpack"
 	"github.com/rsdump/rsdump/verify"
+	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 const shortWait = 300 * time.Millisecond
@@ -59,6 +62,33 @@ func TestUnpackUnansweredPackage(t *testing.T) {
 		}
 		if !found || res.Written != 0 {
 			t.Errorf("%s: no error naming %s, or files written: %+v\n%s", name, u, res, dump(fs))
+		}
+	}
+}
+
+// TestUnpackDefaultClient: with no Client, unpack's requests go through
+// rsdump's client, whose User-Agent names rsdump.
+func TestUnpackDefaultClient(t *testing.T) {
+	out := t.TempDir()
+	agents := make(chan string, 1000)
+	files := http.FileServer(http.Dir(out))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		agents <- r.UserAgent()
+		files.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	o := pack.Options{BaseURL: verifytest.BaseURL, DumpURL: srv.URL + "/", At: fixedTime}
+	if _, err := pack.Pack(t.Context(), tree(t, exampleFiles(t)), out, o); err != nil {
+		t.Fatal(err)
+	}
+	res, fs := run(t, srv.URL+"/"+pack.DumpName, t.TempDir(), unpack.Options{})
+	if res.Problems() != 0 || res.Written == 0 {
+		t.Fatalf("%+v\n%s", res, dump(fs))
+	}
+	close(agents)
+	for ua := range agents {
+		if !strings.HasPrefix(ua, "rsdump/") {
+			t.Errorf("User-Agent %q", ua)
 		}
 	}
 }

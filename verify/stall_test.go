@@ -68,3 +68,30 @@ func TestVerifyUnansweredPackage(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyDefaultClient: with no Client, verify's requests go through
+// rsdump's client, whose User-Agent names rsdump.
+func TestVerifyDefaultClient(t *testing.T) {
+	out := t.TempDir()
+	agents := make(chan string, 1000)
+	files := http.FileServer(http.Dir(out))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		agents <- r.UserAgent()
+		files.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	o := pack.Options{BaseURL: verifytest.BaseURL, DumpURL: srv.URL + "/", At: fixedTime}
+	if _, err := pack.Pack(t.Context(), tree(t, exampleFiles(t)), out, o); err != nil {
+		t.Fatal(err)
+	}
+	sum, fs := run(t, verify.Options{}, srv.URL+"/"+pack.DumpName)
+	if sum.Problems() != 0 || sum.Verified == 0 {
+		t.Fatalf("%+v\n%s", sum, dump(fs))
+	}
+	close(agents)
+	for ua := range agents {
+		if !strings.HasPrefix(ua, "rsdump/") {
+			t.Errorf("User-Agent %q", ua)
+		}
+	}
+}
