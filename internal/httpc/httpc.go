@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime"
 	"sync"
 	"time"
 
@@ -28,7 +29,7 @@ type Options struct {
 	Timeout               time.Duration // the whole exchange, body included [none]
 
 	MaxIdleConns        int           // idle connections kept, over all hosts [100]
-	MaxIdleConnsPerHost int           // idle connections kept per host [4]
+	MaxIdleConnsPerHost int           // idle connections kept per host [GOMAXPROCS, at least 4]
 	MaxConnsPerHost     int           // connections per host, 0 for no limit [0]
 	IdleConnTimeout     time.Duration // an idle connection is closed after this [90s]
 	ReadBufferSize      int           // per connection [the net/http default, 4 KiB]
@@ -61,7 +62,7 @@ func (o Options) withDefaults() Options {
 		o.MaxIdleConns = 100
 	}
 	if o.MaxIdleConnsPerHost <= 0 {
-		o.MaxIdleConnsPerHost = 4
+		o.MaxIdleConnsPerHost = max(4, runtime.GOMAXPROCS(0)) // verify reads GOMAXPROCS packages at once
 	}
 	if o.MaxRedirects <= 0 {
 		o.MaxRedirects = DefaultMaxRedirects
