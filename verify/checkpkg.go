@@ -11,13 +11,14 @@ import (
 	"strings"
 
 	"github.com/rsdump/rsdump/internal/digest"
+	"github.com/rsdump/rsdump/resourcesync"
 )
 
 // OpenLocation opens a package file, or a remote one through Range
 // requests without downloading it, and returns it with its size and a
 // function that closes it.
 func OpenLocation(ctx context.Context, client *http.Client, loc string) (io.ReaderAt, int64, func() error, error) {
-	if IsURL(loc) {
+	if resourcesync.IsURL(loc) {
 		h, err := openHTTP(ctx, client, loc)
 		if err != nil {
 			return nil, 0, nil, err

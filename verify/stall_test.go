@@ -17,6 +17,12 @@ import (
 
 const shortWait = 300 * time.Millisecond
 
+// stalledDoc starts like a dump document; the stalling server stops
+// after its first 300 bytes, in the middle of the comments.
+var stalledDoc = []byte(`<?xml version="1.0" encoding="UTF-8"?>
+<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/">
+` + strings.Repeat("<!-- padding -->\n", 100))
+
 var shortClient = httpc.New(httpc.Options{ResponseHeaderTimeout: shortWait, StallTimeout: shortWait})
 
 // TestVerifyUnansweredDocument: a dump document URL on a server that
@@ -25,16 +31,18 @@ var shortClient = httpc.New(httpc.Options{ResponseHeaderTimeout: shortWait, Stal
 func TestVerifyUnansweredDocument(t *testing.T) {
 	for name, base := range map[string]string{
 		"silent":  httpctest.Silent(t),
-		"stalled": httpctest.Stalling(t, []byte(strings.Repeat("<urlset> ", 1000)), 20).URL,
+		"stalled": httpctest.Stalling(t, stalledDoc, 300).URL,
 	} {
 		u := base + "/" + pack.DumpName
+		var fs []verify.Finding
+		opts := verify.Options{Client: shortClient, Report: func(f verify.Finding) { fs = append(fs, f) }}
 		start := time.Now()
-		_, err := verify.Verify(context.Background(), []string{u}, verify.Options{Client: shortClient})
+		_, err := verify.Verify(context.Background(), []string{u}, opts)
 		if el := time.Since(start); el > 3*time.Second {
 			t.Errorf("%s: took %s", name, el)
 		}
-		if err == nil || !strings.Contains(err.Error(), u) {
-			t.Errorf("%s: error %v does not name %s", name, err, u)
+		if !namesURL(err, fs, u) || name == "stalled" && !namesURL(err, fs, "stalled") {
+			t.Errorf("%s: neither the error %v nor a finding names %s:\n%s", name, err, u, dump(fs))
 		}
 	}
 }
@@ -94,4 +102,17 @@ func TestVerifyDefaultClient(t *testing.T) {
 			t.Errorf("User-Agent %q", ua)
 		}
 	}
+}
+
+// namesURL says whether err, or else an error finding, names url.
+func namesURL(err error, fs []verify.Finding, url string) bool {
+	if err != nil {
+		return strings.Contains(err.Error(), url)
+	}
+	for _, f := range fs {
+		if f.Severity == verify.Error && strings.Contains(f.Source+" "+f.Msg, url) {
+			return true
+		}
+	}
+	return false
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rsdump/rsdump/transfer"
 	"github.com/rsdump/rsdump/unpack"
+	"github.com/rsdump/rsdump/verify"
 )
 
 const getHelp = `Usage: rsdump get SOURCE... [-o DIR] [flags]
@@ -97,9 +98,9 @@ func (f *getFlags) options(args []string) (transfer.Options, error) {
 func doGet(ctx context.Context, sources []string, f getFlags, o transfer.Options, uo unpack.Options, stdout, stderr io.Writer) error {
 	pr := newGetProgress(stderr, f.quiet)
 	o.Events = pr.event
-	var u *getUnpacker
+	var seq *unpack.Sequence
 	if f.unpack != "" {
-		o.Completed = func(ctx context.Context, r *transfer.Result) error { return u.completed(ctx, r) }
+		o.Completed = func(ctx context.Context, r *transfer.Result) error { return seq.Arrived(ctx, r.Name, r.Path) }
 	}
 	g := transfer.New(o)
 	var files []transfer.File
@@ -110,11 +111,13 @@ func doGet(ctx context.Context, sources []string, f getFlags, o transfer.Options
 		}
 		files = append(files, fs...)
 	}
-	u = newGetUnpacker(f.unpack, uo, files, pr.message)
+	if f.unpack != "" {
+		seq = newSequence(f.unpack, uo, files, pr.message)
+	}
 	stop := pr.start(g)
 	results, err := g.Get(ctx, f.out, files)
 	stop()
-	err = errors.Join(err, u.leftovers())
+	err = errors.Join(err, seq.Leftovers())
 	if perr := printGetSummary(results, f, stdout); perr != nil && err == nil {
 		err = perr
 	}
@@ -188,4 +191,41 @@ func printGetSummary(results []*transfer.Result, f getFlags, stdout io.Writer) e
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// unpackOptions checks the --unpack flags before anything is fetched.
+func unpackOptions(f getFlags) (unpack.Options, error) {
+	if f.unpack == "" {
+		return unpack.Options{}, nil
+	}
+	layout, err := verify.ParseLayout(f.layout)
+	if err != nil {
+		return unpack.Options{}, usageError{err}
+	}
+	if layout == verify.ByURI && f.baseURL == "" {
+		return unpack.Options{}, usagef("--unpack needs --base-url URL (the prefix of the bitstream URIs), or --layout path")
+	}
+	m, err := verify.NewMapper(layout, f.baseURL)
+	if err != nil {
+		return unpack.Options{}, usageError{err}
+	}
+	return unpack.Options{Mapper: m}, nil
+}
+
+// newSequence unpacks the files in their order as they complete, telling
+// msg what became of each.
+func newSequence(dir string, o unpack.Options, files []transfer.File, msg func(string, ...any)) *unpack.Sequence {
+	names := make([]string, len(files))
+	for i, f := range files {
+		names[i] = f.Name
+	}
+	seq := unpack.NewSequence(dir, o, names)
+	seq.Unpacked = func(name string, res *unpack.Result, err error) {
+		if err != nil {
+			msg("rsdump: %s: %v", name, err)
+			return
+		}
+		msg("rsdump: %s: unpacked %d bitstreams into %s (%d already present)", name, res.Written, dir, res.Present)
+	}
+	return seq
 }

@@ -4,13 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/rsdump/rsdump/metalink"
 	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/resourcesync"
 )
 
 const metalinkHelp = `Usage: rsdump metalink FILE... --mirror URL... [-o OUT.meta4] [flags]
@@ -70,11 +69,11 @@ func runMetalink(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	w := &metalinkWriter{ctx: ctx, pieceLength: f.pieceLength, mirrors: mirrors,
-		prog: newProgress(stderr, f.quiet, "hashing"), quiet: f.quiet, stderr: stderr}
+	w := &metalinkWriter{ctx: ctx, prog: newProgress(stderr, f.quiet, "hashing"), quiet: f.quiet, stderr: stderr}
+	w.b = metalink.Builder{PieceLength: f.pieceLength, Mirrors: mirrorBases(mirrors), Progress: func(name string, n int64) { w.prog.add(n, name) }}
 	if !f.files && len(fs.Args()) == 1 {
-		if h, ok := sniffDump(fs.Arg(0)); ok {
-			return w.write(f.out, stdout, dumpHead(h), func(e *metalink.Encoder) error { return w.dump(e, fs.Arg(0)) })
+		if h, err := resourcesync.Peek(ctx, fs.Arg(0)); err == nil && resourcesync.IsDump(h) {
+			return w.write(f.out, stdout, metalink.DumpHead(h), func(e *metalink.Encoder) error { return w.dump(e, fs.Arg(0)) })
 		}
 	}
 	if err := checkInputs(fs.Args(), mirrors); err != nil {
@@ -139,14 +138,22 @@ func checkInputs(paths []string, mirrors []pack.Mirror) error {
 	return nil
 }
 
-// metalinkWriter builds a document from files or from a Resource Dump.
+// mirrorBases turns --mirror flags into the Builder's base URLs.
+func mirrorBases(ms []pack.Mirror) []metalink.URL {
+	var urls []metalink.URL
+	for _, m := range ms {
+		urls = append(urls, metalink.URL{URL: m.BaseURL, Priority: m.Priority, Location: m.Location})
+	}
+	return urls
+}
+
+// metalinkWriter writes a document from files or from a Resource Dump.
 type metalinkWriter struct {
-	ctx         context.Context
-	pieceLength int64
-	mirrors     []pack.Mirror
-	prog        *progress
-	quiet       bool
-	stderr      io.Writer
+	ctx    context.Context
+	b      metalink.Builder
+	prog   *progress
+	quiet  bool
+	stderr io.Writer
 }
 
 // write encodes the document through fill into out, or stdout when out
@@ -196,11 +203,11 @@ func (w *metalinkWriter) encode(dst io.Writer, name string, head *metalink.Metal
 // files encodes a <file> per path, each read once.
 func (w *metalinkWriter) files(e *metalink.Encoder, paths []string) error {
 	for _, p := range paths {
-		f, err := w.hashFile(p, filepath.Base(p), nil)
+		f, err := w.b.HashFile(w.ctx, p, filepath.Base(p), nil)
 		if err != nil {
 			return err
 		}
-		f.URLs = w.mirrorURLs(nil, f.Name)
+		f.URLs = w.b.MirrorURLs(nil, f.Name)
 		if err := e.Encode(f); err != nil {
 			return fmt.Errorf("%s: %w", p, err)
 		}
@@ -208,71 +215,13 @@ func (w *metalinkWriter) files(e *metalink.Encoder, paths []string) error {
 	return nil
 }
 
-// hashFile reads path once into a File named name: size, sha-256 and
-// piece hashes, and every byte also goes to extra (when not nil).
-func (w *metalinkWriter) hashFile(path, name string, extra io.Writer) (*metalink.File, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, err
+// dump encodes a <file> per package of the dump document at p.
+func (w *metalinkWriter) dump(e *metalink.Encoder, p string) error {
+	st, err := w.b.Dump(w.ctx, e, p)
+	if err == nil && st.Missing > 0 && !w.quiet {
+		fmt.Fprintf(w.stderr, "rsdump: %d of %d packages not found beside %s: listed without piece hashes\n", st.Missing, st.Packages, p)
 	}
-	defer fh.Close()
-	st, err := fh.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", path)
-	}
-	pl := w.pieceLength
-	if pl == 0 {
-		pl = metalink.DefaultPieceLength(st.Size())
-	}
-	var r io.Reader = &hashReader{ctx: w.ctx, r: fh, prog: w.prog, name: name}
-	if extra != nil {
-		r = io.TeeReader(r, extra)
-	}
-	f, err := metalink.FileFromReader(name, r, pl)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return f, nil
-}
-
-// mirrorURLs appends a URL per --mirror (the mirror URL plus name) to
-// urls, leaving out repeats.
-func (w *metalinkWriter) mirrorURLs(urls []metalink.URL, name string) []metalink.URL {
-	for _, m := range w.mirrors {
-		base := strings.TrimSuffix(m.BaseURL, "/") + "/"
-		u := metalink.URL{URL: base + url.PathEscape(name), Priority: m.Priority, Location: m.Location}
-		urls = appendURL(urls, u)
-	}
-	return urls
-}
-
-func appendURL(urls []metalink.URL, u metalink.URL) []metalink.URL {
-	for _, v := range urls {
-		if v.URL == u.URL {
-			return urls
-		}
-	}
-	return append(urls, u)
-}
-
-// hashReader stops reading when ctx is canceled and counts progress.
-type hashReader struct {
-	ctx  context.Context
-	r    io.Reader
-	prog *progress
-	name string
-}
-
-func (c *hashReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	n, err := c.r.Read(p)
-	c.prog.add(int64(n), c.name)
-	return n, err
+	return err
 }
 
 // countOf writes "1 file", "2 files".

@@ -9,7 +9,6 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
 )
@@ -81,7 +80,7 @@ func (f *packFlags) options(args []string) (pack.Options, error) {
 	if f.out == "" || f.baseURL == "" {
 		return o, usagef("pack needs -o OUTDIR and --base-url URL")
 	}
-	hashes, err := digest.ParseList(f.hashes)
+	hashes, err := pack.ParseHashes(f.hashes)
 	if err != nil {
 		return o, usageError{err}
 	}

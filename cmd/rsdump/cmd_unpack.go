@@ -10,13 +10,17 @@ import (
 	"github.com/rsdump/rsdump/verify"
 )
 
-const unpackHelp = `Usage: rsdump unpack SOURCE --dest DIR --base-url URL [flags]
-       rsdump unpack SOURCE --dest DIR --layout path [flags]
+const unpackHelp = `Usage: rsdump unpack SOURCE... --dest DIR --base-url URL [flags]
+       rsdump unpack SOURCE... --dest DIR --layout path [flags]
 
-Restores a Resource Dump or Change Dump into DIR. SOURCE is a package
-(.zip) or a dump document or index (a file or an http(s) URL; packages are
-then fetched over HTTP into DIR/.rsdump/cache and checked against the
-document's length and hash before use). For a local dump document, each
+Restores a Resource Dump or Change Dump into DIR. Each SOURCE, applied in
+turn, is a package (.zip), a dump document or index (a file or an http(s)
+URL), or a directory holding a copy of a dump, as rsdump get leaves one
+(its Resource Dumps are applied first, then its Change Dumps; packages no
+document lists are not applied). A remote package is fetched by the
+engine behind rsdump get, from its <loc>, every rel="duplicate" mirror
+and its Metalink, into DIR/.rsdump/cache, and checked against the
+document's length and hash before use. For a local dump document, each
 package is looked for beside it under the last segment of its URL.
 
 A bitstream lands at its URI relative to --base-url (the prefix the Source
@@ -72,14 +76,14 @@ func runUnpack(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	return doUnpack(ctx, fs.Arg(0), f, opts, stdout, stderr)
+	return doUnpack(ctx, fs.Args(), f, opts, stdout, stderr)
 }
 
 func (f *unpackFlags) options(args []string) (unpack.Options, error) {
 	var o unpack.Options
 	switch {
-	case len(args) != 1:
-		return o, usagef("unpack takes one SOURCE, got %d arguments", len(args))
+	case len(args) == 0:
+		return o, usagef("unpack needs a SOURCE")
 	case f.dest == "":
 		return o, usagef("unpack needs --dest DIR")
 	case f.maxRatio < 1:
@@ -100,7 +104,7 @@ func (f *unpackFlags) options(args []string) (unpack.Options, error) {
 		Limits: verify.Limits{MaxRatio: f.maxRatio}, Jobs: f.jobs}, nil
 }
 
-func doUnpack(ctx context.Context, source string, f unpackFlags, o unpack.Options, stdout, stderr io.Writer) error {
+func doUnpack(ctx context.Context, sources []string, f unpackFlags, o unpack.Options, stdout, stderr io.Writer) error {
 	rep, err := newReportWriter(f.reportFlags, stdout)
 	if err != nil {
 		return exitError{exitUsage, err}
@@ -113,7 +117,7 @@ func doUnpack(ctx context.Context, source string, f unpackFlags, o unpack.Option
 		}
 		rep.finding(fd)
 	}
-	res, err := unpack.Unpack(ctx, source, f.dest, o)
+	res, err := unpack.UnpackAll(ctx, sources, f.dest, o)
 	p.done()
 	if err != nil {
 		rep.close(nil)
