@@ -6,13 +6,13 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"path"
 	"strings"
 
 	"github.com/rsdump/rsdump/internal/digest"
+	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/metalink"
 	"github.com/rsdump/rsdump/resourcesync"
 )
@@ -55,23 +55,7 @@ func (g *Getter) OpenDocument(ctx context.Context, loc string) (io.ReadCloser, e
 	if !isURL(loc) {
 		return openLocalDoc(loc)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, loc, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := g.client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		resp.Body.Close()
-		return nil, &StatusError{URL: loc, Status: resp.StatusCode}
-	}
-	if resp.ContentLength > maxDocument {
-		resp.Body.Close()
-		return nil, fmt.Errorf("%s: %d bytes: too large for a Metalink or dump document", loc, resp.ContentLength)
-	}
-	return resp.Body, nil
+	return httpc.Open(ctx, g.client, loc, maxDocument)
 }
 
 func openLocalDoc(path string) (io.ReadCloser, error) {
