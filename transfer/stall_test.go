@@ -39,7 +39,6 @@ func TestUnansweredMirror(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), u) {
 			t.Errorf("%s: error %v does not name %s", name, err, u)
 		}
-		t.Log(err)
 	}
 }
 
@@ -47,7 +46,9 @@ func TestUnansweredMirror(t *testing.T) {
 // no answer, on such a server fails Resolve within the stall timeout,
 // naming the URL. (The stalling server answers a probe for byte 0.)
 func TestUnansweredSource(t *testing.T) {
-	data := []byte(strings.Repeat("<urlset> ", 1000))
+	data := []byte(`<?xml version="1.0" encoding="UTF-8"?>
+<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/">
+` + strings.Repeat("<!-- padding -->\n", 1000))
 	for name, base := range unanswering(t, data) {
 		urls := []string{base + "/resourcedump.xml", base + "/f.meta4"}
 		if name == "silent" {
@@ -61,10 +62,9 @@ func TestUnansweredSource(t *testing.T) {
 			if el := time.Since(start); el > 3*time.Second {
 				t.Errorf("%s %s: took %s", name, u, el)
 			}
-			if err == nil || !strings.Contains(err.Error(), u) {
-				t.Errorf("%s: error %v does not name %s", name, err, u)
+			if err == nil || !strings.Contains(err.Error(), u) || name == "stalled" && !strings.Contains(err.Error(), "stalled") {
+				t.Errorf("%s: error %v does not name %s, or the stall", name, err, u)
 			}
-			t.Log(err)
 		}
 	}
 }
