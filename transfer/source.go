@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"path"
@@ -17,8 +18,10 @@ import (
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
-// maxDocument bounds a Metalink or dump document fetched over HTTP.
-const maxDocument = 64 << 20
+// maxDocument bounds a Metalink or dump document, local or fetched: a
+// million piece hashes take about 80 MB. rsdump metalink --check has the
+// same bound.
+const maxDocument = 256 << 20
 
 // Resolve turns a source into files: a Metalink document (path or URL), a
 // ResourceSync dump document (resourcedump.xml, changedump.xml) or a
@@ -55,7 +58,12 @@ func (g *Getter) OpenDocument(ctx context.Context, loc string) (io.ReadCloser, e
 	if !isURL(loc) {
 		return openLocalDoc(loc)
 	}
-	return httpc.Open(ctx, g.client, loc, maxDocument)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, loc, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", loc, err)
+	}
+	req.Header.Set("Accept", metalink.MediaType+", application/xml;q=0.5, */*;q=0.1")
+	return httpc.Do(g.client, req, maxDocument)
 }
 
 func openLocalDoc(path string) (io.ReadCloser, error) {

@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"strings"
-	"time"
 
-	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/metalink"
+	"github.com/rsdump/rsdump/transfer"
 )
 
 // checkDocs validates and describes each document; it fails with exit
@@ -54,13 +52,14 @@ func checkDoc(ctx context.Context, src string, w io.Writer) bool {
 	return !ps.HasErrors()
 }
 
-// maxFetch bounds a document fetched over HTTP (a million piece hashes
-// take about 80 MB); a local one has Decode's default limit, 1 GiB.
+// maxFetch is the most Decode reads from a fetched document, the bound
+// transfer puts on it (a million piece hashes take about 80 MB); a local
+// one has Decode's default limit, 1 GiB.
 const maxFetch = 256 << 20
 
-// fetchClient is rsdump's HTTP client, which also gives up on a document
-// that takes more than ten minutes to arrive.
-var fetchClient = httpc.New(httpc.Options{Timeout: 10 * time.Minute})
+// fetcher fetches documents the way get does: rsdump's HTTP client, with
+// get's default stall timeout.
+var fetcher = transfer.New(transfer.Options{})
 
 // openDoc opens a local document or fetches an http(s) one, and returns
 // the most bytes Decode may read from it.
@@ -69,12 +68,7 @@ func openDoc(ctx context.Context, src string) (io.ReadCloser, int64, error) {
 		f, err := os.Open(src)
 		return f, 0, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, src, nil)
-	if err != nil {
-		return nil, 0, err
-	}
-	req.Header.Set("Accept", metalink.MediaType+", application/xml;q=0.5, */*;q=0.1")
-	rc, err := httpc.Do(fetchClient, req, maxFetch)
+	rc, err := fetcher.OpenDocument(ctx, src)
 	return rc, maxFetch, err
 }
 

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/internal/httpc/httpctest"
+	"github.com/rsdump/rsdump/transfer"
 )
 
 // unanswering returns the base URLs of a server that accepts and never
@@ -22,9 +22,9 @@ func unanswering(t *testing.T, data []byte) map[string]string {
 // TestMetalinkCheckUnanswered: --check of a URL on such a server reports
 // it unreadable within the timeout, naming the URL.
 func TestMetalinkCheckUnanswered(t *testing.T) {
-	saved := fetchClient
-	fetchClient = httpc.New(httpc.Options{ResponseHeaderTimeout: 300 * time.Millisecond, StallTimeout: 300 * time.Millisecond})
-	defer func() { fetchClient = saved }()
+	saved := fetcher
+	fetcher = transfer.New(transfer.Options{StallTimeout: 300 * time.Millisecond})
+	defer func() { fetcher = saved }()
 	doc := `<?xml version="1.0" encoding="UTF-8"?><metalink xmlns="urn:ietf:params:xml:ns:metalink">` +
 		strings.Repeat("<!-- padding -->\n", 1000)
 	for name, base := range unanswering(t, []byte(doc)) {
