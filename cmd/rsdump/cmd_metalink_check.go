@@ -34,13 +34,13 @@ func checkDocs(ctx context.Context, docs []string, stdout io.Writer) error {
 func checkDoc(ctx context.Context, src string, w io.Writer) bool {
 	rc, maxBytes, err := openDoc(ctx, src)
 	if err != nil {
-		fmt.Fprintf(w, "%s: unreadable: %s\n", src, strings.TrimPrefix(err.Error(), src+": "))
+		fmt.Fprintf(w, "%s: unreadable: %v\n", src, err)
 		return false
 	}
 	defer rc.Close()
 	m, ps, err := metalink.DecodeLimits(rc, metalink.Limits{MaxBytes: maxBytes})
 	var fatal *metalink.Problem
-	if m == nil && errors.As(err, &fatal) && fatal.Code != metalink.CodeRead {
+	if m == nil && errors.As(err, &fatal) {
 		fmt.Fprintf(w, "%s: invalid\n  %s\n", src, formatProblem(*fatal))
 		return false
 	}
@@ -52,9 +52,8 @@ func checkDoc(ctx context.Context, src string, w io.Writer) bool {
 	return !ps.HasErrors()
 }
 
-// maxFetch is the most Decode reads from a fetched document, the bound
-// transfer puts on it (a million piece hashes take about 80 MB); a local
-// one has Decode's default limit, 1 GiB.
+// maxFetch bounds a document fetched over HTTP (a million piece hashes
+// take about 80 MB); a local one has Decode's default limit, 1 GiB.
 const maxFetch = 256 << 20
 
 // fetcher fetches documents the way get does: rsdump's HTTP client, with
@@ -69,7 +68,11 @@ func openDoc(ctx context.Context, src string) (io.ReadCloser, int64, error) {
 		return f, 0, err
 	}
 	rc, err := fetcher.OpenDocument(ctx, src)
-	return rc, maxFetch, err
+	if err != nil {
+		// The report's line names src already.
+		return nil, 0, errors.New(strings.TrimPrefix(err.Error(), src+": "))
+	}
+	return rc, maxFetch, nil
 }
 
 func printDoc(w io.Writer, src string, m *metalink.Metalink, ps metalink.Problems) {
