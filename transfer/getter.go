@@ -57,6 +57,10 @@ func newClient(o Options) *http.Client {
 	})
 }
 
+// checkRedirect is httpc's rule (http and https only) for the probe,
+// which follows redirects itself.
+var checkRedirect = httpc.CheckRedirect
+
 // Get downloads files into dir, Options.Files at a time, and returns a
 // result per file in order. The error joins every file's error.
 func (g *Getter) Get(ctx context.Context, dir string, files []File) ([]*Result, error) {

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/metalink"
 )
 
@@ -74,7 +73,7 @@ func (g *Getter) probe(ctx context.Context, src string) (http.Header, int64, str
 			if err != nil {
 				return nil, 0, "", fmt.Errorf("%s: bad redirect: %w", u, err)
 			}
-			if err := httpc.CheckRedirect(resp.Request.URL, next); err != nil {
+			if err := checkRedirect(resp.Request.URL, next); err != nil {
 				return nil, 0, "", err
 			}
 			u = next.String()
