@@ -89,7 +89,9 @@ func Default() *http.Client { return defaultClient() }
 
 // NewTransport returns the round tripper New's clients use: an
 // http.Transport with o's timeouts and pools, behind a wrapper that sets
-// the User-Agent and watches response bodies for stalls.
+// the User-Agent and watches response bodies for stalls. It speaks
+// HTTP/1.1 only (its own dialer turns off net/http's automatic HTTP/2), so
+// that connections per host are what transfer's budget counts.
 func NewTransport(o Options) http.RoundTripper {
 	o = o.withDefaults()
 	t := &http.Transport{
