@@ -10,6 +10,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/rsdump/rsdump/internal/httpc"
 )
 
 // OpenFunc opens the document at loc, a file path or an http(s) URL.
@@ -47,9 +49,11 @@ type Loader struct {
 }
 
 // OpenURL is the OpenFunc a Loader uses for URLs when it has no Open of
-// its own. Programs replace it once at start-up to use their HTTP client.
+// its own: a GET through rsdump's HTTP client (internal/httpc: timeouts,
+// a stall watch, User-Agent, redirects only to http and https), refusing
+// a document over MaxBytes.
 var OpenURL OpenFunc = func(ctx context.Context, loc string) (io.ReadCloser, error) {
-	return nil, fmt.Errorf("%s: no HTTP client configured", loc)
+	return httpc.Open(ctx, nil, loc, MaxBytes)
 }
 
 // OpenError is a document that could not be opened or read, as opposed to

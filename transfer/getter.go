@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"path"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/verify"
 )
 
@@ -37,24 +37,29 @@ func New(o Options) *Getter {
 	o = o.withDefaults()
 	g := &Getter{opts: o, client: o.Client, budget: newBudget(o.Connections, o.PerMirror), active: map[*download]bool{}}
 	if g.client == nil {
-		g.client = &http.Client{Transport: newTransport(o)}
+		g.client = newClient(o)
 	}
 	return g
 }
 
-func newTransport(o Options) *http.Transport {
-	return &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+// newClient is httpc's client with pools sized for the budget, no
+// transparent gzip (ranges are of the file's bytes) and the stall timeout
+// as the wait for headers and for body bytes.
+func newClient(o Options) *http.Client {
+	return httpc.New(httpc.Options{
+		ResponseHeaderTimeout: o.StallTimeout,
+		StallTimeout:          o.StallTimeout,
 		MaxIdleConns:          2 * o.Connections,
 		MaxIdleConnsPerHost:   2 * o.PerMirror,
 		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   30 * time.Second,
 		DisableCompression:    true,
-		ResponseHeaderTimeout: o.StallTimeout,
 		ReadBufferSize:        64 << 10,
-	}
+	})
 }
+
+// checkRedirect is httpc's rule (http and https only) for the probe,
+// which follows redirects itself.
+var checkRedirect = httpc.CheckRedirect
 
 // Get downloads files into dir, Options.Files at a time, and returns a
 // result per file in order. The error joins every file's error.

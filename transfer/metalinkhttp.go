@@ -73,6 +73,9 @@ func (g *Getter) probe(ctx context.Context, src string) (http.Header, int64, str
 			if err != nil {
 				return nil, 0, "", fmt.Errorf("%s: bad redirect: %w", u, err)
 			}
+			if err := checkRedirect(resp.Request.URL, next); err != nil {
+				return nil, 0, "", err
+			}
 			u = next.String()
 			continue
 		case resp.StatusCode == http.StatusPartialContent:

@@ -58,7 +58,7 @@ type Options struct {
 	RangeSize    int64         // range length when there are no piece hashes [1 MiB]
 	SaveInterval time.Duration // resume state is saved at least this often while pieces arrive [250ms]
 	Locations    []string      // preferred mirror locations, best first
-	Client       *http.Client  // [a client with keep-alive pools sized for the budget]
+	Client       *http.Client  // [rsdump's client (timeouts, stall watch, User-Agent), pools sized for the budget]
 
 	// Events receives file-level events; it is called from download
 	// goroutines and must not block for long.

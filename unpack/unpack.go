@@ -42,7 +42,7 @@ type Options struct {
 	DryRun bool
 	verify.Limits
 	Jobs   int          // Resource Dump packages unpacked at once; default GOMAXPROCS
-	Client *http.Client // for documents read over HTTP; default http.DefaultClient
+	Client *http.Client // for documents read over HTTP; default rsdump's (timeouts, stall watch, User-Agent)
 	// Transfer tunes the engine that fetches remote packages from all
 	// their mirrors; its Client defaults to Client.
 	Transfer transfer.Options

@@ -2,12 +2,15 @@ package verify
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/rsdump/rsdump/internal/httpc"
 )
 
 // blockSize is what one Range request fetches. Packages are read front to
@@ -80,6 +83,9 @@ func (h *httpReaderAt) fetch(off int64) error {
 	}
 	h.size = total
 	buf, err := io.ReadAll(io.LimitReader(resp.Body, blockSize))
+	if se := (*httpc.StallError)(nil); errors.As(err, &se) {
+		return err // names the URL
+	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", h.url, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 
+	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
@@ -36,21 +37,15 @@ func openStream(ctx context.Context, client *http.Client, loc string) (io.ReadCl
 	if !resourcesync.IsURL(loc) {
 		return os.Open(loc)
 	}
-	resp, err := Get(ctx, client, loc, "")
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		resp.Body.Close()
-		return nil, fmt.Errorf("%s: HTTP %s", loc, resp.Status)
-	}
-	return resp.Body, nil
+	return httpc.Open(ctx, client, loc, resourcesync.MaxBytes)
 }
 
 // Get sends a GET request for loc, with a Range header when rng is set.
+// A nil client is rsdump's (internal/httpc): timeouts, a stall watch on
+// the body, a User-Agent.
 func Get(ctx context.Context, client *http.Client, loc, rng string) (*http.Response, error) {
 	if client == nil {
-		client = http.DefaultClient
+		client = httpc.Default()
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, loc, nil)
 	if err != nil {

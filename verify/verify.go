@@ -24,7 +24,7 @@ import (
 type Options struct {
 	Limits
 	Jobs   int          // packages verified at once; default GOMAXPROCS
-	Client *http.Client // for URL targets; default http.DefaultClient
+	Client *http.Client // for URL targets; default rsdump's (timeouts, stall watch, User-Agent)
 
 	// Report receives every finding, OK ones included, one call at a time.
 	Report func(Finding)

@@ -6,12 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/rsdump/rsdump/metalink"
+	"github.com/rsdump/rsdump/transfer"
 )
 
 // checkDocs validates and describes each document (with asJSON, in one
@@ -164,12 +163,9 @@ func (c *checked) toJSON() checkJSON {
 // take about 80 MB); a local one has Decode's default limit, 1 GiB.
 const maxFetch = 256 << 20
 
-// fetchClient gives up on a server that does not answer, or on a
-// document that takes more than ten minutes to arrive.
-var fetchClient = &http.Client{
-	Timeout:   10 * time.Minute,
-	Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, ResponseHeaderTimeout: time.Minute, TLSHandshakeTimeout: 30 * time.Second},
-}
+// fetcher fetches documents the way get does: rsdump's HTTP client, with
+// get's default stall timeout.
+var fetcher = transfer.New(transfer.Options{})
 
 // openDoc opens a local document or fetches an http(s) one, and returns
 // the most bytes Decode may read from it.
@@ -178,24 +174,12 @@ func openDoc(ctx context.Context, src string) (io.ReadCloser, int64, error) {
 		f, err := os.Open(src)
 		return f, 0, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, src, nil)
+	rc, err := fetcher.OpenDocument(ctx, src)
 	if err != nil {
-		return nil, 0, err
+		// The report's line names src already.
+		return nil, 0, errors.New(strings.TrimPrefix(err.Error(), src+": "))
 	}
-	req.Header.Set("Accept", metalink.MediaType+", application/xml;q=0.5, */*;q=0.1")
-	resp, err := fetchClient.Do(req)
-	if err != nil {
-		return nil, 0, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		resp.Body.Close()
-		return nil, 0, fmt.Errorf("HTTP %s", resp.Status)
-	}
-	if resp.ContentLength > maxFetch {
-		resp.Body.Close()
-		return nil, 0, fmt.Errorf("document of %d bytes is larger than the %d allowed", resp.ContentLength, maxFetch)
-	}
-	return resp.Body, maxFetch, nil
+	return rc, maxFetch, nil
 }
 
 func printDoc(w io.Writer, src string, m *metalink.Metalink, ps metalink.Problems) {

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rsdump/rsdump/internal/httpc/httpctest"
+	"github.com/rsdump/rsdump/transfer"
+)
+
+// unanswering returns the base URLs of a server that accepts and never
+// answers and of one that sends headers and then stalls the body after
+// its first 1000 bytes of data.
+func unanswering(t *testing.T, data []byte) map[string]string {
+	return map[string]string{
+		"silent":  httpctest.Silent(t),
+		"stalled": httpctest.Stalling(t, data, 1000).URL,
+	}
+}
+
+// TestMetalinkCheckUnanswered: --check of a URL on such a server fails
+// within the timeout, on a line naming the URL and the stall or timeout.
+func TestMetalinkCheckUnanswered(t *testing.T) {
+	saved := fetcher
+	fetcher = transfer.New(transfer.Options{StallTimeout: 300 * time.Millisecond})
+	defer func() { fetcher = saved }()
+	doc := `<?xml version="1.0" encoding="UTF-8"?><metalink xmlns="urn:ietf:params:xml:ns:metalink">` +
+		strings.Repeat("<!-- padding -->\n", 1000)
+	for name, base := range unanswering(t, []byte(doc)) {
+		u := base + "/f.meta4"
+		start := time.Now()
+		code, stdout, stderr := rsdump(t, "metalink", "--check", u)
+		if el := time.Since(start); el > 3*time.Second {
+			t.Errorf("%s: took %s", name, el)
+		}
+		if code != exitFailed || !strings.Contains(stdout, u+": ") || !strings.Contains(stdout, "stalled") && !strings.Contains(stdout, "timeout") {
+			t.Errorf("%s: exit %d, want %d, and a line naming %s:\n%s%s", name, code, exitFailed, u, stdout, stderr)
+		}
+	}
+}
+
+// TestGetUnanswered: get of a URL on such a server fails within a few
+// stall timeouts, naming the URL.
+func TestGetUnanswered(t *testing.T) {
+	for name, base := range unanswering(t, mlRandom(3, 256<<10)) {
+		u := base + "/f.bin"
+		start := time.Now()
+		code, stdout, stderr := rsdump(t, "get", "--stall-timeout", "300ms", "--max-failures", "1", "-q", "-o", t.TempDir(), u)
+		if el := time.Since(start); el > 4*time.Second {
+			t.Errorf("%s: took %s", name, el)
+		}
+		if code != exitFailed || !strings.Contains(stderr, u) {
+			t.Errorf("%s: exit %d, want %d, and an error naming %s:\n%s%s", name, code, exitFailed, u, stdout, stderr)
+		}
+	}
+}

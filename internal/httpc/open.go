@@ -1,0 +1,83 @@
+package httpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+)
+
+// Open GETs a document and returns its body, which fails with an error
+// wrapping ErrTooLarge past maxBytes (no cap when maxBytes <= 0). A status
+// other than 2xx is a *StatusError. c nil is Default().
+func Open(ctx context.Context, c *http.Client, url string, maxBytes int64) (io.ReadCloser, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", url, err)
+	}
+	return Do(c, req, maxBytes)
+}
+
+// Do is Open for a request the caller built, to set headers (Accept, say).
+func Do(c *http.Client, req *http.Request, maxBytes int64) (io.ReadCloser, error) {
+	if c == nil {
+		c = Default()
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, err // *url.Error names the URL
+	}
+	u, final := req.URL.Redacted(), resp.Request.URL.Redacted()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		io.CopyN(io.Discard, resp.Body, 4<<10) // so the connection can be reused
+		resp.Body.Close()
+		return nil, &StatusError{URL: u, Final: final, Code: resp.StatusCode, Status: resp.Status}
+	}
+	if final != u {
+		u += " (redirected to " + final + ")"
+	}
+	if maxBytes <= 0 {
+		maxBytes = -1
+	}
+	if maxBytes > 0 && resp.ContentLength > maxBytes {
+		resp.Body.Close()
+		return nil, tooLarge(u, maxBytes)
+	}
+	return &capped{rc: resp.Body, url: u, max: maxBytes, left: maxBytes}, nil
+}
+
+func tooLarge(url string, max int64) error {
+	return fmt.Errorf("%s: %w of %d bytes", url, ErrTooLarge, max)
+}
+
+// capped reads at most max bytes and fails on the next one; its errors
+// name the URL.
+type capped struct {
+	rc        io.ReadCloser
+	url       string
+	max, left int64 // max < 0: no cap
+}
+
+func (c *capped) Read(p []byte) (int, error) {
+	if c.max >= 0 && c.left < 0 {
+		return 0, tooLarge(c.url, c.max)
+	}
+	if c.max >= 0 && int64(len(p)) > c.left+1 {
+		p = p[:c.left+1]
+	}
+	n, err := c.rc.Read(p)
+	if c.max >= 0 {
+		c.left -= int64(n)
+		if c.left < 0 {
+			return n + int(c.left), tooLarge(c.url, c.max)
+		}
+	}
+	var stall *StallError
+	if err != nil && err != io.EOF && !errors.As(err, &stall) {
+		err = fmt.Errorf("%s: %w", c.url, err)
+	}
+	return n, err
+}
+
+func (c *capped) Close() error { return c.rc.Close() }

@@ -1,0 +1,57 @@
+package resourcesync
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// TestLoadURL: with no Open, a Loader reads a URL through rsdump's HTTP
+// client (its User-Agent names rsdump), following an index's parts, and a
+// 404 is an OpenError naming the URL.
+func TestLoadURL(t *testing.T) {
+	const head = `<?xml version="1.0" encoding="UTF-8"?>` + "\n"
+	const ns = `xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/"`
+	docs := map[string]string{
+		"/index.xml": head + `<sitemapindex ` + ns + `><rs:md capability="resourcelist" at="2026-01-01T00:00:00Z"/>` +
+			`<sitemap><loc>part.xml</loc></sitemap></sitemapindex>`,
+		"/part.xml": head + `<urlset ` + ns + `><rs:md capability="resourcelist" at="2026-01-01T00:00:00Z"/>` +
+			`<url><loc>http://example.org/a</loc></url><url><loc>http://example.org/b</loc></url></urlset>`,
+	}
+	agents := make(chan string, 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		agents <- r.UserAgent()
+		d, ok := docs[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write([]byte(d))
+	}))
+	defer srv.Close()
+	var locs []string
+	l := Loader{Entry: func(d *Document, _ int, u URL) error {
+		if d.Header.Kind == URLSet {
+			locs = append(locs, u.Loc)
+		}
+		return nil
+	}}
+	if err := l.Load(t.Context(), srv.URL+"/index.xml"); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(locs, " ") != "http://example.org/a http://example.org/b" {
+		t.Errorf("entries %v", locs)
+	}
+	for range 2 {
+		if ua := <-agents; !strings.HasPrefix(ua, "rsdump/") {
+			t.Errorf("User-Agent %q", ua)
+		}
+	}
+	err := l.Load(t.Context(), srv.URL+"/gone.xml")
+	var oe *OpenError
+	if !errors.As(err, &oe) || !strings.Contains(err.Error(), srv.URL+"/gone.xml") || !strings.Contains(err.Error(), "404") {
+		t.Errorf("%v, want an OpenError naming the URL and the status", err)
+	}
+}

@@ -1,0 +1,106 @@
+package transfer
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rsdump/rsdump/internal/httpc"
+	"github.com/rsdump/rsdump/internal/httpc/httpctest"
+)
+
+// unanswering returns the base URLs of a server that accepts and never
+// answers and of one that sends headers and then stalls the body, which
+// serves the first bytes of data (so a probe for byte 0 is answered).
+func unanswering(t *testing.T, data []byte) map[string]string {
+	return map[string]string{
+		"silent":  httpctest.Silent(t),
+		"stalled": httpctest.Stalling(t, data, 1000).URL,
+	}
+}
+
+// TestUnansweredMirror: a file whose only mirror never answers, or stalls
+// in the body, fails within a few stall timeouts, naming the URL.
+func TestUnansweredMirror(t *testing.T) {
+	data := payload(256<<10, 7)
+	for name, base := range unanswering(t, data) {
+		u := base + "/f.bin"
+		o := fastOptions()
+		o.MaxFailures = 1
+		start := time.Now()
+		_, err := get(t, o, t.TempDir(), fileFor("f.bin", data, plen, u))
+		if el := time.Since(start); el > 4*time.Second {
+			t.Errorf("%s: took %s", name, el)
+		}
+		if err == nil || !strings.Contains(err.Error(), u) {
+			t.Errorf("%s: error %v does not name %s", name, err, u)
+		}
+	}
+}
+
+// TestUnansweredSource: a document URL, or a plain URL whose probe gets
+// no answer, on such a server fails Resolve within the stall timeout,
+// naming the URL. (The stalling server answers a probe for byte 0.)
+func TestUnansweredSource(t *testing.T) {
+	data := []byte(`<?xml version="1.0" encoding="UTF-8"?>
+<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/">
+` + strings.Repeat("<!-- padding -->\n", 1000))
+	for name, base := range unanswering(t, data) {
+		urls := []string{base + "/resourcedump.xml", base + "/f.meta4"}
+		if name == "silent" {
+			urls = append(urls, base+"/f.bin")
+		}
+		for _, u := range urls {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			start := time.Now()
+			_, err := New(fastOptions()).Resolve(ctx, u)
+			cancel()
+			if el := time.Since(start); el > 3*time.Second {
+				t.Errorf("%s %s: took %s", name, u, el)
+			}
+			if err == nil || !strings.Contains(err.Error(), u) || name == "stalled" && !strings.Contains(err.Error(), "stalled") {
+				t.Errorf("%s: error %v does not name %s, or the stall", name, err, u)
+			}
+		}
+	}
+}
+
+// TestUserAgent: every request the engine sends names rsdump.
+func TestUserAgent(t *testing.T) {
+	data := payload(200<<10, 3)
+	agents := make(chan string, 1000)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		agents <- r.UserAgent()
+		http.ServeContent(w, r, "f.bin", time.Time{}, strings.NewReader(string(data)))
+	}))
+	defer srv.Close()
+	if _, err := get(t, fastOptions(), t.TempDir(), fileFor("f.bin", data, plen, srv.URL+"/f.bin")); err != nil {
+		t.Fatal(err)
+	}
+	close(agents)
+	n := 0
+	for ua := range agents {
+		n++
+		if !strings.HasPrefix(ua, "rsdump/") {
+			t.Errorf("User-Agent %q", ua)
+		}
+	}
+	if n == 0 {
+		t.Error("no request")
+	}
+}
+
+// TestProbeRedirectScheme: the probe, which follows redirects itself,
+// refuses one to a scheme other than http or https, naming both URLs.
+func TestProbeRedirectScheme(t *testing.T) {
+	srv := httptest.NewServer(http.RedirectHandler("ftp://127.0.0.1/f.bin", http.StatusFound))
+	defer srv.Close()
+	_, err := New(fastOptions()).Resolve(t.Context(), srv.URL+"/f.bin")
+	if !errors.Is(err, httpc.ErrScheme) || !strings.Contains(err.Error(), srv.URL+"/f.bin") || !strings.Contains(err.Error(), "ftp://127.0.0.1/f.bin") {
+		t.Errorf("%v, want httpc.ErrScheme naming both URLs", err)
+	}
+}

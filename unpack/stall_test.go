@@ -1,0 +1,112 @@
+package unpack_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rsdump/rsdump/internal/httpc"
+	"github.com/rsdump/rsdump/internal/httpc/httpctest"
+	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/transfer"
+	"github.com/rsdump/rsdump/unpack"
+	"github.com/rsdump/rsdump/verify"
+	"github.com/rsdump/rsdump/verify/verifytest"
+)
+
+const shortWait = 300 * time.Millisecond
+
+// stalledDoc starts like a dump document; the stalling server stops
+// after its first 300 bytes, in the middle of the comments.
+var stalledDoc = []byte(`<?xml version="1.0" encoding="UTF-8"?>
+<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/">
+` + strings.Repeat("<!-- padding -->\n", 100))
+
+var shortClient = httpc.New(httpc.Options{ResponseHeaderTimeout: shortWait, StallTimeout: shortWait})
+
+// unanswering returns the base URLs of a server that accepts and never
+// answers and of one that sends headers and then stalls the body.
+func unanswering(t *testing.T) map[string]string {
+	return map[string]string{
+		"silent":  httpctest.Silent(t),
+		"stalled": httpctest.Stalling(t, stalledDoc, 300).URL,
+	}
+}
+
+// TestUnpackUnansweredDocument: a dump document URL on such a server fails
+// Unpack within the timeout, with an error naming the URL.
+func TestUnpackUnansweredDocument(t *testing.T) {
+	for name, base := range unanswering(t) {
+		u := base + "/" + pack.DumpName
+		var fs []verify.Finding
+		opts := unpack.Options{Client: shortClient, Mapper: mapper(t), Report: func(f verify.Finding) { fs = append(fs, f) }}
+		start := time.Now()
+		_, err := unpack.Unpack(context.Background(), u, t.TempDir(), opts)
+		if el := time.Since(start); el > 3*time.Second {
+			t.Errorf("%s: took %s", name, el)
+		}
+		if !namesURL(err, fs, u) || name == "stalled" && !namesURL(err, fs, "stalled") {
+			t.Errorf("%s: neither the error %v nor a finding names %s:\n%s", name, err, u, dump(fs))
+		}
+	}
+}
+
+// TestUnpackUnansweredPackage: a package URL on such a server is reported,
+// naming the URL, within the timeout, and nothing is written.
+func TestUnpackUnansweredPackage(t *testing.T) {
+	for name, base := range unanswering(t) {
+		u := base + "/p.zip"
+		start := time.Now()
+		opts := unpack.Options{Client: shortClient, Transfer: transfer.Options{StallTimeout: shortWait, MaxFailures: 1}}
+		res, fs := run(t, u, t.TempDir(), opts)
+		if el := time.Since(start); el > 3*time.Second {
+			t.Errorf("%s: took %s", name, el)
+		}
+		if !namesURL(nil, fs, u) || res.Written != 0 {
+			t.Errorf("%s: no error naming %s, or files written: %+v\n%s", name, u, res, dump(fs))
+		}
+	}
+}
+
+// TestUnpackDefaultClient: with no Client, unpack's requests go through
+// rsdump's client, whose User-Agent names rsdump.
+func TestUnpackDefaultClient(t *testing.T) {
+	out := t.TempDir()
+	agents := make(chan string, 1000)
+	files := http.FileServer(http.Dir(out))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		agents <- r.UserAgent()
+		files.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	o := pack.Options{BaseURL: verifytest.BaseURL, DumpURL: srv.URL + "/", At: fixedTime}
+	if _, err := pack.Pack(t.Context(), tree(t, exampleFiles(t)), out, o); err != nil {
+		t.Fatal(err)
+	}
+	res, fs := run(t, srv.URL+"/"+pack.DumpName, t.TempDir(), unpack.Options{})
+	if res.Problems() != 0 || res.Written == 0 {
+		t.Fatalf("%+v\n%s", res, dump(fs))
+	}
+	close(agents)
+	for ua := range agents {
+		if !strings.HasPrefix(ua, "rsdump/") {
+			t.Errorf("User-Agent %q", ua)
+		}
+	}
+}
+
+// namesURL says whether err, or else an error finding, names url.
+func namesURL(err error, fs []verify.Finding, url string) bool {
+	if err != nil {
+		return strings.Contains(err.Error(), url)
+	}
+	for _, f := range fs {
+		if f.Severity == verify.Error && strings.Contains(f.Source+" "+f.Msg, url) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,118 @@
+package verify_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rsdump/rsdump/internal/httpc"
+	"github.com/rsdump/rsdump/internal/httpc/httpctest"
+	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/verify"
+	"github.com/rsdump/rsdump/verify/verifytest"
+)
+
+const shortWait = 300 * time.Millisecond
+
+// stalledDoc starts like a dump document; the stalling server stops
+// after its first 300 bytes, in the middle of the comments.
+var stalledDoc = []byte(`<?xml version="1.0" encoding="UTF-8"?>
+<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/">
+` + strings.Repeat("<!-- padding -->\n", 100))
+
+var shortClient = httpc.New(httpc.Options{ResponseHeaderTimeout: shortWait, StallTimeout: shortWait})
+
+// TestVerifyUnansweredDocument: a dump document URL on a server that
+// accepts and never answers, or that stalls in the body, fails Verify
+// within the timeout, with an error naming the URL.
+func TestVerifyUnansweredDocument(t *testing.T) {
+	for name, base := range map[string]string{
+		"silent":  httpctest.Silent(t),
+		"stalled": httpctest.Stalling(t, stalledDoc, 300).URL,
+	} {
+		u := base + "/" + pack.DumpName
+		var fs []verify.Finding
+		opts := verify.Options{Client: shortClient, Report: func(f verify.Finding) { fs = append(fs, f) }}
+		start := time.Now()
+		_, err := verify.Verify(context.Background(), []string{u}, opts)
+		if el := time.Since(start); el > 3*time.Second {
+			t.Errorf("%s: took %s", name, el)
+		}
+		if !namesURL(err, fs, u) || name == "stalled" && !namesURL(err, fs, "stalled") {
+			t.Errorf("%s: neither the error %v nor a finding names %s:\n%s", name, err, u, dump(fs))
+		}
+	}
+}
+
+// TestVerifyUnansweredPackage: a dump whose package is on such a server
+// reports the package, naming its URL, within the timeout.
+func TestVerifyUnansweredPackage(t *testing.T) {
+	for name, base := range map[string]string{
+		"silent":  httpctest.Silent(t),
+		"stalled": httpctest.Stalling(t, make([]byte, 1<<20), 100).URL,
+	} {
+		out := t.TempDir()
+		o := pack.Options{BaseURL: verifytest.BaseURL, DumpURL: base + "/", At: fixedTime}
+		if _, err := pack.Pack(t.Context(), tree(t, exampleFiles(t)), out, o); err != nil {
+			t.Fatal(err)
+		}
+		docs := httptest.NewServer(http.FileServer(http.Dir(out)))
+		start := time.Now()
+		sum, fs := run(t, verify.Options{Client: shortClient}, docs.URL+"/"+pack.DumpName)
+		docs.Close()
+		if el := time.Since(start); el > 3*time.Second {
+			t.Errorf("%s: took %s", name, el)
+		}
+		u := base + "/resourcedump-00001.zip"
+		found := false
+		for _, f := range fs {
+			found = found || f.Severity == verify.Error && strings.Contains(f.Source+" "+f.Msg, u)
+		}
+		if !found || sum.Problems() == 0 {
+			t.Errorf("%s: no error naming %s: %+v\n%s", name, u, sum, dump(fs))
+		}
+	}
+}
+
+// TestVerifyDefaultClient: with no Client, verify's requests go through
+// rsdump's client, whose User-Agent names rsdump.
+func TestVerifyDefaultClient(t *testing.T) {
+	out := t.TempDir()
+	agents := make(chan string, 1000)
+	files := http.FileServer(http.Dir(out))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		agents <- r.UserAgent()
+		files.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	o := pack.Options{BaseURL: verifytest.BaseURL, DumpURL: srv.URL + "/", At: fixedTime}
+	if _, err := pack.Pack(t.Context(), tree(t, exampleFiles(t)), out, o); err != nil {
+		t.Fatal(err)
+	}
+	sum, fs := run(t, verify.Options{}, srv.URL+"/"+pack.DumpName)
+	if sum.Problems() != 0 || sum.Verified == 0 {
+		t.Fatalf("%+v\n%s", sum, dump(fs))
+	}
+	close(agents)
+	for ua := range agents {
+		if !strings.HasPrefix(ua, "rsdump/") {
+			t.Errorf("User-Agent %q", ua)
+		}
+	}
+}
+
+// namesURL says whether err, or else an error finding, names url.
+func namesURL(err error, fs []verify.Finding, url string) bool {
+	if err != nil {
+		return strings.Contains(err.Error(), url)
+	}
+	for _, f := range fs {
+		if f.Severity == verify.Error && strings.Contains(f.Source+" "+f.Msg, url) {
+			return true
+		}
+	}
+	return false
+}
