@@ -11,6 +11,7 @@ import (
 
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/verify/verifytest"
+	"github.com/rsdump/rsdump/version"
 )
 
 func TestVersion(t *testing.T) {
@@ -21,7 +22,7 @@ func TestVersion(t *testing.T) {
 		}
 	}
 	code, stdout, _ := rsdump(t, "version", "--json")
-	var b buildInfo
+	var b version.Info
 	if err := json.Unmarshal([]byte(stdout), &b); code != exitOK || err != nil || b.Go != runtime.Version() || b.Version == "" {
 		t.Errorf("version --json: exit %d, %v, %+v", code, err, b)
 	}

@@ -17,7 +17,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rsdump/rsdump/internal/version"
+	"github.com/rsdump/rsdump/version"
 )
 
 // Options tune a client. Zero values take the defaults in brackets.

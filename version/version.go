@@ -14,10 +14,10 @@ const Module = "github.com/rsdump/rsdump"
 
 // Info is what the build recorded.
 type Info struct {
-	Version  string // module version ("v1.2.3"), or "devel" for a build from a checkout
-	Revision string // VCS revision, "" when the build recorded none
-	Modified bool   // the working tree had uncommitted changes
-	Go       string // Go toolchain ("go1.26.8")
+	Version  string `json:"version"`            // module version ("v1.2.3"), or "devel" for a build from a checkout
+	Revision string `json:"revision,omitempty"` // VCS revision, "" when the build recorded none
+	Modified bool   `json:"modified,omitempty"` // the working tree had uncommitted changes
+	Go       string `json:"go"`                 // Go toolchain ("go1.26.8")
 }
 
 var info = sync.OnceValue(func() Info {
