@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -78,9 +79,13 @@ func checkFile(f File) error {
 	if f.Size < 0 {
 		return fmt.Errorf("%s: unknown size", f.Name)
 	}
+	if f.HashAlg == "" && f.Pieces.Hashes == nil && len(f.Unverifiable) > 0 {
+		return fmt.Errorf("%s: only %s hashes given: %w; not downloaded unverified",
+			f.Name, strings.Join(f.Unverifiable, ", "), ErrUnverifiable)
+	}
 	if f.HashAlg != "" {
 		if _, err := newHash(f.HashAlg); err != nil {
-			return fmt.Errorf("%s: %w", f.Name, err)
+			return fmt.Errorf("%s: %w; not downloaded unverified", f.Name, err)
 		}
 	}
 	p := f.Pieces

@@ -162,12 +162,13 @@ func fileFromMetalink(mf metalink.File) (File, error) {
 		return f, fmt.Errorf("%s: no size", mf.Name)
 	}
 	f.Size = *mf.Size
-	if h, ok := mf.StrongestHash(); ok && digest.Known(h.Type) {
+	if h, ok := mf.StrongestHash(); ok {
 		f.HashAlg, f.Hash = h.Type, h.Value
 	}
-	if p, ok := mf.StrongestPieces(); ok && digest.Known(p.Type) {
+	if p, ok := mf.StrongestPieces(); ok {
 		f.Pieces = Pieces{Type: p.Type, Length: p.Length, Hashes: p.Hashes}
 	}
+	f.Unverifiable = mf.UnverifiableHashes()
 	for _, u := range mf.URLs {
 		if isURL(u.URL) {
 			f.Mirrors = append(f.Mirrors, Mirror{URL: u.URL, Priority: u.Priority, Location: u.Location})
@@ -206,7 +207,11 @@ func (g *Getter) fileFromEntry(ctx context.Context, u resourcesync.URL) (File, e
 		if err != nil {
 			return f, fmt.Errorf("%s: %w", u.Loc, err)
 		}
-		f.HashAlg, f.Hash = strongest(set)
+		if s, ok := set.Strongest(); ok {
+			f.HashAlg, f.Hash = s.Alg, s.Hex
+		} else {
+			f.Unverifiable = set.Algs()
+		}
 	}
 	for _, l := range u.Links {
 		switch {
@@ -222,15 +227,6 @@ func (g *Getter) fileFromEntry(ctx context.Context, u resourcesync.URL) (File, e
 		return f, fmt.Errorf("%s: no length", u.Loc)
 	}
 	return f, nil
-}
-
-func strongest(set digest.Set) (string, string) {
-	for _, alg := range []string{digest.SHA512, digest.SHA256, digest.BLAKE3, digest.SHA1, digest.MD5} {
-		if v, ok := set.Get(alg); ok {
-			return alg, v
-		}
-	}
-	return "", ""
 }
 
 // mergeMetalink takes piece hashes, a hash and mirrors from the Metalink
@@ -260,8 +256,13 @@ func (g *Getter) mergeMetalink(ctx context.Context, f *File, href string) error 
 		return fmt.Errorf("%s: %s %s, the dump says %s", href, m.HashAlg, m.Hash, f.Hash)
 	}
 	f.Size, f.Pieces = m.Size, m.Pieces
-	if f.HashAlg == "" {
-		f.HashAlg, f.Hash = m.HashAlg, m.Hash
+	if m.HashAlg != "" && (f.HashAlg == "" || digest.Rank(m.HashAlg) < digest.Rank(f.HashAlg)) {
+		f.HashAlg, f.Hash = m.HashAlg, m.Hash // the stronger of the two
+	}
+	if f.HashAlg != "" || f.Pieces.Hashes != nil {
+		f.Unverifiable = nil
+	} else {
+		f.Unverifiable = append(f.Unverifiable, m.Unverifiable...)
 	}
 	f.Mirrors = append(f.Mirrors, m.Mirrors...)
 	return nil

@@ -161,11 +161,11 @@ func dumpURLs(u resourcesync.URL) []metalink.URL {
 	return urls
 }
 
-// metalinkHashes keeps the algorithms Metalink readers know.
+// metalinkHashes keeps the algorithms Metalink readers know (IANA names).
 func metalinkHashes(s digest.Set) []metalink.Hash {
 	var hs []metalink.Hash
 	for _, sum := range s {
-		if _, ok := metalink.HashHexLen(sum.Alg); ok {
+		if digest.IANA(sum.Alg) {
 			hs = append(hs, metalink.Hash{Type: sum.Alg, Value: sum.Hex})
 		}
 	}
