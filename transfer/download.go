@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	fsatomic "github.com/rsdump/rsdump/internal/atomic"
 )
 
 // download is one file in progress.
@@ -271,18 +273,11 @@ func (d *download) publish(sum string) error {
 	if d.f.HashAlg != "" && sum != d.f.Hash {
 		return d.hashMismatch(sum)
 	}
-	if err := d.part.Sync(); err != nil {
-		return fmt.Errorf("%s: %w", d.partPath, err)
-	}
-	err = d.part.Close()
+	err = fsatomic.Publish(d.part, d.partPath, d.final)
 	d.part = nil
 	if err != nil {
-		return fmt.Errorf("%s: %w", d.partPath, err)
+		return err
 	}
-	if err := os.Rename(d.partPath, d.final); err != nil {
-		return fmt.Errorf("publishing %s: %w", d.final, err)
-	}
-	syncDir(filepath.Dir(d.final))
 	os.Remove(d.statePath)
 	d.res.Path = d.final
 	return nil
@@ -302,11 +297,4 @@ func (d *download) hashMismatch(sum string) error {
 	d.part = nil
 	os.Remove(d.partPath)
 	return err
-}
-
-func syncDir(dir string) {
-	if f, err := os.Open(dir); err == nil {
-		f.Sync()
-		f.Close()
-	}
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/rsdump/rsdump/internal/atomic"
 	"github.com/rsdump/rsdump/metalink"
 	"github.com/rsdump/rsdump/pack"
 )
@@ -151,27 +152,20 @@ type metalinkWriter struct {
 
 // write encodes the document through fill into out, or stdout when out
 // is "" or "-". A file is written under a temporary name in the same
-// directory and renamed only when complete.
+// directory, synced and renamed only when complete (internal/atomic).
 func (w *metalinkWriter) write(out string, stdout io.Writer, head *metalink.Metalink, fill func(*metalink.Encoder) error) error {
 	if out == "" || out == "-" {
 		return w.encode(stdout, "standard output", head, fill)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".*.tmp")
+	f, err := atomic.Create(out, 0o644)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name()) // fails harmlessly after the rename
-	err = w.encode(tmp, out, head, fill)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	defer f.Abort() // does nothing after Commit
+	if err := w.encode(f, out, head, fill); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), out)
+	return f.Commit()
 }
 
 func (w *metalinkWriter) encode(dst io.Writer, name string, head *metalink.Metalink, fill func(*metalink.Encoder) error) error {
