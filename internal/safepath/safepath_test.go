@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rsdump/rsdump/internal/safepath"
 	"github.com/rsdump/rsdump/metalink"
+	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/verify"
 )
 
@@ -43,9 +45,10 @@ var hostile = []struct {
 
 var fine = []string{"pkg.zip", "a/b/c.zip", "log/.hidden", "~tmp", "é/ü.txt", "a b/c", "x..y", strings.Repeat("x", 255)}
 
-// verify (manifest paths, ZIP entries) and metalink (file names) apply the
-// same rules: each refuses every hostile name for the same reason, with a
-// message that names it, and accepts the same ordinary names.
+// verify (ZIP entries, bitstream paths), metalink (file names) and
+// resourcesync (manifest paths) apply the same rules: each refuses every
+// hostile name for the same reason, with a message that names it, and
+// accepts the same ordinary names.
 func TestVerifyAndMetalinkAgree(t *testing.T) {
 	for _, c := range hostile {
 		var e *safepath.Error
@@ -63,6 +66,9 @@ func TestVerifyAndMetalinkAgree(t *testing.T) {
 			t.Errorf("metalink.CheckName(%q) = %v, want %s", c.name, merr, metalinkCode(c.kind))
 			continue
 		}
+		if c.name != "" && !manifestRefuses("/"+c.name, e.Reason) {
+			t.Errorf("resourcesync accepts manifest path %q", "/"+c.name)
+		}
 		if c.kind != safepath.Missing && (!strings.Contains(p.Msg, e.Reason) || len(c.name) < 40 && !strings.Contains(p.Msg, fmt.Sprintf("%q", c.name))) {
 			t.Errorf("metalink message %q does not name %q and say %q", p.Msg, c.name, e.Reason)
 		}
@@ -74,7 +80,23 @@ func TestVerifyAndMetalinkAgree(t *testing.T) {
 		if err := metalink.CheckName(name); err != nil {
 			t.Errorf("metalink.CheckName(%q) = %v", name, err)
 		}
+		if manifestRefuses("/"+name, "") {
+			t.Errorf("resourcesync refuses manifest path %q", "/"+name)
+		}
 	}
+}
+
+// manifestRefuses reports whether a Resource Dump Manifest entry with
+// path p has an error (saying why, when why is not "").
+func manifestRefuses(p, why string) bool {
+	h := resourcesync.Header{MD: resourcesync.MD{Capability: resourcesync.CapResourceDumpManifest, At: time.Unix(0, 0)}}
+	u := resourcesync.URL{Loc: "http://127.0.0.1/a", Lastmod: time.Unix(0, 0), MD: &resourcesync.MD{Path: p}}
+	for _, pr := range resourcesync.ValidateEntry(h, 1, u) {
+		if pr.Severity == resourcesync.Error && strings.Contains(pr.Msg, why) {
+			return true
+		}
+	}
+	return false
 }
 
 func metalinkCode(k safepath.Kind) string {
