@@ -62,10 +62,18 @@ func TestRegistryCaseInsensitive(t *testing.T) {
 			t.Errorf("New(%s) hashes abc to %s, want %s", up, got, abc[alg])
 		}
 	}
+	if m, err := NewMulti("SHA-256", "Md5"); err != nil || m.Sums().String() != SHA256+":"+emptySHA256+" "+MD5+":"+emptyMD5 {
+		t.Errorf("NewMulti(SHA-256, Md5) sums = %v, %v; want canonical names", m.Sums(), err)
+	}
 	if len(Strongest()) != len(Names()) {
 		t.Errorf("Strongest lists %d algorithms, Names %d", len(Strongest()), len(Names()))
 	}
 }
+
+const (
+	emptySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+	emptyMD5    = "d41d8cd98f00b204e9800998ecf8427e"
+)
 
 func TestSetStrongest(t *testing.T) {
 	s, err := Parse("md5:" + abc[MD5] + " SHA-384:" + abc[SHA384] + " sha-256:" + abc[SHA256] + " sha3-512:00")
