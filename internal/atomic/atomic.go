@@ -18,6 +18,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"syscall"
 )
 
@@ -218,8 +219,12 @@ func Publish(f *os.File, from, to string) error {
 func SyncDir(dir string) error { return SyncDirIn(OS, dir) }
 
 // SyncDirIn makes the renames in dir, inside fsys, durable. A file system
-// that cannot sync a directory is not an error.
+// that cannot sync a directory is not an error, nor is Windows, where a
+// directory cannot be opened for syncing and renames are journaled.
 func SyncDirIn(fsys FS, dir string) error {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
 	d, err := fsys.Open(dir)
 	if err != nil {
 		return err
