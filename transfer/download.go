@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	fsatomic "github.com/rsdump/rsdump/internal/atomic"
+	"github.com/rsdump/rsdump/internal/digest"
 )
 
 // download is one file in progress.
@@ -53,6 +54,8 @@ func (g *Getter) newDownload(dir string, f File) (*download, error) {
 	if err := checkFile(f); err != nil {
 		return nil, err
 	}
+	f.HashAlg, _ = digest.Canonical(f.HashAlg) // "SHA-256" is "sha-256"
+	f.Hash = strings.ToLower(f.Hash)
 	ms, err := newMirrors(f, g.opts.Locations)
 	if err != nil {
 		return nil, err
@@ -80,6 +83,9 @@ func (g *Getter) newDownload(dir string, f File) (*download, error) {
 func checkFile(f File) error {
 	if f.Size < 0 {
 		return fmt.Errorf("%s: unknown size", f.Name)
+	}
+	if f.HashAlg == "" && f.Hash != "" {
+		return fmt.Errorf("%s: a whole-file hash without its algorithm", f.Name)
 	}
 	if f.HashAlg == "" && f.Pieces.Hashes == nil && len(f.Unverifiable) > 0 {
 		return fmt.Errorf("%s: only %s hashes given: %w; not downloaded unverified",

@@ -161,3 +161,26 @@ func TestParseDigestStrongest(t *testing.T) {
 		t.Errorf("a sha-512 digest of 3 bytes accepted as %s", alg)
 	}
 }
+
+// A File built by hand is checked the same way: the algorithm in any case,
+// and a hash without an algorithm refused before any request.
+func TestFileHashByHand(t *testing.T) {
+	data := payload(50<<10, 63)
+	s, m := serve(t, data)
+	f := fileFor("f.bin", data, 0, s.URL)
+	f.HashAlg, f.Hash = "SHA-384", strings.ToUpper(sha384(data))
+	dir := t.TempDir()
+	if _, err := get(t, fastOptions(), dir, f); err != nil {
+		t.Fatal(err)
+	}
+	mustMatch(t, dir, "f.bin", data)
+
+	f.HashAlg = ""
+	n := m.Requests.Load()
+	if _, err := get(t, fastOptions(), t.TempDir(), f); err == nil || !strings.Contains(err.Error(), "without its algorithm") {
+		t.Errorf("Get of a hash without an algorithm = %v", err)
+	}
+	if m.Requests.Load() != n {
+		t.Error("requests made for a file refused")
+	}
+}
