@@ -170,3 +170,7 @@ func locFor(base, rel string) string {
 	}
 	return base + strings.Join(segs, "/")
 }
+
+// ParseHashes parses a comma-separated list of manifest hash algorithms,
+// as given to --hash, refusing unknown and repeated names.
+func ParseHashes(s string) ([]string, error) { return digest.ParseList(s) }

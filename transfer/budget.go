@@ -91,7 +91,7 @@ type MirrorProgress struct {
 	Host     string
 	Active   int    // connections open now
 	Received int64  // bytes received, good or bad
-	State    string // active, idle, waiting, backoff, dropped
+	State    string // active, idle, waiting, backoff, no-range, dropped
 }
 
 func (b *budget) snapshot() []MirrorProgress {

@@ -52,7 +52,11 @@ func (e *MirrorsError) Error() string {
 		if i > 0 {
 			b.WriteString(";")
 		}
-		fmt.Fprintf(&b, " %s (%s)", m.URL, m.Dropped)
+		why := m.Dropped
+		if why == "" && m.NoRange {
+			why = "no Range support"
+		}
+		fmt.Fprintf(&b, " %s (%s)", m.URL, why)
 	}
 	return b.String()
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -51,7 +52,7 @@ func TestEachFaultAlone(t *testing.T) {
 			{"500", []mt.Option{mt.Status(500, 0.3, "")}, ""},
 			{"503-always", []mt.Option{mt.Status(503, 1, "")}, "503"},
 			{"stall", []mt.Option{mt.StallAfter(4<<10, 5*time.Second)}, "any"},
-			{"no-range", []mt.Option{mt.NoRange()}, "range"},
+			{"no-range", []mt.Option{mt.NoRange()}, ""}, // not dropped: see TestNoRangeNotDropped
 			{"wrong-content-range", []mt.Option{mt.WrongRange()}, "Content-Range"},
 		}
 		for _, tc := range cases {
@@ -316,6 +317,42 @@ func TestPartLocked(t *testing.T) {
 	_, err = get(t, fastOptions(), dir, fileFor("f.bin", data, plen, s.URL))
 	if err == nil || !strings.Contains(err.Error(), "another rsdump") {
 		t.Fatalf("err %v, want a lock error", err)
+	}
+}
+
+// A server that ignores Range beside one that honours it is reported by a
+// MirrorNoRange event and MirrorResult.NoRange, never as dropped, and
+// gets no more than the requests that found out.
+func TestNoRangeNotDropped(t *testing.T) {
+	data := payload(1<<20+777, 2)
+	nr, nm := serve(t, data, mt.NoRange())
+	good, _ := serve(t, data, mt.RateLimit(8<<20))
+	o := fastOptions()
+	var mu sync.Mutex
+	var events []Event
+	o.Events = func(e Event) { mu.Lock(); events = append(events, e); mu.Unlock() }
+	dir := t.TempDir()
+	res, err := get(t, o, dir, fileFor("f.bin", data, plen, nr.URL, good.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustMatch(t, dir, "f.bin", data)
+	if m := mirrorResult(t, res[0], nr.URL); m.Dropped != "" || !m.NoRange {
+		t.Errorf("mirror without Range: %+v; want NoRange and not dropped", m)
+	}
+	noRange := 0
+	for _, e := range events {
+		switch e := e.(type) {
+		case *MirrorDropped:
+			t.Errorf("dropped %s: %s", e.URL, e.Reason)
+		case *MirrorNoRange:
+			if e.URL == nr.URL && strings.Contains(e.Reason, "range") {
+				noRange++
+			}
+		}
+	}
+	if noRange != 1 || nm.Requests.Load() > int64(o.PerMirror) {
+		t.Errorf("%d MirrorNoRange events, %d requests to the mirror; want 1 and at most %d", noRange, nm.Requests.Load(), o.PerMirror)
 	}
 }
 

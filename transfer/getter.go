@@ -171,7 +171,7 @@ func (d *download) result(err error) *Result {
 func (d *download) mirrorResults() []MirrorResult {
 	out := make([]MirrorResult, len(d.mirrors))
 	for i, m := range d.mirrors {
-		out[i] = MirrorResult{URL: m.url, Bytes: m.bytes, Bad: m.bad, Dropped: m.dropped}
+		out[i] = MirrorResult{URL: m.url, Bytes: m.bytes, Bad: m.bad, Dropped: m.dropped, NoRange: m.noRange != ""}
 	}
 	return out
 }

@@ -39,7 +39,7 @@ func (g *Getter) fromPlainURL(ctx context.Context, src string) ([]File, error) {
 		}
 	}
 	if describedBy != "" {
-		if err := g.mergeMetalink(ctx, &f, describedBy); err != nil {
+		if err := g.mergeMetalink(ctx, &f, []string{describedBy}); err != nil {
 			return nil, err
 		}
 	}

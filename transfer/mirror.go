@@ -24,7 +24,7 @@ type mirror struct {
 	fails    int     // consecutive failures
 	notUntil time.Time
 	dropped  string
-	noRange  bool               // dropped for answering a range request with the whole file
+	noRange  string             // why it takes no range requests (it answered one with the whole file); not dropped
 	recent   [healthWindow]bool // true = bad piece
 	nRecent  int
 	bytes    int64 // verified bytes served
@@ -110,7 +110,10 @@ func hostKey(raw string) (string, error) {
 	return net.JoinHostPort(u.Hostname(), port), nil
 }
 
-func (m *mirror) alive() bool { return m.dropped == "" }
+// alive: the mirror may be sent range requests. A mirror without Range
+// support is not alive but not dropped either: it is kept for one
+// whole-file connection (streamCandidate).
+func (m *mirror) alive() bool { return m.dropped == "" && m.noRange == "" }
 
 func (m *mirror) ready(now time.Time) bool { return m.alive() && !now.Before(m.notUntil) }
 

@@ -294,7 +294,9 @@ func (d *download) settle(a *attempt, err error) {
 	if v == ignore {
 		return
 	}
-	d.res.Refetch++ // by a new attempt, or by a copy under way or done
+	if !errors.Is(err, ErrNoRange) { // no data came: nothing is fetched twice
+		d.res.Refetch++ // by a new attempt, or by a copy under way or done
+	}
 	if p.done {
 		return
 	}
@@ -314,7 +316,10 @@ func (d *download) judge(m *mirror, p *piece, v verdict, after time.Duration, er
 			d.drop(m, fmt.Sprintf("%d of its last %d pieces failed their hash", int(m.errRate()*float64(min(m.nRecent, healthWindow))+0.5), min(m.nRecent, healthWindow)))
 		}
 	case dropMirror:
-		m.noRange = m.noRange || errors.Is(err, ErrNoRange)
+		if errors.Is(err, ErrNoRange) {
+			d.rangeless(m, trimURL(err.Error(), m.url))
+			return
+		}
 		d.drop(m, trimURL(err.Error(), m.url))
 	case retryLater:
 		d.res.Retries++
@@ -384,6 +389,18 @@ func (d *download) drop(m *mirror, reason string) {
 	m.dropped = reason
 	d.g.budget.setState(m.host, "dropped")
 	d.g.opts.Events(&MirrorDropped{File: d.f.Name, URL: m.url, Reason: reason})
+}
+
+// rangeless takes a mirror that answered a range request with the whole
+// file off the piece schedule and keeps it for one whole-file connection:
+// it is reported as such, not as dropped.
+func (d *download) rangeless(m *mirror, why string) {
+	if m.noRange != "" || m.dropped != "" {
+		return
+	}
+	m.noRange = why
+	d.g.budget.setState(m.host, "no-range")
+	d.g.opts.Events(&MirrorNoRange{File: d.f.Name, URL: m.url, Reason: why})
 }
 
 func (d *download) failLocked(err error) {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -23,44 +22,75 @@ const maxDocument = 64 << 20
 
 // Resolve turns a source into files: a Metalink document (path or URL), a
 // ResourceSync dump document (resourcedump.xml, changedump.xml) or a
-// sitemap index of them, or a
-// plain http(s) URL, whose RFC 6249 Link and Digest headers add mirrors,
-// a hash, or a Metalink.
+// sitemap index of them, or a plain http(s) URL, whose RFC 6249 Link and
+// Digest headers add mirrors, a hash, or a Metalink.
 func (g *Getter) Resolve(ctx context.Context, source string) ([]File, error) {
-	if !isURL(source) {
-		b, err := readDoc(source)
-		if err != nil {
-			return nil, err
+	if isURL(source) {
+		switch strings.ToLower(path.Ext(urlPath(source))) {
+		case ".meta4", ".metalink", ".xml":
+		default:
+			return g.fromPlainURL(ctx, source)
 		}
-		return g.fromDocument(ctx, source, b)
 	}
-	switch strings.ToLower(path.Ext(urlPath(source))) {
-	case ".meta4", ".metalink", ".xml":
-		b, err := g.fetchDoc(ctx, source)
-		if err != nil {
-			return nil, err
-		}
-		return g.fromDocument(ctx, source, b)
-	}
-	return g.fromPlainURL(ctx, source)
-}
-
-// readDoc reads a local document, refusing one too large to be one (a
-// package given by mistake, say) before reading it into memory.
-func readDoc(path string) ([]byte, error) {
-	fi, err := os.Stat(path)
+	rc, err := g.OpenDocument(ctx, source)
 	if err != nil {
 		return nil, err
 	}
-	if fi.Size() > maxDocument {
-		return nil, fmt.Errorf("%s: %d bytes: too large for a Metalink or dump document", path, fi.Size())
+	defer rc.Close()
+	br := bufio.NewReaderSize(rc, 4096)
+	head, _ := br.Peek(4096)
+	switch {
+	case bytes.Contains(head, []byte("<metalink")):
+		return filesFromMetalink(source, io.LimitReader(br, maxDocument))
+	case bytes.Contains(head, []byte("<urlset")), bytes.Contains(head, []byte("<sitemapindex")):
+		return g.filesFromDump(ctx, source, br)
 	}
-	return os.ReadFile(path)
+	return nil, fmt.Errorf("%s: neither a Metalink nor a ResourceSync dump document", source)
 }
 
-func isURL(s string) bool {
-	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")
+// OpenDocument opens a Metalink or ResourceSync document, a file or a
+// URL fetched with the Getter's client, refusing one too large to be a
+// document (a package given by mistake, say).
+func (g *Getter) OpenDocument(ctx context.Context, loc string) (io.ReadCloser, error) {
+	if !isURL(loc) {
+		return openLocalDoc(loc)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, loc, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := g.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, &StatusError{URL: loc, Status: resp.StatusCode}
+	}
+	if resp.ContentLength > maxDocument {
+		resp.Body.Close()
+		return nil, fmt.Errorf("%s: %d bytes: too large for a Metalink or dump document", loc, resp.ContentLength)
+	}
+	return resp.Body, nil
 }
+
+func openLocalDoc(path string) (io.ReadCloser, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && fi.Size() > maxDocument {
+		err = fmt.Errorf("%s: %d bytes: too large for a Metalink or dump document", path, fi.Size())
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+func isURL(s string) bool { return resourcesync.IsURL(s) }
 
 func urlPath(s string) string {
 	if u, err := url.Parse(s); err == nil {
@@ -69,79 +99,32 @@ func urlPath(s string) string {
 	return s
 }
 
-// fromDocument sniffs the root element: Metalink, or a sitemap urlset.
-func (g *Getter) fromDocument(ctx context.Context, src string, b []byte) ([]File, error) {
-	head := b[:min(len(b), 4096)]
-	switch {
-	case bytes.Contains(head, []byte("<metalink")):
-		return filesFromMetalink(src, b)
-	case bytes.Contains(head, []byte("<urlset")):
-		return g.filesFromDump(ctx, src, b)
-	case bytes.Contains(head, []byte("<sitemapindex")):
-		return g.filesFromIndex(ctx, src, b)
-	}
-	return nil, fmt.Errorf("%s: neither a Metalink nor a ResourceSync dump document", src)
-}
-
-// filesFromIndex follows a dump's sitemap index (pack writes one past
-// 50,000 packages): each document it lists is fetched and read as a dump
-// document. An index listing an index is refused, as the sitemap protocol
-// (and ResourceSync §5.2) allow only one level.
-func (g *Getter) filesFromIndex(ctx context.Context, src string, b []byte) ([]File, error) {
-	dec, err := resourcesync.NewDecoder(bufio.NewReader(bytes.NewReader(b)))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", src, err)
-	}
-	var locs []string
-	if err := dec.Each(func(u resourcesync.URL) error { locs = append(locs, u.Loc); return nil }); err != nil {
-		return nil, fmt.Errorf("%s: %w", src, err)
-	}
+// filesFromDump lists the packages of a dump document read from r, and of
+// every part when it is an index (pack writes one past 50,000 packages).
+func (g *Getter) filesFromDump(ctx context.Context, src string, r io.Reader) ([]File, error) {
 	var files []File
-	for _, loc := range locs {
-		if !isURL(loc) {
-			return nil, fmt.Errorf("%s: %s: not an http(s) URL", src, loc)
-		}
-		doc, err := g.fetchDoc(ctx, loc)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", src, err)
-		}
-		if !bytes.Contains(doc[:min(len(doc), 4096)], []byte("<urlset")) {
-			return nil, fmt.Errorf("%s: %s: not a dump document (an index may not list an index)", src, loc)
-		}
-		fs, err := g.filesFromDump(ctx, loc, doc)
-		if err != nil {
-			return nil, err
-		}
-		files = append(files, fs...)
+	l := resourcesync.Loader{
+		Open: g.OpenDocument,
+		Entry: func(d *resourcesync.Document, _ int, u resourcesync.URL) error {
+			if d.Header.Kind == resourcesync.SitemapIndex {
+				return nil
+			}
+			f, err := g.FileFromEntry(ctx, d.Loc, u)
+			if err != nil {
+				return fmt.Errorf("%s: %w", d.Loc, err)
+			}
+			files = append(files, f)
+			return nil
+		},
+	}
+	if err := l.Read(ctx, src, r, nil); err != nil {
+		return nil, err
 	}
 	return files, nil
 }
 
-func (g *Getter) fetchDoc(ctx context.Context, u string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := g.client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, &StatusError{URL: u, Status: resp.StatusCode}
-	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxDocument+1))
-	if err == nil && len(b) > maxDocument {
-		err = errors.New("document too large")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", u, err)
-	}
-	return b, nil
-}
-
-func filesFromMetalink(src string, b []byte) ([]File, error) {
-	ml, _, err := metalink.Decode(bytes.NewReader(b))
+func filesFromMetalink(src string, r io.Reader) ([]File, error) {
+	ml, _, err := metalink.Decode(r)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", src, err)
 	}
@@ -177,28 +160,13 @@ func fileFromMetalink(mf metalink.File) (File, error) {
 	return f, nil
 }
 
-// filesFromDump lists a dump document's packages: <loc> and its
-// rel="duplicate" links are mirrors, rs:md gives length and hash, and a
-// rel="describedby" Metalink adds piece hashes and its own mirrors.
-func (g *Getter) filesFromDump(ctx context.Context, src string, b []byte) ([]File, error) {
-	dec, err := resourcesync.NewDecoder(bufio.NewReader(bytes.NewReader(b)))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", src, err)
-	}
-	var files []File
-	err = dec.Each(func(u resourcesync.URL) error {
-		f, err := g.fileFromEntry(ctx, u)
-		files = append(files, f)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", src, err)
-	}
-	return files, nil
-}
-
-func (g *Getter) fileFromEntry(ctx context.Context, u resourcesync.URL) (File, error) {
-	f := File{Name: path.Base(urlPath(u.Loc)), Size: -1, Mirrors: []Mirror{{URL: u.Loc}}}
+// FileFromEntry turns a dump document's entry for a package into a File:
+// its <loc> (resolved against the document at doc) and rel="duplicate"
+// links are mirrors, rs:md gives length and hash, and a rel="describedby"
+// Metalink adds piece hashes and its own mirrors.
+func (g *Getter) FileFromEntry(ctx context.Context, doc string, u resourcesync.URL) (File, error) {
+	mirrors := entryMirrors(doc, u)
+	f := File{Name: resourcesync.BaseName(mirrors[0].URL), Size: -1, Mirrors: mirrors}
 	if u.MD != nil && u.MD.Length != nil {
 		f.Size = *u.MD.Length
 	}
@@ -214,11 +182,8 @@ func (g *Getter) fileFromEntry(ctx context.Context, u resourcesync.URL) (File, e
 		}
 	}
 	for _, l := range u.Links {
-		switch {
-		case l.Rel == "duplicate" && isURL(l.Href):
-			f.Mirrors = append(f.Mirrors, Mirror{URL: l.Href, Priority: l.Pri})
-		case l.Rel == "describedby" && l.Type == metalink.MediaType:
-			if err := g.mergeMetalink(ctx, &f, l.Href); err != nil {
+		if l.Rel == "describedby" && l.Type == metalink.MediaType {
+			if err := g.mergeMetalink(ctx, &f, linkCopies(resolveHref(doc, l.Href), mirrors)); err != nil {
 				return f, err
 			}
 		}
@@ -229,14 +194,66 @@ func (g *Getter) fileFromEntry(ctx context.Context, u resourcesync.URL) (File, e
 	return f, nil
 }
 
+// resolveHref resolves a link of a remote document against it; a local
+// document's links are used as they are, since its Metalinks live on the
+// Source's servers.
+func resolveHref(doc, href string) string {
+	if isURL(doc) {
+		return resourcesync.Resolve(doc, href)
+	}
+	return href
+}
+
+// entryMirrors lists where a dump entry's package is served: its <loc>,
+// resolved against a remote document, then its rel="duplicate" links.
+func entryMirrors(doc string, u resourcesync.URL) []Mirror {
+	mirrors := []Mirror{{URL: resolveHref(doc, u.Loc)}}
+	for _, l := range u.Links {
+		if l.Rel == "duplicate" && isURL(l.Href) {
+			mirrors = append(mirrors, Mirror{URL: l.Href, Priority: l.Pri})
+		}
+	}
+	return mirrors
+}
+
+// linkCopies lists where a document linked from a package's entry may be
+// read: at href, and, when it sits beside the package's first mirror (pack
+// writes NAME.meta4 and NAME.manifest.xml beside NAME), at the same name
+// beside every other mirror, so that a dead <loc> host does not cost it.
+func linkCopies(href string, mirrors []Mirror) []string {
+	hrefs := []string{href}
+	dir := mirrors[0].URL[:strings.LastIndex(mirrors[0].URL, "/")+1]
+	rest, ok := strings.CutPrefix(href, dir)
+	if !ok || strings.Contains(rest, "/") {
+		return hrefs
+	}
+	for _, m := range mirrors[1:] {
+		hrefs = append(hrefs, m.URL[:strings.LastIndex(m.URL, "/")+1]+rest)
+	}
+	return hrefs
+}
+
 // mergeMetalink takes piece hashes, a hash and mirrors from the Metalink
-// describing f; its file is the one with f's name, or its only file.
-func (g *Getter) mergeMetalink(ctx context.Context, f *File, href string) error {
-	b, err := g.fetchDoc(ctx, href)
+// describing f, read from the first of hrefs that answers; its file is the
+// one with f's name, or its only file. When none answers, f goes on
+// without piece hashes if the dump gave its length and hash.
+func (g *Getter) mergeMetalink(ctx context.Context, f *File, hrefs []string) error {
+	var rc io.ReadCloser
+	var href string
+	var err error
+	for _, href = range hrefs {
+		if rc, err = g.OpenDocument(ctx, href); err == nil {
+			break
+		}
+	}
 	if err != nil {
+		if f.Size >= 0 && f.HashAlg != "" && ctx.Err() == nil {
+			return nil
+		}
 		return err
 	}
-	files, err := filesFromMetalink(href, b)
+	defer rc.Close()
+	files, err := filesFromMetalink(href, io.LimitReader(rc, maxDocument))
 	if err != nil {
 		return err
 	}

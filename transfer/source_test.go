@@ -215,8 +215,13 @@ func TestResolveDumpIndex(t *testing.T) {
 	}
 	dir := t.TempDir()
 	g := New(fastOptions())
+	// A local index reads its parts from beside it, as a remote one
+	// reads them from its server.
 	local := filepath.Join(dir, "resourcedump.xml")
-	os.WriteFile(local, []byte(docs["/index.xml"]), 0o644)
+	os.WriteFile(local, []byte(index("http://127.0.0.9/rs/part1.xml", "part2.xml")), 0o644)
+	os.WriteFile(filepath.Join(dir, "part1.xml"), []byte(docs["/part1.xml"]), 0o644)
+	os.WriteFile(filepath.Join(dir, "part2.xml"), []byte(docs["/part2.xml"]), 0o644)
+	os.WriteFile(filepath.Join(dir, "nested-part.xml"), []byte(index("part1.xml")), 0o644)
 	for _, src := range []string{local, srv.URL + "/index.xml"} {
 		files, err := g.Resolve(context.Background(), src)
 		if err != nil {
@@ -235,9 +240,8 @@ func TestResolveDumpIndex(t *testing.T) {
 	mustMatch(t, out, "resourcedump-00002.zip", data2)
 
 	for name, doc := range map[string]string{
-		"nested": index(srv.URL + "/index.xml"),
-		"path":   index("part1.xml"),
-		"404":    index(srv.URL + "/gone.xml"),
+		"nested":  index("nested-part.xml"),
+		"missing": index(srv.URL + "/gone.xml"),
 	} {
 		bad := filepath.Join(dir, name+".xml")
 		os.WriteFile(bad, []byte(doc), 0o644)

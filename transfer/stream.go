@@ -11,8 +11,8 @@ import (
 )
 
 // A server that ignores Range can still deliver the file, once, from the
-// start. When every mirror is gone and one of them was dropped only for
-// that, the file is streamed from it: pieces already verified are read
+// start. Such a mirror is not dropped but kept for one connection: when
+// every mirror taking range requests is gone, the file is streamed from it: pieces already verified are read
 // past, the others are hashed and written as they go by.
 
 // streamCandidate picks the mirror to stream from, once per download.
@@ -21,7 +21,7 @@ func (d *download) streamCandidate() *mirror {
 		return nil
 	}
 	for _, m := range d.mirrors {
-		if m.noRange {
+		if m.noRange != "" && m.dropped == "" {
 			d.streamTried = true
 			return m
 		}
@@ -38,7 +38,7 @@ func (d *download) streamFallback() error {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.stream.dropped += "; streaming the whole file failed: " + trimURL(err.Error(), d.stream.url)
+	d.stream.dropped = d.stream.noRange + "; streaming the whole file failed: " + trimURL(err.Error(), d.stream.url)
 	return &MirrorsError{File: d.f.Name, Mirrors: d.mirrorResults()}
 }
 

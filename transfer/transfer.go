@@ -108,7 +108,7 @@ func (o Options) withDefaults() Options {
 }
 
 // Event is a file-level happening: *FileStart, *Result (a file finished,
-// failed or was skipped), *MirrorDropped.
+// failed or was skipped), *MirrorDropped, *MirrorNoRange.
 type Event interface{ event() }
 
 // FileStart announces a download; Resumed bytes were already verified.
@@ -122,6 +122,16 @@ type FileStart struct {
 type MirrorDropped struct {
 	File, URL, Reason string
 }
+
+// MirrorNoRange says a mirror answered a range request with the whole
+// file: it gets no more piece requests, and is kept for one connection
+// that streams the whole file if no other mirror is left. It is not
+// dropped.
+type MirrorNoRange struct {
+	File, URL, Reason string
+}
+
+func (*MirrorNoRange) event() {}
 
 func (*FileStart) event()     {}
 func (*Result) event()        {}
@@ -148,4 +158,5 @@ type MirrorResult struct {
 	Bytes   int64  // bytes of verified pieces it served
 	Bad     int    // pieces it served that failed their hash
 	Dropped string // why it was dropped, "" if it was not
+	NoRange bool   // it ignored Range: used, if at all, over one connection for the whole file
 }

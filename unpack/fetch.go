@@ -8,12 +8,12 @@ import (
 	"errors"
 	"io"
 	"io/fs"
-	"math"
-	"net/http"
-	"os"
 	"path"
+	"path/filepath"
 
 	"github.com/rsdump/rsdump/internal/digest"
+	"github.com/rsdump/rsdump/resourcesync"
+	"github.com/rsdump/rsdump/transfer"
 	"github.com/rsdump/rsdump/verify"
 )
 
@@ -31,7 +31,7 @@ type source struct {
 // reads only its manifest, through Range requests. Problems are reported
 // and give ok=false; the error is for a cancelled context.
 func (u *unpacker) open(ctx context.Context, ref verify.PackageRef, rep *verify.Reporter) (src source, ok bool, err error) {
-	if verify.IsURL(ref.Loc) && !u.opts.DryRun {
+	if resourcesync.IsURL(ref.Loc) && !u.opts.DryRun {
 		return u.download(ctx, ref, rep)
 	}
 	ra, size, closeFn, err := verify.OpenLocation(ctx, u.opts.Client, ref.Loc)
@@ -46,85 +46,99 @@ func (u *unpacker) openFailed(ctx context.Context, ref verify.PackageRef, rep *v
 		return ctx.Err()
 	}
 	f := verify.Finding{Severity: verify.Error, Check: verify.CheckRead, Source: ref.Loc, URI: ref.Entry.Loc, Msg: err.Error()}
-	if errors.Is(err, fs.ErrNotExist) {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		f.Check, f.Msg = verify.CheckMissing, "package is missing"
+	case errors.Is(err, transfer.ErrFileHash):
+		f.Check = verify.CheckHash
 	}
 	rep.Report(f)
 	return nil
 }
 
-// download fetches a package with one sequential GET into the cache. A
-// later engine (rsdump get: mirrors, pieces, resume) replaces this; until
-// then it is small but never trusts what it received unchecked.
+// download fetches a package through the transfer engine, from its <loc>,
+// every rel="duplicate" mirror and the pieces of a linked Metalink, into
+// its own directory in DIR/.rsdump/cache. The engine publishes it only
+// when its length and strongest hash match the dump document; with no
+// hash, unpack hashes it as it reads it.
 func (u *unpacker) download(ctx context.Context, ref verify.PackageRef, rep *verify.Reporter) (source, bool, error) {
-	resp, err := verify.Get(ctx, u.opts.Client, ref.Loc, "")
+	f, err := remoteFile(ctx, u.getter(), ref)
 	if err != nil {
 		return source{}, false, u.openFailed(ctx, ref, rep, err)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return source{}, false, u.openFailed(ctx, ref, rep, errors.New("HTTP "+resp.Status))
-	}
-	f, name, err := u.cacheFile(ref.Loc)
+	g := u.getter()
+	dir, err := u.cacheDir(ref)
 	if err != nil {
 		return source{}, false, err
 	}
-	src := source{ra: f, verified: true, close: func() { f.Close(); u.dest.root.Remove(name) }}
-	n, err := copyChecked(f, resp.Body, ref, rep)
+	drop := func() { u.dest.root.RemoveAll(dir) }
+	res, err := g.Get(ctx, filepath.Join(u.dest.dir, filepath.FromSlash(dir)), []transfer.File{f})
 	if err != nil {
-		src.close()
+		drop()
 		return source{}, false, u.openFailed(ctx, ref, rep, err)
 	}
-	if n < 0 {
-		src.close()
-		return source{}, false, nil
+	fh, err := u.dest.root.Open(path.Join(dir, f.Name))
+	if err != nil {
+		drop()
+		return source{}, false, err
 	}
-	src.size = n
-	return src, true, nil
+	return source{ra: fh, size: res[0].Size, verified: checkedAll(f, ref.Want), close: func() { fh.Close(); drop() }}, true, nil
 }
 
-// cacheFile creates a new file in the cache for a download of loc. The
-// name is unique, not just derived from loc: a document may list one URL
-// twice, and two jobs sharing a file would truncate each other's verified
-// package.
-func (u *unpacker) cacheFile(loc string) (*os.File, string, error) {
-	sum := sha256.Sum256([]byte(loc))
+// remoteFile describes a remote package to the transfer engine: from its
+// dump document's entry, or for a package given on its own from what its
+// server says (RFC 6249), with what the caller knows of its length and
+// hash.
+func remoteFile(ctx context.Context, g *transfer.Getter, ref verify.PackageRef) (transfer.File, error) {
+	if ref.Doc != "" {
+		return g.FileFromEntry(ctx, ref.Doc, ref.Entry)
+	}
+	fs, err := g.Resolve(ctx, ref.Loc)
+	if err != nil {
+		return transfer.File{}, err
+	}
+	f := fs[0]
+	if known := ref.Want.Known(); len(known) > 0 && f.HashAlg == "" {
+		f.HashAlg = known[0]
+		f.Hash, _ = ref.Want.Get(known[0])
+	}
+	if ref.Length >= 0 && f.Size < 0 {
+		f.Size = ref.Length
+	}
+	return f, nil
+}
+
+// checkedAll reports whether the engine, by checking f's hash, checked
+// every hash the dump document gives for the package; otherwise unpack
+// hashes the package as it reads it.
+func checkedAll(f transfer.File, want digest.Set) bool {
+	known := want.Known()
+	return f.HashAlg != "" && (len(known) == 0 || len(known) == 1 && known[0] == f.HashAlg)
+}
+
+// getter is the transfer engine shared by the run's downloads, so that
+// they share one connection budget.
+func (u *unpacker) getter() *transfer.Getter {
+	u.getOnce.Do(func() {
+		o := u.opts.Transfer
+		if o.Client == nil {
+			o.Client = u.opts.Client
+		}
+		u.get = transfer.New(o)
+	})
+	return u.get
+}
+
+// cacheDir creates a new directory in the cache for a download. The name
+// is unique, not just derived from loc: a document may list one URL twice,
+// and two jobs sharing a file would truncate each other's package.
+func (u *unpacker) cacheDir(ref verify.PackageRef) (string, error) {
+	sum := sha256.Sum256([]byte(ref.Loc))
 	for {
-		name := path.Join(verify.StateDir, cacheDir, hex.EncodeToString(sum[:8])+"-"+rand.Text()+".zip")
-		f, err := u.dest.root.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+		name := path.Join(verify.StateDir, cacheDir, hex.EncodeToString(sum[:8])+"-"+rand.Text())
+		err := u.dest.root.Mkdir(name, 0o755)
 		if !errors.Is(err, fs.ErrExist) {
-			return f, name, err
+			return name, err
 		}
 	}
-}
-
-// copyChecked copies a download and checks its length and hash against the
-// dump document. It returns n < 0 with a nil error when they differ, after
-// reporting it.
-func copyChecked(w io.Writer, r io.Reader, ref verify.PackageRef, rep *verify.Reporter) (int64, error) {
-	mh, _ := digest.NewMulti(ref.Want.Known()...)
-	limit := int64(math.MaxInt64)
-	if ref.Length >= 0 {
-		limit = ref.Length + 1 // one more byte shows a longer body
-	}
-	n, err := io.Copy(io.MultiWriter(w, mh), io.LimitReader(r, limit))
-	if err != nil {
-		return 0, err
-	}
-	base := verify.Finding{Severity: verify.Error, Source: ref.Loc, URI: ref.Entry.Loc}
-	if ref.Length >= 0 && n != ref.Length {
-		base.Check, base.Expected, base.Actual, base.Msg = verify.CheckLength, itoa(ref.Length), itoa(n), "downloaded package length differs from the dump document"
-		rep.Report(base)
-		return -1, nil
-	}
-	_, bad, _ := digest.Check(ref.Want, mh.Sums())
-	for _, m := range bad {
-		f := base
-		f.Check, f.Expected, f.Actual, f.Msg = verify.CheckHash, m.Alg+":"+m.Want, m.Alg+":"+m.Got, "downloaded package differs from the dump document"
-		rep.Report(f)
-	}
-	if len(bad) > 0 {
-		return -1, nil
-	}
-	return n, nil
 }

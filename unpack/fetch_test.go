@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/verify"
@@ -20,13 +21,13 @@ import (
 // touch the first one's verified copy.
 func TestDownloadsOfOneURLDoNotShareACacheFile(t *testing.T) {
 	z, _ := verifytest.Package(t, []verifytest.File{{Rel: "a.txt", Data: "a1"}})
-	var n atomic.Int64
+	var bad atomic.Bool
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if n.Add(1) == 1 {
-			w.Write(z)
-			return
+		body := z
+		if bad.Load() {
+			body = verifytest.Flip(z, 40) // the same length, another hash
 		}
-		w.Write(verifytest.Flip(z, 40)) // the same length, another hash
+		http.ServeContent(w, r, "p.zip", time.Time{}, bytes.NewReader(body))
 	}))
 	t.Cleanup(srv.Close)
 	dir := t.TempDir()
@@ -43,6 +44,7 @@ func TestDownloadsOfOneURLDoNotShareACacheFile(t *testing.T) {
 	if !ok || err != nil {
 		t.Fatalf("first download: ok %v, %v", ok, err)
 	}
+	bad.Store(true)
 	if _, ok, err := u.download(context.Background(), ref, rep); ok || err != nil {
 		t.Fatalf("second download: ok %v, %v", ok, err)
 	}

@@ -1,6 +1,7 @@
 package unpack_test
 
 import (
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -57,4 +58,34 @@ func TestCorruptDownload(t *testing.T) {
 	if got := contents(readTree(t, dst)); len(got) != 0 {
 		t.Errorf("files written from a corrupt package: %v", keys(got))
 	}
+}
+
+// A dump whose <loc> host is down is fetched from its rel="duplicate"
+// mirror: remote packages go through the transfer engine, which uses
+// every mirror the document names.
+func TestUnpackFromDuplicateWhenLocIsDown(t *testing.T) {
+	out := t.TempDir()
+	srv := httptest.NewServer(http.FileServer(http.Dir(out)))
+	t.Cleanup(srv.Close)
+	o := pack.Options{BaseURL: verifytest.BaseURL, DumpURL: deadURL(t) + "/rs/", At: fixedTime,
+		Metalink: &pack.MetalinkOptions{Mirrors: []pack.Mirror{{BaseURL: srv.URL + "/", Priority: 1}}}}
+	if _, err := pack.Pack(t.Context(), tree(t, exampleFiles(t)), out, o); err != nil {
+		t.Fatal(err)
+	}
+	dst := t.TempDir()
+	res, fs := run(t, srv.URL+"/"+pack.DumpName, dst, unpack.Options{Client: client})
+	if res.Problems() != 0 || res.Written != 9 {
+		t.Fatalf("%+v\n%s", res, dump(fs))
+	}
+	equalMaps(t, "tree", readTree(t, dst), readTree(t, tree(t, exampleFiles(t))))
+}
+
+// deadURL is the URL of a loopback port that nothing listens on.
+func deadURL(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	return "http://" + l.Addr().String()
 }

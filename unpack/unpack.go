@@ -15,8 +15,10 @@ package unpack
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"time"
@@ -24,6 +26,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/rsdump/rsdump/resourcesync"
+	"github.com/rsdump/rsdump/transfer"
 	"github.com/rsdump/rsdump/verify"
 )
 
@@ -39,13 +42,21 @@ type Options struct {
 	DryRun bool
 	verify.Limits
 	Jobs   int          // Resource Dump packages unpacked at once; default GOMAXPROCS
-	Client *http.Client // for URL sources; default http.DefaultClient
+	Client *http.Client // for documents read over HTTP; default http.DefaultClient
+	// Transfer tunes the engine that fetches remote packages from all
+	// their mirrors; its Client defaults to Client.
+	Transfer transfer.Options
 
 	// Report receives every finding, in verify's format, one call at a
-	// time. Progress receives bitstream bytes staged, from several
-	// goroutines.
+	// time. Progress receives package bytes done, from several
+	// goroutines. Total receives bytes added to the work ahead, before
+	// Progress counts them: the packages' lengths, known from the dump
+	// document or the file system before any package is read, and later
+	// the size of a package that only opening it tells. Progress's bytes
+	// add up to Total's when the run is complete.
 	Report   func(verify.Finding)
 	Progress func(n int64)
+	Total    func(n int64)
 }
 
 // Result sums up a run.
@@ -70,11 +81,17 @@ const (
 	CheckSkipped  = "skipped"  // a package or change already applied
 )
 
-// Unpack restores source, a package (.zip) or a dump document or index
-// (a file or an http(s) URL), into dir. Problems with the source are
-// findings; the error is for a source or destination that cannot be used
-// at all, or a cancelled context.
+// Unpack restores source, a package (.zip), a dump document or index (a
+// file or an http(s) URL), or a directory holding a local copy of a dump,
+// into dir. Problems with the source are findings; the error is for a
+// source or destination that cannot be used at all, or a cancelled
+// context.
 func Unpack(ctx context.Context, source, dir string, opts Options) (*Result, error) {
+	return UnpackAll(ctx, []string{source}, dir, opts)
+}
+
+// UnpackAll is Unpack of several sources in turn, into one dir.
+func UnpackAll(ctx context.Context, sources []string, dir string, opts Options) (*Result, error) {
 	if opts.Jobs <= 0 {
 		opts.Jobs = runtime.GOMAXPROCS(0)
 	}
@@ -84,8 +101,13 @@ func Unpack(ctx context.Context, source, dir string, opts Options) (*Result, err
 	}
 	defer d.close()
 	u := &unpacker{opts: opts, dest: d, rep: verify.NewReporter(opts.Report)}
-	if err := u.run(ctx, source); err != nil {
+	if err := u.loadState(); err != nil {
 		return nil, err
+	}
+	for _, s := range sources {
+		if err := u.run(ctx, s); err != nil {
+			return nil, err
+		}
 	}
 	return u.result(), nil
 }
@@ -99,6 +121,9 @@ type unpacker struct {
 	// committed may lack their record in the written log.
 	resuming bool
 	logMu    sync.Mutex // appends to the written log
+
+	getOnce sync.Once
+	get     *transfer.Getter // fetches remote packages; see getter
 
 	mu  sync.Mutex
 	res Result
@@ -117,8 +142,8 @@ func (u *unpacker) result() *Result {
 }
 
 func (u *unpacker) run(ctx context.Context, source string) error {
-	if err := u.loadState(); err != nil {
-		return err
+	if fi, err := os.Stat(source); err == nil && fi.IsDir() {
+		return u.directory(ctx, source)
 	}
 	if isZip(source) {
 		return u.standalone(ctx, source)
@@ -134,6 +159,49 @@ func (u *unpacker) run(ctx context.Context, source string) error {
 		return u.changeDump(ctx, d)
 	}
 	return u.resourceDump(ctx, d)
+}
+
+// directory unpacks a local copy of a dump, as rsdump get leaves one: its
+// dump documents, Resource Dumps first, or with none its packages one by
+// one. A package no document lists is not applied: it may be left over
+// from an earlier, larger dump.
+func (u *unpacker) directory(ctx context.Context, dir string) error {
+	docs, zips, err := verify.ListDir(dir)
+	if err != nil {
+		return err
+	}
+	if len(docs) == 0 && len(zips) == 0 {
+		return fmt.Errorf("%s: no dump document and no package", dir)
+	}
+	if len(docs) == 0 {
+		docs = zips
+	} else {
+		u.reportUnlisted(ctx, docs, zips)
+	}
+	for _, d := range docs {
+		if err := u.run(ctx, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reportUnlisted warns of packages in the directory that no document
+// lists.
+func (u *unpacker) reportUnlisted(ctx context.Context, docs, zips []string) {
+	listed := map[string]bool{}
+	for _, d := range docs {
+		if dump, err := verify.LoadDump(ctx, u.opts.Client, d, verify.NewReporter(nil)); err == nil {
+			for _, p := range dump.Packages {
+				listed[filepath.Clean(p.Loc)] = true
+			}
+		}
+	}
+	for _, z := range zips {
+		if !listed[filepath.Clean(z)] {
+			u.rep.Report(verify.Finding{Severity: verify.Warning, Check: CheckSkipped, Source: z, Msg: "package not listed by any dump document beside it; not applied"})
+		}
+	}
 }
 
 func (u *unpacker) loadState() error {
@@ -163,12 +231,13 @@ func isZip(s string) bool {
 // state is not changed for a Resource Dump package, which is only part of
 // a snapshot; a Change Dump package advances it like one from a document.
 func (u *unpacker) standalone(ctx context.Context, path string) error {
-	if !verify.IsURL(path) {
+	if !resourcesync.IsURL(path) {
 		if _, err := os.Stat(path); err != nil {
 			return err
 		}
 	}
 	ref := verify.PackageRef{Loc: path, Length: -1}
+	u.announce([]verify.PackageRef{ref})
 	out, err := u.unpackPackage(ctx, ref)
 	if err != nil {
 		return err
@@ -208,6 +277,7 @@ func (u *unpacker) resourceDump(ctx context.Context, d *verify.Dump) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(u.opts.Jobs)
 	var failed sync.Map
+	u.announce(d.Packages)
 	for _, ref := range d.Packages {
 		g.Go(func() error {
 			out, err := u.unpackPackage(gctx, ref)
@@ -252,6 +322,7 @@ func (u *unpacker) changeDump(ctx context.Context, d *verify.Dump) error {
 	if err := u.markPending(); err != nil {
 		return err
 	}
+	u.announce(d.Packages)
 	for i, ref := range d.Packages {
 		if until := ref.Until(); !until.IsZero() && !u.state.applies(until) {
 			u.skipPackage(ref, "its changes are already applied (until "+resourcesync.FormatTime(until)+")")
@@ -275,11 +346,13 @@ func (u *unpacker) changeDump(ctx context.Context, d *verify.Dump) error {
 }
 
 func (u *unpacker) skipPackage(ref verify.PackageRef, why string) {
+	u.meter(ref).finish()
 	u.rep.Report(verify.Finding{Severity: verify.OK, Check: CheckSkipped, Source: ref.Loc, URI: ref.Entry.Loc, Msg: "package skipped: " + why})
 }
 
 func (u *unpacker) stopAfter(rest []verify.PackageRef) {
 	for _, ref := range rest {
+		u.meter(ref).finish()
 		u.rep.Report(verify.Finding{Severity: verify.Error, Check: CheckSkipped, Source: ref.Loc, URI: ref.Entry.Loc,
 			Msg: "package not applied: an earlier package of the Change Dump failed"})
 	}

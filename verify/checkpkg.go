@@ -11,13 +11,14 @@ import (
 	"strings"
 
 	"github.com/rsdump/rsdump/internal/digest"
+	"github.com/rsdump/rsdump/resourcesync"
 )
 
 // OpenLocation opens a package file, or a remote one through Range
 // requests without downloading it, and returns it with its size and a
 // function that closes it.
 func OpenLocation(ctx context.Context, client *http.Client, loc string) (io.ReaderAt, int64, func() error, error) {
-	if IsURL(loc) {
+	if resourcesync.IsURL(loc) {
 		h, err := openHTTP(ctx, client, loc)
 		if err != nil {
 			return nil, 0, nil, err
@@ -44,12 +45,15 @@ func OpenLocation(ctx context.Context, client *http.Client, loc string) (io.Read
 // document, its archive and manifest, every bitstream in one front-to-back
 // pass, and the detached manifest.
 func (v *verifier) checkPackage(ctx context.Context, ref PackageRef) error {
+	m := v.meter(ref)
+	defer m.finish()
 	ra, size, closeFn, err := OpenLocation(ctx, v.opts.Client, ref.Loc)
 	if err != nil {
 		v.missing(ref, err)
 		return nil
 	}
 	defer closeFn()
+	m.opened(size, v.opts.Total)
 	v.packages.Add(1)
 	v.checkLength(ref, size)
 	var ph *PassHasher
@@ -60,7 +64,7 @@ func (v *verifier) checkPackage(ctx context.Context, ref PackageRef) error {
 	}
 	pkg, err := OpenPackage(ra, size, ref.Loc, ref.Cap, v.opts.Limits, v.rep)
 	if err == nil {
-		if err := v.readAll(ctx, pkg, ph); err != nil {
+		if err := v.readAll(ctx, pkg, ph, m); err != nil {
 			return err
 		}
 	}
@@ -95,7 +99,7 @@ func (v *verifier) checkLength(ref PackageRef, size int64) {
 
 // readAll reads every bitstream in ZIP order, which is the order of the
 // data in the file, and records an OK finding for each one verified.
-func (v *verifier) readAll(ctx context.Context, pkg *Package, ph *PassHasher) error {
+func (v *verifier) readAll(ctx context.Context, pkg *Package, ph *PassHasher, m *meter) error {
 	if ph != nil {
 		ph.Start()
 	}
@@ -106,9 +110,7 @@ func (v *verifier) readAll(ctx context.Context, pkg *Package, ph *PassHasher) er
 		res := pkg.Read(b, nil)
 		v.bitstreams.Add(1)
 		v.bytes.Add(res.Length)
-		if v.opts.Progress != nil {
-			v.opts.Progress(res.Length)
-		}
+		m.add(int64(b.File.CompressedSize64))
 		if !res.Severity.Problem() {
 			v.verified.Add(1)
 			v.rep.Report(Finding{Severity: OK, Check: CheckBitstream, Source: pkg.Source, URI: b.URL.Loc, Path: b.File.Name,

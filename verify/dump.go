@@ -1,8 +1,8 @@
 package verify
 
 import (
-	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -47,102 +47,84 @@ func (r PackageRef) Until() time.Time {
 // document is not a usable dump (reported too), and is anything else when
 // it cannot be read at all.
 func LoadDump(ctx context.Context, client *http.Client, loc string, rep *Reporter) (*Dump, error) {
-	data, err := fetch(ctx, client, loc)
-	if err != nil {
-		return nil, err
-	}
 	d := &Dump{Source: loc}
-	l := &dumpLoader{ctx: ctx, client: client, rep: rep, dump: d}
-	if err := l.document(loc, data, true); err != nil {
+	l := &dumpLoader{rep: rep, dump: d}
+	open := func(ctx context.Context, loc string) (io.ReadCloser, error) { return openStream(ctx, client, loc) }
+	ld := resourcesync.Loader{Open: open, Document: l.document, Entry: l.entry, PartFailed: l.partFailed}
+	err := ld.Load(ctx, loc)
+	var oe *resourcesync.OpenError
+	switch {
+	case err == nil:
+		return d, nil
+	case errors.Is(err, ErrRejected), errors.As(err, &oe), ctx.Err() != nil:
 		return nil, err
 	}
-	return d, nil
+	return nil, l.reject(loc, err.Error())
 }
 
 type dumpLoader struct {
-	ctx    context.Context
-	client *http.Client
-	rep    *Reporter
-	dump   *Dump
+	rep  *Reporter
+	dump *Dump
+	doc  *resourcesync.Document // the document whose entries come in
+	prev time.Time              // the last until seen in it
 }
 
 func (l *dumpLoader) reject(src, msg string) error {
 	return reject(l.rep, Finding{Severity: Error, Check: CheckDocument, Source: src, Msg: msg})
 }
 
-// document decodes one document; top is false for the children of an
-// index, which must not be indexes themselves.
-func (l *dumpLoader) document(src string, data []byte, top bool) error {
-	dec, err := resourcesync.NewDecoder(bytes.NewReader(data))
-	if err != nil {
-		return l.reject(src, err.Error())
-	}
-	h := dec.Header()
-	if err := l.checkHeader(src, h, top); err != nil {
-		return err
-	}
-	var prev time.Time
-	for n := 1; ; n++ {
-		u, err := dec.Next()
-		if err == io.EOF {
-			return nil
+// document checks a document's header: the top one must be a dump; the
+// Loader has checked that a part has its index's capability.
+func (l *dumpLoader) document(d *resourcesync.Document) error {
+	h := d.Header
+	if d.Index == nil {
+		if c := h.MD.Capability; c != resourcesync.CapResourceDump && c != resourcesync.CapChangeDump {
+			return l.reject(d.Loc, fmt.Sprintf("capability %q: not a Resource Dump or Change Dump", c))
 		}
-		if err != nil {
-			return l.reject(src, err.Error())
-		}
-		l.entry(src, h, n, u, &prev)
-	}
-}
-
-func (l *dumpLoader) checkHeader(src string, h resourcesync.Header, top bool) error {
-	c := h.MD.Capability
-	switch {
-	case c != resourcesync.CapResourceDump && c != resourcesync.CapChangeDump:
-		return l.reject(src, fmt.Sprintf("capability %q: not a Resource Dump or Change Dump", c))
-	case top:
-		l.dump.Header, l.dump.Capability = h, c
-	case c != l.dump.Capability:
-		return l.reject(src, fmt.Sprintf("capability %s differs from the index's %s", c, l.dump.Capability))
-	case h.Kind == resourcesync.SitemapIndex:
-		return l.reject(src, "an index listed by an index")
+		l.dump.Header, l.dump.Capability = h, h.MD.Capability
 	}
 	for _, pr := range resourcesync.ValidateHeader(h) {
 		f := problemFinding(pr, CheckDocument, "")
-		f.Source = src
+		f.Source = d.Loc
 		l.rep.Report(f)
 	}
+	l.doc, l.prev = d, time.Time{}
 	return nil
 }
 
-func (l *dumpLoader) entry(src string, h resourcesync.Header, n int, u resourcesync.URL, prev *time.Time) {
-	for _, pr := range resourcesync.ValidateEntry(h, n, u) {
+func (l *dumpLoader) entry(d *resourcesync.Document, n int, u resourcesync.URL) error {
+	for _, pr := range resourcesync.ValidateEntry(d.Header, n, u) {
 		f := problemFinding(pr, CheckDocument, "")
-		f.Source = src
+		f.Source = d.Loc
 		l.rep.Report(f)
 	}
-	if h.Kind == resourcesync.SitemapIndex {
-		l.child(src, u)
-		return
+	if d.Header.Kind == resourcesync.SitemapIndex {
+		return nil
 	}
-	l.checkOrder(src, n, u, prev)
-	l.dump.Packages = append(l.dump.Packages, l.packageRef(src, n, u))
+	l.checkOrder(d.Loc, n, u)
+	l.dump.Packages = append(l.dump.Packages, l.packageRef(d.Loc, n, u))
+	return nil
 }
 
-// child loads a document an index lists. One that cannot be read is a
-// problem of the dump, not a reason to stop.
-func (l *dumpLoader) child(src string, u resourcesync.URL) {
-	loc := Resolve(src, u.Loc)
-	data, err := fetch(l.ctx, l.client, loc)
-	if err != nil {
-		l.rep.Report(Finding{Severity: Error, Check: CheckMissing, Source: src, URI: u.Loc, Path: loc, Msg: "document listed by the index cannot be read: " + err.Error()})
-		return
+// partFailed reports a document an index lists that cannot be read or
+// used. It is a problem of the dump, not a reason to stop: its siblings
+// still count.
+func (l *dumpLoader) partFailed(index *resourcesync.Document, n int, u resourcesync.URL, err error) error {
+	if errors.Is(err, ErrRejected) {
+		return nil // reported
 	}
-	l.document(loc, data, false) // a rejected child is reported; its siblings still count
+	var oe *resourcesync.OpenError
+	if errors.As(err, &oe) {
+		l.rep.Report(Finding{Severity: Error, Check: CheckMissing, Source: index.Loc, URI: u.Loc, Path: oe.Loc, Msg: "document listed by the index cannot be read: " + oe.Err.Error()})
+		return nil
+	}
+	l.reject(resourcesync.Resolve(index.Loc, u.Loc), err.Error())
+	return nil
 }
 
 // checkOrder warns when a Change Dump's packages are not in forward
 // chronological order, which §13.1 recommends and unpack relies on.
-func (l *dumpLoader) checkOrder(src string, n int, u resourcesync.URL, prev *time.Time) {
+func (l *dumpLoader) checkOrder(src string, n int, u resourcesync.URL) {
 	if l.dump.Capability != resourcesync.CapChangeDump || u.MD == nil {
 		return
 	}
@@ -150,17 +132,17 @@ func (l *dumpLoader) checkOrder(src string, n int, u resourcesync.URL, prev *tim
 	if t.IsZero() {
 		t = u.MD.Until
 	}
-	if !t.IsZero() && t.Before(*prev) {
-		l.rep.Report(Finding{Severity: Warning, Check: CheckOrder, Source: src, URI: u.Loc, Expected: "from at or after " + resourcesync.FormatTime(*prev),
+	if !t.IsZero() && t.Before(l.prev) {
+		l.rep.Report(Finding{Severity: Warning, Check: CheckOrder, Source: src, URI: u.Loc, Expected: "from at or after " + resourcesync.FormatTime(l.prev),
 			Actual: resourcesync.FormatTime(t), Msg: fmt.Sprintf("entry %d: packages are not in forward chronological order", n)})
 	}
 	if !u.MD.Until.IsZero() {
-		*prev = u.MD.Until
+		l.prev = u.MD.Until
 	}
 }
 
 func (l *dumpLoader) packageRef(src string, n int, u resourcesync.URL) PackageRef {
-	r := PackageRef{Doc: src, N: n, Entry: u, Loc: Resolve(src, u.Loc), Length: -1, Cap: manifestCap(l.dump.Capability)}
+	r := PackageRef{Doc: src, N: n, Entry: u, Loc: resourcesync.Resolve(src, u.Loc), Length: -1, Cap: manifestCap(l.dump.Capability)}
 	if u.MD != nil {
 		if u.MD.Length != nil {
 			r.Length = *u.MD.Length
@@ -172,7 +154,7 @@ func (l *dumpLoader) packageRef(src string, n int, u resourcesync.URL) PackageRe
 		}
 	}
 	if ln, ok := u.Link("contents"); ok && ln.Href != "" {
-		r.Contents = Resolve(src, ln.Href)
+		r.Contents = resourcesync.Resolve(src, ln.Href)
 	}
 	return r
 }

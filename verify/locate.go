@@ -6,46 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
-	"path"
-	"path/filepath"
-	"strings"
 
 	"github.com/rsdump/rsdump/resourcesync"
 )
-
-// IsURL reports whether s is an http or https URL rather than a path.
-func IsURL(s string) bool {
-	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")
-}
-
-// Resolve finds what a <loc> or href in the document at doc names. For a
-// document fetched over HTTP that is the URL, resolved against the
-// document's. For a local document it is the file of the same name beside
-// it: a dump is usually published under one URL prefix and mirrored or
-// downloaded into one directory, and the Source's URLs (often not yet
-// published, or internal) are not fetched behind the user's back.
-func Resolve(doc, loc string) string {
-	if IsURL(doc) {
-		base, err := url.Parse(doc)
-		ref, err2 := url.Parse(loc)
-		if err != nil || err2 != nil {
-			return loc
-		}
-		return base.ResolveReference(ref).String()
-	}
-	return filepath.Join(filepath.Dir(doc), baseName(loc))
-}
-
-// baseName is the last path segment of a URL, unescaped.
-func baseName(loc string) string {
-	p := loc
-	if u, err := url.Parse(loc); err == nil {
-		p = u.Path
-	}
-	return path.Base(p)
-}
 
 // fetch reads a whole document, local or remote, of at most
 // resourcesync.MaxBytes: documents and detached manifests are bounded by the
@@ -69,7 +33,7 @@ func fetch(ctx context.Context, client *http.Client, loc string) ([]byte, error)
 
 // openStream opens a local file or GETs a URL.
 func openStream(ctx context.Context, client *http.Client, loc string) (io.ReadCloser, error) {
-	if !IsURL(loc) {
+	if !resourcesync.IsURL(loc) {
 		return os.Open(loc)
 	}
 	resp, err := Get(ctx, client, loc, "")

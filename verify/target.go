@@ -14,7 +14,7 @@ import (
 // expand turns a target into the packages to verify, loading and checking
 // dump documents on the way.
 func (v *verifier) expand(ctx context.Context, t string) ([]PackageRef, error) {
-	if IsURL(t) {
+	if resourcesync.IsURL(t) {
 		if isZip(t) {
 			return []PackageRef{standalone(t)}, nil
 		}
@@ -43,7 +43,7 @@ func standalone(loc string) PackageRef { return PackageRef{Loc: loc, Length: -1}
 // when there were documents: a package left behind by an interrupted
 // publication, or one the document forgot.
 func (v *verifier) scanDir(ctx context.Context, dir string) ([]PackageRef, error) {
-	docs, zips, err := listDir(dir)
+	docs, zips, err := ListDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -74,14 +74,16 @@ func (v *verifier) scanDir(ctx context.Context, dir string) ([]PackageRef, error
 	return refs, nil
 }
 
-// listDir finds the top dump documents (not the parts of an index, which
-// the index covers) and the packages in dir.
-func listDir(dir string) (docs, zips []string, err error) {
+// ListDir finds the dump documents in dir, a local copy of a dump, and
+// the packages: the top documents (not the parts of an index, which the
+// index covers), Resource Dumps before Change Dumps, each in name order.
+func ListDir(dir string) (docs, zips []string, err error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, nil, err
 	}
 	var parts []string
+	caps := map[string]string{}
 	for _, e := range entries {
 		p := filepath.Join(dir, e.Name())
 		switch {
@@ -89,10 +91,14 @@ func listDir(dir string) (docs, zips []string, err error) {
 		case isZip(e.Name()):
 			zips = append(zips, p)
 		case strings.HasSuffix(e.Name(), ".xml"):
-			isDump, isPart := peekDump(p)
-			if isDump && isPart {
+			h, err := resourcesync.Peek(context.Background(), p)
+			if err != nil || !resourcesync.IsDump(h) {
+				continue
+			}
+			caps[p] = h.MD.Capability
+			if _, isPart := h.Link("index"); isPart {
 				parts = append(parts, p)
-			} else if isDump {
+			} else {
 				docs = append(docs, p)
 			}
 		}
@@ -100,24 +106,11 @@ func listDir(dir string) (docs, zips []string, err error) {
 	if len(docs) == 0 {
 		docs = parts
 	}
-	sort.Strings(docs)
+	sort.Slice(docs, func(i, j int) bool {
+		if caps[docs[i]] != caps[docs[j]] {
+			return caps[docs[i]] == resourcesync.CapResourceDump
+		}
+		return docs[i] < docs[j]
+	})
 	return docs, zips, nil
-}
-
-// peekDump reads only the header of an XML file to tell whether it is a
-// dump document, and whether it is part of an index.
-func peekDump(path string) (isDump, isPart bool) {
-	f, err := os.Open(path)
-	if err != nil {
-		return false, false
-	}
-	defer f.Close()
-	d, err := resourcesync.NewDecoder(f)
-	if err != nil {
-		return false, false
-	}
-	h := d.Header()
-	_, isPart = h.Link("index")
-	c := h.MD.Capability
-	return c == resourcesync.CapResourceDump || c == resourcesync.CapChangeDump, isPart
 }

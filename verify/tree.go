@@ -64,27 +64,38 @@ type auditor struct {
 	seen   map[uint64]struct{} // hashes of the paths listed: 8 bytes a file, not the path
 }
 
-// listing calls fn for every resource the document at loc describes.
+// listing calls fn for every resource the document at loc describes: a
+// Resource List (or its index), a Resource Dump Manifest, or a Resource
+// Dump, whose packages' manifests are read.
 func (a *auditor) listing(ctx context.Context, loc string, fn func(string, resourcesync.URL)) error {
-	data, err := fetch(ctx, a.opts.Client, loc)
-	if err != nil {
-		return err
+	errDump := errors.New("a Resource Dump")
+	ld := resourcesync.Loader{
+		Open: func(ctx context.Context, loc string) (io.ReadCloser, error) {
+			return openStream(ctx, a.opts.Client, loc)
+		},
+		Document: func(d *resourcesync.Document) error {
+			a.documents.Add(1)
+			switch c := d.Header.MD.Capability; c {
+			case resourcesync.CapResourceDump:
+				return errDump
+			case resourcesync.CapResourceList, resourcesync.CapResourceDumpManifest:
+				return nil
+			default:
+				return fmt.Errorf("%s: cannot audit against a document of capability %q (want a Resource List, Resource Dump or Resource Dump Manifest)", d.Loc, c)
+			}
+		},
+		Entry: func(d *resourcesync.Document, _ int, u resourcesync.URL) error {
+			if d.Header.Kind == resourcesync.URLSet {
+				fn(d.Loc, u)
+			}
+			return nil
+		},
 	}
-	d, err := resourcesync.NewDecoder(bytes.NewReader(data))
-	if err != nil {
-		return fmt.Errorf("%s: %w", loc, err)
-	}
-	a.documents.Add(1)
-	switch c := d.Header().MD.Capability; {
-	case c == resourcesync.CapResourceDump:
+	err := ld.Load(ctx, loc)
+	if errors.Is(err, errDump) {
 		return a.dumpListing(ctx, loc, fn)
-	case c == resourcesync.CapResourceList && d.Header().Kind == resourcesync.SitemapIndex:
-		return d.Each(func(u resourcesync.URL) error { return a.listing(ctx, Resolve(loc, u.Loc), fn) })
-	case c == resourcesync.CapResourceList || c == resourcesync.CapResourceDumpManifest:
-		return d.Each(func(u resourcesync.URL) error { fn(loc, u); return nil })
-	default:
-		return fmt.Errorf("%s: cannot audit against a document of capability %q (want a Resource List, Resource Dump or Resource Dump Manifest)", loc, c)
 	}
+	return err
 }
 
 // dumpListing reads the manifest of every package of a Resource Dump, from

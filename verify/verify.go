@@ -28,9 +28,15 @@ type Options struct {
 
 	// Report receives every finding, OK ones included, one call at a time.
 	Report func(Finding)
-	// Progress receives the number of bitstream bytes read, from several
-	// goroutines at once. It must be safe for concurrent use.
+	// Progress receives the number of package bytes read, from several
+	// goroutines at once. It must be safe for concurrent use. Total
+	// receives bytes added to the work ahead, before Progress counts
+	// them: the packages' lengths, known from the dump documents and the
+	// file system before any package is read, and later the size of a
+	// package that only opening it tells. Progress's bytes add up to
+	// Total's when the run is complete.
 	Progress func(n int64)
+	Total    func(n int64)
 }
 
 // Summary sums up a run.
@@ -68,6 +74,7 @@ func Verify(ctx context.Context, targets []string, opts Options) (*Summary, erro
 		}
 		jobs = append(jobs, refs...)
 	}
+	v.announce(jobs)
 	if err := v.run(ctx, jobs); err != nil {
 		return nil, err
 	}

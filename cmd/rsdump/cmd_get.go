@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rsdump/rsdump/transfer"
 	"github.com/rsdump/rsdump/unpack"
+	"github.com/rsdump/rsdump/verify"
 )
 
 const getHelp = `Usage: rsdump get SOURCE... [-o DIR] [flags]
@@ -36,6 +39,12 @@ Change Dump package fails to unpack, the packages after it are held back.
 Exit status: 0 success, 1 failure (a file could not be fetched or did not
 match its hash; the others are still finished), 2 usage error,
 130 interrupted (the state is saved).
+
+Examples:
+  rsdump get https://example.org/dump/resourcedump.xml -o ./dump
+  rsdump get resourcedump-00001.zip.meta4 --connections 32 --location de,nl
+  rsdump get https://example.org/dump/resourcedump.xml -o ./dump \
+      --unpack ./tree --base-url https://example.org/data/ --json
 `
 
 type getFlags struct {
@@ -88,6 +97,16 @@ func (f *getFlags) options(args []string) (transfer.Options, error) {
 	if f.stall <= 0 {
 		return o, usagef("--stall-timeout must be positive")
 	}
+	for _, s := range args {
+		if isURLish(s) {
+			if err := checkURL("SOURCE", s); err != nil {
+				return o, err
+			}
+		}
+	}
+	if err := checkURL("--base-url", f.baseURL); err != nil {
+		return o, err
+	}
 	if f.locations != "" {
 		o.Locations = strings.Split(strings.ToLower(f.locations), ",")
 	}
@@ -95,11 +114,11 @@ func (f *getFlags) options(args []string) (transfer.Options, error) {
 }
 
 func doGet(ctx context.Context, sources []string, f getFlags, o transfer.Options, uo unpack.Options, stdout, stderr io.Writer) error {
-	pr := newGetProgress(stderr, f.quiet)
-	o.Events = pr.event
-	var u *getUnpacker
+	pr := newProgress(stderr, f.quiet || f.json, "getting")
+	o.Events = getEvents(pr, f.quiet)
+	var seq *unpack.Sequence
 	if f.unpack != "" {
-		o.Completed = func(ctx context.Context, r *transfer.Result) error { return u.completed(ctx, r) }
+		o.Completed = func(ctx context.Context, r *transfer.Result) error { return seq.Arrived(ctx, r.Name, r.Path) }
 	}
 	g := transfer.New(o)
 	var files []transfer.File
@@ -110,11 +129,16 @@ func doGet(ctx context.Context, sources []string, f getFlags, o transfer.Options
 		}
 		files = append(files, fs...)
 	}
-	u = newGetUnpacker(f.unpack, uo, files, pr.message)
-	stop := pr.start(g)
+	if f.unpack != "" {
+		seq = newSequence(f.unpack, uo, files, pr.message)
+	}
+	pr.polled(func() (int64, int64, string) {
+		p := g.Progress()
+		return p.Done, p.Total, mirrorsNote(p.Mirrors)
+	})
 	results, err := g.Get(ctx, f.out, files)
-	stop()
-	err = errors.Join(err, u.leftovers())
+	pr.done()
+	err = errors.Join(err, seq.Leftovers())
 	if perr := printGetSummary(results, f, stdout); perr != nil && err == nil {
 		err = perr
 	}
@@ -122,6 +146,59 @@ func doGet(ctx context.Context, sources []string, f getFlags, o transfer.Options
 		return ctx.Err()
 	}
 	return err
+}
+
+// getEvents prints the transfer engine's news between progress frames: a
+// mirror dropped (a warning), a server without Range support (once per
+// server: its mirrors are kept for one whole-file connection, a note, not
+// a drop), a resumed file.
+func getEvents(p *progress, quiet bool) func(transfer.Event) {
+	var mu sync.Mutex
+	noRange := map[string]bool{}
+	return func(e transfer.Event) {
+		if quiet {
+			return
+		}
+		switch e := e.(type) {
+		case *transfer.MirrorDropped:
+			p.message("rsdump: warning: %s: dropped %s: %s", e.File, e.URL, e.Reason)
+		case *transfer.MirrorNoRange:
+			host := e.URL
+			if u, err := url.Parse(e.URL); err == nil {
+				host = u.Host
+			}
+			mu.Lock()
+			seen := noRange[host]
+			noRange[host] = true
+			mu.Unlock()
+			if !seen {
+				p.message("rsdump: %s ignores Range requests (%s): its files come over one connection each, and only when no other mirror is left", host, e.URL)
+			}
+		case *transfer.FileStart:
+			if e.Resumed > 0 {
+				p.message("rsdump: %s: resuming, %s of %s already verified", e.Name, fmtBytes(e.Resumed), fmtBytes(e.Size))
+			}
+		}
+	}
+}
+
+// mirrorsNote is "2 of 3 mirrors active, 8 connections".
+func mirrorsNote(ms []transfer.MirrorProgress) string {
+	active, conns := 0, 0
+	for _, m := range ms {
+		conns += m.Active
+		if m.Active > 0 {
+			active++
+		}
+	}
+	return fmt.Sprintf("%d of %s active, %s", active, plural(len(ms), "mirror"), plural(conns, "connection"))
+}
+
+// getReport is get's one --json document: a summary per file, in order.
+type getReport struct {
+	Files  []getSummary `json:"files"`
+	Bytes  int64        `json:"bytes"`
+	Failed int          `json:"failed"`
 }
 
 type getSummary struct {
@@ -136,6 +213,7 @@ type getSummary struct {
 	Refetch int              `json:"pieces_refetched"`
 	Retries int              `json:"retries"`
 	Dropped []droppedMirror  `json:"mirrors_dropped"`
+	NoRange []string         `json:"mirrors_without_range"`
 	Seconds float64          `json:"seconds"`
 	MBps    float64          `json:"mb_per_s"`
 	Error   string           `json:"error,omitempty"`
@@ -149,7 +227,7 @@ type droppedMirror struct {
 func summarize(r *transfer.Result) getSummary {
 	s := getSummary{Name: r.Name, Path: r.Path, Bytes: r.Size, Skipped: r.Skipped, Resumed: r.Resumed,
 		Fetched: r.Fetched, Mirrors: map[string]int64{}, Bad: map[string]int{}, Refetch: r.Refetch,
-		Retries: r.Retries, Dropped: []droppedMirror{}, Seconds: r.Elapsed.Seconds()}
+		Retries: r.Retries, Dropped: []droppedMirror{}, NoRange: []string{}, Seconds: r.Elapsed.Seconds()}
 	for _, m := range r.Mirrors {
 		s.Mirrors[m.URL] = m.Bytes
 		if m.Bad > 0 {
@@ -157,6 +235,9 @@ func summarize(r *transfer.Result) getSummary {
 		}
 		if m.Dropped != "" {
 			s.Dropped = append(s.Dropped, droppedMirror{m.URL, m.Dropped})
+		}
+		if m.NoRange && m.Dropped == "" {
+			s.NoRange = append(s.NoRange, m.URL)
 		}
 	}
 	if r.Elapsed > 0 && !r.Skipped {
@@ -168,24 +249,95 @@ func summarize(r *transfer.Result) getSummary {
 	return s
 }
 
+// printGetSummary prints a line per file fetched (a failed file's error
+// goes to stderr), or with --json one document for the whole run.
 func printGetSummary(results []*transfer.Result, f getFlags, stdout io.Writer) error {
-	enc := json.NewEncoder(stdout)
-	var errs []error
+	rep := getReport{Files: []getSummary{}}
 	for _, r := range results {
 		if r == nil {
 			continue
 		}
 		s := summarize(r)
+		rep.Files = append(rep.Files, s)
+		rep.Bytes += r.Size
+		if r.Err != nil {
+			rep.Failed++
+		}
 		switch {
-		case f.json:
-			errs = append(errs, enc.Encode(s))
-		case f.quiet || r.Err != nil:
+		case f.json, f.quiet, r.Err != nil:
 		case r.Skipped:
 			fmt.Fprintf(stdout, "%s: already complete\n", r.Path)
 		default:
-			fmt.Fprintf(stdout, "%s: %s in %s (%.1f MB/s), %d pieces refetched, %d retries, %d mirrors dropped\n",
-				r.Path, fmtBytes(r.Size), r.Elapsed.Round(time.Millisecond), s.MBps, s.Refetch, s.Retries, len(s.Dropped))
+			fmt.Fprintf(stdout, "%s: %s in %s (%.1f MB/s)%s\n", r.Path, fmtBytes(r.Size), r.Elapsed.Round(time.Millisecond), s.MBps, getNotes(s))
 		}
 	}
-	return errors.Join(errs...)
+	if f.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	return nil
+}
+
+// getNotes names what went less than smoothly for a file that arrived:
+// refetches, retries, mirrors without Range support (not a failure) and
+// mirrors that failed. A mirror merely idle at the end is not mentioned.
+func getNotes(s getSummary) string {
+	var notes []string
+	if s.Refetch > 0 {
+		notes = append(notes, plural(s.Refetch, "piece")+" refetched")
+	}
+	switch {
+	case s.Retries == 1:
+		notes = append(notes, "1 retry")
+	case s.Retries > 1:
+		notes = append(notes, fmt.Sprintf("%d retries", s.Retries))
+	}
+	if n := len(s.NoRange); n > 0 {
+		notes = append(notes, plural(n, "mirror")+" without Range support")
+	}
+	if n := len(s.Dropped); n > 0 {
+		notes = append(notes, plural(n, "mirror")+" failed")
+	}
+	if len(notes) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(notes, ", ")
+}
+
+// unpackOptions checks the --unpack flags before anything is fetched.
+func unpackOptions(f getFlags) (unpack.Options, error) {
+	if f.unpack == "" {
+		return unpack.Options{}, nil
+	}
+	layout, err := verify.ParseLayout(f.layout)
+	if err != nil {
+		return unpack.Options{}, usageError{err}
+	}
+	if layout == verify.ByURI && f.baseURL == "" {
+		return unpack.Options{}, usagef("--unpack needs --base-url URL (the prefix of the bitstream URIs), or --layout path")
+	}
+	m, err := verify.NewMapper(layout, f.baseURL)
+	if err != nil {
+		return unpack.Options{}, usageError{err}
+	}
+	return unpack.Options{Mapper: m}, nil
+}
+
+// newSequence unpacks the files in their order as they complete, telling
+// msg what became of each.
+func newSequence(dir string, o unpack.Options, files []transfer.File, msg func(string, ...any)) *unpack.Sequence {
+	names := make([]string, len(files))
+	for i, f := range files {
+		names[i] = f.Name
+	}
+	seq := unpack.NewSequence(dir, o, names)
+	seq.Unpacked = func(name string, res *unpack.Result, err error) {
+		if err != nil {
+			msg("rsdump: %s: %v", name, err)
+			return
+		}
+		msg("rsdump: %s: unpacked %d bitstreams into %s (%d already present)", name, res.Written, dir, res.Present)
+	}
+	return seq
 }

@@ -2,21 +2,23 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
-	"strings"
 
 	"github.com/rsdump/rsdump/internal/atomic"
 	"github.com/rsdump/rsdump/metalink"
 	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/resourcesync"
 )
 
 const metalinkHelp = `Usage: rsdump metalink FILE... --mirror URL... [-o OUT.meta4] [flags]
        rsdump metalink resourcedump.xml [-o OUT.meta4] [flags]
-       rsdump metalink --check DOC.meta4|URL...
+       rsdump metalink --check DOC.meta4|URL... [--json]
 
 Writes a Metalink 4 document (RFC 5854) to OUT.meta4, or to standard output.
 
@@ -40,6 +42,11 @@ warning and error with its code.
 Exit status: 0 success (with --check: every document valid), 1 failure (an
 input could not be read, a package differs from the dump; with --check: a
 document is invalid or unreadable), 2 usage error, 130 interrupted.
+
+Examples:
+  rsdump metalink dump/*.zip --mirror https://a.example.org/dump/ --mirror https://b.example.net/dump/ -o dump.meta4
+  rsdump metalink dump/resourcedump.xml -o dump/resourcedump.meta4 --piece-length 4MiB
+  rsdump metalink --check https://example.org/dump/resourcedump.meta4
 `
 
 type metalinkFlags struct {
@@ -47,6 +54,7 @@ type metalinkFlags struct {
 	mirrors             []string
 	pieceLength         int64
 	check, files, quiet bool
+	json                bool
 }
 
 func runMetalink(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -54,10 +62,11 @@ func runMetalink(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs := newFlags("metalink")
 	fs.StringVarP(&f.out, "output", "o", "", "write the document to `FILE` (default: standard output)")
 	fs.StringArrayVar(&f.mirrors, "mirror", nil, "mirror `URL` holding the files, optionally followed by ,priority=N and ,location=CC (repeatable)")
-	fs.Int64Var(&f.pieceLength, "piece-length", 0, "piece `BYTES` (default: from each file's size, 256 KiB to 16 MiB)")
+	fs.Var(newSizeValue(&f.pieceLength, 0), "piece-length", "piece `SIZE` (bytes, or 1M, 4MiB; default: from each file's size, 256 KiB to 16 MiB)")
 	fs.BoolVar(&f.files, "files", false, "treat every argument as a plain file, even a Resource Dump document")
 	fs.BoolVar(&f.check, "check", false, "validate and describe Metalink documents instead of writing one")
-	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress and no summary")
+	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress, no warnings and no summary")
+	fs.BoolVar(&f.json, "json", false, "print a machine-readable summary (with --check, the report) on stdout; needs -o when writing")
 	if err := parse(fs, args, metalinkHelp, stdout); err != nil {
 		return err
 	}
@@ -65,24 +74,34 @@ func runMetalink(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if err := f.checkUsage(fs.Args()); err != nil {
 			return err
 		}
-		return checkDocs(ctx, fs.Args(), stdout)
+		return checkDocs(ctx, fs.Args(), stdout, f.json)
+	}
+	if f.json && (f.out == "" || f.out == "-") {
+		return usagef("metalink --json needs -o FILE: the document would go to standard output")
 	}
 	mirrors, err := f.writeUsage(fs.Args())
 	if err != nil {
 		return err
 	}
-	w := &metalinkWriter{ctx: ctx, pieceLength: f.pieceLength, mirrors: mirrors,
-		prog: newProgress(stderr, f.quiet, "hashing"), quiet: f.quiet, stderr: stderr}
+	w := &metalinkWriter{ctx: ctx, prog: newProgress(stderr, f.quiet || f.json, "hashing"), quiet: f.quiet, stderr: stderr}
+	w.b = metalink.Builder{PieceLength: f.pieceLength, Mirrors: mirrorBases(mirrors), Progress: func(name string, n int64) { w.prog.add(n, name) }}
+	if f.json {
+		w.jsonOut = stdout
+	}
 	if !f.files && len(fs.Args()) == 1 {
-		if h, ok := sniffDump(fs.Arg(0)); ok {
-			return w.write(f.out, stdout, dumpHead(h), func(e *metalink.Encoder) error { return w.dump(e, fs.Arg(0)) })
+		if h, err := resourcesync.Peek(ctx, fs.Arg(0)); err == nil && resourcesync.IsDump(h) {
+			if w.prog.shown() {
+				w.prog.grow(localPackagesSize(ctx, fs.Arg(0)))
+			}
+			return w.done(w.write(f.out, stdout, metalink.DumpHead(h), func(e *metalink.Encoder) error { return w.dump(e, fs.Arg(0)) }))
 		}
 	}
 	if err := checkInputs(fs.Args(), mirrors); err != nil {
 		return err
 	}
+	w.prog.grow(totalSize(fs.Args()))
 	head := &metalink.Metalink{Generator: "rsdump"}
-	return w.write(f.out, stdout, head, func(e *metalink.Encoder) error { return w.files(e, fs.Args()) })
+	return w.done(w.write(f.out, stdout, head, func(e *metalink.Encoder) error { return w.files(e, fs.Args()) }))
 }
 
 func (f *metalinkFlags) checkUsage(args []string) error {
@@ -140,14 +159,59 @@ func checkInputs(paths []string, mirrors []pack.Mirror) error {
 	return nil
 }
 
-// metalinkWriter builds a document from files or from a Resource Dump.
+// totalSize sums the sizes of files, for the progress total.
+func totalSize(paths []string) int64 {
+	var n int64
+	for _, p := range paths {
+		if fi, err := os.Stat(p); err == nil {
+			n += fi.Size()
+		}
+	}
+	return n
+}
+
+// localPackagesSize sums the sizes of the packages a local dump document
+// (and its index parts) lists that are beside it: the bytes the Builder
+// will read. It is a first, cheap pass over the document, for the
+// progress total.
+func localPackagesSize(ctx context.Context, doc string) int64 {
+	if isURLish(doc) {
+		return 0
+	}
+	var n int64
+	l := resourcesync.Loader{Entry: func(d *resourcesync.Document, _ int, u resourcesync.URL) error {
+		if d.Header.Kind == resourcesync.SitemapIndex {
+			return nil
+		}
+		if pu, err := url.Parse(u.Loc); err == nil && path.Base(pu.Path) != "/" {
+			if fi, err := os.Stat(filepath.Join(filepath.Dir(d.Loc), path.Base(pu.Path))); err == nil && fi.Mode().IsRegular() {
+				n += fi.Size()
+			}
+		}
+		return nil
+	}}
+	l.Load(ctx, doc)
+	return n
+}
+
+// mirrorBases turns --mirror flags into the Builder's base URLs.
+func mirrorBases(ms []pack.Mirror) []metalink.URL {
+	var urls []metalink.URL
+	for _, m := range ms {
+		urls = append(urls, metalink.URL{URL: m.BaseURL, Priority: m.Priority, Location: m.Location})
+	}
+	return urls
+}
+
+// metalinkWriter writes a document from files or from a Resource Dump.
 type metalinkWriter struct {
-	ctx         context.Context
-	pieceLength int64
-	mirrors     []pack.Mirror
-	prog        *progress
-	quiet       bool
-	stderr      io.Writer
+	ctx     context.Context
+	b       metalink.Builder
+	prog    *progress
+	quiet   bool
+	stderr  io.Writer
+	jsonOut io.Writer    // stdout with --json, for the summary
+	summary func() error // prints the --json summary once the document is in place
 }
 
 // write encodes the document through fill into out, or stdout when out
@@ -168,6 +232,14 @@ func (w *metalinkWriter) write(out string, stdout io.Writer, head *metalink.Meta
 	return f.Commit()
 }
 
+// done prints the --json summary once the document is in place.
+func (w *metalinkWriter) done(err error) error {
+	if err != nil || w.summary == nil {
+		return err
+	}
+	return w.summary()
+}
+
 func (w *metalinkWriter) encode(dst io.Writer, name string, head *metalink.Metalink, fill func(*metalink.Encoder) error) error {
 	e, err := metalink.NewEncoder(dst, head)
 	if err != nil {
@@ -181,6 +253,15 @@ func (w *metalinkWriter) encode(dst io.Writer, name string, head *metalink.Metal
 	if err := e.Close(); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
+	if w.jsonOut != nil {
+		w.summary = func() error {
+			return json.NewEncoder(w.jsonOut).Encode(struct {
+				Output string `json:"output"`
+				Files  int    `json:"files"`
+			}{name, e.Count()})
+		}
+		return nil
+	}
 	if !w.quiet {
 		fmt.Fprintf(w.stderr, "rsdump: wrote %s to %s\n", countOf(e.Count(), "file"), name)
 	}
@@ -190,11 +271,11 @@ func (w *metalinkWriter) encode(dst io.Writer, name string, head *metalink.Metal
 // files encodes a <file> per path, each read once.
 func (w *metalinkWriter) files(e *metalink.Encoder, paths []string) error {
 	for _, p := range paths {
-		f, err := w.hashFile(p, filepath.Base(p), nil)
+		f, err := w.b.HashFile(w.ctx, p, filepath.Base(p), nil)
 		if err != nil {
 			return err
 		}
-		f.URLs = w.mirrorURLs(nil, f.Name)
+		f.URLs = w.b.MirrorURLs(nil, f.Name)
 		if err := e.Encode(f); err != nil {
 			return fmt.Errorf("%s: %w", p, err)
 		}
@@ -202,71 +283,13 @@ func (w *metalinkWriter) files(e *metalink.Encoder, paths []string) error {
 	return nil
 }
 
-// hashFile reads path once into a File named name: size, sha-256 and
-// piece hashes, and every byte also goes to extra (when not nil).
-func (w *metalinkWriter) hashFile(path, name string, extra io.Writer) (*metalink.File, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, err
+// dump encodes a <file> per package of the dump document at p.
+func (w *metalinkWriter) dump(e *metalink.Encoder, p string) error {
+	st, err := w.b.Dump(w.ctx, e, p)
+	if err == nil && st.Missing > 0 && !w.quiet {
+		fmt.Fprintf(w.stderr, "rsdump: %d of %d packages not found beside %s: listed without piece hashes\n", st.Missing, st.Packages, p)
 	}
-	defer fh.Close()
-	st, err := fh.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", path)
-	}
-	pl := w.pieceLength
-	if pl == 0 {
-		pl = metalink.DefaultPieceLength(st.Size())
-	}
-	var r io.Reader = &hashReader{ctx: w.ctx, r: fh, prog: w.prog, name: name}
-	if extra != nil {
-		r = io.TeeReader(r, extra)
-	}
-	f, err := metalink.FileFromReader(name, r, pl)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return f, nil
-}
-
-// mirrorURLs appends a URL per --mirror (the mirror URL plus name) to
-// urls, leaving out repeats.
-func (w *metalinkWriter) mirrorURLs(urls []metalink.URL, name string) []metalink.URL {
-	for _, m := range w.mirrors {
-		base := strings.TrimSuffix(m.BaseURL, "/") + "/"
-		u := metalink.URL{URL: base + url.PathEscape(name), Priority: m.Priority, Location: m.Location}
-		urls = appendURL(urls, u)
-	}
-	return urls
-}
-
-func appendURL(urls []metalink.URL, u metalink.URL) []metalink.URL {
-	for _, v := range urls {
-		if v.URL == u.URL {
-			return urls
-		}
-	}
-	return append(urls, u)
-}
-
-// hashReader stops reading when ctx is canceled and counts progress.
-type hashReader struct {
-	ctx  context.Context
-	r    io.Reader
-	prog *progress
-	name string
-}
-
-func (c *hashReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	n, err := c.r.Read(p)
-	c.prog.add(int64(n), c.name)
-	return n, err
+	return err
 }
 
 // countOf writes "1 file", "2 files".

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,16 +14,34 @@ import (
 	"github.com/rsdump/rsdump/metalink"
 )
 
-// checkDocs validates and describes each document; it fails with exit
-// status 1 when any is invalid or unreadable.
-func checkDocs(ctx context.Context, docs []string, stdout io.Writer) error {
+// checkDocs validates and describes each document (with asJSON, in one
+// JSON document); it fails with exit status 1 when any is invalid or
+// unreadable.
+func checkDocs(ctx context.Context, docs []string, stdout io.Writer, asJSON bool) error {
 	bad := 0
+	var out []checkJSON
 	for _, d := range docs {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if !checkDoc(ctx, d, stdout) {
+		c := checkDoc(ctx, d)
+		if !c.valid() {
 			bad++
+		}
+		if asJSON {
+			out = append(out, c.toJSON())
+		} else {
+			c.print(stdout)
+		}
+	}
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(struct {
+			Documents []checkJSON `json:"documents"`
+			Invalid   int         `json:"invalid"`
+		}{out, bad}); err != nil {
+			return err
 		}
 	}
 	if bad > 0 {
@@ -31,26 +50,114 @@ func checkDocs(ctx context.Context, docs []string, stdout io.Writer) error {
 	return nil
 }
 
-// checkDoc prints the report on one document and says whether it is valid.
-func checkDoc(ctx context.Context, src string, w io.Writer) bool {
+// checked is what --check found in one document.
+type checked struct {
+	src        string
+	m          *metalink.Metalink
+	ps         metalink.Problems
+	fatal      *metalink.Problem // the document is not Metalink at all
+	unreadable error
+}
+
+func (c *checked) valid() bool {
+	return c.m != nil && !c.ps.HasErrors()
+}
+
+func checkDoc(ctx context.Context, src string) *checked {
+	c := &checked{src: src}
 	rc, maxBytes, err := openDoc(ctx, src)
 	if err != nil {
-		fmt.Fprintf(w, "%s: unreadable: %v\n", src, err)
-		return false
+		c.unreadable = err
+		return c
 	}
 	defer rc.Close()
-	m, ps, err := metalink.DecodeLimits(rc, metalink.Limits{MaxBytes: maxBytes})
-	var fatal *metalink.Problem
-	if m == nil && errors.As(err, &fatal) {
-		fmt.Fprintf(w, "%s: invalid\n  %s\n", src, formatProblem(*fatal))
-		return false
+	c.m, c.ps, err = metalink.DecodeLimits(rc, metalink.Limits{MaxBytes: maxBytes})
+	if c.m == nil && !errors.As(err, &c.fatal) {
+		c.unreadable = err
 	}
-	if m == nil {
-		fmt.Fprintf(w, "%s: unreadable: %v\n", src, err)
-		return false
+	return c
+}
+
+// print writes the report on one document.
+func (c *checked) print(w io.Writer) {
+	switch {
+	case c.fatal != nil:
+		fmt.Fprintf(w, "%s: invalid\n  %s\n", c.src, formatProblem(*c.fatal))
+	case c.m == nil:
+		fmt.Fprintf(w, "%s: unreadable: %v\n", c.src, c.unreadable)
+	default:
+		printDoc(w, c.src, c.m, c.ps)
 	}
-	printDoc(w, src, m, ps)
-	return !ps.HasErrors()
+}
+
+type checkJSON struct {
+	Source   string          `json:"source"`
+	Valid    bool            `json:"valid"`
+	Error    string          `json:"error,omitempty"`
+	Files    []checkFileJSON `json:"files"`
+	Problems []problemJSON   `json:"problems"`
+}
+
+type checkFileJSON struct {
+	Name   string       `json:"name"`
+	Size   *int64       `json:"size"`
+	Hashes []hashJSON   `json:"hashes"`
+	Pieces []piecesJSON `json:"pieces"`
+	URLs   []urlJSON    `json:"urls"`
+}
+
+type hashJSON struct {
+	Type  string `json:"type"`
+	Value string `json:"value"`
+}
+
+type piecesJSON struct {
+	Type   string `json:"type"`
+	Length int64  `json:"length"`
+	Count  int    `json:"count"`
+}
+
+type urlJSON struct {
+	URL      string `json:"url"`
+	Priority int    `json:"priority"`
+	Location string `json:"location,omitempty"`
+}
+
+type problemJSON struct {
+	Severity string `json:"severity"`
+	Code     string `json:"code"`
+	Text     string `json:"message"`
+}
+
+func (c *checked) toJSON() checkJSON {
+	j := checkJSON{Source: c.src, Valid: c.valid(), Files: []checkFileJSON{}, Problems: []problemJSON{}}
+	if c.unreadable != nil {
+		j.Error = c.unreadable.Error()
+	}
+	ps := c.ps
+	if c.fatal != nil {
+		ps = metalink.Problems{*c.fatal}
+	}
+	for _, p := range ps {
+		j.Problems = append(j.Problems, problemJSON{p.Severity.String(), p.Code, formatProblem(p)})
+	}
+	if c.m == nil {
+		return j
+	}
+	for _, f := range c.m.Files {
+		fj := checkFileJSON{Name: f.Name, Size: f.Size, Hashes: []hashJSON{}, Pieces: []piecesJSON{}, URLs: []urlJSON{}}
+		for _, h := range f.Hashes {
+			fj.Hashes = append(fj.Hashes, hashJSON{h.Type, h.Value})
+		}
+		for _, p := range f.Pieces {
+			fj.Pieces = append(fj.Pieces, piecesJSON{p.Type, p.Length, len(p.Hashes)})
+		}
+		for _, u := range f.URLs {
+			fj.URLs = append(fj.URLs, urlJSON{u.URL, u.EffectivePriority(), u.Location})
+		}
+		j.Files = append(j.Files, fj)
+	}
+	return j
 }
 
 // maxFetch bounds a document fetched over HTTP (a million piece hashes

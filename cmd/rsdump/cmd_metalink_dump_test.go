@@ -204,21 +204,3 @@ func writeDumpDoc(t *testing.T, path string, kind resourcesync.Kind, urls []reso
 		t.Fatal(err)
 	}
 }
-
-func TestLastSegment(t *testing.T) {
-	cases := []struct{ loc, want string }{
-		{"http://example.org/rs/resourcedump-00001.zip", "resourcedump-00001.zip"},
-		{"http://example.org/rs/a%20b.zip?x=1", "a b.zip"},
-		{"http://example.org/", ""},
-		{"http://example.org", ""},
-		{"http://example.org/rs/..", ""},
-		{"http://example.org/rs/a%5Cb.zip", ""}, // a backslash
-		{"%zz", ""},
-	}
-	for _, c := range cases {
-		got, err := lastSegment(c.loc)
-		if got != c.want || (c.want == "") != (err != nil) {
-			t.Errorf("lastSegment(%q) = %q, %v; want %q", c.loc, got, err, c.want)
-		}
-	}
-}

@@ -3,14 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
-	"strings"
 	"time"
 
-	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
 )
@@ -31,6 +30,13 @@ reported, and removed with --prune once resourcedump.xml is written.
 
 Exit status: 0 success, 1 failure (a file could not be read, changed while
 read, or an output could not be written), 2 usage error, 130 interrupted.
+
+Examples:
+  rsdump pack ./collection --base-url https://example.org/data/ -o ./dump
+  rsdump pack ./collection --base-url https://example.org/data/ -o ./dump \
+      --max-package-size 4GiB --hash md5,sha-256
+  rsdump pack ./collection --base-url https://example.org/data/ -o ./dump \
+      --metalink --mirror https://mirror.example.net/dump/ --json
 `
 
 type packFlags struct {
@@ -50,17 +56,17 @@ func runPack(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.StringVar(&f.baseURL, "base-url", "", "`URL` prefix of every bitstream's <loc> (required)")
 	fs.StringVar(&f.dumpURL, "dump-url", "", "`URL` prefix of the packages (default: the base URL)")
 	fs.StringVar(&f.capList, "capability-list", "", "`URL` of the Capability List, linked as rel=\"up\"")
-	fs.StringVar(&f.hashes, "hash", "sha-256", "manifest hash `ALGS`, comma-separated: "+strings.Join(digest.Names(), ", "))
+	fs.StringVar(&f.hashes, "hash", "sha-256", "manifest hash `ALGS`, comma-separated: md5, sha-1, sha-224, sha-256, sha-384, sha-512, blake3")
 	fs.StringVar(&f.compress, "compress", "auto", "`MODE`: auto (store compressed media and data that does not shrink), store or deflate")
 	fs.IntVar(&f.level, "level", 6, "deflate `LEVEL`, 1 (fast) to 9 (small)")
-	fs.Int64Var(&f.maxSize, "max-package-size", pack.DefaultMaxPackageSize, "split packages at `BYTES` (a larger file gets a package of its own)")
+	fs.Var(newSizeValue(&f.maxSize, pack.DefaultMaxPackageSize), "max-package-size", "split packages at `SIZE` (bytes, or 64M, 1GiB; a larger file gets a package of its own)")
 	fs.StringVar(&f.at, "at", "", "snapshot `TIME` (W3C datetime) for every at/completed attribute; same input and --at give identical packages")
 	fs.BoolVar(&f.skipChanged, "skip-changed", false, "leave out files that change while read, with a warning, instead of failing")
 	fs.BoolVar(&f.prune, "prune", false, "remove the packages, manifests, Metalinks and index parts of an earlier run that the new dump no longer names")
 	fs.BoolVar(&f.follow, "follow-symlinks", false, "pack the targets of symbolic links instead of skipping them")
 	fs.BoolVar(&f.metalink, "metalink", false, "write NAME.zip.meta4 (Metalink 4: size, sha-256, piece hashes, mirrors) beside each package")
 	fs.StringArrayVar(&f.mirrors, "mirror", nil, "`URL[,priority=N][,location=CC]` of a mirror holding the packages (repeatable; needs --metalink)")
-	fs.Int64Var(&f.pieceLength, "piece-length", 0, "Metalink piece `BYTES` (default: from the package size limit, 256 KiB to 16 MiB)")
+	fs.Var(newSizeValue(&f.pieceLength, 0), "piece-length", "Metalink piece `SIZE` (bytes, or 1M, 4MiB; default: from the package size limit, 256 KiB to 16 MiB)")
 	fs.IntVarP(&f.jobs, "jobs", "j", 0, "parallel readers and compressors (default: number of CPUs)")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress and no summary")
 	fs.BoolVar(&f.json, "json", false, "print a machine-readable summary on stdout")
@@ -82,7 +88,13 @@ func (f *packFlags) options(args []string) (pack.Options, error) {
 	if f.out == "" || f.baseURL == "" {
 		return o, usagef("pack needs -o OUTDIR and --base-url URL")
 	}
-	hashes, err := digest.ParseList(f.hashes)
+	if err := errors.Join(checkURL("--base-url", f.baseURL), checkURL("--dump-url", f.dumpURL), checkURL("--capability-list", f.capList)); err != nil {
+		return o, usageError{err}
+	}
+	if f.level < 1 || f.level > 9 || f.jobs < 0 {
+		return o, usagef("--level must be 1 to 9, and --jobs not negative")
+	}
+	hashes, err := pack.ParseHashes(f.hashes)
 	if err != nil {
 		return o, usageError{err}
 	}
@@ -130,7 +142,7 @@ func (f *packFlags) metalinkOptions(o *pack.Options) error {
 
 func doPack(ctx context.Context, src string, f packFlags, o pack.Options, stdout, stderr io.Writer) error {
 	defer oversubscribe()()
-	p := newProgress(stderr, f.quiet, "packing")
+	p := newProgress(stderr, f.quiet || f.json, "packing")
 	done := 0
 	o.Events = func(e pack.Event) {
 		switch e := e.(type) {
@@ -142,12 +154,14 @@ func doPack(ctx context.Context, src string, f packFlags, o pack.Options, stdout
 				p.message("rsdump: %s: %s, %s%s", e.Package.Name, fmtBytes(e.Package.Length), plural(e.Package.Bitstreams, "bitstream"), reusedNote(e.Package.Reused))
 			}
 		case pack.Warning:
-			p.message("rsdump: warning: %s", e)
+			if !f.quiet {
+				p.message("rsdump: warning: %s", e)
+			}
 		case pack.Removed: // printed even with --quiet: it deletes files
 			p.message("rsdump: removed %s: left from an earlier run, not in the new dump", e.Name)
 		}
 	}
-	if p.bar != nil {
+	if p.shown() {
 		go func() { // a stat-only walk, to size the bar; Pack does not wait for it
 			if _, n, err := pack.Scan(ctx, src, o.FollowSymlinks); err == nil {
 				p.setTotal(n)

@@ -10,13 +10,17 @@ import (
 	"github.com/rsdump/rsdump/verify"
 )
 
-const unpackHelp = `Usage: rsdump unpack SOURCE --dest DIR --base-url URL [flags]
-       rsdump unpack SOURCE --dest DIR --layout path [flags]
+const unpackHelp = `Usage: rsdump unpack SOURCE... --dest DIR --base-url URL [flags]
+       rsdump unpack SOURCE... --dest DIR --layout path [flags]
 
-Restores a Resource Dump or Change Dump into DIR. SOURCE is a package
-(.zip) or a dump document or index (a file or an http(s) URL; packages are
-then fetched over HTTP into DIR/.rsdump/cache and checked against the
-document's length and hash before use). For a local dump document, each
+Restores a Resource Dump or Change Dump into DIR. Each SOURCE, applied in
+turn, is a package (.zip), a dump document or index (a file or an http(s)
+URL), or a directory holding a copy of a dump, as rsdump get leaves one
+(its Resource Dumps are applied first, then its Change Dumps; packages no
+document lists are not applied). A remote package is fetched by the
+engine behind rsdump get, from its <loc>, every rel="duplicate" mirror
+and its Metalink, into DIR/.rsdump/cache, and checked against the
+document's length and hash before use. For a local dump document, each
 package is looked for beside it under the last segment of its URL.
 
 A bitstream lands at its URI relative to --base-url (the prefix the Source
@@ -43,6 +47,11 @@ from there.
 Exit status: 0 everything applied, 1 problems found (a bitstream refused,
 a deletion refused, a package that failed), 2 could not run (usage,
 unreadable source, unwritable DIR), 130 interrupted; run again to resume.
+
+Examples:
+  rsdump unpack ./dump/resourcedump.xml --dest ./tree --base-url https://example.org/data/
+  rsdump unpack resourcedump-00001.zip --dest ./tree --layout path
+  rsdump unpack https://example.org/dump/changedump.xml --dest ./tree --base-url https://example.org/data/ --dry-run
 `
 
 type unpackFlags struct {
@@ -72,18 +81,30 @@ func runUnpack(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	return doUnpack(ctx, fs.Arg(0), f, opts, stdout, stderr)
+	return doUnpack(ctx, fs.Args(), f, opts, stdout, stderr)
 }
 
 func (f *unpackFlags) options(args []string) (unpack.Options, error) {
 	var o unpack.Options
 	switch {
-	case len(args) != 1:
-		return o, usagef("unpack takes one SOURCE, got %d arguments", len(args))
+	case len(args) == 0:
+		return o, usagef("unpack needs a SOURCE")
 	case f.dest == "":
 		return o, usagef("unpack needs --dest DIR")
 	case f.maxRatio < 1:
 		return o, usagef("--max-ratio must be at least 1")
+	case f.jobs < 0:
+		return o, usagef("--jobs must not be negative")
+	}
+	for _, s := range args {
+		if isURLish(s) {
+			if err := checkURL("SOURCE", s); err != nil {
+				return o, err
+			}
+		}
+	}
+	if err := checkURL("--base-url", f.baseURL); err != nil {
+		return o, err
 	}
 	layout, err := verify.ParseLayout(f.layout)
 	if err != nil {
@@ -100,22 +121,27 @@ func (f *unpackFlags) options(args []string) (unpack.Options, error) {
 		Limits: verify.Limits{MaxRatio: f.maxRatio}, Jobs: f.jobs}, nil
 }
 
-func doUnpack(ctx context.Context, source string, f unpackFlags, o unpack.Options, stdout, stderr io.Writer) error {
-	rep, err := newReportWriter(f.reportFlags, stdout)
+func doUnpack(ctx context.Context, sources []string, f unpackFlags, o unpack.Options, stdout, stderr io.Writer) error {
+	rep, err := newReportWriter(f.reportFlags, stdout, stderr)
 	if err != nil {
 		return exitError{exitUsage, err}
 	}
 	p := newProgress(stderr, f.quiet || f.json, "unpacking")
-	o.Progress = func(n int64) { p.add(n, "") }
+	rep.msg = p.message
+	o.Progress, o.Total = func(n int64) { p.add(n, "") }, p.grow
 	o.Report = func(fd verify.Finding) {
 		if f.verb && fd.Severity == verify.OK && !f.json && !f.quiet {
 			fmt.Fprintf(stdout, "%s: %s\n", fd.Check, orText(fd.Path, fd.Source))
 		}
 		rep.finding(fd)
 	}
-	res, err := unpack.Unpack(ctx, source, f.dest, o)
+	res, err := unpack.UnpackAll(ctx, sources, f.dest, o)
 	p.done()
 	if err != nil {
+		if errors.Is(err, unpack.ErrBaseURL) {
+			err = fmt.Errorf("%w (give that prefix as --base-url, or use --layout path)", err)
+		}
+		rep.runErr = err
 		rep.close(nil)
 		if errors.Is(err, context.Canceled) {
 			return err

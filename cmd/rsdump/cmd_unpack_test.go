@@ -37,6 +37,17 @@ func TestUnpackExitCodes(t *testing.T) {
 	}
 }
 
+// TestUnpackWrongBaseURL: a --base-url no bitstream is under is one
+// error naming the prefix the manifests use, exit 2, nothing written.
+func TestUnpackWrongBaseURL(t *testing.T) {
+	out := packedExample(t)
+	dst := t.TempDir()
+	code, stdout, stderr := rsdump(t, "unpack", filepath.Join(out, pack.DumpName), "--dest", dst, "--base-url", "http://example.com/other/")
+	if code != exitUsage || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "start with "+verifytest.BaseURL) {
+		t.Errorf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+}
+
 func TestUnpackReportDir(t *testing.T) {
 	broken := filepath.Join(t.TempDir(), "p.zip")
 	os.WriteFile(broken, verifytest.Corpus(t)[0].Zip, 0o644)

@@ -41,6 +41,11 @@ files (ResourceSync §5.2).
 Exit status: 0 everything verified, 1 problems found (errors, or
 bitstreams that could not be verified), 2 could not run (usage, unreadable
 input), 130 interrupted.
+
+Examples:
+  rsdump verify ./dump
+  rsdump verify https://example.org/dump/resourcedump.xml --json > report.json
+  rsdump verify --tree ./tree --against ./dump/resourcedump.xml --base-url https://example.org/data/
 `
 
 type verifyFlags struct {
@@ -63,7 +68,7 @@ func (f *reportFlags) register(fs interface {
 }) {
 	fs.BoolVar(&f.json, "json", false, "print a structured report (problems and summary) on stdout")
 	fs.StringVar(&f.reportDir, "report-dir", "", "write ok.csv and notok.csv into `DIR`")
-	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress and no problem lines, only the summary")
+	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress and no warnings: only errors (stderr) and the summary")
 }
 
 func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -95,18 +100,31 @@ func (f *verifyFlags) check(args []string) error {
 		return usagef("verify needs at least one TARGET")
 	case f.maxRatio < 1:
 		return usagef("--max-ratio must be at least 1")
+	case f.jobs < 0:
+		return usagef("--jobs must not be negative")
+	}
+	for _, t := range args {
+		if isURLish(t) {
+			if err := checkURL("TARGET", t); err != nil {
+				return err
+			}
+		}
+	}
+	if f.tree != "" && f.baseURL != "" {
+		return checkURL("--base-url", f.baseURL)
 	}
 	return nil
 }
 
 func doVerify(ctx context.Context, f verifyFlags, targets []string, stdout, stderr io.Writer) error {
-	rep, err := newReportWriter(f.reportFlags, stdout)
+	rep, err := newReportWriter(f.reportFlags, stdout, stderr)
 	if err != nil {
 		return exitError{exitUsage, err}
 	}
 	p := newProgress(stderr, f.quiet || f.json, "verifying")
+	rep.msg = p.message
 	opts := verify.Options{Limits: verify.Limits{MaxRatio: f.maxRatio}, Jobs: f.jobs, Report: rep.finding,
-		Progress: func(n int64) { p.add(n, "") }}
+		Progress: func(n int64) { p.add(n, "") }, Total: p.grow}
 	var sum *verify.Summary
 	if f.tree != "" {
 		sum, err = audit(ctx, f, opts)
@@ -115,6 +133,7 @@ func doVerify(ctx context.Context, f verifyFlags, targets []string, stdout, stde
 	}
 	p.done()
 	if err != nil {
+		rep.runErr = err
 		rep.close(nil)
 		if errors.Is(err, context.Canceled) {
 			return err
@@ -159,23 +178,26 @@ func finishReport(rep *reportWriter, summary any, c verify.Counts, line string) 
 	return nil
 }
 
-// reportWriter renders findings: problem lines on stdout (or a JSON
-// document with --json), and the ok/notOK logs with --report-dir. It is
-// called from several goroutines.
+// reportWriter renders findings: problem lines on stderr (warnings not
+// with --quiet), or with --json a document on stdout holding them all;
+// and the ok/notOK logs with --report-dir. It is called from several
+// goroutines.
 type reportWriter struct {
 	flags    reportFlags
 	stdout   io.Writer
+	msg      func(format string, args ...any) // a line on stderr, past the progress bar
 	mu       sync.Mutex
 	ok, bad  *csv.Writer
 	files    []*os.File
 	jsonSeen bool
 	err      error
+	runErr   error // why the run failed, ending the JSON document
 }
 
 var csvHeader = []string{"uri", "path", "check", "expected", "actual", "severity", "message", "source"}
 
-func newReportWriter(f reportFlags, stdout io.Writer) (*reportWriter, error) {
-	r := &reportWriter{flags: f, stdout: stdout}
+func newReportWriter(f reportFlags, stdout, stderr io.Writer) (*reportWriter, error) {
+	r := &reportWriter{flags: f, stdout: stdout, msg: func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }}
 	if f.json {
 		fmt.Fprint(stdout, "{\"findings\": [")
 	}
@@ -220,8 +242,8 @@ func (r *reportWriter) finding(f verify.Finding) {
 	case f.Severity == verify.OK:
 	case r.flags.json:
 		r.writeJSON(f)
-	case !r.flags.quiet:
-		fmt.Fprintln(r.stdout, f)
+	case f.Severity.Problem() || !r.flags.quiet:
+		r.msg("%s", f)
 	}
 }
 
@@ -264,7 +286,12 @@ func (r *reportWriter) close(summary any) error {
 		r.keep(err)
 		fmt.Fprintf(r.stdout, "\n],\n  \"summary\": %s\n}\n", b)
 	} else if r.flags.json {
-		fmt.Fprint(r.stdout, "\n]}\n") // the run failed; the error goes to stderr
+		msg := "failed"
+		if r.runErr != nil {
+			msg = r.runErr.Error()
+		}
+		b, _ := json.Marshal(msg)
+		fmt.Fprintf(r.stdout, "\n],\n  \"error\": %s\n}\n", b) // and on stderr
 	}
 	for _, w := range []*csv.Writer{r.ok, r.bad} {
 		if w != nil {

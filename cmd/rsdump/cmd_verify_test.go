@@ -113,8 +113,8 @@ func TestVerifyTree(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(dst, "extra.txt"), []byte("x"), 0o644)
 	os.Remove(filepath.Join(dst, "empty.txt"))
-	code, stdout, _ := rsdump(t, args...)
-	if code != 1 || !strings.Contains(stdout, "extra.txt: extra") || !strings.Contains(stdout, "empty.txt: missing") {
-		t.Errorf("audit of a changed tree: exit %d\n%s", code, stdout)
+	code, stdout, stderr := rsdump(t, args...)
+	if code != 1 || !strings.Contains(stderr, "extra.txt: extra") || !strings.Contains(stderr, "empty.txt: missing") || !strings.Contains(stdout, "2 errors") {
+		t.Errorf("audit of a changed tree: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}
 }

@@ -1,11 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -72,17 +72,75 @@ func TestGetJSON(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var s getSummary
-	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
-		t.Fatalf("%v: %q", err, stdout)
-	}
+	s := oneGetFile(t, stdout)
 	got, _ := os.ReadFile(filepath.Join(out, "pkg.zip"))
 	if !bytes.Equal(got, data) || s.Bytes != int64(len(data)) || len(s.Mirrors) != 2 || s.Path == "" {
 		t.Errorf("summary %+v", s)
 	}
 	code, stdout, _ = rsdump(t, "get", meta, "-o", out, "--json")
-	if json.Unmarshal([]byte(stdout), &s); code != exitOK || !s.Skipped {
+	if s = oneGetFile(t, stdout); code != exitOK || !s.Skipped {
 		t.Errorf("second run: exit %d, %+v", code, s)
+	}
+}
+
+// oneGetFile checks that stdout is exactly one JSON document, a report
+// on one file, and returns that file's summary.
+func oneGetFile(t *testing.T, stdout string) getSummary {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	var rep getReport
+	if err := dec.Decode(&rep); err != nil {
+		t.Fatalf("--json output does not parse: %v: %q", err, stdout)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		t.Fatalf("--json output holds more than one JSON value: %q", stdout)
+	}
+	if len(rep.Files) != 1 {
+		t.Fatalf("report on %d files, want 1: %q", len(rep.Files), stdout)
+	}
+	return rep.Files[0]
+}
+
+// TestGetNoRangeNotDropped: a run that succeeds beside a mirror without
+// Range support reports that mirror as such, never as dropped, in the
+// summary line, on stderr and in --json.
+func TestGetNoRangeNotDropped(t *testing.T) {
+	data, meta, _ := getFixture(t, 1<<20, 32<<20)
+	s, _ := mt.Server(bytes.NewReader(data), int64(len(data)), "pkg.zip", mt.NoRange())
+	t.Cleanup(s.Close)
+	b, _ := os.ReadFile(meta)
+	m, _, err := metalink.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Files[0].URLs = append([]metalink.URL{{URL: s.URL + "/pkg.zip", Priority: 1}}, m.Files[0].URLs...)
+	var buf bytes.Buffer
+	metalink.Encode(&buf, m)
+	os.WriteFile(meta, buf.Bytes(), 0o644)
+	code, stdout, stderr := rsdump(t, "get", meta, "-o", t.TempDir())
+	if code != exitOK || strings.Contains(stdout+stderr, "dropped") || !strings.Contains(stdout, "1 mirror without Range support") ||
+		strings.Count(stderr, "ignores Range requests ("+s.URL+"/pkg.zip)") != 1 {
+		t.Errorf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	code, stdout, _ = rsdump(t, "get", meta, "-o", t.TempDir(), "--json")
+	if f := oneGetFile(t, stdout); code != exitOK || len(f.Dropped) != 0 || len(f.NoRange) != 1 {
+		t.Errorf("exit %d, %+v", code, f)
+	}
+	// Three mirrors without Range (python3 -m http.server, say): the file
+	// streams from one of them, and the run ends without "dropped".
+	m.Files[0].URLs = nil
+	for i := range 3 {
+		s, _ := mt.Server(bytes.NewReader(data), int64(len(data)), "pkg.zip", mt.NoRange())
+		t.Cleanup(s.Close)
+		m.Files[0].URLs = append(m.Files[0].URLs, metalink.URL{URL: s.URL + "/pkg.zip", Priority: i + 1})
+	}
+	buf.Reset()
+	metalink.Encode(&buf, m)
+	os.WriteFile(meta, buf.Bytes(), 0o644)
+	code, stdout, stderr = rsdump(t, "get", meta, "-o", t.TempDir())
+	if code != exitOK || strings.Contains(stdout+stderr, "dropped") || strings.Contains(stdout, "refetched") ||
+		!strings.HasSuffix(stdout, "; 3 mirrors without Range support\n") {
+		t.Errorf("three mirrors without Range: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}
 }
 
@@ -111,8 +169,7 @@ func TestGetKilledResumes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("seed %d: resumed run: %v", seed, err)
 		}
-		var s getSummary
-		json.NewDecoder(bufio.NewReader(bytes.NewReader(res))).Decode(&s)
+		s := oneGetFile(t, string(res))
 		got, _ := os.ReadFile(filepath.Join(out, "pkg.zip"))
 		if !bytes.Equal(got, data) {
 			t.Fatalf("seed %d: wrong content", seed)
@@ -182,8 +239,12 @@ func testGetInterrupted(t *testing.T, bin string) {
 		}
 	}
 	res, err := exec.Command(bin, args...).Output()
+	var rep getReport
+	json.Unmarshal(res, &rep)
 	var s getSummary
-	json.Unmarshal(res, &s)
+	if len(rep.Files) == 1 {
+		s = rep.Files[0]
+	}
 	if got, _ := os.ReadFile(filepath.Join(out, "pkg.zip")); err != nil || !bytes.Equal(got, data) || s.Resumed == 0 {
 		t.Errorf("resume after SIGINT: %v, resumed %d", err, s.Resumed)
 	}

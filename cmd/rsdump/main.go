@@ -5,12 +5,15 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/pflag"
@@ -35,8 +38,9 @@ Usage:
   rsdump verify TARGET... [flags]                    check packages and dump documents; write nothing
   rsdump verify --tree DIR --against DOC [flags]     audit a tree against a dump or Resource List
   rsdump unpack SOURCE --dest DIR [flags]            restore a dump into DIR, every bitstream verified
+  rsdump version                                     print the version, VCS revision and Go version
 
-Run 'rsdump COMMAND --help' for a command's flags.
+Run 'rsdump help COMMAND' or 'rsdump COMMAND --help' for a command's flags.
 
 Exit status: 0 success, 1 failure, 2 usage error, 130 interrupted.
 `
@@ -52,6 +56,7 @@ var commands = []command{
 	{"metalink", runMetalink},
 	{"verify", runVerify},
 	{"unpack", runUnpack},
+	{"version", runVersion},
 }
 
 const softMemoryLimit = 160 << 20
@@ -91,20 +96,73 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	switch {
+	case len(args) == 0:
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	case args[0] == "-h" || args[0] == "--help" || (args[0] == "help" && len(args) == 1):
 		fmt.Fprint(stdout, usage)
-		if len(args) == 0 {
-			return exitUsage
-		}
 		return exitOK
+	case args[0] == "--version" || args[0] == "-V":
+		args = []string{"version"}
+	case args[0] == "help" && len(args) == 2:
+		args = []string{args[1], "--help"} // rsdump help CMD is rsdump CMD --help
+	case args[0] == "help":
+		fmt.Fprintf(stderr, "rsdump: help takes one COMMAND, got %d\n", len(args)-1)
+		return exitUsage
 	}
 	for _, c := range commands {
 		if c.name == args[0] {
-			return exitCode(c.run(ctx, args[1:], stdout, stderr), stderr)
+			out := &countWriter{w: stdout}
+			err := c.run(ctx, args[1:], out, stderr)
+			code := exitCode(err, stderr)
+			if code != exitOK && out.n == 0 && wantsJSON(args[1:]) {
+				writeJSONError(stdout, err, code)
+			}
+			return code
 		}
 	}
 	fmt.Fprintf(stderr, "rsdump: unknown command %q\n%s", args[0], usage)
 	return exitUsage
+}
+
+// countWriter counts what a command wrote to stdout.
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// wantsJSON says whether args ask for --json, so that a run that fails
+// before its command printed its document still prints one JSON document.
+func wantsJSON(args []string) bool {
+	for _, a := range args {
+		switch {
+		case a == "--":
+			return false
+		case a == "--json" || a == "--json=true":
+			return true
+		}
+	}
+	return false
+}
+
+// writeJSONError is the one JSON document of a run that failed before its
+// command printed one; the error also went to stderr.
+func writeJSONError(stdout io.Writer, err error, code int) {
+	msg := "failed"
+	if err != nil {
+		msg = err.Error()
+	}
+	json.NewEncoder(stdout).Encode(struct {
+		Error      string `json:"error"`
+		ExitStatus int    `json:"exit_status"`
+	}{msg, code})
 }
 
 // exitCode prints err, if any, and maps it to the exit status.
@@ -132,6 +190,25 @@ func exitCode(err error, stderr io.Writer) int {
 	return exitFailed
 }
 
+// checkURL refuses, as a usage error, a value that is not an absolute
+// http(s) URL where one is required; an empty value passes (an optional
+// flag not given).
+func checkURL(what, v string) error {
+	if v == "" {
+		return nil
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return usagef("%s %q is not an absolute http(s) URL", what, v)
+	}
+	return nil
+}
+
+// isURLish says whether an argument is meant as a URL rather than a path.
+func isURLish(s string) bool {
+	return strings.HasPrefix(s, "http:") || strings.HasPrefix(s, "https:")
+}
+
 // newFlags returns a FlagSet whose errors the caller reports.
 func newFlags(name string) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
@@ -145,7 +222,11 @@ func newFlags(name string) *pflag.FlagSet {
 func parse(fs *pflag.FlagSet, args []string, help string, stdout io.Writer) error {
 	err := fs.Parse(args)
 	if errors.Is(err, pflag.ErrHelp) {
-		fmt.Fprint(stdout, help, "\nFlags:\n", fs.FlagUsages())
+		text, examples, _ := strings.Cut(help, "\nExamples:\n")
+		fmt.Fprint(stdout, text, "\nFlags:\n", fs.FlagUsages())
+		if examples != "" {
+			fmt.Fprint(stdout, "\nExamples:\n", examples)
+		}
 		return err
 	}
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -11,31 +12,58 @@ import (
 	"golang.org/x/term"
 )
 
-// progress renders byte counts on stderr: a bar when stderr is a terminal,
-// a plain line every few seconds otherwise, nothing with --quiet.
+// progress is the one progress renderer of every long command (pack,
+// metalink, verify, unpack, get), on stderr. The commands speak one
+// vocabulary to it: bytes done (add, or set when polled), the total bytes
+// of the work (grow as the library learns it, setTotal), and messages
+// that must not garble the display. It draws
+//   - on a terminal, a progressbar bar with percent, bytes, rate and ETA
+//     (a spinner only while no total is known);
+//   - otherwise, a plain line every few seconds: "rsdump: verifying: 45%,
+//     460.0 MiB of 1.0 GiB, 95.3 MB/s, ETA 6s";
+//   - nothing with --quiet or --json. Messages print as given: each
+//     command decides what --quiet silences (warnings, notes).
 type progress struct {
 	mu     sync.Mutex
-	bar    *progressbar.ProgressBar
 	w      io.Writer
-	plain  bool
-	start  time.Time
-	last   time.Time
-	bytes  int64
 	desc   string // what is being done: "verifying"
-	detail string
+	detail string // the current unit, when the command names one
+	note   string // a polled source's extra words: "2 mirrors, 8 connections"
+	bar    *progressbar.ProgressBar
+	plain  bool
+	now    func() time.Time
+	every  time.Duration // between plain lines
+	poll   time.Duration // between ticks: polls and redraws
+	start  time.Time
+	last   time.Time // of the last plain line
+	lastN  int64     // bytes done at the last plain line
+	n      int64     // bytes done
+	total  int64     // bytes of all the work, 0 while unknown
+	// source is a library that is polled rather than calling back.
+	source  func() (done, total int64, note string)
+	ticking bool
+	stop    chan struct{}
+	stopped chan struct{}
 }
 
 func newProgress(stderr io.Writer, quiet bool, desc string) *progress {
-	p := &progress{w: stderr, start: time.Now(), last: time.Now(), desc: desc}
+	p := &progress{w: stderr, desc: desc, now: time.Now, every: 5 * time.Second, poll: time.Second}
+	p.start, p.last = p.now(), p.now()
 	if quiet {
 		return p
 	}
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		p.poll = 200 * time.Millisecond
 		p.bar = progressbar.NewOptions64(-1,
 			progressbar.OptionSetWriter(stderr),
 			progressbar.OptionSetDescription(desc),
 			progressbar.OptionShowBytes(true),
+			progressbar.OptionShowCount(),
+			progressbar.OptionShowTotalBytes(true),
+			progressbar.OptionUseIECUnits(true),
 			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionSetElapsedTime(true),
+			progressbar.OptionSetWidth(30),
 			progressbar.OptionThrottle(100*time.Millisecond),
 			progressbar.OptionClearOnFinish(),
 		)
@@ -45,43 +73,49 @@ func newProgress(stderr io.Writer, quiet bool, desc string) *progress {
 	return p
 }
 
-// add counts n bytes done; detail names the current unit (a package).
+// shown says whether anything is drawn: not with --quiet.
+func (p *progress) shown() bool { return p.bar != nil || p.plain }
+
+// polled makes the renderer read done, total and a note from fn every
+// tick, for a library that is polled (transfer.Getter.Progress) rather
+// than one that calls back.
+func (p *progress) polled(fn func() (done, total int64, note string)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.source = fn
+	p.startTicker()
+}
+
+// add counts n bytes done; detail, when not "", names the current unit.
 func (p *progress) add(n int64, detail string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.bytes += n
+	p.n += n
 	if detail != "" && detail != p.detail {
 		p.detail = detail
 		if p.bar != nil {
-			p.bar.Describe(detail)
+			p.bar.Describe(p.label())
 		}
 	}
-	if p.bar != nil {
-		p.bar.Add64(n)
-		return
-	}
-	if p.plain && time.Since(p.last) >= 5*time.Second {
-		p.last = time.Now()
-		fmt.Fprintf(p.w, "rsdump: %s, %s, %s\n", p.label(), fmtBytes(p.bytes), fmtRate(p.bytes, time.Since(p.start)))
-	}
+	p.startTicker()
+	p.drawBar()
 }
 
-// label is the current unit, or what is being done when the caller names
-// no unit (verify reads many packages at once).
-func (p *progress) label() string {
-	if p.detail != "" {
-		return p.detail
-	}
-	return p.desc
+// grow adds n bytes to the total, as the library learns of more work.
+func (p *progress) grow(n int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.total += n
+	p.startTicker()
+	p.drawBar()
 }
 
-// setTotal gives the bar a total once it is known, for percent and ETA.
+// setTotal gives the total once it is known, for percent and ETA.
 func (p *progress) setTotal(n int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.bar != nil {
-		p.bar.ChangeMax64(n)
-	}
+	p.total = n
+	p.drawBar()
 }
 
 // message prints a line without garbling the bar.
@@ -94,11 +128,111 @@ func (p *progress) message(format string, args ...any) {
 	fmt.Fprintf(p.w, format+"\n", args...)
 }
 
+// done stops the ticker and clears the bar; a summary follows on stdout.
 func (p *progress) done() {
+	p.mu.Lock()
+	stop, stopped := p.stop, p.stopped
+	p.stop = nil
+	p.mu.Unlock()
+	if stop != nil {
+		close(stop)
+		<-stopped
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.bar != nil {
 		p.bar.Finish()
-		fmt.Fprintln(p.w)
+		p.bar = nil
 	}
+}
+
+// startTicker starts, once, the goroutine that polls and prints plain
+// lines. It runs only when there is something to show.
+func (p *progress) startTicker() {
+	if p.ticking || (p.bar == nil && !p.plain) {
+		return
+	}
+	p.ticking = true
+	p.stop, p.stopped = make(chan struct{}), make(chan struct{})
+	go func(stop, stopped chan struct{}) {
+		defer close(stopped)
+		t := time.NewTicker(p.poll)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				p.tick()
+			}
+		}
+	}(p.stop, p.stopped)
+}
+
+// tick polls the source, if any, and draws: the bar, or a plain line when
+// one is due.
+func (p *progress) tick() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.source != nil {
+		p.n, p.total, p.note = p.source()
+	}
+	p.drawBar()
+	now := p.now()
+	if !p.plain || now.Sub(p.last) < p.every {
+		return
+	}
+	fmt.Fprintf(p.w, "rsdump: %s\n", p.line(now))
+	p.last, p.lastN = now, p.n
+}
+
+// drawBar brings the bar up to date. The bar's maximum stays above the
+// bytes done until done is called, since progressbar stops at 100%, and a
+// total learned late (pack's scan) may still grow.
+func (p *progress) drawBar() {
+	if p.bar == nil {
+		return
+	}
+	if p.note != "" {
+		p.bar.Describe(p.label() + " (" + p.note + ")")
+	}
+	if p.total > 0 {
+		if max := max(p.total, p.n+1); p.bar.GetMax64() != max {
+			p.bar.ChangeMax64(max)
+		}
+	}
+	p.bar.Set64(p.n)
+}
+
+// line is the plain progress line: percent and totals when the total is
+// known, the rate since the previous line, and the ETA at that rate.
+func (p *progress) line(now time.Time) string {
+	var b strings.Builder
+	b.WriteString(p.label() + ": ")
+	since := now.Sub(p.last)
+	rate := float64(p.n-p.lastN) / since.Seconds()
+	if p.total > 0 {
+		fmt.Fprintf(&b, "%.0f%%, %s of %s", 100*float64(min(p.n, p.total))/float64(p.total), fmtBytes(p.n), fmtBytes(p.total))
+	} else {
+		b.WriteString(fmtBytes(p.n))
+	}
+	fmt.Fprintf(&b, ", %s", fmtRate(p.n-p.lastN, since))
+	if p.total > p.n && rate > 0 {
+		eta := time.Duration(float64(p.total-p.n) / rate * float64(time.Second))
+		fmt.Fprintf(&b, ", ETA %s", eta.Round(time.Second))
+	}
+	if p.note != "" {
+		b.WriteString(", " + p.note)
+	}
+	return b.String()
+}
+
+// label is what is being done, and the current unit when there is one.
+func (p *progress) label() string {
+	if p.detail != "" {
+		return p.desc + " " + p.detail
+	}
+	return p.desc
 }
 
 func fmtBytes(n int64) string {

@@ -1,4 +1,4 @@
-package main
+package unpack_test
 
 import (
 	"archive/zip"
@@ -19,11 +19,11 @@ import (
 )
 
 // packagesFor writes each package into a new directory and returns the
-// files and results that get would hand to the unpacker, and the unpacker.
-func packagesFor(t *testing.T, tree string, zips [][]byte) ([]*transfer.Result, *getUnpacker) {
+// results that get would hand to the Sequence, and the Sequence.
+func packagesFor(t *testing.T, tree string, zips [][]byte) ([]*transfer.Result, *unpack.Sequence) {
 	t.Helper()
 	dir := t.TempDir()
-	var files []transfer.File
+	var names []string
 	var results []*transfer.Result
 	for i, z := range zips {
 		name := fmt.Sprintf("p%d.zip", i+1)
@@ -31,14 +31,16 @@ func packagesFor(t *testing.T, tree string, zips [][]byte) ([]*transfer.Result, 
 		if err := os.WriteFile(path, z, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		files = append(files, transfer.File{Name: name})
+		names = append(names, name)
 		results = append(results, &transfer.Result{Name: name, Path: path})
 	}
 	m, err := verify.NewMapper(verify.ByURI, vt.BaseURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return results, newGetUnpacker(tree, unpack.Options{Mapper: m}, files, t.Logf)
+	seq := unpack.NewSequence(tree, unpack.Options{Mapper: m}, names)
+	seq.Unpacked = func(name string, res *unpack.Result, err error) { t.Logf("%s: %+v, %v", name, res, err) }
+	return results, seq
 }
 
 // Once a Change Dump package fails to unpack, the packages after it are
@@ -65,7 +67,7 @@ func TestGetUnpackStopsAtFailedChangePackage(t *testing.T) {
 		os.WriteFile(filepath.Join(tree, "local.txt"), []byte("not from the Source"), 0o644)
 		results, u := packagesFor(t, tree, zips)
 		for _, i := range order {
-			err := u.completed(context.Background(), results[i])
+			err := u.Arrived(context.Background(), results[i].Name, results[i].Path)
 			if (err != nil) != (i == 1) {
 				t.Fatalf("order %v: package %d: %v", order, i+1, err)
 			}
@@ -78,7 +80,7 @@ func TestGetUnpackStopsAtFailedChangePackage(t *testing.T) {
 		if err := json.Unmarshal(b, &st); err != nil || !st.ChangeDumpUntil.Equal(at(2)) {
 			t.Errorf("order %v: state until %v (%v), want %v", order, st.ChangeDumpUntil, err, at(2))
 		}
-		err := u.leftovers()
+		err := u.Leftovers()
 		if err == nil || !strings.Contains(err.Error(), "p3.zip") || !strings.Contains(err.Error(), "p2.zip failed") {
 			t.Errorf("order %v: leftovers: %v", order, err)
 		}
@@ -96,16 +98,16 @@ func TestGetUnpackGoesOnAfterFailedResourcePackage(t *testing.T) {
 	good, _ := vt.Package(t, []vt.File{{Rel: "y.txt", Data: "y1"}})
 	tree := t.TempDir()
 	results, u := packagesFor(t, tree, [][]byte{bad, good})
-	if err := u.completed(context.Background(), results[0]); err == nil {
+	if err := u.Arrived(context.Background(), results[0].Name, results[0].Path); err == nil {
 		t.Fatal("the bad package unpacked")
 	}
-	if err := u.completed(context.Background(), results[1]); err != nil {
+	if err := u.Arrived(context.Background(), results[1].Name, results[1].Path); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := os.ReadFile(filepath.Join(tree, "y.txt")); err != nil || string(got) != "y1" {
 		t.Errorf("y.txt: %q, %v", got, err)
 	}
-	if err := u.leftovers(); err != nil {
+	if err := u.Leftovers(); err != nil {
 		t.Error(err)
 	}
 }
@@ -114,10 +116,10 @@ func TestGetUnpackGoesOnAfterFailedResourcePackage(t *testing.T) {
 func TestGetUnpackLeftoversNameMissingPackage(t *testing.T) {
 	good, _ := vt.Package(t, []vt.File{{Rel: "y.txt", Data: "y1"}})
 	results, u := packagesFor(t, t.TempDir(), [][]byte{good, good})
-	if err := u.completed(context.Background(), results[1]); err != nil {
+	if err := u.Arrived(context.Background(), results[1].Name, results[1].Path); err != nil {
 		t.Fatal(err)
 	}
-	err := u.leftovers()
+	err := u.Leftovers()
 	if err == nil || !strings.Contains(err.Error(), "p1.zip was not downloaded: p2.zip") {
 		t.Errorf("leftovers: %v", err)
 	}

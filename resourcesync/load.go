@@ -1,0 +1,266 @@
+package resourcesync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// OpenFunc opens the document at loc, a file path or an http(s) URL.
+type OpenFunc func(ctx context.Context, loc string) (io.ReadCloser, error)
+
+// Document is one document a Loader read: the one it was given, or a part
+// an index lists.
+type Document struct {
+	Loc    string // where it was read from
+	Header Header
+	Index  *Document // the index that lists it; nil for the top document
+}
+
+// A Loader reads a document and, when it is a <sitemapindex>, every
+// document the index lists, the same way for files and URLs: a part's
+// <loc> is resolved against the index by Resolve. Only one level of index
+// is followed (sitemaps and §5.2 allow no more); a part must have the
+// index's capability. Entries are handed over as they are decoded, so
+// memory does not grow with the document.
+type Loader struct {
+	// Open opens a document. Nil opens local files, and URLs through
+	// OpenURL.
+	Open OpenFunc
+	// Document is called with each document's header before its entries:
+	// the top document first, then each part of an index.
+	Document func(d *Document) error
+	// Entry is called for every entry, n counting from 1 in each
+	// document. For an index (d.Header.Kind == SitemapIndex) the part is
+	// loaded after Entry returns nil.
+	Entry func(d *Document, n int, u URL) error
+	// PartFailed is called when a part cannot be opened, decoded or
+	// used; returning nil goes on with the next part. Nil stops the load
+	// with the error.
+	PartFailed func(index *Document, n int, u URL, err error) error
+}
+
+// OpenURL is the OpenFunc a Loader uses for URLs when it has no Open of
+// its own. Programs replace it once at start-up to use their HTTP client.
+var OpenURL OpenFunc = func(ctx context.Context, loc string) (io.ReadCloser, error) {
+	return nil, fmt.Errorf("%s: no HTTP client configured", loc)
+}
+
+// OpenError is a document that could not be opened or read, as opposed to
+// one that was read and is not valid.
+type OpenError struct {
+	Loc string
+	Err error
+}
+
+func (e *OpenError) Error() string { return e.Loc + ": " + e.Err.Error() }
+func (e *OpenError) Unwrap() error { return e.Err }
+
+// Load reads the document at loc and the parts of an index. Errors name
+// the document they come from.
+func (l *Loader) Load(ctx context.Context, loc string) error {
+	return l.load(ctx, loc, nil)
+}
+
+func (l *Loader) load(ctx context.Context, loc string, index *Document) error {
+	rc, err := l.open(ctx, loc)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	return l.Read(ctx, loc, rc, index)
+}
+
+// Read is Load of a document already open as r; index is the document
+// that lists it, or nil.
+func (l *Loader) Read(ctx context.Context, loc string, r io.Reader, index *Document) error {
+	dec, err := NewDecoder(capReader(r))
+	if err != nil {
+		return fmt.Errorf("%s: %w", loc, err)
+	}
+	d := &Document{Loc: loc, Header: dec.Header(), Index: index}
+	if err := checkPart(d); err != nil {
+		return err
+	}
+	if l.Document != nil {
+		if err := l.Document(d); err != nil {
+			return err
+		}
+	}
+	for n := 1; ; n++ {
+		u, err := dec.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", loc, err)
+		}
+		if err := l.entry(ctx, d, n, u); err != nil {
+			return err
+		}
+	}
+}
+
+func (l *Loader) entry(ctx context.Context, d *Document, n int, u URL) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if l.Entry != nil {
+		if err := l.Entry(d, n, u); err != nil {
+			return err
+		}
+	}
+	if d.Header.Kind != SitemapIndex {
+		return nil
+	}
+	err := l.load(ctx, Resolve(d.Loc, u.Loc), d)
+	switch {
+	case err == nil || ctx.Err() != nil:
+		return err
+	case l.PartFailed == nil:
+		return fmt.Errorf("%s: part %d: %w", d.Loc, n, err)
+	}
+	return l.PartFailed(d, n, u, err)
+}
+
+// checkPart applies the rules for a part of an index.
+func checkPart(d *Document) error {
+	if d.Index == nil {
+		return nil
+	}
+	switch c, ic := d.Header.MD.Capability, d.Index.Header.MD.Capability; {
+	case d.Header.Kind == SitemapIndex:
+		return fmt.Errorf("%s: an index listed by the index %s (only one level is allowed)", d.Loc, d.Index.Loc)
+	case ic != "" && c != ic:
+		return fmt.Errorf("%s: capability %q differs from its index's %q (%s)", d.Loc, c, ic, d.Index.Loc)
+	}
+	return nil
+}
+
+func (l *Loader) open(ctx context.Context, loc string) (io.ReadCloser, error) {
+	open := l.Open
+	if open == nil {
+		open = OpenLocal
+	}
+	rc, err := open(ctx, loc)
+	if err != nil {
+		var oe *OpenError
+		if errors.As(err, &oe) {
+			return nil, err
+		}
+		return nil, &OpenError{Loc: loc, Err: stripLoc(err, loc)}
+	}
+	return rc, nil
+}
+
+// OpenLocal opens a local file, and a URL through OpenURL.
+func OpenLocal(ctx context.Context, loc string) (io.ReadCloser, error) {
+	if IsURL(loc) {
+		return OpenURL(ctx, loc)
+	}
+	f, err := os.Open(loc)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err == nil && !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, errors.New("not a regular file")
+	}
+	return f, nil
+}
+
+// stripLoc removes a leading "loc: " or the *os.PathError wrapping, so that
+// an OpenError names the document once.
+func stripLoc(err error, loc string) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) && pe.Path == loc {
+		return pe.Err
+	}
+	if s, ok := strings.CutPrefix(err.Error(), loc+": "); ok {
+		return errors.New(s)
+	}
+	return err
+}
+
+// ErrTooLarge is a document over the sitemap limit of MaxBytes.
+var ErrTooLarge = fmt.Errorf("document larger than the sitemap limit of %d bytes", MaxBytes)
+
+// capReader fails a document past MaxBytes rather than reading on: a
+// package given by mistake, or a server that never stops.
+func capReader(r io.Reader) io.Reader {
+	return &capped{r: io.LimitReader(r, MaxBytes+1)}
+}
+
+type capped struct {
+	r io.Reader
+	n int64
+}
+
+func (c *capped) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	if c.n > MaxBytes {
+		return 0, ErrTooLarge
+	}
+	return n, err
+}
+
+// IsURL reports whether s is an http or https URL rather than a path.
+func IsURL(s string) bool {
+	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")
+}
+
+// Resolve finds what a <loc> or href in the document at doc names. For a
+// document fetched over HTTP that is the URL, resolved against the
+// document's. For a local document it is the file of the same name beside
+// it: a dump is published under one URL prefix and mirrored or downloaded
+// into one directory, and the Source's URLs (often not yet published, or
+// internal) are not fetched behind the user's back.
+func Resolve(doc, loc string) string {
+	if IsURL(doc) {
+		base, err := url.Parse(doc)
+		ref, err2 := url.Parse(loc)
+		if err != nil || err2 != nil {
+			return loc
+		}
+		return base.ResolveReference(ref).String()
+	}
+	return filepath.Join(filepath.Dir(doc), BaseName(loc))
+}
+
+// BaseName is the last path segment of a URL, unescaped: the name a
+// package, manifest or part has in a local copy of a dump.
+func BaseName(loc string) string {
+	p := loc
+	if u, err := url.Parse(loc); err == nil {
+		p = u.Path
+	}
+	return path.Base(p)
+}
+
+// Peek reads only the header of the document at loc (a file, or a URL
+// through OpenURL).
+func Peek(ctx context.Context, loc string) (Header, error) {
+	rc, err := OpenLocal(ctx, loc)
+	if err != nil {
+		return Header{}, err
+	}
+	defer rc.Close()
+	d, err := NewDecoder(capReader(rc))
+	if err != nil {
+		return Header{}, fmt.Errorf("%s: %w", loc, err)
+	}
+	return d.Header(), nil
+}
+
+// IsDump reports whether h is the header of a Resource Dump or Change
+// Dump document or index.
+func IsDump(h Header) bool {
+	return h.MD.Capability == CapResourceDump || h.MD.Capability == CapChangeDump
+}
