@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// `metalink -o` publishes through internal/atomic: the document can be
+// `metalink -o` publishes through metalink.WriteFile (internal/atomic): the document can be
 // served (mode 0644, where the old copy left CreateTemp's 0600), and a run
 // that fails keeps the old document whole and leaves no temporary file.
 func TestMetalinkOutputAtomic(t *testing.T) {

@@ -10,7 +10,6 @@ import (
 	"path"
 	"path/filepath"
 
-	"github.com/rsdump/rsdump/internal/atomic"
 	"github.com/rsdump/rsdump/metalink"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
@@ -216,20 +215,12 @@ type metalinkWriter struct {
 
 // write encodes the document through fill into out, or stdout when out
 // is "" or "-". A file is written under a temporary name in the same
-// directory, synced and renamed only when complete (internal/atomic).
+// directory, synced and renamed only when complete (metalink.WriteFile).
 func (w *metalinkWriter) write(out string, stdout io.Writer, head *metalink.Metalink, fill func(*metalink.Encoder) error) error {
 	if out == "" || out == "-" {
 		return w.encode(stdout, "standard output", head, fill)
 	}
-	f, err := atomic.Create(out, 0o644)
-	if err != nil {
-		return err
-	}
-	defer f.Abort() // does nothing after Commit
-	if err := w.encode(f, out, head, fill); err != nil {
-		return err
-	}
-	return f.Commit()
+	return metalink.WriteFile(out, func(dst io.Writer) error { return w.encode(dst, out, head, fill) })
 }
 
 // done prints the --json summary once the document is in place.
