@@ -81,15 +81,15 @@ func (g *Getter) newDownload(dir string, f File) (*download, error) {
 }
 
 func checkFile(f File) error {
+	if f.HashAlg == "" && f.Pieces.Hashes == nil && len(f.Unverifiable) > 0 {
+		return fmt.Errorf("%s: only %s hashes given: %w; not downloaded unverified",
+			f.Name, strings.Join(f.Unverifiable, ", "), ErrUnverifiable)
+	}
 	if f.Size < 0 {
 		return fmt.Errorf("%s: unknown size", f.Name)
 	}
 	if f.HashAlg == "" && f.Hash != "" {
 		return fmt.Errorf("%s: a whole-file hash without its algorithm", f.Name)
-	}
-	if f.HashAlg == "" && f.Pieces.Hashes == nil && len(f.Unverifiable) > 0 {
-		return fmt.Errorf("%s: only %s hashes given: %w; not downloaded unverified",
-			f.Name, strings.Join(f.Unverifiable, ", "), ErrUnverifiable)
 	}
 	if f.HashAlg != "" {
 		if _, err := newHash(f.HashAlg); err != nil {
