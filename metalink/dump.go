@@ -180,11 +180,11 @@ func dumpURLs(u resourcesync.URL) []URL {
 	return urls
 }
 
-// metalinkHashes keeps the algorithms Metalink readers know.
+// metalinkHashes keeps the algorithms Metalink readers know (IANA names).
 func metalinkHashes(s digest.Set) []Hash {
 	var hs []Hash
 	for _, sum := range s {
-		if _, ok := HashHexLen(sum.Alg); ok {
+		if digest.IANA(sum.Alg) {
 			hs = append(hs, Hash{Type: sum.Alg, Value: sum.Hex})
 		}
 	}

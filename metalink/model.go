@@ -10,15 +10,14 @@
 package metalink
 
 import (
-	"crypto/md5"
-	"crypto/sha1"
-	"crypto/sha256"
-	"crypto/sha512"
 	"encoding/xml"
 	"fmt"
 	"hash"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/rsdump/rsdump/internal/digest"
 )
 
 // Namespaces and the media type of RFC 5854.
@@ -133,60 +132,32 @@ func effectivePriority(p int) int {
 	return p
 }
 
-// hashAlgs lists the IANA "Hash Function Textual Names" this package can
-// compute, strongest first, with their hex lengths.
-var hashAlgs = []struct {
-	name   string
-	hexLen int
-	newFn  func() hash.Hash
-}{
-	{"sha-512", 128, sha512.New},
-	{"sha-384", 96, sha512.New384},
-	{"sha-256", 64, sha256.New},
-	{"sha-224", 56, sha256.New224},
-	{"sha-1", 40, sha1.New},
-	{"md5", 32, md5.New},
-}
-
-// strongIndex is the position in hashAlgs of the weakest algorithm that
-// §7.4 counts as strong enough ("sha-256 or stronger").
-const strongIndex = 2
-
-func algIndex(alg string) int {
-	for i, a := range hashAlgs {
-		if a.name == alg {
-			return i
-		}
-	}
-	return -1
-}
-
-// HashHexLen returns the length of a hex digest for a supported algorithm.
+// HashHexLen returns the length of a hex digest for an algorithm rsdump
+// can compute (internal/digest's registry; names in any case).
 func HashHexLen(alg string) (int, bool) {
-	if i := algIndex(alg); i >= 0 {
-		return hashAlgs[i].hexLen, true
-	}
-	return 0, false
+	n := digest.HexLen(alg)
+	return n, n > 0
 }
 
-// NewHash returns a hash.Hash for a supported IANA hash name.
+// NewHash returns a hash.Hash for an algorithm rsdump can compute.
 func NewHash(alg string) (hash.Hash, error) {
-	if i := algIndex(alg); i >= 0 {
-		return hashAlgs[i].newFn(), nil
+	h, err := digest.New(alg)
+	if err != nil {
+		return nil, fmt.Errorf("metalink: %w", err)
 	}
-	return nil, fmt.Errorf("metalink: unsupported hash algorithm %q", alg)
+	return h, nil
 }
 
-// WholeHash returns the file's whole-file hash for alg. Only a supported
-// algorithm with a well-formed value counts: anything else can never be
-// used to verify a download.
+// WholeHash returns the file's whole-file hash for alg, whose type may be
+// written in any case. Only a supported algorithm with a well-formed value
+// counts: anything else can never be used to verify a download.
 func (f *File) WholeHash(alg string) (string, bool) {
 	n, ok := HashHexLen(alg)
 	if !ok {
 		return "", false
 	}
 	for _, h := range f.Hashes {
-		if h.Type == alg && isHex(h.Value, n) {
+		if strings.EqualFold(h.Type, alg) && isHex(h.Value, n) {
 			return strings.ToLower(h.Value), true
 		}
 	}
@@ -194,11 +165,12 @@ func (f *File) WholeHash(alg string) (string, bool) {
 }
 
 // StrongestHash returns the whole-file hash of the strongest supported
-// algorithm that has a well-formed value (§4.2.4 "verify the strongest").
+// algorithm that has a well-formed value (§4.2.4 "verify the strongest"),
+// its type in canonical (lower-case) form.
 func (f *File) StrongestHash() (Hash, bool) {
-	for _, a := range hashAlgs {
-		if v, ok := f.WholeHash(a.name); ok {
-			return Hash{Type: a.name, Value: v}, true
+	for _, alg := range digest.Strongest() {
+		if v, ok := f.WholeHash(alg); ok {
+			return Hash{Type: alg, Value: v}, true
 		}
 	}
 	return Hash{}, false
@@ -206,16 +178,46 @@ func (f *File) StrongestHash() (Hash, bool) {
 
 // StrongestPieces returns the piece list of the strongest supported
 // algorithm whose hashes are all well-formed and whose count matches
-// Size, so that a downloader can check each piece as it arrives.
+// Size, so that a downloader can check each piece as it arrives. Its
+// type is in canonical form.
 func (f *File) StrongestPieces() (Pieces, bool) {
-	for _, a := range hashAlgs {
+	for _, alg := range digest.Strongest() {
 		for _, p := range f.Pieces {
-			if p.Type == a.name && f.usablePieces(p, a.hexLen) {
+			if strings.EqualFold(p.Type, alg) && f.usablePieces(p, digest.HexLen(alg)) {
+				p.Type = alg
 				return p, true
 			}
 		}
 	}
 	return Pieces{}, false
+}
+
+// UnverifiableHashes returns the types of the file's hashes (whole-file
+// and pieces) when it has some but none rsdump can use to check a
+// download; nil when it has a usable one or none at all. A downloader
+// refuses such a file rather than fetch it unchecked.
+func (f *File) UnverifiableHashes() []string {
+	if _, ok := f.StrongestHash(); ok {
+		return nil
+	}
+	if _, ok := f.StrongestPieces(); ok {
+		return nil
+	}
+	var types []string
+	for _, h := range f.Hashes {
+		types = appendType(types, h.Type)
+	}
+	for _, p := range f.Pieces {
+		types = appendType(types, p.Type)
+	}
+	return types
+}
+
+func appendType(types []string, t string) []string {
+	if t == "" || slices.Contains(types, t) {
+		return types
+	}
+	return append(types, t)
 }
 
 func (f *File) usablePieces(p Pieces, hexLen int) bool {

@@ -1,9 +1,11 @@
 package metalink
 
 import (
+	"errors"
 	"fmt"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/rsdump/rsdump/internal/safepath"
 )
 
 // CheckName returns a *Problem if name is not a safe relative file path
@@ -25,33 +27,31 @@ func (v *validator) fileName(ref elemRef, name string) {
 
 // nameProblem returns the most serious problem with a name. §4.1.2.1: the
 // name MUST be relative, MUST NOT begin with "/", "./" or "../", contain
-// "/../" or end with "/..". Backslashes, drive letters and "~" are
-// refused too, because on some system or shell they also leave the
-// download directory; names that are only awkward get a warning.
+// "/../" or end with "/..". The errors are internal/safepath's rules,
+// the ones verify applies to manifest paths and ZIP entries (backslashes
+// and drive letters are refused too, because on some system they also
+// leave the download directory). On top of them a Metalink name must be
+// XML text and must not start with a "~" segment, which a shell expands;
+// names that are only awkward get a warning.
 func nameProblem(name string) (Severity, string, string) {
-	switch {
-	case name == "":
-		return Error, CodeNameMissing, "file has no name (§4.1.2.1 REQUIRED)"
-	case !utf8.ValidString(name) || strings.ContainsFunc(name, isControl) || !isXMLText(name):
-		return Error, CodeNameInvalid, fmt.Sprintf("name %q contains a control character or invalid UTF-8", name)
-	case strings.Contains(name, "\\"):
-		return Error, CodeNameTraversal, fmt.Sprintf("name %q contains a backslash, a directory separator on Windows", name)
-	case strings.HasPrefix(name, "/"):
-		return Error, CodeNameTraversal, fmt.Sprintf("name %q is absolute", name)
-	case len(name) >= 2 && name[1] == ':' && isASCIILetter(name[0]):
-		return Error, CodeNameTraversal, fmt.Sprintf("name %q starts with a drive letter", name)
+	var e *safepath.Error
+	if errors.As(safepath.Check(name), &e) {
+		shown := name
+		if len(shown) > safepath.MaxSegment {
+			shown = shorten(shown)
+		}
+		switch e.Kind {
+		case safepath.Missing:
+			return Error, CodeNameMissing, "file has no name (§4.1.2.1 REQUIRED)"
+		case safepath.Traversal:
+			return Error, CodeNameTraversal, fmt.Sprintf("name %q %s", shown, e.Reason)
+		}
+		return Error, CodeNameInvalid, fmt.Sprintf("name %q %s", shown, e.Reason)
+	}
+	if !isXMLText(name) {
+		return Error, CodeNameInvalid, fmt.Sprintf("name %q contains a character XML does not allow", name)
 	}
 	segs := strings.Split(name, "/")
-	for _, s := range segs {
-		switch {
-		case s == "." || s == "..":
-			return Error, CodeNameTraversal, fmt.Sprintf("name %q has a %q path segment", name, s)
-		case s == "":
-			return Error, CodeNameInvalid, fmt.Sprintf("name %q has an empty path segment", name)
-		case len(s) > 255:
-			return Error, CodeNameInvalid, fmt.Sprintf("name %q has a path segment longer than 255 bytes", shorten(name))
-		}
-	}
 	if strings.HasPrefix(segs[0], "~") && (segs[0] == "~" || len(segs) > 1) {
 		return Error, CodeNameTraversal, fmt.Sprintf("name %q starts with a home-directory reference", name)
 	}
@@ -82,8 +82,6 @@ func questionableName(name string, segs []string) (Severity, string, string) {
 	}
 	return Warning, "", ""
 }
-
-func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 
 func isReservedDevice(s string) bool {
 	base, _, _ := strings.Cut(strings.ToUpper(s), ".")

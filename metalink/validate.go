@@ -3,6 +3,8 @@ package metalink
 import (
 	"fmt"
 	"strings"
+
+	"github.com/rsdump/rsdump/internal/digest"
 )
 
 // Validate checks the model against the prose rules of RFC 5854 (see
@@ -108,7 +110,7 @@ func (v *validator) hashes(f *File) {
 			v.add(Error, CodeHashNoType, ref, "a whole-file <hash> must have a type (§4.2.4.1)")
 			continue
 		}
-		if prev, dup := byType[h.Type]; dup {
+		if prev, dup := byType[strings.ToLower(h.Type)]; dup {
 			if prev != h.Value {
 				v.add(Error, CodeHashConflict, ref, "two %s hashes with different values", h.Type)
 			} else {
@@ -116,11 +118,11 @@ func (v *validator) hashes(f *File) {
 			}
 			continue
 		}
-		byType[h.Type] = h.Value
+		byType[strings.ToLower(h.Type)] = h.Value
 		v.text(elemRef{ref.name, ref.idx, "type"}, h.Type)
 		if v.hexValue(ref, h.Type, h.Value) {
 			known = true
-			strong = strong || algIndex(h.Type) <= strongIndex
+			strong = strong || digest.Strong(h.Type)
 		}
 	}
 	if known && !strong {
@@ -161,10 +163,10 @@ func (v *validator) pieces(f *File) {
 		switch {
 		case p.Type == "":
 			v.add(Error, CodePiecesType, elemRef{ref.name, ref.idx, "type"}, "<pieces> must have a type (§4.1.3.1)")
-		case types[p.Type]:
+		case types[strings.ToLower(p.Type)]:
 			v.add(Error, CodePiecesDuplicate, ref, "a second <pieces> of type %s (§4.1.3)", p.Type)
 		}
-		types[p.Type] = true
+		types[strings.ToLower(p.Type)] = true
 		v.text(elemRef{ref.name, ref.idx, "type"}, p.Type)
 		if p.Length <= 0 {
 			v.add(Error, CodePiecesLength, elemRef{ref.name, ref.idx, "length"}, "length must be a positive integer (§4.1.3.2)")

@@ -149,7 +149,7 @@ func (o *Options) setLimits() error {
 	if len(o.Hashes) == 0 {
 		o.Hashes = []string{digest.SHA256}
 	}
-	if len(o.Hashes) == 1 && o.Hashes[0] == digest.BLAKE3 {
+	if len(o.Hashes) == 1 && strings.EqualFold(o.Hashes[0], digest.BLAKE3) {
 		return errors.New("blake3 alone cannot be checked by other tools: add sha-256 or md5")
 	}
 	if o.Level == 0 {

@@ -289,6 +289,17 @@ func TestUnsafeNamesSkipped(t *testing.T) {
 	checkPackage(t, filepath.Join(out, res.Packages[0].Name))
 }
 
+// Names verify and unpack would refuse (internal/safepath) are skipped
+// with a warning rather than written into a package.
+func TestNamesVerifyRefusesSkipped(t *testing.T) {
+	src := tree(t, map[string]string{"ok.txt": "ok", `back\slash.txt`: "x", "c:x": "y", "d:/inner.txt": "z"})
+	res, out := mustPack(t, src, testOptions())
+	if res.Bitstreams != 1 || res.Skipped != 3 {
+		t.Errorf("bitstreams %d skipped %d, want 1 and 3", res.Bitstreams, res.Skipped)
+	}
+	checkPackage(t, filepath.Join(out, res.Packages[0].Name))
+}
+
 // TestPublishFailureStops: when a package cannot be published, the run
 // fails naming it, and no later package or dump document appears.
 func TestPublishFailureStops(t *testing.T) {

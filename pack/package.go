@@ -2,12 +2,11 @@ package pack
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/rsdump/rsdump/internal/atomic"
 	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/internal/zipw"
 	"github.com/rsdump/rsdump/resourcesync"
@@ -20,7 +19,7 @@ type pkgWriter struct {
 	dir     string
 	name    string
 	at      time.Time
-	f       *os.File
+	af      *atomic.File // the package under its temporary name
 	tee     *tee
 	zw      *zipw.Writer
 	entries []resourcesync.URL
@@ -29,30 +28,22 @@ type pkgWriter struct {
 }
 
 func newPkgWriter(o *Options, dir, name string, at time.Time) (*pkgWriter, error) {
-	f, err := os.CreateTemp(dir, "."+name+".*.tmp")
-	if err != nil {
-		return nil, err
-	}
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return nil, err
-	}
 	mh, err := digest.NewMulti(o.Hashes...)
 	if err != nil {
-		f.Close()
-		os.Remove(f.Name())
 		return nil, err
 	}
-	t := newTee(f, pieceLength(o))
-	return &pkgWriter{opts: o, dir: dir, name: name, at: at, f: f, tee: t, zw: zipw.NewWriter(t, o.Level), mh: mh}, nil
+	af, err := atomic.Create(filepath.Join(dir, name), 0o644)
+	if err != nil {
+		return nil, err
+	}
+	t := newTee(af.File(), pieceLength(o))
+	return &pkgWriter{opts: o, dir: dir, name: name, at: at, af: af, tee: t, zw: zipw.NewWriter(t, o.Level), mh: mh}, nil
 }
 
 // abort removes the temporary file; the final name is never touched.
 func (w *pkgWriter) abort() {
 	w.tee.close()
-	w.f.Close()
-	os.Remove(w.f.Name())
+	w.af.Abort()
 }
 
 // addPrepared appends a file a worker has read and encoded.
@@ -126,23 +117,20 @@ func (w *pkgWriter) finish(completed time.Time) ([]byte, PackageInfo, error) {
 	return m, info, nil
 }
 
-// publish syncs the package, writes the detached manifest (and Metalink)
-// and then renames the package to its final name, last: a package under
-// its final name is always complete.
+// publish writes the detached manifest (and Metalink) and then syncs the
+// package and renames it to its final name, last: a package under its
+// final name is always complete. On failure the package's temporary file
+// is removed.
 func (w *pkgWriter) publish(m []byte, info *PackageInfo) error {
-	if err := syncClose(w.f); err != nil {
-		return fmt.Errorf("%s: %w", w.name, err)
-	}
 	if err := writeFileAtomic(filepath.Join(w.dir, info.Manifest), m); err != nil {
+		w.af.Abort()
 		return err
 	}
 	if err := w.writeMetalink(info); err != nil {
+		w.af.Abort()
 		return err
 	}
-	if err := os.Rename(w.f.Name(), filepath.Join(w.dir, w.name)); err != nil {
-		return err
-	}
-	return syncDir(w.dir)
+	return w.af.Commit()
 }
 
 func (w *pkgWriter) writeManifestEntry(m []byte, at time.Time) error {
@@ -156,52 +144,11 @@ func (w *pkgWriter) writeManifestEntry(m []byte, at time.Time) error {
 	return ew.Close()
 }
 
-func syncClose(f *os.File) error {
-	err := f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
 // writeFileAtomic writes data under a temporary name, syncs it and renames
-// it over path.
+// it over path (internal/atomic).
 func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(0o644)
-	}
-	if err == nil {
-		err = syncClose(f)
-	} else {
-		f.Close()
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
+	return atomic.WriteFile(path, data, 0o644)
 }
 
 // syncDir makes renames in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if errors.Is(err, os.ErrInvalid) {
-		return nil // some filesystems cannot sync a directory
-	}
-	return err
-}
+func syncDir(dir string) error { return atomic.SyncDir(dir) }

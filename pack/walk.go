@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/rsdump/rsdump/internal/safepath"
 )
 
 // item is one regular file to pack, as seen by the walk.
@@ -89,6 +91,10 @@ func (w *walker) entry(abs, rel string, e os.DirEntry) error {
 	}
 	if !xmlSafe(rel) {
 		w.warn(strconv.QuoteToASCII(rel), "name is not valid UTF-8 or holds a control character, which a manifest cannot carry; skipped")
+		return nil
+	}
+	if err := safepath.Check(rel); err != nil {
+		w.warn(rel, err.Error()+", which verify and unpack refuse; skipped")
 		return nil
 	}
 	switch {

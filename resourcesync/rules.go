@@ -1,9 +1,12 @@
 package resourcesync
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/rsdump/rsdump/internal/safepath"
 )
 
 // report collects the problems of the header or of one entry.
@@ -117,25 +120,21 @@ func isLowerHex(s string) bool {
 	}) < 0
 }
 
-// checkPathSyntax keeps a path inside the package when it is unpacked: a
-// ".." segment or a backslash (a separator on Windows) could leave it. A
-// path without the leading slash the spec shows is only a warning, since
+// checkPathSyntax keeps a path inside the package when it is unpacked,
+// by internal/safepath's rules, the ones verify and metalink apply: a ".."
+// segment or a backslash (a separator on Windows) could leave it. A path
+// without the leading slash the spec shows is only a warning, since
 // resync writes paths that way and their meaning is the same.
 func (r *report) checkPathSyntax(elem, p string) {
 	if p == "" {
 		return
 	}
-	if strings.Contains(p, `\`) {
-		r.errorf("<%s> path %q contains a backslash", elem, p)
-	}
-	for _, seg := range strings.Split(p, "/") {
-		if seg == ".." {
-			r.errorf("<%s> path %q has a \"..\" segment", elem, p)
-			break
-		}
-	}
-	if strings.HasSuffix(p, "/") {
+	var e *safepath.Error
+	switch {
+	case strings.HasSuffix(p, "/"):
 		r.errorf("<%s> path %q ends with a slash", elem, p)
+	case errors.As(safepath.Check(strings.TrimPrefix(p, "/")), &e):
+		r.errorf("<%s> path %q %s", elem, p, e.Reason)
 	}
 	if !strings.HasPrefix(p, "/") {
 		r.warnf("<%s> path %q has no leading slash", elem, p)

@@ -5,11 +5,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	fsatomic "github.com/rsdump/rsdump/internal/atomic"
+	"github.com/rsdump/rsdump/internal/digest"
 )
 
 // download is one file in progress.
@@ -50,6 +54,8 @@ func (g *Getter) newDownload(dir string, f File) (*download, error) {
 	if err := checkFile(f); err != nil {
 		return nil, err
 	}
+	f.HashAlg, _ = digest.Canonical(f.HashAlg) // "SHA-256" is "sha-256"
+	f.Hash = strings.ToLower(f.Hash)
 	ms, err := newMirrors(f, g.opts.Locations)
 	if err != nil {
 		return nil, err
@@ -75,12 +81,19 @@ func (g *Getter) newDownload(dir string, f File) (*download, error) {
 }
 
 func checkFile(f File) error {
+	if f.HashAlg == "" && f.Pieces.Hashes == nil && len(f.Unverifiable) > 0 {
+		return fmt.Errorf("%s: only %s hashes given: %w; not downloaded unverified",
+			f.Name, strings.Join(f.Unverifiable, ", "), ErrUnverifiable)
+	}
 	if f.Size < 0 {
 		return fmt.Errorf("%s: unknown size", f.Name)
 	}
+	if f.HashAlg == "" && f.Hash != "" {
+		return fmt.Errorf("%s: a whole-file hash without its algorithm", f.Name)
+	}
 	if f.HashAlg != "" {
 		if _, err := newHash(f.HashAlg); err != nil {
-			return fmt.Errorf("%s: %w", f.Name, err)
+			return fmt.Errorf("%s: %w; not downloaded unverified", f.Name, err)
 		}
 	}
 	p := f.Pieces
@@ -266,18 +279,11 @@ func (d *download) publish(sum string) error {
 	if d.f.HashAlg != "" && sum != d.f.Hash {
 		return d.hashMismatch(sum)
 	}
-	if err := d.part.Sync(); err != nil {
-		return fmt.Errorf("%s: %w", d.partPath, err)
-	}
-	err = d.part.Close()
+	err = fsatomic.Publish(d.part, d.partPath, d.final)
 	d.part = nil
 	if err != nil {
-		return fmt.Errorf("%s: %w", d.partPath, err)
+		return err
 	}
-	if err := os.Rename(d.partPath, d.final); err != nil {
-		return fmt.Errorf("publishing %s: %w", d.final, err)
-	}
-	syncDir(filepath.Dir(d.final))
 	os.Remove(d.statePath)
 	d.res.Path = d.final
 	return nil
@@ -297,11 +303,4 @@ func (d *download) hashMismatch(sum string) error {
 	d.part = nil
 	os.Remove(d.partPath)
 	return err
-}
-
-func syncDir(dir string) {
-	if f, err := os.Open(dir); err == nil {
-		f.Sync()
-		f.Close()
-	}
 }

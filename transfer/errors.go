@@ -18,6 +18,9 @@ var (
 	ErrBadRange   = errors.New("response does not match the requested range")
 	ErrStalled    = errors.New("no progress within the stall timeout")
 	ErrAllMirrors = errors.New("every mirror failed")
+	// ErrUnverifiable: the source gives only hashes rsdump cannot compute,
+	// so the file is refused before any byte is fetched.
+	ErrUnverifiable = errors.New("no hash rsdump can compute")
 )
 
 // StatusError is an HTTP answer other than the one asked for.

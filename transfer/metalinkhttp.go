@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/metalink"
 )
 
@@ -110,7 +111,8 @@ func probeOnce(ctx context.Context, c *http.Client, u string) (*http.Response, e
 }
 
 // parseDigest reads RFC 3230 instance digests ("SHA-256=base64") and
-// RFC 9530 Repr-Digest ("sha-256=:base64:"), preferring SHA-512.
+// RFC 9530 Repr-Digest ("sha-256=:base64:"), returning the strongest one
+// the digest registry computes.
 func parseDigest(values []string) (string, string) {
 	found := map[string]string{}
 	for _, v := range values {
@@ -120,13 +122,16 @@ func parseDigest(values []string) (string, string) {
 				continue
 			}
 			raw, err := base64.StdEncoding.DecodeString(strings.Trim(strings.TrimSpace(val), ":"))
-			if err == nil {
-				found[strings.ToLower(alg)] = hex.EncodeToString(raw)
+			if strings.EqualFold(alg, "sha") {
+				alg = digest.SHA1 // RFC 3230's name for it
+			}
+			if alg, ok := digest.Canonical(alg); ok && err == nil && len(raw)*2 == digest.HexLen(alg) {
+				found[alg] = hex.EncodeToString(raw)
 			}
 		}
 	}
-	for _, alg := range []string{"sha-512", "sha-256"} {
-		if v, ok := found[alg]; ok && len(v) == map[string]int{"sha-512": 128, "sha-256": 64}[alg] {
+	for _, alg := range digest.Strongest() {
+		if v, ok := found[alg]; ok {
 			return alg, v
 		}
 	}

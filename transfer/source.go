@@ -137,12 +137,13 @@ func fileFromMetalink(mf metalink.File) (File, error) {
 		return f, fmt.Errorf("%s: no size", mf.Name)
 	}
 	f.Size = *mf.Size
-	if h, ok := mf.StrongestHash(); ok && digest.Known(h.Type) {
+	if h, ok := mf.StrongestHash(); ok {
 		f.HashAlg, f.Hash = h.Type, h.Value
 	}
-	if p, ok := mf.StrongestPieces(); ok && digest.Known(p.Type) {
+	if p, ok := mf.StrongestPieces(); ok {
 		f.Pieces = Pieces{Type: p.Type, Length: p.Length, Hashes: p.Hashes}
 	}
+	f.Unverifiable = mf.UnverifiableHashes()
 	for _, u := range mf.URLs {
 		if isURL(u.URL) {
 			f.Mirrors = append(f.Mirrors, Mirror{URL: u.URL, Priority: u.Priority, Location: u.Location})
@@ -166,7 +167,11 @@ func (g *Getter) FileFromEntry(ctx context.Context, doc string, u resourcesync.U
 		if err != nil {
 			return f, fmt.Errorf("%s: %w", u.Loc, err)
 		}
-		f.HashAlg, f.Hash = strongest(set)
+		if s, ok := set.Strongest(); ok {
+			f.HashAlg, f.Hash = s.Alg, s.Hex
+		} else {
+			f.Unverifiable = set.Algs()
+		}
 	}
 	for _, l := range u.Links {
 		if l.Rel == "describedby" && l.Type == metalink.MediaType {
@@ -189,15 +194,6 @@ func resolveHref(doc, href string) string {
 		return resourcesync.Resolve(doc, href)
 	}
 	return href
-}
-
-func strongest(set digest.Set) (string, string) {
-	for _, alg := range []string{digest.SHA512, digest.SHA256, digest.BLAKE3, digest.SHA1, digest.MD5} {
-		if v, ok := set.Get(alg); ok {
-			return alg, v
-		}
-	}
-	return "", ""
 }
 
 // entryMirrors lists where a dump entry's package is served: its <loc>,
@@ -269,8 +265,13 @@ func (g *Getter) mergeMetalink(ctx context.Context, f *File, hrefs []string) err
 		return fmt.Errorf("%s: %s %s, the dump says %s", href, m.HashAlg, m.Hash, f.Hash)
 	}
 	f.Size, f.Pieces = m.Size, m.Pieces
-	if f.HashAlg == "" {
-		f.HashAlg, f.Hash = m.HashAlg, m.Hash
+	if m.HashAlg != "" && (f.HashAlg == "" || digest.Rank(m.HashAlg) < digest.Rank(f.HashAlg)) {
+		f.HashAlg, f.Hash = m.HashAlg, m.Hash // the stronger of the two
+	}
+	if f.HashAlg != "" || f.Pieces.Hashes != nil {
+		f.Unverifiable = nil
+	} else {
+		f.Unverifiable = append(f.Unverifiable, m.Unverifiable...)
 	}
 	f.Mirrors = append(f.Mirrors, m.Mirrors...)
 	return nil

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rsdump/rsdump/internal/atomic"
 	"github.com/rsdump/rsdump/internal/digest"
 )
 
@@ -256,27 +257,12 @@ func (d *download) saveState() error {
 	return writeAtomic(d.statePath, b)
 }
 
+// writeAtomic saves the state through a fixed temporary name: the lock
+// on the .part makes it this download's alone.
 func writeAtomic(path string, b []byte) error {
-	tmp := path + tmpSuffix
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
+	if err := atomic.WriteFileVia(atomic.OS, path+tmpSuffix, path, b, 0o644); err != nil {
+		return fmt.Errorf("saving state: %w", err)
 	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("saving %s: %w", path, err)
-	}
-	syncDir(filepath.Dir(path))
 	return nil
 }
 

@@ -46,6 +46,10 @@ type File struct {
 	Hash    string // lower-case hex
 	Pieces  Pieces // zero when the source has no piece hashes
 	Mirrors []Mirror
+	// Unverifiable lists the hash types the source gives when none of
+	// them can be computed; such a file is refused, never fetched
+	// unchecked. A file with no hash at all leaves it empty.
+	Unverifiable []string
 }
 
 // Options tune a Getter. Zero values take the defaults in brackets.

@@ -12,6 +12,7 @@ import (
 	"path"
 	"time"
 
+	"github.com/rsdump/rsdump/internal/atomic"
 	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/verify"
 )
@@ -183,17 +184,4 @@ func (d *dest) hash(rel string, algs []string) (digest.Set, error) {
 }
 
 // syncDir makes the renames in dir durable.
-func (d *dest) syncDir(dir string) error {
-	f, err := d.root.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if errors.Is(err, os.ErrInvalid) {
-		return nil // some filesystems cannot sync a directory
-	}
-	return err
-}
+func (d *dest) syncDir(dir string) error { return atomic.SyncDirIn(d.root, dir) }

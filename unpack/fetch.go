@@ -93,14 +93,20 @@ func remoteFile(ctx context.Context, g *transfer.Getter, ref verify.PackageRef) 
 	if ref.Doc != "" {
 		return g.FileFromEntry(ctx, ref.Doc, ref.Entry)
 	}
+	if len(ref.Want) > 0 && len(ref.Want.Known()) == 0 {
+		// Only hashes rsdump cannot compute: the engine refuses the file
+		// before any request, the probe of its server included.
+		return transfer.File{Name: path.Base(ref.Loc), Size: ref.Length, Unverifiable: ref.Want.Algs()}, nil
+	}
 	fs, err := g.Resolve(ctx, ref.Loc)
 	if err != nil {
 		return transfer.File{}, err
 	}
 	f := fs[0]
-	if known := ref.Want.Known(); len(known) > 0 && f.HashAlg == "" {
-		f.HashAlg = known[0]
-		f.Hash, _ = ref.Want.Get(known[0])
+	if s, ok := ref.Want.Strongest(); ok {
+		// What the caller knows (the dump's hash) outranks what the
+		// server says of its own bytes in a Digest header.
+		f.HashAlg, f.Hash = s.Alg, s.Hex
 	}
 	if ref.Length >= 0 && f.Size < 0 {
 		f.Size = ref.Length

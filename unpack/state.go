@@ -11,6 +11,7 @@ import (
 	"path"
 	"time"
 
+	"github.com/rsdump/rsdump/internal/atomic"
 	"github.com/rsdump/rsdump/verify"
 )
 
@@ -76,37 +77,17 @@ func (d *dest) loadState() (State, error) {
 	return s, nil
 }
 
-// saveState writes the state under a temporary name, syncs it and renames
-// it, so that a crash leaves the old state or the new one.
+// saveState writes the state under a temporary name, syncs it, renames
+// it and syncs the directory (internal/atomic), so that a crash leaves
+// the old state or the new one. The temporary name is fixed: the run
+// holds the lock.
 func (d *dest) saveState(s State) error {
 	s.Version = 1
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp := statePath(stateName + ".tmp")
-	if err := d.writeSynced(tmp, append(b, '\n')); err != nil {
-		return err
-	}
-	if err := d.root.Rename(tmp, statePath(stateName)); err != nil {
-		return err
-	}
-	return d.syncDir(verify.StateDir)
-}
-
-func (d *dest) writeSynced(name string, b []byte) error {
-	f, err := d.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return atomic.WriteFileVia(d.root, statePath(stateName+".tmp"), statePath(stateName), append(b, '\n'), 0o644)
 }
 
 // record is one line of the written log: a file rsdump put in the tree.

@@ -215,27 +215,12 @@ type metalinkWriter struct {
 
 // write encodes the document through fill into out, or stdout when out
 // is "" or "-". A file is written under a temporary name in the same
-// directory and renamed only when complete.
+// directory, synced and renamed only when complete (metalink.WriteFile).
 func (w *metalinkWriter) write(out string, stdout io.Writer, head *metalink.Metalink, fill func(*metalink.Encoder) error) error {
 	if out == "" || out == "-" {
 		return w.encode(stdout, "standard output", head, fill)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // fails harmlessly after the rename
-	err = w.encode(tmp, out, head, fill)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), out)
+	return metalink.WriteFile(out, func(dst io.Writer) error { return w.encode(dst, out, head, fill) })
 }
 
 // done prints the --json summary once the document is in place.

@@ -56,7 +56,7 @@ func runPack(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.StringVar(&f.baseURL, "base-url", "", "`URL` prefix of every bitstream's <loc> (required)")
 	fs.StringVar(&f.dumpURL, "dump-url", "", "`URL` prefix of the packages (default: the first --mirror, else the base URL)")
 	fs.StringVar(&f.capList, "capability-list", "", "`URL` of the Capability List, linked as rel=\"up\"")
-	fs.StringVar(&f.hashes, "hash", "sha-256", "manifest hash `ALGS`, comma-separated: md5, sha-1, sha-256, sha-512, blake3")
+	fs.StringVar(&f.hashes, "hash", "sha-256", "manifest hash `ALGS`, comma-separated: md5, sha-1, sha-224, sha-256, sha-384, sha-512, blake3")
 	fs.StringVar(&f.compress, "compress", "auto", "`MODE`: auto (store compressed media and data that does not shrink), store or deflate")
 	fs.IntVar(&f.level, "level", 6, "deflate `LEVEL`, 1 (fast) to 9 (small)")
 	fs.Var(newSizeValue(&f.maxSize, pack.DefaultMaxPackageSize), "max-package-size", "split packages at `SIZE` (bytes, or 64M, 1GiB; a larger file gets a package of its own)")

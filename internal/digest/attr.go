@@ -25,14 +25,31 @@ func (s Set) String() string {
 	return strings.Join(parts, " ")
 }
 
-// Get returns the digest for alg.
+// Get returns the digest for alg, whatever the case of its name.
 func (s Set) Get(alg string) (string, bool) {
 	for _, sum := range s {
-		if sum.Alg == alg {
+		if strings.EqualFold(sum.Alg, alg) {
 			return sum.Hex, true
 		}
 	}
 	return "", false
+}
+
+// Strongest returns the sum of the strongest algorithm in the set that
+// rsdump can compute (see Strongest), with the algorithm's canonical name;
+// false when the set has none.
+func (s Set) Strongest() (Sum, bool) {
+	best := -1
+	for i, sum := range s {
+		if r := Rank(sum.Alg); r >= 0 && (best < 0 || r < Rank(s[best].Alg)) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return Sum{}, false
+	}
+	alg, _ := Canonical(s[best].Alg)
+	return Sum{Alg: alg, Hex: s[best].Hex}, true
 }
 
 // Algs returns the algorithms in the set, known or not.
@@ -68,7 +85,9 @@ func (s Set) Known() []string {
 }
 
 // Parse reads a `hash` attribute: whitespace-separated `alg:hex` tokens
-// with lower-case hex. Tokens of unknown algorithms are kept; a token of a
+// with lower-case hex. Names of known algorithms are matched whatever
+// their case and kept in canonical form. Tokens of unknown algorithms are
+// kept; a token of a
 // known algorithm with the wrong digest length is an error, since it could
 // never verify.
 func Parse(attr string) (Set, error) {
@@ -93,6 +112,7 @@ func parseToken(tok string) (Sum, error) {
 	if !ok || alg == "" || hexs == "" {
 		return Sum{}, fmt.Errorf("hash token %q: want alg:hex", tok)
 	}
+	alg, _ = Canonical(alg)
 	if !isLowerHex(hexs) {
 		return Sum{}, fmt.Errorf("hash token %q: digest is not lower-case hex", tok)
 	}

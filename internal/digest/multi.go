@@ -13,14 +13,17 @@ type Multi struct {
 	n      int64
 }
 
-// NewMulti returns a Multi computing algs, in that order.
+// NewMulti returns a Multi computing algs, in that order. Its sums carry
+// the algorithms' canonical names, whatever case algs are given in.
 func NewMulti(algs ...string) (*Multi, error) {
-	m := &Multi{algs: append([]string(nil), algs...)}
+	m := &Multi{}
 	for _, alg := range algs {
 		h, err := New(alg)
 		if err != nil {
 			return nil, err
 		}
+		alg, _ = Canonical(alg)
+		m.algs = append(m.algs, alg)
 		m.hashes = append(m.hashes, h)
 	}
 	return m, nil
