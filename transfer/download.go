@@ -293,14 +293,18 @@ func (d *download) publish(sum string) error {
 }
 
 // hashMismatch: without piece hashes no range can be trusted, so the
-// data and state go and the next run starts over; with piece hashes the
-// pieces are good and the document is inconsistent, so they are kept for
-// inspection but the state goes, to force a rehash.
+// data and state go and the next run starts over; with piece hashes every
+// piece matched its hash in this run (fetched, or read back on resume),
+// so the document is inconsistent: they are kept for inspection.
 func (d *download) hashMismatch(sum string) error {
 	err := fmt.Errorf("%s: %s %s, want %s: %w", d.f.Name, d.f.HashAlg, sum, d.f.Hash, ErrFileHash)
 	d.root.Remove(d.relState())
 	if d.f.Pieces.Hashes != nil {
 		return fmt.Errorf("%w (every piece matched its piece hash: the source's hashes disagree; %s kept)", err, d.partPath)
+	}
+	if d.res.Resumed > 0 {
+		err = fmt.Errorf("%w (%d bytes came from %s, which no piece hash can check; it is removed, and the next run fetches the whole file)",
+			err, d.res.Resumed, d.partPath)
 	}
 	d.part.Close()
 	d.part = nil
