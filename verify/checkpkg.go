@@ -129,7 +129,7 @@ func (v *verifier) readAll(ctx context.Context, pkg *Package, ph *PassHasher, m 
 }
 
 // Describe writes a length and digests as one report field.
-func Describe(length int64, sums digest.Set) string {
+func Describe(length int64, sums resourcesync.HashSet) string {
 	parts := make([]string, 0, 1+len(sums))
 	if length >= 0 {
 		parts = append(parts, "length="+itoa(length))
