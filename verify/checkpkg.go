@@ -46,8 +46,8 @@ func OpenLocation(ctx context.Context, client *http.Client, loc string) (io.Read
 // document, its archive and manifest, every bitstream in one front-to-back
 // pass, and the detached manifest.
 func (v *verifier) checkPackage(ctx context.Context, ref PackageRef) error {
-	m := v.meter(ref)
-	defer m.finish()
+	m := NewMeter(v.opts.Progress, ref)
+	defer m.Finish()
 	ra, size, closeFn, err := v.openPackage(ctx, ref)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -57,7 +57,7 @@ func (v *verifier) checkPackage(ctx context.Context, ref PackageRef) error {
 		return nil
 	}
 	defer closeFn()
-	m.opened(size, v.opts.Total)
+	m.Opened(size, v.opts.Total)
 	v.packages.Add(1)
 	v.checkLength(ref, size)
 	var ph *PassHasher
@@ -106,7 +106,7 @@ func (v *verifier) checkLength(ref PackageRef, size int64) {
 
 // readAll reads every bitstream in ZIP order, which is the order of the
 // data in the file, and records an OK finding for each one verified.
-func (v *verifier) readAll(ctx context.Context, pkg *Package, ph *PassHasher, m *meter) error {
+func (v *verifier) readAll(ctx context.Context, pkg *Package, ph *PassHasher, m *Meter) error {
 	if ph != nil {
 		ph.Start()
 	}
@@ -117,7 +117,7 @@ func (v *verifier) readAll(ctx context.Context, pkg *Package, ph *PassHasher, m 
 		res := pkg.Read(b, nil)
 		v.bitstreams.Add(1)
 		v.bytes.Add(res.Length)
-		m.add(int64(b.File.CompressedSize64))
+		m.Add(int64(b.File.CompressedSize64))
 		if !res.Severity.Problem() {
 			v.verified.Add(1)
 			v.rep.Report(Finding{Severity: OK, Check: CheckBitstream, Source: pkg.Source, URI: b.URL.Loc, Path: b.File.Name,

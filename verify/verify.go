@@ -85,7 +85,7 @@ func Verify(ctx context.Context, targets []string, opts Options) (*Summary, erro
 		}
 		jobs = append(jobs, refs...)
 	}
-	v.announce(jobs)
+	Announce(jobs, v.opts.Total)
 	if err := v.run(ctx, jobs); err != nil {
 		return nil, err
 	}

@@ -97,14 +97,7 @@ func (f *getFlags) options(args []string) (transfer.Options, error) {
 	if f.stall <= 0 {
 		return o, usagef("--stall-timeout must be positive")
 	}
-	for _, s := range args {
-		if isURLish(s) {
-			if err := checkURL("SOURCE", s); err != nil {
-				return o, err
-			}
-		}
-	}
-	if err := checkURL("--base-url", f.baseURL); err != nil {
+	if err := checkSources(args, f.baseURL); err != nil {
 		return o, err
 	}
 	if f.locations != "" {
