@@ -42,7 +42,9 @@ func (d *download) osPath(rel string) string {
 
 // checkLinks refuses the download if the file or one of its working
 // files is a symbolic link, or a directory on the way to them is one
-// that leads outside the tree.
+// that leads outside the tree; and if a working file is not a regular
+// file (a FIFO would hang the read of a state) or has hard links (its
+// bytes, written in place, would be another name's too).
 func (d *download) checkLinks() error {
 	for _, rel := range workPaths(d.f.Name) {
 		fi, err := d.root.Lstat(rel)
@@ -52,6 +54,11 @@ func (d *download) checkLinks() error {
 			return d.confined(rel, err)
 		case fi.Mode()&fs.ModeSymlink != 0:
 			return d.linkError(rel, "")
+		case rel == d.f.Name: // replaced by a rename, never written through
+		case !fi.Mode().IsRegular():
+			return fmt.Errorf("%s exists and is not a regular file (%s); not used", d.osPath(rel), fi.Mode().Type())
+		case linkCount(fi) > 1:
+			return fmt.Errorf("%s has %d hard links, so other names share its bytes; not written", d.osPath(rel), linkCount(fi))
 		}
 	}
 	return nil

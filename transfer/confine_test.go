@@ -75,3 +75,33 @@ func TestGetSymlinkInsideTreeFollowed(t *testing.T) {
 	}
 	mustMatch(t, dir, "real/x.bin", data)
 }
+
+// A .part with another name (a hard link) is not written in place, and a
+// state that is not a regular file is not read (a FIFO would hang).
+func TestGetOddWorkFilesRefused(t *testing.T) {
+	data := payload(100<<10, 67)
+	s, _ := serve(t, data)
+	dir := t.TempDir()
+	victim := filepath.Join(t.TempDir(), "victim")
+	os.WriteFile(victim, []byte("precious"), 0o644)
+	if err := os.Link(victim, filepath.Join(dir, "x.bin.part")); err != nil {
+		t.Skip("no hard links:", err)
+	}
+	_, err := get(t, fastOptions(), dir, fileFor("x.bin", data, plen, s.URL))
+	if err == nil || !strings.Contains(err.Error(), "hard links") {
+		t.Errorf("error %v, want one about hard links", err)
+	}
+	if got, _ := os.ReadFile(victim); string(got) != "precious" {
+		t.Error("the other name's bytes were overwritten")
+	}
+	dir = t.TempDir()
+	if err := mkfifo(filepath.Join(dir, "x.bin.rsdump-state")); err != nil {
+		t.Skip("no FIFOs:", err)
+	}
+	os.WriteFile(filepath.Join(dir, "x.bin.part"), data[:1000], 0o644)
+	f := fileFor("x.bin", data, 0, s.URL) // only ranges: the state would be read
+	_, err = get(t, fastOptions(), dir, f)
+	if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("error %v, want one about a file that is not regular", err)
+	}
+}

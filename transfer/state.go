@@ -268,9 +268,15 @@ func (d *download) markDone(i int) {
 	d.verified.Add(end - off)
 }
 
+// loadState reads the state, at most the size one for this file takes.
 func (d *download) loadState() (stateFile, error) {
 	var s stateFile
-	b, err := d.root.ReadFile(d.relState())
+	f, err := d.root.Open(d.relState())
+	if err != nil {
+		return s, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 64<<10+int64(d.n)/4))
 	if err != nil {
 		return s, err
 	}
