@@ -19,6 +19,9 @@ import (
 
 // stateFile is NAME.rsdump-state: the identity of what is being
 // downloaded and a bitmap of the pieces verified and synced to NAME.part.
+// It is a hint, never proof (see resume): only a file without piece
+// hashes reads its bitmap back, and its whole-file hash then checks
+// every byte.
 type stateFile struct {
 	Version     int    `json:"version"`
 	Size        int64  `json:"size"`
