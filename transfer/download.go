@@ -293,7 +293,8 @@ func (d *download) publish(sum string) error {
 }
 
 // hashMismatch: without piece hashes no range can be trusted, so the
-// data and state go and the next run starts over; with piece hashes every
+// data and state go, and the file starts over (at once when ranges were
+// resumed, see startOver; else in the next run); with piece hashes every
 // piece matched its hash in this run (fetched, or read back on resume),
 // so the document is inconsistent: they are kept for inspection.
 func (d *download) hashMismatch(sum string) error {
@@ -303,7 +304,7 @@ func (d *download) hashMismatch(sum string) error {
 		return fmt.Errorf("%w (every piece matched its piece hash: the source's hashes disagree; %s kept)", err, d.partPath)
 	}
 	if d.res.Resumed > 0 {
-		err = fmt.Errorf("%w (%d bytes came from %s, which no piece hash can check; it is removed, and the next run fetches the whole file)",
+		err = fmt.Errorf("%w (%d bytes came from %s, which no piece hash can check; it is removed, to fetch the whole file again)",
 			err, d.res.Resumed, d.partPath)
 	}
 	d.part.Close()

@@ -151,6 +151,10 @@ func (g *Getter) getOne(ctx context.Context, root *os.Root, dir string, f File) 
 	d.root = root
 	g.track(d, true)
 	err = d.run(ctx)
+	if startOver(ctx, d, err) {
+		d = g.again(d)
+		err = d.run(ctx)
+	}
 	g.track(d, false)
 	r := d.result(err)
 	if err == nil && g.opts.Completed != nil {
@@ -158,6 +162,27 @@ func (g *Getter) getOne(ctx context.Context, root *os.Root, dir string, f File) 
 	}
 	g.opts.Events(r)
 	return r
+}
+
+// startOver reports whether d failed only because ranges it resumed from
+// a state file, which no piece hash could check, broke the whole-file
+// hash: hashMismatch removed them, so the file is fetched once more from
+// the start, in this run.
+func startOver(ctx context.Context, d *download, err error) bool {
+	return errors.Is(err, ErrFileHash) && d.f.Pieces.Hashes == nil && d.res.Resumed > 0 && ctx.Err() == nil
+}
+
+// again replaces d, in the progress counters too, with a fresh download
+// of the same file that counts the bytes d fetched.
+func (g *Getter) again(d *download) *download {
+	n, _ := g.newDownload(d.dir, d.f) // d.f passed newDownload once
+	n.root = d.root
+	n.fetched.Add(d.fetched.Load())
+	g.mu.Lock()
+	delete(g.active, d)
+	g.active[n] = true
+	g.mu.Unlock()
+	return n
 }
 
 func (g *Getter) track(d *download, on bool) {
