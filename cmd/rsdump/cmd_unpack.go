@@ -133,7 +133,7 @@ func doUnpack(ctx context.Context, sources []string, f unpackFlags, o unpack.Opt
 	p.done()
 	if err != nil {
 		if errors.Is(err, unpack.ErrBaseURL) {
-			err = fmt.Errorf("%w (give that prefix as --base-url, or use --layout path)", err)
+			err = fmt.Errorf("%w (give it as --base-url, or use --layout path)", err)
 		}
 		rep.runErr = err
 		rep.close(nil)
