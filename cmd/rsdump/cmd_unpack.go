@@ -135,12 +135,7 @@ func doUnpack(ctx context.Context, sources []string, f unpackFlags, o unpack.Opt
 		if errors.Is(err, unpack.ErrBaseURL) {
 			err = fmt.Errorf("%w (give it as --base-url, or use --layout path)", err)
 		}
-		rep.runErr = err
-		rep.close(nil)
-		if errors.Is(err, context.Canceled) {
-			return err
-		}
-		return exitError{exitUsage, err}
+		return rep.fail(err)
 	}
 	return finishReport(rep, res, res.Counts, unpackSummaryLine(res, f.dryRun))
 }
