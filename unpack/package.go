@@ -2,6 +2,7 @@ package unpack
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -97,9 +98,11 @@ func (p *pkgRun) run(ctx context.Context, src source) error {
 	if err := p.stage(ctx); err != nil {
 		return err
 	}
-	if ph != nil && !p.packageHashOK(ph, mh) {
-		p.refuseStaged("the package's hash differs from the dump document")
-		return nil
+	if ph != nil {
+		if why := p.packageHashBad(ph, mh); why != "" {
+			p.refuseStaged(why)
+			return nil
+		}
 	}
 	return p.apply()
 }
@@ -269,12 +272,17 @@ func (p *pkgRun) stageOne(a *action, batch *syncBatch) error {
 	return nil
 }
 
-func (p *pkgRun) packageHashOK(ph *verify.PassHasher, mh *digest.Multi) bool {
+// packageHashBad finishes the package's hash and says why the package
+// must not be committed, or "" when its hash matches the dump document.
+func (p *pkgRun) packageHashBad(ph *verify.PassHasher, mh *digest.Multi) string {
 	base := verify.Finding{Severity: verify.Error, Source: p.ref.Loc, URI: p.ref.Entry.Loc}
 	if err := ph.Finish(); err != nil {
 		base.Check, base.Msg = verify.CheckRead, err.Error()
 		p.rep.Report(base)
-		return false
+		if errors.Is(err, verify.ErrChanged) {
+			return "the package changed while it was read"
+		}
+		return "the package cannot be read to its end"
 	}
 	_, bad, _ := digest.Check(p.ref.Want, mh.Sums())
 	for _, m := range bad {
@@ -282,7 +290,10 @@ func (p *pkgRun) packageHashOK(ph *verify.PassHasher, mh *digest.Multi) bool {
 		f.Check, f.Expected, f.Actual, f.Msg = verify.CheckHash, m.Alg+":"+m.Want, m.Alg+":"+m.Got, "package differs from "+p.ref.Doc
 		p.rep.Report(f)
 	}
-	return len(bad) == 0
+	if len(bad) > 0 {
+		return "the package's hash differs from the dump document"
+	}
+	return ""
 }
 
 // refuseStaged throws away every staged bitstream, reporting each.

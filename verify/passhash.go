@@ -1,17 +1,34 @@
 package verify
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"hash"
 	"io"
+	"sort"
 	"sync"
 )
+
+// ErrChanged is wrapped by the error PassHasher.Finish returns when bytes
+// read before hashing started differ from the bytes hashed at the same
+// offsets: the package changed while it was read (a network or FUSE mount,
+// a file rewritten in place, a server that answers ranges inconsistently).
+var ErrChanged = errors.New("the package changed while it was read")
 
 // PassHasher is an io.ReaderAt that hashes a file front to back as the
 // bitstreams are read, so that a package's own hash is checked in the same
 // pass as its entries. Reads at or before the hashed prefix pass through;
 // a read beyond it first hashes the gap (local headers, data descriptors,
-// entries that were skipped). Reads before Start (the central directory
-// and manifest at the end of the file) are not hashed, and Finish hashes
-// whatever was never read.
+// entries that were skipped). Finish hashes whatever was never read.
+//
+// Reads before Start (the central directory and manifest at the end of
+// the file) are interpreted before the front reaches their bytes. Each one
+// is recorded with the sha-256 of what it returned, and checked when the
+// front hashes the same range, so that the hash covers exactly the bytes
+// that were used: a tail that changed in between fails Finish with
+// ErrChanged.
 type PassHasher struct {
 	ra     io.ReaderAt
 	size   int64
@@ -21,6 +38,16 @@ type PassHasher struct {
 	pos    int64 // bytes [0,pos) have been hashed
 	gap    []byte
 	err    error
+	early  []earlyRead  // reads before Start, by offset once active
+	next   int          // first of early the front has not reached
+	live   []*earlyRead // early reads the front is inside
+}
+
+// earlyRead is a read made before Start.
+type earlyRead struct {
+	off, end int64
+	sum      [sha256.Size]byte // of the bytes the read returned
+	h        hash.Hash         // of the bytes hashed at [off,end), once reached
 }
 
 // NewPassHasher hashes the size bytes of ra into w.
@@ -31,8 +58,15 @@ func NewPassHasher(ra io.ReaderAt, size int64, w io.Writer) *PassHasher {
 // Start begins hashing with the next read.
 func (h *PassHasher) Start() {
 	h.mu.Lock()
-	h.active = true
+	h.activate()
 	h.mu.Unlock()
+}
+
+func (h *PassHasher) activate() {
+	if !h.active {
+		h.active = true
+		sort.SliceStable(h.early, func(i, j int) bool { return h.early[i].off < h.early[j].off })
+	}
 }
 
 // ReadAt implements io.ReaderAt.
@@ -40,15 +74,20 @@ func (h *PassHasher) ReadAt(p []byte, off int64) (int, error) {
 	n, err := h.ra.ReadAt(p, off)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !h.active || h.err != nil {
+	if !h.active {
+		if n > 0 {
+			h.early = append(h.early, earlyRead{off: off, end: off + int64(n), sum: sha256.Sum256(p[:n])})
+		}
+		return n, err
+	}
+	if h.err != nil {
 		return n, err
 	}
 	if off > h.pos {
 		h.fill(off)
 	}
 	if h.err == nil && off <= h.pos && off+int64(n) > h.pos {
-		h.w.Write(p[h.pos-off : n])
-		h.pos = off + int64(n)
+		h.hash(p[h.pos-off : n])
 	}
 	return n, err
 }
@@ -61,20 +100,48 @@ func (h *PassHasher) fill(to int64) {
 	for h.pos < to && h.err == nil {
 		b := h.gap[:min(int64(len(h.gap)), to-h.pos)]
 		n, err := h.ra.ReadAt(b, h.pos)
-		h.w.Write(b[:n])
-		h.pos += int64(n)
+		h.hash(b[:n])
 		if err != nil && h.pos < to {
 			h.err = err
 		}
 	}
 }
 
+// hash hashes b, the bytes at pos, and checks the early reads of them.
+func (h *PassHasher) hash(b []byte) {
+	at, end := h.pos, h.pos+int64(len(b))
+	h.w.Write(b)
+	h.pos = end
+	for h.next < len(h.early) && h.early[h.next].off < end {
+		r := &h.early[h.next]
+		r.h = sha256.New()
+		h.live = append(h.live, r)
+		h.next++
+	}
+	keep := h.live[:0]
+	for _, r := range h.live {
+		r.h.Write(b[max(r.off, at)-at : min(r.end, end)-at])
+		if r.end > end {
+			keep = append(keep, r)
+			continue
+		}
+		if !bytes.Equal(r.h.Sum(nil), r.sum[:]) && h.err == nil {
+			h.err = fmt.Errorf("%w: bytes %d to %d differ from those read first", ErrChanged, r.off, r.end)
+		}
+		r.h = nil
+	}
+	h.live = keep
+}
+
 // Finish hashes the rest of the file and returns the first read error met
-// while filling gaps.
+// while filling gaps, or an error wrapping ErrChanged.
 func (h *PassHasher) Finish() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.active = true
+	h.activate()
 	h.fill(h.size)
+	if h.err == nil && (len(h.live) > 0 || h.next < len(h.early)) {
+		h.err = fmt.Errorf("%w: bytes were read past its %d bytes", ErrChanged, h.size)
+	}
 	return h.err
 }
