@@ -41,15 +41,16 @@ type pkgRun struct {
 	old        int // changes at or before the state, not applied again
 	lastChange time.Time
 	recs       []record
-	m          *meter // progress
+	m          *meter  // progress
+	claimed    claimed // in the survey of the dump's targets
 }
 
 // unpackPackage stages every bitstream of a package, checks the package,
 // then commits in manifest order. The error is for a cancelled context or
 // a destination that cannot be written; problems with the package are
 // findings, and make the outcome not ok.
-func (u *unpacker) unpackPackage(ctx context.Context, ref verify.PackageRef) (outcome, error) {
-	p := &pkgRun{u: u, ref: ref, rep: verify.NewReporter(u.rep.Report), byBits: map[*verify.Bitstream]*action{}, m: u.meter(ref)}
+func (u *unpacker) unpackPackage(ctx context.Context, ref verify.PackageRef, cl claimed) (outcome, error) {
+	p := &pkgRun{u: u, ref: ref, rep: verify.NewReporter(u.rep.Report), byBits: map[*verify.Bitstream]*action{}, m: u.meter(ref), claimed: cl}
 	defer p.m.finish()
 	src, ok, err := u.open(ctx, ref, p.rep)
 	if !ok || err != nil {
@@ -168,6 +169,8 @@ func (p *pkgRun) actionFor(b *verify.Bitstream, last map[string]*action) *action
 	}
 	if !b.Deleted() && b.File == nil {
 		p.refuse(a, CheckRefused, "not written: "+orText(b.Bad, "the package has no readable entry for it"))
+	} else if !b.Deleted() {
+		p.claim(a)
 	}
 	return a
 }

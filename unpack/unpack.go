@@ -238,7 +238,7 @@ func (u *unpacker) standalone(ctx context.Context, path string) error {
 	}
 	ref := verify.PackageRef{Loc: path, Length: -1}
 	u.announce([]verify.PackageRef{ref})
-	out, err := u.unpackPackage(ctx, ref)
+	out, err := u.unpackPackage(ctx, ref, claimed{})
 	if err != nil {
 		return err
 	}
@@ -274,13 +274,17 @@ func (u *unpacker) resourceDump(ctx context.Context, d *verify.Dump) error {
 	if err := u.markPending(); err != nil {
 		return err
 	}
+	claims, err := u.survey(ctx, d.Packages)
+	if err != nil {
+		return err
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(u.opts.Jobs)
 	var failed sync.Map
 	u.announce(d.Packages)
-	for _, ref := range d.Packages {
+	for i, ref := range d.Packages {
 		g.Go(func() error {
-			out, err := u.unpackPackage(gctx, ref)
+			out, err := u.unpackPackage(gctx, ref, claims[i])
 			if err == nil && !out.ok {
 				failed.Store(ref.Loc, true)
 			}
@@ -328,7 +332,7 @@ func (u *unpacker) changeDump(ctx context.Context, d *verify.Dump) error {
 			u.skipPackage(ref, "its changes are already applied (until "+resourcesync.FormatTime(until)+")")
 			continue
 		}
-		out, err := u.unpackPackage(ctx, ref)
+		out, err := u.unpackPackage(ctx, ref, claimed{})
 		if err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 
@@ -44,7 +45,8 @@ func OpenLocation(ctx context.Context, client *http.Client, loc string) (io.Read
 // checkPackage verifies one package: its length and hash against the dump
 // document, its archive and manifest, every bitstream in one front-to-back
 // pass, and the detached manifest.
-func (v *verifier) checkPackage(ctx context.Context, ref PackageRef) error {
+func (v *verifier) checkPackage(ctx context.Context, j job) error {
+	ref := j.ref
 	m := v.meter(ref)
 	defer m.finish()
 	ra, size, closeFn, err := OpenLocation(ctx, v.opts.Client, ref.Loc)
@@ -64,6 +66,7 @@ func (v *verifier) checkPackage(ctx context.Context, ref PackageRef) error {
 	}
 	pkg, err := OpenPackage(ra, size, ref.Loc, ref.Cap, v.opts.Limits, v.rep)
 	if err == nil {
+		v.claim(j, pkg)
 		if err := v.readAll(ctx, pkg, ph, m); err != nil {
 			return err
 		}
@@ -77,6 +80,31 @@ func (v *verifier) checkPackage(ctx context.Context, ref PackageRef) error {
 		v.checkDetached(ctx, ref, pkg)
 	}
 	return nil
+}
+
+// claim records the targets of a Resource Dump's package and reports
+// those another package of the dump carries with other content, and those
+// that differ from another only by case or Unicode normalisation. A target
+// is the bitstream's URI, percent-decoded.
+func (v *verifier) claim(j job, pkg *Package) {
+	if j.ref.Doc == "" || pkg.Header.MD.Capability != resourcesync.CapResourceDumpManifest {
+		return
+	}
+	for _, b := range pkg.Bitstreams {
+		if b.Path == "" {
+			continue
+		}
+		target, err := url.PathUnescape(b.URL.Loc)
+		if err != nil {
+			target = b.URL.Loc
+		}
+		switch c := j.claims.Claim(j.pkg, b.N, target, b.Length, b.Want); c.Kind {
+		case ClashContent:
+			v.rep.Report(Finding{Severity: Error, Check: CheckClash, Source: pkg.Source, URI: b.URL.Loc, Path: entryName(b.Path), Msg: c.Message()})
+		case ClashFold:
+			v.rep.Report(Finding{Severity: Warning, Check: CheckClash, Source: pkg.Source, URI: b.URL.Loc, Path: entryName(b.Path), Msg: c.Message()})
+		}
+	}
 }
 
 // missing reports a package that cannot be opened. A package listed by a

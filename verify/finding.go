@@ -68,6 +68,7 @@ const (
 	CheckRead       = "read"        // an I/O error reading an input
 	CheckInflate    = "inflate"     // a compressed stream that does not decode
 	CheckCompressed = "compression" // a compression method rsdump cannot read
+	CheckClash      = "clash"       // a target two packages of a dump carry, or names that collide on macOS and Windows
 )
 
 // Finding is one result of a check. The fields mirror the columns of the
