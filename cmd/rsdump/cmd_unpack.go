@@ -132,7 +132,7 @@ func doUnpack(ctx context.Context, sources []string, f unpackFlags, o unpack.Opt
 	o.Progress, o.Total = func(n int64) { p.add(n, "") }, p.grow
 	o.Report = func(fd verify.Finding) {
 		if f.verb && fd.Severity == verify.OK && !f.json && !f.quiet {
-			fmt.Fprintf(stdout, "%s: %s\n", fd.Check, orText(fd.Path, fd.Source))
+			fmt.Fprintf(stdout, "%s: %s\n", fd.Check, escapeControl(orText(fd.Path, fd.Source)))
 		}
 		rep.finding(fd)
 	}

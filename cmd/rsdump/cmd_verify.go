@@ -243,7 +243,7 @@ func (r *reportWriter) finding(f verify.Finding) {
 	case r.flags.json:
 		r.writeJSON(f)
 	case f.Severity.Problem() || !r.flags.quiet:
-		r.msg("%s", f)
+		r.msg("%s", escapeControl(f.String()))
 	}
 }
 
