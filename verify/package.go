@@ -21,9 +21,10 @@ const ManifestName = "manifest.xml"
 // claims or reaches more is a zip bomb or a lie about its sizes.
 const DefaultMaxRatio = 1100
 
-// ErrRejected is wrapped by the error OpenPackage returns when a package
-// cannot be read at all: its findings have been reported already.
-var ErrRejected = errors.New("package rejected")
+// ErrRejected is wrapped by the error OpenPackage or LoadDump returns when
+// a package or document cannot be used at all: its findings have been
+// reported already.
+var ErrRejected = errors.New("rejected")
 
 // Limits bound what reading a package may cost.
 type Limits struct {

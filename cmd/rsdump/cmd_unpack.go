@@ -46,7 +46,8 @@ applied, so running again is idempotent and a later Change Dump continues
 from there.
 
 Exit status: 0 everything applied, 1 problems found (a bitstream refused,
-a deletion refused, a package that failed), 2 could not run (usage,
+a deletion refused, a package that failed, a malformed or oversized
+document), 2 could not run (usage,
 unreadable source, unwritable DIR), 130 interrupted; run again to resume.
 
 Examples:
