@@ -41,3 +41,16 @@ func TestUnpackRefusesPackageChangedDuringRun(t *testing.T) {
 		t.Errorf("result has no problem: %+v", res)
 	}
 }
+
+// A package whose bitstreams verify but whose own hash does not is
+// refused after staging: the summary counts no byte of it as written.
+func TestUnpackCountsOnlyBytesWritten(t *testing.T) {
+	good, evil := verifytest.TailSwap(t)
+	src := t.TempDir()
+	doc := verifytest.ResourceDump(t, src, good)
+	writeFile(t, filepath.Join(src, "resourcedump-00001.zip"), evil)
+	res, fs := run(t, doc, t.TempDir(), unpack.Options{})
+	if res.Written != 0 || res.Bytes != 0 || res.Refused != 2 {
+		t.Errorf("%d files written (%d B), %d refused; want 0 (0 B), 2\n%s", res.Written, res.Bytes, res.Refused, dump(fs))
+	}
+}

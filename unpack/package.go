@@ -27,6 +27,7 @@ type action struct {
 	present    bool   // the target already holds the bitstream
 	failed     bool   // refused, and reported
 	staged     string // the staging file, once read and verified
+	length     int64  // the bytes staged
 }
 
 // pkgRun is the unpacking of one package.
@@ -268,9 +269,8 @@ func (p *pkgRun) stageOne(a *action, batch *syncBatch) error {
 		p.refuse(a, CheckRefused, "not written: the bitstream failed verification; the file at this name is left as it was")
 		return nil
 	}
-	a.staged = name
+	a.staged, a.length = name, res.Length
 	batch.add(f)
-	p.u.count(func(r *Result) { r.Bytes += res.Length })
 	p.recs = append(p.recs, record{Path: a.target, Length: res.Length, Hash: res.Sums.String()})
 	return nil
 }

@@ -66,7 +66,7 @@ type Result struct {
 	Present  int   `json:"present"` // already in place, skipped
 	Deleted  int   `json:"deleted"`
 	Refused  int   `json:"refused"`
-	Bytes    int64 `json:"bytes"`
+	Bytes    int64 `json:"bytes"` // of the files written (or, in a dry run, to be written)
 	verify.Counts
 }
 
