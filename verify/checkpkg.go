@@ -111,7 +111,7 @@ func (v *verifier) claim(j job, pkg *Package) {
 // dump document but absent is a finding; so is any other failure to open
 // it, since the run can go on with the other packages.
 func (v *verifier) missing(ref PackageRef, err error) {
-	f := Finding{Severity: Error, Check: CheckRead, Source: ref.Loc, URI: ref.Entry.Loc, Msg: err.Error()}
+	f := Finding{Severity: Error, Check: CheckRead, Source: ref.Loc, URI: ref.Entry.Loc, Msg: MsgFor(err, ref.Loc)}
 	if errors.Is(err, fs.ErrNotExist) {
 		f.Check, f.Msg = CheckMissing, "package listed in "+ref.Doc+" is missing"
 	}

@@ -50,3 +50,24 @@ func TestBadDocumentsExitOne(t *testing.T) {
 		t.Errorf("verify without a target: exit %d, want %d", code, exitUsage)
 	}
 }
+
+// A package that cannot be read is named once in its finding, not as
+// its source, its URI and again in the message.
+func TestUnreadablePackageNamedOnce(t *testing.T) {
+	var doc []byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/resourcedump.xml" {
+			w.Write(doc)
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	b, _ := os.ReadFile(verifytest.ResourceDump(t, t.TempDir(), []byte("not served")))
+	pkg := srv.URL + "/p.zip"
+	doc = []byte(strings.ReplaceAll(string(b), verifytest.BaseURL+"dumps/resourcedump-00001.zip", pkg))
+	code, _, stderr := rsdump(t, "verify", srv.URL+"/resourcedump.xml")
+	if code != exitFailed || strings.Count(stderr, pkg) != 1 {
+		t.Errorf("exit %d; want 1 and %s named once: %s", code, pkg, stderr)
+	}
+}
