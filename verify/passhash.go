@@ -28,7 +28,8 @@ var ErrChanged = errors.New("the package changed while it was read")
 // is recorded with the sha-256 of what it returned, and checked when the
 // front hashes the same range, so that the hash covers exactly the bytes
 // that were used: a tail that changed in between fails Finish with
-// ErrChanged.
+// ErrChanged. Reads of bytes hashed in the last 64 KiB return the bytes
+// hashed, not a second read of the file; older bytes are read again.
 type PassHasher struct {
 	ra     io.ReaderAt
 	size   int64
@@ -41,7 +42,15 @@ type PassHasher struct {
 	early  []earlyRead  // reads before Start, by offset once active
 	next   int          // first of early the front has not reached
 	live   []*earlyRead // early reads the front is inside
+	win    []byte       // the last bytes hashed, a ring indexed by offset
+	winLen int          // how many of them are valid: [pos-winLen, pos)
 }
+
+// windowSize is how far behind the front a read is answered with the bytes
+// hashed rather than read again: archive/zip reads an entry's local header
+// a second time, after verify checked it, to find where its data starts,
+// and a file that changed in between must not move the data elsewhere.
+const windowSize = 64 << 10
 
 // earlyRead is a read made before Start.
 type earlyRead struct {
@@ -83,6 +92,9 @@ func (h *PassHasher) ReadAt(p []byte, off int64) (int, error) {
 	if h.err != nil {
 		return n, err
 	}
+	if lo, hi := max(off, h.pos-int64(h.winLen)), min(off+int64(n), h.pos); lo < hi {
+		h.fromWindow(p[lo-off:hi-off], lo)
+	}
 	if off > h.pos {
 		h.fill(off)
 	}
@@ -111,6 +123,7 @@ func (h *PassHasher) fill(to int64) {
 func (h *PassHasher) hash(b []byte) {
 	at, end := h.pos, h.pos+int64(len(b))
 	h.w.Write(b)
+	h.toWindow(b, at)
 	h.pos = end
 	for h.next < len(h.early) && h.early[h.next].off < end {
 		r := &h.early[h.next]
@@ -144,4 +157,30 @@ func (h *PassHasher) Finish() error {
 		h.err = fmt.Errorf("%w: bytes were read past its %d bytes", ErrChanged, h.size)
 	}
 	return h.err
+}
+
+// toWindow keeps the last windowSize bytes of b, hashed at offset at.
+func (h *PassHasher) toWindow(b []byte, at int64) {
+	if h.win == nil {
+		h.win = make([]byte, windowSize)
+	}
+	if len(b) > windowSize {
+		at += int64(len(b) - windowSize)
+		b = b[len(b)-windowSize:]
+	}
+	for len(b) > 0 {
+		i := int(at % windowSize)
+		c := copy(h.win[i:], b)
+		b, at = b[c:], at+int64(c)
+	}
+	h.winLen = min(h.winLen+int(at-h.pos), windowSize)
+}
+
+// fromWindow fills p with the bytes hashed at offset at.
+func (h *PassHasher) fromWindow(p []byte, at int64) {
+	for len(p) > 0 {
+		i := int(at % windowSize)
+		c := copy(p, h.win[i:])
+		p, at = p[c:], at+int64(c)
+	}
 }

@@ -91,3 +91,47 @@ func TestVerifyRefusesPackageChangedDuringRun(t *testing.T) {
 		t.Errorf("a package that changed during the run verified: %+v", sum)
 	}
 }
+
+// fickleReader answers each read with bytes that differ from the last
+// answer: a file that changes under every read.
+type fickleReader struct {
+	size  int64
+	reads int
+}
+
+func (f *fickleReader) ReadAt(p []byte, off int64) (int, error) {
+	f.reads++
+	n := 0
+	for ; n < len(p) && off+int64(n) < f.size; n++ {
+		p[n] = byte(f.reads)
+	}
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// A read of bytes just hashed (archive/zip reads a local header again to
+// find the data) gets the bytes hashed, however the file changed since.
+func TestPassHasherRereadsGiveHashedBytes(t *testing.T) {
+	var hashed bytes.Buffer
+	f := &fickleReader{size: 300 << 10}
+	ph := verify.NewPassHasher(f, f.size, &hashed)
+	ph.Start()
+	a := make([]byte, 100)
+	ph.ReadAt(a, 200<<10) // hashes [0, 200 KiB+100) through the gap and this read
+	for _, c := range []struct{ off, n int64 }{{200 << 10, 100}, {200<<10 - 1000, 1100}, {200<<10 + 50, 100}} {
+		b := make([]byte, c.n)
+		ph.ReadAt(b, c.off)
+		want := hashed.Bytes()[c.off:min(c.off+c.n, int64(hashed.Len()))]
+		if !bytes.Equal(b[:len(want)], want) {
+			t.Errorf("read of %d bytes at %d: not the bytes hashed", c.n, c.off)
+		}
+	}
+	if err := ph.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	if int64(hashed.Len()) != f.size {
+		t.Errorf("hashed %d bytes of %d", hashed.Len(), f.size)
+	}
+}
