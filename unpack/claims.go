@@ -46,9 +46,9 @@ func (u *unpacker) survey(ctx context.Context, refs []verify.PackageRef) ([]clai
 	return out, g.Wait()
 }
 
-// surveyOne claims the targets of one package, read from its detached
-// manifest when it is remote and links one (the package is downloaded
-// later), otherwise from the manifest inside it.
+// surveyOne claims the targets of one package, from the manifest inside
+// it, or for a remote package from the detached manifest it links (the
+// package itself is downloaded later, once).
 func (u *unpacker) surveyOne(ctx context.Context, ref verify.PackageRef, cl claimed) {
 	each := func(n int, url resourcesync.URL, length int64, want digest.Set) {
 		target, err := u.opts.Mapper.Target(url)
@@ -59,11 +59,15 @@ func (u *unpacker) surveyOne(ctx context.Context, ref verify.PackageRef, cl clai
 			u.rep.Report(verify.Finding{Severity: verify.Warning, Check: verify.CheckClash, Source: ref.Loc, URI: url.Loc, Path: target, Msg: c.Message()})
 		}
 	}
-	if resourcesync.IsURL(ref.Loc) && ref.Contents != "" {
-		u.surveyDetached(ctx, ref.Contents, each)
+	if resourcesync.IsURL(ref.Loc) {
+		// Not downloaded twice: without a detached manifest, a remote
+		// package claims its targets when it is unpacked.
+		if ref.Contents != "" {
+			u.surveyDetached(ctx, ref.Contents, each)
+		}
 		return
 	}
-	ra, size, closeFn, err := verify.OpenLocation(ctx, u.opts.Client, ref.Loc)
+	ra, size, closeFn, err := verify.OpenLocation(ref.Loc)
 	if err != nil {
 		return
 	}
