@@ -38,9 +38,9 @@ With --tree, the files under DIR are audited against a Resource Dump,
 Resource Dump Manifest or Resource List: missing, extra and mismatched
 files (ResourceSync §5.2).
 
-Exit status: 0 everything verified, 1 problems found (errors, or
-bitstreams that could not be verified), 2 could not run (usage, unreadable
-input), 130 interrupted.
+Exit status: 0 everything verified, 1 problems found (errors, a malformed
+or oversized document, or bitstreams that could not be verified), 2 could
+not run (usage, unreadable input), 130 interrupted.
 
 Examples:
   rsdump verify ./dump
@@ -239,7 +239,7 @@ func (r *reportWriter) finding(f verify.Finding) {
 	case r.flags.json:
 		r.writeJSON(f)
 	case f.Severity.Problem() || !r.flags.quiet:
-		r.msg("%s", f)
+		r.msg("%s", escapeControl(f.String()))
 	}
 }
 
