@@ -228,33 +228,50 @@ type byteRange struct {
 	name       string
 }
 
+// tile is an entry's bytes, or why they cannot be told.
+type tile struct {
+	r   byteRange
+	err error
+}
+
 // entryRanges returns the bytes of every entry, reporting the entries
 // whose data descriptor is missing or disagrees with the central record.
+// Entries read as bitstreams were measured then (addSpan).
 func (p *Package) entryRanges() ([]byteRange, []Finding) {
 	var out []byteRange
 	var bad []Finding
 	for _, f := range p.zr.File {
-		start, err := headerOffset(f)
-		if err != nil {
-			bad = append(bad, Finding{Severity: Error, Check: CheckZip, Msg: err.Error()})
-			return nil, bad
+		t, ok := p.tiles[f]
+		if !ok {
+			t.r, t.err = p.entryRange(f)
 		}
-		data, err := f.DataOffset()
-		if err != nil {
-			bad = append(bad, Finding{Severity: Error, Check: CheckZip, Path: f.Name, Msg: "local header: " + err.Error()})
-			continue
+		if t.err != nil {
+			bad = append(bad, Finding{Severity: Error, Check: CheckZip, Path: f.Name, Msg: t.err.Error()})
 		}
-		end := data + clampInt64(f.CompressedSize64)
-		if f.Flags&flagDataDesc != 0 {
-			n, err := p.descriptorLen(f, end)
-			if err != nil {
-				bad = append(bad, Finding{Severity: Error, Check: CheckZip, Path: f.Name, Msg: err.Error()})
-			}
-			end += n
+		if t.r.end > t.r.start {
+			out = append(out, t.r)
 		}
-		out = append(out, byteRange{start, end, f.Name})
 	}
+	clear(p.tiles)
 	return out, bad
+}
+
+// entryRange is f's local header, data and data descriptor.
+func (p *Package) entryRange(f *zip.File) (byteRange, error) {
+	start, err := headerOffset(f)
+	if err != nil {
+		return byteRange{}, err
+	}
+	data, err := f.DataOffset()
+	if err != nil {
+		return byteRange{}, fmt.Errorf("local header: %v", err)
+	}
+	end := data + clampInt64(f.CompressedSize64)
+	if f.Flags&flagDataDesc != 0 {
+		n, err := p.descriptorLen(f, end)
+		return byteRange{start, end + n, f.Name}, err
+	}
+	return byteRange{start, end, f.Name}, nil
 }
 
 // descriptorLen is the length of the data descriptor at off: with or
