@@ -50,7 +50,7 @@ func (p *Package) checkTiling() {
 		p.report(Finding{Severity: Error, Check: CheckZip, Msg: err.Error()})
 		return
 	}
-	for _, e := range p.checkEnd(end) {
+	for _, e := range p.checkEndRecords(end) {
 		p.report(Finding{Severity: Error, Check: CheckZip, Msg: e})
 	}
 	ranges, problems := p.entryRanges()
@@ -123,10 +123,10 @@ func (p *Package) readEnd() (zipEnd, error) {
 	return e, nil
 }
 
-// checkEnd compares the end records with each other and with the
+// checkEndRecords compares the end records with each other and with the
 // directory archive/zip read, and checks that nothing is hidden between
 // them or after them.
-func (p *Package) checkEnd(e zipEnd) []string {
+func (p *Package) checkEndRecords(e zipEnd) []string {
 	var errs []string
 	add := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
 	var r [endLen]byte
