@@ -18,8 +18,8 @@ func (p *Package) addSpan(f *zip.File) {
 		return // reported by the read itself
 	}
 	p.spans = append(p.spans, span{off, off + clampInt64(f.CompressedSize64), f.Name})
-	// Its bytes for checkTiling, taken now, while the reader (a remote
-	// one keeps one block) is still near them.
+	// Its bytes for checkTiling, taken now, while the reads are near
+	// them: one front-to-back pass.
 	r, err := p.entryRange(f)
 	p.tiles[f] = tile{r, err}
 }
