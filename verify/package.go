@@ -50,7 +50,8 @@ type Package struct {
 	zr    *zip.Reader
 	ra    io.ReaderAt
 	size  int64
-	spans []span // data of the entries read, for the overlap check
+	spans []span             // data of the entries read, for the overlap check
+	tiles map[*zip.File]tile // bytes of the entries read, for checkTiling
 	rep   *Reporter
 	lim   Limits
 	index map[*zip.File]int // central directory position
@@ -89,7 +90,7 @@ func OpenPackage(ra io.ReaderAt, size int64, src, wantCap string, lim Limits, re
 	if err != nil && !errors.Is(err, zip.ErrInsecurePath) {
 		return nil, reject(rep, Finding{Severity: Error, Check: CheckZip, Source: src, Msg: "unreadable central directory: " + err.Error()})
 	}
-	p := &Package{Source: src, zr: zr, ra: ra, size: size, rep: rep, lim: lim, index: make(map[*zip.File]int, len(zr.File))}
+	p := &Package{Source: src, zr: zr, ra: ra, size: size, rep: rep, lim: lim, index: make(map[*zip.File]int, len(zr.File)), tiles: map[*zip.File]tile{}}
 	files := p.indexEntries()
 	mf, err := p.manifestEntry(files)
 	if err != nil {
