@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"time"
 
@@ -258,8 +259,9 @@ func (p *pkgRun) stageOne(a *action, batch *syncBatch) error {
 	if err != nil {
 		return fmt.Errorf("%s: staging %s: %w", p.u.dest.dir, a.target, err)
 	}
-	res := p.pkg.Read(a.b, f)
-	p.m.Add(int64(a.b.File.CompressedSize64))
+	w, done := p.m.Bitstream(a.b)
+	res := p.pkg.Read(a.b, io.MultiWriter(f, w))
+	done()
 	if res.WriteErr != nil || res.Severity == verify.Error {
 		f.Close()
 		p.u.dest.discard(name)

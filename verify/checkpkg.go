@@ -134,10 +134,11 @@ func (v *verifier) readAll(ctx context.Context, pkg *Package, ph *PassHasher, m 
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		res := pkg.Read(b, nil)
+		w, done := m.Bitstream(b)
+		res := pkg.Read(b, w)
+		done()
 		v.bitstreams.Add(1)
 		v.bytes.Add(res.Length)
-		m.Add(int64(b.File.CompressedSize64))
 		if !res.Severity.Problem() {
 			v.verified.Add(1)
 			v.rep.Report(Finding{Severity: OK, Check: CheckBitstream, Source: pkg.Source, URI: b.URL.Loc, Path: b.File.Name,

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"io"
 	"os"
 
 	"github.com/rsdump/rsdump/resourcesync"
@@ -74,3 +75,28 @@ func (m *Meter) Add(n int64) {
 
 // Finish reports the package's bytes not yet counted.
 func (m *Meter) Finish() { m.Add(m.want - m.got) }
+
+// Bitstream returns a writer that counts b's share of the package bytes
+// (its compressed size) as its uncompressed bytes are written to it, so
+// that a large file moves the progress while it is read, and done, which
+// counts what is left of the share once b was read.
+func (m *Meter) Bitstream(b *Bitstream) (w io.Writer, done func()) {
+	bw := &bitstreamMeter{m: m, share: int64(b.File.CompressedSize64), size: int64(b.File.UncompressedSize64)}
+	return bw, func() { m.Add(bw.share - bw.counted) }
+}
+
+type bitstreamMeter struct {
+	m                *Meter
+	share, size      int64
+	written, counted int64
+}
+
+func (w *bitstreamMeter) Write(p []byte) (int, error) {
+	w.written += int64(len(p))
+	if w.size > 0 {
+		c := min(w.share, int64(float64(w.share)*(float64(min(w.written, w.size))/float64(w.size))))
+		w.m.Add(c - w.counted)
+		w.counted = c
+	}
+	return len(p), nil
+}

@@ -62,3 +62,22 @@ func fileSize(t *testing.T, p string) int64 {
 	}
 	return fi.Size()
 }
+
+// TestProgressWithinABitstream: a large file moves the progress while it
+// is read, not only once it is done.
+func TestProgressWithinABitstream(t *testing.T) {
+	big := make([]byte, 8<<20)
+	for i := range big {
+		big[i] = byte(i * 7 % 251)
+	}
+	out := packDir(t, tree(t, map[string]string{"big.bin": string(big)}), pack.Options{})
+	var calls atomic.Int64
+	var done atomic.Int64
+	sum, fs := run(t, verify.Options{Progress: func(n int64) { calls.Add(1); done.Add(n) }}, filepath.Join(out, pack.DumpName))
+	if sum.Problems() != 0 || sum.Verified != 1 {
+		t.Fatalf("%+v\n%s", sum, dump(fs))
+	}
+	if calls.Load() < 8 {
+		t.Errorf("%d progress calls for an 8 MiB file, want one every chunk read", calls.Load())
+	}
+}
