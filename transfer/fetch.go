@@ -62,6 +62,9 @@ func (d *download) fetch(a *attempt, sink func(off int64, b []byte) error) error
 		}
 		pos += int64(len(b))
 	}
+	if err := d.checkEnd(a, resp.Body, end-off); err != nil {
+		return err
+	}
 	return d.checkPiece(a, h)
 }
 
@@ -73,7 +76,25 @@ func (d *download) fetchInto(a *attempt, b []byte) error {
 	}
 	defer watch.Stop()
 	defer resp.Body.Close()
-	return d.readBody(a, resp.Body, watch, b)
+	if err := d.readBody(a, resp.Body, watch, b); err != nil {
+		return err
+	}
+	return d.checkEnd(a, resp.Body, int64(len(b)))
+}
+
+// checkEnd fails a body that goes on past the n bytes asked for: a
+// chunked answer is bounded by nothing but this count, and a server that
+// sends more than it was asked cannot be trusted with what it did send.
+func (d *download) checkEnd(a *attempt, body io.Reader, n int64) error {
+	var one [1]byte
+	k, err := io.ReadFull(body, one[:])
+	switch {
+	case k > 0:
+		return fmt.Errorf("%s: body longer than the %d bytes asked for: %w", a.m.url, n, ErrBadRange)
+	case err == io.EOF:
+		return nil
+	}
+	return d.readError(a, err)
 }
 
 // send sends the attempt's request under a stall watch, which cancels the
@@ -97,9 +118,13 @@ func (d *download) readBody(a *attempt, body io.Reader, watch *time.Timer, dst [
 		if n > 0 {
 			watch.Reset(d.g.opts.StallTimeout)
 			a.got.Add(int64(n))
-			a.last.Store(time.Now().UnixNano())
+			now := time.Now().UnixNano()
+			a.last.Store(now)
 			d.received(a.m, n)
 			dst = dst[n:]
+			if err := d.checkPace(a.m, n, now); err != nil {
+				return err
+			}
 		}
 		if err != nil && len(dst) > 0 {
 			if err == io.EOF {

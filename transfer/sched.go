@@ -252,6 +252,9 @@ func (d *download) start(m *mirror, i int, dup bool) *attempt {
 		p.writer = a.id
 		p.wmu.Unlock()
 	}
+	if m.active == 0 {
+		m.pace.restart(a.start.UnixNano())
+	}
 	m.active++
 	return a
 }
@@ -289,6 +292,9 @@ func (d *download) settle(a *attempt, err error) {
 	case err == nil:
 		return
 	}
+	if errors.Is(err, errLost) && a.bodyDone.IsZero() {
+		d.lost(a)
+	}
 	v, after := classify(err)
 	d.judge(m, p, v, after, err)
 	if v == ignore {
@@ -304,6 +310,36 @@ func (d *download) settle(a *attempt, err error) {
 	if p.tries > 3*len(d.mirrors)+3 {
 		d.failLocked(fmt.Errorf("%s: piece %d failed %d times, last: %w", d.f.Name, a.piece, p.tries, err))
 	}
+}
+
+// lost counts a copy overtaken by a faster one as a measure of its
+// mirror's pace: a drip that never finishes a piece would otherwise stay
+// unmeasured, which ranks it first for every free connection.
+func (d *download) lost(a *attempt) {
+	el := time.Since(a.start)
+	if el < 50*time.Millisecond {
+		return // cancelled before it could show a pace
+	}
+	r := float64(max(a.got.Load(), 1)) / el.Seconds()
+	if a.m.rate == 0 || r < a.m.rate {
+		a.m.observe(max(a.got.Load(), 1), el)
+	}
+}
+
+// tooSlow drops a mirror below the minimum speed and cancels its copies.
+func (d *download) tooSlow(m *mirror, err *SpeedError) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.drop(m, trimURL(err.Error(), m.url))
+	for i := d.cursor; i < d.n; i++ {
+		p := &d.pieces[i]
+		for _, a := range []*attempt{p.primary, p.dup} {
+			if a != nil && a.m == m {
+				a.cancel(err)
+			}
+		}
+	}
+	d.changed.notify()
 }
 
 func (d *download) judge(m *mirror, p *piece, v verdict, after time.Duration, err error) {

@@ -62,6 +62,10 @@ func (d *download) streamAll(ctx context.Context, m *mirror) error {
 			return fmt.Errorf("%s: %w", m.url, err)
 		}
 	}
+	var one [1]byte
+	if n, _ := io.ReadFull(resp.Body, one[:]); n > 0 {
+		return fmt.Errorf("%s: body longer than the file's %d bytes: %w", m.url, d.f.Size, ErrBadRange)
+	}
 	return nil
 }
 

@@ -64,6 +64,15 @@ type Options struct {
 	Locations    []string      // preferred mirror locations, best first
 	Client       *http.Client  // [rsdump's client (timeouts, stall watch, User-Agent), pools sized for the budget]
 
+	// MinSpeed is the lowest throughput, in bytes/s, a mirror may keep
+	// over MinSpeedWindow while it serves a file: a slower one is dropped
+	// for the file, its pieces go to the others, and a file with no
+	// mirror left fails naming it and its speed. Negative turns the check
+	// off (aria2's --lowest-speed-limit, which is off by default). [1 KiB/s,
+	// over 30s: a drip that would take 14 hours over 50 MB fails over]
+	MinSpeed       int64
+	MinSpeedWindow time.Duration
+
 	// Events receives file-level events; it is called from download
 	// goroutines and must not block for long.
 	Events func(Event)
@@ -80,6 +89,8 @@ const (
 	defaultMaxFailures = 8
 	defaultRangeSize   = 1 << 20
 	defaultSave        = 250 * time.Millisecond
+	defaultMinSpeed    = 1 << 10
+	defaultSpeedWindow = 30 * time.Second
 )
 
 func (o Options) withDefaults() Options {
@@ -100,6 +111,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.SaveInterval <= 0 {
 		o.SaveInterval = defaultSave
+	}
+	if o.MinSpeed == 0 {
+		o.MinSpeed = defaultMinSpeed
+	}
+	if o.MinSpeedWindow <= 0 {
+		o.MinSpeedWindow = defaultSpeedWindow
 	}
 	if o.Events == nil {
 		o.Events = func(Event) {}
