@@ -132,6 +132,9 @@ func (d *download) run(ctx context.Context) (err error) {
 	}()
 	d.g.opts.Events(&FileStart{Name: d.f.Name, Size: d.f.Size, Resumed: d.res.Resumed})
 	sum, err := d.transfer(ctx)
+	if err == nil && d.needsRepair(sum) {
+		sum, err = d.repair(ctx, sum)
+	}
 	if err != nil {
 		return err
 	}

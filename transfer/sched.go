@@ -21,6 +21,7 @@ type piece struct {
 	dup     *attempt // an end-game copy, buffered, written only if it wins
 	excl    []int    // mirrors whose copy failed the hash
 	tries   int
+	from    int // 1 + the index of the mirror whose copy was written, 0 if unknown (see repair)
 	wmu     sync.Mutex
 	writer  int64 // the streamed copy allowed to write
 	stored  bool  // a buffered copy was written
@@ -381,6 +382,7 @@ func (d *download) complete(a *attempt, p *piece) {
 	}
 	off, end := d.span(a.piece)
 	p.done = true
+	p.from = a.m.idx + 1
 	d.remaining--
 	d.dirty = true
 	d.verified.Add(end - off)
