@@ -25,6 +25,7 @@ type attempt struct {
 	start    time.Time
 	got      atomic.Int64
 	last     atomic.Int64 // UnixNano of the last byte received
+	sent     atomic.Int64 // UnixNano when the request went out, 0 before (waiting for the budget)
 	buf      []byte       // an end-game copy's data
 	stored   bool         // a buffered copy that was written (runBuffered)
 	bodyDone time.Time    // when a buffered copy's body was read and its slots given back (hangUp); guarded by d.mu
@@ -101,6 +102,7 @@ func (d *download) checkEnd(a *attempt, body io.Reader, n int64) error {
 // attempt when no byte arrives for StallTimeout.
 func (d *download) send(a *attempt) (*http.Response, *time.Timer, error) {
 	off, end := d.span(a.piece)
+	a.sent.Store(time.Now().UnixNano())
 	watch := time.AfterFunc(d.g.opts.StallTimeout, func() { a.cancel(ErrStalled) })
 	resp, err := d.request(a, off, end)
 	if err != nil {

@@ -315,10 +315,12 @@ func (d *download) settle(a *attempt, err error) {
 
 // lost counts a copy overtaken by a faster one as a measure of its
 // mirror's pace: a drip that never finishes a piece would otherwise stay
-// unmeasured, which ranks it first for every free connection.
+// unmeasured, which ranks it first for every free connection. A copy
+// that never sent its request (it waited for the budget) says nothing.
 func (d *download) lost(a *attempt) {
-	el := time.Since(a.start)
-	if el < 50*time.Millisecond {
+	sent := a.sent.Load()
+	el := time.Since(time.Unix(0, sent))
+	if sent == 0 || el < 50*time.Millisecond {
 		return // cancelled before it could show a pace
 	}
 	r := float64(max(a.got.Load(), 1)) / el.Seconds()
