@@ -8,9 +8,17 @@
 // connection goes to the ready mirror with the best measured speed
 // (discounted by its share of bad pieces), so faster mirrors take more
 // pieces. A copy that stalls, and at the end any copy slower than an idle
-// mirror would be, is fetched again elsewhere and the loser cancelled. A
-// server that ignores Range is used, as a last resort, to stream the
-// whole file once.
+// mirror would be, is fetched again elsewhere and the loser cancelled
+// (a file of a few pieces has a spare worker per piece for this). A
+// mirror below Options.MinSpeed over a window is dropped for the file,
+// and a body longer than the range asked for fails its request. A server
+// that ignores Range is used, as a last resort, to stream the whole file
+// once.
+//
+// Without piece hashes only the whole-file hash checks the data; when it
+// fails and there are several mirrors, each range is compared with a copy
+// from another mirror and the mirror whose copies spoil the hash is found
+// and dropped (repair.go), or the error names the mirrors that disagreed.
 //
 // The package never prints: progress is polled with Getter.Progress and
 // announced through Options.Events.

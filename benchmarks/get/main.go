@@ -5,6 +5,8 @@
 // same run, and the medians of several runs are printed as markdown.
 //
 // Usage: go run ./benchmarks/get [-size MiB] [-runs N] [-only a,b] [-dir DIR]
+//
+//	[-baseline OLD-RSDUMP -tools rsdump,baseline,aria2c]
 package main
 
 import (
@@ -29,6 +31,7 @@ func main() {
 	only := flag.String("only", "", "comma-separated scenario names (default: all)")
 	dir := flag.String("dir", "/tmp/rsdump-bench-get", "work directory")
 	rsdump := flag.String("rsdump", "", "rsdump binary (default: build ./cmd/rsdump)")
+	base := flag.String("baseline", "", "an older rsdump binary, run as the tool \"baseline\" (add it to -tools)")
 	tools := flag.String("tools", "rsdump,aria2c", "tools to run")
 	flag.Parse()
 	log.SetFlags(log.Ltime)
@@ -51,7 +54,7 @@ func main() {
 	if err := writeMeta4(meta, src, sum, *size<<20); err != nil {
 		log.Fatal(err)
 	}
-	b := &bench{dir: *dir, src: src, sum: sum, size: *size << 20, meta: meta, rsdump: bin, runs: *runs,
+	b := &bench{dir: *dir, src: src, sum: sum, size: *size << 20, meta: meta, rsdump: bin, baseline: *base, runs: *runs,
 		tools: strings.Split(*tools, ",")}
 	for _, sc := range scenarios() {
 		if *only != "" && !strings.Contains(","+*only+",", ","+sc.name+",") {
