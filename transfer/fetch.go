@@ -45,6 +45,7 @@ func (d *download) fetch(a *attempt, sink func(off int64, b []byte) error) error
 	if err != nil {
 		return err
 	}
+	defer a.m.pace.end()
 	defer watch.Stop()
 	defer resp.Body.Close()
 	h := d.pieceHash()
@@ -75,6 +76,7 @@ func (d *download) fetchInto(a *attempt, b []byte) error {
 	if err != nil {
 		return err
 	}
+	defer a.m.pace.end()
 	defer watch.Stop()
 	defer resp.Body.Close()
 	if err := d.readBody(a, resp.Body, watch, b); err != nil {
@@ -99,14 +101,18 @@ func (d *download) checkEnd(a *attempt, body io.Reader, n int64) error {
 }
 
 // send sends the attempt's request under a stall watch, which cancels the
-// attempt when no byte arrives for StallTimeout.
+// attempt when no byte arrives for StallTimeout, and counts it in its
+// mirror's pace (the caller calls a.m.pace.end once the body is read).
 func (d *download) send(a *attempt) (*http.Response, *time.Timer, error) {
 	off, end := d.span(a.piece)
-	a.sent.Store(time.Now().UnixNano())
+	now := time.Now().UnixNano()
+	a.sent.Store(now)
+	a.m.pace.begin(now)
 	watch := time.AfterFunc(d.g.opts.StallTimeout, func() { a.cancel(ErrStalled) })
 	resp, err := d.request(a, off, end)
 	if err != nil {
 		watch.Stop()
+		a.m.pace.end()
 		return nil, nil, err
 	}
 	return resp, watch, nil

@@ -34,17 +34,24 @@ type mirror struct {
 }
 
 // pace is what a mirror delivered for a file since the current window
-// began: the window restarts when the mirror goes from idle to busy, and
-// each time it is judged (checkPace), so idle time never counts as slow.
+// began: the window restarts when the mirror's first request in flight
+// goes out, and each time it is judged (checkPace), so neither idle time
+// nor a wait for the connection budget counts as slow.
 type pace struct {
 	start atomic.Int64 // UnixNano
 	bytes atomic.Int64
+	busy  atomic.Int32 // requests in flight
 }
 
-func (p *pace) restart(now int64) {
-	p.start.Store(now)
-	p.bytes.Store(0)
+// begin counts a request going out at now; end, one done.
+func (p *pace) begin(now int64) {
+	if p.busy.Add(1) == 1 {
+		p.start.Store(now)
+		p.bytes.Store(0)
+	}
 }
+
+func (p *pace) end() { p.busy.Add(-1) }
 
 func newMirrors(f File, locs []string) ([]*mirror, error) {
 	ms := slices.Clone(f.Mirrors)

@@ -105,9 +105,6 @@ func (d *download) repair(ctx context.Context, sum string) (string, error) {
 // each runs f on every dispute, a bounded number at a time.
 func (d *download) each(ctx context.Context, dps []*dispute, f func(context.Context, *dispute, []*mirror) error) error {
 	ms := d.usable()
-	for _, m := range ms {
-		m.pace.restart(time.Now().UnixNano()) // idle since the transfer: not slow
-	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(d.repairWorkers(len(ms)))
 	for _, dp := range dps {

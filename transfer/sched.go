@@ -253,9 +253,6 @@ func (d *download) start(m *mirror, i int, dup bool) *attempt {
 		p.writer = a.id
 		p.wmu.Unlock()
 	}
-	if m.active == 0 {
-		m.pace.restart(a.start.UnixNano())
-	}
 	m.active++
 	return a
 }
