@@ -33,7 +33,11 @@ func main() {
 	rsdump := flag.String("rsdump", "", "rsdump binary (default: build ./cmd/rsdump)")
 	base := flag.String("baseline", "", "an older rsdump binary, run as the tool \"baseline\" (add it to -tools)")
 	tools := flag.String("tools", "rsdump,aria2c", "tools to run")
+	port := flag.Int("port", 18481, "the mirrors' port on 127.0.0.1-3 (another session may hold the default)")
 	flag.Parse()
+	for i := range mirrorAddrs {
+		mirrorAddrs[i] = fmt.Sprintf("127.0.0.%d:%d", i+1, *port)
+	}
 	log.SetFlags(log.Ltime)
 	if err := os.MkdirAll(*dir, 0o755); err != nil {
 		log.Fatal(err)
