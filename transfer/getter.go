@@ -14,7 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/rsdump/rsdump/internal/httpc"
-	"github.com/rsdump/rsdump/verify"
+	"github.com/rsdump/rsdump/internal/safepath"
 )
 
 // Getter downloads files within one connection budget. Its methods are
@@ -117,14 +117,14 @@ func checkNames(files []File) error {
 }
 
 // localName says why name is not a safe path for a file under the output
-// directory: verify.SafeName's rules (no "..", absolute path, backslash,
+// directory: internal/safepath's rules (no "..", absolute path, backslash,
 // drive letter or control character, the same on every system), and no
-// trailing slash, which SafeName allows for a ZIP directory entry.
+// trailing slash, as a directory has.
 func localName(name string) error {
 	if strings.HasSuffix(name, "/") {
 		return errors.New("name ends with a slash, as a directory does")
 	}
-	return verify.SafeName(name)
+	return safepath.Check(name)
 }
 
 // workPaths are the paths a download of name writes: the file itself, and

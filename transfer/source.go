@@ -208,6 +208,14 @@ func entryMirrors(doc string, u resourcesync.URL) []Mirror {
 	return mirrors
 }
 
+// LinkCopies lists where the document at href, which the entry u of the
+// dump document doc links to (its detached manifest, its Metalink), may be
+// read: at href, then at the same name beside each of the package's other
+// mirrors.
+func LinkCopies(doc string, u resourcesync.URL, href string) []string {
+	return linkCopies(href, entryMirrors(doc, u))
+}
+
 // linkCopies lists where a document linked from a package's entry may be
 // read: at href, and, when it sits beside the package's first mirror (pack
 // writes NAME.meta4 and NAME.manifest.xml beside NAME), at the same name

@@ -231,6 +231,17 @@ func TestResolveDumpIndex(t *testing.T) {
 			t.Fatalf("%s: resolved %+v", src, files)
 		}
 	}
+	// The remote index and its parts are saved under the names a local
+	// copy reads them by, the index last.
+	saved, err := g.SaveDocuments(context.Background(), t.TempDir(), srv.URL+"/index.xml")
+	if err != nil || len(saved) != 3 || filepath.Base(saved[2]) != "index.xml" {
+		t.Errorf("saved %v, %v; want the two parts, then index.xml", saved, err)
+	}
+	for _, p := range saved {
+		if b, _ := os.ReadFile(p); string(b) != docs["/"+filepath.Base(p)] {
+			t.Errorf("%s is not the document served", p)
+		}
+	}
 	files, _ := g.Resolve(context.Background(), local)
 	out := t.TempDir()
 	if _, err := g.Get(context.Background(), out, files); err != nil {

@@ -11,7 +11,6 @@ import (
 	"path"
 	"path/filepath"
 
-	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/transfer"
 	"github.com/rsdump/rsdump/verify"
@@ -62,64 +61,27 @@ func (u *unpacker) openFailed(ctx context.Context, ref verify.PackageRef, rep *v
 // when its length and strongest hash match the dump document; with no
 // hash, unpack hashes it as it reads it.
 func (u *unpacker) download(ctx context.Context, ref verify.PackageRef, rep *verify.Reporter) (source, bool, error) {
-	f, err := remoteFile(ctx, u.getter(), ref)
-	if err != nil {
-		return source{}, false, u.openFailed(ctx, ref, rep, err)
-	}
-	g := u.getter()
 	dir, err := u.cacheDir(ref)
 	if err != nil {
 		return source{}, false, err
 	}
 	drop := func() { u.dest.root.RemoveAll(dir) }
-	res, err := g.Get(ctx, filepath.Join(u.dest.dir, filepath.FromSlash(dir)), []transfer.File{f})
+	d, err := verify.Download(ctx, u.getter(), ref, filepath.Join(u.dest.dir, filepath.FromSlash(dir)))
 	if err != nil {
 		drop()
 		return source{}, false, u.openFailed(ctx, ref, rep, err)
 	}
-	fh, err := u.dest.root.Open(path.Join(dir, f.Name))
+	rel, err := filepath.Rel(u.dest.dir, d.Path)
 	if err != nil {
 		drop()
 		return source{}, false, err
 	}
-	return source{ra: fh, size: res[0].Size, verified: checkedAll(f, ref.Want), close: func() { fh.Close(); drop() }}, true, nil
-}
-
-// remoteFile describes a remote package to the transfer engine: from its
-// dump document's entry, or for a package given on its own from what its
-// server says (RFC 6249), with what the caller knows of its length and
-// hash.
-func remoteFile(ctx context.Context, g *transfer.Getter, ref verify.PackageRef) (transfer.File, error) {
-	if ref.Doc != "" {
-		return g.FileFromEntry(ctx, ref.Doc, ref.Entry)
-	}
-	if len(ref.Want) > 0 && len(ref.Want.Known()) == 0 {
-		// Only hashes rsdump cannot compute: the engine refuses the file
-		// before any request, the probe of its server included.
-		return transfer.File{Name: path.Base(ref.Loc), Size: ref.Length, Unverifiable: ref.Want.Algs()}, nil
-	}
-	fs, err := g.Resolve(ctx, ref.Loc)
+	fh, err := u.dest.root.Open(filepath.ToSlash(rel))
 	if err != nil {
-		return transfer.File{}, err
+		drop()
+		return source{}, false, err
 	}
-	f := fs[0]
-	if s, ok := ref.Want.Strongest(); ok {
-		// What the caller knows (the dump's hash) outranks what the
-		// server says of its own bytes in a Digest header.
-		f.HashAlg, f.Hash = s.Alg, s.Hex
-	}
-	if ref.Length >= 0 && f.Size < 0 {
-		f.Size = ref.Length
-	}
-	return f, nil
-}
-
-// checkedAll reports whether the engine, by checking f's hash, checked
-// every hash the dump document gives for the package; otherwise unpack
-// hashes the package as it reads it.
-func checkedAll(f transfer.File, want digest.Set) bool {
-	known := want.Known()
-	return f.HashAlg != "" && (len(known) == 0 || len(known) == 1 && known[0] == f.HashAlg)
+	return source{ra: fh, size: d.Size, verified: d.Checked, close: func() { fh.Close(); drop() }}, true, nil
 }
 
 // getter is the transfer engine shared by the run's downloads, so that

@@ -40,7 +40,7 @@ type pkgRun struct {
 	old        int // changes at or before the state, not applied again
 	lastChange time.Time
 	recs       []record
-	m          *meter // progress
+	m          *verify.Meter // progress
 }
 
 // unpackPackage stages every bitstream of a package, checks the package,
@@ -48,14 +48,14 @@ type pkgRun struct {
 // a destination that cannot be written; problems with the package are
 // findings, and make the outcome not ok.
 func (u *unpacker) unpackPackage(ctx context.Context, ref verify.PackageRef) (outcome, error) {
-	p := &pkgRun{u: u, ref: ref, rep: verify.NewReporter(u.rep.Report), byBits: map[*verify.Bitstream]*action{}, m: u.meter(ref)}
-	defer p.m.finish()
+	p := &pkgRun{u: u, ref: ref, rep: verify.NewReporter(u.rep.Report), byBits: map[*verify.Bitstream]*action{}, m: verify.NewMeter(u.opts.Progress, ref)}
+	defer p.m.Finish()
 	src, ok, err := u.open(ctx, ref, p.rep)
 	if !ok || err != nil {
 		return outcome{}, err
 	}
 	defer src.close()
-	p.m.opened(src.size, u.opts.Total)
+	p.m.Opened(src.size, u.opts.Total)
 	u.count(func(r *Result) { r.Packages++ })
 	if err := p.run(ctx, src); err != nil {
 		p.discardAll()
@@ -252,7 +252,7 @@ func (p *pkgRun) stageOne(a *action, batch *syncBatch) error {
 		return fmt.Errorf("%s: staging %s: %w", p.u.dest.dir, a.target, err)
 	}
 	res := p.pkg.Read(a.b, f)
-	p.m.add(int64(a.b.File.CompressedSize64))
+	p.m.Add(int64(a.b.File.CompressedSize64))
 	if res.WriteErr != nil || res.Severity == verify.Error {
 		f.Close()
 		p.u.dest.discard(name)

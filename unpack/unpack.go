@@ -237,7 +237,7 @@ func (u *unpacker) standalone(ctx context.Context, path string) error {
 		}
 	}
 	ref := verify.PackageRef{Loc: path, Length: -1}
-	u.announce([]verify.PackageRef{ref})
+	verify.Announce([]verify.PackageRef{ref}, u.opts.Total)
 	out, err := u.unpackPackage(ctx, ref)
 	if err != nil {
 		return err
@@ -277,7 +277,7 @@ func (u *unpacker) resourceDump(ctx context.Context, d *verify.Dump) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(u.opts.Jobs)
 	var failed sync.Map
-	u.announce(d.Packages)
+	verify.Announce(d.Packages, u.opts.Total)
 	for _, ref := range d.Packages {
 		g.Go(func() error {
 			out, err := u.unpackPackage(gctx, ref)
@@ -322,7 +322,7 @@ func (u *unpacker) changeDump(ctx context.Context, d *verify.Dump) error {
 	if err := u.markPending(); err != nil {
 		return err
 	}
-	u.announce(d.Packages)
+	verify.Announce(d.Packages, u.opts.Total)
 	for i, ref := range d.Packages {
 		if until := ref.Until(); !until.IsZero() && !u.state.applies(until) {
 			u.skipPackage(ref, "its changes are already applied (until "+resourcesync.FormatTime(until)+")")
@@ -346,13 +346,13 @@ func (u *unpacker) changeDump(ctx context.Context, d *verify.Dump) error {
 }
 
 func (u *unpacker) skipPackage(ref verify.PackageRef, why string) {
-	u.meter(ref).finish()
+	verify.NewMeter(u.opts.Progress, ref).Finish()
 	u.rep.Report(verify.Finding{Severity: verify.OK, Check: CheckSkipped, Source: ref.Loc, URI: ref.Entry.Loc, Msg: "package skipped: " + why})
 }
 
 func (u *unpacker) stopAfter(rest []verify.PackageRef) {
 	for _, ref := range rest {
-		u.meter(ref).finish()
+		verify.NewMeter(u.opts.Progress, ref).Finish()
 		u.rep.Report(verify.Finding{Severity: verify.Error, Check: CheckSkipped, Source: ref.Loc, URI: ref.Entry.Loc,
 			Msg: "package not applied: an earlier package of the Change Dump failed"})
 	}

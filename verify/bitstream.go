@@ -12,16 +12,17 @@ import (
 	"strconv"
 
 	"github.com/rsdump/rsdump/internal/digest"
+	"github.com/rsdump/rsdump/resourcesync"
 )
 
 const bufSize = 256 << 10
 
 // Result is what reading one bitstream found.
 type Result struct {
-	Severity Severity   // OK, Unverified or Error: the worst finding
-	Length   int64      // bytes read, after inflating
-	Sums     digest.Set // the digests computed, in the manifest's order
-	WriteErr error      // the destination writer failed; the bitstream was not judged
+	Severity Severity             // OK, Unverified or Error: the worst finding
+	Length   int64                // bytes read, after inflating
+	Sums     resourcesync.HashSet // the digests computed, in the manifest's order
+	WriteErr error                // the destination writer failed; the bitstream was not judged
 }
 
 // Read reads b's entry once, from its compressed bytes to dst (which may

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/resourcesync"
+	"github.com/rsdump/rsdump/transfer"
 )
 
 // OpenLocation opens a package file, or a remote one through Range
@@ -45,15 +46,18 @@ func OpenLocation(ctx context.Context, client *http.Client, loc string) (io.Read
 // document, its archive and manifest, every bitstream in one front-to-back
 // pass, and the detached manifest.
 func (v *verifier) checkPackage(ctx context.Context, ref PackageRef) error {
-	m := v.meter(ref)
-	defer m.finish()
-	ra, size, closeFn, err := OpenLocation(ctx, v.opts.Client, ref.Loc)
+	m := NewMeter(v.opts.Progress, ref)
+	defer m.Finish()
+	ra, size, closeFn, err := v.openPackage(ctx, ref)
 	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		v.missing(ref, err)
 		return nil
 	}
 	defer closeFn()
-	m.opened(size, v.opts.Total)
+	m.Opened(size, v.opts.Total)
 	v.packages.Add(1)
 	v.checkLength(ref, size)
 	var ph *PassHasher
@@ -84,8 +88,11 @@ func (v *verifier) checkPackage(ctx context.Context, ref PackageRef) error {
 // it, since the run can go on with the other packages.
 func (v *verifier) missing(ref PackageRef, err error) {
 	f := Finding{Severity: Error, Check: CheckRead, Source: ref.Loc, URI: ref.Entry.Loc, Msg: err.Error()}
-	if errors.Is(err, fs.ErrNotExist) {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		f.Check, f.Msg = CheckMissing, "package listed in "+ref.Doc+" is missing"
+	case errors.Is(err, transfer.ErrFileHash):
+		f.Check = CheckHash
 	}
 	v.rep.Report(f)
 }
@@ -99,7 +106,7 @@ func (v *verifier) checkLength(ref PackageRef, size int64) {
 
 // readAll reads every bitstream in ZIP order, which is the order of the
 // data in the file, and records an OK finding for each one verified.
-func (v *verifier) readAll(ctx context.Context, pkg *Package, ph *PassHasher, m *meter) error {
+func (v *verifier) readAll(ctx context.Context, pkg *Package, ph *PassHasher, m *Meter) error {
 	if ph != nil {
 		ph.Start()
 	}
@@ -110,7 +117,7 @@ func (v *verifier) readAll(ctx context.Context, pkg *Package, ph *PassHasher, m 
 		res := pkg.Read(b, nil)
 		v.bitstreams.Add(1)
 		v.bytes.Add(res.Length)
-		m.add(int64(b.File.CompressedSize64))
+		m.Add(int64(b.File.CompressedSize64))
 		if !res.Severity.Problem() {
 			v.verified.Add(1)
 			v.rep.Report(Finding{Severity: OK, Check: CheckBitstream, Source: pkg.Source, URI: b.URL.Loc, Path: b.File.Name,
@@ -122,7 +129,7 @@ func (v *verifier) readAll(ctx context.Context, pkg *Package, ph *PassHasher, m 
 }
 
 // Describe writes a length and digests as one report field.
-func Describe(length int64, sums digest.Set) string {
+func Describe(length int64, sums resourcesync.HashSet) string {
 	parts := make([]string, 0, 1+len(sums))
 	if length >= 0 {
 		parts = append(parts, "length="+itoa(length))
@@ -160,7 +167,7 @@ func (v *verifier) checkPackageHash(ref PackageRef, ph *PassHasher, mh *digest.M
 }
 
 func (v *verifier) checkDetached(ctx context.Context, ref PackageRef, pkg *Package) {
-	data, err := fetch(ctx, v.opts.Client, ref.Contents)
+	data, err := fetchLinked(ctx, v.opts.Client, ref, ref.Contents)
 	if err != nil {
 		v.rep.Report(Finding{Severity: Error, Check: CheckDetached, Source: ref.Loc, URI: ref.Entry.Loc, Path: ref.Contents, Msg: "detached manifest cannot be read: " + err.Error()})
 		return
@@ -169,4 +176,61 @@ func (v *verifier) checkDetached(ctx context.Context, ref PackageRef, pkg *Packa
 		f.Source, f.URI, f.Path = ref.Loc, ref.Entry.Loc, ref.Contents
 		v.rep.Report(f)
 	}
+}
+
+// openPackage opens a local package where it is. A remote one is fetched
+// first by the transfer engine, from every mirror the document names,
+// into a temporary directory that closing it removes: what is checked is
+// then one stable copy, read front to back.
+func (v *verifier) openPackage(ctx context.Context, ref PackageRef) (io.ReaderAt, int64, func() error, error) {
+	if !resourcesync.IsURL(ref.Loc) {
+		return OpenLocation(ctx, v.opts.Client, ref.Loc)
+	}
+	dir, err := os.MkdirTemp(v.opts.TempDir, "rsdump-verify-")
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	drop := func() error { return os.RemoveAll(dir) }
+	d, err := Download(ctx, v.getter(), ref, dir)
+	if err == nil {
+		var ra io.ReaderAt
+		var size int64
+		var closeFn func() error
+		if ra, size, closeFn, err = OpenLocation(ctx, nil, d.Path); err == nil {
+			return ra, size, func() error { closeFn(); return drop() }, nil
+		}
+	}
+	drop()
+	return nil, 0, nil, err
+}
+
+// getter is the transfer engine the run's downloads share, and with it
+// one connection budget.
+func (v *verifier) getter() *transfer.Getter {
+	v.getOnce.Do(func() {
+		o := v.opts.Transfer
+		if o.Client == nil {
+			o.Client = v.opts.Client
+		}
+		v.get = transfer.New(o)
+	})
+	return v.get
+}
+
+// fetchLinked reads a document the package's entry links to, from the
+// first place that answers: the link itself, or the same name beside one
+// of the package's other mirrors.
+func fetchLinked(ctx context.Context, client *http.Client, ref PackageRef, href string) ([]byte, error) {
+	hrefs := []string{href}
+	if ref.Doc != "" && resourcesync.IsURL(href) {
+		hrefs = transfer.LinkCopies(ref.Doc, ref.Entry, href)
+	}
+	var err error
+	for _, h := range hrefs {
+		var data []byte
+		if data, err = fetch(ctx, client, h); err == nil || ctx.Err() != nil {
+			return data, err
+		}
+	}
+	return nil, err
 }

@@ -23,14 +23,14 @@ type Dump struct {
 
 // PackageRef is a package as a dump document lists it.
 type PackageRef struct {
-	Doc      string           // the document that lists it
-	N        int              // its entry number there
-	Entry    resourcesync.URL // the entry itself
-	Loc      string           // where to read it: a file or a URL
-	Length   int64            // -1 when the document gives none
-	Want     digest.Set       // the package's hashes
-	Contents string           // where to read the detached manifest; empty when not linked
-	Cap      string           // the manifest capability the package must have
+	Doc      string               // the document that lists it
+	N        int                  // its entry number there
+	Entry    resourcesync.URL     // the entry itself
+	Loc      string               // where to read it: a file or a URL
+	Length   int64                // -1 when the document gives none
+	Want     resourcesync.HashSet // the package's hashes
+	Contents string               // where to read the detached manifest; empty when not linked
+	Cap      string               // the manifest capability the package must have
 }
 
 // Until is the end of the interval a Change Dump package covers, or zero.

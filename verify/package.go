@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
@@ -61,11 +60,11 @@ type Package struct {
 type Bitstream struct {
 	N      int // 1-based position in the manifest
 	URL    resourcesync.URL
-	Path   string     // the manifest's path attribute
-	Want   digest.Set // the manifest's hashes
-	Length int64      // the manifest's length, or -1 when absent
-	File   *zip.File  // nil when deleted, or when the entry is missing or unsafe
-	Bad    string     // why the bitstream cannot be read, when File is nil and it is not deleted
+	Path   string               // the manifest's path attribute
+	Want   resourcesync.HashSet // the manifest's hashes
+	Length int64                // the manifest's length, or -1 when absent
+	File   *zip.File            // nil when deleted, or when the entry is missing or unsafe
+	Bad    string               // why the bitstream cannot be read, when File is nil and it is not deleted
 }
 
 // Change is the entry's change attribute, empty in a Resource Dump.

@@ -6,21 +6,28 @@ import (
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
-// meter counts one package's share of Options.Progress in package bytes,
-// so that the bytes reported add up to the totals given to
-// Options.Total: each bitstream's compressed size as it is read, and the
-// rest (headers, manifest, central directory; a package missing or
-// refused) when the package is done.
-type meter struct {
+// A Meter counts one package's share of a Progress callback in package
+// bytes, so that the bytes reported add up to the totals Announce and
+// Opened give a Total callback: each bitstream's compressed size as it is
+// read, and the rest (headers, manifest, central directory, bitstreams
+// not read; a package missing or refused) when the package is done.
+// verify and unpack both count this way.
+type Meter struct {
 	progress func(int64)
 	want     int64 // bytes announced for the package; -1 until known
 	got      int64
 }
 
-// plannedSize is what a package will count toward the total: the length
+// NewMeter returns the Meter of the package ref for progress (which may be
+// nil).
+func NewMeter(progress func(int64), ref PackageRef) *Meter {
+	return &Meter{progress: progress, want: PlannedSize(ref)}
+}
+
+// PlannedSize is what a package will count toward the total: the length
 // the dump document gives, or a local file's size; -1 when only opening
 // the package will tell.
-func plannedSize(ref PackageRef) int64 {
+func PlannedSize(ref PackageRef) int64 {
 	if ref.Length >= 0 {
 		return ref.Length
 	}
@@ -32,23 +39,20 @@ func plannedSize(ref PackageRef) int64 {
 	return -1
 }
 
-// announce gives Options.Total the bytes of the packages known up front.
-func (v *verifier) announce(refs []PackageRef) {
+// Announce gives total (which may be nil) the bytes of the packages known
+// up front.
+func Announce(refs []PackageRef, total func(int64)) {
 	var n int64
 	for _, r := range refs {
-		n += max(plannedSize(r), 0)
+		n += max(PlannedSize(r), 0)
 	}
-	if v.opts.Total != nil && n > 0 {
-		v.opts.Total(n)
+	if total != nil && n > 0 {
+		total(n)
 	}
 }
 
-func (v *verifier) meter(ref PackageRef) *meter {
-	return &meter{progress: v.opts.Progress, want: plannedSize(ref)}
-}
-
-// opened learns the size of a package that was not announced.
-func (m *meter) opened(size int64, total func(int64)) {
+// Opened learns the size of a package that was not announced.
+func (m *Meter) Opened(size int64, total func(int64)) {
 	if m.want < 0 {
 		m.want = size
 		if total != nil {
@@ -57,8 +61,8 @@ func (m *meter) opened(size int64, total func(int64)) {
 	}
 }
 
-// add counts n bytes, never more than the package's announced size.
-func (m *meter) add(n int64) {
+// Add counts n bytes, never more than the package's announced size.
+func (m *Meter) Add(n int64) {
 	if m.want >= 0 {
 		n = min(n, m.want-m.got)
 	}
@@ -68,5 +72,5 @@ func (m *meter) add(n int64) {
 	}
 }
 
-// finish reports the package's bytes not yet counted.
-func (m *meter) finish() { m.add(m.want - m.got) }
+// Finish reports the package's bytes not yet counted.
+func (m *Meter) Finish() { m.Add(m.want - m.got) }

@@ -125,7 +125,7 @@ func (a *auditor) dumpListing(ctx context.Context, loc string, fn func(string, r
 
 func (a *auditor) manifestOf(ctx context.Context, ref PackageRef) ([]byte, error) {
 	if ref.Contents != "" {
-		if m, err := fetch(ctx, a.opts.Client, ref.Contents); err == nil {
+		if m, err := fetchLinked(ctx, a.opts.Client, ref, ref.Contents); err == nil {
 			return m, nil
 		}
 	}

@@ -15,9 +15,12 @@ import (
 	"errors"
 	"net/http"
 	"runtime"
+	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/rsdump/rsdump/transfer"
 )
 
 // Options configure Verify.
@@ -25,6 +28,12 @@ type Options struct {
 	Limits
 	Jobs   int          // packages verified at once; default GOMAXPROCS
 	Client *http.Client // for URL targets; default rsdump's (timeouts, stall watch, User-Agent)
+	// Transfer tunes the engine that fetches remote packages from all
+	// their mirrors, each into a directory of its own under TempDir
+	// (default os.TempDir()), removed once the package is checked. Its
+	// Client defaults to Client.
+	Transfer transfer.Options
+	TempDir  string
 
 	// Report receives every finding, OK ones included, one call at a time.
 	Report func(Finding)
@@ -51,6 +60,8 @@ type Summary struct {
 
 type verifier struct {
 	opts       Options
+	getOnce    sync.Once
+	get        *transfer.Getter // fetches remote packages; see getter
 	rep        *Reporter
 	documents  atomic.Int64
 	packages   atomic.Int64
@@ -74,7 +85,7 @@ func Verify(ctx context.Context, targets []string, opts Options) (*Summary, erro
 		}
 		jobs = append(jobs, refs...)
 	}
-	v.announce(jobs)
+	Announce(jobs, v.opts.Total)
 	if err := v.run(ctx, jobs); err != nil {
 		return nil, err
 	}

@@ -102,14 +102,7 @@ func (f *getFlags) options(args []string) (transfer.Options, error) {
 	if f.stall <= 0 {
 		return o, usagef("--stall-timeout must be positive")
 	}
-	for _, s := range args {
-		if isURLish(s) {
-			if err := checkURL("SOURCE", s); err != nil {
-				return o, err
-			}
-		}
-	}
-	if err := checkURL("--base-url", f.baseURL); err != nil {
+	if err := checkSources(args, f.baseURL); err != nil {
 		return o, err
 	}
 	if f.locations != "" {
@@ -144,7 +137,11 @@ func doGet(ctx context.Context, sources []string, f getFlags, o transfer.Options
 	results, err := g.Get(ctx, f.out, files)
 	pr.done()
 	err = errors.Join(err, seq.Leftovers())
-	if perr := printGetSummary(results, f, stdout); perr != nil && err == nil {
+	var docs []string
+	if err == nil {
+		docs, err = saveDocuments(ctx, g, f.out, sources)
+	}
+	if perr := printGetSummary(results, docs, f, stdout); perr != nil && err == nil {
 		err = perr
 	}
 	if ctx.Err() != nil {
@@ -201,9 +198,10 @@ func mirrorsNote(ms []transfer.MirrorProgress) string {
 
 // getReport is get's one --json document: a summary per file, in order.
 type getReport struct {
-	Files  []getSummary `json:"files"`
-	Bytes  int64        `json:"bytes"`
-	Failed int          `json:"failed"`
+	Files     []getSummary `json:"files"`
+	Documents []string     `json:"documents,omitempty"` // a dump's documents, saved beside its packages
+	Bytes     int64        `json:"bytes"`
+	Failed    int          `json:"failed"`
 }
 
 type getSummary struct {
@@ -256,8 +254,8 @@ func summarize(r *transfer.Result) getSummary {
 
 // printGetSummary prints a line per file fetched (a failed file's error
 // goes to stderr), or with --json one document for the whole run.
-func printGetSummary(results []*transfer.Result, f getFlags, stdout io.Writer) error {
-	rep := getReport{Files: []getSummary{}}
+func printGetSummary(results []*transfer.Result, docs []string, f getFlags, stdout io.Writer) error {
+	rep := getReport{Files: []getSummary{}, Documents: docs}
 	for _, r := range results {
 		if r == nil {
 			continue
@@ -281,7 +279,25 @@ func printGetSummary(results []*transfer.Result, f getFlags, stdout io.Writer) e
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
+	if len(docs) > 0 && !f.quiet {
+		fmt.Fprintf(stdout, "%s saved beside the packages: %s\n", plural(len(docs), "dump document"), strings.Join(docs, ", "))
+	}
 	return nil
+}
+
+// saveDocuments saves, once every package arrived, the documents of each
+// dump among the sources, so that the output directory is a copy of the
+// dump that rsdump verify and rsdump unpack take as they take the original.
+func saveDocuments(ctx context.Context, g *transfer.Getter, dir string, sources []string) ([]string, error) {
+	var saved []string
+	for _, src := range sources {
+		docs, err := g.SaveDocuments(ctx, dir, src)
+		if err != nil {
+			return saved, fmt.Errorf("%s: saving its documents: %w", src, err)
+		}
+		saved = append(saved, docs...)
+	}
+	return saved, nil
 }
 
 // getNotes names what went less than smoothly for a file that arrived:

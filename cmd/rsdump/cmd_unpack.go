@@ -97,14 +97,7 @@ func (f *unpackFlags) options(args []string) (unpack.Options, error) {
 	case f.jobs < 0:
 		return o, usagef("--jobs must not be negative")
 	}
-	for _, s := range args {
-		if isURLish(s) {
-			if err := checkURL("SOURCE", s); err != nil {
-				return o, err
-			}
-		}
-	}
-	if err := checkURL("--base-url", f.baseURL); err != nil {
+	if err := checkSources(args, f.baseURL); err != nil {
 		return o, err
 	}
 	layout, err := verify.ParseLayout(f.layout)

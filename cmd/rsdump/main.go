@@ -207,6 +207,19 @@ func checkURL(what, v string) error {
 	return nil
 }
 
+// checkSources refuses, as usage errors, a SOURCE meant as a URL that is
+// not an absolute http(s) one, and such a --base-url.
+func checkSources(args []string, baseURL string) error {
+	for _, s := range args {
+		if isURLish(s) {
+			if err := checkURL("SOURCE", s); err != nil {
+				return err
+			}
+		}
+	}
+	return checkURL("--base-url", baseURL)
+}
+
 // isURLish says whether an argument is meant as a URL rather than a path.
 func isURLish(s string) bool {
 	return strings.HasPrefix(s, "http:") || strings.HasPrefix(s, "https:")

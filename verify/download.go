@@ -1,0 +1,74 @@
+package verify
+
+import (
+	"context"
+	"path"
+	"path/filepath"
+
+	"github.com/rsdump/rsdump/internal/digest"
+	"github.com/rsdump/rsdump/transfer"
+)
+
+// Downloaded is a remote package fetched into a local directory.
+type Downloaded struct {
+	Path string
+	Size int64
+	// Checked says that the engine, checking the file's hash, checked
+	// every hash the dump document gives for the package: reading it need
+	// not hash it again.
+	Checked bool
+}
+
+// Download fetches the remote package ref through the transfer engine g
+// into dir: from its <loc>, every rel="duplicate" mirror and its linked
+// Metalink, or, for a package given without a dump document, from what
+// its server says (RFC 6249). The engine checks every piece it has a hash
+// for, and publishes the file only when its length and strongest hash
+// match. Everything verify and unpack then read is this local copy, so
+// the bytes checked are the bytes used.
+func Download(ctx context.Context, g *transfer.Getter, ref PackageRef, dir string) (*Downloaded, error) {
+	f, err := remoteFile(ctx, g, ref)
+	if err != nil {
+		return nil, err
+	}
+	res, err := g.Get(ctx, dir, []transfer.File{f})
+	if err != nil {
+		return nil, err
+	}
+	return &Downloaded{Path: filepath.Join(dir, filepath.FromSlash(f.Name)), Size: res[0].Size, Checked: checkedAll(f, ref.Want)}, nil
+}
+
+// remoteFile describes a remote package to the transfer engine: from its
+// dump document's entry, or for a package given on its own from what its
+// server says, with what the caller knows of its length and hash.
+func remoteFile(ctx context.Context, g *transfer.Getter, ref PackageRef) (transfer.File, error) {
+	if ref.Doc != "" {
+		return g.FileFromEntry(ctx, ref.Doc, ref.Entry)
+	}
+	if len(ref.Want) > 0 && len(ref.Want.Known()) == 0 {
+		// Only hashes rsdump cannot compute: the engine refuses the file
+		// before any request, the probe of its server included.
+		return transfer.File{Name: path.Base(ref.Loc), Size: ref.Length, Unverifiable: ref.Want.Algs()}, nil
+	}
+	fs, err := g.Resolve(ctx, ref.Loc)
+	if err != nil {
+		return transfer.File{}, err
+	}
+	f := fs[0]
+	if s, ok := ref.Want.Strongest(); ok {
+		// What the caller knows (the dump's hash) outranks what the
+		// server says of its own bytes in a Digest header.
+		f.HashAlg, f.Hash = s.Alg, s.Hex
+	}
+	if ref.Length >= 0 && f.Size < 0 {
+		f.Size = ref.Length
+	}
+	return f, nil
+}
+
+// checkedAll reports whether the engine, by checking f's hash, checked
+// every hash the dump document gives for the package.
+func checkedAll(f transfer.File, want digest.Set) bool {
+	known := want.Known()
+	return f.HashAlg != "" && (len(known) == 0 || len(known) == 1 && known[0] == f.HashAlg)
+}
