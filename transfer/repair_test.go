@@ -25,9 +25,9 @@ func TestNoPieceHashesCorruptMirrorFound(t *testing.T) {
 			var urls []string
 			var badURL string
 			for k := range tc.count {
-				var opts []mt.Option
+				opts := []mt.Option{mt.RateLimit(4 << 20)} // the corrupt one, faster, serves some ranges
 				if k == tc.bad {
-					opts = append(opts, mt.Corrupt(1, 32<<10))
+					opts = []mt.Option{mt.Corrupt(1, 32<<10)}
 				}
 				s, _ := serve(t, data, opts...)
 				urls = append(urls, s.URL)
