@@ -46,6 +46,9 @@ type Loader struct {
 	// used; returning nil goes on with the next part. Nil stops the load
 	// with the error.
 	PartFailed func(index *Document, n int, u URL, err error) error
+	// NoParts hands an index's entries to Entry without loading the
+	// parts.
+	NoParts bool
 }
 
 // OpenURL is the OpenFunc a Loader uses for URLs when it has no Open of
@@ -120,7 +123,7 @@ func (l *Loader) entry(ctx context.Context, d *Document, n int, u URL) error {
 			return err
 		}
 	}
-	if d.Header.Kind != SitemapIndex {
+	if d.Header.Kind != SitemapIndex || l.NoParts {
 		return nil
 	}
 	err := l.load(ctx, Resolve(d.Loc, u.Loc), d)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -27,7 +28,12 @@ func (g *Getter) SaveDocuments(ctx context.Context, dir, source string) ([]strin
 	if !isURL(source) || !g.isDump(ctx, source) {
 		return nil, nil
 	}
-	s := &docSaver{g: g, dir: dir, names: map[string]string{}}
+	root, err := openRoot(dir) // as Get: nothing is written outside dir
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	s := &docSaver{g: g, dir: dir, root: root, names: map[string]string{}}
 	defer s.abort()
 	l := resourcesync.Loader{Open: s.open, Entry: s.entry}
 	if err := l.Load(ctx, source); err != nil {
@@ -61,6 +67,7 @@ func (g *Getter) isDump(ctx context.Context, loc string) bool {
 type docSaver struct {
 	g     *Getter
 	dir   string
+	root  *os.Root
 	names map[string]string // local name → the URL saved under it
 	files []savedDoc        // in the order read: the dump document first
 	links []docLink
@@ -101,7 +108,7 @@ func (s *docSaver) create(loc string) (*atomic.File, error) {
 	}
 	s.names[name] = loc
 	p := filepath.Join(s.dir, name)
-	f, err := atomic.Create(p, 0o644)
+	f, err := atomic.CreateIn(s.root, name, 0o644)
 	if err != nil {
 		return nil, err
 	}

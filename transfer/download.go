@@ -20,6 +20,8 @@ import (
 type download struct {
 	g         *Getter
 	f         File
+	root      *os.Root // the output directory: every file operation goes through it
+	dir       string   // its path, for messages
 	final     string
 	partPath  string
 	statePath string
@@ -64,7 +66,7 @@ func (g *Getter) newDownload(dir string, f File) (*download, error) {
 		m.stat = g.budget.host(m.host)
 	}
 	final := filepath.Join(dir, filepath.FromSlash(f.Name))
-	d := &download{g: g, f: f, final: final, partPath: final + partSuffix,
+	d := &download{g: g, f: f, dir: dir, final: final, partPath: final + partSuffix,
 		statePath: final + stateSuffix, mirrors: ms}
 	d.plen = f.Pieces.Length
 	if f.Pieces.Hashes == nil {
@@ -288,28 +290,34 @@ func (d *download) publish(sum string) error {
 	if d.f.HashAlg != "" && sum != d.f.Hash {
 		return d.hashMismatch(sum)
 	}
-	err = fsatomic.Publish(d.part, d.partPath, d.final)
+	err = fsatomic.PublishIn(d.root, d.part, d.relPart(), d.f.Name)
 	d.part = nil
 	if err != nil {
 		return err
 	}
-	os.Remove(d.statePath)
+	d.root.Remove(d.relState())
 	d.res.Path = d.final
+	d.res.Unverified = d.f.HashAlg == "" && d.f.Pieces.Hashes == nil
 	return nil
 }
 
 // hashMismatch: without piece hashes no range can be trusted, so the
-// data and state go and the next run starts over; with piece hashes the
-// pieces are good and the document is inconsistent, so they are kept for
-// inspection but the state goes, to force a rehash.
+// data and state go, and the file starts over (at once when ranges were
+// resumed, see startOver; else in the next run); with piece hashes every
+// piece matched its hash in this run (fetched, or read back on resume),
+// so the document is inconsistent: they are kept for inspection.
 func (d *download) hashMismatch(sum string) error {
 	err := fmt.Errorf("%s: %s %s, want %s: %w", d.f.Name, d.f.HashAlg, sum, d.f.Hash, ErrFileHash)
-	os.Remove(d.statePath)
+	d.root.Remove(d.relState())
 	if d.f.Pieces.Hashes != nil {
 		return fmt.Errorf("%w (every piece matched its piece hash: the source's hashes disagree; %s kept)", err, d.partPath)
 	}
+	if d.res.Resumed > 0 {
+		err = fmt.Errorf("%w (%d bytes came from %s, which no piece hash can check; it is removed, to fetch the whole file again)",
+			err, d.res.Resumed, d.partPath)
+	}
 	d.part.Close()
 	d.part = nil
-	os.Remove(d.partPath)
+	d.root.Remove(d.relPart())
 	return err
 }

@@ -5,7 +5,9 @@ package transfer
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -28,4 +30,12 @@ func isHole(f *os.File, off, end int64) bool {
 		return true
 	}
 	return err == nil && next >= end
+}
+
+// linkCount is the number of hard links to the file fi describes.
+func linkCount(fi fs.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Nlink)
+	}
+	return 1
 }

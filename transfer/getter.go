@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"path"
 	"strings"
 	"sync"
@@ -62,11 +63,17 @@ func newClient(o Options) *http.Client {
 var checkRedirect = httpc.CheckRedirect
 
 // Get downloads files into dir, Options.Files at a time, and returns a
-// result per file in order. The error joins every file's error.
+// result per file in order. The error joins every file's error. Every
+// file operation stays inside dir (see ErrSymlink).
 func (g *Getter) Get(ctx context.Context, dir string, files []File) ([]*Result, error) {
 	if err := checkNames(files); err != nil {
 		return nil, err
 	}
+	root, err := openRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
 	results := make([]*Result, len(files))
 	var eg errgroup.Group
 	eg.SetLimit(g.opts.Files)
@@ -74,7 +81,7 @@ func (g *Getter) Get(ctx context.Context, dir string, files []File) ([]*Result, 
 		g.mu.Lock()
 		g.total += f.Size
 		g.mu.Unlock()
-		eg.Go(func() error { results[i] = g.getOne(ctx, dir, f); return nil })
+		eg.Go(func() error { results[i] = g.getOne(ctx, root, dir, f); return nil })
 	}
 	eg.Wait()
 	var errs []error
@@ -134,15 +141,20 @@ func workPaths(name string) []string {
 	return []string{name, name + partSuffix, state, state + tmpSuffix}
 }
 
-func (g *Getter) getOne(ctx context.Context, dir string, f File) *Result {
+func (g *Getter) getOne(ctx context.Context, root *os.Root, dir string, f File) *Result {
 	d, err := g.newDownload(dir, f)
 	if err != nil {
 		r := &Result{Name: f.Name, Size: f.Size, Err: err}
 		g.opts.Events(r)
 		return r
 	}
+	d.root = root
 	g.track(d, true)
 	err = d.run(ctx)
+	if startOver(ctx, d, err) {
+		d = g.again(d)
+		err = d.run(ctx)
+	}
 	g.track(d, false)
 	r := d.result(err)
 	if err == nil && g.opts.Completed != nil {
@@ -150,6 +162,27 @@ func (g *Getter) getOne(ctx context.Context, dir string, f File) *Result {
 	}
 	g.opts.Events(r)
 	return r
+}
+
+// startOver reports whether d failed only because ranges it resumed from
+// a state file, which no piece hash could check, broke the whole-file
+// hash: hashMismatch removed them, so the file is fetched once more from
+// the start, in this run.
+func startOver(ctx context.Context, d *download, err error) bool {
+	return errors.Is(err, ErrFileHash) && d.f.Pieces.Hashes == nil && d.res.Resumed > 0 && ctx.Err() == nil
+}
+
+// again replaces d, in the progress counters too, with a fresh download
+// of the same file that counts the bytes d fetched.
+func (g *Getter) again(d *download) *download {
+	n, _ := g.newDownload(d.dir, d.f) // d.f passed newDownload once
+	n.root = d.root
+	n.fetched.Add(d.fetched.Load())
+	g.mu.Lock()
+	delete(g.active, d)
+	g.active[n] = true
+	g.mu.Unlock()
+	return n
 }
 
 func (g *Getter) track(d *download, on bool) {

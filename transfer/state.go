@@ -2,13 +2,14 @@ package transfer
 
 import (
 	"crypto/sha256"
+	"encoding"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"hash"
 	"io"
 	"os"
-	"path/filepath"
+	"path"
 	"strings"
 	"time"
 
@@ -18,6 +19,9 @@ import (
 
 // stateFile is NAME.rsdump-state: the identity of what is being
 // downloaded and a bitmap of the pieces verified and synced to NAME.part.
+// It is a hint, never proof (see resume): only a file without piece
+// hashes reads its bitmap back, and its whole-file hash then checks
+// every byte.
 type stateFile struct {
 	Version     int    `json:"version"`
 	Size        int64  `json:"size"`
@@ -59,20 +63,24 @@ func (s stateFile) sameFile(o stateFile) bool {
 // alreadyComplete reports whether NAME exists with the right size and
 // matches the whole-file hash or, when there is none, every piece hash,
 // in which case nothing is fetched. A file with neither is fetched again:
-// its size alone says nothing about its bytes.
+// its size alone says nothing about its bytes. It first refuses a
+// download whose paths are symbolic links (see checkLinks).
 func (d *download) alreadyComplete() (bool, error) {
-	fi, err := os.Stat(d.final)
+	if err := d.checkLinks(); err != nil {
+		return false, err
+	}
+	fi, err := d.root.Stat(d.f.Name)
 	if err != nil || !fi.Mode().IsRegular() || fi.Size() != d.f.Size {
 		return false, nil
 	}
 	switch {
 	case d.f.HashAlg != "":
-		sum, err := hashFile(d.final, d.f.HashAlg)
+		sum, err := d.hashFile(d.f.Name, d.f.HashAlg)
 		if err != nil || sum != d.f.Hash {
 			return false, nil
 		}
 	case d.f.Pieces.Hashes != nil:
-		if !d.piecesMatch(d.final) {
+		if !d.piecesMatch(d.f.Name) {
 			return false, nil
 		}
 	default:
@@ -82,9 +90,9 @@ func (d *download) alreadyComplete() (bool, error) {
 	return true, nil
 }
 
-// piecesMatch reports whether the file at path matches every piece hash.
-func (d *download) piecesMatch(path string) bool {
-	f, err := os.Open(path)
+// piecesMatch reports whether the file rel matches every piece hash.
+func (d *download) piecesMatch(rel string) bool {
+	f, err := d.root.Open(rel)
 	if err != nil {
 		return false
 	}
@@ -103,8 +111,8 @@ func (d *download) piecesMatch(path string) bool {
 	return true
 }
 
-func hashFile(path, alg string) (string, error) {
-	f, err := os.Open(path)
+func (d *download) hashFile(rel, alg string) (string, error) {
+	f, err := d.root.Open(rel)
 	if err != nil {
 		return "", err
 	}
@@ -114,21 +122,27 @@ func hashFile(path, alg string) (string, error) {
 		return "", err
 	}
 	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
+		return "", fmt.Errorf("%s: %w", d.osPath(rel), err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// open creates or reopens NAME.part and recovers the verified pieces.
+// open creates or reopens NAME.part, inside the root, and recovers the
+// verified pieces.
 func (d *download) open() error {
-	if err := os.MkdirAll(filepath.Dir(d.final), 0o755); err != nil {
-		return err
+	if dir := path.Dir(d.f.Name); dir != "." {
+		if err := d.root.MkdirAll(dir, 0o755); err != nil {
+			return d.confined(dir, err)
+		}
 	}
-	f, err := os.OpenFile(d.partPath, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := d.root.OpenFile(d.relPart(), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return err
+		return d.confined(d.relPart(), err)
 	}
 	d.part = f
+	if err := d.checkLinks(); err != nil { // a link put there since alreadyComplete
+		return err
+	}
 	if err := lockPart(f); err != nil {
 		return err
 	}
@@ -150,12 +164,25 @@ func (d *download) open() error {
 	return nil
 }
 
-// resume trusts the state's bitmap when it describes this file; with
-// piece hashes it also rehashes the other pieces that hold data (those
-// finished since the last save, or all of them when the state is missing
-// or stale). Without piece hashes, unrecorded data cannot be trusted.
+// resume recovers what an earlier run left in the .part. The state file
+// is a hint, never proof (anyone who can write the directory can write
+// it): what it claims is checked in this run, by a local read.
+//
+//   - With piece hashes, every piece that holds data is hashed again,
+//     recorded in the state or not (one finished since the last save, or
+//     all of them when the state is missing or stale), and counts only if
+//     it matches.
+//   - Without them, the ranges the state records are kept and the
+//     whole-file hash, which covers every byte, decides at the end.
+//   - With no hash at all nothing could check them: the file starts over.
 func (d *download) resume() error {
-	st, err := loadState(d.statePath)
+	switch {
+	case d.f.Pieces.Hashes != nil:
+		return d.rehash()
+	case d.whole.h == nil:
+		return d.part.Truncate(0)
+	}
+	st, err := d.loadState()
 	if err == nil && st.sameFile(d.identity()) {
 		for i := range d.n {
 			if i/8 < len(st.Done) && st.Done[i/8]&(1<<(i%8)) != 0 {
@@ -163,31 +190,71 @@ func (d *download) resume() error {
 			}
 		}
 	}
-	if d.f.Pieces.Hashes == nil {
-		if d.remaining == d.n {
-			return d.part.Truncate(0)
-		}
-		return nil
+	if d.remaining == d.n {
+		return d.part.Truncate(0)
 	}
-	return d.rehash()
+	return nil
 }
 
+// rehash checks every piece of the .part that holds data against its
+// piece hash. A matching piece at the whole-file hash's frontier is taken
+// into that hash in the same pass, so a resumed file is read back once.
 func (d *download) rehash() error {
-	h, _ := newHash(d.f.Pieces.Type)
+	buf := make([]byte, min(d.plen, 1<<20))
 	for i := range d.n {
 		off, end := d.span(i)
-		if d.pieces[i].done || isHole(d.part, off, end) {
+		if isHole(d.part, off, end) {
 			continue
 		}
-		h.Reset()
-		if _, err := io.Copy(h, io.NewSectionReader(d.part, off, end-off)); err != nil {
+		ok, err := d.rehashPiece(i, buf)
+		if err != nil {
 			return fmt.Errorf("%s: %w", d.partPath, err)
 		}
-		if hex.EncodeToString(h.Sum(nil)) == d.f.Pieces.Hashes[i] {
+		if ok {
 			d.markDone(i)
 		}
 	}
 	return nil
+}
+
+// rehashPiece reports whether piece i of the .part matches its hash. When
+// the piece is next for the whole-file hash (and that hash's state can be
+// saved, to undo a piece that fails), both hashes take it in one pass.
+func (d *download) rehashPiece(i int, buf []byte) (bool, error) {
+	w := &d.whole
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var saved []byte
+	if w.h != nil && w.next == i {
+		saved, _ = saveHash(w.h)
+	}
+	ph := d.pieceHash()
+	off, end := d.span(i)
+	r := io.NewSectionReader(d.part, off, end-off)
+	for {
+		n, err := io.ReadFull(r, buf)
+		if saved != nil {
+			digest.WriteBoth(ph, w.h, buf[:n])
+		} else {
+			ph.Write(buf[:n])
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			break
+		}
+		if err != nil {
+			return false, err
+		}
+	}
+	if hex.EncodeToString(ph.Sum(nil)) != d.f.Pieces.Hashes[i] {
+		if saved != nil {
+			w.h.(encoding.BinaryUnmarshaler).UnmarshalBinary(saved) // cannot fail: saveHash checked the type
+		}
+		return false, nil
+	}
+	if saved != nil {
+		w.next++
+	}
+	return true, nil
 }
 
 // markDone counts piece i as verified, once: the state's bitmap, the
@@ -204,9 +271,15 @@ func (d *download) markDone(i int) {
 	d.verified.Add(end - off)
 }
 
-func loadState(path string) (stateFile, error) {
+// loadState reads the state, at most the size one for this file takes.
+func (d *download) loadState() (stateFile, error) {
 	var s stateFile
-	b, err := os.ReadFile(path)
+	f, err := d.root.Open(d.relState())
+	if err != nil {
+		return s, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 64<<10+int64(d.n)/4))
 	if err != nil {
 		return s, err
 	}
@@ -254,14 +327,15 @@ func (d *download) saveState() error {
 		return fmt.Errorf("%s: %w", d.partPath, err)
 	}
 	b, _ := json.Marshal(st)
-	return writeAtomic(d.statePath, b)
+	return d.writeState(b)
 }
 
-// writeAtomic saves the state through a fixed temporary name: the lock
-// on the .part makes it this download's alone.
-func writeAtomic(path string, b []byte) error {
-	if err := atomic.WriteFileVia(atomic.OS, path+tmpSuffix, path, b, 0o644); err != nil {
-		return fmt.Errorf("saving state: %w", err)
+// writeState saves the state through a fixed temporary name, inside the
+// root: the lock on the .part makes it this download's alone.
+func (d *download) writeState(b []byte) error {
+	rel := d.relState()
+	if err := atomic.WriteFileVia(d.root, rel+tmpSuffix, rel, b, 0o644); err != nil {
+		return fmt.Errorf("saving state: %w", d.confined(rel, err))
 	}
 	return nil
 }

@@ -175,6 +175,12 @@ type Result struct {
 	Retries int // failed requests that were retried
 	Elapsed time.Duration
 	Err     error
+
+	// Unverified: the source gives no hash at all, so nothing checked
+	// the bytes. Such a file is published with this warning, and only
+	// when fetched whole in this run: a .part nobody can check is never
+	// resumed from.
+	Unverified bool
 }
 
 // MirrorResult is what one mirror did for a file.

@@ -23,6 +23,7 @@ func TestWholeHashFromBuffers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	d.root = openTestRoot(t, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := d.run(ctx); err != nil {

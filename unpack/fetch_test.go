@@ -36,16 +36,16 @@ func TestDownloadsOfOneURLDoNotShareACacheFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.close()
-	u := &unpacker{opts: Options{Client: srv.Client()}, dest: d}
+	u := newUnpacker(Options{Client: srv.Client()}, d)
 	want, _ := digest.Parse("sha-256:" + verifytest.SHA256(z))
 	ref := verify.PackageRef{Loc: srv.URL + "/p.zip", Length: int64(len(z)), Want: want}
 	rep := verify.NewReporter(nil)
-	first, ok, err := u.download(context.Background(), ref, rep)
+	first, ok, err := u.open(context.Background(), ref, rep)
 	if !ok || err != nil {
 		t.Fatalf("first download: ok %v, %v", ok, err)
 	}
 	bad.Store(true)
-	if _, ok, err := u.download(context.Background(), ref, rep); ok || err != nil {
+	if _, ok, err := u.open(context.Background(), ref, rep); ok || err != nil {
 		t.Fatalf("second download: ok %v, %v", ok, err)
 	}
 	got := make([]byte, first.size)

@@ -39,14 +39,14 @@ func fetchWith(t *testing.T, body []byte, want, digestHdr string) (bool, []verif
 		t.Fatal(err)
 	}
 	defer d.close()
-	u := &unpacker{opts: Options{Client: srv.Client()}, dest: d}
+	u := newUnpacker(Options{Client: srv.Client()}, d)
 	set, err := digest.Parse(want)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var fs []verify.Finding
 	rep := verify.NewReporter(func(f verify.Finding) { fs = append(fs, f) })
-	src, ok, err := u.download(context.Background(), verify.PackageRef{Loc: srv.URL + "/p.zip", Length: int64(len(body)), Want: set}, rep)
+	src, ok, err := u.open(context.Background(), verify.PackageRef{Loc: srv.URL + "/p.zip", Length: int64(len(body)), Want: set}, rep)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,7 +73,11 @@ func TestUnpackFromDuplicateWhenLocIsDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := t.TempDir()
-	res, fs := run(t, srv.URL+"/"+pack.DumpName, dst, unpack.Options{Client: client})
+	res, fs := run(t, srv.URL+"/"+pack.DumpName, dst, unpack.Options{Client: client, DryRun: true})
+	if res.Problems() != 0 || res.Written != 9 {
+		t.Fatalf("dry run: %+v\n%s", res, dump(fs))
+	}
+	res, fs = run(t, srv.URL+"/"+pack.DumpName, dst, unpack.Options{Client: client})
 	if res.Problems() != 0 || res.Written != 9 {
 		t.Fatalf("%+v\n%s", res, dump(fs))
 	}

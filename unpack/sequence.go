@@ -85,7 +85,7 @@ func (s *Sequence) Arrived(ctx context.Context, name, path string) error {
 // move the state. A package that cannot be read might be a Change Dump
 // package, so it counts as one.
 func isResourcePackage(path string) bool {
-	ra, size, closeFn, err := verify.OpenLocation(context.Background(), nil, path)
+	ra, size, closeFn, err := verify.OpenLocation(path)
 	if err != nil {
 		return false
 	}

@@ -100,7 +100,7 @@ func UnpackAll(ctx context.Context, sources []string, dir string, opts Options) 
 		return nil, err
 	}
 	defer d.close()
-	u := &unpacker{opts: opts, dest: d, rep: verify.NewReporter(opts.Report)}
+	u := newUnpacker(opts, d)
 	if err := u.loadState(); err != nil {
 		return nil, err
 	}
@@ -112,6 +112,15 @@ func UnpackAll(ctx context.Context, sources []string, dir string, opts Options) 
 	return u.result(), nil
 }
 
+func newUnpacker(opts Options, d *dest) *unpacker {
+	u := &unpacker{opts: opts, dest: d, rep: verify.NewReporter(opts.Report),
+		remote: &verify.Remote{Transfer: opts.Transfer, Client: opts.Client}}
+	if !opts.DryRun {
+		u.remote.TempDir = filepath.Join(d.dir, verify.StateDir, cacheDir)
+	}
+	return u
+}
+
 type unpacker struct {
 	opts  Options
 	dest  *dest
@@ -120,10 +129,8 @@ type unpacker struct {
 	// resuming is set when the last run was interrupted: files it
 	// committed may lack their record in the written log.
 	resuming bool
-	logMu    sync.Mutex // appends to the written log
-
-	getOnce sync.Once
-	get     *transfer.Getter // fetches remote packages; see getter
+	logMu    sync.Mutex     // appends to the written log
+	remote   *verify.Remote // opens packages, fetching remote ones
 
 	mu  sync.Mutex
 	res Result

@@ -15,17 +15,9 @@ import (
 	"github.com/rsdump/rsdump/transfer"
 )
 
-// OpenLocation opens a package file, or a remote one through Range
-// requests without downloading it, and returns it with its size and a
-// function that closes it.
-func OpenLocation(ctx context.Context, client *http.Client, loc string) (io.ReaderAt, int64, func() error, error) {
-	if resourcesync.IsURL(loc) {
-		h, err := openHTTP(ctx, client, loc)
-		if err != nil {
-			return nil, 0, nil, err
-		}
-		return h, h.size, func() error { return nil }, nil
-	}
+// OpenLocation opens a package file and returns it with its size and a
+// function that closes it. Remote packages are opened by Remote.
+func OpenLocation(loc string) (io.ReaderAt, int64, func() error, error) {
 	f, err := os.Open(loc)
 	if err != nil {
 		return nil, 0, nil, err
@@ -178,43 +170,11 @@ func (v *verifier) checkDetached(ctx context.Context, ref PackageRef, pkg *Packa
 	}
 }
 
-// openPackage opens a local package where it is. A remote one is fetched
-// first by the transfer engine, from every mirror the document names,
-// into a temporary directory that closing it removes: what is checked is
-// then one stable copy, read front to back.
+// openPackage opens a local package where it is, and a remote one once
+// the transfer engine fetched it from every mirror into a temporary copy.
 func (v *verifier) openPackage(ctx context.Context, ref PackageRef) (io.ReaderAt, int64, func() error, error) {
-	if !resourcesync.IsURL(ref.Loc) {
-		return OpenLocation(ctx, v.opts.Client, ref.Loc)
-	}
-	dir, err := os.MkdirTemp(v.opts.TempDir, "rsdump-verify-")
-	if err != nil {
-		return nil, 0, nil, err
-	}
-	drop := func() error { return os.RemoveAll(dir) }
-	d, err := Download(ctx, v.getter(), ref, dir)
-	if err == nil {
-		var ra io.ReaderAt
-		var size int64
-		var closeFn func() error
-		if ra, size, closeFn, err = OpenLocation(ctx, nil, d.Path); err == nil {
-			return ra, size, func() error { closeFn(); return drop() }, nil
-		}
-	}
-	drop()
-	return nil, 0, nil, err
-}
-
-// getter is the transfer engine the run's downloads share, and with it
-// one connection budget.
-func (v *verifier) getter() *transfer.Getter {
-	v.getOnce.Do(func() {
-		o := v.opts.Transfer
-		if o.Client == nil {
-			o.Client = v.opts.Client
-		}
-		v.get = transfer.New(o)
-	})
-	return v.get
+	ra, size, _, closeFn, err := v.remote.Open(ctx, ref)
+	return ra, size, closeFn, err
 }
 
 // fetchLinked reads a document the package's entry links to, from the

@@ -2,12 +2,68 @@ package verify
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"os"
 	"path"
 	"path/filepath"
+	"sync"
 
 	"github.com/rsdump/rsdump/internal/digest"
+	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/transfer"
 )
+
+// Remote opens packages, fetching a remote one first through one transfer
+// engine, shared by every download of a run and so one connection budget,
+// from every mirror its document names, into a directory of its own under
+// TempDir that closing it removes. What is then read and checked is one
+// stable local copy. The zero Remote uses the transfer defaults and the
+// system's temporary directory.
+type Remote struct {
+	Transfer transfer.Options // its Client defaults to Client
+	Client   *http.Client
+	TempDir  string
+
+	once sync.Once
+	g    *transfer.Getter
+}
+
+// Open opens the package ref, local where it is, remote once downloaded,
+// and returns it with its size, whether the download checked every hash
+// the document gives (so that reading need not hash it again), and a
+// function that closes it.
+func (r *Remote) Open(ctx context.Context, ref PackageRef) (ra io.ReaderAt, size int64, checked bool, closeFn func() error, err error) {
+	if !resourcesync.IsURL(ref.Loc) {
+		ra, size, closeFn, err = OpenLocation(ref.Loc)
+		return ra, size, false, closeFn, err
+	}
+	dir, err := os.MkdirTemp(r.TempDir, "rsdump-")
+	if err != nil {
+		return nil, 0, false, nil, err
+	}
+	drop := func() error { return os.RemoveAll(dir) }
+	d, err := Download(ctx, r.getter(), ref, dir)
+	if err == nil {
+		var closeFile func() error
+		if ra, size, closeFile, err = OpenLocation(d.Path); err == nil {
+			return ra, size, d.Checked, func() error { closeFile(); return drop() }, nil
+		}
+	}
+	drop()
+	return nil, 0, false, nil, err
+}
+
+func (r *Remote) getter() *transfer.Getter {
+	r.once.Do(func() {
+		o := r.Transfer
+		if o.Client == nil {
+			o.Client = r.Client
+		}
+		r.g = transfer.New(o)
+	})
+	return r.g
+}
 
 // Downloaded is a remote package fetched into a local directory.
 type Downloaded struct {

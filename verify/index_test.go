@@ -171,3 +171,20 @@ func TestVerifyIndexBadParts(t *testing.T) {
 		})
 	}
 }
+
+// TestVerifyIndexPartsWithoutUpLink: parts that do not link back to their
+// index are still read once, through the index, when the directory is
+// verified.
+func TestVerifyIndexPartsWithoutUpLink(t *testing.T) {
+	out := t.TempDir()
+	for _, name := range packIndexed(t, out, localDumpURL, 2) {
+		p := filepath.Join(out, name)
+		h, urls := readDoc(t, p)
+		h.Links = nil
+		writeDoc(t, p, h, urls)
+	}
+	sum, fs := run(t, verify.Options{}, out)
+	if sum.Problems() != 0 || sum.Packages != 3 || sum.Verified != 3 {
+		t.Errorf("%+v\n%s", sum, dump(fs))
+	}
+}

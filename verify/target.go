@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -106,6 +107,7 @@ func ListDir(dir string) (docs, zips []string, err error) {
 	if len(docs) == 0 {
 		docs = parts
 	}
+	docs = dropListedParts(docs)
 	sort.Slice(docs, func(i, j int) bool {
 		if caps[docs[i]] != caps[docs[j]] {
 			return caps[docs[i]] == resourcesync.CapResourceDump
@@ -113,4 +115,36 @@ func ListDir(dir string) (docs, zips []string, err error) {
 		return docs[i] < docs[j]
 	})
 	return docs, zips, nil
+}
+
+var errNotIndex = errors.New("not an index")
+
+// dropListedParts leaves out the documents an index among docs lists:
+// parts that do not link back to their index with rel="index" look like
+// top documents, and would be read twice.
+func dropListedParts(docs []string) []string {
+	listed := map[string]bool{}
+	for _, d := range docs {
+		l := resourcesync.Loader{
+			NoParts: true,
+			Document: func(doc *resourcesync.Document) error {
+				if doc.Header.Kind != resourcesync.SitemapIndex {
+					return errNotIndex // no need to read its entries
+				}
+				return nil
+			},
+			Entry: func(doc *resourcesync.Document, _ int, u resourcesync.URL) error {
+				listed[resourcesync.Resolve(doc.Loc, u.Loc)] = true
+				return nil
+			},
+		}
+		l.Load(context.Background(), d) // a document that fails is reported when it is verified
+	}
+	var top []string
+	for _, d := range docs {
+		if !listed[d] {
+			top = append(top, d)
+		}
+	}
+	return top
 }

@@ -129,7 +129,7 @@ func (a *auditor) manifestOf(ctx context.Context, ref PackageRef) ([]byte, error
 			return m, nil
 		}
 	}
-	ra, size, closeFn, err := OpenLocation(ctx, a.opts.Client, ref.Loc)
+	ra, size, closeFn, err := a.openPackage(ctx, ref)
 	if err != nil {
 		return nil, err
 	}

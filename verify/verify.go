@@ -15,7 +15,6 @@ import (
 	"errors"
 	"net/http"
 	"runtime"
-	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
@@ -60,8 +59,7 @@ type Summary struct {
 
 type verifier struct {
 	opts       Options
-	getOnce    sync.Once
-	get        *transfer.Getter // fetches remote packages; see getter
+	remote     *Remote // opens packages, fetching remote ones
 	rep        *Reporter
 	documents  atomic.Int64
 	packages   atomic.Int64
@@ -96,7 +94,7 @@ func newVerifier(opts Options) *verifier {
 	if opts.Jobs <= 0 {
 		opts.Jobs = runtime.GOMAXPROCS(0)
 	}
-	return &verifier{opts: opts, rep: NewReporter(opts.Report)}
+	return &verifier{opts: opts, rep: NewReporter(opts.Report), remote: &Remote{Transfer: opts.Transfer, Client: opts.Client, TempDir: opts.TempDir}}
 }
 
 func (v *verifier) run(ctx context.Context, jobs []PackageRef) error {

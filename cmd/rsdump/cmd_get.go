@@ -31,10 +31,17 @@ written as NAME.part beside NAME.rsdump-state and renamed to NAME only
 after its size and hash match. Run the same command again after an
 interruption (Ctrl-C, a crash, SIGKILL) to resume; complete files are
 skipped when their hash or piece hashes match (a file with no hash at all
-is fetched again). With --unpack DIR, each package is handed to unpack (as
-rsdump unpack PACKAGE DIR would) once it and every package listed before
-it are verified, so that Change Dump packages apply in order; after a
-Change Dump package fails to unpack, the packages after it are held back.
+is fetched again). NAME.rsdump-state is only a hint: what it says was
+verified is hashed again from NAME.part (a local read) before it counts.
+A file whose source gives no hash at all is never resumed, and is
+published with a warning that it is unverified ("unverified": true in
+--json). Every path stays inside DIR: a symbolic link that leads out of
+it, or stands in place of NAME or one of its working files, is refused.
+
+With --unpack DIR, each package is handed to unpack (as rsdump unpack
+PACKAGE DIR would) once it and every package listed before it are
+verified, so that Change Dump packages apply in order; after a Change
+Dump package fails to unpack, the packages after it are held back.
 
 Exit status: 0 success, 1 failure (a file could not be fetched or did not
 match its hash; the others are still finished), 2 usage error,
@@ -176,6 +183,10 @@ func getEvents(p *progress, quiet bool) func(transfer.Event) {
 			if !seen {
 				p.message("rsdump: %s ignores Range requests (%s): its files come over one connection each, and only when no other mirror is left", host, e.URL)
 			}
+		case *transfer.Result:
+			if e.Unverified && e.Err == nil {
+				p.message("rsdump: warning: %s: the source gives no hash; published unverified", e.Name)
+			}
 		case *transfer.FileStart:
 			if e.Resumed > 0 {
 				p.message("rsdump: %s: resuming, %s of %s already verified", e.Name, fmtBytes(e.Resumed), fmtBytes(e.Size))
@@ -198,28 +209,30 @@ func mirrorsNote(ms []transfer.MirrorProgress) string {
 
 // getReport is get's one --json document: a summary per file, in order.
 type getReport struct {
-	Files     []getSummary `json:"files"`
-	Documents []string     `json:"documents,omitempty"` // a dump's documents, saved beside its packages
-	Bytes     int64        `json:"bytes"`
-	Failed    int          `json:"failed"`
+	Files      []getSummary `json:"files"`
+	Documents  []string     `json:"documents,omitempty"` // a dump's documents, saved beside its packages
+	Bytes      int64        `json:"bytes"`
+	Failed     int          `json:"failed"`
+	Unverified int          `json:"unverified"` // files published with no hash to check them
 }
 
 type getSummary struct {
-	Name    string           `json:"name"`
-	Path    string           `json:"path,omitempty"`
-	Bytes   int64            `json:"bytes"`
-	Skipped bool             `json:"skipped"`
-	Resumed int64            `json:"resumed_bytes"`
-	Fetched int64            `json:"fetched_bytes"`
-	Mirrors map[string]int64 `json:"bytes_per_mirror"`
-	Bad     map[string]int   `json:"bad_pieces_per_mirror,omitempty"`
-	Refetch int              `json:"pieces_refetched"`
-	Retries int              `json:"retries"`
-	Dropped []droppedMirror  `json:"mirrors_dropped"`
-	NoRange []string         `json:"mirrors_without_range"`
-	Seconds float64          `json:"seconds"`
-	MBps    float64          `json:"mb_per_s"`
-	Error   string           `json:"error,omitempty"`
+	Name       string           `json:"name"`
+	Path       string           `json:"path,omitempty"`
+	Bytes      int64            `json:"bytes"`
+	Skipped    bool             `json:"skipped"`
+	Unverified bool             `json:"unverified"` // published with no hash to check it
+	Resumed    int64            `json:"resumed_bytes"`
+	Fetched    int64            `json:"fetched_bytes"`
+	Mirrors    map[string]int64 `json:"bytes_per_mirror"`
+	Bad        map[string]int   `json:"bad_pieces_per_mirror,omitempty"`
+	Refetch    int              `json:"pieces_refetched"`
+	Retries    int              `json:"retries"`
+	Dropped    []droppedMirror  `json:"mirrors_dropped"`
+	NoRange    []string         `json:"mirrors_without_range"`
+	Seconds    float64          `json:"seconds"`
+	MBps       float64          `json:"mb_per_s"`
+	Error      string           `json:"error,omitempty"`
 }
 
 type droppedMirror struct {
@@ -228,7 +241,7 @@ type droppedMirror struct {
 }
 
 func summarize(r *transfer.Result) getSummary {
-	s := getSummary{Name: r.Name, Path: r.Path, Bytes: r.Size, Skipped: r.Skipped, Resumed: r.Resumed,
+	s := getSummary{Name: r.Name, Path: r.Path, Bytes: r.Size, Skipped: r.Skipped, Unverified: r.Unverified, Resumed: r.Resumed,
 		Fetched: r.Fetched, Mirrors: map[string]int64{}, Bad: map[string]int{}, Refetch: r.Refetch,
 		Retries: r.Retries, Dropped: []droppedMirror{}, NoRange: []string{}, Seconds: r.Elapsed.Seconds()}
 	for _, m := range r.Mirrors {
@@ -265,6 +278,9 @@ func printGetSummary(results []*transfer.Result, docs []string, f getFlags, stdo
 		rep.Bytes += r.Size
 		if r.Err != nil {
 			rep.Failed++
+		}
+		if s.Unverified {
+			rep.Unverified++
 		}
 		switch {
 		case f.json, f.quiet, r.Err != nil:
@@ -305,6 +321,9 @@ func saveDocuments(ctx context.Context, g *transfer.Getter, dir string, sources 
 // mirrors that failed. A mirror merely idle at the end is not mentioned.
 func getNotes(s getSummary) string {
 	var notes []string
+	if s.Unverified {
+		notes = append(notes, "UNVERIFIED: the source gives no hash")
+	}
 	if s.Refetch > 0 {
 		notes = append(notes, plural(s.Refetch, "piece")+" refetched")
 	}

@@ -88,7 +88,11 @@ func runMetalink(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		w.jsonOut = stdout
 	}
 	if !f.files && len(fs.Args()) == 1 {
-		if h, err := resourcesync.Peek(ctx, fs.Arg(0)); err == nil && resourcesync.IsDump(h) {
+		h, err := resourcesync.Peek(ctx, fs.Arg(0))
+		if err != nil && resourcesync.IsURL(fs.Arg(0)) {
+			return err // a URL can only be a dump document
+		}
+		if err == nil && resourcesync.IsDump(h) {
 			if w.prog.shown() {
 				w.prog.grow(localPackagesSize(ctx, fs.Arg(0)))
 			}

@@ -203,3 +203,13 @@ func writeDumpDoc(t *testing.T, path string, kind resourcesync.Kind, urls []reso
 		t.Fatal(err)
 	}
 }
+
+// TestMetalinkFromDumpURLUnreachable: a dump URL that cannot be read is
+// an error naming the URL, not a missing local file.
+func TestMetalinkFromDumpURLUnreachable(t *testing.T) {
+	u := deadURL(t) + "/rs/resourcedump.xml"
+	code, _, stderr := rsdump(t, "metalink", u)
+	if code != exitFailed || !strings.Contains(stderr, u) || strings.Contains(stderr, "stat ") {
+		t.Errorf("exit %d, stderr %q; want exit 1 naming %s", code, stderr, u)
+	}
+}

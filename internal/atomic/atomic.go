@@ -76,12 +76,16 @@ func CreateIn(fsys FS, name string, perm fs.FileMode) (*File, error) {
 }
 
 // CreateVia starts writing name inside fsys through the fixed temporary
-// name tmp, in the same directory, truncating whatever a killed process
+// name tmp, in the same directory, replacing whatever a killed process
 // left there. It is for a caller that holds a lock on name, so that no
 // one else uses tmp and a crash leaves nothing the next run does not
-// overwrite.
+// overwrite. What is at tmp is removed, not written through: a symbolic
+// link there is never followed.
 func CreateVia(fsys FS, tmp, name string, perm fs.FileMode) (*File, error) {
-	f, err := fsys.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err := fsys.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("writing %s: %w", name, err)
+	}
+	f, err := fsys.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("writing %s: %w", name, err)
 	}
@@ -198,16 +202,20 @@ func write(f *File, data []byte) error {
 // of to, its final name to: it syncs and closes f, renames it and syncs
 // the directory. Unlike Commit it leaves from in place on failure, for a
 // file that is kept to resume (a download's .part).
-func Publish(f *os.File, from, to string) error {
+func Publish(f *os.File, from, to string) error { return PublishIn(OS, f, from, to) }
+
+// PublishIn is Publish for names inside fsys.
+func PublishIn(fsys FS, f *os.File, from, to string) error {
 	err := f.Sync()
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(from, to)
+		err = fsys.Rename(from, to)
 	}
 	if err == nil {
-		err = SyncDir(filepath.Dir(to))
+		dir, _ := splitPath(fsys, to)
+		err = SyncDirIn(fsys, dir)
 	}
 	if err != nil {
 		return fmt.Errorf("publishing %s: %w", to, err)

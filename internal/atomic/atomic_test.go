@@ -150,3 +150,53 @@ func TestPublish(t *testing.T) {
 		t.Errorf("the part went: %v", err)
 	}
 }
+
+// What a killed process left at CreateVia's fixed temporary name is
+// replaced, never written through: a symbolic link there leaves its
+// target as it was.
+func TestViaDoesNotFollowLink(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(t.TempDir(), "victim")
+	os.WriteFile(victim, []byte("precious"), 0o644)
+	if err := os.Symlink(victim, filepath.Join(dir, "state.tmp")); err != nil {
+		t.Skip("no symbolic links:", err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	for _, fsys := range []FS{root, OS} {
+		tmp, name := "state.tmp", "state"
+		if fsys == OS {
+			tmp, name = filepath.Join(dir, tmp), filepath.Join(dir, name)
+			os.Symlink(victim, tmp)
+		}
+		if err := WriteFileVia(fsys, tmp, name, []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := os.ReadFile(victim); string(b) != "precious" {
+			t.Fatalf("the link's target became %q", b)
+		}
+		if b, _ := os.ReadFile(filepath.Join(dir, "state")); string(b) != "{}" {
+			t.Errorf("content %q", b)
+		}
+	}
+}
+
+func TestPublishIn(t *testing.T) {
+	dir := t.TempDir()
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	f, _ := root.Create("f.part")
+	f.Write([]byte("done"))
+	if err := PublishIn(root, f, "f.part", "f"); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "f")); string(b) != "done" {
+		t.Errorf("content %q", b)
+	}
+}
