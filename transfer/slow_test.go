@@ -104,3 +104,20 @@ func TestOverlongBodyRefused(t *testing.T) {
 		}
 	})
 }
+
+// A server without Range support, streaming the whole file as the last
+// resort, is held to the minimum speed too.
+func TestMinSpeedStreamedWholeFile(t *testing.T) {
+	data := payload(4*plen, 78)
+	s, _ := serve(t, data, mt.NoRange(), drip())
+	o := fastOptions()
+	o.MinSpeedWindow = 300 * time.Millisecond
+	start := time.Now()
+	_, err := get(t, o, t.TempDir(), fileFor("f.bin", data, plen, s.URL))
+	if !errors.Is(err, ErrAllMirrors) || !strings.Contains(err.Error(), "streaming the whole file failed") || !strings.Contains(err.Error(), "below the minimum speed") {
+		t.Errorf("error %v, want the streamed mirror failed for its speed", err)
+	}
+	if el := time.Since(start); el > 3*time.Second {
+		t.Errorf("failed after %v", el)
+	}
+}
