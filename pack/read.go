@@ -135,12 +135,20 @@ func readInto(buf *buffer, r io.Reader, limit int64) (int64, error) {
 	return int64(n), err
 }
 
-// unchanged checks that the file read is the file walked: same length,
-// size and modification time after reading.
+// unchanged checks that the file read is the file walked: the same file
+// (device and inode: not another one renamed over its name, before or
+// while it was read), of the same length, size and modification time
+// after reading.
 func unchanged(f *os.File, it item, n int64) error {
 	fi, err := f.Stat()
 	if err != nil {
 		return &FileError{Path: it.rel, Err: err}
+	}
+	if it.fi != nil && !os.SameFile(it.fi, fi) {
+		return &FileError{Path: it.rel, Err: fmt.Errorf("%w (another file was renamed over it after the walk)", ErrChanged)}
+	}
+	if now, err := os.Stat(it.abs); err != nil || !os.SameFile(now, fi) {
+		return &FileError{Path: it.rel, Err: fmt.Errorf("%w (it was replaced or removed while read)", ErrChanged)}
 	}
 	if n != it.size || fi.Size() != it.size || !fi.ModTime().Equal(it.mtime) {
 		return &FileError{Path: it.rel, Err: fmt.Errorf("%w (size %d, read %d, now %d bytes)", ErrChanged, it.size, n, fi.Size())}

@@ -3,6 +3,8 @@ package pack
 import (
 	"context"
 	"errors"
+	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 
@@ -13,9 +15,10 @@ import (
 
 const chunkSize = 1 << 20
 
-// addStreamed appends a large file, read in one pass: a reader goroutine
-// feeds the manifest hashes while this one compresses and writes, so the
-// file's hashes and the package's hash run on different cores. It returns
+// addStreamed appends a large file: a reader goroutine feeds the manifest
+// hashes while this one compresses and writes, so the file's hashes and
+// the package's hash run on different cores. A stored file is read once
+// before that for its CRC-32 (see create). It returns
 // skipped=true when the file changed under --skip-changed and was cut off
 // the package again.
 func (w *pkgWriter) addStreamed(ctx context.Context, it item) (skipped bool, err error) {
@@ -51,7 +54,7 @@ func (w *pkgWriter) stream(ctx context.Context, it item) (string, error) {
 	first, ok := <-chunks
 	typ := mediaType(it.rel, head(first))
 	method := w.chooseMethod(it.rel, typ, first)
-	ew, err := w.zw.Create(zipw.Header{Name: entryName(it.rel), Modified: it.mtime, Method: method, Mode: it.mode.Perm()}, it.size)
+	ew, err := w.create(ctx, f, it, method)
 	if err != nil {
 		drain(chunks)
 		return "", err
@@ -68,7 +71,54 @@ func (w *pkgWriter) stream(ctx context.Context, it item) (string, error) {
 	if err := unchanged(f, it, w.mh.Len()); err != nil {
 		return "", err
 	}
-	return typ, ew.Close()
+	if err := ew.Close(); errors.Is(err, zipw.ErrMismatch) {
+		return "", &FileError{Path: it.rel, Err: fmt.Errorf("%w (its CRC-32 differs between two reads)", ErrChanged)}
+	} else if err != nil {
+		return "", err
+	}
+	return typ, nil
+}
+
+// create starts the file's entry. A deflated entry streams with a data
+// descriptor; a stored one needs its CRC-32 in its local header (see
+// zipw.Create), so the file is read once more for it first. Only files
+// over smallMax that do not deflate pay that read, at CRC-32 speed.
+func (w *pkgWriter) create(ctx context.Context, f *os.File, it item, method uint16) (*zipw.EntryWriter, error) {
+	h := zipw.Header{Name: entryName(it.rel), Modified: it.mtime, Method: method, Mode: it.mode.Perm()}
+	if method != zipw.Store {
+		return w.zw.Create(h, it.size)
+	}
+	crc, err := fileCRC(ctx, f, it)
+	if err != nil {
+		return nil, err
+	}
+	return w.zw.CreateStored(h, crc, it.size)
+}
+
+// fileCRC reads the CRC-32 of f's it.size bytes, with ReadAt so that the
+// chunk reader's offset is left alone.
+func fileCRC(ctx context.Context, f *os.File, it item) (uint32, error) {
+	buf := make([]byte, 4*chunkSize)
+	var crc uint32
+	var off int64
+	for off <= it.size { // one byte more notices growth
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		n, err := f.ReadAt(buf[:min(int64(len(buf)), it.size+1-off)], off)
+		crc = crc32.Update(crc, crc32.IEEETable, buf[:n])
+		off += int64(n)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return 0, &FileError{Path: it.rel, Err: err}
+		}
+	}
+	if off != it.size {
+		return 0, &FileError{Path: it.rel, Err: fmt.Errorf("%w (size %d, read %d)", ErrChanged, it.size, off)}
+	}
+	return crc, nil
 }
 
 // readChunks reads up to limit bytes of r in chunks, hashing each before

@@ -21,6 +21,7 @@ type item struct {
 	size  int64
 	mtime time.Time
 	mode  fs.FileMode
+	fi    fs.FileInfo // as walked: the file's identity, for os.SameFile
 }
 
 // walker lists the regular files under a root in a deterministic order:
@@ -30,7 +31,7 @@ type walker struct {
 	follow  bool
 	warn    func(path, msg string)
 	visit   func(item) error
-	visited map[string]bool // real paths of directories, against symlink loops
+	onPath  map[string]bool // real paths of the directories being walked, against symlink loops
 	exclude string          // real path of a directory not to walk: the output
 }
 
@@ -42,7 +43,7 @@ func (w *walker) walk(root string) error {
 	if !fi.IsDir() {
 		return fmt.Errorf("%s: not a directory", root)
 	}
-	w.visited = map[string]bool{}
+	w.onPath = map[string]bool{}
 	return w.dir(root, "")
 }
 
@@ -52,11 +53,16 @@ func (w *walker) dir(abs, rel string) error {
 			w.warn(relOrDot(rel), "output directory inside the source, skipped")
 			return nil
 		}
-		if w.visited[real] {
-			w.warn(relOrDot(rel), "directory already visited (symlink loop), skipped")
+		// A loop is a link to a directory that contains it. A directory
+		// reached again through another link is walked again, under that
+		// name, as rsync -L does: the walk still ends, since no real
+		// directory repeats on one path.
+		if w.onPath[real] {
+			w.warn(relOrDot(rel), "symbolic link to a directory that contains it (symlink loop), skipped")
 			return nil
 		}
-		w.visited[real] = true
+		w.onPath[real] = true
+		defer delete(w.onPath, real)
 	}
 	entries, err := os.ReadDir(abs)
 	if err != nil {
@@ -101,7 +107,7 @@ func (w *walker) entry(abs, rel string, e os.DirEntry) error {
 	case info.IsDir():
 		return w.dir(abs, rel)
 	case info.Mode().IsRegular():
-		return w.visit(item{rel: rel, abs: abs, size: info.Size(), mtime: info.ModTime(), mode: info.Mode()})
+		return w.visit(item{rel: rel, abs: abs, size: info.Size(), mtime: info.ModTime(), mode: info.Mode(), fi: info})
 	}
 	w.warn(rel, fmt.Sprintf("special file (%s) skipped", info.Mode().Type()))
 	return nil

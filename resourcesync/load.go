@@ -66,7 +66,12 @@ type OpenError struct {
 	Err error
 }
 
-func (e *OpenError) Error() string { return e.Loc + ": " + e.Err.Error() }
+func (e *OpenError) Error() string {
+	if msg := e.Err.Error(); strings.Contains(msg, e.Loc) {
+		return msg // *url.Error and httpc's errors name the URL already
+	}
+	return e.Loc + ": " + e.Err.Error()
+}
 func (e *OpenError) Unwrap() error { return e.Err }
 
 // Load reads the document at loc and the parts of an index. Errors name
@@ -190,10 +195,20 @@ func stripLoc(err error, loc string) error {
 		return pe.Err
 	}
 	if s, ok := strings.CutPrefix(err.Error(), loc+": "); ok {
-		return errors.New(s)
+		return &stripped{msg: s, err: err} // errors.Is still sees the cause
 	}
 	return err
 }
+
+// stripped is an error whose message no longer starts with the location
+// the OpenError around it names.
+type stripped struct {
+	msg string
+	err error
+}
+
+func (e *stripped) Error() string { return e.msg }
+func (e *stripped) Unwrap() error { return e.err }
 
 // ErrTooLarge is a document over the sitemap limit of MaxBytes.
 var ErrTooLarge = fmt.Errorf("document larger than the sitemap limit of %d bytes", MaxBytes)

@@ -48,7 +48,7 @@ func (p *pkgRun) commitOne(a *action, dirs map[string]bool) {
 	}
 	a.staged = ""
 	dirs[path.Dir(a.target)] = true
-	p.u.count(func(r *Result) { r.Written++ })
+	p.u.count(func(r *Result) { r.Written++; r.Bytes += a.length }) // only bytes that landed count
 	p.report(a, verify.OK, CheckWritten, "", verify.Describe(a.b.Length, a.b.Want))
 }
 
@@ -194,7 +194,7 @@ func (p *pkgRun) dryRun() error {
 		case a.b.Deleted():
 			p.delete(a, recs, map[string]bool{})
 		default:
-			p.u.count(func(r *Result) { r.Written++ })
+			p.u.count(func(r *Result) { r.Written++; r.Bytes += max(a.b.Length, 0) })
 			p.report(a, verify.OK, CheckWritten, "would write (dry run)", "")
 		}
 	}

@@ -28,7 +28,37 @@ func (p *pkgRun) wrongBase() error {
 		}
 		locs = append(locs, b.URL.Loc)
 	}
+	if base, ok := sourceBase(p.pkg.Bitstreams); ok {
+		return fmt.Errorf("%s: %w %s: the Source's base URL is %s", p.ref.Loc, ErrBaseURL, m.Base, base)
+	}
 	return fmt.Errorf("%s: %w %s: the manifest's URIs start with %s", p.ref.Loc, ErrBaseURL, m.Base, dirPrefix(locs))
+}
+
+// sourceBase is the base URL the Source packed with, when every bitstream
+// says the same: its URI less as many trailing segments as its name in
+// the package has below resources/ or changes/.
+func sourceBase(bs []*verify.Bitstream) (string, bool) {
+	base := ""
+	for _, b := range bs {
+		loc := b.URL.Loc
+		_, rel, ok := strings.Cut(b.File.Name, "/")
+		if !ok {
+			return "", false
+		}
+		for range strings.Count(rel, "/") + 1 {
+			i := strings.LastIndex(loc, "/")
+			if i < 0 {
+				return "", false
+			}
+			loc = loc[:i]
+		}
+		loc += "/"
+		if base != "" && loc != base {
+			return "", false
+		}
+		base = loc
+	}
+	return base, base != ""
 }
 
 // dirPrefix is the longest common prefix of locs that ends with a slash.

@@ -37,7 +37,7 @@ func (u *unpacker) openFailed(ctx context.Context, ref verify.PackageRef, rep *v
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	f := verify.Finding{Severity: verify.Error, Check: verify.CheckRead, Source: ref.Loc, URI: ref.Entry.Loc, Msg: err.Error()}
+	f := verify.Finding{Severity: verify.Error, Check: verify.CheckRead, Source: ref.Loc, URI: ref.Entry.Loc, Msg: verify.MsgFor(err, ref.Loc)}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		f.Check, f.Msg = verify.CheckMissing, "package is missing"

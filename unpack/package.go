@@ -2,6 +2,7 @@ package unpack
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -26,6 +27,7 @@ type action struct {
 	present    bool   // the target already holds the bitstream
 	failed     bool   // refused, and reported
 	staged     string // the staging file, once read and verified
+	length     int64  // the bytes staged
 }
 
 // pkgRun is the unpacking of one package.
@@ -41,14 +43,15 @@ type pkgRun struct {
 	lastChange time.Time
 	recs       []record
 	m          *verify.Meter // progress
+	claimed    claimed       // in the survey of the dump's targets
 }
 
 // unpackPackage stages every bitstream of a package, checks the package,
 // then commits in manifest order. The error is for a cancelled context or
 // a destination that cannot be written; problems with the package are
 // findings, and make the outcome not ok.
-func (u *unpacker) unpackPackage(ctx context.Context, ref verify.PackageRef) (outcome, error) {
-	p := &pkgRun{u: u, ref: ref, rep: verify.NewReporter(u.rep.Report), byBits: map[*verify.Bitstream]*action{}, m: verify.NewMeter(u.opts.Progress, ref)}
+func (u *unpacker) unpackPackage(ctx context.Context, ref verify.PackageRef, cl claimed) (outcome, error) {
+	p := &pkgRun{u: u, ref: ref, rep: verify.NewReporter(u.rep.Report), byBits: map[*verify.Bitstream]*action{}, m: verify.NewMeter(u.opts.Progress, ref), claimed: cl}
 	defer p.m.Finish()
 	src, ok, err := u.open(ctx, ref, p.rep)
 	if !ok || err != nil {
@@ -97,9 +100,11 @@ func (p *pkgRun) run(ctx context.Context, src source) error {
 	if err := p.stage(ctx); err != nil {
 		return err
 	}
-	if ph != nil && !p.packageHashOK(ph, mh) {
-		p.refuseStaged("the package's hash differs from the dump document")
-		return nil
+	if ph != nil {
+		if why := p.packageHashBad(ph, mh); why != "" {
+			p.refuseStaged(why)
+			return nil
+		}
 	}
 	return p.apply()
 }
@@ -165,6 +170,8 @@ func (p *pkgRun) actionFor(b *verify.Bitstream, last map[string]*action) *action
 	}
 	if !b.Deleted() && b.File == nil {
 		p.refuse(a, CheckRefused, "not written: "+orText(b.Bad, "the package has no readable entry for it"))
+	} else if !b.Deleted() {
+		p.claim(a)
 	}
 	return a
 }
@@ -262,19 +269,23 @@ func (p *pkgRun) stageOne(a *action, batch *syncBatch) error {
 		p.refuse(a, CheckRefused, "not written: the bitstream failed verification; the file at this name is left as it was")
 		return nil
 	}
-	a.staged = name
+	a.staged, a.length = name, res.Length
 	batch.add(f)
-	p.u.count(func(r *Result) { r.Bytes += res.Length })
 	p.recs = append(p.recs, record{Path: a.target, Length: res.Length, Hash: res.Sums.String()})
 	return nil
 }
 
-func (p *pkgRun) packageHashOK(ph *verify.PassHasher, mh *digest.Multi) bool {
+// packageHashBad finishes the package's hash and says why the package
+// must not be committed, or "" when its hash matches the dump document.
+func (p *pkgRun) packageHashBad(ph *verify.PassHasher, mh *digest.Multi) string {
 	base := verify.Finding{Severity: verify.Error, Source: p.ref.Loc, URI: p.ref.Entry.Loc}
 	if err := ph.Finish(); err != nil {
 		base.Check, base.Msg = verify.CheckRead, err.Error()
 		p.rep.Report(base)
-		return false
+		if errors.Is(err, verify.ErrChanged) {
+			return "the package changed while it was read"
+		}
+		return "the package cannot be read to its end"
 	}
 	_, bad, _ := digest.Check(p.ref.Want, mh.Sums())
 	for _, m := range bad {
@@ -282,7 +293,10 @@ func (p *pkgRun) packageHashOK(ph *verify.PassHasher, mh *digest.Multi) bool {
 		f.Check, f.Expected, f.Actual, f.Msg = verify.CheckHash, m.Alg+":"+m.Want, m.Alg+":"+m.Got, "package differs from "+p.ref.Doc
 		p.rep.Report(f)
 	}
-	return len(bad) == 0
+	if len(bad) > 0 {
+		return "the package's hash differs from the dump document"
+	}
+	return ""
 }
 
 // refuseStaged throws away every staged bitstream, reporting each.

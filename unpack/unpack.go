@@ -66,7 +66,7 @@ type Result struct {
 	Present  int   `json:"present"` // already in place, skipped
 	Deleted  int   `json:"deleted"`
 	Refused  int   `json:"refused"`
-	Bytes    int64 `json:"bytes"`
+	Bytes    int64 `json:"bytes"` // of the files written (or, in a dry run, to be written)
 	verify.Counts
 }
 
@@ -245,7 +245,7 @@ func (u *unpacker) standalone(ctx context.Context, path string) error {
 	}
 	ref := verify.PackageRef{Loc: path, Length: -1}
 	verify.Announce([]verify.PackageRef{ref}, u.opts.Total)
-	out, err := u.unpackPackage(ctx, ref)
+	out, err := u.unpackPackage(ctx, ref, claimed{})
 	if err != nil {
 		return err
 	}
@@ -281,13 +281,17 @@ func (u *unpacker) resourceDump(ctx context.Context, d *verify.Dump) error {
 	if err := u.markPending(); err != nil {
 		return err
 	}
+	claims, err := u.survey(ctx, d.Packages)
+	if err != nil {
+		return err
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(u.opts.Jobs)
 	var failed sync.Map
 	verify.Announce(d.Packages, u.opts.Total)
-	for _, ref := range d.Packages {
+	for i, ref := range d.Packages {
 		g.Go(func() error {
-			out, err := u.unpackPackage(gctx, ref)
+			out, err := u.unpackPackage(gctx, ref, claims[i])
 			if err == nil && !out.ok {
 				failed.Store(ref.Loc, true)
 			}
@@ -335,7 +339,7 @@ func (u *unpacker) changeDump(ctx context.Context, d *verify.Dump) error {
 			u.skipPackage(ref, "its changes are already applied (until "+resourcesync.FormatTime(until)+")")
 			continue
 		}
-		out, err := u.unpackPackage(ctx, ref)
+		out, err := u.unpackPackage(ctx, ref, claimed{})
 		if err != nil {
 			return err
 		}

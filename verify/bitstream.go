@@ -2,6 +2,8 @@ package verify
 
 import (
 	"archive/zip"
+	"bufio"
+	"bytes"
 	"compress/flate"
 	"encoding/binary"
 	"errors"
@@ -144,27 +146,53 @@ func (r *reading) copy(dst io.Writer, mh *digest.Multi, crc io.Writer) (int64, b
 		return 0, false
 	}
 	src := raw
+	var cr *countReader
+	var br *bufio.Reader
 	if r.f.Method == zip.Deflate {
-		fr := flate.NewReader(raw)
+		// flate reads a ByteReader byte by byte, never past the end of
+		// the stream: what cr counted less what is buffered is what the
+		// stream used.
+		cr = &countReader{r: raw}
+		br = bufio.NewReaderSize(cr, 64<<10)
+		fr := flate.NewReader(br)
 		defer fr.Close()
 		src = fr
 	}
+	ws := []io.Writer{mh, crc}
+	var scan *sigScan
+	if r.f.Method == zip.Store && r.f.Flags&flagDataDesc != 0 {
+		scan = &sigScan{at: -1}
+		ws = append(ws, scan)
+	}
 	var dw *errWriter
-	var w io.Writer = io.MultiWriter(mh, crc)
 	if dst != nil {
 		dw = &errWriter{w: dst}
-		w = io.MultiWriter(mh, crc, dw)
+		ws = append(ws, dw)
 	}
 	if r.p.buf == nil {
 		r.p.buf = make([]byte, bufSize)
 	}
-	n, err := io.CopyBuffer(w, io.LimitReader(src, r.limit), r.p.buf)
+	lr := io.LimitReader(src, r.limit)
+	n, err := io.CopyBuffer(io.MultiWriter(ws...), lr, r.p.buf)
 	r.p.addSpan(r.f)
 	if dw != nil && dw.err != nil {
 		r.res.WriteErr, r.res.Severity = dw.err, Error
 		return n, false
 	}
-	return n, r.readOK(n, err)
+	if !r.readOK(n, err) {
+		return n, false
+	}
+	if scan != nil && scan.at >= 0 {
+		r.fail(CheckZip, "", "", fmt.Sprintf("stored entry with a data descriptor holds a descriptor signature at data offset %d: a streaming reader (bsdtar from a pipe) would end the entry there and read what follows as other entries", scan.at))
+		return n, false
+	}
+	if cr != nil {
+		if used := cr.n - int64(br.Buffered()); used < clampInt64(r.f.CompressedSize64) {
+			r.fail(CheckZip, "", "", fmt.Sprintf("%d bytes after the end of the deflate stream, inside the entry's compressed size, belong to nothing: a streaming reader reads them as what follows the entry", clampInt64(r.f.CompressedSize64)-used))
+			return n, false
+		}
+	}
+	return n, true
 }
 
 // readOK reports a read error, or bytes beyond the limit.
@@ -301,3 +329,43 @@ func clampInt64(u uint64) int64 {
 
 func itoa(n int64) string   { return strconv.FormatInt(n, 10) }
 func hex32(v uint32) string { return fmt.Sprintf("%08x", v) }
+
+// countReader counts the bytes read through it.
+type countReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// sigScan finds the first data descriptor signature in the data written
+// to it, also across writes; at is its offset, -1 when there is none.
+type sigScan struct {
+	n     int64
+	carry []byte // the last bytes of the previous write, at most 3
+	at    int64
+}
+
+var descriptorSig = []byte{'P', 'K', 7, 8}
+
+func (s *sigScan) Write(p []byte) (int, error) {
+	if s.at < 0 {
+		if i := bytes.Index(append(s.carry, p[:min(len(p), 3)]...), descriptorSig); i >= 0 {
+			s.at = s.n - int64(len(s.carry)) + int64(i)
+		} else if i := bytes.Index(p, descriptorSig); i >= 0 {
+			s.at = s.n + int64(i)
+		}
+		if len(p) >= 3 {
+			s.carry = append(s.carry[:0], p[len(p)-3:]...)
+		} else {
+			c := append(s.carry, p...)
+			s.carry = append(s.carry[:0], c[max(0, len(c)-3):]...)
+		}
+	}
+	s.n += int64(len(p))
+	return len(p), nil
+}

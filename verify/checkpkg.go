@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 
@@ -37,7 +38,8 @@ func OpenLocation(loc string) (io.ReaderAt, int64, func() error, error) {
 // checkPackage verifies one package: its length and hash against the dump
 // document, its archive and manifest, every bitstream in one front-to-back
 // pass, and the detached manifest.
-func (v *verifier) checkPackage(ctx context.Context, ref PackageRef) error {
+func (v *verifier) checkPackage(ctx context.Context, j job) error {
+	ref := j.ref
 	m := NewMeter(v.opts.Progress, ref)
 	defer m.Finish()
 	ra, size, closeFn, err := v.openPackage(ctx, ref)
@@ -60,6 +62,7 @@ func (v *verifier) checkPackage(ctx context.Context, ref PackageRef) error {
 	}
 	pkg, err := OpenPackage(ra, size, ref.Loc, ref.Cap, v.opts.Limits, v.rep)
 	if err == nil {
+		v.claim(j, pkg)
 		if err := v.readAll(ctx, pkg, ph, m); err != nil {
 			return err
 		}
@@ -75,11 +78,36 @@ func (v *verifier) checkPackage(ctx context.Context, ref PackageRef) error {
 	return nil
 }
 
+// claim records the targets of a Resource Dump's package and reports
+// those another package of the dump carries with other content, and those
+// that differ from another only by case or Unicode normalisation. A target
+// is the bitstream's URI, percent-decoded.
+func (v *verifier) claim(j job, pkg *Package) {
+	if j.ref.Doc == "" || pkg.Header.MD.Capability != resourcesync.CapResourceDumpManifest {
+		return
+	}
+	for _, b := range pkg.Bitstreams {
+		if b.Path == "" {
+			continue
+		}
+		target, err := url.PathUnescape(b.URL.Loc)
+		if err != nil {
+			target = b.URL.Loc
+		}
+		switch c := j.claims.Claim(j.pkg, b.N, target, b.Length, b.Want); c.Kind {
+		case ClashContent:
+			v.rep.Report(Finding{Severity: Error, Check: CheckClash, Source: pkg.Source, URI: b.URL.Loc, Path: entryName(b.Path), Msg: c.Message()})
+		case ClashFold:
+			v.rep.Report(Finding{Severity: Warning, Check: CheckClash, Source: pkg.Source, URI: b.URL.Loc, Path: entryName(b.Path), Msg: c.Message()})
+		}
+	}
+}
+
 // missing reports a package that cannot be opened. A package listed by a
 // dump document but absent is a finding; so is any other failure to open
 // it, since the run can go on with the other packages.
 func (v *verifier) missing(ref PackageRef, err error) {
-	f := Finding{Severity: Error, Check: CheckRead, Source: ref.Loc, URI: ref.Entry.Loc, Msg: err.Error()}
+	f := Finding{Severity: Error, Check: CheckRead, Source: ref.Loc, URI: ref.Entry.Loc, Msg: MsgFor(err, ref.Loc)}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		f.Check, f.Msg = CheckMissing, "package listed in "+ref.Doc+" is missing"

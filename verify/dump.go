@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/rsdump/rsdump/internal/digest"
+	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
@@ -56,10 +58,14 @@ func LoadDump(ctx context.Context, client *http.Client, loc string, rep *Reporte
 	switch {
 	case err == nil:
 		return d, nil
+	case errors.As(err, &oe) && errors.Is(err, httpc.ErrTooLarge):
+		// Refused by its Content-Length before a byte was read: a bad
+		// document, like one found too large while reading it.
+		return nil, l.reject(oe.Loc, fmt.Sprintf("larger than the sitemap limit of %d bytes", resourcesync.MaxBytes))
 	case errors.Is(err, ErrRejected), errors.As(err, &oe), ctx.Err() != nil:
 		return nil, err
 	}
-	return nil, l.reject(loc, err.Error())
+	return nil, l.reject(loc, strings.TrimPrefix(err.Error(), loc+": ")) // the finding names loc
 }
 
 type dumpLoader struct {

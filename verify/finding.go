@@ -1,7 +1,10 @@
 package verify
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"strings"
 	"sync"
 )
 
@@ -68,6 +71,7 @@ const (
 	CheckRead       = "read"        // an I/O error reading an input
 	CheckInflate    = "inflate"     // a compressed stream that does not decode
 	CheckCompressed = "compression" // a compression method rsdump cannot read
+	CheckClash      = "clash"       // a target two packages of a dump carry, or names that collide on macOS and Windows
 )
 
 // Finding is one result of a check. The fields mirror the columns of the
@@ -87,7 +91,7 @@ func (f Finding) String() string {
 	where := f.Source
 	if f.Path != "" {
 		where += ": " + f.Path
-	} else if f.URI != "" {
+	} else if f.URI != "" && f.URI != f.Source {
 		where += ": " + f.URI
 	}
 	s := fmt.Sprintf("%s: %s: %s", f.Severity, where, f.Check)
@@ -98,6 +102,16 @@ func (f Finding) String() string {
 		s += fmt.Sprintf(" (expected %s, got %s)", orDash(f.Expected), orDash(f.Actual))
 	}
 	return s
+}
+
+// MsgFor is err's message for a finding whose Source is loc, without loc:
+// the finding names it already.
+func MsgFor(err error, loc string) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Path == loc && pe == err {
+		return pe.Op + ": " + pe.Err.Error()
+	}
+	return strings.TrimPrefix(err.Error(), loc+": ")
 }
 
 func orDash(s string) string {

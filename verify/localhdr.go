@@ -23,6 +23,8 @@ const (
 	sigLocal     = 0x04034b50
 	localLen     = 30
 	flagEncrypt  = 0x1
+	flagStrong   = 0x40   // strong encryption
+	flagMasked   = 0x2000 // encrypted central directory, masked local headers
 	flagDataDesc = 0x8
 	flagUTF8     = 0x800
 	// flagsCompared are the flag bits that change how a streaming reader
@@ -56,6 +58,11 @@ func (r *reading) checkLocal() bool {
 }
 
 func checkLocal(ra io.ReaderAt, f *zip.File) error {
+	if f.Flags&(flagEncrypt|flagStrong|flagMasked) != 0 {
+		// archive/zip ignores the flag and hands out the ciphertext;
+		// other readers ask for a password or skip the entry.
+		return fmt.Errorf("entry is flagged as encrypted (flags %#x); packages are never encrypted", f.Flags)
+	}
 	off, err := headerOffset(f)
 	if err != nil {
 		return err
@@ -159,7 +166,10 @@ func (p *Package) checkDirectories() {
 		}
 	}
 	for _, f := range inFileOrder(dirs) {
-		if err := checkLocal(p.ra, f); err != nil {
+		if f.CompressedSize64 != 0 || f.UncompressedSize64 != 0 {
+			p.report(Finding{Severity: Error, Check: CheckZip, Path: f.Name,
+				Msg: fmt.Sprintf("directory entry carries data (%d bytes, %d compressed), which a reader may extract as a file", f.UncompressedSize64, f.CompressedSize64)})
+		} else if err := checkLocal(p.ra, f); err != nil {
 			p.report(Finding{Severity: Error, Check: CheckZip, Path: f.Name, Msg: err.Error()})
 		}
 	}

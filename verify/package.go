@@ -20,9 +20,10 @@ const ManifestName = "manifest.xml"
 // claims or reaches more is a zip bomb or a lie about its sizes.
 const DefaultMaxRatio = 1100
 
-// ErrRejected is wrapped by the error OpenPackage returns when a package
-// cannot be read at all: its findings have been reported already.
-var ErrRejected = errors.New("package rejected")
+// ErrRejected is wrapped by the error OpenPackage or LoadDump returns when
+// a package or document cannot be used at all: its findings have been
+// reported already.
+var ErrRejected = errors.New("rejected")
 
 // Limits bound what reading a package may cost.
 type Limits struct {
@@ -49,7 +50,8 @@ type Package struct {
 	zr    *zip.Reader
 	ra    io.ReaderAt
 	size  int64
-	spans []span // data of the entries read, for the overlap check
+	spans []span             // data of the entries read, for the overlap check
+	tiles map[*zip.File]tile // bytes of the entries read, for checkTiling
 	rep   *Reporter
 	lim   Limits
 	index map[*zip.File]int // central directory position
@@ -88,7 +90,7 @@ func OpenPackage(ra io.ReaderAt, size int64, src, wantCap string, lim Limits, re
 	if err != nil && !errors.Is(err, zip.ErrInsecurePath) {
 		return nil, reject(rep, Finding{Severity: Error, Check: CheckZip, Source: src, Msg: "unreadable central directory: " + err.Error()})
 	}
-	p := &Package{Source: src, zr: zr, ra: ra, size: size, rep: rep, lim: lim, index: make(map[*zip.File]int, len(zr.File))}
+	p := &Package{Source: src, zr: zr, ra: ra, size: size, rep: rep, lim: lim, index: make(map[*zip.File]int, len(zr.File)), tiles: map[*zip.File]tile{}}
 	files := p.indexEntries()
 	mf, err := p.manifestEntry(files)
 	if err != nil {
@@ -122,7 +124,7 @@ func (p *Package) indexEntries() map[string][]*zip.File {
 	for i, f := range p.zr.File {
 		p.index[f] = i
 		if err := SafeName(f.Name); err != nil {
-			p.report(Finding{Severity: Error, Check: CheckName, Path: f.Name, Msg: fmt.Sprintf("entry %q: %v%s", f.Name, err, hint(f.Name))})
+			p.report(Finding{Severity: Error, Check: CheckName, Path: f.Name, Msg: fmt.Sprintf("%v%s", err, hint(f.Name))})
 		}
 		if len(files[f.Name]) == 1 {
 			p.report(Finding{Severity: Error, Check: CheckDuplicate, Path: f.Name, Msg: "more than one entry has this name"})
@@ -186,7 +188,7 @@ func (p *Package) resolve(files map[string][]*zip.File) {
 		}
 		name := entryName(b.Path)
 		if n, dup := used[name]; dup {
-			b.Bad = fmt.Sprintf("path %s is also the path of manifest entry %d", b.Path, n)
+			b.Bad = fmt.Sprintf("manifest entry %d has this path too", n)
 			p.report(Finding{Severity: Error, Check: CheckPath, URI: b.URL.Loc, Path: name, Msg: b.Bad})
 			continue
 		}
@@ -213,13 +215,13 @@ func entryName(path string) string { return strings.TrimPrefix(path, "/") }
 func pick(fs []*zip.File, name string) (*zip.File, string, string) {
 	switch {
 	case len(fs) == 0:
-		return nil, CheckMissing, fmt.Sprintf("the package has no entry %s", name)
+		return nil, CheckMissing, "the package has no entry of this name"
 	case len(fs) > 1:
-		return nil, CheckDuplicate, fmt.Sprintf("%d entries are named %s; refusing to choose one", len(fs), name)
+		return nil, CheckDuplicate, fmt.Sprintf("%d entries have this name; refusing to choose one", len(fs))
 	case SafeName(name) != nil:
-		return nil, CheckName, fmt.Sprintf("entry %s: %v; refused", name, SafeName(name))
+		return nil, CheckName, SafeName(name).Error()
 	case strings.HasSuffix(name, "/"):
-		return nil, CheckPath, fmt.Sprintf("entry %s is a directory", name)
+		return nil, CheckPath, "the entry is a directory"
 	}
 	return fs[0], "", ""
 }

@@ -18,16 +18,22 @@ func (p *Package) addSpan(f *zip.File) {
 		return // reported by the read itself
 	}
 	p.spans = append(p.spans, span{off, off + clampInt64(f.CompressedSize64), f.Name})
+	// Its bytes for checkTiling, taken now, while the reads are near
+	// them: one front-to-back pass.
+	r, err := p.entryRange(f)
+	p.tiles[f] = tile{r, err}
 }
 
 // CheckLayout reports what reading the bitstreams does not: entries whose
 // data share bytes, the trick of non-recursive zip bombs (and a sign of a
 // forged central directory), data that runs past the end of the file, and
 // directory entries whose local headers disagree with the central
-// directory. The overlaps cover the entries read so far; call it after the
+// directory or that carry data, and bytes no entry accounts for
+// (checkTiling). The overlaps cover the entries read so far; call it after the
 // last Read.
 func (p *Package) CheckLayout() {
 	p.checkDirectories()
+	p.checkTiling()
 	s := p.spans
 	sort.Slice(s, func(i, j int) bool {
 		return s[i].start < s[j].start || s[i].start == s[j].start && s[i].name < s[j].name

@@ -11,11 +11,13 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/rsdump/rsdump/internal/digest"
+	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
@@ -45,6 +47,12 @@ func Audit(ctx context.Context, dir, against string, mapper Mapper, opts Options
 	if werr := g.Wait(); err == nil {
 		err = werr
 	}
+	if err != nil && badDocument(ctx, err) {
+		// Read and found malformed or too large: a finding, as in Verify.
+		// The tree is not searched for extras against a partial listing.
+		a.rep.Report(Finding{Severity: Error, Check: CheckDocument, Source: against, Msg: strings.TrimPrefix(err.Error(), against+": ")})
+		return a.summary(), nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -64,6 +72,23 @@ type auditor struct {
 	seen   map[uint64]struct{} // hashes of the paths listed: 8 bytes a file, not the path
 }
 
+// errCannotAudit is a document of the wrong kind: the wrong argument,
+// not a bad document.
+var errCannotAudit = errors.New("cannot audit against")
+
+// badDocument says whether err is about a document that was read and is
+// not usable, rather than one that could not be read at all.
+func badDocument(ctx context.Context, err error) bool {
+	var oe *resourcesync.OpenError
+	switch {
+	case ctx.Err() != nil, errors.Is(err, errCannotAudit):
+		return false
+	case errors.As(err, &oe):
+		return errors.Is(err, httpc.ErrTooLarge)
+	}
+	return true
+}
+
 // listing calls fn for every resource the document at loc describes: a
 // Resource List (or its index), a Resource Dump Manifest, or a Resource
 // Dump, whose packages' manifests are read.
@@ -81,7 +106,7 @@ func (a *auditor) listing(ctx context.Context, loc string, fn func(string, resou
 			case resourcesync.CapResourceList, resourcesync.CapResourceDumpManifest:
 				return nil
 			default:
-				return fmt.Errorf("%s: cannot audit against a document of capability %q (want a Resource List, Resource Dump or Resource Dump Manifest)", d.Loc, c)
+				return fmt.Errorf("%s: %w a document of capability %q (want a Resource List, Resource Dump or Resource Dump Manifest)", d.Loc, errCannotAudit, c)
 			}
 		},
 		Entry: func(d *resourcesync.Document, _ int, u resourcesync.URL) error {

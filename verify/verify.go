@@ -75,15 +75,20 @@ type verifier struct {
 // Problems count says whether all verified.
 func Verify(ctx context.Context, targets []string, opts Options) (*Summary, error) {
 	v := newVerifier(opts)
-	var jobs []PackageRef
+	var jobs []job
+	var all []PackageRef
 	for _, t := range targets {
 		refs, err := v.expand(ctx, t)
 		if err != nil {
 			return nil, err
 		}
-		jobs = append(jobs, refs...)
+		claims := NewClaims() // one per target: the packages of one dump
+		for _, ref := range refs {
+			jobs = append(jobs, job{ref: ref, claims: claims, pkg: claims.AddPackage(ref.Loc)})
+		}
+		all = append(all, refs...)
 	}
-	Announce(jobs, v.opts.Total)
+	Announce(all, v.opts.Total)
 	if err := v.run(ctx, jobs); err != nil {
 		return nil, err
 	}
@@ -97,11 +102,19 @@ func newVerifier(opts Options) *verifier {
 	return &verifier{opts: opts, rep: NewReporter(opts.Report), remote: &Remote{Transfer: opts.Transfer, Client: opts.Client, TempDir: opts.TempDir}}
 }
 
-func (v *verifier) run(ctx context.Context, jobs []PackageRef) error {
+// job is one package to check, with the table of the targets its dump's
+// packages carry.
+type job struct {
+	ref    PackageRef
+	claims *Claims
+	pkg    int // its number in claims
+}
+
+func (v *verifier) run(ctx context.Context, jobs []job) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(v.opts.Jobs)
-	for _, ref := range jobs {
-		g.Go(func() error { return v.checkPackage(ctx, ref) })
+	for _, j := range jobs {
+		g.Go(func() error { return v.checkPackage(ctx, j) })
 	}
 	return g.Wait()
 }

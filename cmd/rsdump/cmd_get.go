@@ -285,9 +285,9 @@ func printGetSummary(results []*transfer.Result, docs []string, f getFlags, stdo
 		switch {
 		case f.json, f.quiet, r.Err != nil:
 		case r.Skipped:
-			fmt.Fprintf(stdout, "%s: already complete\n", r.Path)
+			fmt.Fprintf(stdout, "%s: already complete\n", escapeControl(r.Path))
 		default:
-			fmt.Fprintf(stdout, "%s: %s in %s (%.1f MB/s)%s\n", r.Path, fmtBytes(r.Size), r.Elapsed.Round(time.Millisecond), s.MBps, getNotes(s))
+			fmt.Fprintf(stdout, "%s: %s in %s (%.1f MB/s)%s\n", escapeControl(r.Path), fmtBytes(r.Size), r.Elapsed.Round(time.Millisecond), s.MBps, getNotes(s))
 		}
 	}
 	if f.json {

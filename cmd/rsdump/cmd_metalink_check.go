@@ -81,7 +81,7 @@ func checkDoc(ctx context.Context, src string) *checked {
 func (c *checked) print(w io.Writer) {
 	switch {
 	case c.fatal != nil:
-		fmt.Fprintf(w, "%s: invalid\n  %s\n", c.src, formatProblem(*c.fatal))
+		fmt.Fprintf(w, "%s: invalid\n  %s\n", c.src, escapeControl(formatProblem(*c.fatal)))
 	case c.m == nil:
 		fmt.Fprintf(w, "%s: unreadable: %v\n", c.src, c.unreadable)
 	default:
@@ -198,7 +198,7 @@ func printDoc(w io.Writer, src string, m *metalink.Metalink, ps metalink.Problem
 		printFile(w, &m.Files[i])
 	}
 	for _, p := range ps {
-		fmt.Fprintf(w, "  %s\n", formatProblem(p))
+		fmt.Fprintf(w, "  %s\n", escapeControl(formatProblem(p)))
 	}
 }
 

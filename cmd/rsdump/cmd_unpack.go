@@ -46,7 +46,8 @@ applied, so running again is idempotent and a later Change Dump continues
 from there.
 
 Exit status: 0 everything applied, 1 problems found (a bitstream refused,
-a deletion refused, a package that failed), 2 could not run (usage,
+a deletion refused, a package that failed, a malformed or oversized
+document), 2 could not run (usage,
 unreadable source, unwritable DIR), 130 interrupted; run again to resume.
 
 Examples:
@@ -125,7 +126,7 @@ func doUnpack(ctx context.Context, sources []string, f unpackFlags, o unpack.Opt
 	o.Progress, o.Total = func(n int64) { p.add(n, "") }, p.grow
 	o.Report = func(fd verify.Finding) {
 		if f.verb && fd.Severity == verify.OK && !f.json && !f.quiet {
-			fmt.Fprintf(stdout, "%s: %s\n", fd.Check, orText(fd.Path, fd.Source))
+			fmt.Fprintf(stdout, "%s: %s\n", fd.Check, escapeControl(orText(fd.Path, fd.Source)))
 		}
 		rep.finding(fd)
 	}
@@ -133,14 +134,9 @@ func doUnpack(ctx context.Context, sources []string, f unpackFlags, o unpack.Opt
 	p.done()
 	if err != nil {
 		if errors.Is(err, unpack.ErrBaseURL) {
-			err = fmt.Errorf("%w (give that prefix as --base-url, or use --layout path)", err)
+			err = fmt.Errorf("%w (give it as --base-url, or use --layout path)", err)
 		}
-		rep.runErr = err
-		rep.close(nil)
-		if errors.Is(err, context.Canceled) {
-			return err
-		}
-		return exitError{exitUsage, err}
+		return rep.fail(err)
 	}
 	return finishReport(rep, res, res.Counts, unpackSummaryLine(res, f.dryRun))
 }

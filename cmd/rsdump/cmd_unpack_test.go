@@ -43,7 +43,7 @@ func TestUnpackWrongBaseURL(t *testing.T) {
 	out := packedExample(t)
 	dst := t.TempDir()
 	code, stdout, stderr := rsdump(t, "unpack", filepath.Join(out, pack.DumpName), "--dest", dst, "--base-url", "http://example.com/other/")
-	if code != exitUsage || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "start with "+verifytest.BaseURL) {
+	if code != exitUsage || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "base URL is "+verifytest.BaseURL) {
 		t.Errorf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}
 }

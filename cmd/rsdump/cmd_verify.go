@@ -38,9 +38,9 @@ With --tree, the files under DIR are audited against a Resource Dump,
 Resource Dump Manifest or Resource List: missing, extra and mismatched
 files (ResourceSync §5.2).
 
-Exit status: 0 everything verified, 1 problems found (errors, or
-bitstreams that could not be verified), 2 could not run (usage, unreadable
-input), 130 interrupted.
+Exit status: 0 everything verified, 1 problems found (errors, a malformed
+or oversized document, or bitstreams that could not be verified), 2 could
+not run (usage, unreadable input), 130 interrupted.
 
 Examples:
   rsdump verify ./dump
@@ -133,12 +133,7 @@ func doVerify(ctx context.Context, f verifyFlags, targets []string, stdout, stde
 	}
 	p.done()
 	if err != nil {
-		rep.runErr = err
-		rep.close(nil)
-		if errors.Is(err, context.Canceled) {
-			return err
-		}
-		return exitError{exitUsage, err}
+		return rep.fail(err)
 	}
 	return finishReport(rep, sum, sum.Counts, verifySummaryLine(sum))
 }
@@ -192,6 +187,7 @@ type reportWriter struct {
 	jsonSeen bool
 	err      error
 	runErr   error // why the run failed, ending the JSON document
+	runCode  int   // the exit status it gives
 }
 
 var csvHeader = []string{"uri", "path", "check", "expected", "actual", "severity", "message", "source"}
@@ -243,7 +239,7 @@ func (r *reportWriter) finding(f verify.Finding) {
 	case r.flags.json:
 		r.writeJSON(f)
 	case f.Severity.Problem() || !r.flags.quiet:
-		r.msg("%s", f)
+		r.msg("%s", escapeControl(f.String()))
 	}
 }
 
@@ -276,6 +272,20 @@ func (r *reportWriter) keep(err error) {
 	}
 }
 
+// fail ends the report of a run that could not go on, and returns the
+// error for the exit status it gives: 130 interrupted, else 2.
+func (r *reportWriter) fail(err error) error {
+	r.runErr, r.runCode = err, exitUsage
+	if errors.Is(err, context.Canceled) {
+		r.runCode = exitCanceled
+	}
+	r.close(nil)
+	if r.runCode == exitCanceled {
+		return err
+	}
+	return exitError{exitUsage, err}
+}
+
 // close ends the JSON document with the summary (when summary is not nil)
 // and flushes the CSV files.
 func (r *reportWriter) close(summary any) error {
@@ -291,7 +301,7 @@ func (r *reportWriter) close(summary any) error {
 			msg = r.runErr.Error()
 		}
 		b, _ := json.Marshal(msg)
-		fmt.Fprintf(r.stdout, "\n],\n  \"error\": %s\n}\n", b) // and on stderr
+		fmt.Fprintf(r.stdout, "\n],\n  \"error\": %s,\n  \"exit_status\": %d\n}\n", b, r.runCode) // and on stderr
 	}
 	for _, w := range []*csv.Writer{r.ok, r.bad} {
 		if w != nil {

@@ -135,6 +135,10 @@ func TestJSONOneDocument(t *testing.T) {
 		if _, err := dec.Token(); err != io.EOF {
 			t.Errorf("%q (exit %d): more than one JSON value:\n%s", args, code, stdout)
 		}
+		// A failed run says so, with the exit status, as README promises.
+		if m, ok := v.(map[string]any); ok && code != exitOK && m["error"] != nil && m["exit_status"] != float64(code) {
+			t.Errorf("%q (exit %d): exit_status %v in\n%s", args, code, m["exit_status"], stdout)
+		}
 	}
 }
 

@@ -176,17 +176,17 @@ func exitCode(err error, stderr io.Writer) int {
 		return exitOK
 	case errors.As(err, &ee):
 		if ee.err != nil {
-			fmt.Fprintf(stderr, "rsdump: %v\n", ee.err)
+			fmt.Fprintf(stderr, "rsdump: %s\n", escapeControl(ee.err.Error()))
 		}
 		return ee.code
 	case errors.Is(err, context.Canceled):
 		fmt.Fprintln(stderr, "rsdump: interrupted")
 		return exitCanceled
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "rsdump: %v\n", err)
+		fmt.Fprintf(stderr, "rsdump: %s\n", escapeControl(err.Error()))
 		return exitUsage
 	}
-	fmt.Fprintf(stderr, "rsdump: error: %v\n", err)
+	fmt.Fprintf(stderr, "rsdump: error: %s\n", escapeControl(err.Error()))
 	return exitFailed
 }
 

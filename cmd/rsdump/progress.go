@@ -125,7 +125,7 @@ func (p *progress) message(format string, args ...any) {
 	if p.bar != nil {
 		p.bar.Clear()
 	}
-	fmt.Fprintf(p.w, format+"\n", args...)
+	fmt.Fprintln(p.w, escapeControl(fmt.Sprintf(format, args...)))
 }
 
 // done stops the ticker and clears the bar; a summary follows on stdout.

@@ -3,6 +3,7 @@ package zipw
 import (
 	"archive/zip"
 	"bytes"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -43,7 +44,13 @@ func TestRoundTrip(t *testing.T) {
 		{Name: "ünï cödé ☃.txt", Modified: mtime, Method: Store, Mode: 0o644},
 		{Name: "empty", Modified: mtime, Method: Deflate, Mode: 0o644},
 	} {
-		ew, err := w.Create(h, int64(len(text)))
+		var ew *EntryWriter
+		var err error
+		if h.Method == Store {
+			ew, err = w.CreateStored(h, crc32.ChecksumIEEE(text), int64(len(text)))
+		} else {
+			ew, err = w.Create(h, int64(len(text)))
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,6 +87,9 @@ func TestRoundTrip(t *testing.T) {
 	if zr.File[1].Method != Deflate || zr.File[1].CompressedSize64 >= uint64(len(text)) {
 		t.Errorf("deflated entry: method %d, csize %d", zr.File[1].Method, zr.File[1].CompressedSize64)
 	}
+	if zr.File[2].Flags&flagDescriptor != 0 || zr.File[1].Flags&flagDescriptor == 0 {
+		t.Errorf("descriptor flags: stored %x, deflated %x; want none on stored data", zr.File[2].Flags, zr.File[1].Flags)
+	}
 	if zr.File[2].Flags&flagUTF8 == 0 || zr.File[0].Flags&flagUTF8 != 0 {
 		t.Errorf("UTF-8 flag wrong: %x %x", zr.File[2].Flags, zr.File[0].Flags)
 	}
@@ -92,7 +102,7 @@ func TestRollback(t *testing.T) {
 	var out bytes.Buffer
 	w := NewWriter(&out, 1)
 	write := func(name, data string) {
-		ew, err := w.Create(Header{Name: name, Modified: mtime}, int64(len(data)))
+		ew, err := w.Create(Header{Name: name, Modified: mtime, Method: Deflate}, int64(len(data)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,20 +143,34 @@ func TestRollback(t *testing.T) {
 
 func TestErrors(t *testing.T) {
 	w := NewWriter(io.Discard, 1)
-	if _, err := w.Create(Header{Name: ""}, 0); err == nil {
+	if _, err := w.Create(Header{Name: "", Method: Deflate}, 0); err == nil {
 		t.Error("empty name accepted")
 	}
 	if _, err := w.Create(Header{Name: "x", Method: 99}, 0); err == nil {
 		t.Error("method 99 accepted")
 	}
-	ew, _ := w.Create(Header{Name: "x"}, 0)
-	if _, err := w.Create(Header{Name: "y"}, 0); err == nil {
+	if _, err := w.Create(Header{Name: "x", Method: Store}, 0); err == nil {
+		t.Error("stored entry with a data descriptor accepted")
+	}
+	ew, _ := w.Create(Header{Name: "x", Method: Deflate}, 0)
+	if _, err := w.Create(Header{Name: "y", Method: Deflate}, 0); err == nil {
 		t.Error("second entry while first open accepted")
 	}
 	if err := w.Close(); err == nil {
 		t.Error("close with open entry accepted")
 	}
 	ew.Close()
+	for _, data := range []string{"other", "long data", "dat"} {
+		ew, err := w.CreateStored(Header{Name: "s"}, crc32.ChecksumIEEE([]byte("data")), 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(ew, data)
+		if err := ew.Close(); !errors.Is(err, ErrMismatch) {
+			t.Errorf("stored %q announced as \"data\": Close gave %v, want ErrMismatch", data, err)
+		}
+		w.Rollback(Mark{w.off, len(w.dir)})
+	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -197,13 +221,18 @@ func TestZip64Large(t *testing.T) {
 	}
 	w := NewWriter(f, 1)
 	const size = 4<<30 + 100<<20
-	ew, err := w.Create(Header{Name: "big.bin", Modified: mtime, Mode: 0o644}, size)
+	chunk := make([]byte, 1<<20)
+	crc := crc32.NewIEEE()
+	for i := int64(0); i < size; i += int64(len(chunk)) {
+		chunk[0] = byte(i >> 20) // vary the content so the CRC means something
+		crc.Write(chunk)
+	}
+	ew, err := w.CreateStored(Header{Name: "big.bin", Modified: mtime, Mode: 0o644}, crc.Sum32(), size)
 	if err != nil {
 		t.Fatal(err)
 	}
-	chunk := make([]byte, 1<<20)
 	for i := int64(0); i < size; i += int64(len(chunk)) {
-		chunk[0] = byte(i >> 20) // vary the content so the CRC means something
+		chunk[0] = byte(i >> 20)
 		ew.Write(chunk)
 	}
 	if err := ew.Close(); err != nil {

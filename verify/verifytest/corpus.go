@@ -99,6 +99,16 @@ func Corpus(t testing.TB) []Case {
 		sharedHeader(t),
 		localNameFlip(t, intact),
 		overlap(t),
+		fakeDescriptor(t),
+		hiddenBetween(t),
+		hiddenPrefix(t),
+		hiddenBeforeDirectory(t),
+		deflateTrailer(t),
+		directoryWithData(t),
+		storedLonger(t),
+		encrypted(t, intact),
+		zip64CountLie(t, intact),
+		diskLie(t, intact),
 	}
 }
 
@@ -245,7 +255,7 @@ func sharedHeader(t testing.TB) Case {
 	a2 := centralHeader(t, z, "resources/a2.txt") + 42
 	binary.LittleEndian.PutUint32(z[a2:], binary.LittleEndian.Uint32(z[a:]))
 	return Case{Name: "shared-local-header", Zip: z,
-		Errors:    []Want{{"zip", "resources/a2.txt"}},
+		Errors:    []Want{{"zip", ""}, {"zip", "resources/a2.txt"}}, // a2.txt's own entry is now hidden
 		Committed: allCommitted, Extra: extra}
 }
 
@@ -272,9 +282,10 @@ func overlap(t testing.TB) Case {
 	q := MustIndex(t, z[:len(z)/2], []byte(quoted)) // q.txt's data, before the directory
 	a2 := centralHeader(t, z, "resources/a2.txt") + 42
 	binary.LittleEndian.PutUint32(z[a2:], uint32(q))
+	// q.txt holds a2.txt's descriptor, a2.txt's own entry is hidden now.
 	return Case{Name: "overlap", Zip: z,
-		Errors:    []Want{{"overlap", "resources/a2.txt"}},
-		Committed: append([]string{"q.txt", "a2.txt"}, allCommitted...), Extra: extra}
+		Errors:    []Want{{"overlap", "resources/a2.txt"}, {"zip", ""}, {"zip", "resources/q.txt"}},
+		Committed: append([]string{"a2.txt"}, allCommitted...), Extra: extra}
 }
 
 // quotedEntry is a stored entry as archive/zip writes it: local header
@@ -292,4 +303,152 @@ func quotedEntry(name, data string) string {
 	binary.LittleEndian.PutUint32(d[8:], uint32(len(data)))
 	binary.LittleEndian.PutUint32(d[12:], uint32(len(data)))
 	return string(h) + name + data + string(d)
+}
+
+// fakeDescriptor is a stored entry streamed with a data descriptor whose
+// data holds a descriptor for its first bytes, then a whole local entry:
+// bsdtar reading it from a pipe ends big.bin early and extracts evil.sh.
+func fakeDescriptor(t testing.TB) Case {
+	head := strings.Repeat("head ", 20)
+	d := make([]byte, 16)
+	binary.LittleEndian.PutUint32(d[0:], 0x08074b50)
+	binary.LittleEndian.PutUint32(d[4:], crc32.ChecksumIEEE([]byte(head)))
+	binary.LittleEndian.PutUint32(d[8:], uint32(len(head)))
+	binary.LittleEndian.PutUint32(d[12:], uint32(len(head)))
+	evil := storedEntry("resources/evil.sh", "#!/bin/sh\necho owned\n")
+	extra := []File{{Rel: "big.bin", Data: head + string(d) + evil + strings.Repeat("tail ", 20)}}
+	e, u := base(t, append(extra, BaseFiles...))
+	return Case{Name: "fake-data-descriptor", Zip: build(t, e, u),
+		Errors: []Want{{"zip", "resources/big.bin"}}, Committed: allCommitted, Extra: extra}
+}
+
+// storedEntry is a stored local entry whose header carries CRC and sizes.
+func storedEntry(name, data string) string {
+	h := make([]byte, 30)
+	binary.LittleEndian.PutUint32(h[0:], 0x04034b50)
+	binary.LittleEndian.PutUint16(h[4:], 20)
+	binary.LittleEndian.PutUint32(h[14:], crc32.ChecksumIEEE([]byte(data)))
+	binary.LittleEndian.PutUint32(h[18:], uint32(len(data)))
+	binary.LittleEndian.PutUint32(h[22:], uint32(len(data)))
+	binary.LittleEndian.PutUint16(h[26:], uint16(len(name)))
+	return string(h) + name + data
+}
+
+// dropCentral removes name's central directory record, so that its local
+// entry stays in the file but no directory lists it.
+func dropCentral(t testing.TB, z []byte, name string) []byte {
+	c := centralHeader(t, z, name)
+	n := 46 + len(name) + int(binary.LittleEndian.Uint16(z[c+30:])) + int(binary.LittleEndian.Uint16(z[c+32:]))
+	out := append(bytes.Clone(z[:c]), z[c+n:]...)
+	end := len(out) - 22
+	binary.LittleEndian.PutUint16(out[end+8:], binary.LittleEndian.Uint16(out[end+8:])-1)
+	binary.LittleEndian.PutUint16(out[end+10:], binary.LittleEndian.Uint16(out[end+10:])-1)
+	binary.LittleEndian.PutUint32(out[end+12:], binary.LittleEndian.Uint32(out[end+12:])-uint32(n))
+	return out
+}
+
+func hidden() Entry {
+	return Entry{Name: "resources/evil.sh", Data: []byte("#!/bin/sh\necho owned\n"), Method: zip.Store}
+}
+
+// hiddenBetween has a local entry between b.txt and c.txt that the
+// central directory does not list.
+func hiddenBetween(t testing.TB) Case {
+	e, u := base(t, BaseFiles)
+	e = append(e[:2], append([]Entry{hidden()}, e[2:]...)...)
+	return Case{Name: "hidden-entry-between", Zip: dropCentral(t, build(t, e, u), "resources/evil.sh"),
+		Errors: []Want{{"zip", ""}}, Committed: allCommitted}
+}
+
+// hiddenPrefix puts a local entry before the archive; archive/zip skips
+// it as it would a self-extractor's stub.
+func hiddenPrefix(t testing.TB) Case {
+	z := append([]byte(storedEntry("resources/evil.sh", "#!/bin/sh\necho owned\n")), Intact(t)...)
+	return Case{Name: "hidden-entry-prefix", Zip: z, Errors: []Want{{"zip", ""}}, Committed: allCommitted}
+}
+
+// hiddenBeforeDirectory has an unlisted local entry after manifest.xml.
+func hiddenBeforeDirectory(t testing.TB) Case {
+	e, u := base(t, BaseFiles)
+	m := Manifest(t, ResourceMD(), u)
+	z := Zip(t, append(e, Entry{Name: "manifest.xml", Data: m, Method: zip.Deflate}, hidden()))
+	return Case{Name: "hidden-entry-before-directory", Zip: dropCentral(t, z, "resources/evil.sh"),
+		Errors: []Want{{"zip", ""}}, Committed: allCommitted}
+}
+
+// deflateTrailer is a deflated entry whose compressed size covers a local
+// entry after the end of its deflate stream.
+func deflateTrailer(t testing.TB) Case {
+	e, u := base(t, BaseFiles)
+	f := File{Rel: "d.txt", Data: strings.Repeat("delta ", 50)}
+	d := append(Deflated([]byte(f.Data)), storedEntry("resources/evil.sh", "#!/bin/sh\n")...)
+	e = append(e, Entry{Name: "resources/d.txt", Data: d, Method: zip.Deflate,
+		Raw: &RawHeader{CRC32: CRC([]byte(f.Data)), CompressedSize64: uint64(len(d)), UncompressedSize64: uint64(len(f.Data))}})
+	return Case{Name: "deflate-trailing-bytes", Zip: build(t, e, append(u, URLFor(f, "/resources/"))),
+		Errors: []Want{{"zip", "resources/d.txt"}}, Committed: allCommitted}
+}
+
+// directoryWithData is a directory entry with content, which some
+// extractors write as a file.
+func directoryWithData(t testing.TB) Case {
+	e, u := base(t, BaseFiles)
+	e = append(e, Entry{Name: "resources/d_", Data: []byte("#!/bin/sh\n"), Method: zip.Store})
+	z := bytes.ReplaceAll(build(t, e, u), []byte("resources/d_"), []byte("resources/d/")) // archive/zip writes no data to a directory
+	return Case{Name: "directory-with-data", Zip: z,
+		Errors: []Want{{"zip", "resources/d/"}}, Committed: allCommitted}
+}
+
+// storedLonger is a stored entry whose data runs on past the size its
+// headers declare: the surplus is a local entry a streaming reader meets.
+func storedLonger(t testing.TB) Case {
+	e, u := base(t, BaseFiles)
+	f := File{Rel: "d.txt", Data: strings.Repeat("delta ", 50)}
+	d := append([]byte(f.Data), storedEntry("resources/evil.sh", "#!/bin/sh\n")...)
+	e = append(e, Entry{Name: "resources/d.txt", Data: d, Method: zip.Store,
+		Raw: &RawHeader{CRC32: CRC([]byte(f.Data)), CompressedSize64: uint64(len(f.Data)), UncompressedSize64: uint64(len(f.Data))}})
+	return Case{Name: "stored-data-longer", Zip: build(t, e, append(u, URLFor(f, "/resources/"))),
+		Errors: []Want{{"zip", ""}}, Committed: append([]string{"d.txt"}, allCommitted...), Extra: []File{f}}
+}
+
+// encrypted sets b.txt's encryption flag in both headers: archive/zip
+// reads on as if the data were plain, other readers want a password.
+func encrypted(t testing.TB, intact []byte) Case {
+	z := bytes.Clone(intact)
+	c := centralHeader(t, z, "resources/b.txt")
+	l := int(binary.LittleEndian.Uint32(z[c+42:]))
+	z[c+8] |= 1
+	z[l+6] |= 1
+	return Case{Name: "encryption-flag", Zip: z,
+		Errors: []Want{{"zip", "resources/b.txt"}}, Committed: []string{"a.txt", "dir/c.txt"}}
+}
+
+// zip64CountLie adds ZIP64 end records that count one entry more than the
+// plain end record; archive/zip ignores them, 7-Zip and libarchive do not.
+func zip64CountLie(t testing.TB, intact []byte) Case {
+	end := len(intact) - 22
+	n := uint64(binary.LittleEndian.Uint16(intact[end+10:]))
+	size, off := binary.LittleEndian.Uint32(intact[end+12:]), binary.LittleEndian.Uint32(intact[end+16:])
+	var r []byte
+	r = binary.LittleEndian.AppendUint32(r, 0x06064b50)
+	r = binary.LittleEndian.AppendUint64(r, 44)
+	r = binary.LittleEndian.AppendUint16(r, 45)
+	r = binary.LittleEndian.AppendUint16(r, 45)
+	r = binary.LittleEndian.AppendUint64(r, 0) // both disks 0
+	r = binary.LittleEndian.AppendUint64(r, n+1)
+	r = binary.LittleEndian.AppendUint64(r, n+1)
+	r = binary.LittleEndian.AppendUint64(r, uint64(size))
+	r = binary.LittleEndian.AppendUint64(r, uint64(off))
+	r = binary.LittleEndian.AppendUint32(r, 0x07064b50)
+	r = binary.LittleEndian.AppendUint32(r, 0)
+	r = binary.LittleEndian.AppendUint64(r, uint64(end))
+	r = binary.LittleEndian.AppendUint32(r, 1)
+	z := append(append(bytes.Clone(intact[:end]), r...), intact[end:]...)
+	return Case{Name: "zip64-count-lie", Zip: z, Errors: []Want{{"zip", ""}}, Committed: allCommitted}
+}
+
+// diskLie claims the package spans two disks.
+func diskLie(t testing.TB, intact []byte) Case {
+	z := bytes.Clone(intact)
+	binary.LittleEndian.PutUint16(z[len(z)-22+4:], 1)
+	return Case{Name: "disk-count-lie", Zip: z, Errors: []Want{{"zip", ""}}, Committed: allCommitted}
 }

@@ -1,0 +1,56 @@
+package unpack_test
+
+import (
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/rsdump/rsdump/unpack"
+	"github.com/rsdump/rsdump/verify"
+	"github.com/rsdump/rsdump/verify/verifytest"
+)
+
+// A package whose tail changes between the first reads (central
+// directory, manifest) and the hash pass must be refused: the hash then
+// matches the dump, but the manifest used was another one.
+func TestUnpackRefusesPackageChangedDuringRun(t *testing.T) {
+	good, evil := verifytest.TailSwap(t)
+	src := t.TempDir()
+	doc := verifytest.ResourceDump(t, src, good)
+	zipPath := filepath.Join(src, "resourcedump-00001.zip")
+	writeFile(t, zipPath, evil)
+	var once sync.Once
+	opts := unpack.Options{Jobs: 1, Progress: func(int64) {
+		once.Do(func() { writeFile(t, zipPath, good) }) // in place: the open file sees it
+	}}
+	dir := t.TempDir()
+	res, fs := run(t, doc, dir, opts)
+	got := contents(readTree(t, dir))
+	if strings.Contains(got["a.txt"], "EVIL") {
+		t.Errorf("a.txt restored as %q from a manifest the package hash does not cover", got["a.txt"])
+	}
+	if len(got) != 0 {
+		t.Errorf("files written from a package that changed: %v", got)
+	}
+	f, ok := find(fs, verify.Error, verify.CheckRead, "")
+	if !ok || !strings.Contains(f.Msg, "changed") {
+		t.Errorf("no finding that the package changed:\n%s", dump(fs))
+	}
+	if res.Problems() == 0 {
+		t.Errorf("result has no problem: %+v", res)
+	}
+}
+
+// A package whose bitstreams verify but whose own hash does not is
+// refused after staging: the summary counts no byte of it as written.
+func TestUnpackCountsOnlyBytesWritten(t *testing.T) {
+	good, evil := verifytest.TailSwap(t)
+	src := t.TempDir()
+	doc := verifytest.ResourceDump(t, src, good)
+	writeFile(t, filepath.Join(src, "resourcedump-00001.zip"), evil)
+	res, fs := run(t, doc, t.TempDir(), unpack.Options{})
+	if res.Written != 0 || res.Bytes != 0 || res.Refused != 2 {
+		t.Errorf("%d files written (%d B), %d refused; want 0 (0 B), 2\n%s", res.Written, res.Bytes, res.Refused, dump(fs))
+	}
+}
