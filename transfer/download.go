@@ -134,6 +134,9 @@ func (d *download) run(ctx context.Context) (err error) {
 	}()
 	d.g.opts.Events(&FileStart{Name: d.f.Name, Size: d.f.Size, Resumed: d.res.Resumed})
 	sum, err := d.transfer(ctx)
+	if err == nil && d.needsRepair(sum) {
+		sum, err = d.repair(ctx, sum)
+	}
 	if err != nil {
 		return err
 	}
@@ -188,13 +191,19 @@ func (d *download) workers(ctx context.Context) error {
 	return nil
 }
 
-// workerCount: enough workers to fill every slot this file could use.
+// workerCount: enough workers to fill every slot this file could use,
+// and with several hosts one more per piece for its end-game copy: a
+// file of one piece on a drip mirror is otherwise never overtaken.
 func (d *download) workerCount() int {
 	hosts := map[string]bool{}
 	for _, m := range d.mirrors {
 		hosts[m.host] = true
 	}
-	return max(1, min(d.g.opts.Connections, len(hosts)*d.g.opts.PerMirror, d.remaining))
+	want := d.remaining
+	if len(hosts) > 1 {
+		want *= 2
+	}
+	return max(1, min(d.g.opts.Connections, len(hosts)*d.g.opts.PerMirror, want))
 }
 
 func (d *download) worker(ctx context.Context) error {

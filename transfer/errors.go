@@ -17,6 +17,7 @@ var (
 	ErrNoRange    = errors.New("server does not honour range requests")
 	ErrBadRange   = errors.New("response does not match the requested range")
 	ErrStalled    = errors.New("no progress within the stall timeout")
+	ErrTooSlow    = errors.New("below the minimum speed")
 	ErrAllMirrors = errors.New("every mirror failed")
 	// ErrUnverifiable: the source gives only hashes rsdump cannot compute,
 	// so the file is refused before any byte is fetched.
@@ -37,6 +38,36 @@ func (e *StatusError) Error() string {
 // retryable reports whether the same mirror may succeed later.
 func (e *StatusError) retryable() bool {
 	return e.Status == http.StatusTooManyRequests || e.Status == http.StatusRequestTimeout || e.Status >= 500
+}
+
+// SpeedError says a mirror delivered less than Options.MinSpeed over a
+// window; it unwraps to ErrTooSlow.
+type SpeedError struct {
+	URL    string
+	Speed  float64 // bytes/s over the window
+	Min    int64
+	Window time.Duration
+}
+
+func (e *SpeedError) Error() string {
+	w := e.Window.Round(10 * time.Millisecond)
+	if w >= 10*time.Second {
+		w = w.Round(time.Second)
+	}
+	return fmt.Sprintf("%s: %s over %s: %v of %s", e.URL, rate(e.Speed), w, ErrTooSlow, rate(float64(e.Min)))
+}
+
+func (e *SpeedError) Unwrap() error { return ErrTooSlow }
+
+// rate renders bytes/s for a message.
+func rate(v float64) string {
+	switch {
+	case v >= 1<<20:
+		return fmt.Sprintf("%.1f MiB/s", v/(1<<20))
+	case v >= 1<<10:
+		return fmt.Sprintf("%.1f KiB/s", v/(1<<10))
+	}
+	return fmt.Sprintf("%.0f B/s", v)
 }
 
 // MirrorsError says why every mirror of a file was dropped.
@@ -126,7 +157,7 @@ func classify(err error) (verdict, time.Duration) {
 		return ignore, 0
 	case errors.Is(err, ErrPieceHash):
 		return badData, 0
-	case errors.Is(err, ErrNoRange), errors.Is(err, ErrBadRange):
+	case errors.Is(err, ErrNoRange), errors.Is(err, ErrBadRange), errors.Is(err, ErrTooSlow):
 		return dropMirror, 0
 	case errors.As(err, &se):
 		if se.retryable() {

@@ -25,6 +25,7 @@ type attempt struct {
 	start    time.Time
 	got      atomic.Int64
 	last     atomic.Int64 // UnixNano of the last byte received
+	sent     atomic.Int64 // UnixNano when the request went out, 0 before (waiting for the budget)
 	buf      []byte       // an end-game copy's data
 	stored   bool         // a buffered copy that was written (runBuffered)
 	bodyDone time.Time    // when a buffered copy's body was read and its slots given back (hangUp); guarded by d.mu
@@ -44,6 +45,7 @@ func (d *download) fetch(a *attempt, sink func(off int64, b []byte) error) error
 	if err != nil {
 		return err
 	}
+	defer a.m.pace.end()
 	defer watch.Stop()
 	defer resp.Body.Close()
 	h := d.pieceHash()
@@ -62,6 +64,9 @@ func (d *download) fetch(a *attempt, sink func(off int64, b []byte) error) error
 		}
 		pos += int64(len(b))
 	}
+	if err := d.checkEnd(a, resp.Body, end-off); err != nil {
+		return err
+	}
 	return d.checkPiece(a, h)
 }
 
@@ -71,19 +76,43 @@ func (d *download) fetchInto(a *attempt, b []byte) error {
 	if err != nil {
 		return err
 	}
+	defer a.m.pace.end()
 	defer watch.Stop()
 	defer resp.Body.Close()
-	return d.readBody(a, resp.Body, watch, b)
+	if err := d.readBody(a, resp.Body, watch, b); err != nil {
+		return err
+	}
+	return d.checkEnd(a, resp.Body, int64(len(b)))
+}
+
+// checkEnd fails a body that goes on past the n bytes asked for: a
+// chunked answer is bounded by nothing but this count, and a server that
+// sends more than it was asked cannot be trusted with what it did send.
+func (d *download) checkEnd(a *attempt, body io.Reader, n int64) error {
+	var one [1]byte
+	k, err := io.ReadFull(body, one[:])
+	switch {
+	case k > 0:
+		return fmt.Errorf("%s: body longer than the %d bytes asked for: %w", a.m.url, n, ErrBadRange)
+	case err == io.EOF:
+		return nil
+	}
+	return d.readError(a, err)
 }
 
 // send sends the attempt's request under a stall watch, which cancels the
-// attempt when no byte arrives for StallTimeout.
+// attempt when no byte arrives for StallTimeout, and counts it in its
+// mirror's pace (the caller calls a.m.pace.end once the body is read).
 func (d *download) send(a *attempt) (*http.Response, *time.Timer, error) {
 	off, end := d.span(a.piece)
+	now := time.Now().UnixNano()
+	a.sent.Store(now)
+	a.m.pace.begin(now)
 	watch := time.AfterFunc(d.g.opts.StallTimeout, func() { a.cancel(ErrStalled) })
 	resp, err := d.request(a, off, end)
 	if err != nil {
 		watch.Stop()
+		a.m.pace.end()
 		return nil, nil, err
 	}
 	return resp, watch, nil
@@ -97,9 +126,13 @@ func (d *download) readBody(a *attempt, body io.Reader, watch *time.Timer, dst [
 		if n > 0 {
 			watch.Reset(d.g.opts.StallTimeout)
 			a.got.Add(int64(n))
-			a.last.Store(time.Now().UnixNano())
+			now := time.Now().UnixNano()
+			a.last.Store(now)
 			d.received(a.m, n)
 			dst = dst[n:]
+			if err := d.checkPace(a.m, n, now); err != nil {
+				return err
+			}
 		}
 		if err != nil && len(dst) > 0 {
 			if err == io.EOF {

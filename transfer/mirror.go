@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/url"
 	"slices"
+	"sync/atomic"
 	"time"
 )
 
@@ -29,7 +30,28 @@ type mirror struct {
 	nRecent  int
 	bytes    int64 // verified bytes served
 	bad      int
+	pace     pace // read without the download's mutex
 }
+
+// pace is what a mirror delivered for a file since the current window
+// began: the window restarts when the mirror's first request in flight
+// goes out, and each time it is judged (checkPace), so neither idle time
+// nor a wait for the connection budget counts as slow.
+type pace struct {
+	start atomic.Int64 // UnixNano
+	bytes atomic.Int64
+	busy  atomic.Int32 // requests in flight
+}
+
+// begin counts a request going out at now; end, one done.
+func (p *pace) begin(now int64) {
+	if p.busy.Add(1) == 1 {
+		p.start.Store(now)
+		p.bytes.Store(0)
+	}
+}
+
+func (p *pace) end() { p.busy.Add(-1) }
 
 func newMirrors(f File, locs []string) ([]*mirror, error) {
 	ms := slices.Clone(f.Mirrors)
@@ -169,4 +191,29 @@ func (m *mirror) observe(n int64, d time.Duration) {
 		return
 	}
 	m.rate = 0.7*m.rate + 0.3*r
+}
+
+// checkPace adds n bytes received at now to m's window and, once the
+// window is MinSpeedWindow long, judges it: a mirror below MinSpeed is
+// dropped for the file and every copy it serves is cancelled. It costs
+// two atomic operations per read.
+func (d *download) checkPace(m *mirror, n int, now int64) error {
+	o := &d.g.opts
+	if o.MinSpeed < 0 {
+		return nil
+	}
+	got := m.pace.bytes.Add(int64(n))
+	start := m.pace.start.Load()
+	el := time.Duration(now - start)
+	if el < o.MinSpeedWindow || !m.pace.start.CompareAndSwap(start, now) {
+		return nil // too early, or another read judged this window
+	}
+	m.pace.bytes.Add(-got)
+	speed := float64(got) / el.Seconds()
+	if speed >= float64(o.MinSpeed) {
+		return nil
+	}
+	err := &SpeedError{URL: m.url, Speed: speed, Min: o.MinSpeed, Window: el}
+	d.tooSlow(m, err)
+	return err
 }

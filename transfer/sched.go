@@ -21,6 +21,7 @@ type piece struct {
 	dup     *attempt // an end-game copy, buffered, written only if it wins
 	excl    []int    // mirrors whose copy failed the hash
 	tries   int
+	from    int // 1 + the index of the mirror whose copy was written, 0 if unknown (see repair)
 	wmu     sync.Mutex
 	writer  int64 // the streamed copy allowed to write
 	stored  bool  // a buffered copy was written
@@ -289,6 +290,9 @@ func (d *download) settle(a *attempt, err error) {
 	case err == nil:
 		return
 	}
+	if errors.Is(err, errLost) && a.bodyDone.IsZero() {
+		d.lost(a)
+	}
 	v, after := classify(err)
 	d.judge(m, p, v, after, err)
 	if v == ignore {
@@ -304,6 +308,38 @@ func (d *download) settle(a *attempt, err error) {
 	if p.tries > 3*len(d.mirrors)+3 {
 		d.failLocked(fmt.Errorf("%s: piece %d failed %d times, last: %w", d.f.Name, a.piece, p.tries, err))
 	}
+}
+
+// lost counts a copy overtaken by a faster one as a measure of its
+// mirror's pace: a drip that never finishes a piece would otherwise stay
+// unmeasured, which ranks it first for every free connection. A copy
+// that never sent its request (it waited for the budget) says nothing.
+func (d *download) lost(a *attempt) {
+	sent := a.sent.Load()
+	el := time.Since(time.Unix(0, sent))
+	if sent == 0 || el < 50*time.Millisecond {
+		return // cancelled before it could show a pace
+	}
+	r := float64(max(a.got.Load(), 1)) / el.Seconds()
+	if a.m.rate == 0 || r < a.m.rate {
+		a.m.observe(max(a.got.Load(), 1), el)
+	}
+}
+
+// tooSlow drops a mirror below the minimum speed and cancels its copies.
+func (d *download) tooSlow(m *mirror, err *SpeedError) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.drop(m, trimURL(err.Error(), m.url))
+	for i := d.cursor; i < d.n; i++ {
+		p := &d.pieces[i]
+		for _, a := range []*attempt{p.primary, p.dup} {
+			if a != nil && a.m == m {
+				a.cancel(err)
+			}
+		}
+	}
+	d.changed.notify()
 }
 
 func (d *download) judge(m *mirror, p *piece, v verdict, after time.Duration, err error) {
@@ -345,6 +381,7 @@ func (d *download) complete(a *attempt, p *piece) {
 	}
 	off, end := d.span(a.piece)
 	p.done = true
+	p.from = a.m.idx + 1
 	d.remaining--
 	d.dirty = true
 	d.verified.Add(end - off)

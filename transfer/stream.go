@@ -53,6 +53,8 @@ func (d *download) streamAll(ctx context.Context, m *mirror) error {
 		return err
 	}
 	defer resp.Body.Close()
+	m.pace.begin(time.Now().UnixNano())
+	defer m.pace.end()
 	body := &watchedReader{r: resp.Body, watch: watch, stall: d.g.opts.StallTimeout, d: d, m: m}
 	for i := range d.n {
 		if err := d.streamPiece(body, m, i); err != nil {
@@ -61,6 +63,10 @@ func (d *download) streamAll(ctx context.Context, m *mirror) error {
 			}
 			return fmt.Errorf("%s: %w", m.url, err)
 		}
+	}
+	var one [1]byte
+	if n, _ := io.ReadFull(resp.Body, one[:]); n > 0 {
+		return fmt.Errorf("%s: body longer than the file's %d bytes: %w", m.url, d.f.Size, ErrBadRange)
 	}
 	return nil
 }
@@ -111,8 +117,8 @@ func (d *download) streamPiece(body io.Reader, m *mirror, i int) error {
 	return nil
 }
 
-// watchedReader counts bytes and pushes the stall deadline back on each
-// read that makes progress.
+// watchedReader counts bytes, pushes the stall deadline back on each read
+// that makes progress, and fails below the minimum speed.
 type watchedReader struct {
 	r     io.Reader
 	watch *time.Timer
@@ -126,6 +132,9 @@ func (w *watchedReader) Read(p []byte) (int, error) {
 	if n > 0 {
 		w.watch.Reset(w.stall)
 		w.d.received(w.m, n)
+		if err := w.d.checkPace(w.m, n, time.Now().UnixNano()); err != nil {
+			return n, err
+		}
 	}
 	if errors.Is(err, io.EOF) && n == 0 {
 		return 0, io.ErrUnexpectedEOF

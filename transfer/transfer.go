@@ -8,9 +8,17 @@
 // connection goes to the ready mirror with the best measured speed
 // (discounted by its share of bad pieces), so faster mirrors take more
 // pieces. A copy that stalls, and at the end any copy slower than an idle
-// mirror would be, is fetched again elsewhere and the loser cancelled. A
-// server that ignores Range is used, as a last resort, to stream the
-// whole file once.
+// mirror would be, is fetched again elsewhere and the loser cancelled
+// (a file of a few pieces has a spare worker per piece for this). A
+// mirror below Options.MinSpeed over a window is dropped for the file,
+// and a body longer than the range asked for fails its request. A server
+// that ignores Range is used, as a last resort, to stream the whole file
+// once.
+//
+// Without piece hashes only the whole-file hash checks the data; when it
+// fails and there are several mirrors, each range is compared with a copy
+// from another mirror and the mirror whose copies spoil the hash is found
+// and dropped (repair.go), or the error names the mirrors that disagreed.
 //
 // The package never prints: progress is polled with Getter.Progress and
 // announced through Options.Events.
@@ -64,6 +72,15 @@ type Options struct {
 	Locations    []string      // preferred mirror locations, best first
 	Client       *http.Client  // [rsdump's client (timeouts, stall watch, User-Agent), pools sized for the budget]
 
+	// MinSpeed is the lowest throughput, in bytes/s, a mirror may keep
+	// over MinSpeedWindow while it serves a file: a slower one is dropped
+	// for the file, its pieces go to the others, and a file with no
+	// mirror left fails naming it and its speed. Negative turns the check
+	// off (aria2's --lowest-speed-limit, which is off by default). [1 KiB/s,
+	// over 30s: a drip that would take 14 hours over 50 MB fails over]
+	MinSpeed       int64
+	MinSpeedWindow time.Duration
+
 	// Events receives file-level events; it is called from download
 	// goroutines and must not block for long.
 	Events func(Event)
@@ -80,6 +97,8 @@ const (
 	defaultMaxFailures = 8
 	defaultRangeSize   = 1 << 20
 	defaultSave        = 250 * time.Millisecond
+	defaultMinSpeed    = 1 << 10
+	defaultSpeedWindow = 30 * time.Second
 )
 
 func (o Options) withDefaults() Options {
@@ -100,6 +119,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.SaveInterval <= 0 {
 		o.SaveInterval = defaultSave
+	}
+	if o.MinSpeed == 0 {
+		o.MinSpeed = defaultMinSpeed
+	}
+	if o.MinSpeedWindow <= 0 {
+		o.MinSpeedWindow = defaultSpeedWindow
 	}
 	if o.Events == nil {
 		o.Events = func(Event) {}

@@ -103,6 +103,7 @@ type sample struct {
 
 type bench struct {
 	dir, src, sum, meta, rsdump string
+	baseline                    string // an older rsdump, the tool "baseline"
 	size                        int64
 	runs                        int
 	tools                       []string
@@ -137,8 +138,11 @@ func (b *bench) add(sc scenario, tool string, s sample) {
 }
 
 func (b *bench) command(tool, out string, resume bool) *exec.Cmd {
-	if tool == "rsdump" {
+	switch tool {
+	case "rsdump":
 		return exec.Command(b.rsdump, "get", b.meta, "-o", out, "-q")
+	case "baseline":
+		return exec.Command(b.baseline, "get", b.meta, "-o", out, "-q")
 	}
 	args := []string{"--metalink-file=" + b.meta, "-d", out, "-x2", "-s6", "-k1M", "--file-allocation=none",
 		"--check-integrity=true", "--console-log-level=error", "--summary-interval=0", "--auto-file-renaming=false",

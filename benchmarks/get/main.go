@@ -5,6 +5,8 @@
 // same run, and the medians of several runs are printed as markdown.
 //
 // Usage: go run ./benchmarks/get [-size MiB] [-runs N] [-only a,b] [-dir DIR]
+//
+//	[-baseline OLD-RSDUMP -tools rsdump,baseline,aria2c]
 package main
 
 import (
@@ -29,8 +31,13 @@ func main() {
 	only := flag.String("only", "", "comma-separated scenario names (default: all)")
 	dir := flag.String("dir", "/tmp/rsdump-bench-get", "work directory")
 	rsdump := flag.String("rsdump", "", "rsdump binary (default: build ./cmd/rsdump)")
+	base := flag.String("baseline", "", "an older rsdump binary, run as the tool \"baseline\" (add it to -tools)")
 	tools := flag.String("tools", "rsdump,aria2c", "tools to run")
+	port := flag.Int("port", 18481, "the mirrors' port on 127.0.0.1-3 (another session may hold the default)")
 	flag.Parse()
+	for i := range mirrorAddrs {
+		mirrorAddrs[i] = fmt.Sprintf("127.0.0.%d:%d", i+1, *port)
+	}
 	log.SetFlags(log.Ltime)
 	if err := os.MkdirAll(*dir, 0o755); err != nil {
 		log.Fatal(err)
@@ -51,7 +58,7 @@ func main() {
 	if err := writeMeta4(meta, src, sum, *size<<20); err != nil {
 		log.Fatal(err)
 	}
-	b := &bench{dir: *dir, src: src, sum: sum, size: *size << 20, meta: meta, rsdump: bin, runs: *runs,
+	b := &bench{dir: *dir, src: src, sum: sum, size: *size << 20, meta: meta, rsdump: bin, baseline: *base, runs: *runs,
 		tools: strings.Split(*tools, ",")}
 	for _, sc := range scenarios() {
 		if *only != "" && !strings.Contains(","+*only+",", ","+sc.name+",") {

@@ -60,6 +60,7 @@ type getFlags struct {
 	connections, perMirror int
 	files, maxFailures     int
 	stall                  time.Duration
+	minSpeed               int64
 	quiet, json            bool
 }
 
@@ -71,6 +72,7 @@ func runGet(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.IntVar(&f.perMirror, "per-mirror", 4, "`N` connections per mirror (counted per host:port)")
 	fs.IntVar(&f.files, "files", 4, "`N` files downloaded at once")
 	fs.DurationVar(&f.stall, "stall-timeout", 20*time.Second, "retry a request elsewhere after `DURATION` without progress")
+	fs.Var(newSizeValue(&f.minSpeed, 1<<10), "min-speed", "drop a mirror for a file when it delivers under `SIZE` bytes per second over 30s (0: never)")
 	fs.IntVar(&f.maxFailures, "max-failures", 8, "drop a mirror for a file after `N` failures in a row")
 	fs.StringVar(&f.locations, "location", "", "prefer mirrors in these `COUNTRIES` (ISO 3166 codes, comma-separated, best first)")
 	fs.StringVar(&f.unpack, "unpack", "", "unpack each verified package into `DIR` as soon as it and those before it are complete")
@@ -94,7 +96,10 @@ func runGet(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 func (f *getFlags) options(args []string) (transfer.Options, error) {
 	o := transfer.Options{Connections: f.connections, PerMirror: f.perMirror, Files: f.files,
-		StallTimeout: f.stall, MaxFailures: f.maxFailures}
+		StallTimeout: f.stall, MaxFailures: f.maxFailures, MinSpeed: f.minSpeed}
+	if f.minSpeed == 0 {
+		o.MinSpeed = -1 // off, as aria2's --lowest-speed-limit=0
+	}
 	if len(args) == 0 {
 		return o, usagef("get needs at least one SOURCE")
 	}

@@ -249,3 +249,21 @@ func testGetInterrupted(t *testing.T, bin string) {
 		t.Errorf("resume after SIGINT: %v, resumed %d", err, s.Resumed)
 	}
 }
+
+// --min-speed takes a size per second; 0 turns the check off, which the
+// engine spells as a negative value (its zero means the default).
+func TestGetMinSpeedFlag(t *testing.T) {
+	for _, tc := range []struct {
+		v    int64
+		want int64
+	}{{1 << 10, 1 << 10}, {64 << 10, 64 << 10}, {0, -1}} {
+		f := getFlags{connections: 1, perMirror: 1, files: 1, maxFailures: 1, stall: time.Second, minSpeed: tc.v, layout: "url"}
+		o, err := f.options([]string{"x.meta4"})
+		if err != nil || o.MinSpeed != tc.want {
+			t.Errorf("--min-speed %d: MinSpeed %d, %v; want %d", tc.v, o.MinSpeed, err, tc.want)
+		}
+	}
+	if code, _, stderr := rsdump(t, "get", "--min-speed", "fast", "x.meta4"); code != exitUsage || !strings.Contains(stderr, "min-speed") {
+		t.Errorf("--min-speed fast: exit %d, %q; want a usage error naming the flag", code, stderr)
+	}
+}

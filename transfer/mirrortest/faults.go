@@ -29,6 +29,9 @@ func (w *faultWriter) WriteHeader(code int) {
 			h.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", a+1, b+1, size))
 		}
 	}
+	if w.m.overlong > 0 {
+		h.Del("Content-Length")
+	}
 	w.ResponseWriter.WriteHeader(code)
 	w.flush() // headers go out at once, as from a real server, before any rate limit
 }
@@ -37,6 +40,13 @@ func (w *faultWriter) Write(p []byte) (int, error) {
 	written := 0
 	for len(p) > 0 {
 		n := min(len(p), chunk)
+		if w.m.dripBytes > 0 {
+			n = min(n, w.m.dripBytes)
+			w.flush()
+			if !sleep(w.ctx, w.m.dripEvery) {
+				return written, w.ctx.Err()
+			}
+		}
 		if d := w.m.dropAfter; d >= 0 {
 			if w.sent >= d {
 				w.flush()

@@ -47,6 +47,9 @@ type Mirror struct {
 	noRange     bool
 	wrongRange  bool
 	header      http.Header
+	dripBytes   int           // with Drip: bytes per write
+	dripEvery   time.Duration // with Drip: pause before each write
+	overlong    int64         // bytes sent after the body, without a Content-Length
 
 	Requests atomic.Int64 // requests received
 	Bytes    atomic.Int64 // body bytes sent
@@ -93,6 +96,17 @@ func StallTimes(n int64) Option {
 func Status(code int, frac float64, retryAfter string) Option {
 	return func(m *Mirror) { m.status, m.statusFrac, m.retryAfter = code, frac, retryAfter }
 }
+
+// Drip sends every body n bytes at a time, pausing d before each write:
+// a mirror that never stalls long enough for a stall timeout yet would
+// take hours.
+func Drip(n int, d time.Duration) Option {
+	return func(m *Mirror) { m.dripBytes, m.dripEvery = n, d }
+}
+
+// Overlong sends n bytes of junk after every body, with no Content-Length
+// (chunked), so that only a client counting bytes notices.
+func Overlong(n int64) Option { return func(m *Mirror) { m.overlong = n } }
 
 // NoRange ignores Range headers and sends the whole file with 200.
 func NoRange() Option { return func(m *Mirror) { m.noRange = true } }
@@ -174,6 +188,9 @@ func (m *Mirror) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	data := m.snapshot()
 	m.mu.Unlock()
 	http.ServeContent(fw, r, m.name, time.Time{}, data)
+	if m.overlong > 0 && fw.sent > 0 {
+		fw.Write(make([]byte, m.overlong))
+	}
 }
 
 // snapshot gives each request its own reader over the shared content.
