@@ -3,6 +3,7 @@ package transfer
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -113,9 +114,24 @@ func (d *download) send(a *attempt) (*http.Response, *time.Timer, error) {
 	if err != nil {
 		watch.Stop()
 		a.m.pace.end()
+		if timeout(err) || errors.Is(context.Cause(a.ctx), ErrStalled) {
+			err = &noAnswerError{err}
+		}
 		return nil, nil, err
 	}
 	return resp, watch, nil
+}
+
+// noAnswerError is a request that got no response within the stall
+// timeout: the server accepted it, or not even that, and said nothing.
+type noAnswerError struct{ err error }
+
+func (e *noAnswerError) Error() string { return e.err.Error() }
+func (e *noAnswerError) Unwrap() error { return e.err }
+
+func timeout(err error) bool {
+	var te interface{ Timeout() bool }
+	return errors.As(err, &te) && te.Timeout()
 }
 
 // readBody fills dst from body, crediting progress and pushing the stall

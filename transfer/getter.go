@@ -46,6 +46,12 @@ func New(o Options) *Getter {
 // newClient is httpc's client with pools sized for the budget, no
 // transparent gzip (ranges are of the file's bytes) and the stall timeout
 // as the wait for headers and for body bytes.
+// NewClient returns the HTTP client a Getter with o uses when o.Client is
+// nil: rsdump's, with o's stall timeout for response headers and bodies.
+// verify and unpack read documents with it, so that one --stall-timeout
+// holds for a whole run.
+func NewClient(o Options) *http.Client { return newClient(o.withDefaults()) }
+
 func newClient(o Options) *http.Client {
 	return httpc.New(httpc.Options{
 		ResponseHeaderTimeout: o.StallTimeout,

@@ -360,6 +360,14 @@ func (d *download) judge(m *mirror, p *piece, v verdict, after time.Duration, er
 	case retryLater:
 		d.res.Retries++
 		m.fails++
+		if unanswered(err) && m.rate == 0 && m.bytes == 0 {
+			// A server that accepts and never answers is not waited for
+			// MaxFailures times over: the file fails within one stall
+			// timeout when it has no other mirror. One that answered and
+			// then stalled is retried.
+			d.drop(m, "no answer within the stall timeout, and none before: "+trimURL(err.Error(), m.url))
+			return
+		}
 		if m.fails >= d.g.opts.MaxFailures {
 			d.drop(m, fmt.Sprintf("%d failures in a row, last: %s", m.fails, trimURL(err.Error(), m.url)))
 			return
@@ -451,4 +459,11 @@ func (d *download) failLocked(err error) {
 // mirror's URL anyway.
 func trimURL(msg, url string) string {
 	return strings.TrimPrefix(msg, url+": ")
+}
+
+// unanswered reports whether err is a request that got no response
+// within the stall timeout, as opposed to a body that stalled.
+func unanswered(err error) bool {
+	var na *noAnswerError
+	return errors.As(err, &na)
 }

@@ -104,3 +104,22 @@ func TestProbeRedirectScheme(t *testing.T) {
 		t.Errorf("%v, want httpc.ErrScheme naming both URLs", err)
 	}
 }
+
+// TestSilentMirrorDroppedAtOnce: a mirror that accepts and never answers
+// is not retried MaxFailures times: with the default retries, a file whose
+// only mirror it is fails within about one stall timeout.
+func TestSilentMirrorDroppedAtOnce(t *testing.T) {
+	data := payload(256<<10, 7)
+	u := httpctest.Silent(t) + "/f.bin"
+	o := fastOptions()
+	o.MaxFailures = 0 // the default, 8
+	o.StallTimeout = 300 * time.Millisecond
+	start := time.Now()
+	_, err := get(t, o, t.TempDir(), fileFor("f.bin", data, plen, u))
+	if el := time.Since(start); el > 6*o.StallTimeout {
+		t.Errorf("took %s, want about one stall timeout (%s)", el, o.StallTimeout)
+	}
+	if err == nil || !strings.Contains(err.Error(), u) || !strings.Contains(err.Error(), "no answer") {
+		t.Errorf("error %v, want one naming %s and saying it never answered", err, u)
+	}
+}

@@ -42,7 +42,7 @@ type Options struct {
 	DryRun bool
 	verify.Limits
 	Jobs   int          // Resource Dump packages unpacked at once; default GOMAXPROCS
-	Client *http.Client // for documents read over HTTP; default rsdump's (timeouts, stall watch, User-Agent)
+	Client *http.Client // for documents read over HTTP; default transfer.NewClient(Transfer)
 	// Transfer tunes the engine that fetches remote packages from all
 	// their mirrors; its Client defaults to Client.
 	Transfer transfer.Options
@@ -94,6 +94,9 @@ func Unpack(ctx context.Context, source, dir string, opts Options) (*Result, err
 func UnpackAll(ctx context.Context, sources []string, dir string, opts Options) (*Result, error) {
 	if opts.Jobs <= 0 {
 		opts.Jobs = runtime.GOMAXPROCS(0)
+	}
+	if opts.Client == nil {
+		opts.Client = transfer.NewClient(opts.Transfer)
 	}
 	d, err := openDest(dir, opts.DryRun)
 	if err != nil {

@@ -26,7 +26,7 @@ import (
 type Options struct {
 	Limits
 	Jobs   int          // packages verified at once; default GOMAXPROCS
-	Client *http.Client // for URL targets; default rsdump's (timeouts, stall watch, User-Agent)
+	Client *http.Client // for URL targets; default transfer.NewClient(Transfer)
 	// Transfer tunes the engine that fetches remote packages from all
 	// their mirrors, each into a directory of its own under TempDir
 	// (default os.TempDir()), removed once the package is checked. Its
@@ -98,6 +98,9 @@ func Verify(ctx context.Context, targets []string, opts Options) (*Summary, erro
 func newVerifier(opts Options) *verifier {
 	if opts.Jobs <= 0 {
 		opts.Jobs = runtime.GOMAXPROCS(0)
+	}
+	if opts.Client == nil {
+		opts.Client = transfer.NewClient(opts.Transfer)
 	}
 	return &verifier{opts: opts, rep: NewReporter(opts.Report), remote: &Remote{Transfer: opts.Transfer, Client: opts.Client, TempDir: opts.TempDir}}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/rsdump/rsdump/transfer"
 	"github.com/rsdump/rsdump/unpack"
 	"github.com/rsdump/rsdump/verify"
 )
@@ -97,6 +98,8 @@ func (f *unpackFlags) options(args []string) (unpack.Options, error) {
 		return o, usagef("--max-ratio must be at least 1")
 	case f.jobs < 0:
 		return o, usagef("--jobs must not be negative")
+	case f.stall <= 0:
+		return o, usagef("--stall-timeout must be positive")
 	}
 	if err := checkSources(args, f.baseURL); err != nil {
 		return o, err
@@ -113,7 +116,7 @@ func (f *unpackFlags) options(args []string) (unpack.Options, error) {
 		return o, usageError{err}
 	}
 	return unpack.Options{Mapper: m, AtomicPackage: f.atomic, DryRun: f.dryRun,
-		Limits: verify.Limits{MaxRatio: f.maxRatio}, Jobs: f.jobs}, nil
+		Limits: verify.Limits{MaxRatio: f.maxRatio}, Jobs: f.jobs, Transfer: transfer.Options{StallTimeout: f.stall}}, nil
 }
 
 func doUnpack(ctx context.Context, sources []string, f unpackFlags, o unpack.Options, stdout, stderr io.Writer) error {

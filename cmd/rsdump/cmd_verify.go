@@ -10,7 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
+	"github.com/rsdump/rsdump/transfer"
 	"github.com/rsdump/rsdump/verify"
 )
 
@@ -59,13 +61,16 @@ type verifyFlags struct {
 type reportFlags struct {
 	json, quiet bool
 	reportDir   string
+	stall       time.Duration
 }
 
 func (f *reportFlags) register(fs interface {
 	BoolVar(*bool, string, bool, string)
 	BoolVarP(*bool, string, string, bool, string)
 	StringVar(*string, string, string, string)
+	DurationVar(*time.Duration, string, time.Duration, string)
 }) {
+	fs.DurationVar(&f.stall, "stall-timeout", 20*time.Second, "fail a document or package request after `DURATION` without an answer or a byte (remote packages: retried on another mirror first)")
 	fs.BoolVar(&f.json, "json", false, "print a structured report (problems and summary) on stdout")
 	fs.StringVar(&f.reportDir, "report-dir", "", "write ok.csv and notok.csv into `DIR`")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress and no warnings: only errors (stderr) and the summary")
@@ -102,6 +107,8 @@ func (f *verifyFlags) check(args []string) error {
 		return usagef("--max-ratio must be at least 1")
 	case f.jobs < 0:
 		return usagef("--jobs must not be negative")
+	case f.stall <= 0:
+		return usagef("--stall-timeout must be positive")
 	}
 	for _, t := range args {
 		if isURLish(t) {
@@ -123,7 +130,7 @@ func doVerify(ctx context.Context, f verifyFlags, targets []string, stdout, stde
 	}
 	p := newProgress(stderr, f.quiet || f.json, "verifying")
 	rep.msg = p.message
-	opts := verify.Options{Limits: verify.Limits{MaxRatio: f.maxRatio}, Jobs: f.jobs, Report: rep.finding,
+	opts := verify.Options{Limits: verify.Limits{MaxRatio: f.maxRatio}, Jobs: f.jobs, Report: rep.finding, Transfer: transfer.Options{StallTimeout: f.stall},
 		Progress: func(n int64) { p.add(n, "") }, Total: p.grow}
 	var sum *verify.Summary
 	if f.tree != "" {

@@ -81,6 +81,8 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"verify"},
 		{"verify", "--max-ratio", "0.5", "x.zip"},
 		{"verify", "--jobs", "-1", "x.zip"},
+		{"verify", "--stall-timeout", "0s", "x.zip"},
+		{"unpack", "x.zip", "--dest", dst, "--layout", "path", "--stall-timeout", "-1s"},
 		{"verify", "https://"},
 		{"verify", "--tree", dst, "--against", "x.xml", "--base-url", "rs/"},
 		{"unpack", "x.zip"},

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -52,6 +54,35 @@ func TestGetUnanswered(t *testing.T) {
 		}
 		if code != exitFailed || !strings.Contains(stderr, u) {
 			t.Errorf("%s: exit %d, want %d, and an error naming %s:\n%s%s", name, code, exitFailed, u, stdout, stderr)
+		}
+	}
+}
+
+// TestVerifyUnpackSilentPackage: a dump whose package sits on a server
+// that never answers fails verify and unpack within about one
+// --stall-timeout, naming the package's URL; the retries meant for a
+// server that answered once are not spent on it.
+func TestVerifyUnpackSilentPackage(t *testing.T) {
+	out := t.TempDir()
+	silent := httpctest.Silent(t)
+	src := mlTree(t, map[string][]byte{"a.txt": []byte("alpha\n")})
+	if code, _, stderr := rsdump(t, "pack", src, "--base-url", "http://127.0.0.9/rs/", "-o", out, "--dump-url", silent+"/"); code != exitOK {
+		t.Fatalf("pack: exit %d: %s", code, stderr)
+	}
+	docs := httptest.NewServer(http.FileServer(http.Dir(out)))
+	defer docs.Close()
+	doc := docs.URL + "/resourcedump.xml"
+	for _, args := range [][]string{
+		{"verify", doc, "--stall-timeout", "300ms"},
+		{"unpack", doc, "--dest", t.TempDir(), "--base-url", "http://127.0.0.9/rs/", "--stall-timeout", "300ms"},
+	} {
+		start := time.Now()
+		code, stdout, stderr := rsdump(t, args...)
+		if el := time.Since(start); el > 3*time.Second {
+			t.Errorf("%s: took %s", args[0], el)
+		}
+		if code != exitFailed || !strings.Contains(stdout+stderr, silent+"/resourcedump-00001.zip") {
+			t.Errorf("%s: exit %d, want 1 naming the package URL\n%s%s", args[0], code, stdout, stderr)
 		}
 	}
 }
