@@ -20,7 +20,8 @@
 # come from GNU time.
 # Usage: benchmarks/compare.sh [RUNS]   (BEFORE=commit, default 7f827e1;
 #   data in $BENCH_DIR, default /tmp/rsdump-bench-cmp, about 3.5 GB; PORT,
-#   default 18490; DROP_CACHES=0 to keep the cache warm)
+#   default 18490; DROP_CACHES=0 to keep the cache warm; the raw rows go to
+#   $W/results-DATE.tsv)
 # Needs: go, git, python3, GNU time (/usr/bin/time).
 set -euo pipefail
 RUNS=${1:-5}
