@@ -12,26 +12,14 @@ cd "$ROOT"
 go build -o "$W/rsdump" ./cmd/rsdump
 go build -o "$W/limits" ./benchmarks/limits
 RSDUMP="$W/rsdump"
+. "$ROOT/benchmarks/lib.sh"
 
-gen() { # gen DIR COUNT SIZE_BYTES: random files, 128 per directory
-  [ -d "$1" ] && return
-  python3 - "$1" "$2" "$3" <<'PY'
-import os, sys
-d, n, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-for i in range(n):
-    sub = os.path.join(d, 'd%04d' % (i // 128))
-    os.makedirs(sub, exist_ok=True)
-    with open(os.path.join(sub, 'f%06d.bin' % i), 'wb') as f:
-        f.write(os.urandom(size))
-PY
-}
 gen "$W/src1m" 2048 1048576
 gen "$W/src4k" 200000 4096
 if [ ! -d "$W/text" ]; then # a text-like corpus: Go's own sources
   mkdir -p "$W/text"; (cd "$(go env GOROOT)/src" && find . -name '*.go' -print0 | tar -cf - --null -T - | tar -xf - -C "$W/text")
 fi
 
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 secs() { # secs FUNCTION ARGS...: wall seconds; peak RSS KB to $W/rss
   /usr/bin/time -f "%e %M" -o "$W/time" bash -c '"$@"' _ "$@" >/dev/null 2>&1
   read -r s k < "$W/time"; echo "$k" > "$W/rss"; echo "$s"

@@ -17,24 +17,14 @@ cd "$ROOT"
 go build -o "$W/rsdump" ./cmd/rsdump
 RSDUMP="$W/rsdump"
 
-if [ ! -d "$W/src" ]; then # the pack benchmark's corpus: 2,048 random 1 MiB files, 128 per directory
-  python3 - "$W/src" 2048 1048576 <<'PY'
-import os, sys
-d, n, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-for i in range(n):
-    sub = os.path.join(d, 'd%04d' % (i // 128))
-    os.makedirs(sub, exist_ok=True)
-    with open(os.path.join(sub, 'f%06d.bin' % i), 'wb') as f:
-        f.write(os.urandom(size))
-PY
-fi
+. "$ROOT/benchmarks/lib.sh"
+gen "$W/src" 2048 1048576 # the pack benchmark's corpus: 2,048 random 1 MiB files
 rm -rf "$W/out"
 "$RSDUMP" pack "$W/src" --base-url "$BASE" -o "$W/out" --quiet --compress store --hash sha-256
 # The checklist sha256sum -c reads: what a manifest says, in sha256sum's format.
 (cd "$W/src" && find . -type f -printf '%P\n' | sort | xargs sha256sum | sed 's#  #  resources/#') > "$W/sums"
 cat "$W"/out/*.zip > /dev/null
 
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 timed() { # timed CMD...: wall seconds on stdout, peak RSS KB in $W/rss; fails if CMD fails
   /usr/bin/time -f "%e %M" -o "$W/time" "$@" >/dev/null 2>"$W/stderr" || { cat "$W/stderr" >&2; return 1; }
   read -r s k < "$W/time"; echo "$k" > "$W/rss"; echo "$s"

@@ -1,0 +1,21 @@
+# Shared helpers of the benchmark scripts; source it: . "$ROOT/benchmarks/lib.sh"
+
+# gen DIR COUNT SIZE_BYTES: COUNT files of SIZE_BYTES random bytes under DIR,
+# 128 per directory (DIR/d0000/f000000.bin, ...); kept if DIR exists.
+gen() {
+  [ -d "$1" ] && return
+  python3 - "$1.tmp" "$2" "$3" <<'PY'
+import os, shutil, sys
+d, n, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+shutil.rmtree(d, ignore_errors=True)
+for i in range(n):
+    sub = os.path.join(d, 'd%04d' % (i // 128))
+    os.makedirs(sub, exist_ok=True)
+    with open(os.path.join(sub, 'f%06d.bin' % i), 'wb') as f:
+        f.write(os.urandom(size))
+PY
+  mv "$1.tmp" "$1"
+}
+
+# median: the median of the numbers on stdin, one a line.
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
