@@ -17,29 +17,10 @@ import (
 	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
-const shortWait = 300 * time.Millisecond
-
-// stalledDoc starts like a dump document; the stalling server stops
-// after its first 300 bytes, in the middle of the comments.
-var stalledDoc = []byte(`<?xml version="1.0" encoding="UTF-8"?>
-<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/">
-` + strings.Repeat("<!-- padding -->\n", 100))
-
-var shortClient = httpc.New(httpc.Options{ResponseHeaderTimeout: shortWait, StallTimeout: shortWait})
-
-// unanswering returns the base URLs of a server that accepts and never
-// answers and of one that sends headers and then stalls the body.
-func unanswering(t *testing.T) map[string]string {
-	return map[string]string{
-		"silent":  httpctest.Silent(t),
-		"stalled": httpctest.Stalling(t, stalledDoc, 300).URL,
-	}
-}
-
 // TestUnpackUnansweredDocument: a dump document URL on such a server fails
 // Unpack within the timeout, with an error naming the URL.
 func TestUnpackUnansweredDocument(t *testing.T) {
-	for name, base := range unanswering(t) {
+	for name, base := range httpctest.Unanswering(t) {
 		u := base + "/" + pack.DumpName
 		var fs []verify.Finding
 		opts := unpack.Options{Client: shortClient, Mapper: mapper(t), Report: func(f verify.Finding) { fs = append(fs, f) }}
@@ -57,10 +38,10 @@ func TestUnpackUnansweredDocument(t *testing.T) {
 // TestUnpackUnansweredPackage: a package URL on such a server is reported,
 // naming the URL, within the timeout, and nothing is written.
 func TestUnpackUnansweredPackage(t *testing.T) {
-	for name, base := range unanswering(t) {
+	for name, base := range httpctest.Unanswering(t) {
 		u := base + "/p.zip"
 		start := time.Now()
-		opts := unpack.Options{Client: shortClient, Transfer: transfer.Options{StallTimeout: shortWait, MaxFailures: 1}}
+		opts := unpack.Options{Client: shortClient, Transfer: transfer.Options{StallTimeout: httpctest.ShortWait, MaxFailures: 1}}
 		res, fs := run(t, u, t.TempDir(), opts)
 		if el := time.Since(start); el > 3*time.Second {
 			t.Errorf("%s: took %s", name, el)
@@ -98,7 +79,7 @@ func TestUnpackDefaultClient(t *testing.T) {
 	}
 }
 
-// namesURL says whether err, or else an error finding, names url.
+// namesURL reports whether err, or else an error finding, names url.
 func namesURL(err error, fs []verify.Finding, url string) bool {
 	if err != nil {
 		return strings.Contains(err.Error(), url)
@@ -110,3 +91,5 @@ func namesURL(err error, fs []verify.Finding, url string) bool {
 	}
 	return false
 }
+
+var shortClient = httpc.New(httpc.Options{ResponseHeaderTimeout: httpctest.ShortWait, StallTimeout: httpctest.ShortWait})

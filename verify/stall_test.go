@@ -16,23 +16,13 @@ import (
 	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
-const shortWait = 300 * time.Millisecond
-
-// stalledDoc starts like a dump document; the stalling server stops
-// after its first 300 bytes, in the middle of the comments.
-var stalledDoc = []byte(`<?xml version="1.0" encoding="UTF-8"?>
-<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/">
-` + strings.Repeat("<!-- padding -->\n", 100))
-
-var shortClient = httpc.New(httpc.Options{ResponseHeaderTimeout: shortWait, StallTimeout: shortWait})
-
 // TestVerifyUnansweredDocument: a dump document URL on a server that
 // accepts and never answers, or that stalls in the body, fails Verify
 // within the timeout, with an error naming the URL.
 func TestVerifyUnansweredDocument(t *testing.T) {
 	for name, base := range map[string]string{
 		"silent":  httpctest.Silent(t),
-		"stalled": httpctest.Stalling(t, stalledDoc, 300).URL,
+		"stalled": httpctest.Stalling(t, httpctest.StalledDoc, 300).URL,
 	} {
 		u := base + "/" + pack.DumpName
 		var fs []verify.Finding
@@ -62,7 +52,7 @@ func TestVerifyUnansweredPackage(t *testing.T) {
 		}
 		docs := httptest.NewServer(http.FileServer(http.Dir(out)))
 		start := time.Now()
-		sum, fs := run(t, verify.Options{Client: shortClient, Transfer: transfer.Options{StallTimeout: shortWait, MaxFailures: 1}}, docs.URL+"/"+pack.DumpName)
+		sum, fs := run(t, verify.Options{Client: shortClient, Transfer: transfer.Options{StallTimeout: httpctest.ShortWait, MaxFailures: 1}}, docs.URL+"/"+pack.DumpName)
 		docs.Close()
 		if el := time.Since(start); el > 3*time.Second {
 			t.Errorf("%s: took %s", name, el)
@@ -105,7 +95,7 @@ func TestVerifyDefaultClient(t *testing.T) {
 	}
 }
 
-// namesURL says whether err, or else an error finding, names url.
+// namesURL reports whether err, or else an error finding, names url.
 func namesURL(err error, fs []verify.Finding, url string) bool {
 	if err != nil {
 		return strings.Contains(err.Error(), url)
@@ -117,3 +107,5 @@ func namesURL(err error, fs []verify.Finding, url string) bool {
 	}
 	return false
 }
+
+var shortClient = httpc.New(httpc.Options{ResponseHeaderTimeout: httpctest.ShortWait, StallTimeout: httpctest.ShortWait})
