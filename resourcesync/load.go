@@ -55,7 +55,7 @@ type Loader struct {
 // its own: a GET through rsdump's HTTP client (internal/httpc: timeouts,
 // a stall watch, User-Agent, redirects only to http and https), refusing
 // a document over MaxBytes.
-var OpenURL OpenFunc = func(ctx context.Context, loc string) (io.ReadCloser, error) {
+func OpenURL(ctx context.Context, loc string) (io.ReadCloser, error) {
 	return httpc.Open(ctx, nil, loc, MaxBytes)
 }
 
