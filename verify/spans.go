@@ -20,7 +20,7 @@ func (p *Package) addSpan(f *zip.File) {
 	p.spans = append(p.spans, span{off, off + clampInt64(f.CompressedSize64), f.Name})
 	// Its bytes for checkTiling, taken now, while the reads are near
 	// them: one front-to-back pass.
-	r, err := p.entryRange(f)
+	r, err := p.entryRangeAt(f, off)
 	p.tiles[f] = tile{r, err}
 }
 

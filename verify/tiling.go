@@ -258,13 +258,19 @@ func (p *Package) entryRanges() ([]byteRange, []Finding) {
 
 // entryRange is f's local header, data and data descriptor.
 func (p *Package) entryRange(f *zip.File) (byteRange, error) {
-	start, err := headerOffset(f)
-	if err != nil {
-		return byteRange{}, err
-	}
 	data, err := f.DataOffset()
 	if err != nil {
 		return byteRange{}, fmt.Errorf("local header: %v", err)
+	}
+	return p.entryRangeAt(f, data)
+}
+
+// entryRangeAt is entryRange for an entry whose data offset (a read of its
+// local header) is known already.
+func (p *Package) entryRangeAt(f *zip.File, data int64) (byteRange, error) {
+	start, err := headerOffset(f)
+	if err != nil {
+		return byteRange{}, err
 	}
 	end := data + clampInt64(f.CompressedSize64)
 	if f.Flags&flagDataDesc != 0 {
