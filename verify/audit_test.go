@@ -37,7 +37,7 @@ func audit(t *testing.T, dir, against string) (*verify.Summary, []verify.Finding
 // writeResourceList writes the entries of a manifest as a Resource List.
 func writeResourceList(t *testing.T, path string, urls []resourcesync.URL) {
 	t.Helper()
-	writeDoc(t, path, resourcesync.Header{Kind: resourcesync.URLSet, MD: resourcesync.MD{Capability: resourcesync.CapResourceList, At: fixedTime}}, urls)
+	verifytest.WriteDoc(t, path, resourcesync.Header{Kind: resourcesync.URLSet, MD: resourcesync.MD{Capability: resourcesync.CapResourceList, At: fixedTime}}, urls)
 }
 
 // TestAuditGood: a tree that is what the document describes passes,
@@ -51,14 +51,14 @@ func TestAuditGood(t *testing.T) {
 	os.MkdirAll(filepath.Join(src, verify.StateDir), 0o755)
 	os.WriteFile(filepath.Join(src, verify.StateDir, "state.json"), []byte("{}"), 0o644)
 	manifest := filepath.Join(out, "resourcedump-00001.manifest.xml")
-	_, entries := readDoc(t, manifest)
+	_, entries := verifytest.ReadDoc(t, manifest)
 	docs := t.TempDir()
 	rl := filepath.Join(docs, "resourcelist.xml")
 	writeResourceList(t, rl, entries)
 	writeResourceList(t, filepath.Join(docs, "rl-1.xml"), entries[:1])
 	writeResourceList(t, filepath.Join(docs, "rl-2.xml"), entries[1:])
 	rli := filepath.Join(docs, "resourcelist-index.xml")
-	writeDoc(t, rli, resourcesync.Header{Kind: resourcesync.SitemapIndex, MD: resourcesync.MD{Capability: resourcesync.CapResourceList, At: fixedTime}},
+	verifytest.WriteDoc(t, rli, resourcesync.Header{Kind: resourcesync.SitemapIndex, MD: resourcesync.MD{Capability: resourcesync.CapResourceList, At: fixedTime}},
 		[]resourcesync.URL{{Loc: localDumpURL + "rl-1.xml"}, {Loc: localDumpURL + "rl-2.xml"}})
 
 	served := t.TempDir()
@@ -94,13 +94,13 @@ func packIndexedFiles(t *testing.T, out string, files map[string]string) {
 	if _, err := pack.Pack(t.Context(), tree(t, files), out, o); err != nil {
 		t.Fatal(err)
 	}
-	h, pkgs := readDoc(t, filepath.Join(out, pack.DumpName))
+	h, pkgs := verifytest.ReadDoc(t, filepath.Join(out, pack.DumpName))
 	ph := h
 	ph.Links = []resourcesync.Link{{Rel: "index", Href: localDumpURL + pack.DumpName}}
-	writeDoc(t, filepath.Join(out, "resourcedump-part00001.xml"), ph, pkgs[:1])
-	writeDoc(t, filepath.Join(out, "resourcedump-part00002.xml"), ph, pkgs[1:])
+	verifytest.WriteDoc(t, filepath.Join(out, "resourcedump-part00001.xml"), ph, pkgs[:1])
+	verifytest.WriteDoc(t, filepath.Join(out, "resourcedump-part00002.xml"), ph, pkgs[1:])
 	h.Kind = resourcesync.SitemapIndex
-	writeDoc(t, filepath.Join(out, pack.DumpName), h, []resourcesync.URL{
+	verifytest.WriteDoc(t, filepath.Join(out, pack.DumpName), h, []resourcesync.URL{
 		{Loc: localDumpURL + "resourcedump-part00001.xml"}, {Loc: localDumpURL + "resourcedump-part00002.xml"}})
 }
 
@@ -133,7 +133,7 @@ func TestAuditFindsDifferences(t *testing.T) {
 func TestAuditRefuses(t *testing.T) {
 	src := tree(t, auditFiles)
 	capList := filepath.Join(t.TempDir(), "capabilitylist.xml")
-	writeDoc(t, capList, resourcesync.Header{Kind: resourcesync.URLSet, MD: resourcesync.MD{Capability: resourcesync.CapCapabilityList}}, nil)
+	verifytest.WriteDoc(t, capList, resourcesync.Header{Kind: resourcesync.URLSet, MD: resourcesync.MD{Capability: resourcesync.CapCapabilityList}}, nil)
 	m, _ := verify.NewMapper(verify.ByURI, verifytest.BaseURL)
 	for _, c := range []struct{ dir, against, want string }{
 		{src, capList, "cannot audit against"},

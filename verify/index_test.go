@@ -1,7 +1,6 @@
 package verify_test
 
 import (
-	"bytes"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -40,59 +39,21 @@ func packIndexed(t *testing.T, out, prefix string, per int) []string {
 	if len(res.Packages) != 3 {
 		t.Fatalf("%d packages, want 3", len(res.Packages))
 	}
-	h, pkgs := readDoc(t, filepath.Join(out, pack.DumpName))
+	h, pkgs := verifytest.ReadDoc(t, filepath.Join(out, pack.DumpName))
 	var parts []string
 	var entries []resourcesync.URL
 	for i := 0; i < len(pkgs); i += per {
 		name := fmt.Sprintf("resourcedump-part%05d.xml", len(parts)+1)
 		ph := h
 		ph.Links = []resourcesync.Link{{Rel: "index", Href: prefix + pack.DumpName}}
-		writeDoc(t, filepath.Join(out, name), ph, pkgs[i:min(i+per, len(pkgs))])
+		verifytest.WriteDoc(t, filepath.Join(out, name), ph, pkgs[i:min(i+per, len(pkgs))])
 		parts = append(parts, name)
 		entries = append(entries, resourcesync.URL{Loc: prefix + name, MD: &resourcesync.MD{At: h.MD.At, Completed: h.MD.Completed}})
 	}
 	ih := h
 	ih.Kind = resourcesync.SitemapIndex
-	writeDoc(t, filepath.Join(out, pack.DumpName), ih, entries)
+	verifytest.WriteDoc(t, filepath.Join(out, pack.DumpName), ih, entries)
 	return parts
-}
-
-func readDoc(t *testing.T, path string) (resourcesync.Header, []resourcesync.URL) {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	d, err := resourcesync.NewDecoder(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var urls []resourcesync.URL
-	if err := d.Each(func(u resourcesync.URL) error { urls = append(urls, u); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	return d.Header(), urls
-}
-
-func writeDoc(t *testing.T, path string, h resourcesync.Header, urls []resourcesync.URL) {
-	t.Helper()
-	var b bytes.Buffer
-	enc, err := resourcesync.NewEncoder(&b, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, u := range urls {
-		if err := enc.Encode(u); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := enc.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestVerifyIndex: a Resource Dump Index is followed to its parts, and
@@ -138,13 +99,13 @@ func TestVerifyIndexBadParts(t *testing.T) {
 		{"missing", func(t *testing.T, out, part string) { os.Remove(filepath.Join(out, part)) },
 			verify.CheckMissing, "cannot be read", 2},
 		{"nested index", func(t *testing.T, out, part string) {
-			h, urls := readDoc(t, filepath.Join(out, pack.DumpName))
-			writeDoc(t, filepath.Join(out, part), h, urls)
+			h, urls := verifytest.ReadDoc(t, filepath.Join(out, pack.DumpName))
+			verifytest.WriteDoc(t, filepath.Join(out, part), h, urls)
 		}, verify.CheckDocument, "an index listed by", 2},
 		{"other capability", func(t *testing.T, out, part string) {
-			h, urls := readDoc(t, filepath.Join(out, part))
+			h, urls := verifytest.ReadDoc(t, filepath.Join(out, part))
 			h.MD.Capability = resourcesync.CapChangeDump
-			writeDoc(t, filepath.Join(out, part), h, urls)
+			verifytest.WriteDoc(t, filepath.Join(out, part), h, urls)
 		}, verify.CheckDocument, "differs from", 2},
 		{"damaged package", func(t *testing.T, out, part string) {
 			zp := filepath.Join(out, "resourcedump-00003.zip")
@@ -179,9 +140,9 @@ func TestVerifyIndexPartsWithoutUpLink(t *testing.T) {
 	out := t.TempDir()
 	for _, name := range packIndexed(t, out, localDumpURL, 2) {
 		p := filepath.Join(out, name)
-		h, urls := readDoc(t, p)
+		h, urls := verifytest.ReadDoc(t, p)
 		h.Links = nil
-		writeDoc(t, p, h, urls)
+		verifytest.WriteDoc(t, p, h, urls)
 	}
 	sum, fs := run(t, verify.Options{}, out)
 	if sum.Problems() != 0 || sum.Packages != 3 || sum.Verified != 3 {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,6 +10,7 @@ import (
 	"github.com/rsdump/rsdump/metalink"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
+	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // packForDump packs three files into two packages with two mirrors and
@@ -160,48 +160,12 @@ func TestMetalinkFilesFlag(t *testing.T) {
 }
 
 func readDumpEntries(t *testing.T, path string) []resourcesync.URL {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	d, err := resourcesync.NewDecoder(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var us []resourcesync.URL
-	for {
-		u, err := d.Next()
-		if err == io.EOF {
-			return us
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		us = append(us, u)
-	}
+	_, urls := verifytest.ReadDoc(t, path)
+	return urls
 }
 
 func writeDumpDoc(t *testing.T, path string, kind resourcesync.Kind, urls []resourcesync.URL) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	e, err := resourcesync.NewEncoder(f, resourcesync.Header{Kind: kind, MD: resourcesync.MD{Capability: resourcesync.CapResourceDump}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, u := range urls {
-		if err := e.Encode(u); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := e.Close(); err != nil {
-		t.Fatal(err)
-	}
+	verifytest.WriteDoc(t, path, resourcesync.Header{Kind: kind, MD: resourcesync.MD{Capability: resourcesync.CapResourceDump}}, urls)
 }
 
 // TestMetalinkFromDumpURLUnreachable: a dump URL that cannot be read is

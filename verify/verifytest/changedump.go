@@ -44,7 +44,7 @@ func ChangeDump(t testing.TB, dir string, pkgs []ChangePackage) string {
 	}
 	md := resourcesync.MD{Capability: resourcesync.CapChangeDump, From: pkgs[0].From, Until: pkgs[len(pkgs)-1].Until}
 	doc := filepath.Join(dir, ChangeDumpName)
-	write(t, doc, encode(t, resourcesync.Header{Kind: resourcesync.URLSet, MD: md}, urls))
+	write(t, doc, Encode(t, resourcesync.Header{Kind: resourcesync.URLSet, MD: md}, urls))
 	return doc
 }
 
@@ -67,7 +67,8 @@ func ChangeZip(t testing.TB, p ChangePackage) ([]byte, []byte) {
 	return Zip(t, append(entries, Entry{Name: "manifest.xml", Data: m, Method: zip.Deflate})), m
 }
 
-func encode(t testing.TB, h resourcesync.Header, urls []resourcesync.URL) []byte {
+// Encode writes a document with header h and entries urls.
+func Encode(t testing.TB, h resourcesync.Header, urls []resourcesync.URL) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	enc, err := resourcesync.NewEncoder(&buf, h)
@@ -110,4 +111,29 @@ func ResyncPackage(t testing.TB, files []File) []byte {
 	}
 	m := Manifest(t, resourcesync.MD{Capability: resourcesync.CapResourceDumpManifest}, urls)
 	return Zip(t, append([]Entry{{Name: "manifest.xml", Data: m, Method: zip.Deflate}}, entries...))
+}
+
+// WriteDoc writes a document with header h and entries urls at path.
+func WriteDoc(t testing.TB, path string, h resourcesync.Header, urls []resourcesync.URL) {
+	t.Helper()
+	write(t, path, Encode(t, h, urls))
+}
+
+// ReadDoc reads the header and entries of the document at path.
+func ReadDoc(t testing.TB, path string) (resourcesync.Header, []resourcesync.URL) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	d, err := resourcesync.NewDecoder(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var urls []resourcesync.URL
+	if err := d.Each(func(u resourcesync.URL) error { urls = append(urls, u); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return d.Header(), urls
 }

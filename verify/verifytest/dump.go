@@ -23,7 +23,7 @@ func ResourceDump(t testing.TB, dir string, zips ...[]byte) string {
 	}
 	md := resourcesync.MD{Capability: resourcesync.CapResourceDump, At: Time, Completed: Time}
 	doc := filepath.Join(dir, "resourcedump.xml")
-	write(t, doc, encode(t, resourcesync.Header{Kind: resourcesync.URLSet, MD: md}, urls))
+	write(t, doc, Encode(t, resourcesync.Header{Kind: resourcesync.URLSet, MD: md}, urls))
 	return doc
 }
 

@@ -151,7 +151,7 @@ func URLFor(f File, prefix string) resourcesync.URL {
 // Manifest encodes a manifest with header md and the given entries.
 func Manifest(t testing.TB, md resourcesync.MD, urls []resourcesync.URL) []byte {
 	t.Helper()
-	return encode(t, resourcesync.Header{Kind: resourcesync.URLSet, MD: md}, urls)
+	return Encode(t, resourcesync.Header{Kind: resourcesync.URLSet, MD: md}, urls)
 }
 
 // ResourceMD is the header of a Resource Dump Manifest.
