@@ -4,24 +4,17 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/rsdump/rsdump/internal/sharedtest"
 )
 
-// sharedDir is the project's shared directory, next to the repository.
-const sharedDir = "../../../shared"
-
-// sharedPath returns a path under the shared directory, or skips the test
-// when that directory is not checked out next to the repository.
+// sharedPath returns a path under the shared directory (sharedtest).
 func sharedPath(t testing.TB, elem ...string) string {
 	t.Helper()
-	p := filepath.Join(append([]string{sharedDir}, elem...)...)
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("shared test data not available (%v); it lives in ../shared next to the repository", err)
-	}
-	return p
+	return sharedtest.Path(t, elem...)
 }
 
 // peerFiles returns the XML documents written by resync.
