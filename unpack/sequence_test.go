@@ -65,6 +65,7 @@ func TestGetUnpackStopsAtFailedChangePackage(t *testing.T) {
 	for _, order := range [][]int{{0, 1, 2}, {0, 2, 1}} {
 		tree := t.TempDir()
 		os.WriteFile(filepath.Join(tree, "local.txt"), []byte("not from the Source"), 0o644)
+		writeState(t, tree, unpack.State{ResourceDumpAt: at(1)}) // the baseline the changes continue
 		results, u := packagesFor(t, tree, zips)
 		for _, i := range order {
 			err := u.Arrived(context.Background(), results[i].Name, results[i].Path)
