@@ -255,3 +255,31 @@ func TestUnpackOutdir(t *testing.T) {
 	}
 	equalMaps(t, "inodes and ctimes", fileIDs(t, dst), ids)
 }
+
+// TestDeletionPrunesEmptyDirs: a directory a deletion leaves empty goes
+// with its last file, as at the Source; one still holding a file stays.
+func TestDeletionPrunesEmptyDirs(t *testing.T) {
+	out := packDir(t, tree(t, map[string]string{"x/y/z.txt": "z", "x/keep.txt": "k", "w/v.txt": "v"}), pack.Options{})
+	dst := t.TempDir()
+	run(t, filepath.Join(out, pack.DumpName), dst, unpack.Options{})
+	writeFile(t, filepath.Join(dst, "w", "local.txt"), []byte("kept: not from the Source"))
+	p := verifytest.ChangePackage{From: fixedTime, Until: at(1, 0), Changes: []verifytest.File{
+		change(resourcesync.ChangeDeleted, "x/y/z.txt", "", at(0, 10)),
+		change(resourcesync.ChangeDeleted, "w/v.txt", "", at(0, 20)),
+	}}
+	if res, fs := run(t, verifytest.ChangeDump(t, t.TempDir(), []verifytest.ChangePackage{p}), dst, unpack.Options{}); res.Problems() != 0 || res.Deleted != 2 {
+		t.Fatalf("%+v\n%s", res, dump(fs))
+	}
+	for rel, want := range map[string]bool{"x/y": false, "x": true, "w": true} {
+		if _, err := os.Stat(filepath.Join(dst, rel)); (err == nil) != want {
+			t.Errorf("%s: exists %v, want %v", rel, err == nil, want)
+		}
+	}
+	p = verifytest.ChangePackage{From: at(1, 0), Until: at(2, 0), Changes: []verifytest.File{
+		change(resourcesync.ChangeDeleted, "x/keep.txt", "", at(1, 10)),
+	}}
+	run(t, verifytest.ChangeDump(t, t.TempDir(), []verifytest.ChangePackage{p}), dst, unpack.Options{})
+	if _, err := os.Stat(filepath.Join(dst, "x")); err == nil {
+		t.Errorf("x, emptied, still there")
+	}
+}

@@ -179,3 +179,18 @@ func (u *unpacker) snapshotHeld(at time.Time) bool {
 	since, _ := u.state.since()
 	return !at.IsZero() && !since.IsZero() && !since.Before(at)
 }
+
+// pruneDirs removes the directories the deletion of rel left empty, up to
+// the tree's root: a directory exists at the Destination only because a
+// file is in it, as at the Source once its last file is deleted or moved.
+// A directory still holding anything stops it. dirs, the directories to
+// sync, follows.
+func (p *pkgRun) pruneDirs(rel string, dirs map[string]bool) {
+	for d := path.Dir(rel); d != "." && d != "/"; d = path.Dir(d) {
+		if p.u.dest.root.Remove(d) != nil {
+			return // not empty, or not ours to remove
+		}
+		delete(dirs, d)
+		dirs[path.Dir(d)] = true
+	}
+}
