@@ -40,7 +40,7 @@ type journal struct {
 // openJournal loads the journal of an earlier run with the same options,
 // or starts a new one. at is the snapshot time of this run; an earlier
 // run's time wins unless the caller pinned one.
-func openJournal(dir, options string, at time.Time, pinned bool) (*journal, error) {
+func openJournal(dir, options string, at time.Time, pinned bool, k *dumpKind) (*journal, error) {
 	j := &journal{path: filepath.Join(dir, journalName), entries: map[string]journalEntry{}}
 	if old, entries, err := readJournal(j.path); err == nil && old.Options == options && (!pinned || old.At.Equal(at)) {
 		j.head, j.entries = old, entries
@@ -49,10 +49,14 @@ func openJournal(dir, options string, at time.Time, pinned bool) (*journal, erro
 		return j, err
 	}
 	j.head = journalHead{Version: 1, Options: options, At: at}
-	// A fresh run replaces packages one by one: the dump document of an
-	// earlier run must not go on listing them meanwhile.
-	if err := os.Remove(filepath.Join(dir, DumpName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
+	// A fresh run replaces packages one by one: the Resource Dump of an
+	// earlier run must not go on listing them meanwhile. A Change Dump
+	// run writes packages under new names, and the Change Dump goes on
+	// listing the earlier ones.
+	if !k.changes() {
+		if err := os.Remove(filepath.Join(dir, DumpName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
 	}
 	f, err := os.Create(j.path)
 	if err != nil {
@@ -148,8 +152,10 @@ func (j *journal) close() { j.f.Close() }
 
 // removeStaleTemps deletes temporary files a killed run left behind.
 func removeStaleTemps(dir string) {
-	matches, _ := filepath.Glob(filepath.Join(dir, ".resourcedump*.tmp"))
-	for _, m := range matches {
-		os.Remove(m)
+	for _, pat := range []string{".resourcedump*.tmp", ".changedump*.tmp", ".rsdump-*.tmp"} {
+		matches, _ := filepath.Glob(filepath.Join(dir, pat))
+		for _, m := range matches {
+			os.Remove(m)
+		}
 	}
 }

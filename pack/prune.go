@@ -6,13 +6,20 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/rsdump/rsdump/resourcesync"
 )
 
-// packNames matches the files pack writes in its output directory:
-// packages, their detached manifests and Metalinks, and the parts of a
-// dump index. Only regular files count: pack never writes a symlink, so
-// one of these names is someone else's and is left alone.
-var packNames = regexp.MustCompile(`^resourcedump-(\d{5,}\.(zip|manifest\.xml|zip\.meta4)|part\d{5,}\.xml)$`)
+// packNames matches the files pack writes in its output directory for a
+// kind of dump: packages, their detached manifests and Metalinks, and the
+// parts of a dump index. Only regular files count: pack never writes a
+// symlink, so one of these names is someone else's and is left alone. A
+// run looks only at the names of its own kind: the Resource Dump and the
+// Change Dump in one directory each list their own packages.
+var packNames = map[*dumpKind]*regexp.Regexp{
+	resourceDump: regexp.MustCompile(`^resourcedump-(\d{5,}\.(zip|manifest\.xml|zip\.meta4)|part\d{5,}\.xml)$`),
+	changeDump:   regexp.MustCompile(`^changedump-(\d{5,}\.(zip|manifest\.xml|zip\.meta4)|part\d{5,}\.xml)$`),
+}
 
 // prune deals with the files of an earlier run that the new dump no
 // longer names: packages past the new count, Metalinks the run did not
@@ -31,7 +38,7 @@ func (r *run) prune() {
 	switch {
 	case len(stale) == 0:
 		return
-	case !r.opts.Prune || len(r.pkgs) == 0:
+	case !r.opts.Prune || len(r.pkgs) == 0 && (r.chg == nil || len(r.chg.prev) == 0):
 		why := "remove them, or run with --prune"
 		if r.opts.Prune {
 			why = "not pruned: the new dump is empty"
@@ -60,8 +67,21 @@ func (r *run) stale() ([]string, error) {
 	for _, p := range r.pkgs {
 		keep[p.Name], keep[p.Manifest], keep[p.Metalink] = true, true, true
 	}
-	for i := range dumpParts(len(r.pkgs)) {
-		keep[dumpPartName(i+1)] = true
+	listed := len(r.pkgs)
+	if r.chg != nil {
+		if len(r.pkgs) == 0 {
+			return nil, nil // nothing was written, and the Change Dump is as it was
+		}
+		listed += len(r.chg.prev)
+		for _, u := range r.chg.prev {
+			keep[resourcesync.BaseName(u.Loc)] = true
+			for _, l := range u.Links {
+				keep[resourcesync.BaseName(l.Href)] = true
+			}
+		}
+	}
+	for i := range dumpParts(listed) {
+		keep[r.kind.partName(i+1)] = true
 	}
 	entries, err := os.ReadDir(r.dir)
 	if err != nil {
@@ -69,7 +89,7 @@ func (r *run) stale() ([]string, error) {
 	}
 	var stale []string
 	for _, e := range entries {
-		if e.Type().IsRegular() && packNames.MatchString(e.Name()) && !keep[e.Name()] {
+		if e.Type().IsRegular() && packNames[r.kind].MatchString(e.Name()) && !keep[e.Name()] {
 			stale = append(stale, e.Name())
 		}
 	}
