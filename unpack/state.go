@@ -157,3 +157,19 @@ func (d *dest) lookupLog(want map[string]bool) (map[string]record, error) {
 		}
 	}
 }
+
+// recordSnapshot records in dir's state that every package of a Resource
+// Dump taken at `at` is applied, as unpacking its document does.
+func recordSnapshot(dir string, at time.Time) error {
+	d, err := openDest(dir, false)
+	if err != nil {
+		return err
+	}
+	defer d.close()
+	s, err := d.loadState()
+	if err != nil {
+		return err
+	}
+	s.ResourceDumpAt, s.ChangeDumpUntil, s.Pending = at, time.Time{}, false
+	return d.saveState(s)
+}
