@@ -66,6 +66,11 @@ func openBaseline(ctx context.Context, o *Options, dir, since string) (*baseline
 
 func readBaseline(ctx context.Context, o *Options, dir, since string) (*baseline, error) {
 	if isStateFile(since) {
+		// Read through once first: a bad line found during the walk
+		// would leave a half-done run behind.
+		if err := checkState(since); err != nil {
+			return nil, err
+		}
 		s, head, err := openState(since)
 		if err != nil {
 			return nil, err

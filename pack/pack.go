@@ -60,6 +60,7 @@ func Pack(ctx context.Context, src, outDir string, opts Options) (*Result, error
 			return nil, err
 		}
 		defer r.chg.base.close()
+		defer func() { os.Remove(r.chg.walk) }()
 		key += fmt.Sprintf("|changes|%v|%s", o.Checksum, r.chg.base.key)
 	}
 	j, err := openJournal(outDir, key, at, pinned, r.kind)

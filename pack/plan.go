@@ -53,9 +53,6 @@ type planner struct {
 }
 
 func (p *planner) add(it item) error {
-	if p.kind.changes() {
-		p.bump(&it)
-	}
 	cost, mcost := p.estimate(it)
 	full := len(p.cur) >= p.opts.MaxEntries ||
 		p.size+cost > p.opts.MaxPackageSize ||
@@ -67,6 +64,9 @@ func (p *planner) add(it item) error {
 	}
 	if len(p.cur) == 0 {
 		p.size, p.manifest = endOverhead+manifestOverhead(), manifestHeader
+	}
+	if p.kind.changes() {
+		p.bump(&it)
 	}
 	p.cur = append(p.cur, it)
 	p.size += cost
