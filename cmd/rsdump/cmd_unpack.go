@@ -62,9 +62,8 @@ unreadable source, unwritable DIR), 130 interrupted; run again to resume.
 
 Examples:
   rsdump unpack ./dump/resourcedump.xml --dest ./tree --base-url https://example.org/data/
-  rsdump unpack resourcedump-00001.zip --dest ./tree --layout path
+  rsdump unpack ./out --dest ./tree --base-url https://example.org/data/
   rsdump unpack https://example.org/dump/changedump.xml --dest ./tree --base-url https://example.org/data/ --dry-run
-  rsdump unpack ./out --dest ./tree --base-url https://example.org/data/   (Resource Dump, then the changes)
 `
 
 type unpackFlags struct {
