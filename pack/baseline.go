@@ -158,7 +158,7 @@ func (c *collector) add(doc string, u resourcesync.URL) error {
 	}
 	r := record{Rel: rel, Mtime: nanos(u.Lastmod), Size: -1}
 	if u.MD != nil {
-		r.Hash, r.Change = u.MD.Hash, u.MD.Change
+		r.Hash, r.Type, r.Change = u.MD.Hash, u.MD.Type, u.MD.Change
 		if u.MD.Length != nil {
 			r.Size = *u.MD.Length
 		}

@@ -209,7 +209,7 @@ func (d *differ) compare(old record, it item) error {
 	if !same {
 		return d.changed(old, it, resourcesync.ChangeUpdated)
 	}
-	return d.state.write(&record{Rel: it.rel, Size: it.size, Mtime: nanos(it.mtime), Hash: old.Hash})
+	return d.state.write(&record{Rel: it.rel, Size: it.size, Mtime: nanos(it.mtime), Hash: old.Hash, Type: old.Type})
 }
 
 // changed records a creation or update. The walk state keeps the
@@ -235,7 +235,7 @@ func (d *differ) changed(old record, it item, change string) error {
 	if err := d.changes.add(c); err != nil {
 		return err
 	}
-	return d.state.write(&record{Rel: it.rel, Size: old.Size, Mtime: old.Mtime, Hash: old.Hash, Change: change, Lastmod: mt, Seq: it.size})
+	return d.state.write(&record{Rel: it.rel, Size: old.Size, Mtime: old.Mtime, Hash: old.Hash, Type: old.Type, Change: change, Lastmod: mt, Seq: it.size})
 }
 
 // sameContent is --checksum's test: same length, and the same hash in
@@ -275,11 +275,29 @@ func (r *run) finishChanges() error {
 		until = r.pkgs[len(r.pkgs)-1].Until
 		urls := append(r.chg.prev, dumpEntries(r.opts, r.pkgs)...)
 		md := resourcesync.MD{From: urls[0].MD.From}
+		if err := r.list.commit(resourcesync.MD{From: md.From, Until: until}); err != nil {
+			return err
+		}
 		if err := writeDump(r.opts, r.dir, changeDump, md, urls); err != nil {
 			return err
 		}
 	}
 	return r.writeChangeState(until)
+}
+
+// listPrevious gives the Change List the entries of the packages the run
+// continues, from their detached manifests in the output directory.
+func (r *run) listPrevious(ctx context.Context) error {
+	for _, u := range r.chg.prev {
+		ln, ok := u.Link("contents")
+		if !ok {
+			return fmt.Errorf("%s: package %s links no manifest", ChangeDumpName, u.Loc)
+		}
+		if err := r.listManifest(PackageInfo{Manifest: resourcesync.BaseName(ln.Href)}); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
 }
 
 // writeChangeState merges the walk state with the hashes of the files
@@ -305,11 +323,44 @@ func (r *run) writeChangeState(until time.Time) error {
 	if err != nil {
 		return err
 	}
-	if err := mergeState(newRecReader(r.chg.walk, f), &lastOnly{src: packed}, sw.add); err != nil {
+	// The Resource List describes the source now: unchanged files as the
+	// baseline has them, changed ones as packed. Nothing is read again.
+	list := newListWriter(r.opts, r.dir, resourcesync.CapResourceList, ResourceListName)
+	defer list.abort()
+	add := func(rec record) error {
+		if err := sw.add(rec); err != nil {
+			return err
+		}
+		if len(r.pkgs) == 0 {
+			return nil
+		}
+		return list.add(stateEntry(r.opts, rec))
+	}
+	if err := mergeState(newRecReader(r.chg.walk, f), &lastOnly{src: packed}, add); err != nil {
 		sw.abort()
 		return err
 	}
+	if len(r.pkgs) > 0 {
+		completed := time.Now().UTC().Truncate(time.Millisecond)
+		if r.pinned || completed.Before(until) {
+			completed = until
+		}
+		if err := list.commit(resourcesync.MD{At: until, Completed: completed}); err != nil {
+			sw.abort()
+			return err
+		}
+	}
 	return sw.commit()
+}
+
+// stateEntry is a file of the state as a Resource List entry.
+func stateEntry(o *Options, rec record) resourcesync.URL {
+	u := resourcesync.URL{Loc: locFor(o.BaseURL, rec.Rel), Lastmod: fromNanos(rec.Mtime),
+		MD: &resourcesync.MD{Hash: rec.Hash, Type: rec.Type}}
+	if rec.Size >= 0 {
+		u.MD.Length = resourcesync.Int64(rec.Size)
+	}
+	return u
 }
 
 func (r *run) stateKind() string {
@@ -340,9 +391,9 @@ func mergeState(walk, packed recSource, add func(record) error) error {
 		if w.Change == "" {
 			err = add(w)
 		} else if pok && p.Rel == w.Rel {
-			err = add(record{Rel: w.Rel, Size: w.Seq, Mtime: w.Lastmod, Hash: p.Hash})
+			err = add(record{Rel: w.Rel, Size: w.Seq, Mtime: w.Lastmod, Hash: p.Hash, Type: p.Type})
 		} else if w.Change == resourcesync.ChangeUpdated {
-			err = add(record{Rel: w.Rel, Size: w.Size, Mtime: w.Mtime, Hash: w.Hash})
+			err = add(record{Rel: w.Rel, Size: w.Size, Mtime: w.Mtime, Hash: w.Hash, Type: w.Type})
 		}
 		if err != nil {
 			return err
@@ -361,7 +412,7 @@ func (r *run) manifestRecords(name string, add func(record) error) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", d.Loc, err)
 		}
-		rec := record{Rel: rel, Mtime: nanos(u.Lastmod), Hash: u.MD.Hash, Size: -1}
+		rec := record{Rel: rel, Mtime: nanos(u.Lastmod), Hash: u.MD.Hash, Type: u.MD.Type, Size: -1}
 		if u.MD.Length != nil {
 			rec.Size = *u.MD.Length
 		}
@@ -375,6 +426,9 @@ func (r *run) manifestRecords(name string, add func(record) error) error {
 // order.
 func (r *run) finishResources(completed time.Time) error {
 	md := resourcesync.MD{At: r.at, Completed: completed}
+	if err := r.list.commit(md); err != nil {
+		return err
+	}
 	if err := writeDump(r.opts, r.dir, resourceDump, md, dumpEntries(r.opts, r.pkgs)); err != nil {
 		return err
 	}

@@ -209,6 +209,7 @@ func TestChangesGenerations(t *testing.T) {
 		prevUntil = p.Until
 		applyTo(t, filepath.Join(out, ChangeDumpName), dst)
 		sameTree(t, "generation "+p.Name, dst, src)
+		checkLists(t, out, dst, npkgs)
 	}
 	// Nothing changed: nothing is written, the Change Dump stays as it was.
 	before := readFile(t, filepath.Join(out, ChangeDumpName))
@@ -220,6 +221,47 @@ func TestChangesGenerations(t *testing.T) {
 	}
 	applyTo(t, filepath.Join(out, ChangeDumpName), late)
 	sameTree(t, "whole Change Dump at once", late, src)
+}
+
+// checkLists: after a --changes run, resourcelist.xml describes the
+// source now (the Destination audits clean against it), changelist.xml
+// has the Change Dump's entries in its order, and capabilitylist.xml
+// names all four documents. Each validates against the schema.
+func checkLists(t *testing.T, out, dst string, npkgs int) {
+	t.Helper()
+	m, _ := verify.NewMapper(verify.ByURI, chgBase)
+	var bad []string
+	sum, err := verify.Audit(context.Background(), dst, filepath.Join(out, ResourceListName), m, verify.Options{Report: func(f verify.Finding) {
+		if f.Severity >= verify.Warning {
+			bad = append(bad, f.String())
+		}
+	}})
+	if err != nil || sum.Problems() != 0 || len(bad) > 0 {
+		t.Errorf("verify --tree against resourcelist.xml: %v\n%s", err, strings.Join(bad, "\n"))
+	}
+	var want []resourcesync.URL
+	_, pkgs := verifytest.ReadDoc(t, filepath.Join(out, ChangeDumpName))
+	for _, p := range pkgs {
+		ln, _ := p.Link("contents")
+		_, urls := verifytest.ReadDoc(t, filepath.Join(out, resourcesync.BaseName(ln.Href)))
+		want = append(want, urls...)
+	}
+	h, got := verifytest.ReadDoc(t, filepath.Join(out, ChangeListName))
+	if h.MD.Capability != resourcesync.CapChangeList || len(got) != len(want) || len(pkgs) != npkgs {
+		t.Fatalf("changelist.xml: %+v with %d entries, want %d (%d packages)", h.MD, len(got), len(want), len(pkgs))
+	}
+	for i := range want {
+		if got[i].Loc != want[i].Loc || !got[i].Lastmod.Equal(want[i].Lastmod) || got[i].MD.Change != want[i].MD.Change || got[i].MD.Hash != want[i].MD.Hash {
+			t.Errorf("changelist.xml entry %d: %+v, want %+v", i+1, got[i], want[i])
+		}
+	}
+	_, caps := verifytest.ReadDoc(t, filepath.Join(out, CapabilityListName))
+	if len(caps) != 4 {
+		t.Errorf("capabilitylist.xml names %d documents, want 4", len(caps))
+	}
+	for _, f := range []string{ResourceListName, ChangeListName, CapabilityListName} {
+		xmllint(t, filepath.Join(out, f), "rs-urlset.xsd")
+	}
 }
 
 // TestChecksumFindsSameLengthAndMtime: a file rewritten with content of
@@ -461,9 +503,9 @@ func TestChangesParsedByResync(t *testing.T) {
 	put(t, src, "a", "a1", hour(0).Add(time.Minute))
 	os.Remove(filepath.Join(src, "b"))
 	res := packAt(t, src, out, chgOptions(1))
-	for _, f := range []string{ChangeDumpName, res.Packages[0].Manifest} {
+	for _, f := range []string{ChangeDumpName, res.Packages[0].Manifest, ChangeListName, ResourceListName} {
 		got, err := rs.Run(context.Background(), t.TempDir(), "resync-sync", "--parse", "--sitemap", filepath.Join(out, f))
-		if err != nil || !strings.Contains(got, "Parsed change") {
+		if err != nil || !strings.Contains(got, "Parsed ") {
 			t.Errorf("resync --parse %s: %v\n%s", f, err, got)
 		}
 	}

@@ -13,10 +13,6 @@ import (
 // 50,000 packages it is a Resource Dump Index over DumpPartName documents.
 const DumpName = "resourcedump.xml"
 
-// ChangeDumpName is the Change Dump document pack --changes writes, and
-// extends on every run; past 50,000 packages it is an index too.
-const ChangeDumpName = "changedump.xml"
-
 // dumpKind is what differs between the two kinds of dump pack writes.
 // Everything else, packages, manifests, Metalinks, journal and the dump
 // document writer, is one code path.

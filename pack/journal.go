@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -150,11 +151,16 @@ func (j *journal) finish() error {
 
 func (j *journal) close() { j.f.Close() }
 
-// removeStaleTemps deletes temporary files a killed run left behind.
+// removeStaleTemps deletes temporary files a killed run left behind: the
+// ones internal/atomic and the list writer name after a file pack writes,
+// "." + name + "." + anything + ".tmp".
 func removeStaleTemps(dir string) {
-	for _, pat := range []string{".resourcedump*.tmp", ".changedump*.tmp", ".rsdump-*.tmp"} {
-		matches, _ := filepath.Glob(filepath.Join(dir, pat))
-		for _, m := range matches {
+	matches, _ := filepath.Glob(filepath.Join(dir, ".*.tmp"))
+	for _, m := range matches {
+		base := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(m), "."), ".tmp")
+		// .rsdump-*: a --changes run's sort runs and walk, and the state
+		// file's temporary name.
+		if i := strings.LastIndexByte(base, '.'); i > 0 && IsOutput(base[:i]) || strings.HasPrefix(base, "rsdump-") {
 			os.Remove(m)
 		}
 	}

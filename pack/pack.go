@@ -71,9 +71,19 @@ func Pack(ctx context.Context, src, outDir string, opts Options) (*Result, error
 	// Resuming, the interrupted run's time, so that its packages are
 	// planned again alike.
 	r.journal, r.at = j, j.head.At
-	if o.Changes && !r.at.After(r.chg.base.time) {
-		return nil, fmt.Errorf("the run's time %s is not after the baseline's %s (%s): no change can be placed between them",
-			resourcesync.FormatTime(r.at), resourcesync.FormatTime(r.chg.base.time), r.chg.base.name)
+	r.list = newListWriter(&o, outDir, resourcesync.CapResourceList, ResourceListName)
+	defer func() { r.list.abort() }()
+	if o.Changes {
+		if !r.at.After(r.chg.base.time) {
+			return nil, fmt.Errorf("the run's time %s is not after the baseline's %s (%s): no change can be placed between them",
+				resourcesync.FormatTime(r.at), resourcesync.FormatTime(r.chg.base.time), r.chg.base.name)
+		}
+		// The Change List has the Change Dump's entries: the earlier
+		// packages' first, then this run's as they are published.
+		r.list = newListWriter(&o, outDir, resourcesync.CapChangeList, ChangeListName)
+		if err := r.listPrevious(ctx); err != nil {
+			return nil, err
+		}
 	}
 	switch {
 	case o.dumpFromMirror:
@@ -134,6 +144,7 @@ type run struct {
 	chg     *changeRun // a --changes run
 
 	pkgs    []PackageInfo
+	list    *listWriter // the Resource List, fed as packages are published
 	skipped atomic.Int64
 }
 
@@ -287,6 +298,9 @@ func (r *run) finish(start time.Time) (*Result, error) {
 		}
 	} else {
 		err = r.finishResources(completed)
+	}
+	if err == nil && (r.chg == nil || len(r.pkgs) > 0) {
+		err = r.writeCapabilities()
 	}
 	if err != nil {
 		return nil, err

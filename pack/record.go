@@ -20,12 +20,13 @@ type record struct {
 	Mtime   int64 // unix nanoseconds; 0 when unknown
 	Mode    uint32
 	Hash    string // the hash attribute, "sha-256:..."
+	Type    string // media type
 	Change  string // created, updated or deleted; empty for a state entry
 	Lastmod int64  // unix nanoseconds: the time of the change
 	Seq     int64  // order of the changes to one file, in a change log
 }
 
-const recordFields = 8
+const recordFields = 9
 
 func (r *record) appendTo(b []byte) []byte {
 	b = append(b, r.Rel...)
@@ -35,6 +36,8 @@ func (r *record) appendTo(b []byte) []byte {
 	}
 	b = append(b, '\t')
 	b = append(b, r.Hash...)
+	b = append(b, '\t')
+	b = append(b, r.Type...)
 	b = append(b, '\t')
 	b = append(b, r.Change...)
 	for _, n := range []int64{r.Lastmod, r.Seq} {
@@ -50,9 +53,9 @@ func parseRecord(line string) (record, error) {
 		return record{}, errors.New("malformed line")
 	}
 	var r record
-	r.Rel, r.Hash, r.Change = f[0], f[4], f[5]
+	r.Rel, r.Hash, r.Type, r.Change = f[0], f[4], f[5], f[6]
 	var mode int64
-	for i, p := range []*int64{&r.Size, &r.Mtime, &mode, nil, nil, &r.Lastmod, &r.Seq} {
+	for i, p := range []*int64{&r.Size, &r.Mtime, &mode, nil, nil, nil, &r.Lastmod, &r.Seq} {
 		if p == nil {
 			continue
 		}

@@ -18,9 +18,9 @@ import (
 // wrote there. A --changes run compares the source with it unless --since
 // names another baseline. Its first line is a JSON header (version, time:
 // the at of a Resource Dump or the until of the last Change Dump run,
-// kind, base_url); every other line is one file, in walk order, with tab-separated
-// fields: path, length, mtime in Unix nanoseconds, mode, hash attribute,
-// and three fields unused here.
+// kind, base_url); every other line is one file, in walk order, with
+// tab-separated fields: path, length, mtime in Unix nanoseconds, mode,
+// hash attribute, media type, and three fields unused here.
 const StateName = ".rsdump-pack.state"
 
 type stateHead struct {
