@@ -50,7 +50,7 @@ cp -a "$W/data" "$W/srv/src"
 AT0=$(python3 -c 'import datetime as d; print((d.datetime.now(d.timezone.utc).replace(microsecond=0)+d.timedelta(seconds=2)).strftime("%Y-%m-%dT%H:%M:%SZ"))')
 AT1=$(python3 -c "import datetime as d; print((d.datetime.strptime('$AT0','%Y-%m-%dT%H:%M:%SZ')+d.timedelta(minutes=2)).strftime('%Y-%m-%dT%H:%M:%SZ'))")
 sleep 3 # the files' mtimes before AT0
-"$W/rsdump" pack "$W/srv/src" --base-url "$BASE" -o "$W/srv/out" --at "$AT0" --compress store -q
+"$W/rsdump" pack "$W/srv/src" --base-url "$BASE" --dump-url "$URL/out/" -o "$W/srv/out" --at "$AT0" --compress store -q
 "$W/rsdump" unpack "$W/srv/out/resourcedump.xml" --dest "$W/base" --base-url "$BASE" -q
 
 # The changes, listed in $W/changes.tsv (kind, path), with mtimes a minute after AT0.
@@ -78,7 +78,7 @@ with open(listing, 'w') as f:
     for k, rel in out:
         f.write(k + '\t' + rel + '\n')
 PY
-"$W/rsdump" pack --changes "$W/srv/src" --base-url "$BASE" -o "$W/srv/out" --at "$AT1" -q
+"$W/rsdump" pack --changes "$W/srv/src" --base-url "$BASE" --dump-url "$URL/out/" -o "$W/srv/out" --at "$AT1" -q
 cp -a "$W/base" "$W/dst-rsdump"
 cp -a "$W/base" "$W/dst-resync"
 rm -rf "$W/dst-resync/.rsdump"
