@@ -510,3 +510,35 @@ func TestChangesParsedByResync(t *testing.T) {
 		}
 	}
 }
+
+// TestChangesMetalink: Change Dump packages get their Metalink and
+// mirrors as Resource Dump packages do, through the same code.
+func TestChangesMetalink(t *testing.T) {
+	src, out := t.TempDir(), t.TempDir()
+	put(t, src, "a.bin", string(pseudoRandom(200000)), hour(-1))
+	packAt(t, src, out, chgOptions(0))
+	put(t, src, "a.bin", string(pseudoRandom(210000)), hour(0).Add(time.Minute))
+	o := chgOptions(1)
+	o.Metalink = &MetalinkOptions{PieceLength: 64 << 10, Mirrors: []Mirror{
+		{BaseURL: "http://127.0.0.1:8081/rs/", Location: "de"},
+		{BaseURL: "http://127.0.0.2:8082/x/"},
+	}}
+	p := packAt(t, src, out, o).Packages[0]
+	if p.Metalink != "changedump-00001.zip.meta4" {
+		t.Fatalf("Metalink %q", p.Metalink)
+	}
+	mf := decodeMeta4(t, filepath.Join(out, p.Metalink))
+	data := readFile(t, filepath.Join(out, p.Name))
+	if mf.Name != p.Name || *mf.Size != int64(len(data)) {
+		t.Errorf("file %s size %d, want %s %d", mf.Name, *mf.Size, p.Name, len(data))
+	}
+	checkPieces(t, mf.Pieces[0], data)
+	_, urls := verifytest.ReadDoc(t, filepath.Join(out, ChangeDumpName))
+	u := urls[0]
+	dup, _ := u.Link("duplicate")
+	meta, _ := u.Link("describedby")
+	if u.Loc != "http://127.0.0.1:8081/rs/"+p.Name || dup.Href != "http://127.0.0.2:8082/x/"+p.Name || meta.Href != "http://127.0.0.1:8081/rs/"+p.Metalink {
+		t.Errorf("changedump.xml entry %+v", u)
+	}
+	xmllint(t, filepath.Join(out, ChangeDumpName), "rs-urlset.xsd")
+}
