@@ -542,3 +542,52 @@ func TestChangesMetalink(t *testing.T) {
 	}
 	xmllint(t, filepath.Join(out, ChangeDumpName), "rs-urlset.xsd")
 }
+
+// TestChangesRerunBeforeState: a run killed after it wrote changedump.xml
+// but before the new state runs again from the same baseline; it must
+// not take its own packages for earlier ones, and ends as the first did.
+func TestChangesRerunBeforeState(t *testing.T) {
+	src, out := t.TempDir(), t.TempDir()
+	put(t, src, "a", "a0", hour(-1))
+	packAt(t, src, out, chgOptions(0))
+	put(t, src, "a", "a1", hour(0).Add(time.Minute))
+	packAt(t, src, out, chgOptions(1))
+	put(t, src, "b", "b2", hour(1).Add(time.Minute))
+	old := readFile(t, filepath.Join(out, StateName))
+	packAt(t, src, out, chgOptions(2))
+	want := readFile(t, filepath.Join(out, ChangeDumpName))
+	os.WriteFile(filepath.Join(out, StateName), old, 0o644) // as if killed before the state
+	res := packAt(t, src, out, chgOptions(2))
+	if len(res.Packages) != 1 || res.Packages[0].Name != "changedump-00002.zip" {
+		t.Errorf("rerun wrote %+v, want changedump-00002.zip again", res.Packages)
+	}
+	if got := readFile(t, filepath.Join(out, ChangeDumpName)); string(got) != string(want) {
+		t.Errorf("changedump.xml after the rerun:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestChangeDumpIndex: past 50,000 packages changedump.xml is an index
+// whose parts cover consecutive intervals.
+func TestChangeDumpIndex(t *testing.T) {
+	o := chgOptions(1)
+	o.setDefaults()
+	dir := t.TempDir()
+	pkgs := make([]PackageInfo, resourcesync.MaxEntries+1)
+	for i := range pkgs {
+		name := changeDump.packageName(i + 1)
+		pkgs[i] = PackageInfo{Name: name, Manifest: manifestName(name), Length: 100, SHA256: strings.Repeat("0", 64),
+			From: hour(0).Add(time.Duration(i) * time.Second), Until: hour(0).Add(time.Duration(i+1) * time.Second)}
+	}
+	if err := writeDump(&o, dir, changeDump, resourcesync.MD{From: hour(0)}, dumpEntries(&o, pkgs)); err != nil {
+		t.Fatal(err)
+	}
+	h, parts := verifytest.ReadDoc(t, filepath.Join(dir, ChangeDumpName))
+	if h.Kind != resourcesync.SitemapIndex || h.MD.Capability != resourcesync.CapChangeDump || len(parts) != 2 {
+		t.Fatalf("index %+v with %d parts", h, len(parts))
+	}
+	if !parts[0].MD.From.Equal(hour(0)) || !parts[1].MD.From.Equal(parts[0].MD.Until) || !parts[1].MD.Until.Equal(pkgs[len(pkgs)-1].Until) {
+		t.Errorf("part intervals %+v, %+v", parts[0].MD, parts[1].MD)
+	}
+	xmllint(t, filepath.Join(dir, ChangeDumpName), "rs-sitemapindex.xsd")
+	xmllint(t, filepath.Join(dir, changeDump.partName(2)), "rs-urlset.xsd")
+}
