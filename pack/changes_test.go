@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -590,4 +592,25 @@ func TestChangeDumpIndex(t *testing.T) {
 	}
 	xmllint(t, filepath.Join(dir, ChangeDumpName), "rs-sitemapindex.xsd")
 	xmllint(t, filepath.Join(dir, changeDump.partName(2)), "rs-urlset.xsd")
+}
+
+// TestChangesBaselineURL: a Resource Dump baseline read over HTTP, with
+// its manifests, from a loopback server.
+func TestChangesBaselineURL(t *testing.T) {
+	src, out := t.TempDir(), t.TempDir()
+	srv := httptest.NewServer(http.StripPrefix("/rs/", http.FileServer(http.Dir(out))))
+	defer srv.Close()
+	put(t, src, "a", "a0", hour(-1))
+	put(t, src, "b", "b0", hour(-1))
+	o := chgOptions(0)
+	o.BaseURL = srv.URL + "/rs/"
+	packAt(t, src, out, o)
+	put(t, src, "a", "a1", hour(0).Add(time.Minute))
+	o = chgOptions(1)
+	o.BaseURL = srv.URL + "/rs/"
+	o.Since = srv.URL + "/rs/" + DumpName
+	res := packAt(t, src, t.TempDir(), o)
+	if res.Updated != 1 || res.Created+res.Deleted != 0 || !res.From.Equal(hour(0)) {
+		t.Errorf("%+v, want a updated from %s", res, hour(0))
+	}
 }
