@@ -394,6 +394,12 @@ func TestChangesBadBaseline(t *testing.T) {
 			t.Errorf("--since %s: left %d files in the output", since, len(left))
 		}
 	}
+	// A state written for another base URL.
+	o := chgOptions(1)
+	o.BaseURL = "http://127.0.0.1/other/"
+	if _, err := Pack(context.Background(), src, out, o); err == nil || !strings.Contains(err.Error(), StateName) || !strings.Contains(err.Error(), chgBase) {
+		t.Errorf("another base URL: error %v, want one naming the state and its base URL", err)
+	}
 	// No --since and no state file in the output directory.
 	if _, err := Pack(context.Background(), src, t.TempDir(), chgOptions(1)); err == nil || !strings.Contains(err.Error(), StateName) {
 		t.Errorf("no baseline: error %v, want one naming %s", err, StateName)
