@@ -112,30 +112,43 @@ func TestMetalinkHeaders(t *testing.T) {
 }
 
 // A package whose length is not the dump document's (rewritten, or being
-// rewritten) gets no digest rather than a wrong one, and a new dump
-// document is read again.
+// rewritten) gets no digest rather than a wrong one; without a dump
+// document the digest comes from the package's .meta4, and without either
+// there is none.
 func TestDigestFollowsTheDocument(t *testing.T) {
 	s := newSite(t, files(20), serve.Options{})
 	name := packages(t, s.Dir)[0]
 	p := filepath.Join(s.Dir, name)
-	if resp, _ := get(t, s.URL+"/dump/"+name); resp.Header.Get("Digest") == "" {
-		t.Fatal("no digest to begin with")
-	}
 	data := readFile(t, p)
+	raw, _ := hex.DecodeString(sha(data))
+	want := "SHA-256=" + base64.StdEncoding.EncodeToString(raw)
+	digestOf := func() string {
+		resp, _ := do(t, http.MethodHead, s.URL+"/dump/"+name)
+		return resp.Header.Get("Digest")
+	}
+	if d := digestOf(); d != want {
+		t.Fatalf("Digest %q to begin with, want %q", d, want)
+	}
 	if err := os.WriteFile(p, append(data, 'x'), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if resp, _ := get(t, s.URL+"/dump/"+name); resp.Header.Get("Digest") != "" {
-		t.Errorf("a package longer than the document says has Digest %q", resp.Header.Get("Digest"))
-	}
-	if err := os.Remove(filepath.Join(s.Dir, pack.DumpName)); err != nil {
-		t.Fatal(err)
+	if d := digestOf(); d != "" {
+		t.Errorf("a package longer than the document says has Digest %q", d)
 	}
 	if err := os.WriteFile(p, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if resp, _ := get(t, s.URL+"/dump/"+name); resp.Header.Get("Digest") != "" {
-		t.Errorf("Digest %q with no dump document", resp.Header.Get("Digest"))
+	if err := os.Remove(filepath.Join(s.Dir, pack.DumpName)); err != nil {
+		t.Fatal(err)
+	}
+	if d := digestOf(); d != want {
+		t.Errorf("Digest %q from the .meta4, want %q", d, want)
+	}
+	if err := os.Remove(p + ".meta4"); err != nil {
+		t.Fatal(err)
+	}
+	if d := digestOf(); d != "" {
+		t.Errorf("Digest %q with no dump document and no .meta4", d)
 	}
 }
 
