@@ -30,29 +30,6 @@ func IsOutput(name string) bool {
 	return docNames[name] || packNames.MatchString(name)
 }
 
-// outputNames matches every name pack writes in its output directory that
-// a reader may fetch: the dump documents and index parts, packages and
-// their detached manifests and Metalinks, of Resource Dumps and Change
-// Dumps; Resource Lists and Change Lists with their parts; the Capability
-// List. Its journal and temporary files are not among them.
-var outputNames = regexp.MustCompile(`^(?:` +
-	`(?:resource|change)dump(?:\.xml|-\d{5,}\.(?:zip|manifest\.xml|zip\.meta4)|-part\d{5,}\.xml)` +
-	`|(?:resource|change)list(?:-[0-9A-Za-z]+)*\.xml` +
-	`|capabilitylist\.xml` +
-	`)$`)
-
-// WellKnown is the Source Description's path in the output directory,
-// served at /.well-known/resourcesync (§8.2).
-const WellKnown = ".well-known/resourcesync"
-
-// IsOutput reports whether name, a slash-separated path relative to an
-// output directory, is one pack writes for readers: what a server of the
-// directory may publish. Everything else there (the journal, temporary
-// files, anything a person put beside them) is not.
-func IsOutput(name string) bool {
-	return name == WellKnown || outputNames.MatchString(name)
-}
-
 // prune deals with the files of an earlier run that the new dump no
 // longer names: packages past the new count, Metalinks the run did not
 // write, index parts of a larger dump. Served beside the new dump they

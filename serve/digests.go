@@ -16,7 +16,7 @@ import (
 )
 
 // dumpDocs are the documents whose packages get a Digest header.
-var dumpDocs = [...]string{pack.DumpName, "changedump.xml"}
+var dumpDocs = [...]string{pack.DumpName, pack.ChangeDumpName}
 
 // digests knows each package's SHA-256 and length from the dump documents
 // in the directory, else from the package's .meta4: the hash pack computed while writing the package, so a

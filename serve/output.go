@@ -9,6 +9,7 @@ import (
 
 	"github.com/rsdump/rsdump/metalink"
 	"github.com/rsdump/rsdump/metalink/httpheader"
+	"github.com/rsdump/rsdump/pack"
 )
 
 // Media types of pack's outputs. Sitemaps go out as application/xml, the
@@ -100,10 +101,10 @@ func fileETag(size, mtime int64) string {
 // capabilityLink is the HTTP Link discovery of §6.3.3 for a resource: the
 // Capability List that covers it, when the directory has one.
 func (h *handler) capabilityLink(r *http.Request) string {
-	f, _, err := open(h.dir, "capabilitylist.xml", false)
+	f, _, err := open(h.dir, pack.CapabilityListName, false)
 	if err != nil {
 		return ""
 	}
 	f.Close()
-	return httpheader.Link{URL: h.selfURL(r) + "capabilitylist.xml", Rel: []string{"resourcesync"}}.String()
+	return httpheader.Link{URL: h.selfURL(r) + pack.CapabilityListName, Rel: []string{"resourcesync"}}.String()
 }

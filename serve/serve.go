@@ -178,8 +178,8 @@ func (h *handler) route(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := r.URL.Path
-	if p == "/"+pack.WellKnown {
-		h.serveOutput(w, r, pack.WellKnown)
+	if p == "/"+pack.SourceDescriptionName {
+		h.serveOutput(w, r, pack.SourceDescriptionName)
 		return
 	}
 	if name, ok := strings.CutPrefix(p, h.dumpPath); ok && !strings.Contains(name, "/") && pack.IsOutput(name) {

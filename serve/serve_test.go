@@ -171,10 +171,12 @@ func TestRefuses(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(s.Dir, "changelist.xml")); err != nil {
 		t.Fatal(err)
 	}
-	os.Mkdir(filepath.Join(s.Dir, "capabilitylist.xml"), 0o755)
+	if err := os.Mkdir(filepath.Join(s.Dir, "resourcedump-part00009.xml"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, p := range []string{
 		"/dump/.rsdump-pack.journal", "/dump/.resourcedump.xml.123.tmp", "/dump/notes.txt", "/dump/resourcedump.xml~",
-		"/dump/.rsdump/state.json", "/.well-known/other", "/dump/changelist.xml", "/dump/capabilitylist.xml",
+		"/dump/.rsdump/state.json", "/.well-known/other", "/dump/changelist.xml", "/dump/resourcedump-part00009.xml",
 		"/dump/../secret.xml", "/dump/%2e%2e/secret.xml", "/secret.xml", "/resourcedump.xml", "/dump/", "/dump",
 		"/dump/.well-known/resourcesync", "/res/d0/f000.bin",
 	} {
