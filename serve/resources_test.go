@@ -113,3 +113,28 @@ func locs(t *testing.T, u, capability string) []string {
 func escapePath(rel string) string {
 	return strings.NewReplacer("%", "%25", " ", "%20", "#", "%23").Replace(rel)
 }
+
+// An output directory inside the resources' tree (pack skips it when it
+// walks) is not reachable through the resources route: not its journal,
+// not its packages.
+func TestOutputInsideResources(t *testing.T) {
+	ts, u := listen(t)
+	src := verifytest.Tree(t, files(3))
+	dir := filepath.Join(src, "out")
+	if _, err := pack.Pack(context.Background(), src, dir, pack.Options{BaseURL: u + "/res/", DumpURL: u + "/dump/"}); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, ".rsdump-pack.journal"), []byte("journal"), 0o644)
+	s := startSite(t, ts, u, src, dir, serve.Options{Resources: src})
+	for _, p := range []string{"/res/out/.rsdump-pack.journal", "/res/out/resourcedump.xml"} {
+		if resp, _ := get(t, s.URL+p); resp.StatusCode != http.StatusNotFound {
+			t.Errorf("%s: %s", p, resp.Status)
+		}
+	}
+	if resp, _ := get(t, s.URL+"/dump/resourcedump.xml"); resp.StatusCode != 200 {
+		t.Errorf("the dump document: %s", resp.Status)
+	}
+	if resp, _ := get(t, s.URL+"/res/d0/f000.bin"); resp.StatusCode != 200 {
+		t.Errorf("a resource: %s", resp.Status)
+	}
+}

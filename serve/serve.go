@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -60,6 +61,7 @@ type Request struct {
 type handler struct {
 	dir      *os.Root
 	res      *os.Root // nil: no resources
+	hide     string   // DIR's path inside the resources, with a slash; "" when it is not inside
 	dumpPath string   // with a trailing slash
 	basePath string
 	dumpURL  string // absolute prefix, or "" to build one from the request
@@ -93,6 +95,7 @@ func New(dir string, opts Options) (http.Handler, error) {
 			h.dir.Close()
 			return nil, fmt.Errorf("resources: %w", err)
 		}
+		h.hide = inside(dir, opts.Resources)
 	}
 	h.sums = newDigests(h.dir)
 	return h, nil
@@ -191,6 +194,28 @@ func (h *handler) route(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.NotFound(w, r)
+}
+
+// inside returns dir's path relative to root with a trailing slash, when
+// dir is under root: pack skips its own output when it walks the source,
+// and the resources route must not reach the journal that way either.
+func inside(dir, root string) string {
+	d, err1 := filepath.Abs(dir)
+	r, err2 := filepath.Abs(root)
+	if err1 != nil || err2 != nil {
+		return ""
+	}
+	if d1, err := filepath.EvalSymlinks(d); err == nil {
+		d = d1
+	}
+	if r1, err := filepath.EvalSymlinks(r); err == nil {
+		r = r1
+	}
+	rel, err := filepath.Rel(r, d)
+	if err != nil || !filepath.IsLocal(rel) {
+		return ""
+	}
+	return filepath.ToSlash(rel) + "/"
 }
 
 var errNotRegular = errors.New("not a regular file")
