@@ -60,6 +60,9 @@ func (h *handler) packageHeaders(hdr http.Header, r *http.Request, name string, 
 			hdr.Set("Digest", v)
 			hdr.Set("ETag", `"sha-256-`+s+`"`)
 		}
+		if v, err := httpheader.ReprDigest("sha-256", s); err == nil {
+			hdr.Set("Repr-Digest", v) // RFC 9530, which obsoletes RFC 3230
+		}
 	}
 	self := h.selfURL(r)
 	for i, m := range h.mirrors {

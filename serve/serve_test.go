@@ -90,6 +90,9 @@ func TestMetalinkHeaders(t *testing.T) {
 			if d := resp.Header.Get("Digest"); d != "SHA-256="+base64.StdEncoding.EncodeToString(raw) {
 				t.Errorf("%s %s: Digest %q", method, name, d)
 			}
+			if d := resp.Header.Get("Repr-Digest"); d != "sha-256=:"+base64.StdEncoding.EncodeToString(raw)+":" {
+				t.Errorf("%s %s: Repr-Digest %q", method, name, d)
+			}
 			links := httpheader.ParseLinks(resp.Header.Values("Link"), u)
 			want := []httpheader.Link{
 				{URL: "http://127.0.0.1:1/m1/" + name, Rel: []string{"duplicate"}, Pri: 5, Geo: "de"},
