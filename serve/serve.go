@@ -72,7 +72,8 @@ type handler struct {
 
 // New returns a handler serving dir, a directory pack wrote (or is
 // writing: whatever of its outputs is there is served, and what changes
-// is seen on the next request).
+// is seen on the next request). The handler is also an io.Closer that
+// releases the directories it holds open.
 func New(dir string, opts Options) (http.Handler, error) {
 	h := &handler{log: opts.Log}
 	if err := h.setURLs(opts); err != nil {
@@ -99,6 +100,15 @@ func New(dir string, opts Options) (http.Handler, error) {
 	}
 	h.sums = newDigests(h.dir)
 	return h, nil
+}
+
+// Close releases the directories; requests after it are answered 404.
+func (h *handler) Close() error {
+	err := h.dir.Close()
+	if h.res != nil {
+		err = errors.Join(err, h.res.Close())
+	}
+	return err
 }
 
 // setURLs takes the paths the directory and the resources are served

@@ -77,6 +77,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return usageError{err}
 	}
+	defer h.(io.Closer).Close()
 	return f.listenAndServe(ctx, h, fs.Arg(0), stderr)
 }
 
