@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"path"
 
 	"github.com/rsdump/rsdump/metalink"
@@ -75,8 +76,7 @@ func (h *handler) packageHeaders(hdr http.Header, r *http.Request, name string, 
 		}
 		hdr.Add("Link", l.String())
 	}
-	if f, _, err := open(h.dir, name+".meta4", false); err == nil {
-		f.Close()
+	if isFile(h.dir, name+".meta4") {
 		l := httpheader.Link{URL: self + url.PathEscape(name+".meta4"), Rel: []string{httpheader.RelDescribedBy}, Type: metalink.MediaType}
 		hdr.Add("Link", l.String())
 	}
@@ -104,10 +104,14 @@ func fileETag(size, mtime int64) string {
 // capabilityLink is the HTTP Link discovery of §6.3.3 for a resource: the
 // Capability List that covers it, when the directory has one.
 func (h *handler) capabilityLink(r *http.Request) string {
-	f, _, err := open(h.dir, pack.CapabilityListName, false)
-	if err != nil {
+	if !isFile(h.dir, pack.CapabilityListName) {
 		return ""
 	}
-	f.Close()
 	return httpheader.Link{URL: h.selfURL(r) + pack.CapabilityListName, Rel: []string{"resourcesync"}}.String()
+}
+
+// isFile reports whether name is a regular file in root, to link to it.
+func isFile(root *os.Root, name string) bool {
+	fi, err := root.Lstat(name)
+	return err == nil && fi.Mode().IsRegular()
 }
