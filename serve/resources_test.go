@@ -71,6 +71,14 @@ func TestDiscovery(t *testing.T) {
 	if !slices.Contains(docs, s.URL+"/dump/resourcelist.xml") || !slices.Contains(docs, s.URL+"/dump/resourcedump.xml") {
 		t.Fatalf("Capability List names %q", docs)
 	}
+	resp, page := get(t, s.URL+"/dump/")
+	link := `<link rel="resourcesync" href="` + caps[0] + `">`
+	if resp.StatusCode != 200 || !strings.Contains(string(page), link) || !strings.Contains(string(page), `href="resourcedump.xml"`) {
+		t.Errorf("the directory's page: %s\n%s", resp.Status, page)
+	}
+	if ls := httpheader.ParseLinks(resp.Header.Values("Link"), s.URL); len(ls) != 1 || ls[0].URL != caps[0] {
+		t.Errorf("the directory's page links %+v", ls)
+	}
 	res := locs(t, s.URL+"/dump/resourcelist.xml", resourcesync.CapResourceList)
 	if len(res) != len(fs) {
 		t.Fatalf("Resource List has %d entries, want %d", len(res), len(fs))

@@ -195,6 +195,10 @@ func (h *handler) route(w http.ResponseWriter, r *http.Request) {
 		h.serveOutput(w, r, pack.SourceDescriptionName)
 		return
 	}
+	if p == h.dumpPath {
+		h.serveIndex(w, r)
+		return
+	}
 	if name, ok := strings.CutPrefix(p, h.dumpPath); ok && !strings.Contains(name, "/") && pack.IsOutput(name) {
 		h.serveOutput(w, r, name)
 		return

@@ -182,7 +182,7 @@ func TestRefuses(t *testing.T) {
 	for _, p := range []string{
 		"/dump/.rsdump-pack.journal", "/dump/.resourcedump.xml.123.tmp", "/dump/notes.txt", "/dump/resourcedump.xml~",
 		"/dump/.rsdump/state.json", "/.well-known/other", "/dump/changelist.xml", "/dump/resourcedump-part00009.xml",
-		"/dump/../secret.xml", "/dump/%2e%2e/secret.xml", "/secret.xml", "/resourcedump.xml", "/dump/", "/dump",
+		"/dump/../secret.xml", "/dump/%2e%2e/secret.xml", "/secret.xml", "/resourcedump.xml", "/dump",
 		"/dump/.well-known/resourcesync", "/res/d0/f000.bin",
 	} {
 		resp, body := get(t, s.URL+p)

@@ -19,7 +19,9 @@ const serveHelp = `Usage: rsdump serve DIR [--addr 127.0.0.1:8080] [--base-url U
 Publishes DIR, a directory rsdump pack wrote, over HTTP: the dump
 documents, packages, manifests and Metalinks under the path of --dump-url
 (default: --base-url's, else /), the Capability List beside them and the
-Source Description at /.well-known/resourcesync. Range, If-Range,
+Source Description at /.well-known/resourcesync; the directory's own URL
+is a page listing the documents, linking the Capability List with
+<link rel="resourcesync">. Range, If-Range,
 If-None-Match and HEAD are answered. Only names pack writes are served:
 its journal, temporary files and anything else in DIR are not.
 
