@@ -61,7 +61,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:8080", "listen on `HOST:PORT` (port 0 picks a free one)")
 	fs.StringVar(&f.baseURL, "base-url", "", "the `URL` prefix given to pack --base-url; --resources are served under its path")
 	fs.StringVar(&f.dumpURL, "dump-url", "", "the `URL` prefix of the packages (pack --dump-url); DIR is served under its path (default: --base-url)")
-	fs.StringArrayVar(&f.mirrors, "mirror", nil, "`URL[,priority=N][,location=CC]` of another place holding DIR's packages, announced in Link headers (repeatable)")
+	fs.StringArrayVar(&f.mirrors, "mirror", nil, "base `URL` of another copy of DIR's packages, optionally followed by ,priority=N and ,location=CC; announced in Link headers (repeatable)")
 	fs.StringVar(&f.resources, "resources", "", "serve the files under `SRC` under --base-url's path")
 	fs.DurationVar(&f.grace, "grace", 10*time.Second, "how long requests in flight may run on after SIGINT/SIGTERM")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "log no requests")
