@@ -36,6 +36,7 @@ func (e *BaselineError) Error() string { return fmt.Sprintf("baseline %s: %v", e
 func (e *BaselineError) Unwrap() error { return e.Err }
 
 // openBaseline opens since, or the state file in dir when since is empty.
+// A document may be a file or an http(s) URL; the state file is local.
 func openBaseline(ctx context.Context, o *Options, dir, since string) (*baseline, error) {
 	if since == "" {
 		since = filepath.Join(dir, StateName)
@@ -43,14 +44,20 @@ func openBaseline(ctx context.Context, o *Options, dir, since string) (*baseline
 			return nil, &BaselineError{Path: since, Err: fmt.Errorf("%w: no earlier pack in %s; give --since RESOURCEDUMP, CHANGEDUMP, RESOURCELIST or STATE", err, dir)}
 		}
 	}
-	fi, err := os.Stat(since)
-	if err != nil {
-		return nil, &BaselineError{Path: since, Err: err}
+	var key string
+	if resourcesync.IsURL(since) {
+		key = since // a document fetched through internal/httpc
+	} else {
+		fi, err := os.Stat(since)
+		if err != nil {
+			return nil, &BaselineError{Path: since, Err: err}
+		}
+		if !fi.Mode().IsRegular() {
+			return nil, &BaselineError{Path: since, Err: errors.New("not a regular file")}
+		}
+		abs, _ := filepath.Abs(since)
+		key = fmt.Sprintf("%s|%d|%d", abs, fi.Size(), fi.ModTime().UnixNano())
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, &BaselineError{Path: since, Err: errors.New("not a regular file")}
-	}
-	abs, _ := filepath.Abs(since)
 	b, err := readBaseline(ctx, o, dir, since)
 	if err != nil {
 		var be *BaselineError
@@ -60,7 +67,7 @@ func openBaseline(ctx context.Context, o *Options, dir, since string) (*baseline
 		return nil, &BaselineError{Path: since, Err: err}
 	}
 	b.name = since
-	b.key = fmt.Sprintf("%s|%s|%d|%d", b.kind, abs, fi.Size(), fi.ModTime().UnixNano())
+	b.key = fmt.Sprintf("%s|%s|%s", b.kind, key, resourcesync.FormatTime(b.time))
 	return b, nil
 }
 
@@ -74,6 +81,10 @@ func readBaseline(ctx context.Context, o *Options, dir, since string) (*baseline
 		s, head, err := openState(since)
 		if err != nil {
 			return nil, err
+		}
+		if head.BaseURL != o.BaseURL {
+			s.close()
+			return nil, fmt.Errorf("written for the base URL %s, not %s: the Destination knows its files under that one", head.BaseURL, o.BaseURL)
 		}
 		return &baseline{kind: "state", time: head.Time, src: s, close: s.close}, nil
 	}
@@ -172,7 +183,7 @@ func (c *collector) add(doc string, u resourcesync.URL) error {
 // start from, which must be beside it, as pack leaves them: the
 // Destination has that dump and every change since.
 func (c *collector) changeDump(loc string, h resourcesync.Header) error {
-	base := filepath.Join(filepath.Dir(loc), DumpName)
+	base := resourcesync.Resolve(loc, DumpName)
 	bh, err := resourcesync.Peek(c.ctx, base)
 	if err != nil {
 		return fmt.Errorf("a Change Dump baseline needs the Resource Dump its changes start from beside it: %w", err)

@@ -55,17 +55,28 @@ func (r *run) readPrevious(ctx context.Context) error {
 	if err := l.Load(ctx, doc); err != nil {
 		return fmt.Errorf("the Change Dump to continue: %w", err)
 	}
+	// The packages up to the one that ends at the baseline's time: any
+	// after it are those of this very run, killed after it wrote the
+	// document but before the state, and are planned again alike.
+	end := -1
+	for i, u := range urls {
+		if u.MD != nil && u.MD.Until.Equal(r.chg.base.time) {
+			end = i
+		}
+	}
+	if end >= 0 {
+		urls = urls[:end+1]
+	}
 	for _, u := range urls {
 		if n := packageSeq(changeDump, resourcesync.BaseName(u.Loc)); n > r.chg.seq0 {
 			r.chg.seq0 = n
 		}
 	}
-	last := len(urls) - 1
-	if last >= 0 && urls[last].MD != nil && urls[last].MD.Until.Equal(r.chg.base.time) {
+	if end >= 0 {
 		r.chg.prev = urls
 		return nil
 	}
-	if last >= 0 {
+	if len(urls) > 0 {
 		r.events(Notice{Msg: fmt.Sprintf("%s ends at a time other than the baseline's %s: a new Change Dump replaces it, and its packages are no longer listed",
 			doc, resourcesync.FormatTime(r.chg.base.time))})
 	}
@@ -349,7 +360,13 @@ func (r *run) writeChangeState(until time.Time) error {
 			sw.abort()
 			return err
 		}
+		if err := r.writeCapabilities(); err != nil {
+			sw.abort()
+			return err
+		}
 	}
+	// Last: until the state names the new time, a rerun after a kill has
+	// the same baseline, and so the same journal.
 	return sw.commit()
 }
 
@@ -430,6 +447,9 @@ func (r *run) finishResources(completed time.Time) error {
 		return err
 	}
 	if err := writeDump(r.opts, r.dir, resourceDump, md, dumpEntries(r.opts, r.pkgs)); err != nil {
+		return err
+	}
+	if err := r.writeCapabilities(); err != nil {
 		return err
 	}
 	sw, err := newStateWriter(r.dir, stateHead{Version: 1, Kind: resourcesync.CapResourceDump, Time: r.at, BaseURL: r.opts.BaseURL})

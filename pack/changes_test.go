@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -392,6 +394,12 @@ func TestChangesBadBaseline(t *testing.T) {
 			t.Errorf("--since %s: left %d files in the output", since, len(left))
 		}
 	}
+	// A state written for another base URL.
+	o := chgOptions(1)
+	o.BaseURL = "http://127.0.0.1/other/"
+	if _, err := Pack(context.Background(), src, out, o); err == nil || !strings.Contains(err.Error(), StateName) || !strings.Contains(err.Error(), chgBase) {
+		t.Errorf("another base URL: error %v, want one naming the state and its base URL", err)
+	}
 	// No --since and no state file in the output directory.
 	if _, err := Pack(context.Background(), src, t.TempDir(), chgOptions(1)); err == nil || !strings.Contains(err.Error(), StateName) {
 		t.Errorf("no baseline: error %v, want one naming %s", err, StateName)
@@ -509,4 +517,149 @@ func TestChangesParsedByResync(t *testing.T) {
 			t.Errorf("resync --parse %s: %v\n%s", f, err, got)
 		}
 	}
+}
+
+// TestChangesMetalink: Change Dump packages get their Metalink and
+// mirrors as Resource Dump packages do, through the same code.
+func TestChangesMetalink(t *testing.T) {
+	src, out := t.TempDir(), t.TempDir()
+	put(t, src, "a.bin", string(pseudoRandom(200000)), hour(-1))
+	packAt(t, src, out, chgOptions(0))
+	put(t, src, "a.bin", string(pseudoRandom(210000)), hour(0).Add(time.Minute))
+	o := chgOptions(1)
+	o.Metalink = &MetalinkOptions{PieceLength: 64 << 10, Mirrors: []Mirror{
+		{BaseURL: "http://127.0.0.1:8081/rs/", Location: "de"},
+		{BaseURL: "http://127.0.0.2:8082/x/"},
+	}}
+	p := packAt(t, src, out, o).Packages[0]
+	if p.Metalink != "changedump-00001.zip.meta4" {
+		t.Fatalf("Metalink %q", p.Metalink)
+	}
+	mf := decodeMeta4(t, filepath.Join(out, p.Metalink))
+	data := readFile(t, filepath.Join(out, p.Name))
+	if mf.Name != p.Name || *mf.Size != int64(len(data)) {
+		t.Errorf("file %s size %d, want %s %d", mf.Name, *mf.Size, p.Name, len(data))
+	}
+	checkPieces(t, mf.Pieces[0], data)
+	_, urls := verifytest.ReadDoc(t, filepath.Join(out, ChangeDumpName))
+	u := urls[0]
+	dup, _ := u.Link("duplicate")
+	meta, _ := u.Link("describedby")
+	if u.Loc != "http://127.0.0.1:8081/rs/"+p.Name || dup.Href != "http://127.0.0.2:8082/x/"+p.Name || meta.Href != "http://127.0.0.1:8081/rs/"+p.Metalink {
+		t.Errorf("changedump.xml entry %+v", u)
+	}
+	xmllint(t, filepath.Join(out, ChangeDumpName), "rs-urlset.xsd")
+}
+
+// TestChangesRerunBeforeState: a run killed after it wrote changedump.xml
+// but before the new state runs again from the same baseline; it must
+// not take its own packages for earlier ones, and ends as the first did.
+func TestChangesRerunBeforeState(t *testing.T) {
+	src, out := t.TempDir(), t.TempDir()
+	put(t, src, "a", "a0", hour(-1))
+	packAt(t, src, out, chgOptions(0))
+	put(t, src, "a", "a1", hour(0).Add(time.Minute))
+	packAt(t, src, out, chgOptions(1))
+	put(t, src, "b", "b2", hour(1).Add(time.Minute))
+	old := readFile(t, filepath.Join(out, StateName))
+	packAt(t, src, out, chgOptions(2))
+	want := readFile(t, filepath.Join(out, ChangeDumpName))
+	os.WriteFile(filepath.Join(out, StateName), old, 0o644) // as if killed before the state
+	res := packAt(t, src, out, chgOptions(2))
+	if len(res.Packages) != 1 || res.Packages[0].Name != "changedump-00002.zip" {
+		t.Errorf("rerun wrote %+v, want changedump-00002.zip again", res.Packages)
+	}
+	if got := readFile(t, filepath.Join(out, ChangeDumpName)); string(got) != string(want) {
+		t.Errorf("changedump.xml after the rerun:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestChangeDumpIndex: past 50,000 packages changedump.xml is an index
+// whose parts cover consecutive intervals.
+func TestChangeDumpIndex(t *testing.T) {
+	o := chgOptions(1)
+	o.setDefaults()
+	dir := t.TempDir()
+	pkgs := make([]PackageInfo, resourcesync.MaxEntries+1)
+	for i := range pkgs {
+		name := changeDump.packageName(i + 1)
+		pkgs[i] = PackageInfo{Name: name, Manifest: manifestName(name), Length: 100, SHA256: strings.Repeat("0", 64),
+			From: hour(0).Add(time.Duration(i) * time.Second), Until: hour(0).Add(time.Duration(i+1) * time.Second)}
+	}
+	if err := writeDump(&o, dir, changeDump, resourcesync.MD{From: hour(0)}, dumpEntries(&o, pkgs)); err != nil {
+		t.Fatal(err)
+	}
+	h, parts := verifytest.ReadDoc(t, filepath.Join(dir, ChangeDumpName))
+	if h.Kind != resourcesync.SitemapIndex || h.MD.Capability != resourcesync.CapChangeDump || len(parts) != 2 {
+		t.Fatalf("index %+v with %d parts", h, len(parts))
+	}
+	if !parts[0].MD.From.Equal(hour(0)) || !parts[1].MD.From.Equal(parts[0].MD.Until) || !parts[1].MD.Until.Equal(pkgs[len(pkgs)-1].Until) {
+		t.Errorf("part intervals %+v, %+v", parts[0].MD, parts[1].MD)
+	}
+	xmllint(t, filepath.Join(dir, ChangeDumpName), "rs-sitemapindex.xsd")
+	xmllint(t, filepath.Join(dir, changeDump.partName(2)), "rs-urlset.xsd")
+}
+
+// TestChangesBaselineURL: a Resource Dump baseline read over HTTP, with
+// its manifests, from a loopback server.
+func TestChangesBaselineURL(t *testing.T) {
+	src, out := t.TempDir(), t.TempDir()
+	srv := httptest.NewServer(http.StripPrefix("/rs/", http.FileServer(http.Dir(out))))
+	defer srv.Close()
+	put(t, src, "a", "a0", hour(-1))
+	put(t, src, "b", "b0", hour(-1))
+	o := chgOptions(0)
+	o.BaseURL = srv.URL + "/rs/"
+	packAt(t, src, out, o)
+	put(t, src, "a", "a1", hour(0).Add(time.Minute))
+	o = chgOptions(1)
+	o.BaseURL = srv.URL + "/rs/"
+	o.Since = srv.URL + "/rs/" + DumpName
+	res := packAt(t, src, t.TempDir(), o)
+	if res.Updated != 1 || res.Created+res.Deleted != 0 || !res.From.Equal(hour(0)) {
+		t.Errorf("%+v, want a updated from %s", res, hour(0))
+	}
+}
+
+// TestResyncIncremental: resync 2.0.2, the reference Destination, syncs
+// a baseline from our resourcelist.xml and then applies our
+// changelist.xml with --incremental, over a loopback server; it ends with
+// the Source's tree.
+func TestResyncIncremental(t *testing.T) {
+	rs := sharedtest.NewResync(t)
+	src, out, dst, work := t.TempDir(), t.TempDir(), t.TempDir(), t.TempDir()
+	mux := http.NewServeMux()
+	mux.Handle("/rs/", http.StripPrefix("/rs/", http.FileServer(http.Dir(src))))
+	mux.Handle("/dump/", http.StripPrefix("/dump/", http.FileServer(http.Dir(out))))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	opts := func(k int) Options {
+		o := chgOptions(k)
+		o.BaseURL, o.DumpURL = srv.URL+"/rs/", srv.URL+"/dump/"
+		o.Hashes = []string{"md5", "sha-256"}
+		return o
+	}
+	put(t, src, "a.txt", "a0", hour(-1))
+	put(t, src, "b.txt", "b0", hour(-1))
+	put(t, src, "sub/c.txt", "c0", hour(-1))
+	packAt(t, src, out, opts(0))
+	mapping := srv.URL + "/rs/=" + dst
+	if msg, err := rs.Run(context.Background(), work, "resync-sync", "--baseline", "--sitemap", srv.URL+"/dump/"+ResourceListName, mapping); err != nil || strings.Contains(msg, "Error") {
+		t.Fatalf("resync baseline: %v\n%s", err, msg)
+	}
+	sameTree(t, "resync baseline", dst, src)
+	put(t, src, "a.txt", "a1, longer", hour(0).Add(time.Minute))
+	os.Remove(filepath.Join(src, "b.txt"))
+	put(t, src, "new.txt", "new", hour(0).Add(2*time.Minute))
+	packAt(t, src, out, opts(1))
+	// --sitemap names the resource list again: resync keeps the time it
+	// synced to under that URI. --spec-version 1.0 is Z39.99-2014, whose
+	// change time is <lastmod>; resync's default, 1.1, wants the later
+	// rs:md datetime attribute, which the 2014 schema does not have.
+	msg, err := rs.Run(context.Background(), work, "resync-sync", "--spec-version", "1.0", "--incremental", "--delete", "--sitemap", srv.URL+"/dump/"+ResourceListName,
+		"--changelist-uri", srv.URL+"/dump/"+ChangeListName, mapping)
+	if err != nil || strings.Contains(msg, "Error") { // resync exits 0 on its FatalError
+		t.Fatalf("resync incremental: %v\n%s", err, msg)
+	}
+	sameTree(t, "resync incremental", dst, src)
 }

@@ -299,9 +299,6 @@ func (r *run) finish(start time.Time) (*Result, error) {
 	} else {
 		err = r.finishResources(completed)
 	}
-	if err == nil && (r.chg == nil || len(r.pkgs) > 0) {
-		err = r.writeCapabilities()
-	}
 	if err != nil {
 		return nil, err
 	}
