@@ -27,7 +27,8 @@ const CheckGap = "gap"
 //     its updates and deletions presume files it cannot know are there.
 //   - Within a Change Dump, each package starts where the one before it
 //     ends. A package that starts earlier is out of order or overlaps
-//     the one before, and nothing of the Change Dump is applied.
+//     the one before, and nothing of the Change Dump is applied; one that
+//     starts later leaves a gap, as above.
 //   - A package whose until is at or before the state's is skipped: its
 //     changes are applied. One that straddles the state's time is applied
 //     whole. Replaying its earlier changes, in order, each superseded by
