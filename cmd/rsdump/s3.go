@@ -1,0 +1,26 @@
+package main
+
+import (
+	"context"
+
+	"github.com/spf13/pflag"
+
+	"github.com/rsdump/rsdump/s3"
+)
+
+// s3Flag registers --s3-endpoint on a command that reads or writes
+// s3://BUCKET/KEY, and returns a function giving the command's context
+// the setting once flags are parsed.
+func s3Flag(fs *pflag.FlagSet) func(context.Context) (context.Context, error) {
+	var endpoint string
+	fs.StringVar(&endpoint, "s3-endpoint", "", "reach s3://BUCKET/KEY at the S3-compatible server `URL`, path-style (default: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the AWS profile, else AWS); credentials and region come from the AWS environment and config files")
+	return func(ctx context.Context) (context.Context, error) {
+		if endpoint == "" {
+			return ctx, nil
+		}
+		if err := s3.CheckEndpoint(endpoint); err != nil {
+			return ctx, usagef("--s3-endpoint: %v", err)
+		}
+		return s3.WithConfig(ctx, s3.Config{Endpoint: endpoint}), nil
+	}
+}
