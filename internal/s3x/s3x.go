@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -38,7 +39,7 @@ func New(ctx context.Context, c rs3.Config, hc *http.Client) (*Client, error) {
 			return nil, err
 		}
 	}
-	cfg, err := config.LoadDefaultConfig(ctx, config.WithHTTPClient(hc))
+	cfg, err := loadConfig(ctx, hc)
 	if err != nil {
 		return nil, fmt.Errorf("S3 configuration: %w", err)
 	}
@@ -59,6 +60,20 @@ func New(ctx context.Context, c rs3.Config, hc *http.Client) (*Client, error) {
 		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 	})
 	return &Client{API: api, presign: s3.NewPresignClient(api)}, nil
+}
+
+// loadConfig reads the AWS environment and config files, with hc for the
+// credential look-ups (instance roles, STS, SSO). A CA bundle
+// (AWS_CA_BUNDLE, a profile's ca_bundle) can only be added by the SDK to
+// a client of its own building: then the look-ups use that one, and S3
+// requests still go through hc, which trusts the system's roots.
+func loadConfig(ctx context.Context, hc *http.Client) (aws.Config, error) {
+	cfg, err := config.LoadDefaultConfig(ctx, config.WithHTTPClient(hc))
+	if err != nil && strings.Contains(err.Error(), "custom RootCAs") {
+		cfg, err = config.LoadDefaultConfig(ctx)
+	}
+	cfg.HTTPClient = hc
+	return cfg, err
 }
 
 // presignFor is how long a signed GET or HEAD stays valid: each request is
