@@ -1,0 +1,52 @@
+package s3
+
+import (
+	"context"
+	"errors"
+	"testing"
+)
+
+func TestSplit(t *testing.T) {
+	for _, c := range []struct{ in, bucket, key string }{
+		{"s3://dumps/rs/resourcedump.xml", "dumps", "rs/resourcedump.xml"},
+		{"s3://dumps", "dumps", ""},
+		{"s3://my.bucket-1/a/", "my.bucket-1", "a/"},
+	} {
+		b, k, err := Split(c.in)
+		if err != nil || b != c.bucket || k != c.key {
+			t.Errorf("Split(%q) = %q, %q, %v; want %q, %q", c.in, b, k, err, c.bucket, c.key)
+		}
+	}
+	for _, in := range []string{"http://x/y", "s3://", "s3://ab/x", "s3://Upper/x", "s3://-dash/x", "s3://dash-/x", "s3://a_b/x"} {
+		if _, _, err := Split(in); !errors.Is(err, ErrBadURL) {
+			t.Errorf("Split(%q): %v, want ErrBadURL", in, err)
+		}
+	}
+	if Join("b1b", "k/x") != "s3://b1b/k/x" {
+		t.Error(Join("b1b", "k/x"))
+	}
+}
+
+func TestCheckEndpoint(t *testing.T) {
+	for _, ok := range []string{"http://127.0.0.1:7070", "https://s3.example.org/"} {
+		if err := CheckEndpoint(ok); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "127.0.0.1:7070", "ftp://h", "http://u:p@h", "http://h/path", "http://h/?q=1"} {
+		if err := CheckEndpoint(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+func TestConfigInContext(t *testing.T) {
+	ctx := context.Background()
+	if ConfigFrom(ctx) != (Config{}) {
+		t.Fatal("a bare context carries a Config")
+	}
+	c := Config{Endpoint: "http://127.0.0.1:1"}
+	if ConfigFrom(WithConfig(ctx, c)) != c {
+		t.Fatal("WithConfig lost the Config")
+	}
+}
