@@ -80,6 +80,19 @@ type Options struct {
 	// reported and left.
 	Prune bool
 
+	// Changes writes a Change Dump of what changed since a baseline
+	// instead of a Resource Dump: changedump.xml, and changedump-NNNNN.zip
+	// packages of created and updated bitstreams and deletions.
+	Changes bool
+	// Since is the baseline of a Changes run, what the Destination has: a
+	// resourcedump.xml, changedump.xml (with the resourcedump.xml its
+	// changes start from beside it), resourcelist.xml, or the StateName
+	// file pack leaves; default OUTDIR/StateName.
+	Since string
+	// Checksum compares every file's hash with the baseline's, as rsync
+	// -c, instead of trusting a length and mtime that match.
+	Checksum bool
+
 	// Metalink, when set, writes a .meta4 beside each package; see
 	// MetalinkOptions.
 	Metalink *MetalinkOptions
@@ -113,6 +126,9 @@ func (o Options) Validate() error {
 func (o *Options) setDefaults() error {
 	if o.BaseURL == "" {
 		return errors.New("a base URL is required")
+	}
+	if !o.Changes && (o.Since != "" || o.Checksum) {
+		return errors.New("--since and --checksum need --changes")
 	}
 	var err error
 	if o.BaseURL, err = resourcesync.CleanBaseURL(o.BaseURL); err != nil {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/rsdump/rsdump/resourcesync"
 )
 
 // packNames matches the numbered files pack writes in its output
@@ -47,7 +49,7 @@ func (r *run) prune() {
 	switch {
 	case len(stale) == 0:
 		return
-	case !r.opts.Prune || len(r.pkgs) == 0:
+	case !r.opts.Prune || len(r.pkgs) == 0 && (r.chg == nil || len(r.chg.prev) == 0):
 		why := "remove them, or run with --prune"
 		if r.opts.Prune {
 			why = "not pruned: the new dump is empty"
@@ -76,8 +78,21 @@ func (r *run) stale() ([]string, error) {
 	for _, p := range r.pkgs {
 		keep[p.Name], keep[p.Manifest], keep[p.Metalink] = true, true, true
 	}
-	for i := range dumpParts(len(r.pkgs)) {
-		keep[dumpPartName(i+1)] = true
+	listed := len(r.pkgs)
+	if r.chg != nil {
+		if len(r.pkgs) == 0 {
+			return nil, nil // nothing was written, and the Change Dump is as it was
+		}
+		listed += len(r.chg.prev)
+		for _, u := range r.chg.prev {
+			keep[resourcesync.BaseName(u.Loc)] = true
+			for _, l := range u.Links {
+				keep[resourcesync.BaseName(l.Href)] = true
+			}
+		}
+	}
+	for i := range dumpParts(listed) {
+		keep[r.dumpKind().partName(i+1)] = true
 	}
 	for _, name := range r.list.written {
 		keep[name] = true
@@ -96,8 +111,19 @@ func (r *run) stale() ([]string, error) {
 }
 
 // ownsName reports whether name is of the kind this run writes: a
-// Resource Dump run leaves the files of Change Dumps alone.
+// Resource Dump run leaves the files of Change Dumps alone, and a Change
+// Dump run those of the Resource Dump.
 func (r *run) ownsName(name string) bool {
-	return packNames.MatchString(name) &&
-		(strings.HasPrefix(name, "resourcedump-") || strings.HasPrefix(name, "resourcelist-"))
+	dump, list := "resourcedump-", "resourcelist-"
+	if r.kind.changes() {
+		dump, list = "changedump-", "changelist-"
+	}
+	return packNames.MatchString(name) && (strings.HasPrefix(name, dump) || strings.HasPrefix(name, list))
+}
+
+func (r *run) dumpKind() *dumpKind {
+	if r.kind == nil {
+		return resourceDump
+	}
+	return r.kind
 }

@@ -22,6 +22,20 @@ type item struct {
 	mtime time.Time
 	mode  fs.FileMode
 	fi    fs.FileInfo // as walked: the file's identity, for os.SameFile
+
+	// In a Change Dump: the change, its time (the <lastmod>), and for a
+	// deletion the length and hash of the version deleted.
+	change  string
+	lastmod time.Time
+	oldHash string
+}
+
+// modTime is the <lastmod> of the item's manifest entry.
+func (it *item) modTime() time.Time {
+	if it.change != "" {
+		return it.lastmod
+	}
+	return it.mtime
 }
 
 // walker lists the regular files under a root in a deterministic order:
