@@ -40,7 +40,7 @@ func BenchmarkChangeJoin1M(b *testing.B) {
 	const n = 1_000_000
 	dir := b.TempDir()
 	rel := func(i int) string { return fmt.Sprintf("d%04d/f%06d.bin", i/128, i) }
-	sw, err := newStateWriter(dir, stateHead{Version: 1, Time: hour(0)})
+	sw, err := newStateWriter(dirOutput(b, dir), stateHead{Version: 1, Time: hour(0)})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -289,7 +289,7 @@ func (r *run) finishChanges() error {
 		if err := r.list.commit(resourcesync.MD{From: md.From, Until: until}); err != nil {
 			return err
 		}
-		if err := writeDump(r.opts, r.dir, changeDump, md, urls); err != nil {
+		if err := writeDump(r.opts, r.out, changeDump, md, urls); err != nil {
 			return err
 		}
 	}
@@ -330,13 +330,13 @@ func (r *run) writeChangeState(until time.Time) error {
 		return err
 	}
 	defer f.Close()
-	sw, err := newStateWriter(r.dir, stateHead{Version: 1, Kind: r.stateKind(), Time: until, BaseURL: r.opts.BaseURL})
+	sw, err := newStateWriter(r.out, stateHead{Version: 1, Kind: r.stateKind(), Time: until, BaseURL: r.opts.BaseURL})
 	if err != nil {
 		return err
 	}
 	// The Resource List describes the source now: unchanged files as the
 	// baseline has them, changed ones as packed. Nothing is read again.
-	list := newListWriter(r.opts, r.dir, resourcesync.CapResourceList, ResourceListName)
+	list := newListWriter(r.opts, r.out, resourcesync.CapResourceList, ResourceListName)
 	defer list.abort()
 	add := func(rec record) error {
 		if err := sw.add(rec); err != nil {
@@ -435,7 +435,7 @@ func (r *run) manifestRecords(name string, add func(record) error) error {
 		}
 		return add(rec)
 	}}
-	return l.Load(context.Background(), filepath.Join(r.dir, name))
+	return r.out.load(l, name)
 }
 
 // finishResources writes the Resource Dump document and the state: every
@@ -446,13 +446,13 @@ func (r *run) finishResources(completed time.Time) error {
 	if err := r.list.commit(md); err != nil {
 		return err
 	}
-	if err := writeDump(r.opts, r.dir, resourceDump, md, dumpEntries(r.opts, r.pkgs)); err != nil {
+	if err := writeDump(r.opts, r.out, resourceDump, md, dumpEntries(r.opts, r.pkgs)); err != nil {
 		return err
 	}
 	if err := r.writeCapabilities(); err != nil {
 		return err
 	}
-	sw, err := newStateWriter(r.dir, stateHead{Version: 1, Kind: resourcesync.CapResourceDump, Time: r.at, BaseURL: r.opts.BaseURL})
+	sw, err := newStateWriter(r.out, stateHead{Version: 1, Kind: resourcesync.CapResourceDump, Time: r.at, BaseURL: r.opts.BaseURL})
 	if err != nil {
 		return err
 	}

@@ -580,7 +580,7 @@ func TestChangeDumpIndex(t *testing.T) {
 		pkgs[i] = PackageInfo{Name: name, Manifest: manifestName(name), Length: 100, SHA256: strings.Repeat("0", 64),
 			From: hour(0).Add(time.Duration(i) * time.Second), Until: hour(0).Add(time.Duration(i+1) * time.Second)}
 	}
-	if err := writeDump(&o, dir, changeDump, resourcesync.MD{From: hour(0)}, dumpEntries(&o, pkgs)); err != nil {
+	if err := writeDump(&o, dirOutput(t, dir), changeDump, resourcesync.MD{From: hour(0)}, dumpEntries(&o, pkgs)); err != nil {
 		t.Fatal(err)
 	}
 	h, parts := verifytest.ReadDoc(t, filepath.Join(dir, ChangeDumpName))

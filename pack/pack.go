@@ -23,6 +23,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/rsdump/rsdump/resourcesync"
+	"github.com/rsdump/rsdump/s3"
 )
 
 // inflight bounds the bytes read ahead of the package writer.
@@ -42,16 +43,23 @@ func Pack(ctx context.Context, src, outDir string, opts Options) (*Result, error
 	if err := checkSource(src); err != nil {
 		return nil, err
 	}
+	if o.Changes && s3.IsURL(outDir) {
+		return nil, fmt.Errorf("%s: a Change Dump is written to a directory; an s3:// output takes Resource Dumps only", outDir)
+	}
 	start := time.Now()
-	if err := os.MkdirAll(outDir, 0o755); err != nil {
+	out, err := openOutput(ctx, outDir)
+	if err != nil {
 		return nil, err
 	}
-	removeStaleTemps(outDir)
+	defer out.close()
+	if out.dir != "" {
+		removeStaleTemps(outDir)
+	}
 	at, pinned := o.At.UTC(), !o.At.IsZero()
 	if !pinned {
 		at = start.UTC().Truncate(time.Millisecond)
 	}
-	r := &run{opts: &o, src: src, dir: outDir, pinned: pinned, kind: resourceDump}
+	r := &run{opts: &o, src: src, dir: outDir, out: out, pinned: pinned, kind: resourceDump}
 	r.events = serialize(o.Events)
 	key := optionsKey(&o, src)
 	if o.Changes {
@@ -63,7 +71,7 @@ func Pack(ctx context.Context, src, outDir string, opts Options) (*Result, error
 		defer func() { os.Remove(r.chg.walk) }()
 		key += fmt.Sprintf("|changes|%v|%s", o.Checksum, r.chg.base.key)
 	}
-	j, err := openJournal(outDir, key, at, pinned, r.kind)
+	j, err := openJournal(out, key, at, pinned, r.kind)
 	if err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
@@ -71,7 +79,7 @@ func Pack(ctx context.Context, src, outDir string, opts Options) (*Result, error
 	// Resuming, the interrupted run's time, so that its packages are
 	// planned again alike.
 	r.journal, r.at = j, j.head.At
-	r.list = newListWriter(&o, outDir, resourcesync.CapResourceList, ResourceListName)
+	r.list = newListWriter(&o, out, resourcesync.CapResourceList, ResourceListName)
 	defer func() { r.list.abort() }()
 	if o.Changes {
 		if !r.at.After(r.chg.base.time) {
@@ -80,7 +88,7 @@ func Pack(ctx context.Context, src, outDir string, opts Options) (*Result, error
 		}
 		// The Change List has the Change Dump's entries: the earlier
 		// packages' first, then this run's as they are published.
-		r.list = newListWriter(&o, outDir, resourcesync.CapChangeList, ChangeListName)
+		r.list = newListWriter(&o, out, resourcesync.CapChangeList, ChangeListName)
 		if err := r.listPrevious(ctx); err != nil {
 			return nil, err
 		}
@@ -134,7 +142,8 @@ func serialize(f func(Event)) func(Event) {
 type run struct {
 	opts    *Options
 	src     string
-	dir     string
+	dir     string  // the output as given: a directory or s3://BUCKET/PREFIX
+	out     *output // where everything is written
 	at      time.Time
 	pinned  bool
 	journal *journal
@@ -195,7 +204,9 @@ func (r *run) plan(ctx context.Context, out chan<- planned) error {
 	}
 	p := &planner{opts: r.opts, kind: resourceDump, emit: func(pl planned) error { return send(ctx, out, pl) }}
 	w := &walker{ctx: ctx, follow: r.opts.FollowSymlinks, visit: p.add, warn: r.skip}
-	w.exclude, _ = filepath.EvalSymlinks(r.dir)
+	if r.out.dir != "" {
+		w.exclude, _ = filepath.EvalSymlinks(r.dir)
+	}
 	if err := w.walk(r.src); err != nil {
 		return err
 	}
@@ -226,7 +237,7 @@ func send[T any](ctx context.Context, c chan<- T, v T) error {
 func (r *run) dispatch(ctx context.Context, plans <-chan planned, tasks chan<- task, works chan<- work) error {
 	for pl := range plans {
 		t := task{start: &pl}
-		if info, ok := r.journal.reusable(r.dir, pl); ok {
+		if info, ok := r.journal.reusable(pl); ok {
 			t.reused = &info
 			if err := send(ctx, tasks, t); err != nil {
 				return err
@@ -285,7 +296,7 @@ func (r *run) finish(start time.Time) (*Result, error) {
 	if r.pinned {
 		completed = r.at
 	}
-	res := &Result{Packages: r.pkgs, Skipped: int(r.skipped.Load()), Document: filepath.Join(r.dir, r.kind.doc), DumpURL: r.opts.DumpURL}
+	res := &Result{Packages: r.pkgs, Skipped: int(r.skipped.Load()), Document: r.out.Loc(r.kind.doc), DumpURL: r.opts.DumpURL}
 	var err error
 	if r.chg != nil {
 		err = r.finishChanges()

@@ -2,11 +2,10 @@ package pack
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 
+	"github.com/rsdump/rsdump/internal/sink"
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
@@ -62,13 +61,15 @@ func (r *run) prune() {
 		return
 	}
 	for _, name := range stale {
-		if err := os.Remove(filepath.Join(r.dir, name)); err != nil {
+		if err := r.out.remove(name); err != nil {
 			r.warn(name, "left from an earlier run, not removed: "+err.Error())
 			continue
 		}
 		r.events(Removed{Name: name})
 	}
-	syncDir(r.dir)
+	if r.out.dir != "" {
+		syncDir(r.dir)
+	}
 }
 
 // stale lists the files in the output directory named as pack names its
@@ -97,17 +98,16 @@ func (r *run) stale() ([]string, error) {
 	for _, name := range r.list.written {
 		keep[name] = true
 	}
-	entries, err := os.ReadDir(r.dir)
-	if err != nil {
-		return nil, err
-	}
 	var stale []string
-	for _, e := range entries {
-		if e.Type().IsRegular() && r.ownsName(e.Name()) && !keep[e.Name()] {
-			stale = append(stale, e.Name())
+	err := r.out.List(r.out.ctx, "", func(fi sink.Info) error {
+		// List gives regular files only, at every depth; pack's own
+		// names are at the top.
+		if !strings.Contains(fi.Name, "/") && r.ownsName(fi.Name) && !keep[fi.Name] {
+			stale = append(stale, fi.Name)
 		}
-	}
-	return stale, nil
+		return nil
+	})
+	return stale, err
 }
 
 // ownsName reports whether name is of the kind this run writes: a

@@ -74,7 +74,7 @@ type packFlags struct {
 func runPack(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var f packFlags
 	fs := newFlags("pack")
-	fs.StringVarP(&f.out, "output", "o", "", "write the dump into `DIR` (required)")
+	fs.StringVarP(&f.out, "output", "o", "", "write the dump into `DIR` or s3://BUCKET/PREFIX (required)")
 	fs.StringVar(&f.baseURL, "base-url", "", "`URL` prefix of every bitstream's <loc> (required)")
 	fs.StringVar(&f.dumpURL, "dump-url", "", "`URL` prefix of the packages (default: the first --mirror, else the base URL)")
 	fs.StringVar(&f.capList, "capability-list", "", "`URL` of the Capability List, linked as rel=\"up\" (default: the capabilitylist.xml written in OUTDIR, at the dump URL)")
@@ -97,7 +97,12 @@ func runPack(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.IntVarP(&f.jobs, "jobs", "j", 0, "parallel readers and compressors (default: number of CPUs)")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress and no summary")
 	fs.BoolVar(&f.json, "json", false, "print a machine-readable summary on stdout")
+	withS3 := s3Flag(fs)
 	if err := parse(fs, args, packHelp, stdout); err != nil {
+		return err
+	}
+	ctx, err := withS3(ctx)
+	if err != nil {
 		return err
 	}
 	opts, err := f.options(fs.Args())
@@ -114,6 +119,11 @@ func (f *packFlags) options(args []string) (pack.Options, error) {
 	}
 	if f.out == "" || f.baseURL == "" {
 		return o, usagef("pack needs -o OUTDIR and --base-url URL")
+	}
+	if isURLish(f.out) {
+		if err := checkOutput(f.out); err != nil {
+			return o, err
+		}
 	}
 	if err := errors.Join(checkURL("--base-url", f.baseURL), checkURL("--dump-url", f.dumpURL), checkURL("--capability-list", f.capList), checkURL("--describedby", f.describedBy)); err != nil {
 		return o, usageError{err}

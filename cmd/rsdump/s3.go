@@ -24,3 +24,15 @@ func s3Flag(fs *pflag.FlagSet) func(context.Context) (context.Context, error) {
 		return s3.WithConfig(ctx, s3.Config{Endpoint: endpoint}), nil
 	}
 }
+
+// checkOutput refuses, as a usage error, an output URL that is not
+// s3://BUCKET[/PREFIX]: pack writes to a directory or a bucket.
+func checkOutput(out string) error {
+	if !s3.IsURL(out) {
+		return usagef("-o %q: pack writes to a directory or s3://BUCKET/PREFIX", out)
+	}
+	if _, _, err := s3.Split(out); err != nil {
+		return usagef("-o: %v", err)
+	}
+	return nil
+}

@@ -164,3 +164,7 @@ func (f dirFile) Write(p []byte) (int, error) { return f.f.Write(p) }
 func (f dirFile) ID() string                  { return "" }
 func (f dirFile) Commit() error               { return f.f.Commit() }
 func (f dirFile) Abort()                      { f.f.Abort() }
+
+// File is the temporary file, for pack's writeback hints and to cut an
+// entry off the end again.
+func (f dirFile) File() *os.File { return f.f.File() }

@@ -116,6 +116,16 @@ func (b *Bucket) start(ctx context.Context, name, id string, prior map[int32]typ
 
 func (u *upload) ID() string { return u.id }
 
+// Truncate cuts the object back to n bytes, which must lie in the part
+// not yet handed to a worker: what was sent cannot be taken back.
+func (u *upload) Truncate(n int64) error {
+	if n < u.off || n > u.off+int64(len(u.buf)) {
+		return fmt.Errorf("%s: cannot cut back to byte %d: parts up to byte %d were sent already", u.b.Loc(u.name), n, u.off)
+	}
+	u.buf = u.buf[:n-u.off]
+	return nil
+}
+
 func (u *upload) Write(p []byte) (int, error) {
 	n := 0
 	for len(p) > 0 {

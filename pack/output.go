@@ -1,0 +1,123 @@
+package pack
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/rsdump/rsdump/internal/httpc"
+	"github.com/rsdump/rsdump/internal/sink"
+	"github.com/rsdump/rsdump/resourcesync"
+	"github.com/rsdump/rsdump/s3"
+)
+
+// output is where a run writes: a directory or an s3://BUCKET/PREFIX,
+// through the one sink (internal/sink), and a local directory for the
+// scratch files of lists and change walks.
+type output struct {
+	sink.Sink
+	// ctx is the run's context without its cancellation: what was handed
+	// to publishing is published even when the run is interrupted. It
+	// carries the S3 settings (package s3).
+	ctx     context.Context
+	scratch string
+	dir     string // the output directory; "" for S3
+	temp    bool   // scratch is the run's own, removed at the end
+}
+
+// openOutput opens loc, creating a directory if missing.
+func openOutput(ctx context.Context, loc string) (*output, error) {
+	o := &output{ctx: context.WithoutCancel(ctx)}
+	if !s3.IsURL(loc) {
+		s, err := sink.OpenDir(loc)
+		if err != nil {
+			return nil, err
+		}
+		o.Sink, o.scratch, o.dir = s, loc, loc
+		return o, nil
+	}
+	s, err := sink.OpenBucket(ctx, loc, httpc.Default())
+	if err != nil {
+		return nil, err
+	}
+	scratch, err := os.MkdirTemp("", "rsdump-pack-")
+	if err != nil {
+		return nil, err
+	}
+	o.Sink, o.scratch, o.temp = s, scratch, true
+	return o, nil
+}
+
+// close removes the run's own scratch directory.
+func (o *output) close() {
+	if o.temp {
+		os.RemoveAll(o.scratch)
+	}
+}
+
+func (o *output) write(name string, data []byte) error { return o.WriteFile(o.ctx, name, data) }
+
+func (o *output) exists(name string) (bool, error) { return sink.Exists(o.ctx, o, name) }
+
+func (o *output) remove(name string) error { return o.Remove(o.ctx, name) }
+
+// load reads a document pack wrote, through the one Loader.
+func (o *output) load(l *resourcesync.Loader, name string) error {
+	return l.Load(o.ctx, o.Loc(name))
+}
+
+// sameFile reports whether name holds length bytes with sha-256 sum. A
+// local file is read and hashed; an object's length is compared, since
+// an object exists only once its upload completed (the journal records
+// a package after that), and reading it back would download it.
+func (o *output) sameFile(name string, length int64, sum string) bool {
+	if o.dir == "" {
+		fi, err := o.Stat(o.ctx, name)
+		return err == nil && fi.Size == length
+	}
+	n, got, err := hashFile(filepath.Join(o.dir, filepath.FromSlash(name)))
+	return err == nil && n == length && got == sum
+}
+
+func hashFile(path string) (int64, string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	return n, hex.EncodeToString(h.Sum(nil)), err
+}
+
+// readSmall reads a small file pack wrote; a missing one is nil, nil.
+func (o *output) readSmall(name string, max int64) ([]byte, error) {
+	b, err := sink.ReadFile(o.ctx, o, name, max)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return b, err
+}
+
+// discardPending aborts the uploads (or removes the temporary files) a
+// run left unfinished, but those keep names.
+func (o *output) discardPending(keep map[string]bool) error {
+	ps, err := o.Pending(o.ctx)
+	if err != nil {
+		return err
+	}
+	for _, p := range ps {
+		if keep[p.Name] || o.dir != "" && !IsOutput(filepath.Base(p.Name)) {
+			continue
+		}
+		if err := o.Discard(o.ctx, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
