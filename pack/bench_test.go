@@ -60,7 +60,7 @@ func BenchmarkChangeJoin1M(b *testing.B) {
 		}
 		o := chgOptions(1)
 		o.setDefaults()
-		r := &run{opts: &o, dir: dir, src: dir, at: hour(1), chg: &changeRun{base: &baseline{src: s, time: hour(0)}}}
+		r := &run{opts: &o, dir: dir, out: dirOutput(b, dir), src: dir, at: hour(1), chg: &changeRun{base: &baseline{src: s, time: hour(0)}}}
 		changes := newSorter(dir, byTime)
 		f, _ := os.CreateTemp(dir, ".rsdump-walk-*.tmp")
 		d := &differ{r: r, base: s, state: newRecWriter(f), changes: changes, from: nanos(hour(0)), at: nanos(hour(1))}

@@ -422,34 +422,37 @@ func mergeState(walk, packed recSource, add func(record) error) error {
 // each bitstream (not deletions) as a record.
 func (r *run) manifestRecords(name string, add func(record) error) error {
 	l := &resourcesync.Loader{Entry: func(d *resourcesync.Document, _ int, u resourcesync.URL) error {
-		if u.MD == nil || u.MD.Change == resourcesync.ChangeDeleted {
-			return nil
-		}
-		rel, err := relOf(r.opts.BaseURL, u.Loc)
-		if err != nil {
-			return fmt.Errorf("%s: %w", d.Loc, err)
-		}
-		rec := record{Rel: rel, Mtime: nanos(u.Lastmod), Hash: u.MD.Hash, Type: u.MD.Type, Size: -1}
-		if u.MD.Length != nil {
-			rec.Size = *u.MD.Length
+		rec, err := r.recordOf(d, u)
+		if err != nil || rec.Rel == "" {
+			return err
 		}
 		return add(rec)
 	}}
 	return r.out.load(l, name)
 }
 
+// recordOf is a manifest entry as a state record; a deletion is the zero
+// record.
+func (r *run) recordOf(d *resourcesync.Document, u resourcesync.URL) (record, error) {
+	if u.MD == nil || u.MD.Change == resourcesync.ChangeDeleted {
+		return record{}, nil
+	}
+	rel, err := relOf(r.opts.BaseURL, u.Loc)
+	if err != nil {
+		return record{}, fmt.Errorf("%s: %w", d.Loc, err)
+	}
+	rec := record{Rel: rel, Mtime: nanos(u.Lastmod), Hash: u.MD.Hash, Type: u.MD.Type, Size: -1}
+	if u.MD.Length != nil {
+		rec.Size = *u.MD.Length
+	}
+	return rec, nil
+}
+
 // finishResources writes the Resource Dump document and the state: every
 // file packed, read back from the manifests, which list them in walk
 // order.
 func (r *run) finishResources(completed time.Time) error {
-	md := resourcesync.MD{At: r.at, Completed: completed}
-	if err := r.list.commit(md); err != nil {
-		return err
-	}
-	if err := writeDump(r.opts, r.out, resourceDump, md, dumpEntries(r.opts, r.pkgs)); err != nil {
-		return err
-	}
-	if err := r.writeCapabilities(); err != nil {
+	if err := r.finishDocuments(resourcesync.MD{At: r.at, Completed: completed}); err != nil {
 		return err
 	}
 	sw, err := newStateWriter(r.out, stateHead{Version: 1, Kind: resourcesync.CapResourceDump, Time: r.at, BaseURL: r.opts.BaseURL})

@@ -21,11 +21,12 @@ type dumpKind struct {
 	dir        string // directory of the bitstreams in a package
 	capability string
 	manifest   string // capability of the package manifests
+	shard      string // "shard2of3" for the packages of a shard, else ""
 }
 
 var (
-	resourceDump = &dumpKind{DumpName, "resourcedump", "resources", resourcesync.CapResourceDump, resourcesync.CapResourceDumpManifest}
-	changeDump   = &dumpKind{ChangeDumpName, "changedump", "changes", resourcesync.CapChangeDump, resourcesync.CapChangeDumpManifest}
+	resourceDump = &dumpKind{DumpName, "resourcedump", "resources", resourcesync.CapResourceDump, resourcesync.CapResourceDumpManifest, ""}
+	changeDump   = &dumpKind{ChangeDumpName, "changedump", "changes", resourcesync.CapChangeDump, resourcesync.CapChangeDumpManifest, ""}
 )
 
 func (k *dumpKind) packageName(seq int) string { return fmt.Sprintf("%s-%05d.zip", k.prefix, seq) }

@@ -29,7 +29,9 @@ type journalEntry struct {
 
 type journal struct {
 	out     *output
-	lines   bytes.Buffer // the whole journal: S3 objects cannot be appended to
+	name    string            // journalName, or a shard's own
+	owns    func(string) bool // the unfinished files (uploads) that are this run's
+	lines   bytes.Buffer      // the whole journal: S3 objects cannot be appended to
 	head    journalHead
 	entries map[string]journalEntry // by package name
 	uploads map[string]journalUpload
@@ -49,9 +51,9 @@ const maxJournal = 256 << 20
 // openJournal loads the journal of an earlier run with the same options,
 // or starts a new one. at is the snapshot time of this run; an earlier
 // run's time wins unless the caller pinned one.
-func openJournal(out *output, options string, at time.Time, pinned bool, k *dumpKind) (*journal, error) {
-	j := &journal{out: out, entries: map[string]journalEntry{}, uploads: map[string]journalUpload{}}
-	b, err := out.readSmall(journalName, maxJournal)
+func openJournal(out *output, name string, owns func(string) bool, options string, at time.Time, pinned bool, k *dumpKind) (*journal, error) {
+	j := &journal{out: out, name: name, owns: owns, entries: map[string]journalEntry{}, uploads: map[string]journalUpload{}}
+	b, err := out.readSmall(name, maxJournal)
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +74,7 @@ func openJournal(out *output, options string, at time.Time, pinned bool, k *dump
 		}
 	}
 	// Nothing an earlier run left unfinished will be resumed.
-	if err := out.discardPending(nil); err != nil {
+	if err := out.discardPending(owns); err != nil {
 		return nil, err
 	}
 	return j, j.append(j.head)
@@ -106,7 +108,7 @@ func (j *journal) append(v any) error {
 		return err
 	}
 	j.lines.Write(append(b, '\n'))
-	if err := j.out.write(journalName, j.lines.Bytes()); err != nil {
+	if err := j.out.write(j.name, j.lines.Bytes()); err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
 	return nil
@@ -166,10 +168,10 @@ func (j *journal) reusable(p planned) (PackageInfo, bool) {
 // finish removes the journal once the run is complete, and aborts any
 // upload still open: none of them will be finished.
 func (j *journal) finish() error {
-	if err := j.out.discardPending(nil); err != nil {
+	if err := j.out.discardPending(j.owns); err != nil {
 		return err
 	}
-	return j.out.remove(journalName)
+	return j.out.remove(j.name)
 }
 
 func (j *journal) close() {}

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/internal/sink"
@@ -104,15 +105,16 @@ func (o *output) readSmall(name string, max int64) ([]byte, error) {
 	return b, err
 }
 
-// discardPending aborts the uploads (or removes the temporary files) a
-// run left unfinished, but those keep names.
-func (o *output) discardPending(keep map[string]bool) error {
+// discardPending aborts the uploads (or removes the temporary files) that
+// runs left unfinished under the names owns accepts: another shard's are
+// left to it.
+func (o *output) discardPending(owns func(string) bool) error {
 	ps, err := o.Pending(o.ctx)
 	if err != nil {
 		return err
 	}
 	for _, p := range ps {
-		if keep[p.Name] || o.dir != "" && !IsOutput(filepath.Base(p.Name)) {
+		if !owns(p.Name) {
 			continue
 		}
 		if err := o.Discard(o.ctx, p); err != nil {
@@ -120,4 +122,15 @@ func (o *output) discardPending(keep map[string]bool) error {
 		}
 	}
 	return nil
+}
+
+// ownsPending says whether an unfinished file left in the output is this
+// run's to discard: one of the names it writes, and for a shard only its
+// own, since other shards may be writing to the same prefix.
+func (r *run) ownsPending(name string) bool {
+	base := filepath.Base(name)
+	if r.kind.shard != "" {
+		return strings.HasPrefix(base, r.kind.prefix+"-")
+	}
+	return IsOutput(name) && !strings.Contains(base, "-shard") || base == StateName
 }

@@ -52,7 +52,7 @@ func Pack(ctx context.Context, src, outDir string, opts Options) (*Result, error
 		return nil, err
 	}
 	defer out.close()
-	if out.dir != "" {
+	if out.dir != "" && o.Shards == 0 { // other shards may be writing here
 		removeStaleTemps(outDir)
 	}
 	at, pinned := o.At.UTC(), !o.At.IsZero()
@@ -62,6 +62,12 @@ func Pack(ctx context.Context, src, outDir string, opts Options) (*Result, error
 	r := &run{opts: &o, src: src, dir: outDir, out: out, pinned: pinned, kind: resourceDump}
 	r.events = serialize(o.Events)
 	key := optionsKey(&o, src)
+	jname := journalName
+	if o.Shards > 0 {
+		r.kind = shardKind(o.Shard, o.Shards)
+		key += "|" + r.kind.shard
+		jname += "-" + r.kind.shard
+	}
 	if o.Changes {
 		r.kind = changeDump
 		if err := r.prepareChanges(ctx); err != nil {
@@ -71,7 +77,7 @@ func Pack(ctx context.Context, src, outDir string, opts Options) (*Result, error
 		defer func() { os.Remove(r.chg.walk) }()
 		key += fmt.Sprintf("|changes|%v|%s", o.Checksum, r.chg.base.key)
 	}
-	j, err := openJournal(out, key, at, pinned, r.kind)
+	j, err := openJournal(out, jname, r.ownsPending, key, at, pinned, r.kind)
 	if err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
@@ -202,8 +208,17 @@ func (r *run) plan(ctx context.Context, out chan<- planned) error {
 	if r.chg != nil {
 		return r.planChanges(ctx, out)
 	}
-	p := &planner{opts: r.opts, kind: resourceDump, emit: func(pl planned) error { return send(ctx, out, pl) }}
-	w := &walker{ctx: ctx, follow: r.opts.FollowSymlinks, visit: p.add, warn: r.skip}
+	p := &planner{opts: r.opts, kind: r.kind, emit: func(pl planned) error { return send(ctx, out, pl) }}
+	visit := p.add
+	if n := r.opts.Shards; n > 0 {
+		visit = func(it item) error {
+			if ShardOf(it.rel, n) != r.opts.Shard {
+				return nil // another shard's
+			}
+			return p.add(it)
+		}
+	}
+	w := &walker{ctx: ctx, follow: r.opts.FollowSymlinks, visit: visit, warn: r.skip}
 	if r.out.dir != "" {
 		w.exclude, _ = filepath.EvalSymlinks(r.dir)
 	}
@@ -307,6 +322,9 @@ func (r *run) finish(start time.Time) (*Result, error) {
 		} else if _, serr := os.Stat(res.Document); serr != nil {
 			res.Document = ""
 		}
+	} else if r.opts.Shards > 0 {
+		err = r.finishShard(completed)
+		res.Document = r.out.Loc(shardRecordName(r.opts.Shard, r.opts.Shards))
 	} else {
 		err = r.finishResources(completed)
 	}

@@ -14,7 +14,7 @@ import (
 // parts of an index. A later, smaller run may leave some of these behind.
 // Only regular files count: pack never writes a symlink, so one of these
 // names is someone else's and is left alone.
-var packNames = regexp.MustCompile(`^((resource|change)dump-(\d{5,}\.(zip|manifest\.xml|zip\.meta4)|part\d{5,}\.xml)|(resource|change)list-part\d{5,}\.xml)$`)
+var packNames = regexp.MustCompile(`^((resource|change)dump-((shard\d+of\d+-)?\d{5,}\.(zip|manifest\.xml|zip\.meta4)|part\d{5,}\.xml)|(resource|change)list-part\d{5,}\.xml)$`)
 
 // docNames are the documents pack writes under fixed names.
 var docNames = map[string]bool{
@@ -114,6 +114,9 @@ func (r *run) stale() ([]string, error) {
 // Resource Dump run leaves the files of Change Dumps alone, and a Change
 // Dump run those of the Resource Dump.
 func (r *run) ownsName(name string) bool {
+	if r.kind != nil && r.kind.shard != "" {
+		return packNames.MatchString(name) && strings.HasPrefix(name, r.kind.prefix+"-")
+	}
 	dump, list := "resourcedump-", "resourcelist-"
 	if r.kind.changes() {
 		dump, list = "changedump-", "changelist-"

@@ -191,3 +191,10 @@ func TestPackToS3KilledResumes(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// publishedToS3Server starts an S3 server with the bucket "pub".
+func publishedToS3Server(t *testing.T) *s3test.Server {
+	srv := s3test.Start(t)
+	srv.Bucket(t, "pub")
+	return srv
+}
