@@ -82,6 +82,11 @@ func Pack(ctx context.Context, src, outDir string, opts Options) (*Result, error
 		return nil, fmt.Errorf("journal: %w", err)
 	}
 	defer j.close()
+	if o.Shards > 0 {
+		if err := r.startShard(); err != nil {
+			return nil, err
+		}
+	}
 	// Resuming, the interrupted run's time, so that its packages are
 	// planned again alike.
 	r.journal, r.at = j, j.head.At

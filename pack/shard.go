@@ -66,6 +66,27 @@ func mergeKey(o *Options) string {
 	return k[strings.IndexByte(k, '|')+1:]
 }
 
+// startShard removes this shard's record, since the shard is being packed
+// again, and the records of sharded runs with another number of shards,
+// which a merge of this run must not meet.
+func (r *run) startShard() error {
+	mine := shardRecordName(r.opts.Shard, r.opts.Shards)
+	suffix := fmt.Sprintf("of%d.json", r.opts.Shards)
+	var stale []string
+	err := r.out.List(r.out.ctx, shardRecordPrefix, func(fi sink.Info) error {
+		if fi.Name == mine || !strings.Contains(fi.Name, "/") && !strings.HasSuffix(fi.Name, suffix) {
+			stale = append(stale, fi.Name)
+		}
+		return nil
+	})
+	for _, name := range stale {
+		if err == nil {
+			err = r.out.remove(name)
+		}
+	}
+	return err
+}
+
 // finishShard writes the shard's record, the last thing it writes: no
 // dump document, list, Capability List or state, which Merge writes.
 func (r *run) finishShard(completed time.Time) error {

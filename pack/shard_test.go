@@ -64,3 +64,38 @@ func TestMergeRefusesOverlap(t *testing.T) {
 		t.Fatal("a refused merge wrote the dump document")
 	}
 }
+
+// Packing again with another number of shards drops the records of the
+// earlier set: the merge sees only the new one.
+func TestReshard(t *testing.T) {
+	src := t.TempDir()
+	for i := range 12 {
+		os.WriteFile(filepath.Join(src, "g"+string(rune('a'+i))), []byte(strings.Repeat("z", 50+i)), 0o644)
+	}
+	out := t.TempDir()
+	ctx := context.Background()
+	o := Options{BaseURL: "http://127.0.0.1/", Prune: true}
+	for _, n := range []int{2, 3} {
+		for k := 1; k <= n; k++ {
+			o.Shard, o.Shards = k, n
+			if _, err := Pack(ctx, src, out, o); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	res, err := Merge(ctx, out, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Bitstreams != 12 {
+		t.Fatalf("merged %d bitstreams, want 12", res.Bitstreams)
+	}
+	for _, p := range res.Packages {
+		if !strings.Contains(p.Name, "of3-") {
+			t.Errorf("package %s of the earlier set of shards merged", p.Name)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, "resourcedump-shard1of2-00001.zip")); err == nil {
+		t.Error("the earlier set's packages were not pruned by the merge (--prune)")
+	}
+}
