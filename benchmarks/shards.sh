@@ -6,7 +6,7 @@
 # is installed. On one machine the shards share its cores: this measures
 # the cost of sharding (the merge, the overlap of N processes), not the
 # gain of N machines, which is projected from it in benchmarks/README.md.
-# Usage: benchmarks/shards.sh [RUNS] [FILES] [SIZE] [N]
+# Usage: [S3=0] benchmarks/shards.sh [RUNS] [FILES] [SIZE] [N]
 #   (data goes to $BENCH_DIR, default /tmp/rsdump-bench)
 # Needs: go, python3, GNU time (/usr/bin/time); versitygw for the S3 rows.
 set -euo pipefail
@@ -78,7 +78,9 @@ clean() { case "$1" in s3://*) ;; *) rm -rf "$1" ;; esac; }
 bench disk "$W/shout"
 
 VGW=$(command -v versitygw || echo "$(go env GOPATH)/bin/versitygw")
-if [ -x "$VGW" ]; then
+if [ "${S3:-1}" = 0 ]; then
+  echo "S3=0: S3 rows skipped"
+elif [ -x "$VGW" ]; then
   export AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench-secret AWS_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true
   rm -rf "$W/vgw"; mkdir -p "$W/vgw/bench"
   ROOT_ACCESS_KEY=bench ROOT_SECRET_KEY=bench-secret "$VGW" --port 127.0.0.1:7391 posix "$W/vgw" >"$W/vgw.log" 2>&1 &
