@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -133,4 +134,39 @@ func (r *run) ownsPending(name string) bool {
 		return strings.HasPrefix(base, r.kind.prefix+"-")
 	}
 	return IsOutput(name) && !strings.Contains(base, "-shard") || base == StateName
+}
+
+// stateBaseline is the baseline a --changes run reads when --since is not
+// given: the state file in the output. An object is first copied into the
+// scratch directory, since the state is read twice, and its key (for the
+// journal) is its URL, length and time, not the copy's.
+func (o *output) stateBaseline(since string) (path, key string, err error) {
+	if since != "" || o.dir != "" {
+		if since == "" {
+			since = filepath.Join(o.dir, StateName)
+		}
+		return since, "", nil
+	}
+	fi, err := o.Stat(o.ctx, StateName)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", "", &BaselineError{Path: o.Loc(StateName), Err: fmt.Errorf("%w: no earlier pack in %s; give --since RESOURCEDUMP, CHANGEDUMP, RESOURCELIST or STATE", err, o.Loc(""))}
+	}
+	if err != nil {
+		return "", "", err
+	}
+	rc, err := o.Open(o.ctx, StateName)
+	if err != nil {
+		return "", "", err
+	}
+	defer rc.Close()
+	path = filepath.Join(o.scratch, StateName)
+	f, err := os.Create(path)
+	if err != nil {
+		return "", "", err
+	}
+	_, err = io.Copy(f, rc)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return path, fmt.Sprintf("%s|%d|%d", o.Loc(StateName), fi.Size, fi.ModTime.UnixNano()), err
 }

@@ -23,7 +23,6 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/rsdump/rsdump/resourcesync"
-	"github.com/rsdump/rsdump/s3"
 )
 
 // inflight bounds the bytes read ahead of the package writer.
@@ -42,9 +41,6 @@ func Pack(ctx context.Context, src, outDir string, opts Options) (*Result, error
 	// journal behind.
 	if err := checkSource(src); err != nil {
 		return nil, err
-	}
-	if o.Changes && s3.IsURL(outDir) {
-		return nil, fmt.Errorf("%s: a Change Dump is written to a directory; an s3:// output takes Resource Dumps only", outDir)
 	}
 	start := time.Now()
 	out, err := openOutput(ctx, outDir)
@@ -324,7 +320,7 @@ func (r *run) finish(start time.Time) (*Result, error) {
 		res.From, res.Until = r.chg.base.time, r.chg.base.time
 		if len(r.pkgs) > 0 {
 			res.Until = r.pkgs[len(r.pkgs)-1].Until
-		} else if _, serr := os.Stat(res.Document); serr != nil {
+		} else if ok, _ := r.out.exists(r.kind.doc); !ok {
 			res.Document = ""
 		}
 	} else if r.opts.Shards > 0 {

@@ -198,3 +198,40 @@ func publishedToS3Server(t *testing.T) *s3test.Server {
 	srv.Bucket(t, "pub")
 	return srv
 }
+
+// A Change Dump to s3:// is the same as to a directory: a full pack, then
+// --changes after an edit, both with the same --at, give the same bytes.
+func TestPackChangesToS3SameAsDisk(t *testing.T) {
+	srv := publishedToS3Server(t)
+	src := t.TempDir()
+	for i := range 6 {
+		os.WriteFile(filepath.Join(src, "c"+string(rune('a'+i))), randomFile(uint64(200+i), 5000+i), 0o644)
+	}
+	old := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 6 {
+		os.Chtimes(filepath.Join(src, "c"+string(rune('a'+i))), old, old)
+	}
+	disk := t.TempDir()
+	ep := "--s3-endpoint=" + srv.Endpoint
+	run := func(at string, extra ...string) {
+		t.Helper()
+		args := append([]string{"pack", src, "--base-url", "http://127.0.0.1/rs/", "--at", at, "-q"}, extra...)
+		if code, _, stderr := rsdump(t, append(args, "-o", disk)...); code != exitOK {
+			t.Fatalf("%v to disk: exit %d\n%s", extra, code, stderr)
+		}
+		if code, _, stderr := rsdump(t, append(args, "-o", "s3://pub/chg", ep)...); code != exitOK {
+			t.Fatalf("%v to s3: exit %d\n%s", extra, code, stderr)
+		}
+	}
+	run("2024-02-01T00:00:00Z")
+	os.WriteFile(filepath.Join(src, "cb"), []byte("changed"), 0o644)
+	newer := time.Date(2024, 2, 15, 0, 0, 0, 0, time.UTC)
+	os.Chtimes(filepath.Join(src, "cb"), newer, newer)
+	os.Remove(filepath.Join(src, "cc"))
+	run("2024-03-01T00:00:00Z", "--changes")
+	objs := s3Objects(t, srv, "pub", "chg/")
+	if _, ok := objs["changedump.xml"]; !ok {
+		t.Fatal("no changedump.xml in the bucket")
+	}
+	sameFiles(t, "s3://pub/chg/", dirFiles(t, disk), objs)
+}
