@@ -66,13 +66,9 @@ read, or an output could not be written), 2 usage error, 130 interrupted.
 Examples:
   rsdump pack ./collection --base-url https://example.org/data/ -o ./dump
   rsdump pack ./collection --base-url https://example.org/data/ -o ./dump \
-      --max-package-size 4GiB --hash md5,sha-256
-  rsdump pack ./collection --base-url https://example.org/data/ -o ./dump \
       --metalink --mirror https://mirror.example.net/dump/ --json
   rsdump pack ./collection --base-url https://example.org/data/ -o s3://dumps/rs \
-      --s3-endpoint https://rgw.example.org
-  rsdump pack ./collection --base-url https://example.org/data/ -o s3://dumps/rs --shard 2/3
-  rsdump pack --merge --base-url https://example.org/data/ -o s3://dumps/rs
+      --s3-endpoint https://rgw.example.org --shard 2/3
 `
 
 type packFlags struct {
