@@ -663,3 +663,33 @@ func TestResyncIncremental(t *testing.T) {
 	}
 	sameTree(t, "resync incremental", dst, src)
 }
+
+// TestChangesPrune: a --changes run with --prune removes changedump files
+// its Change Dump does not list, and leaves the Resource Dump's alone.
+func TestChangesPrune(t *testing.T) {
+	src, out := t.TempDir(), t.TempDir()
+	put(t, src, "a", "a0", hour(-1))
+	packAt(t, src, out, chgOptions(0))
+	put(t, src, "a", "a1", hour(0).Add(time.Minute))
+	packAt(t, src, out, chgOptions(1))
+	stale := []string{"changedump-00009.zip", "changedump-00009.manifest.xml", "changedump-part00003.xml"}
+	for _, n := range stale {
+		os.WriteFile(filepath.Join(out, n), []byte("old"), 0o644)
+	}
+	put(t, src, "b", "b2", hour(1).Add(time.Minute))
+	o := chgOptions(2)
+	o.Prune = true
+	var removed []string
+	o.Events = func(e Event) {
+		if r, ok := e.(Removed); ok {
+			removed = append(removed, r.Name)
+		}
+	}
+	packAt(t, src, out, o)
+	for _, n := range append(stale, "changedump-00001.zip", "changedump-00002.zip", DumpName, "resourcedump-00001.zip") {
+		_, err := os.Stat(filepath.Join(out, n))
+		if gone := err != nil; gone != strings.Contains(strings.Join(stale, " "), n) {
+			t.Errorf("%s: gone %v (removed %v)", n, gone, removed)
+		}
+	}
+}
