@@ -693,3 +693,34 @@ func TestChangesPrune(t *testing.T) {
 		}
 	}
 }
+
+// TestChangesSkipChanged: a file that changes while a --changes run reads
+// it is left out with --skip-changed, and the state keeps the version
+// the Destination has, so the next run ships the change.
+func TestChangesSkipChanged(t *testing.T) {
+	src, out, dst := t.TempDir(), t.TempDir(), t.TempDir()
+	put(t, src, "a", "a0", hour(-1))
+	put(t, src, "b", "b0", hour(-1))
+	packAt(t, src, out, chgOptions(0))
+	applyTo(t, filepath.Join(out, DumpName), dst)
+	put(t, src, "a", "a1", hour(0).Add(time.Minute))
+	put(t, src, "b", "b1", hour(0).Add(time.Minute))
+	restore := setHook(func(rel string) {
+		if rel == "a" {
+			put(t, src, "a", "a2, changed while read", hour(0).Add(2*time.Minute))
+		}
+	})
+	o := chgOptions(1)
+	o.SkipChanged = true
+	res := packAt(t, src, out, o)
+	restore()
+	if res.Skipped != 1 || len(res.Packages) != 1 || res.Packages[0].Bitstreams != 1 {
+		t.Fatalf("%+v: want b packed and a skipped", res)
+	}
+	res = packAt(t, src, out, chgOptions(2))
+	if res.Updated != 1 || res.Created+res.Deleted != 0 {
+		t.Fatalf("next run: %+v, want a updated", res)
+	}
+	applyTo(t, filepath.Join(out, ChangeDumpName), dst)
+	sameTree(t, "after the skipped change", dst, src)
+}
