@@ -179,7 +179,10 @@ func (s *syncer) incremental(ctx context.Context, afterBaseline bool) error {
 		s.note("%s; the changes after the baseline wait for a later run", gap)
 		return nil
 	case doc == "":
-		return s.baseline(ctx, gap+"; taking a new baseline")
+		if err := s.baseline(ctx, gap+"; taking a new baseline"); err != nil || s.opts.DryRun {
+			return err
+		}
+		return s.incremental(ctx, true)
 	}
 	return s.apply(ctx, "incremental", doc, "changes after "+resourcesync.FormatTime(since), isList)
 }
