@@ -121,9 +121,20 @@ func (s *syncer) prepare(ctx context.Context, source string) error {
 		return err
 	}
 	s.res.Source = s.src
-	s.base, err = s.baseURL(ctx)
+	if s.base, err = s.baseURL(ctx); err != nil {
+		return err
+	}
 	s.res.BaseURL = s.base
-	return err
+	if s.opts.DryRun {
+		return nil
+	}
+	// Recorded before anything lands, so that a run interrupted in its
+	// baseline is resumed by a plain rsdump sync --dest DIR.
+	info := unpack.SyncInfo{Source: s.given, BaseURL: s.base, Baseline: baselineKind(s.src)}
+	if st.Sync != nil {
+		info.Documents, info.LastRun = st.Sync.Documents, st.Sync.LastRun
+	}
+	return unpack.SetSync(s.dir, info)
 }
 
 // run takes a baseline when the tree has none (or nothing covers the gap
