@@ -325,7 +325,10 @@ func (d *discovery) up(ctx context.Context, loc string, h resourcesync.Header, h
 			}
 			return nil
 		},
-		Entry: func(_ *resourcesync.Document, _ int, u resourcesync.URL) error { entries = append(entries, u); return nil },
+		Entry: func(_ *resourcesync.Document, _ int, u resourcesync.URL) error {
+			entries = append(entries, u)
+			return nil
+		},
 	}
 	if err := ld.Read(ctx, cl, body, nil); err == nil && isCL {
 		d.capabilityList(cl, entries)
