@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -146,10 +147,15 @@ func (j *journal) finish() error {
 
 func (j *journal) close() { j.f.Close() }
 
-// removeStaleTemps deletes temporary files a killed run left behind.
+// removeStaleTemps deletes temporary files a killed run left behind: the
+// ones internal/atomic and the list writer name after a file pack writes,
+// "." + name + "." + anything + ".tmp".
 func removeStaleTemps(dir string) {
-	matches, _ := filepath.Glob(filepath.Join(dir, ".resourcedump*.tmp"))
+	matches, _ := filepath.Glob(filepath.Join(dir, ".*.tmp"))
 	for _, m := range matches {
-		os.Remove(m)
+		base := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(m), "."), ".tmp")
+		if i := strings.LastIndexByte(base, '.'); i > 0 && IsOutput(base[:i]) {
+			os.Remove(m)
+		}
 	}
 }

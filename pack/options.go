@@ -47,9 +47,19 @@ const DefaultMaxPackageSize = 1 << 30
 // Options configure Pack. The zero value of every field but BaseURL has a
 // sensible default.
 type Options struct {
-	BaseURL        string // prefix of every bitstream's <loc>; a name, nothing need be served there
-	DumpURL        string // prefix of package URLs; default the first mirror, else BaseURL
-	CapabilityList string // URL for <rs:ln rel="up">, optional
+	BaseURL string // prefix of every bitstream's <loc>; a name, nothing need be served there
+	DumpURL string // prefix of package URLs; default the first mirror, else BaseURL
+	// CapabilityList is the URL of the Capability List every document
+	// links to with rel="up"; default the capabilitylist.xml pack writes
+	// beside the packages, at DumpURL.
+	CapabilityList string
+	// SourceDescription writes .well-known/resourcesync (§8) naming the
+	// Capability List, for an output directory served at its host's root.
+	SourceDescription bool
+	// DescribedBy, when set, is the URL of a document about the Source and
+	// its resources, linked with rel="describedby" from the Capability
+	// List and the Source Description (§8, §9 recommend it).
+	DescribedBy string
 
 	Hashes         []string // manifest hash algorithms; default sha-256
 	Compress       Compression
@@ -122,6 +132,12 @@ func (o *Options) setDefaults() error {
 		o.DumpURL, o.dumpFromMirror = o.Metalink.Mirrors[0].BaseURL, true
 	default:
 		o.DumpURL = o.BaseURL
+	}
+	if o.CapabilityList == "" {
+		o.CapabilityList = o.DumpURL + CapabilityListName
+	}
+	if o.DescribedBy != "" && !resourcesync.IsURL(o.DescribedBy) {
+		return fmt.Errorf("describedby %q: not an http(s) URL", o.DescribedBy)
 	}
 	return o.setLimits()
 }

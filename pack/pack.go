@@ -21,6 +21,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/semaphore"
+
+	"github.com/rsdump/rsdump/resourcesync"
 )
 
 // inflight bounds the bytes read ahead of the package writer.
@@ -54,6 +56,8 @@ func Pack(ctx context.Context, src, outDir string, opts Options) (*Result, error
 	}
 	defer j.close()
 	r := &run{opts: &o, src: src, dir: outDir, at: j.head.At, pinned: pinned, journal: j}
+	r.list = newListWriter(&o, outDir, resourcesync.CapResourceList, ResourceListName)
+	defer r.list.abort()
 	r.events = serialize(o.Events)
 	switch {
 	case o.dumpFromMirror:
@@ -112,6 +116,7 @@ type run struct {
 	sem     *semaphore.Weighted
 
 	pkgs    []PackageInfo
+	list    *listWriter // the Resource List, fed as packages are published
 	skipped atomic.Int64
 }
 
@@ -249,7 +254,13 @@ func (r *run) finish(start time.Time) (*Result, error) {
 	if r.pinned {
 		completed = r.at
 	}
+	if err := r.list.commit(resourcesync.MD{At: r.at, Completed: completed}); err != nil {
+		return nil, err
+	}
 	if err := writeDump(r.opts, r.dir, r.at, completed, r.pkgs); err != nil {
+		return nil, err
+	}
+	if err := r.writeCapabilities(); err != nil {
 		return nil, err
 	}
 	if err := r.journal.finish(); err != nil {

@@ -8,11 +8,27 @@ import (
 	"strings"
 )
 
-// packNames matches the files pack writes in its output directory:
-// packages, their detached manifests and Metalinks, and the parts of a
-// dump index. Only regular files count: pack never writes a symlink, so
-// one of these names is someone else's and is left alone.
-var packNames = regexp.MustCompile(`^resourcedump-(\d{5,}\.(zip|manifest\.xml|zip\.meta4)|part\d{5,}\.xml)$`)
+// packNames matches the numbered files pack writes in its output
+// directory: packages, their detached manifests and Metalinks, and the
+// parts of an index. A later, smaller run may leave some of these behind.
+// Only regular files count: pack never writes a symlink, so one of these
+// names is someone else's and is left alone.
+var packNames = regexp.MustCompile(`^((resource|change)dump-(\d{5,}\.(zip|manifest\.xml|zip\.meta4)|part\d{5,}\.xml)|(resource|change)list-part\d{5,}\.xml)$`)
+
+// docNames are the documents pack writes under fixed names.
+var docNames = map[string]bool{
+	DumpName: true, ChangeDumpName: true, ResourceListName: true, ChangeListName: true,
+	CapabilityListName: true, SourceDescriptionName: true,
+}
+
+// IsOutput reports whether name, a slash-separated path relative to an
+// output directory, is one pack writes there: packages, manifests,
+// Metalinks, dump documents, lists, the Capability List and the Source
+// Description. It is false for the journal, the state file and temporary
+// files. A server of the directory uses it as its allowlist.
+func IsOutput(name string) bool {
+	return docNames[name] || packNames.MatchString(name)
+}
 
 // prune deals with the files of an earlier run that the new dump no
 // longer names: packages past the new count, Metalinks the run did not
@@ -63,15 +79,25 @@ func (r *run) stale() ([]string, error) {
 	for i := range dumpParts(len(r.pkgs)) {
 		keep[dumpPartName(i+1)] = true
 	}
+	for _, name := range r.list.written {
+		keep[name] = true
+	}
 	entries, err := os.ReadDir(r.dir)
 	if err != nil {
 		return nil, err
 	}
 	var stale []string
 	for _, e := range entries {
-		if e.Type().IsRegular() && packNames.MatchString(e.Name()) && !keep[e.Name()] {
+		if e.Type().IsRegular() && r.ownsName(e.Name()) && !keep[e.Name()] {
 			stale = append(stale, e.Name())
 		}
 	}
 	return stale, nil
+}
+
+// ownsName reports whether name is of the kind this run writes: a
+// Resource Dump run leaves the files of Change Dumps alone.
+func (r *run) ownsName(name string) bool {
+	return packNames.MatchString(name) &&
+		(strings.HasPrefix(name, "resourcedump-") || strings.HasPrefix(name, "resourcelist-"))
 }

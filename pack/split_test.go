@@ -160,7 +160,7 @@ func TestResume(t *testing.T) {
 	if !os.SameFile(first, again) {
 		t.Error("the first package was rewritten")
 	}
-	for _, name := range []string{packageName(1), packageName(2), packageName(3), packageName(10), DumpName} {
+	for _, name := range []string{packageName(1), packageName(2), packageName(3), packageName(10), DumpName, ResourceListName, CapabilityListName} {
 		if string(readFile(t, filepath.Join(out, name))) != string(readFile(t, filepath.Join(want, name))) {
 			t.Errorf("%s differs from an uninterrupted run", name)
 		}

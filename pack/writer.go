@@ -120,6 +120,12 @@ func (r *run) publish(dones <-chan done, cancel func()) error {
 	for d := range dones {
 		switch {
 		case d.reused:
+			if err == nil {
+				if err = r.listPackage(d.info, nil); err != nil {
+					cancel()
+					continue
+				}
+			}
 			r.addPackage(d.info)
 		case err != nil:
 			d.w.abort()
@@ -130,6 +136,10 @@ func (r *run) publish(dones <-chan done, cancel func()) error {
 				continue
 			}
 			if err = r.journal.record(d.plan, d.info); err != nil {
+				cancel()
+				continue
+			}
+			if err = r.listPackage(d.info, d.w.entries); err != nil {
 				cancel()
 				continue
 			}

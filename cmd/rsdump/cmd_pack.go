@@ -19,7 +19,9 @@ const packHelp = `Usage: rsdump pack SRC --base-url URL -o OUTDIR [flags]
 Writes a ResourceSync Resource Dump of every regular file under SRC:
 OUTDIR/resourcedump-00001.zip, ... each with manifest.xml at its top level
 and the bitstreams under resources/; a detached copy of each manifest
-(resourcedump-00001.manifest.xml); and OUTDIR/resourcedump.xml, written last.
+(resourcedump-00001.manifest.xml); OUTDIR/resourcedump.xml; the Resource
+List resourcelist.xml (every bitstream with its hashes, from the same read);
+and capabilitylist.xml naming the capability documents in OUTDIR, last.
 
 A file's <loc> is the base URL plus its path relative to SRC. Packages are
 written under temporary names and renamed when complete; running the same
@@ -47,6 +49,8 @@ type packFlags struct {
 	metalink                                             bool
 	mirrors                                              []string
 	pieceLength                                          int64
+	sourceDesc                                           bool
+	describedBy                                          string
 }
 
 func runPack(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -55,7 +59,9 @@ func runPack(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.StringVarP(&f.out, "output", "o", "", "write the dump into `DIR` (required)")
 	fs.StringVar(&f.baseURL, "base-url", "", "`URL` prefix of every bitstream's <loc> (required)")
 	fs.StringVar(&f.dumpURL, "dump-url", "", "`URL` prefix of the packages (default: the first --mirror, else the base URL)")
-	fs.StringVar(&f.capList, "capability-list", "", "`URL` of the Capability List, linked as rel=\"up\"")
+	fs.StringVar(&f.capList, "capability-list", "", "`URL` of the Capability List, linked as rel=\"up\" (default: the capabilitylist.xml written in OUTDIR, at the dump URL)")
+	fs.BoolVar(&f.sourceDesc, "source-description", false, "also write OUTDIR/.well-known/resourcesync, the Source Description naming the Capability List (for OUTDIR served at its host's root)")
+	fs.StringVar(&f.describedBy, "describedby", "", "`URL` of a document about the Source, linked as rel=\"describedby\" from the Capability List and Source Description")
 	fs.StringVar(&f.hashes, "hash", "sha-256", "manifest hash `ALGS`, comma-separated: md5, sha-1, sha-224, sha-256, sha-384, sha-512, blake3")
 	fs.StringVar(&f.compress, "compress", "auto", "`MODE`: auto (store compressed media and data that does not shrink), store or deflate")
 	fs.IntVar(&f.level, "level", 6, "deflate `LEVEL`, 1 (fast) to 9 (small)")
@@ -88,7 +94,7 @@ func (f *packFlags) options(args []string) (pack.Options, error) {
 	if f.out == "" || f.baseURL == "" {
 		return o, usagef("pack needs -o OUTDIR and --base-url URL")
 	}
-	if err := errors.Join(checkURL("--base-url", f.baseURL), checkURL("--dump-url", f.dumpURL), checkURL("--capability-list", f.capList)); err != nil {
+	if err := errors.Join(checkURL("--base-url", f.baseURL), checkURL("--dump-url", f.dumpURL), checkURL("--capability-list", f.capList), checkURL("--describedby", f.describedBy)); err != nil {
 		return o, usageError{err}
 	}
 	if f.level < 1 || f.level > 9 || f.jobs < 0 {
@@ -103,6 +109,7 @@ func (f *packFlags) options(args []string) (pack.Options, error) {
 		return o, usageError{err}
 	}
 	o = pack.Options{BaseURL: f.baseURL, DumpURL: f.dumpURL, CapabilityList: f.capList, Hashes: hashes,
+		SourceDescription: f.sourceDesc, DescribedBy: f.describedBy,
 		Compress: comp, Level: f.level, MaxPackageSize: f.maxSize, SkipChanged: f.skipChanged, Prune: f.prune,
 		FollowSymlinks: f.follow, Jobs: f.jobs}
 	if f.maxSize <= 0 {
