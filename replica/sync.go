@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/transfer"
 	"github.com/rsdump/rsdump/unpack"
@@ -208,6 +209,12 @@ func (s *syncer) changeDoc(ctx context.Context, since time.Time) (doc string, is
 			continue
 		}
 		from, err := s.coverage(ctx, loc)
+		if missing(err) {
+			// Listed but not (yet) published: a Source may name its Change
+			// List before it has changes.
+			s.note("the %s %s is listed but missing: %v", c, loc, err)
+			continue
+		}
 		if err != nil {
 			return "", false, "", err
 		}
@@ -230,6 +237,12 @@ func (s *syncer) coverage(ctx context.Context, loc string) (time.Time, error) {
 		return time.Time{}, err
 	}
 	return h.MD.From, nil
+}
+
+// missing says whether err is a document the server says is not there.
+func missing(err error) bool {
+	var se *httpc.StatusError
+	return errors.As(err, &se) && (se.Code == http.StatusNotFound || se.Code == http.StatusGone)
 }
 
 func joinAnd(parts []string) string {

@@ -159,10 +159,11 @@ func (p *pkgRun) planList(entries []resourcesync.URL) {
 	last := map[string]*action{}
 	for i, e := range entries {
 		b := listBitstream(i+1, e)
-		if p.listChange && e.Lastmod.After(p.lastChange) {
-			p.lastChange = e.Lastmod
+		when, known := changeTime(e)
+		if p.listChange && when.After(p.lastChange) {
+			p.lastChange = when
 		}
-		if p.listChange && !p.u.state.applies(e.Lastmod) {
+		if p.listChange && known && !p.u.state.applies(when) {
 			p.old++
 			continue
 		}
@@ -190,6 +191,22 @@ func (p *pkgRun) planList(entries []resourcesync.URL) {
 		p.rep.Report(verify.Finding{Severity: verify.OK, Check: CheckSkipped, Source: p.ref.Loc,
 			Msg: fmt.Sprintf("%d changes at or before %s were applied by an earlier run", p.old, resourcesync.FormatTime(p.u.state.ChangeDumpUntil))})
 	}
+}
+
+// changeTime is when a Change List entry's change happened: its datetime
+// (ResourceSync 1.1), else its lastmod. known is false for a deletion
+// with no datetime, whose lastmod is the deleted resource's last
+// modification (resync writes it so), not the time of the deletion: such
+// a deletion is always applied, which removes only a file that is still
+// the version it names or the one rsdump wrote.
+func changeTime(e resourcesync.URL) (t time.Time, known bool) {
+	if e.MD != nil && !e.MD.Datetime.IsZero() {
+		return e.MD.Datetime, true
+	}
+	if e.MD != nil && e.MD.Change == resourcesync.ChangeDeleted {
+		return time.Time{}, false
+	}
+	return e.Lastmod, true
 }
 
 // listBitstream describes a list entry as a bitstream with no ZIP entry.
