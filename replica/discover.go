@@ -13,8 +13,8 @@ import (
 	"strings"
 
 	"github.com/rsdump/rsdump/internal/httpc"
+	"github.com/rsdump/rsdump/metalink/httpheader"
 	"github.com/rsdump/rsdump/resourcesync"
-	"github.com/rsdump/rsdump/transfer"
 )
 
 // Source is what discovery found out about a Source: the documents of its
@@ -155,7 +155,7 @@ func (d *discovery) open(ctx context.Context, loc string) (io.ReadCloser, http.H
 }
 
 func (d *discovery) linkHow(h http.Header) string {
-	if len(transfer.LinkTargets(h, "http://x/", "resourcesync")) > 0 {
+	if len(linkTargets(h, "http://x/", "resourcesync")) > 0 {
 		return "link header"
 	}
 	return "html link"
@@ -164,13 +164,25 @@ func (d *discovery) linkHow(h http.Header) string {
 // linked is the rel="resourcesync" target of an HTTP Link header or,
 // in an HTML page, of a <link> element (§6.3.3).
 func (d *discovery) linked(loc string, r io.Reader, h http.Header) string {
-	if ts := transfer.LinkTargets(h, loc, "resourcesync"); len(ts) > 0 {
+	if ts := linkTargets(h, loc, "resourcesync"); len(ts) > 0 {
 		return ts[0]
 	}
 	if href := htmlLink(r, "resourcesync"); href != "" {
 		return resourcesync.Resolve(loc, href)
 	}
 	return ""
+}
+
+// linkTargets are the targets of the Link header fields with relation
+// rel, resolved against base: the parser get and serve use for RFC 6249.
+func linkTargets(h http.Header, base, rel string) []string {
+	var out []string
+	for _, l := range httpheader.ParseLinks(h.Values("Link"), base) {
+		if l.Has(rel) {
+			out = append(out, l.URL)
+		}
+	}
+	return out
 }
 
 func looksXML(head []byte) bool {
