@@ -1,0 +1,102 @@
+package replica_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rsdump/rsdump/internal/sharedtest"
+	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/replica"
+	"github.com/rsdump/rsdump/serve"
+	"github.com/rsdump/rsdump/verify/verifytest"
+)
+
+// servePair starts two loopback servers whose handlers are set later,
+// once pack has written the output their URLs go into.
+func servePair(t *testing.T) (a, b *httptest.Server, set func(i int, h http.Handler), hits *[2]atomic.Int64) {
+	var hs [2]atomic.Pointer[http.Handler]
+	hits = new([2]atomic.Int64)
+	mk := func(i int) *httptest.Server {
+		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			hits[i].Add(1)
+			if h := hs[i].Load(); h != nil {
+				(*h).ServeHTTP(w, r)
+				return
+			}
+			http.NotFound(w, r)
+		}))
+		t.Cleanup(s.Close)
+		return s
+	}
+	a, b = mk(0), mk(1)
+	return a, b, func(i int, h http.Handler) { hs[i].Store(&h) }, hits
+}
+
+// TestSyncFromServeMirrors packs a tree, serves the output from two
+// rsdump serve handlers (the second over a copy, as a mirror), and syncs
+// an empty directory from the first one's base URL alone: discovery
+// through serve's /.well-known/resourcesync, packages from both mirrors.
+// resync-sync --baseline from serve's Resource List (the resources served
+// with --resources) ends with the same tree.
+func TestSyncFromServeMirrors(t *testing.T) {
+	a, b, set, hits := servePair(t)
+	tree := files(60, 30000)
+	src := verifytest.Tree(t, tree)
+	out := t.TempDir()
+	base, dumpA, dumpB := a.URL+"/res/", a.URL+"/dump/", b.URL+"/dump/"
+	mirrors := []pack.Mirror{{BaseURL: dumpA, Priority: 1}, {BaseURL: dumpB, Priority: 1}}
+	o := pack.Options{BaseURL: base, DumpURL: dumpA, SourceDescription: true, MaxPackageSize: 400 << 10, Compress: pack.Store,
+		Metalink: &pack.MetalinkOptions{Mirrors: mirrors, PieceLength: 64 << 10}}
+	if _, err := pack.Pack(context.Background(), src, out, o); err != nil {
+		t.Fatal(err)
+	}
+	copyDir := t.TempDir()
+	if err := os.CopyFS(copyDir, os.DirFS(out)); err != nil {
+		t.Fatal(err)
+	}
+	ha, err := serve.New(out, serve.Options{BaseURL: base, DumpURL: dumpA, Mirrors: mirrors[1:], Resources: src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb, err := serve.New(copyDir, serve.Options{BaseURL: b.URL + "/res/", DumpURL: dumpB, Mirrors: mirrors[:1]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set(0, ha)
+	set(1, hb)
+
+	dst := t.TempDir()
+	res, fs, _ := syncRun(t, a.URL, dst, replica.Options{Audit: true})
+	if res.Problems() != 0 || res.Written != len(tree) || res.Audit == nil || res.Audit.Problems() != 0 {
+		t.Fatalf("%+v\n%s", res, problems(fs))
+	}
+	if res.BaseURL != base || res.Source.Docs["resourcedump"] != dumpA+pack.DumpName {
+		t.Errorf("base %s, documents %v", res.BaseURL, res.Source.Docs)
+	}
+	sameTree(t, dst, tree)
+	if hits[1].Load() == 0 {
+		t.Errorf("the second mirror served nothing")
+	}
+
+	if testing.Short() {
+		return
+	}
+	rs := sharedtest.NewResync(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rdst := t.TempDir()
+	outp, err := rs.Run(ctx, t.TempDir(), "resync-sync", "--baseline", "--sitemap", dumpA+pack.ResourceListName, base+"="+rdst)
+	if err != nil {
+		t.Fatalf("resync-sync --baseline: %v\n%s", err, outp)
+	}
+	sameTree(t, rdst, readTree(t, dst))
+	if _, err := os.Stat(filepath.Join(rdst, "d0")); err != nil {
+		t.Errorf("resync wrote nothing: %v\n%s", err, outp)
+	}
+}
