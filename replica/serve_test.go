@@ -13,6 +13,7 @@ import (
 	"github.com/rsdump/rsdump/internal/sharedtest"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/replica"
+	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/serve"
 	"github.com/rsdump/rsdump/verify/verifytest"
 )
@@ -90,8 +91,8 @@ func TestSyncFromServeMirrors(t *testing.T) {
 	rs := sharedtest.NewResync(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	rdst := t.TempDir()
-	outp, err := rs.Run(ctx, t.TempDir(), "resync-sync", "--baseline", "--sitemap", dumpA+pack.ResourceListName, base+"="+rdst)
+	rdst, work := t.TempDir(), t.TempDir()
+	outp, err := rs.Run(ctx, work, "resync-sync", "--baseline", "--sitemap", dumpA+pack.ResourceListName, base+"="+rdst)
 	if err != nil {
 		t.Fatalf("resync-sync --baseline: %v\n%s", err, outp)
 	}
@@ -99,4 +100,47 @@ func TestSyncFromServeMirrors(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(rdst, "d0")); err != nil {
 		t.Errorf("resync wrote nothing: %v\n%s", err, outp)
 	}
+
+	// Changes at the Source, published as a Change List beside the dump
+	// (resync-build writes it against serve's Resource List); serve
+	// serves it and the changed resources. Both clients apply it.
+	later := time.Now().Add(2 * time.Second)
+	for rel, data := range map[string]string{"d0/f000.txt": "updated", "n/new.txt": "created"} {
+		p := filepath.Join(src, filepath.FromSlash(rel))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(data), 0o644)
+		os.Chtimes(p, later, later)
+		tree[rel] = data
+	}
+	os.Remove(filepath.Join(src, "d1", "f001.txt"))
+	delete(tree, "d1/f001.txt")
+	// The Change List pack --changes would write: ResourceSync 1.1
+	// datetimes, which resync-sync --incremental requires.
+	var cl []resourcesync.URL
+	for _, c := range []struct{ rel, change string }{{"d0/f000.txt", "updated"}, {"n/new.txt", "created"}, {"d1/f001.txt", "deleted"}} {
+		md := &resourcesync.MD{Change: c.change, Datetime: later}
+		if d, ok := tree[c.rel]; ok {
+			md.Hash, md.Length = "sha-256:"+verifytest.SHA256([]byte(d)), resourcesync.Int64(int64(len(d)))
+		}
+		cl = append(cl, resourcesync.URL{Loc: base + c.rel, Lastmod: later, MD: md})
+	}
+	verifytest.WriteDoc(t, filepath.Join(out, pack.ChangeListName),
+		resourcesync.Header{Kind: resourcesync.URLSet, MD: resourcesync.MD{Capability: resourcesync.CapChangeList, From: time.Now().Add(-time.Hour)}}, cl)
+	// The Capability List names the new Change List, as pack does for
+	// the documents in its output.
+	clPath := filepath.Join(out, pack.CapabilityListName)
+	h, urls := verifytest.ReadDoc(t, clPath)
+	urls = append(urls, resourcesync.URL{Loc: dumpA + pack.ChangeListName, MD: &resourcesync.MD{Capability: resourcesync.CapChangeList}})
+	verifytest.WriteDoc(t, clPath, h, urls)
+	res, fs, _ = syncRun(t, "", dst, replica.Options{})
+	if res.Problems() != 0 || res.Written != 2 || res.Deleted != 1 {
+		t.Fatalf("incremental: %+v\n%s", res, problems(fs))
+	}
+	sameTree(t, dst, tree)
+	outp, err = rs.Run(ctx, work, "resync-sync", "--incremental", "--delete", "--sitemap", dumpA+pack.ResourceListName,
+		"--changelist-uri", dumpA+pack.ChangeListName, base+"="+rdst)
+	if err != nil {
+		t.Fatalf("resync-sync --incremental: %v\n%s", err, outp)
+	}
+	sameTree(t, rdst, tree)
 }
