@@ -61,6 +61,7 @@ type Result struct {
 	Steps   []Step          `json:"steps"`
 	Until   time.Time       `json:"until,omitzero"` // what the tree is now up to
 	Audit   *verify.Summary `json:"audit,omitempty"`
+	Notes   []string        `json:"notes,omitempty"` // the steps taken and decisions made, in words
 	unpack.Result
 }
 
@@ -97,8 +98,10 @@ type syncer struct {
 }
 
 func (s *syncer) note(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	s.res.Notes = append(s.res.Notes, msg)
 	if s.opts.Note != nil {
-		s.opts.Note(fmt.Sprintf(format, args...))
+		s.opts.Note(msg)
 	}
 }
 
@@ -114,12 +117,13 @@ func (s *syncer) prepare(ctx context.Context, source string) error {
 		return fmt.Errorf("%s records no Source: give one", s.dir)
 	case source == "":
 		source = st.Sync.Source
-	case st.Sync != nil && st.Sync.Source != source && !st.Since().IsZero():
-		return fmt.Errorf("%s: %w, %s (sync into a new directory, or give that Source)", s.dir, ErrOtherSource, st.Sync.Source)
 	}
 	s.given = source
 	if s.src, err = Discover(ctx, s.opts.Client, source); err != nil {
 		return err
+	}
+	if !s.sameSource() {
+		return fmt.Errorf("%s: %w, %s (sync into a new directory, or give that Source)", s.dir, ErrOtherSource, st.Sync.Source)
 	}
 	s.res.Source = s.src
 	if s.base, err = s.baseURL(ctx); err != nil {
@@ -136,6 +140,25 @@ func (s *syncer) prepare(ctx context.Context, source string) error {
 		info.Documents, info.LastRun = st.Sync.Documents, st.Sync.LastRun
 	}
 	return unpack.SetSync(s.dir, info)
+}
+
+// sameSource says whether the Source found is the one the tree is a copy
+// of: the address given is the one recorded, or one of the documents
+// found is one the tree was synced from (the Source reached another
+// way: its base URL, then its Capability List, say).
+func (s *syncer) sameSource() bool {
+	st := s.state.Sync
+	if st == nil || st.Source == s.given || s.state.Since().IsZero() {
+		return true
+	}
+	for _, d := range st.Documents {
+		for _, found := range s.src.Docs {
+			if d == found {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // run takes a baseline when the tree has none (or nothing covers the gap

@@ -1,6 +1,7 @@
 package replica_test
 
 import (
+	"errors"
 	"maps"
 	"os"
 	"path/filepath"
@@ -191,4 +192,23 @@ func hasFinding(fs []verify.Finding, sev verify.Severity, check string) bool {
 		}
 	}
 	return false
+}
+
+// TestOtherSourceRefused: a tree synced from one Source is not synced
+// from another, but the same Source reached another way is fine.
+func TestOtherSourceRefused(t *testing.T) {
+	s := newSource(t, files(3, 100))
+	s.packDump(pack.Options{})
+	other := newSource(t, files(2, 50))
+	other.packDump(pack.Options{})
+	dst := t.TempDir()
+	syncRun(t, s.srv.URL+"/", dst, replica.Options{})
+	if _, err := replica.Sync(t.Context(), other.srv.URL+"/", dst, replica.Options{}); !errors.Is(err, replica.ErrOtherSource) {
+		t.Fatalf("err = %v, want ErrOtherSource", err)
+	}
+	res, fs, _ := syncRun(t, s.srv.URL+"/capabilitylist.xml", dst, replica.Options{})
+	if res.Problems() != 0 {
+		t.Fatalf("%+v\n%s", res, problems(fs))
+	}
+	sameTree(t, dst, s.files)
 }
