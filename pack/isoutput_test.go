@@ -7,7 +7,7 @@ func TestIsOutput(t *testing.T) {
 		"resourcedump.xml", "resourcedump-00001.zip", "resourcedump-00001.manifest.xml", "resourcedump-00001.zip.meta4",
 		"resourcedump-part00002.xml", "resourcedump-123456.zip",
 		"changedump.xml", "changedump-00003.zip", "changedump-00003.manifest.xml", "changedump-00003.zip.meta4", "changedump-part00001.xml",
-		"resourcelist.xml", "resourcelist-part00001.xml", "changelist.xml", "changelist-20260101.xml",
+		"resourcelist.xml", "resourcelist-part00001.xml", "changelist.xml", "changelist-part00001.xml",
 		"capabilitylist.xml", ".well-known/resourcesync",
 	}
 	no := []string{

@@ -30,10 +30,6 @@ func IsOutput(name string) bool {
 	return docNames[name] || packNames.MatchString(name)
 }
 
-// WellKnown is the Source Description's path in the output directory,
-// served at /.well-known/resourcesync (§8.2).
-const WellKnown = SourceDescriptionName
-
 // prune deals with the files of an earlier run that the new dump no
 // longer names: packages past the new count, Metalinks the run did not
 // write, index parts of a larger dump. Served beside the new dump they

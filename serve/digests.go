@@ -7,7 +7,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/metalink"
@@ -16,13 +15,14 @@ import (
 )
 
 // dumpDocs are the documents whose packages get a Digest header.
-var dumpDocs = [...]string{pack.DumpName, "changedump.xml"}
+var dumpDocs = [...]string{pack.DumpName, pack.ChangeDumpName}
 
 // digests knows each package's SHA-256 and length from the dump documents
-// in the directory, else from the package's .meta4: the hash pack computed while writing the package, so a
-// request never hashes a file. The documents are read again when one of
-// them changes (pack rewrote the directory); a package whose length is not
-// the document's gets no digest rather than a wrong one.
+// in the directory, else from the package's .meta4: the hash pack computed
+// while writing the package, so a request never hashes a file. The
+// documents are read again when one of them changes (pack rewrote the
+// directory), a .meta4 when it changes; a package whose length is not the
+// one given gets no digest rather than a wrong one.
 type digests struct {
 	dir   *os.Root
 	mu    sync.Mutex
@@ -39,10 +39,11 @@ type metaSum struct {
 	ok    bool
 }
 
+// docStamp tells one version of a file from another, as pack replaces
+// files by renaming new ones over them.
 type docStamp struct {
-	size  int64
-	mtime time.Time
-	ok    bool
+	size, mtime int64
+	ok          bool
 }
 
 type pkgSum struct {
@@ -53,7 +54,8 @@ type pkgSum struct {
 func newDigests(dir *os.Root) *digests { return &digests{dir: dir} }
 
 // lookup returns the SHA-256 of the package called name whose file has
-// size bytes, when a dump document lists it with that length.
+// size bytes, when a dump document or its .meta4 gives it with that
+// length.
 func (d *digests) lookup(name string, size int64) ([32]byte, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -126,7 +128,7 @@ func (d *digests) stamps() (out [len(dumpDocs)]docStamp) {
 
 func (d *digests) stamp1(name string) docStamp {
 	if fi, err := d.dir.Lstat(name); err == nil && fi.Mode().IsRegular() {
-		return docStamp{size: fi.Size(), mtime: fi.ModTime(), ok: true}
+		return docStamp{size: fi.Size(), mtime: fi.ModTime().UnixNano(), ok: true}
 	}
 	return docStamp{}
 }

@@ -94,6 +94,12 @@ func startSite(t *testing.T, ts *httptest.Server, u, src, dir string, opts serve
 	}
 	ts.Config.Handler = h
 	ts.Start()
+	t.Cleanup(func() {
+		ts.Close()
+		if err := h.(io.Closer).Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	return s
 }
 

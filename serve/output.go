@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"path"
 
 	"github.com/rsdump/rsdump/metalink"
 	"github.com/rsdump/rsdump/metalink/httpheader"
+	"github.com/rsdump/rsdump/pack"
 )
 
 // Media types of pack's outputs. Sitemaps go out as application/xml, the
@@ -59,6 +61,9 @@ func (h *handler) packageHeaders(hdr http.Header, r *http.Request, name string, 
 			hdr.Set("Digest", v)
 			hdr.Set("ETag", `"sha-256-`+s+`"`)
 		}
+		if v, err := httpheader.ReprDigest("sha-256", s); err == nil {
+			hdr.Set("Repr-Digest", v) // RFC 9530, which obsoletes RFC 3230
+		}
 	}
 	self := h.selfURL(r)
 	for i, m := range h.mirrors {
@@ -71,8 +76,7 @@ func (h *handler) packageHeaders(hdr http.Header, r *http.Request, name string, 
 		}
 		hdr.Add("Link", l.String())
 	}
-	if f, _, err := open(h.dir, name+".meta4", false); err == nil {
-		f.Close()
+	if isFile(h.dir, name+".meta4") {
 		l := httpheader.Link{URL: self + url.PathEscape(name+".meta4"), Rel: []string{httpheader.RelDescribedBy}, Type: metalink.MediaType}
 		hdr.Add("Link", l.String())
 	}
@@ -100,10 +104,14 @@ func fileETag(size, mtime int64) string {
 // capabilityLink is the HTTP Link discovery of §6.3.3 for a resource: the
 // Capability List that covers it, when the directory has one.
 func (h *handler) capabilityLink(r *http.Request) string {
-	f, _, err := open(h.dir, "capabilitylist.xml", false)
-	if err != nil {
+	if !isFile(h.dir, pack.CapabilityListName) {
 		return ""
 	}
-	f.Close()
-	return httpheader.Link{URL: h.selfURL(r) + "capabilitylist.xml", Rel: []string{"resourcesync"}}.String()
+	return httpheader.Link{URL: h.selfURL(r) + pack.CapabilityListName, Rel: []string{"resourcesync"}}.String()
+}
+
+// isFile reports whether name is a regular file in root, to link to it.
+func isFile(root *os.Root, name string) bool {
+	fi, err := root.Lstat(name)
+	return err == nil && fi.Mode().IsRegular()
 }

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/rsdump/rsdump/internal/safepath"
 )
@@ -11,7 +12,7 @@ import (
 // opened through an os.Root, so that nothing outside the directory (by
 // "..", an absolute path, or a symbolic link leading out) is reached.
 func (h *handler) serveResource(w http.ResponseWriter, r *http.Request, rel string) {
-	if safepath.Check(rel) != nil {
+	if safepath.Check(rel) != nil || (h.hide != "" && strings.HasPrefix(rel, h.hide)) {
 		http.NotFound(w, r)
 		return
 	}

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -60,6 +61,7 @@ type Request struct {
 type handler struct {
 	dir      *os.Root
 	res      *os.Root // nil: no resources
+	hide     string   // DIR's path inside the resources, with a slash; "" when it is not inside
 	dumpPath string   // with a trailing slash
 	basePath string
 	dumpURL  string // absolute prefix, or "" to build one from the request
@@ -70,7 +72,8 @@ type handler struct {
 
 // New returns a handler serving dir, a directory pack wrote (or is
 // writing: whatever of its outputs is there is served, and what changes
-// is seen on the next request).
+// is seen on the next request). The handler is also an io.Closer that
+// releases the directories it holds open.
 func New(dir string, opts Options) (http.Handler, error) {
 	h := &handler{log: opts.Log}
 	if err := h.setURLs(opts); err != nil {
@@ -93,9 +96,19 @@ func New(dir string, opts Options) (http.Handler, error) {
 			h.dir.Close()
 			return nil, fmt.Errorf("resources: %w", err)
 		}
+		h.hide = inside(dir, opts.Resources)
 	}
 	h.sums = newDigests(h.dir)
 	return h, nil
+}
+
+// Close releases the directories; requests after it are answered 404.
+func (h *handler) Close() error {
+	err := h.dir.Close()
+	if h.res != nil {
+		err = errors.Join(err, h.res.Close())
+	}
+	return err
 }
 
 // setURLs takes the paths the directory and the resources are served
@@ -178,8 +191,12 @@ func (h *handler) route(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := r.URL.Path
-	if p == "/"+pack.WellKnown {
-		h.serveOutput(w, r, pack.WellKnown)
+	if p == "/"+pack.SourceDescriptionName {
+		h.serveOutput(w, r, pack.SourceDescriptionName)
+		return
+	}
+	if p == h.dumpPath {
+		h.serveIndex(w, r)
 		return
 	}
 	if name, ok := strings.CutPrefix(p, h.dumpPath); ok && !strings.Contains(name, "/") && pack.IsOutput(name) {
@@ -191,6 +208,28 @@ func (h *handler) route(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.NotFound(w, r)
+}
+
+// inside returns dir's path relative to root with a trailing slash, when
+// dir is under root: pack skips its own output when it walks the source,
+// and the resources route must not reach the journal that way either.
+func inside(dir, root string) string {
+	d, err1 := filepath.Abs(dir)
+	r, err2 := filepath.Abs(root)
+	if err1 != nil || err2 != nil {
+		return ""
+	}
+	if d1, err := filepath.EvalSymlinks(d); err == nil {
+		d = d1
+	}
+	if r1, err := filepath.EvalSymlinks(r); err == nil {
+		r = r1
+	}
+	rel, err := filepath.Rel(r, d)
+	if err != nil || !filepath.IsLocal(rel) {
+		return ""
+	}
+	return filepath.ToSlash(rel) + "/"
 }
 
 var errNotRegular = errors.New("not a regular file")

@@ -11,7 +11,9 @@ import (
 
 	"github.com/rsdump/rsdump/metalink/httpheader"
 	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/serve"
+	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // Every output pack wrote is served with its media type, byte for byte.
@@ -87,6 +89,9 @@ func TestMetalinkHeaders(t *testing.T) {
 			raw, _ := hex.DecodeString(sha(data))
 			if d := resp.Header.Get("Digest"); d != "SHA-256="+base64.StdEncoding.EncodeToString(raw) {
 				t.Errorf("%s %s: Digest %q", method, name, d)
+			}
+			if d := resp.Header.Get("Repr-Digest"); d != "sha-256=:"+base64.StdEncoding.EncodeToString(raw)+":" {
+				t.Errorf("%s %s: Repr-Digest %q", method, name, d)
 			}
 			links := httpheader.ParseLinks(resp.Header.Values("Link"), u)
 			want := []httpheader.Link{
@@ -171,11 +176,13 @@ func TestRefuses(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(s.Dir, "changelist.xml")); err != nil {
 		t.Fatal(err)
 	}
-	os.Mkdir(filepath.Join(s.Dir, "capabilitylist.xml"), 0o755)
+	if err := os.Mkdir(filepath.Join(s.Dir, "resourcedump-part00009.xml"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, p := range []string{
 		"/dump/.rsdump-pack.journal", "/dump/.resourcedump.xml.123.tmp", "/dump/notes.txt", "/dump/resourcedump.xml~",
-		"/dump/.rsdump/state.json", "/.well-known/other", "/dump/changelist.xml", "/dump/capabilitylist.xml",
-		"/dump/../secret.xml", "/dump/%2e%2e/secret.xml", "/secret.xml", "/resourcedump.xml", "/dump/", "/dump",
+		"/dump/.rsdump/state.json", "/.well-known/other", "/dump/changelist.xml", "/dump/resourcedump-part00009.xml",
+		"/dump/../secret.xml", "/dump/%2e%2e/secret.xml", "/secret.xml", "/resourcedump.xml", "/dump",
 		"/dump/.well-known/resourcesync", "/res/d0/f000.bin",
 	} {
 		resp, body := get(t, s.URL+p)
@@ -185,5 +192,38 @@ func TestRefuses(t *testing.T) {
 	}
 	if len(s.logs.all()) == 0 {
 		t.Error("nothing logged")
+	}
+}
+
+// The digests of a dump past 50,000 packages come from the parts of its
+// index, and those of a Change Dump from changedump.xml.
+func TestDigestFromIndexAndChangeDump(t *testing.T) {
+	ts, u := listen(t)
+	dir := t.TempDir()
+	pkgs := map[string][]byte{"resourcedump-00001.zip": []byte("first package"), "changedump-00001.zip": []byte("a change package")}
+	for n, b := range pkgs {
+		os.WriteFile(filepath.Join(dir, n), b, 0o644)
+	}
+	entry := func(name string) resourcesync.URL {
+		n := int64(len(pkgs[name]))
+		return resourcesync.URL{Loc: u + "/dump/" + name, MD: &resourcesync.MD{Hash: "sha-256:" + sha(pkgs[name]), Length: &n, Type: "application/zip"}}
+	}
+	at := verifytest.Time
+	verifytest.WriteDoc(t, filepath.Join(dir, "resourcedump.xml"),
+		resourcesync.Header{Kind: resourcesync.SitemapIndex, MD: resourcesync.MD{Capability: resourcesync.CapResourceDump, At: at}},
+		[]resourcesync.URL{{Loc: u + "/dump/resourcedump-part00001.xml"}})
+	verifytest.WriteDoc(t, filepath.Join(dir, "resourcedump-part00001.xml"),
+		resourcesync.Header{MD: resourcesync.MD{Capability: resourcesync.CapResourceDump, At: at}},
+		[]resourcesync.URL{entry("resourcedump-00001.zip")})
+	verifytest.WriteDoc(t, filepath.Join(dir, "changedump.xml"),
+		resourcesync.Header{MD: resourcesync.MD{Capability: resourcesync.CapChangeDump, From: at}},
+		[]resourcesync.URL{entry("changedump-00001.zip")})
+	s := startSite(t, ts, u, "", dir, serve.Options{})
+	for name, b := range pkgs {
+		resp, _ := do(t, http.MethodHead, s.URL+"/dump/"+name)
+		raw, _ := hex.DecodeString(sha(b))
+		if d := resp.Header.Get("Digest"); d != "SHA-256="+base64.StdEncoding.EncodeToString(raw) {
+			t.Errorf("%s: Digest %q", name, d)
+		}
 	}
 }

@@ -19,7 +19,9 @@ const serveHelp = `Usage: rsdump serve DIR [--addr 127.0.0.1:8080] [--base-url U
 Publishes DIR, a directory rsdump pack wrote, over HTTP: the dump
 documents, packages, manifests and Metalinks under the path of --dump-url
 (default: --base-url's, else /), the Capability List beside them and the
-Source Description at /.well-known/resourcesync. Range, If-Range,
+Source Description at /.well-known/resourcesync; the directory's own URL
+is a page listing the documents, linking the Capability List with
+<link rel="resourcesync">. Range, If-Range,
 If-None-Match and HEAD are answered. Only names pack writes are served:
 its journal, temporary files and anything else in DIR are not.
 
@@ -59,7 +61,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:8080", "listen on `HOST:PORT` (port 0 picks a free one)")
 	fs.StringVar(&f.baseURL, "base-url", "", "the `URL` prefix given to pack --base-url; --resources are served under its path")
 	fs.StringVar(&f.dumpURL, "dump-url", "", "the `URL` prefix of the packages (pack --dump-url); DIR is served under its path (default: --base-url)")
-	fs.StringArrayVar(&f.mirrors, "mirror", nil, "`URL[,priority=N][,location=CC]` of another place holding DIR's packages, announced in Link headers (repeatable)")
+	fs.StringArrayVar(&f.mirrors, "mirror", nil, "base `URL` of another copy of DIR's packages, optionally followed by ,priority=N and ,location=CC; announced in Link headers (repeatable)")
 	fs.StringVar(&f.resources, "resources", "", "serve the files under `SRC` under --base-url's path")
 	fs.DurationVar(&f.grace, "grace", 10*time.Second, "how long requests in flight may run on after SIGINT/SIGTERM")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "log no requests")
@@ -77,6 +79,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return usageError{err}
 	}
+	defer h.(io.Closer).Close()
 	return f.listenAndServe(ctx, h, fs.Arg(0), stderr)
 }
 

@@ -10,10 +10,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -225,5 +227,77 @@ func TestServeUsage(t *testing.T) {
 		if code != c.code || !strings.Contains(out+errs, c.want) {
 			t.Errorf("rsdump %q: exit %d, want %d; output %q lacks %q", c.args, code, c.code, out+errs, c.want)
 		}
+	}
+}
+
+// The real process: SIGTERM lets a download in flight finish, then the
+// command exits 0 and the port is closed.
+func TestServeSIGTERM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and signals a subprocess")
+	}
+	bin := buildRsdump(t)
+	p := newMirrorPair(t, false)
+	cmd := exec.Command(bin, "serve", p.dir, "--addr", "127.0.0.1:0")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	lines := bufio.NewScanner(stderr)
+	addr := regexp.MustCompile(`serving .* at (http://127\.0\.0\.1:\d+/)`)
+	var base string
+	for base == "" && lines.Scan() {
+		if m := addr.FindStringSubmatch(lines.Text()); m != nil {
+			base = m[1]
+		}
+	}
+	if base == "" {
+		t.Fatal("no address printed")
+	}
+	var logged bytes.Buffer
+	logDone := make(chan struct{})
+	go func() {
+		for lines.Scan() {
+			logged.WriteString(lines.Text() + "\n")
+		}
+		close(logDone)
+	}()
+	name := p.packages(t)[0]
+	want, _ := os.ReadFile(filepath.Join(p.dir, name))
+	resp, err := http.Get(base + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := make([]byte, 1)
+	if _, err := io.ReadFull(resp.Body, first); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	time.Sleep(100 * time.Millisecond)
+	rest, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || !bytes.Equal(append(first, rest...), want) {
+		t.Errorf("the download in flight at SIGTERM: %v, %d bytes of %d", err, 1+len(rest), len(want))
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("exit after SIGTERM: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop after SIGTERM")
+	}
+	<-logDone
+	if !strings.Contains(logged.String(), "shutting down") || !strings.Contains(logged.String(), "GET /"+name+" 200 ") {
+		t.Errorf("stderr:\n%s", logged.String())
+	}
+	if _, err := http.Get(base + name); err == nil {
+		t.Error("still answering after exit")
 	}
 }

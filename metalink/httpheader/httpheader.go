@@ -87,6 +87,21 @@ func Digest(alg, hexSum string) (string, error) {
 	return name + "=" + base64.StdEncoding.EncodeToString(raw), nil
 }
 
+// ReprDigest formats an RFC 9530 Repr-Digest value, the successor of the
+// instance digest: "sha-256=:<base64>:".
+func ReprDigest(alg, hexSum string) (string, error) {
+	v, err := Digest(alg, hexSum)
+	if err != nil {
+		return "", err
+	}
+	name, b64, _ := strings.Cut(v, "=")
+	canon, _ := digest.Canonical(alg)
+	if name == "SHA" {
+		canon = "sha"
+	}
+	return canon + "=:" + b64 + ":", nil
+}
+
 // ParseDigest reads RFC 3230 instance digests ("SHA-256=base64") and
 // RFC 9530 Repr-Digest ("sha-256=:base64:"), returning the strongest one
 // the digest registry computes, as a registry name and lower-case hex;

@@ -41,6 +41,13 @@ func TestRoundTrip(t *testing.T) {
 	if alg, hexSum := ParseDigest([]string{v}); alg != "sha-256" || hexSum != hex.EncodeToString(sum[:]) {
 		t.Fatalf("ParseDigest(%q) = %s %s", v, alg, hexSum)
 	}
+	r, err := ReprDigest("sha-256", hex.EncodeToString(sum[:]))
+	if want := "sha-256=:" + base64.StdEncoding.EncodeToString(sum[:]) + ":"; err != nil || r != want {
+		t.Fatalf("ReprDigest = %q, %v; want %q", r, err, want)
+	}
+	if alg, hexSum := ParseDigest([]string{r}); alg != "sha-256" || hexSum != hex.EncodeToString(sum[:]) {
+		t.Fatalf("ParseDigest(%q) = %s %s", r, alg, hexSum)
+	}
 	if v, _ := Digest("sha-1", strings.Repeat("ab", 20)); !strings.HasPrefix(v, "SHA=") {
 		t.Errorf("sha-1 formats as %q, want RFC 3230's SHA=", v)
 	}
