@@ -212,3 +212,26 @@ func TestOtherSourceRefused(t *testing.T) {
 	}
 	sameTree(t, dst, s.files)
 }
+
+// TestDryRunIncremental says what a Change Dump would change and leaves
+// the tree and the state as they were.
+func TestDryRunIncremental(t *testing.T) {
+	s := newSource(t, files(5, 100))
+	s.packDump(pack.Options{})
+	dst := t.TempDir()
+	syncRun(t, s.srv.URL+"/", dst, replica.Options{})
+	before := readTree(t, dst)
+	stBefore, _ := unpack.ReadState(dst)
+	c := s.changeSet(t0.Add(time.Hour),
+		change{"d0/f000.txt", "new zero", resourcesync.ChangeUpdated},
+		change{"d2/f002.txt", "", resourcesync.ChangeDeleted})
+	s.changeDump([]verifytest.ChangePackage{{From: t0, Until: t0.Add(2 * time.Hour), Changes: c}})
+	res, fs, _ := syncRun(t, "", dst, replica.Options{DryRun: true})
+	if res.Written != 1 || res.Deleted != 1 || res.Problems() != 0 {
+		t.Fatalf("%+v\n%s", res, problems(fs))
+	}
+	sameTree(t, dst, before)
+	if st, _ := unpack.ReadState(dst); !st.Since().Equal(stBefore.Since()) {
+		t.Errorf("a dry run moved the state: %v -> %v", stBefore.Since(), st.Since())
+	}
+}
