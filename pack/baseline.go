@@ -82,6 +82,10 @@ func readBaseline(ctx context.Context, o *Options, dir, since string) (*baseline
 		if err != nil {
 			return nil, err
 		}
+		if head.BaseURL != o.BaseURL {
+			s.close()
+			return nil, fmt.Errorf("written for the base URL %s, not %s: the Destination knows its files under that one", head.BaseURL, o.BaseURL)
+		}
 		return &baseline{kind: "state", time: head.Time, src: s, close: s.close}, nil
 	}
 	h, err := resourcesync.Peek(ctx, since)

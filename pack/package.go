@@ -75,7 +75,7 @@ func newOutWriter(o *Options, out *output, j *journal, pl *planned, kind *dumpKi
 	return w, nil
 }
 
-// entryName is the name of it's bitstream in the ZIP; its manifest path
+// entryName is the name of the item's bitstream in the ZIP; its manifest path
 // is the same with a leading slash. In a Change Dump package two changes
 // to one file need two names: the second gets a suffix, ~2, ~3..., that
 // no other entry of the package has taken.
@@ -145,7 +145,7 @@ func (w *pkgWriter) addDeleted(it item) {
 	w.entries = append(w.entries, u)
 }
 
-// manifest encodes the package's Resource Dump Manifest.
+// manifest encodes the package's Resource Dump or Change Dump Manifest.
 func (w *pkgWriter) manifest(completed time.Time) ([]byte, error) {
 	var buf bytes.Buffer
 	h := resourcesync.Header{Kind: resourcesync.URLSet, MD: resourcesync.MD{

@@ -48,9 +48,20 @@ func (r *record) appendTo(b []byte) []byte {
 }
 
 func parseRecord(line string) (record, error) {
-	f := strings.Split(line, "\t")
-	if len(f) != recordFields || f[0] == "" {
-		return record{}, errors.New("malformed line")
+	var f [recordFields]string
+	for i := range f {
+		var ok bool
+		if i == recordFields-1 {
+			f[i], ok = line, !strings.Contains(line, "\t")
+		} else {
+			f[i], line, ok = strings.Cut(line, "\t")
+		}
+		if !ok {
+			return record{}, errors.New("malformed line")
+		}
+	}
+	if f[0] == "" {
+		return record{}, errors.New("malformed line: no path")
 	}
 	var r record
 	r.Rel, r.Hash, r.Type, r.Change = f[0], f[4], f[5], f[6]
