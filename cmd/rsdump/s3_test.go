@@ -81,6 +81,12 @@ func TestReadFromS3(t *testing.T) {
 	}
 	treeEquals(t, dest, verifytest.ExampleFiles(t))
 
+	synced := t.TempDir()
+	if code, _, stderr := rsdump(t, "sync", "-q", ep, doc, "--dest", synced, "--base-url", verifytest.BaseURL); code != exitOK {
+		t.Fatalf("sync %s: exit %d\n%s", doc, code, stderr)
+	}
+	treeEquals(t, synced, verifytest.ExampleFiles(t))
+
 	got := t.TempDir()
 	if code, _, stderr := rsdump(t, "get", "-q", ep, doc, "-o", got); code != exitOK {
 		t.Fatalf("get %s: exit %d\n%s", doc, code, stderr)
