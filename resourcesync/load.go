@@ -252,7 +252,7 @@ func IsURL(s string) bool {
 // rsdump pack -o s3://BUCKET/PREFIX put it.
 func Resolve(doc, loc string) string {
 	if s3.IsURL(doc) {
-		return doc[:strings.LastIndexByte(doc, '/')+1] + BaseName(loc)
+		return doc[:strings.LastIndexByte(doc, '/')+1] + url.PathEscape(BaseName(loc))
 	}
 	if IsURL(doc) {
 		base, err := url.Parse(doc)

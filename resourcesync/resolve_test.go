@@ -12,7 +12,7 @@ func TestResolve(t *testing.T) {
 	for _, c := range []struct{ doc, loc, want string }{
 		{"http://127.0.0.1/rs/resourcedump.xml", "part1.zip", "http://127.0.0.1/rs/part1.zip"},
 		{"http://127.0.0.1/rs/resourcedump.xml", "http://127.0.0.1:8/x/part1.zip", "http://127.0.0.1:8/x/part1.zip"},
-		{"s3://dumps/rs/resourcedump.xml", "https://127.0.0.1/pub/part%201.zip", "s3://dumps/rs/part 1.zip"},
+		{"s3://dumps/rs/resourcedump.xml", "https://127.0.0.1/pub/part%201.zip", "s3://dumps/rs/part%201.zip"},
 		{"s3://dumps/resourcedump.xml", "https://127.0.0.1/pub/part1.zip", "s3://dumps/part1.zip"},
 		{filepath.Join("out", "resourcedump.xml"), "https://127.0.0.1/pub/part1.zip", filepath.Join("out", "part1.zip")},
 	} {

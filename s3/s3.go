@@ -72,20 +72,24 @@ var ErrBadURL = errors.New("not an s3://BUCKET/KEY URL")
 
 // Split returns the bucket and key (without a leading slash) of an
 // s3:// URL. The key may be empty (a bucket) or end in "/" (a prefix).
+// An s3:// URL is a URL: a key's spaces, "%", "?" and "#" are
+// percent-encoded in it, and decoded here.
 func Split(s string) (bucket, key string, err error) {
-	rest, ok := strings.CutPrefix(s, Scheme+"://")
-	if !ok {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme != Scheme || u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
 		return "", "", fmt.Errorf("%q: %w", s, ErrBadURL)
 	}
-	bucket, key, _ = strings.Cut(rest, "/")
-	if !validBucket(bucket) {
-		return "", "", fmt.Errorf("%q: bucket %q: %w", s, bucket, ErrBadURL)
+	if !validBucket(u.Host) {
+		return "", "", fmt.Errorf("%q: bucket %q: %w", s, u.Host, ErrBadURL)
 	}
-	return bucket, key, nil
+	return u.Host, strings.TrimPrefix(u.Path, "/"), nil
 }
 
-// Join is the URL of key in bucket.
-func Join(bucket, key string) string { return Scheme + "://" + bucket + "/" + key }
+// Join is the URL of key in bucket, the key percent-encoded where a URL
+// needs it.
+func Join(bucket, key string) string {
+	return (&url.URL{Scheme: Scheme, Host: bucket, Path: "/" + key}).String()
+}
 
 // validBucket applies the bucket naming rules every S3 server shares:
 // 3 to 63 characters of lower-case letters, digits, dots and hyphens,

@@ -1,12 +1,18 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/rsdump/rsdump/internal/s3test"
+	"github.com/rsdump/rsdump/metalink"
 	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
@@ -113,5 +119,34 @@ func TestReadFromS3Missing(t *testing.T) {
 	code, _, stderr = rsdump(t, "verify", "-q", ep, "s3://A/x.xml")
 	if code != exitUsage || !strings.Contains(stderr, "bucket") {
 		t.Errorf("bad bucket: exit %d\n%s", code, stderr)
+	}
+}
+
+// An HTTP mirror that fronts a bucket works as any other: a .meta4 whose
+// URL is a presigned GET of the package object is fetched piece by piece
+// (Range requests on the presigned URL) with no S3 setting at all.
+func TestGetPresignedMirror(t *testing.T) {
+	srv := publishedToS3(t)
+	data := srv.Get(t, "dumps", "rs/resourcedump-00001.zip")
+	signed, err := srv.Client.Presign(context.Background(), http.MethodGet, "dumps", "rs/resourcedump-00001.zip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ph, _ := metalink.NewPieceHasher("sha-256", 16<<10)
+	ph.Write(data)
+	sum := sha256.Sum256(data)
+	size := int64(len(data))
+	var b bytes.Buffer
+	metalink.Encode(&b, &metalink.Metalink{Files: []metalink.File{{Name: "resourcedump-00001.zip", Size: &size,
+		Hashes: []metalink.Hash{{Type: "sha-256", Value: hex.EncodeToString(sum[:])}}, Pieces: []metalink.Pieces{ph.Pieces()},
+		URLs: []metalink.URL{{URL: signed.URL}}}}})
+	meta := filepath.Join(t.TempDir(), "p.meta4")
+	os.WriteFile(meta, b.Bytes(), 0o644)
+	out := t.TempDir()
+	if code, _, stderr := rsdump(t, "get", "-q", meta, "-o", out); code != exitOK {
+		t.Fatalf("get of a presigned mirror: exit %d\n%s", code, stderr)
+	}
+	if got, err := os.ReadFile(filepath.Join(out, "resourcedump-00001.zip")); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("the package differs from the object (%v)", err)
 	}
 }
