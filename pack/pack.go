@@ -31,7 +31,9 @@ const inflight = 96 << 20
 // Pack writes a Resource Dump of the regular files under src into outDir,
 // or with Options.Changes a Change Dump of what changed since a baseline.
 // Running it again after an interruption reuses the packages already
-// completed.
+// completed. outDir is a directory or s3://BUCKET/PREFIX, reached with the
+// AWS environment and the s3.Config of ctx (package s3); packages are
+// then streamed into multipart uploads, which a rerun resumes.
 func Pack(ctx context.Context, src, outDir string, opts Options) (*Result, error) {
 	o := opts
 	if err := o.setDefaults(); err != nil {
