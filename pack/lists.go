@@ -185,6 +185,9 @@ func (l *listWriter) abort() {
 // its manifest's entries without their path. A package reused from an
 // interrupted run is read back from its detached manifest.
 func (r *run) listPackage(info PackageInfo, entries []resourcesync.URL) error {
+	if r.opts.Shards > 0 {
+		return nil // a shard writes no list: the merge does, from every shard
+	}
 	if entries == nil {
 		return r.listManifest(info)
 	}
