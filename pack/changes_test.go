@@ -586,7 +586,7 @@ func TestChangeDumpIndex(t *testing.T) {
 		pkgs[i] = PackageInfo{Name: name, Manifest: manifestName(name), Length: 100, SHA256: strings.Repeat("0", 64),
 			From: hour(0).Add(time.Duration(i) * time.Second), Until: hour(0).Add(time.Duration(i+1) * time.Second)}
 	}
-	if err := writeDump(&o, dir, changeDump, resourcesync.MD{From: hour(0)}, dumpEntries(&o, pkgs)); err != nil {
+	if err := writeDump(&o, dirOutput(t, dir), changeDump, resourcesync.MD{From: hour(0)}, dumpEntries(&o, pkgs)); err != nil {
 		t.Fatal(err)
 	}
 	h, parts := verifytest.ReadDoc(t, filepath.Join(dir, ChangeDumpName))
@@ -662,4 +662,65 @@ func TestResyncIncremental(t *testing.T) {
 		t.Fatalf("resync incremental: %v\n%s", err, msg)
 	}
 	sameTree(t, "resync incremental", dst, src)
+}
+
+// TestChangesPrune: a --changes run with --prune removes changedump files
+// its Change Dump does not list, and leaves the Resource Dump's alone.
+func TestChangesPrune(t *testing.T) {
+	src, out := t.TempDir(), t.TempDir()
+	put(t, src, "a", "a0", hour(-1))
+	packAt(t, src, out, chgOptions(0))
+	put(t, src, "a", "a1", hour(0).Add(time.Minute))
+	packAt(t, src, out, chgOptions(1))
+	stale := []string{"changedump-00009.zip", "changedump-00009.manifest.xml", "changedump-part00003.xml"}
+	for _, n := range stale {
+		os.WriteFile(filepath.Join(out, n), []byte("old"), 0o644)
+	}
+	put(t, src, "b", "b2", hour(1).Add(time.Minute))
+	o := chgOptions(2)
+	o.Prune = true
+	var removed []string
+	o.Events = func(e Event) {
+		if r, ok := e.(Removed); ok {
+			removed = append(removed, r.Name)
+		}
+	}
+	packAt(t, src, out, o)
+	for _, n := range append(stale, "changedump-00001.zip", "changedump-00002.zip", DumpName, "resourcedump-00001.zip") {
+		_, err := os.Stat(filepath.Join(out, n))
+		if gone := err != nil; gone != strings.Contains(strings.Join(stale, " "), n) {
+			t.Errorf("%s: gone %v (removed %v)", n, gone, removed)
+		}
+	}
+}
+
+// TestChangesSkipChanged: a file that changes while a --changes run reads
+// it is left out with --skip-changed, and the state keeps the version
+// the Destination has, so the next run ships the change.
+func TestChangesSkipChanged(t *testing.T) {
+	src, out, dst := t.TempDir(), t.TempDir(), t.TempDir()
+	put(t, src, "a", "a0", hour(-1))
+	put(t, src, "b", "b0", hour(-1))
+	packAt(t, src, out, chgOptions(0))
+	applyTo(t, filepath.Join(out, DumpName), dst)
+	put(t, src, "a", "a1", hour(0).Add(time.Minute))
+	put(t, src, "b", "b1", hour(0).Add(time.Minute))
+	restore := setHook(func(rel string) {
+		if rel == "a" {
+			put(t, src, "a", "a2, changed while read", hour(0).Add(2*time.Minute))
+		}
+	})
+	o := chgOptions(1)
+	o.SkipChanged = true
+	res := packAt(t, src, out, o)
+	restore()
+	if res.Skipped != 1 || len(res.Packages) != 1 || res.Packages[0].Bitstreams != 1 {
+		t.Fatalf("%+v: want b packed and a skipped", res)
+	}
+	res = packAt(t, src, out, chgOptions(2))
+	if res.Updated != 1 || res.Created+res.Deleted != 0 {
+		t.Fatalf("next run: %+v, want a updated", res)
+	}
+	applyTo(t, filepath.Join(out, ChangeDumpName), dst)
+	sameTree(t, "after the skipped change", dst, src)
 }

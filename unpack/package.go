@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/rsdump/rsdump/internal/digest"
@@ -45,6 +46,8 @@ type pkgRun struct {
 	recs       []record
 	m          *verify.Meter // progress
 	claimed    claimed       // in the survey of the dump's targets
+	listChange bool          // a Change List's run (no package)
+	recMu      sync.Mutex    // recs and failed, when resources are fetched at once
 }
 
 // unpackPackage stages every bitstream of a package, checks the package,
@@ -122,6 +125,9 @@ func (p *pkgRun) checkLength(size int64) bool {
 }
 
 func (p *pkgRun) isChange() bool {
+	if p.pkg == nil {
+		return p.listChange
+	}
 	return p.pkg.Header.MD.Capability == resourcesync.CapChangeDumpManifest
 }
 

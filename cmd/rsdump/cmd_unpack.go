@@ -88,7 +88,12 @@ func runUnpack(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.IntVarP(&f.jobs, "jobs", "j", 0, "Resource Dump packages unpacked at once (default: number of CPUs)")
 	fs.BoolVarP(&f.verb, "verbose", "v", false, "print a line for every file written, found present or deleted")
 	f.register(fs)
+	withS3 := s3Flag(fs)
 	if err := parse(fs, args, unpackHelp, stdout); err != nil {
+		return err
+	}
+	ctx, err := withS3(ctx)
+	if err != nil {
 		return err
 	}
 	opts, err := f.options(fs.Args())

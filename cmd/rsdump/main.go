@@ -17,6 +17,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/pflag"
+
+	"github.com/rsdump/rsdump/s3"
 )
 
 // Exit codes, the same for every command.
@@ -38,6 +40,7 @@ Usage:
   rsdump verify TARGET... [flags]                    check packages and dump documents; write nothing
   rsdump verify --tree DIR --against DOC [flags]     audit a tree against a dump or Resource List
   rsdump unpack SOURCE --dest DIR [flags]            restore a dump into DIR, every bitstream verified
+  rsdump sync SOURCE --dest DIR [flags]              keep DIR an exact copy of a ResourceSync Source
   rsdump serve DIR [--addr HOST:PORT] [flags]        publish a pack output over HTTP (Range, RFC 6249 mirrors)
   rsdump version                                     print the version, VCS revision and Go version
 
@@ -57,6 +60,7 @@ var commands = []command{
 	{"metalink", runMetalink},
 	{"verify", runVerify},
 	{"unpack", runUnpack},
+	{"sync", runSync},
 	{"serve", runServe},
 	{"version", runVersion},
 }
@@ -209,12 +213,24 @@ func checkURL(what, v string) error {
 	return nil
 }
 
+// checkSource is checkURL for what rsdump reads, which may also be an
+// object in S3.
+func checkSource(what, v string) error {
+	if !s3.IsURL(v) {
+		return checkURL(what, v)
+	}
+	if _, _, err := s3.Split(v); err != nil {
+		return usagef("%s: %v", what, err)
+	}
+	return nil
+}
+
 // checkSources refuses, as usage errors, a SOURCE meant as a URL that is
 // not an absolute http(s) one, and such a --base-url.
 func checkSources(args []string, baseURL string) error {
 	for _, s := range args {
 		if isURLish(s) {
-			if err := checkURL("SOURCE", s); err != nil {
+			if err := checkSource("SOURCE", s); err != nil {
 				return err
 			}
 		}
@@ -224,7 +240,7 @@ func checkSources(args []string, baseURL string) error {
 
 // isURLish says whether an argument is meant as a URL rather than a path.
 func isURLish(s string) bool {
-	return strings.HasPrefix(s, "http:") || strings.HasPrefix(s, "https:")
+	return strings.HasPrefix(s, "http:") || strings.HasPrefix(s, "https:") || strings.HasPrefix(s, s3.Scheme+":")
 }
 
 // newFlags returns a FlagSet whose errors the caller reports.
