@@ -232,7 +232,7 @@ func (d *dest) lookupLog(want map[string]bool) (map[string]record, error) {
 // recordSnapshot records in dir's state that every package of a Resource
 // Dump taken at `at` is applied, as unpacking its document does.
 func recordSnapshot(dir string, at time.Time) error {
-	d, err := openDest(dir, false)
+	d, err := openDest(dir, false, true)
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,7 @@ import (
 // TestLookupLog: the last record of each wanted path, whether its name
 // needed escaping in JSON or not, past a torn line; nothing else.
 func TestLookupLog(t *testing.T) {
-	d, err := openDest(t.TempDir(), false)
+	d, err := openDest(t.TempDir(), false, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func decoded(t *testing.T, m map[string]string) map[string]string {
 	return out
 }
 
-func sameMaps(t *testing.T, what string, got, want map[string]string) {
+func sameFileMaps(t *testing.T, what string, got, want map[string]string) {
 	t.Helper()
 	for k, w := range want {
 		if g, ok := got[k]; !ok {
@@ -61,7 +61,7 @@ func TestResyncIncrementalFromOurChangelist(t *testing.T) {
 		t.Skip("runs the resync peer; skipped with -short")
 	}
 	peer := sharedtest.NewResync(t)
-	s := &source{t: t, dir: t.TempDir(), now: verifytest.Time.Add(-time.Hour)}
+	s := &srcTree{t: t, dir: t.TempDir(), now: verifytest.Time.Add(-time.Hour)}
 	for rel, data := range map[string]string{"a.txt": "a\n", "gone.txt": "gone\n", "old/name.txt": "moved later\n",
 		"twice.txt": "t0", "back.txt": "back\n", "keep/k.txt": "unchanged\n", "sp ace/ü.txt": "unicode\n"} {
 		s.write(rel, data)
@@ -85,19 +85,19 @@ func TestResyncIncrementalFromOurChangelist(t *testing.T) {
 		}
 	}
 
-	mustRun(t, append([]string{"pack", s.dir, "-o", out, "-q", "--at", hour(0)}, base...)...)
-	mustRun(t, append([]string{"unpack", filepath.Join(out, pack.DumpName), "--dest", dst}, base...)...)
+	rsdumpOK(t, append([]string{"pack", s.dir, "-o", out, "-q", "--at", hour(0)}, base...)...)
+	rsdumpOK(t, append([]string{"unpack", filepath.Join(out, pack.DumpName), "--dest", dst}, base...)...)
 	resync("--baseline")
-	sameMaps(t, "resync baseline", decoded(t, files(t, rdst)), files(t, s.dir))
+	sameFileMaps(t, "resync baseline", decoded(t, treeFiles(t, rdst)), treeFiles(t, s.dir))
 
-	for i, g := range generations {
+	for i, g := range srcGenerations {
 		s.now = verifytest.Time.Add(time.Duration(i)*time.Hour + 30*time.Minute)
 		g(s)
 		what := "generation " + strconv.Itoa(i+1)
-		mustRun(t, append([]string{"pack", "--changes", s.dir, "-o", out, "-q", "--at", hour(i + 1)}, base...)...)
-		mustRun(t, append([]string{"unpack", filepath.Join(out, "changedump.xml"), "--dest", dst}, base...)...)
+		rsdumpOK(t, append([]string{"pack", "--changes", s.dir, "-o", out, "-q", "--at", hour(i + 1)}, base...)...)
+		rsdumpOK(t, append([]string{"unpack", filepath.Join(out, "changedump.xml"), "--dest", dst}, base...)...)
 		resync("--incremental", "--changelist-uri", srv.URL+"/out/changelist.xml", "--delete")
-		sameMaps(t, what+": rsdump", files(t, dst), files(t, s.dir))
-		sameMaps(t, what+": resync", decoded(t, files(t, rdst)), files(t, dst))
+		sameFileMaps(t, what+": rsdump", treeFiles(t, dst), treeFiles(t, s.dir))
+		sameFileMaps(t, what+": resync", decoded(t, treeFiles(t, rdst)), treeFiles(t, dst))
 	}
 }
