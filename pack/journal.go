@@ -31,7 +31,6 @@ type journal struct {
 	out     *output
 	name    string            // journalName, or a shard's own
 	owns    func(string) bool // the unfinished files (uploads) that are this run's
-	lines   bytes.Buffer      // the whole journal: S3 objects cannot be appended to
 	head    journalHead
 	entries map[string]journalEntry // by package name
 	uploads map[string]journalUpload
@@ -59,7 +58,6 @@ func openJournal(out *output, name string, owns func(string) bool, options strin
 	}
 	if old, ok := j.read(b); ok && old.Options == options && (!pinned || old.At.Equal(at)) {
 		j.head = old
-		j.lines.Write(b)
 		return j, nil
 	}
 	j.entries, j.uploads = map[string]journalEntry{}, map[string]journalUpload{}
@@ -75,6 +73,9 @@ func openJournal(out *output, name string, owns func(string) bool, options strin
 	}
 	// Nothing an earlier run left unfinished will be resumed.
 	if err := out.discardPending(owns); err != nil {
+		return nil, err
+	}
+	if err := out.remove(name); err != nil {
 		return nil, err
 	}
 	return j, j.append(j.head)
@@ -107,8 +108,9 @@ func (j *journal) append(v any) error {
 	if err != nil {
 		return err
 	}
-	j.lines.Write(append(b, '\n'))
-	if err := j.out.write(j.name, j.lines.Bytes()); err != nil {
+	// Appended, not rewritten: the cost of a record does not grow with
+	// the number of packages before it.
+	if err := j.out.Append(j.out.ctx, j.name, append(b, '\n')); err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
 	return nil

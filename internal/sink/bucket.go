@@ -35,6 +35,8 @@ type Bucket struct {
 	PartSize int64
 	// Workers is how many parts of one upload are sent at once. [2]
 	Workers int
+
+	segs segments // appended names (appendlog.go)
 }
 
 // Defaults.
@@ -84,10 +86,21 @@ func (b *Bucket) WriteFile(ctx context.Context, name string, data []byte) error 
 	return nil
 }
 
+// Open reads name: an object, or the segments of an appended name.
 func (b *Bucket) Open(ctx context.Context, name string) (io.ReadCloser, error) {
 	if err := checkName(name); err != nil {
 		return nil, err
 	}
+	rc, err := b.openObject(ctx, name)
+	if errors.Is(err, fs.ErrNotExist) {
+		if segs, serr := b.openSegments(ctx, name); !errors.Is(serr, fs.ErrNotExist) {
+			return segs, serr
+		}
+	}
+	return rc, err
+}
+
+func (b *Bucket) openObject(ctx context.Context, name string) (io.ReadCloser, error) {
 	out, err := b.api.GetObject(ctx, &s3.GetObjectInput{Bucket: &b.bucket, Key: ptr(b.key(name))})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", b.Loc(name), explain(err))
@@ -123,10 +136,15 @@ func (b *Bucket) List(ctx context.Context, prefix string, fn func(Info) error) e
 	return nil
 }
 
+// Remove deletes name, and the segments of an appended name.
 func (b *Bucket) Remove(ctx context.Context, name string) error {
 	if err := checkName(name); err != nil {
 		return err
 	}
+	return errors.Join(b.removeObject(ctx, name), b.removeSegments(ctx, name))
+}
+
+func (b *Bucket) removeObject(ctx context.Context, name string) error {
 	if _, err := b.api.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &b.bucket, Key: ptr(b.key(name))}); err != nil {
 		if errors.Is(explain(err), fs.ErrNotExist) {
 			return nil

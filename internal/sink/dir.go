@@ -49,6 +49,30 @@ func (d *Dir) WriteFile(_ context.Context, name string, data []byte) error {
 	return atomic.WriteFile(d.Loc(name), data, 0o644)
 }
 
+// Append writes at the end of the file and syncs it; a new file's
+// directory entry is synced too.
+func (d *Dir) Append(_ context.Context, name string, data []byte) error {
+	if err := d.mkdirFor(name); err != nil {
+		return err
+	}
+	_, statErr := os.Lstat(d.Loc(name))
+	f, err := os.OpenFile(d.Loc(name), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && errors.Is(statErr, fs.ErrNotExist) {
+		err = atomic.SyncDir(filepath.Dir(d.Loc(name)))
+	}
+	return err
+}
+
 func (d *Dir) mkdirFor(name string) error {
 	if err := checkName(name); err != nil {
 		return err

@@ -3,8 +3,9 @@
 // a temporary name (disk: internal/atomic) or as a multipart upload (S3:
 // parts streamed one by one, each with its SHA-256 sent to the server)
 // and appears under its final name only on Commit; Abort leaves the final
-// name as it was. Small files (manifests, documents, the journal) are
-// written whole, read back, listed and removed.
+// name as it was. Small files (manifests, documents) are written
+// whole, read back, listed and removed; a log (the journal) is appended
+// to, at a cost that does not grow with its length.
 //
 // Names are slash-separated, relative to the sink, and checked by
 // internal/safepath.
@@ -36,6 +37,11 @@ type Sink interface {
 	Resume(ctx context.Context, name, id string) (File, error)
 	// WriteFile writes name whole, atomically.
 	WriteFile(ctx context.Context, name string, data []byte) error
+	// Append adds data at the end of name, durably, creating it if
+	// missing; Open reads back all that was appended. It is for logs such
+	// as the journal, whose cost must not grow with their length: a crash
+	// loses at most the data of the call under way. One writer a name.
+	Append(ctx context.Context, name string, data []byte) error
 	// Open reads name; a missing one is fs.ErrNotExist.
 	Open(ctx context.Context, name string) (io.ReadCloser, error)
 	// Stat describes name; a missing one is fs.ErrNotExist.
