@@ -290,7 +290,11 @@ func (d *download) publish(sum string) error {
 	if d.f.HashAlg != "" && sum != d.f.Hash {
 		return d.hashMismatch(sum)
 	}
-	err = fsatomic.PublishIn(d.root, d.part, d.relPart(), d.f.Name)
+	publish := fsatomic.PublishIn
+	if d.g.opts.Scratch {
+		publish = fsatomic.MoveIn
+	}
+	err = publish(d.root, d.part, d.relPart(), d.f.Name)
 	d.part = nil
 	if err != nil {
 		return err

@@ -307,7 +307,8 @@ func (d *download) saver(stop <-chan struct{}) {
 }
 
 // saveState syncs the .part first, so a piece is never recorded before
-// its bytes are durable, then replaces the state file atomically.
+// its bytes are durable (unless Scratch: a resumed piece is hashed again
+// before it counts), then replaces the state file atomically.
 func (d *download) saveState() error {
 	d.mu.Lock()
 	if !d.dirty {
@@ -323,8 +324,10 @@ func (d *download) saveState() error {
 	}
 	d.dirty = false
 	d.mu.Unlock()
-	if err := d.part.Sync(); err != nil {
-		return fmt.Errorf("%s: %w", d.partPath, err)
+	if !d.g.opts.Scratch {
+		if err := d.part.Sync(); err != nil {
+			return fmt.Errorf("%s: %w", d.partPath, err)
+		}
 	}
 	b, _ := json.Marshal(st)
 	return d.writeState(b)

@@ -81,6 +81,15 @@ type Options struct {
 	MinSpeed       int64
 	MinSpeedWindow time.Duration
 
+	// Scratch says the files are working copies that are checked again
+	// before any use and removed after it (verify.Remote's packages): the
+	// .part is not fsynced before its state is saved nor when it is
+	// published. Nothing is lost by it: a later run trusts no byte the
+	// state claims without hashing it again (resume, alreadyComplete),
+	// and a file with no hash at all is started over. A final output
+	// (rsdump get) must leave it false.
+	Scratch bool
+
 	// Events receives file-level events; it is called from download
 	// goroutines and must not block for long.
 	Events func(Event)

@@ -81,6 +81,10 @@ func (r *Remote) getter() *transfer.Getter {
 		if o.Client == nil {
 			o.Client = r.Client
 		}
+		// A package is a working copy, hashed again whenever it is
+		// resumed or found complete, and removed once used: syncing it
+		// to disk would buy nothing but writes of data about to go.
+		o.Scratch = true
 		r.g = transfer.New(o)
 	})
 	return r.g

@@ -223,6 +223,20 @@ func PublishIn(fsys FS, f *os.File, from, to string) error {
 	return nil
 }
 
+// MoveIn is PublishIn without its syncs: it closes f and renames it, for
+// a scratch file (a download checked again before every use) that need
+// not survive a crash, only never be seen under to before it is whole.
+func MoveIn(fsys FS, f *os.File, from, to string) error {
+	err := f.Close()
+	if err == nil {
+		err = fsys.Rename(from, to)
+	}
+	if err != nil {
+		return fmt.Errorf("publishing %s: %w", to, err)
+	}
+	return nil
+}
+
 // SyncDir makes the renames in dir durable.
 func SyncDir(dir string) error { return SyncDirIn(OS, dir) }
 
