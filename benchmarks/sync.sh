@@ -18,7 +18,9 @@
 # allowed (root), else warm. Wall and CPU (user+sys of the client and its
 # children; the servers' CPU is not counted, for any of the three) come
 # from GNU time.
-# Usage: benchmarks/sync.sh [RUNS]   (FILES, SIZE; data in $BENCH_DIR,
+# BEFORE=BINARY adds a fourth command, "before": the same rsdump sync
+# with an older rsdump binary, for a before/after comparison.
+# Usage: benchmarks/sync.sh [RUNS]   (FILES, SIZE, BEFORE; data in $BENCH_DIR,
 #   default /tmp/rsdump-bench-sync; PORT default 18730; DROP_CACHES=0 to
 #   keep the cache warm)
 # Needs: go, python3 with resync's modules (.ci/run), wget, sha256sum,
@@ -79,6 +81,7 @@ cmd() {
   rm -rf "$W/dst" "$W/work"; mkdir -p "$W/dst" "$W/work"
   case $1 in
     sync) echo "$W/rsdump sync http://$A/ --dest $W/dst -q" ;;
+    before) echo "$BEFORE sync http://$A/ --dest $W/dst -q" ;;
     resync) echo "env PYTHONPATH=$PEER /usr/bin/python3 $PEER/resync-sync --baseline --sitemap http://$A/dump/resourcelist.xml http://$A/res/=$W/dst" ;;
     wget) echo "sh $W/wget.sh" ;;
   esac
@@ -107,8 +110,9 @@ echo "machine: $(nproc) cores, $(go version | cut -d' ' -f3); rsdump $REV;" \
   "$(date -u '+%Y-%m-%d %H:%M UTC'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 printf 'run\tcommand\twall\tcpu\trss_kb\tload1\n' > "$W/results.tsv"
 CMDS=(sync resync wget)
+[ -n "${BEFORE:-}" ] && CMDS+=(before)
 for RUN in $(seq "$RUNS"); do
-  k=$(( (RUN - 1) % 3 ))
+  k=$(( (RUN - 1) % ${#CMDS[@]} ))
   order=("${CMDS[@]:$k}" "${CMDS[@]:0:$k}")
   echo "run $RUN (${order[*]}), load $(cut -d' ' -f1-3 /proc/loadavg)"
   for c in "${order[@]}"; do timed "$c"; done
@@ -121,7 +125,7 @@ import csv, statistics as st, sys
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter='\t'))
 med = {c: (st.median(float(r['wall']) for r in rows if r['command'] == c),
            st.median(float(r['cpu']) for r in rows if r['command'] == c),
-           st.median(int(r['rss_kb']) for r in rows if r['command'] == c)) for c in ('sync', 'resync', 'wget')}
+           st.median(int(r['rss_kb']) for r in rows if r['command'] == c)) for c in ('sync', 'resync', 'wget', 'before') if any(r['command'] == c for r in rows)}
 print('| command | wall (median) | CPU (median) | peak RSS | wall ratio to sync | CPU ratio to sync |')
 print('|---|---|---|---|---|---|')
 for c, (w, u, k) in med.items():
