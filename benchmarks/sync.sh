@@ -50,7 +50,8 @@ if [ ! -f "$W/out-$FILES-$SIZE-$PORT/resourcedump.xml" ]; then
     --metalink --mirror "http://$A/dump/" --mirror "http://$B/dump/"
 fi
 OUT="$W/out-$FILES-$SIZE-$PORT"
-[ -f "$W/sums-$FILES-$SIZE" ] || (cd "$TREE" && find . -type f -print0 | sort -z | xargs -0 sha256sum) > "$W/sums-$FILES-$SIZE"
+# The sums must be of this tree: a tree generated again has new bytes.
+[ "$W/sums-$FILES-$SIZE" -nt "$TREE" ] || (cd "$TREE" && find . -type f -print0 | sort -z | xargs -0 sha256sum) > "$W/sums-$FILES-$SIZE"
 
 "$W/rsdump" serve "$OUT" -q --addr "$A" --base-url "http://$A/res/" --dump-url "http://$A/dump/" \
   --resources "$TREE" --mirror "http://$B/dump/" &
