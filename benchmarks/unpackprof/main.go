@@ -9,7 +9,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/pprof"
+	"time"
 
 	"github.com/rsdump/rsdump/unpack"
 	"github.com/rsdump/rsdump/verify"
@@ -18,7 +20,20 @@ import (
 func main() {
 	prof := flag.String("cpuprofile", "", "write a CPU profile to `FILE`")
 	ver := flag.Bool("verify", false, "verify DOC instead of unpacking it")
+	heap := flag.String("memprofile", "", "write a heap profile to `FILE` after -memafter")
+	after := flag.Duration("memafter", 5*time.Second, "when to write the heap profile")
 	flag.Parse()
+	if *heap != "" {
+		time.AfterFunc(*after, func() {
+			f, err := os.Create(*heap)
+			if err != nil {
+				fail(err)
+			}
+			runtime.GC()
+			pprof.WriteHeapProfile(f)
+			f.Close()
+		})
+	}
 	if *prof != "" {
 		f, err := os.Create(*prof)
 		if err != nil {
