@@ -13,8 +13,31 @@ import (
 // 50,000 packages it is a Resource Dump Index over DumpPartName documents.
 const DumpName = "resourcedump.xml"
 
+// dumpKind is what differs between the two kinds of dump pack writes.
+// Everything else, packages, manifests, Metalinks, journal and the dump
+// document writer, is one code path.
+type dumpKind struct {
+	doc        string // the dump document
+	prefix     string // of package and part names
+	dir        string // directory of the bitstreams in a package
+	capability string
+	manifest   string // capability of the package manifests
+}
+
+var (
+	resourceDump = &dumpKind{DumpName, "resourcedump", "resources", resourcesync.CapResourceDump, resourcesync.CapResourceDumpManifest}
+	changeDump   = &dumpKind{ChangeDumpName, "changedump", "changes", resourcesync.CapChangeDump, resourcesync.CapChangeDumpManifest}
+)
+
+func (k *dumpKind) packageName(seq int) string { return fmt.Sprintf("%s-%05d.zip", k.prefix, seq) }
+
+// partName names the n-th dump document under an index.
+func (k *dumpKind) partName(n int) string { return fmt.Sprintf("%s-part%05d.xml", k.prefix, n) }
+
+func (k *dumpKind) changes() bool { return k == changeDump }
+
 // dumpPartName names the n-th Resource Dump under an index.
-func dumpPartName(n int) string { return fmt.Sprintf("resourcedump-part%05d.xml", n) }
+func dumpPartName(n int) string { return resourceDump.partName(n) }
 
 // dumpParts is the number of parts writeDump writes for n packages: none
 // when they fit one document.
@@ -25,27 +48,39 @@ func dumpParts(n int) int {
 	return (n + resourcesync.MaxEntries - 1) / resourcesync.MaxEntries
 }
 
-// writeDump writes the Resource Dump, or an index and its parts when the
-// packages do not fit one document.
-func writeDump(o *Options, dir string, at, completed time.Time, pkgs []PackageInfo) error {
+// writeDump writes the dump document listing pkgs, or an index and its
+// parts when they do not fit one document. md holds the document's times:
+// at and completed, or from (and until).
+func writeDump(o *Options, dir string, k *dumpKind, md resourcesync.MD, pkgs []resourcesync.URL) error {
+	md.Capability = k.capability
 	if dumpParts(len(pkgs)) == 0 {
-		return writeDumpPart(o, dir, DumpName, at, completed, pkgs, "")
+		return encodeFile(filepath.Join(dir, k.doc), dumpHeader(o, resourcesync.URLSet, md, ""), pkgs)
 	}
 	var parts []resourcesync.URL
 	for i := range dumpParts(len(pkgs)) {
 		chunk := pkgs[i*resourcesync.MaxEntries : min(len(pkgs), (i+1)*resourcesync.MaxEntries)]
-		name := dumpPartName(i + 1)
-		if err := writeDumpPart(o, dir, name, at, completed, chunk, o.DumpURL+DumpName); err != nil {
+		name := k.partName(i + 1)
+		pmd := partTimes(k, md, chunk)
+		if err := encodeFile(filepath.Join(dir, name), dumpHeader(o, resourcesync.URLSet, pmd, o.DumpURL+k.doc), chunk); err != nil {
 			return err
 		}
-		parts = append(parts, resourcesync.URL{Loc: o.DumpURL + name, MD: &resourcesync.MD{At: at, Completed: completed}})
+		pmd.Capability = ""
+		parts = append(parts, resourcesync.URL{Loc: o.DumpURL + name, MD: &pmd})
 	}
-	h := dumpHeader(o, resourcesync.SitemapIndex, at, completed, "")
-	return encodeFile(filepath.Join(dir, DumpName), h, parts)
+	return encodeFile(filepath.Join(dir, k.doc), dumpHeader(o, resourcesync.SitemapIndex, md, ""), parts)
 }
 
-func dumpHeader(o *Options, kind resourcesync.Kind, at, completed time.Time, index string) resourcesync.Header {
-	h := resourcesync.Header{Kind: kind, MD: resourcesync.MD{Capability: resourcesync.CapResourceDump, At: at, Completed: completed}}
+// partTimes: a Resource Dump's parts share its snapshot times; a Change
+// Dump's part covers the changes of its packages.
+func partTimes(k *dumpKind, md resourcesync.MD, chunk []resourcesync.URL) resourcesync.MD {
+	if !k.changes() {
+		return md
+	}
+	return resourcesync.MD{Capability: md.Capability, From: chunk[0].MD.From, Until: chunk[len(chunk)-1].MD.Until}
+}
+
+func dumpHeader(o *Options, kind resourcesync.Kind, md resourcesync.MD, index string) resourcesync.Header {
+	h := resourcesync.Header{Kind: kind, MD: md}
 	if o.CapabilityList != "" {
 		h.Links = append(h.Links, resourcesync.Link{Rel: "up", Href: o.CapabilityList})
 	}
@@ -55,25 +90,29 @@ func dumpHeader(o *Options, kind resourcesync.Kind, at, completed time.Time, ind
 	return h
 }
 
-func writeDumpPart(o *Options, dir, name string, at, completed time.Time, pkgs []PackageInfo, index string) error {
+// dumpEntries lists packages as entries of a dump document.
+func dumpEntries(o *Options, pkgs []PackageInfo) []resourcesync.URL {
 	urls := make([]resourcesync.URL, len(pkgs))
 	for i, p := range pkgs {
 		urls[i] = packageURL(o, p)
 	}
-	return encodeFile(filepath.Join(dir, name), dumpHeader(o, resourcesync.URLSet, at, completed, index), urls)
+	return urls
 }
 
-// packageURL is a package's entry in the Resource Dump: its URL, length,
-// hash and snapshot interval, its manifest, and its mirrors and Metalink
-// when there are any.
+// packageURL is a package's entry in the dump document: its URL, length,
+// hash and snapshot interval (or the interval of its changes), its
+// manifest, and its mirrors and Metalink when there are any.
 func packageURL(o *Options, p PackageInfo) resourcesync.URL {
 	u := resourcesync.URL{
 		Loc: o.DumpURL + p.Name,
 		MD: &resourcesync.MD{
 			Type: "application/zip", Length: resourcesync.Int64(p.Length), Hash: "sha-256:" + p.SHA256,
-			At: p.At, Completed: p.Completed,
+			At: p.At, Completed: p.Completed, From: p.From, Until: p.Until,
 		},
 		Links: []resourcesync.Link{{Rel: "contents", Href: o.DumpURL + p.Manifest, Type: "application/xml"}},
+	}
+	if !p.From.IsZero() {
+		u.MD.At, u.MD.Completed = time.Time{}, time.Time{}
 	}
 	if o.Metalink != nil {
 		u.Links = append(u.Links, mirrorLinks(o, p)...)

@@ -53,9 +53,11 @@ type PackageInfo struct {
 	Metalink   string // file name of the .meta4, when written
 	Length     int64
 	SHA256     string
-	At         time.Time
+	At         time.Time // a Resource Dump package: its snapshot interval
 	Completed  time.Time
-	Bitstreams int
+	From       time.Time // a Change Dump package: the interval of its changes
+	Until      time.Time
+	Bitstreams int   // entries, deletions included
 	Bytes      int64 // bitstream bytes, uncompressed
 	Reused     bool  // taken from an interrupted earlier run
 }
@@ -65,10 +67,15 @@ type Result struct {
 	Packages   []PackageInfo
 	Bitstreams int
 	Bytes      int64
-	Skipped    int // files left out (symlinks, special files, changed files)
-	Document   string
+	Skipped    int    // files left out (symlinks, special files, changed files)
+	Document   string // the dump document; empty when a --changes run found no change
 	DumpURL    string // the prefix of the packages' URLs in Document
-	Elapsed    time.Duration
+	// A --changes run: the changes found, and the interval they cover,
+	// From the baseline's time. A run that finds none writes nothing and
+	// moves no time: the next run starts from the same baseline.
+	Created, Updated, Deleted int
+	From, Until               time.Time
+	Elapsed                   time.Duration
 }
 
 // FileError is an error reading or packing one source file.

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -40,7 +41,7 @@ type journal struct {
 // openJournal loads the journal of an earlier run with the same options,
 // or starts a new one. at is the snapshot time of this run; an earlier
 // run's time wins unless the caller pinned one.
-func openJournal(dir, options string, at time.Time, pinned bool) (*journal, error) {
+func openJournal(dir, options string, at time.Time, pinned bool, k *dumpKind) (*journal, error) {
 	j := &journal{path: filepath.Join(dir, journalName), entries: map[string]journalEntry{}}
 	if old, entries, err := readJournal(j.path); err == nil && old.Options == options && (!pinned || old.At.Equal(at)) {
 		j.head, j.entries = old, entries
@@ -49,10 +50,14 @@ func openJournal(dir, options string, at time.Time, pinned bool) (*journal, erro
 		return j, err
 	}
 	j.head = journalHead{Version: 1, Options: options, At: at}
-	// A fresh run replaces packages one by one: the dump document of an
-	// earlier run must not go on listing them meanwhile.
-	if err := os.Remove(filepath.Join(dir, DumpName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
+	// A fresh run replaces packages one by one: the Resource Dump of an
+	// earlier run must not go on listing them meanwhile. A Change Dump
+	// run writes packages under new names, and the Change Dump goes on
+	// listing the earlier ones.
+	if !k.changes() {
+		if err := os.Remove(filepath.Join(dir, DumpName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
 	}
 	f, err := os.Create(j.path)
 	if err != nil {
@@ -146,10 +151,17 @@ func (j *journal) finish() error {
 
 func (j *journal) close() { j.f.Close() }
 
-// removeStaleTemps deletes temporary files a killed run left behind.
+// removeStaleTemps deletes temporary files a killed run left behind: the
+// ones internal/atomic and the list writer name after a file pack writes,
+// "." + name + "." + anything + ".tmp".
 func removeStaleTemps(dir string) {
-	matches, _ := filepath.Glob(filepath.Join(dir, ".resourcedump*.tmp"))
+	matches, _ := filepath.Glob(filepath.Join(dir, ".*.tmp"))
 	for _, m := range matches {
-		os.Remove(m)
+		base := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(m), "."), ".tmp")
+		// .rsdump-*: a --changes run's sort runs and walk, and the state
+		// file's temporary name.
+		if i := strings.LastIndexByte(base, '.'); i > 0 && IsOutput(base[:i]) || strings.HasPrefix(base, "rsdump-") {
+			os.Remove(m)
+		}
 	}
 }

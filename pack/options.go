@@ -47,9 +47,19 @@ const DefaultMaxPackageSize = 1 << 30
 // Options configure Pack. The zero value of every field but BaseURL has a
 // sensible default.
 type Options struct {
-	BaseURL        string // prefix of every bitstream's <loc>; a name, nothing need be served there
-	DumpURL        string // prefix of package URLs; default the first mirror, else BaseURL
-	CapabilityList string // URL for <rs:ln rel="up">, optional
+	BaseURL string // prefix of every bitstream's <loc>; a name, nothing need be served there
+	DumpURL string // prefix of package URLs; default the first mirror, else BaseURL
+	// CapabilityList is the URL of the Capability List every document
+	// links to with rel="up"; default the capabilitylist.xml pack writes
+	// beside the packages, at DumpURL.
+	CapabilityList string
+	// SourceDescription writes .well-known/resourcesync (§8) naming the
+	// Capability List, for an output directory served at its host's root.
+	SourceDescription bool
+	// DescribedBy, when set, is the URL of a document about the Source and
+	// its resources, linked with rel="describedby" from the Capability
+	// List and the Source Description (§8, §9 recommend it).
+	DescribedBy string
 
 	Hashes         []string // manifest hash algorithms; default sha-256
 	Compress       Compression
@@ -69,6 +79,19 @@ type Options struct {
 	// directory that the new dump no longer names; without it they are
 	// reported and left.
 	Prune bool
+
+	// Changes writes a Change Dump of what changed since a baseline
+	// instead of a Resource Dump: changedump.xml, and changedump-NNNNN.zip
+	// packages of created and updated bitstreams and deletions.
+	Changes bool
+	// Since is the baseline of a Changes run, what the Destination has: a
+	// resourcedump.xml, changedump.xml (with the resourcedump.xml its
+	// changes start from beside it), resourcelist.xml, or the StateName
+	// file pack leaves; default OUTDIR/StateName.
+	Since string
+	// Checksum compares every file's hash with the baseline's, as rsync
+	// -c, instead of trusting a length and mtime that match.
+	Checksum bool
 
 	// Metalink, when set, writes a .meta4 beside each package; see
 	// MetalinkOptions.
@@ -104,6 +127,9 @@ func (o *Options) setDefaults() error {
 	if o.BaseURL == "" {
 		return errors.New("a base URL is required")
 	}
+	if !o.Changes && (o.Since != "" || o.Checksum) {
+		return errors.New("--since and --checksum need --changes")
+	}
 	var err error
 	if o.BaseURL, err = resourcesync.CleanBaseURL(o.BaseURL); err != nil {
 		return fmt.Errorf("base URL: %w", err)
@@ -122,6 +148,12 @@ func (o *Options) setDefaults() error {
 		o.DumpURL, o.dumpFromMirror = o.Metalink.Mirrors[0].BaseURL, true
 	default:
 		o.DumpURL = o.BaseURL
+	}
+	if o.CapabilityList == "" {
+		o.CapabilityList = o.DumpURL + CapabilityListName
+	}
+	if o.DescribedBy != "" && !resourcesync.IsURL(o.DescribedBy) {
+		return fmt.Errorf("describedby %q: not an http(s) URL", o.DescribedBy)
 	}
 	return o.setLimits()
 }

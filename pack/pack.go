@@ -21,12 +21,15 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/semaphore"
+
+	"github.com/rsdump/rsdump/resourcesync"
 )
 
 // inflight bounds the bytes read ahead of the package writer.
 const inflight = 96 << 20
 
-// Pack writes a Resource Dump of the regular files under src into outDir.
+// Pack writes a Resource Dump of the regular files under src into outDir,
+// or with Options.Changes a Change Dump of what changed since a baseline.
 // Running it again after an interruption reuses the packages already
 // completed.
 func Pack(ctx context.Context, src, outDir string, opts Options) (*Result, error) {
@@ -48,13 +51,40 @@ func Pack(ctx context.Context, src, outDir string, opts Options) (*Result, error
 	if !pinned {
 		at = start.UTC().Truncate(time.Millisecond)
 	}
-	j, err := openJournal(outDir, optionsKey(&o, src), at, pinned)
+	r := &run{opts: &o, src: src, dir: outDir, pinned: pinned, kind: resourceDump}
+	r.events = serialize(o.Events)
+	key := optionsKey(&o, src)
+	if o.Changes {
+		r.kind = changeDump
+		if err := r.prepareChanges(ctx); err != nil {
+			return nil, err
+		}
+		defer r.chg.base.close()
+		defer func() { os.Remove(r.chg.walk) }()
+		key += fmt.Sprintf("|changes|%v|%s", o.Checksum, r.chg.base.key)
+	}
+	j, err := openJournal(outDir, key, at, pinned, r.kind)
 	if err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
 	defer j.close()
-	r := &run{opts: &o, src: src, dir: outDir, at: j.head.At, pinned: pinned, journal: j}
-	r.events = serialize(o.Events)
+	// Resuming, the interrupted run's time, so that its packages are
+	// planned again alike.
+	r.journal, r.at = j, j.head.At
+	r.list = newListWriter(&o, outDir, resourcesync.CapResourceList, ResourceListName)
+	defer func() { r.list.abort() }()
+	if o.Changes {
+		if !r.at.After(r.chg.base.time) {
+			return nil, fmt.Errorf("the run's time %s is not after the baseline's %s (%s): no change can be placed between them",
+				resourcesync.FormatTime(r.at), resourcesync.FormatTime(r.chg.base.time), r.chg.base.name)
+		}
+		// The Change List has the Change Dump's entries: the earlier
+		// packages' first, then this run's as they are published.
+		r.list = newListWriter(&o, outDir, resourcesync.CapChangeList, ChangeListName)
+		if err := r.listPrevious(ctx); err != nil {
+			return nil, err
+		}
+	}
 	switch {
 	case o.dumpFromMirror:
 		r.events(Notice{Msg: fmt.Sprintf("the packages' <loc> is the first mirror, %s: no --dump-url was given, and the base URL only names bitstreams", o.DumpURL)})
@@ -110,8 +140,11 @@ type run struct {
 	journal *journal
 	events  func(Event)
 	sem     *semaphore.Weighted
+	kind    *dumpKind
+	chg     *changeRun // a --changes run
 
 	pkgs    []PackageInfo
+	list    *listWriter // the Resource List, fed as packages are published
 	skipped atomic.Int64
 }
 
@@ -157,7 +190,10 @@ func (r *run) pipeline(parent context.Context) error {
 }
 
 func (r *run) plan(ctx context.Context, out chan<- planned) error {
-	p := &planner{opts: r.opts, emit: func(pl planned) error { return send(ctx, out, pl) }}
+	if r.chg != nil {
+		return r.planChanges(ctx, out)
+	}
+	p := &planner{opts: r.opts, kind: resourceDump, emit: func(pl planned) error { return send(ctx, out, pl) }}
 	w := &walker{ctx: ctx, follow: r.opts.FollowSymlinks, visit: p.add, warn: r.skip}
 	w.exclude, _ = filepath.EvalSymlinks(r.dir)
 	if err := w.walk(r.src); err != nil {
@@ -213,7 +249,7 @@ func (r *run) dispatch(ctx context.Context, plans <-chan planned, tasks chan<- t
 }
 
 func (r *run) dispatchItem(ctx context.Context, it item, tasks chan<- task, works chan<- work) error {
-	if it.size > smallMax {
+	if it.size > smallMax || it.change == resourcesync.ChangeDeleted {
 		return send(ctx, tasks, task{it: it})
 	}
 	if err := r.sem.Acquire(ctx, budget(it)); err != nil {
@@ -249,14 +285,28 @@ func (r *run) finish(start time.Time) (*Result, error) {
 	if r.pinned {
 		completed = r.at
 	}
-	if err := writeDump(r.opts, r.dir, r.at, completed, r.pkgs); err != nil {
+	res := &Result{Packages: r.pkgs, Skipped: int(r.skipped.Load()), Document: filepath.Join(r.dir, r.kind.doc), DumpURL: r.opts.DumpURL}
+	var err error
+	if r.chg != nil {
+		err = r.finishChanges()
+		res.Created, res.Updated, res.Deleted = r.chg.found[0], r.chg.found[1], r.chg.found[2]
+		res.From, res.Until = r.chg.base.time, r.chg.base.time
+		if len(r.pkgs) > 0 {
+			res.Until = r.pkgs[len(r.pkgs)-1].Until
+		} else if _, serr := os.Stat(res.Document); serr != nil {
+			res.Document = ""
+		}
+	} else {
+		err = r.finishResources(completed)
+	}
+	if err != nil {
 		return nil, err
 	}
 	if err := r.journal.finish(); err != nil {
 		return nil, err
 	}
 	r.prune()
-	res := &Result{Packages: r.pkgs, Skipped: int(r.skipped.Load()), Document: filepath.Join(r.dir, DumpName), DumpURL: r.opts.DumpURL, Elapsed: time.Since(start)}
+	res.Elapsed = time.Since(start)
 	for _, p := range r.pkgs {
 		res.Bitstreams += p.Bitstreams
 		res.Bytes += p.Bytes

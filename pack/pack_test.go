@@ -408,7 +408,7 @@ func TestRerunRemovesStaleFiles(t *testing.T) {
 			left = append(left, e.Name())
 		}
 	}
-	want = append([]string{DumpName, "resourcedump-00001.manifest.xml", "resourcedump-00001.zip", "resourcedump-00007.zip"}, others...)
+	want = append([]string{DumpName, "resourcedump-00001.manifest.xml", "resourcedump-00001.zip", "resourcedump-00007.zip", ResourceListName, CapabilityListName}, others...)
 	slices.Sort(want)
 	if !slices.Equal(left, want) {
 		t.Errorf("left %q, want %q", left, want)
@@ -424,7 +424,7 @@ func TestPruneIndexParts(t *testing.T) {
 		for i := 1; i <= 3; i++ {
 			os.WriteFile(filepath.Join(dir, dumpPartName(i)), nil, 0o644)
 		}
-		r := &run{dir: dir, pkgs: make([]PackageInfo, n), events: func(Event) {}, opts: &Options{Prune: true}}
+		r := &run{dir: dir, pkgs: make([]PackageInfo, n), events: func(Event) {}, opts: &Options{Prune: true}, list: &listWriter{}}
 		r.prune()
 		var left []string
 		entries, _ := os.ReadDir(dir)

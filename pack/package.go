@@ -25,9 +25,18 @@ type pkgWriter struct {
 	entries []resourcesync.URL
 	bytes   int64
 	mh      *digest.Multi // for streamed files
+
+	kind        *dumpKind
+	from, until time.Time       // a Change Dump package's interval
+	names       map[string]bool // entry names taken, in a Change Dump package
 }
 
 func newPkgWriter(o *Options, dir, name string, at time.Time) (*pkgWriter, error) {
+	return newKindWriter(o, dir, &planned{name: name}, resourceDump, at)
+}
+
+func newKindWriter(o *Options, dir string, pl *planned, kind *dumpKind, at time.Time) (*pkgWriter, error) {
+	name := pl.name
 	mh, err := digest.NewMulti(o.Hashes...)
 	if err != nil {
 		return nil, err
@@ -37,7 +46,33 @@ func newPkgWriter(o *Options, dir, name string, at time.Time) (*pkgWriter, error
 		return nil, err
 	}
 	t := newTee(af.File(), pieceLength(o))
-	return &pkgWriter{opts: o, dir: dir, name: name, at: at, af: af, tee: t, zw: zipw.NewWriter(t, o.Level), mh: mh}, nil
+	w := &pkgWriter{opts: o, dir: dir, name: name, at: at, af: af, tee: t, zw: zipw.NewWriter(t, o.Level), mh: mh, kind: kind}
+	if kind.changes() {
+		w.from, w.until, w.names = pl.from, pl.until, map[string]bool{}
+	}
+	return w, nil
+}
+
+// entryName is the name of the item's bitstream in the ZIP; its manifest path
+// is the same with a leading slash. In a Change Dump package two changes
+// to one file need two names: the second gets a suffix, ~2, ~3..., that
+// no other entry of the package has taken.
+func (w *pkgWriter) entryName(it item) string {
+	name := w.kind.dir + "/" + it.rel
+	if w.names == nil {
+		return name
+	}
+	return uniqueName(w.names, name)
+}
+
+func uniqueName(taken map[string]bool, name string) string {
+	n, i := name, 1
+	for taken[n] {
+		i++
+		n = fmt.Sprintf("%s~%d", name, i)
+	}
+	taken[n] = true
+	return n
 }
 
 // abort removes the temporary file; the final name is never touched.
@@ -48,35 +83,55 @@ func (w *pkgWriter) abort() {
 
 // addPrepared appends a file a worker has read and encoded.
 func (w *pkgWriter) addPrepared(p *prepared) error {
-	h := zipw.Header{Name: entryName(p.it.rel), Modified: p.it.mtime, Method: p.method, Mode: p.it.mode.Perm()}
+	name := w.entryName(p.it)
+	h := zipw.Header{Name: name, Modified: p.it.mtime, Method: p.method, Mode: p.it.mode.Perm()}
 	err := w.zw.WriteRawBytes(h, p.crc, p.it.size, p.data.b)
 	if err != nil {
 		return fmt.Errorf("%s: %w", w.name, err)
 	}
-	w.record(p.it, p.sums, p.typ)
+	w.record(p.it, name, p.sums.String(), p.typ)
 	return nil
 }
 
-func (w *pkgWriter) record(it item, sums digest.Set, typ string) {
+func (w *pkgWriter) record(it item, name, hash, typ string) {
 	w.entries = append(w.entries, resourcesync.URL{
 		Loc:     locFor(w.opts.BaseURL, it.rel),
-		Lastmod: it.mtime,
+		Lastmod: it.modTime(),
 		MD: &resourcesync.MD{
-			Hash:   sums.String(),
+			Hash:   hash,
 			Length: resourcesync.Int64(it.size),
 			Type:   typ,
-			Path:   manifestPath(it.rel),
+			Path:   "/" + name,
+			Change: it.change,
 		},
 	})
 	w.bytes += it.size
 }
 
-// manifest encodes the package's Resource Dump Manifest.
+// addDeleted records a deletion: a manifest entry with the length and
+// hash of the version deleted, so that a Destination deletes that version
+// and no other, and no bitstream.
+func (w *pkgWriter) addDeleted(it item) {
+	u := resourcesync.URL{
+		Loc:     locFor(w.opts.BaseURL, it.rel),
+		Lastmod: it.lastmod,
+		MD:      &resourcesync.MD{Change: it.change, Hash: it.oldHash},
+	}
+	if it.size >= 0 {
+		u.MD.Length = resourcesync.Int64(it.size)
+	}
+	w.entries = append(w.entries, u)
+}
+
+// manifest encodes the package's Resource Dump or Change Dump Manifest.
 func (w *pkgWriter) manifest(completed time.Time) ([]byte, error) {
 	var buf bytes.Buffer
 	h := resourcesync.Header{Kind: resourcesync.URLSet, MD: resourcesync.MD{
 		Capability: resourcesync.CapResourceDumpManifest, At: w.at, Completed: completed,
 	}}
+	if w.kind.changes() {
+		h.MD = resourcesync.MD{Capability: resourcesync.CapChangeDumpManifest, From: w.from, Until: w.until}
+	}
 	if w.opts.CapabilityList != "" {
 		h.Links = []resourcesync.Link{{Rel: "up", Href: w.opts.CapabilityList}}
 	}
@@ -112,6 +167,9 @@ func (w *pkgWriter) finish(completed time.Time) ([]byte, PackageInfo, error) {
 	info := PackageInfo{
 		Name: w.name, Manifest: manifestName(w.name), Length: w.tee.n, SHA256: w.tee.sum(),
 		At: w.at, Completed: completed, Bitstreams: len(w.entries), Bytes: w.bytes,
+	}
+	if w.kind.changes() {
+		info.At, info.Completed, info.From, info.Until = time.Time{}, time.Time{}, w.from, w.until
 	}
 	w.tee.close()
 	return m, info, nil

@@ -25,10 +25,11 @@ const (
 
 // planned is a package as the planner closed it.
 type planned struct {
-	seq   int // 1-based package number
-	name  string
-	items []item
-	plan  string // fingerprint of the items, for resuming
+	seq         int // 1-based package number
+	name        string
+	items       []item
+	plan        string    // fingerprint of the items, for resuming
+	from, until time.Time // a Change Dump package: the interval of its changes
 }
 
 // planner groups walked files into packages so that no package exceeds
@@ -42,6 +43,13 @@ type planner struct {
 	size     int64 // estimated package bytes
 	manifest int64 // estimated manifest bytes
 	emit     func(planned) error
+
+	// A Change Dump: items come in chronological order, and each package
+	// covers the interval from the until of the one before, or the run's
+	// from, to its last change, or the run's until for the last one.
+	kind        *dumpKind
+	from, until time.Time
+	floor       time.Time // no change is earlier: see bump
 }
 
 func (p *planner) add(it item) error {
@@ -50,12 +58,15 @@ func (p *planner) add(it item) error {
 		p.size+cost > p.opts.MaxPackageSize ||
 		p.manifest+mcost > resourcesync.MaxBytes-manifestHeader
 	if len(p.cur) > 0 && full {
-		if err := p.flush(); err != nil {
+		if err := p.close(false); err != nil {
 			return err
 		}
 	}
 	if len(p.cur) == 0 {
 		p.size, p.manifest = endOverhead+manifestOverhead(), manifestHeader
+	}
+	if p.kind.changes() {
+		p.bump(&it)
 	}
 	p.cur = append(p.cur, it)
 	p.size += cost
@@ -69,19 +80,36 @@ func manifestOverhead() int64 { return entryOverhead + 2*int64(len("manifest.xml
 
 // estimate returns an upper bound of what it adds to the package and to
 // its manifest.
+// bump keeps package intervals apart: a Destination records the until of
+// the last package it applied and skips changes at or before it, so a
+// change at exactly the until of the package before must not start the
+// next. Only when changes with one time fill more than a package (50,000
+// deletions seen by one run, all at its time) are the later ones moved,
+// by a nanosecond past that until.
+func (p *planner) bump(it *item) {
+	if it.lastmod.Before(p.floor) {
+		it.lastmod = p.floor
+	}
+}
+
 func (p *planner) estimate(it item) (pkg, manifest int64) {
-	name := int64(len(entryName(it.rel)))
+	// A second change to one file in a package gets a suffix (uniqueName).
+	name := int64(len(resourceDump.dir)+1+len(it.rel)) + suffixAllowance // both kinds' dir names are 9 bytes
 	// Forced deflate of incompressible data adds 5 bytes per 64 KiB block.
 	data := it.size + it.size/8192 + 64
 	u := resourcesync.URL{
 		Loc:     locFor(p.opts.BaseURL, it.rel),
-		Lastmod: it.mtime,
+		Lastmod: it.modTime(),
 		MD: &resourcesync.MD{
 			Hash:   placeholderHashes(p.opts.Hashes),
 			Length: resourcesync.Int64(it.size),
 			Type:   strings.Repeat("x", typeAllowance),
-			Path:   manifestPath(it.rel),
+			Path:   "/" + strings.Repeat("x", int(name)),
+			Change: it.change,
 		},
+	}
+	if it.change == resourcesync.ChangeDeleted {
+		data, name = 0, 0
 	}
 	manifest = int64(resourcesync.EntrySize(u))
 	return entryOverhead + 2*name + data + manifest, manifest
@@ -95,32 +123,48 @@ func placeholderHashes(algs []string) string {
 	return s.String()
 }
 
-func (p *planner) flush() error {
+// flush closes the last package.
+func (p *planner) flush() error { return p.close(true) }
+
+func (p *planner) close(last bool) error {
 	if len(p.cur) == 0 {
 		return nil
 	}
 	p.seq++
-	pl := planned{seq: p.seq, name: packageName(p.seq), items: p.cur, plan: fingerprint(p.opts, p.cur)}
+	k := p.kind
+	if k == nil {
+		k = resourceDump
+	}
+	pl := planned{seq: p.seq, name: k.packageName(p.seq), items: p.cur}
+	if p.kind.changes() {
+		pl.from, pl.until = p.from, p.cur[len(p.cur)-1].lastmod
+		if last && p.until.After(pl.until) {
+			pl.until = p.until
+		}
+		p.from, p.floor = pl.until, pl.until.Add(time.Nanosecond)
+	}
+	pl.plan = fingerprint(p.opts, &pl)
 	p.cur = nil
 	return p.emit(pl)
 }
 
-func packageName(seq int) string { return fmt.Sprintf("resourcedump-%05d.zip", seq) }
+// suffixAllowance is room in the estimates for uniqueName's suffix.
+const suffixAllowance = 8
+
+func packageName(seq int) string { return resourceDump.packageName(seq) }
 
 func manifestName(pkg string) string { return strings.TrimSuffix(pkg, ".zip") + ".manifest.xml" }
-
-func entryName(rel string) string { return "resources/" + rel }
-
-func manifestPath(rel string) string { return "/resources/" + rel }
 
 // fingerprint identifies a package's planned content and the options that
 // shape its bytes, so a resumed run reuses a package only when it would
 // write the same one again.
-func fingerprint(o *Options, items []item) string {
+func fingerprint(o *Options, pl *planned) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%v\x00%s\x00%d\x00%s\x00", o.BaseURL, o.CapabilityList, o.Hashes, o.Compress, o.Level, o.At.UTC().Format(time.RFC3339Nano))
+	fmt.Fprintf(h, "%d\x00%d\x00", nanos(pl.from), nanos(pl.until))
 	var b [8]byte
-	for _, it := range items {
+	for _, it := range pl.items {
+		fmt.Fprintf(h, "%s\x00%d\x00%s\x00", it.change, nanos(it.lastmod), it.oldHash)
 		h.Write([]byte(it.rel))
 		binary.LittleEndian.PutUint64(b[:], uint64(it.size))
 		h.Write(b[:])

@@ -6,13 +6,31 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/rsdump/rsdump/resourcesync"
 )
 
-// packNames matches the files pack writes in its output directory:
-// packages, their detached manifests and Metalinks, and the parts of a
-// dump index. Only regular files count: pack never writes a symlink, so
-// one of these names is someone else's and is left alone.
-var packNames = regexp.MustCompile(`^resourcedump-(\d{5,}\.(zip|manifest\.xml|zip\.meta4)|part\d{5,}\.xml)$`)
+// packNames matches the numbered files pack writes in its output
+// directory: packages, their detached manifests and Metalinks, and the
+// parts of an index. A later, smaller run may leave some of these behind.
+// Only regular files count: pack never writes a symlink, so one of these
+// names is someone else's and is left alone.
+var packNames = regexp.MustCompile(`^((resource|change)dump-(\d{5,}\.(zip|manifest\.xml|zip\.meta4)|part\d{5,}\.xml)|(resource|change)list-part\d{5,}\.xml)$`)
+
+// docNames are the documents pack writes under fixed names.
+var docNames = map[string]bool{
+	DumpName: true, ChangeDumpName: true, ResourceListName: true, ChangeListName: true,
+	CapabilityListName: true, SourceDescriptionName: true,
+}
+
+// IsOutput reports whether name, a slash-separated path relative to an
+// output directory, is one pack writes there: packages, manifests,
+// Metalinks, dump documents, lists, the Capability List and the Source
+// Description. It is false for the journal, the state file and temporary
+// files. A server of the directory uses it as its allowlist.
+func IsOutput(name string) bool {
+	return docNames[name] || packNames.MatchString(name)
+}
 
 // prune deals with the files of an earlier run that the new dump no
 // longer names: packages past the new count, Metalinks the run did not
@@ -31,7 +49,7 @@ func (r *run) prune() {
 	switch {
 	case len(stale) == 0:
 		return
-	case !r.opts.Prune || len(r.pkgs) == 0:
+	case !r.opts.Prune || len(r.pkgs) == 0 && (r.chg == nil || len(r.chg.prev) == 0):
 		why := "remove them, or run with --prune"
 		if r.opts.Prune {
 			why = "not pruned: the new dump is empty"
@@ -60,8 +78,24 @@ func (r *run) stale() ([]string, error) {
 	for _, p := range r.pkgs {
 		keep[p.Name], keep[p.Manifest], keep[p.Metalink] = true, true, true
 	}
-	for i := range dumpParts(len(r.pkgs)) {
-		keep[dumpPartName(i+1)] = true
+	listed := len(r.pkgs)
+	if r.chg != nil {
+		if len(r.pkgs) == 0 {
+			return nil, nil // nothing was written, and the Change Dump is as it was
+		}
+		listed += len(r.chg.prev)
+		for _, u := range r.chg.prev {
+			keep[resourcesync.BaseName(u.Loc)] = true
+			for _, l := range u.Links {
+				keep[resourcesync.BaseName(l.Href)] = true
+			}
+		}
+	}
+	for i := range dumpParts(listed) {
+		keep[r.dumpKind().partName(i+1)] = true
+	}
+	for _, name := range r.list.written {
+		keep[name] = true
 	}
 	entries, err := os.ReadDir(r.dir)
 	if err != nil {
@@ -69,9 +103,27 @@ func (r *run) stale() ([]string, error) {
 	}
 	var stale []string
 	for _, e := range entries {
-		if e.Type().IsRegular() && packNames.MatchString(e.Name()) && !keep[e.Name()] {
+		if e.Type().IsRegular() && r.ownsName(e.Name()) && !keep[e.Name()] {
 			stale = append(stale, e.Name())
 		}
 	}
 	return stale, nil
+}
+
+// ownsName reports whether name is of the kind this run writes: a
+// Resource Dump run leaves the files of Change Dumps alone, and a Change
+// Dump run those of the Resource Dump.
+func (r *run) ownsName(name string) bool {
+	dump, list := "resourcedump-", "resourcelist-"
+	if r.kind.changes() {
+		dump, list = "changedump-", "changelist-"
+	}
+	return packNames.MatchString(name) && (strings.HasPrefix(name, dump) || strings.HasPrefix(name, list))
+}
+
+func (r *run) dumpKind() *dumpKind {
+	if r.kind == nil {
+		return resourceDump
+	}
+	return r.kind
 }

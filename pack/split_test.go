@@ -99,7 +99,7 @@ func TestDumpIndexOver50000Packages(t *testing.T) {
 		name := packageName(i + 1)
 		pkgs[i] = PackageInfo{Name: name, Manifest: manifestName(name), Length: 100, SHA256: strings.Repeat("0", 64), At: fixedTime, Completed: fixedTime}
 	}
-	if err := writeDump(&o, dir, fixedTime, fixedTime, pkgs); err != nil {
+	if err := writeDump(&o, dir, resourceDump, resourcesync.MD{At: fixedTime, Completed: fixedTime}, dumpEntries(&o, pkgs)); err != nil {
 		t.Fatal(err)
 	}
 	f, _ := os.Open(filepath.Join(dir, DumpName))
@@ -160,7 +160,7 @@ func TestResume(t *testing.T) {
 	if !os.SameFile(first, again) {
 		t.Error("the first package was rewritten")
 	}
-	for _, name := range []string{packageName(1), packageName(2), packageName(3), packageName(10), DumpName} {
+	for _, name := range []string{packageName(1), packageName(2), packageName(3), packageName(10), DumpName, ResourceListName, CapabilityListName} {
 		if string(readFile(t, filepath.Join(out, name))) != string(readFile(t, filepath.Join(want, name))) {
 			t.Errorf("%s differs from an uninterrupted run", name)
 		}

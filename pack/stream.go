@@ -30,9 +30,10 @@ func (w *pkgWriter) addStreamed(ctx context.Context, it item) (skipped bool, err
 	if err != nil {
 		return false, err
 	}
-	typ, err := w.stream(ctx, it)
+	name := w.entryName(it)
+	typ, err := w.stream(ctx, it, name)
 	if err == nil {
-		w.record(it, w.mh.Sums(), typ)
+		w.record(it, name, w.mh.Sums().String(), typ)
 		return false, nil
 	}
 	if !errors.Is(err, ErrChanged) || !w.opts.SkipChanged {
@@ -42,7 +43,7 @@ func (w *pkgWriter) addStreamed(ctx context.Context, it item) (skipped bool, err
 	return true, w.tee.restore(state)
 }
 
-func (w *pkgWriter) stream(ctx context.Context, it item) (string, error) {
+func (w *pkgWriter) stream(ctx context.Context, it item, name string) (string, error) {
 	beforeRead(it.rel)
 	f, err := os.Open(it.abs)
 	if err != nil {
@@ -54,7 +55,7 @@ func (w *pkgWriter) stream(ctx context.Context, it item) (string, error) {
 	first, ok := <-chunks
 	typ := mediaType(it.rel, head(first))
 	method := w.chooseMethod(it.rel, typ, first)
-	ew, err := w.create(ctx, f, it, method)
+	ew, err := w.create(ctx, f, it, name, method)
 	if err != nil {
 		drain(chunks)
 		return "", err
@@ -83,8 +84,8 @@ func (w *pkgWriter) stream(ctx context.Context, it item) (string, error) {
 // descriptor; a stored one needs its CRC-32 in its local header (see
 // zipw.Create), so the file is read once more for it first. Only files
 // over smallMax that do not deflate pay that read, at CRC-32 speed.
-func (w *pkgWriter) create(ctx context.Context, f *os.File, it item, method uint16) (*zipw.EntryWriter, error) {
-	h := zipw.Header{Name: entryName(it.rel), Modified: it.mtime, Method: method, Mode: it.mode.Perm()}
+func (w *pkgWriter) create(ctx context.Context, f *os.File, it item, name string, method uint16) (*zipw.EntryWriter, error) {
+	h := zipw.Header{Name: name, Modified: it.mtime, Method: method, Mode: it.mode.Perm()}
 	if method != zipw.Store {
 		return w.zw.Create(h, it.size)
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -22,6 +23,20 @@ type item struct {
 	mtime time.Time
 	mode  fs.FileMode
 	fi    fs.FileInfo // as walked: the file's identity, for os.SameFile
+
+	// In a Change Dump: the change, its time (the <lastmod>), and for a
+	// deletion the length and hash of the version deleted.
+	change  string
+	lastmod time.Time
+	oldHash string
+}
+
+// modTime is the <lastmod> of the item's manifest entry.
+func (it *item) modTime() time.Time {
+	if it.change != "" {
+		return it.lastmod
+	}
+	return it.mtime
 }
 
 // walker lists the regular files under a root in a deterministic order:
@@ -70,19 +85,51 @@ func (w *walker) dir(abs, rel string) error {
 	}
 	// os.ReadDir sorts by name already; keep the order explicit.
 	slices.SortFunc(entries, func(a, b os.DirEntry) int { return compare(a.Name(), b.Name()) })
-	for _, e := range entries {
+	infos := statAll(entries)
+	for i, e := range entries {
 		if err := w.ctx.Err(); err != nil {
 			return err
 		}
-		if err := w.entry(filepath.Join(abs, e.Name()), join(rel, e.Name()), e); err != nil {
+		if err := w.entry(filepath.Join(abs, e.Name()), join(rel, e.Name()), infos[i]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (w *walker) entry(abs, rel string, e os.DirEntry) error {
-	info, err := e.Info()
+// statInfo is an entry's lstat result.
+type statInfo struct {
+	fi  fs.FileInfo
+	err error
+}
+
+// statAll lstats a directory's entries, several at once in a large
+// directory: a pack --changes that finds little changed spends most of
+// its time in these calls, one per file.
+func statAll(entries []os.DirEntry) []statInfo {
+	infos := make([]statInfo, len(entries))
+	stat := func(i int) { infos[i].fi, infos[i].err = entries[i].Info() }
+	const minParallel, workers = 64, 4
+	if len(entries) < minParallel {
+		for i := range entries {
+			stat(i)
+		}
+		return infos
+	}
+	var wg sync.WaitGroup
+	for k := range workers {
+		wg.Go(func() {
+			for i := k; i < len(entries); i += workers {
+				stat(i)
+			}
+		})
+	}
+	wg.Wait()
+	return infos
+}
+
+func (w *walker) entry(abs, rel string, st statInfo) error {
+	info, err := st.fi, st.err
 	if err != nil {
 		return &FileError{Path: abs, Err: err}
 	}

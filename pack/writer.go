@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/rsdump/rsdump/resourcesync"
 )
 
 // done is a package written but not yet published.
@@ -37,7 +39,7 @@ func (r *run) write(ctx context.Context, tasks <-chan task, dones chan<- done) (
 			}
 		case t.start != nil:
 			curPlan = t.start
-			if cur, err = newPkgWriter(r.opts, r.dir, t.start.name, r.now()); err != nil {
+			if cur, err = newKindWriter(r.opts, r.dir, t.start, r.kind, r.now()); err != nil {
 				return err
 			}
 		case t.end:
@@ -69,6 +71,11 @@ func (r *run) now() time.Time {
 }
 
 func (r *run) append(ctx context.Context, w *pkgWriter, t task) error {
+	if t.it.change == resourcesync.ChangeDeleted {
+		w.addDeleted(t.it)
+		r.events(FileDone{Path: t.it.rel})
+		return nil
+	}
 	if t.fut == nil {
 		skipped, err := w.addStreamed(ctx, t.it)
 		if skipped {
@@ -120,6 +127,12 @@ func (r *run) publish(dones <-chan done, cancel func()) error {
 	for d := range dones {
 		switch {
 		case d.reused:
+			if err == nil {
+				if err = r.listPackage(d.info, nil); err != nil {
+					cancel()
+					continue
+				}
+			}
 			r.addPackage(d.info)
 		case err != nil:
 			d.w.abort()
@@ -130,6 +143,10 @@ func (r *run) publish(dones <-chan done, cancel func()) error {
 				continue
 			}
 			if err = r.journal.record(d.plan, d.info); err != nil {
+				cancel()
+				continue
+			}
+			if err = r.listPackage(d.info, d.w.entries); err != nil {
 				cancel()
 				continue
 			}

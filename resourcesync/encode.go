@@ -25,6 +25,7 @@ type Encoder struct {
 	count  int
 	size   int64
 	closed bool
+	body   bool // entries only: see NewBodyEncoder
 }
 
 // NewEncoder writes the XML declaration, the root element, which declares
@@ -95,7 +96,9 @@ func (e *Encoder) Close() error {
 	}
 	e.closed = true
 	e.x.reset()
-	e.x.raw(e.closing())
+	if !e.body {
+		e.x.raw(e.closing())
+	}
 	if err := e.write(); err != nil {
 		return err
 	}
@@ -203,4 +206,43 @@ func writeLink(x *xmlBuf, l *Link) {
 	x.attr(el, "encoding", l.Encoding)
 	x.attr(el, "path", l.Path)
 	x.raw("/>")
+}
+
+// NewBodyEncoder writes the entries of a document of kind k and nothing
+// else: no declaration, no root element, no header, and Close writes no
+// closing tag. It is for documents whose header is known only once the
+// entries are written (a completed or until time): the body goes to a
+// scratch file and WriteDocument puts header and body together. headerSize
+// is reserved against MaxBytes for the header the body will be given.
+func NewBodyEncoder(w io.Writer, k Kind, headerSize int) *Encoder {
+	e := &Encoder{w: bufio.NewWriterSize(w, 64<<10), kind: k, body: true}
+	e.size = int64(headerSize)
+	return e
+}
+
+// HeaderSize returns the bytes NewEncoder writes for h before the first
+// entry, for NewBodyEncoder's reservation.
+func HeaderSize(h Header) int {
+	var x xmlBuf
+	writeHeader(&x, h)
+	return len(x.b)
+}
+
+// WriteDocument writes a whole document: the declaration, root element
+// and header h, then body, the entries as a body encoder wrote them, and
+// the closing tag.
+func WriteDocument(w io.Writer, h Header, body io.Reader) error {
+	var x xmlBuf
+	writeHeader(&x, h)
+	if x.err != nil {
+		return fmt.Errorf("document header: %w", x.err)
+	}
+	if _, err := w.Write(x.b); err != nil {
+		return err
+	}
+	if _, err := io.Copy(w, body); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "</"+h.Kind.String()+">\n")
+	return err
 }

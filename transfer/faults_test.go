@@ -88,6 +88,10 @@ func TestRefusedMirror(t *testing.T) {
 	if mirrorResult(t, res[0], good.URL).Bytes != int64(len(data)) {
 		t.Error("the good mirror did not serve everything")
 	}
+	// The refused connections brought no byte: nothing was fetched twice.
+	if res[0].Refetch != 0 {
+		t.Errorf("%d pieces counted as refetched; the refused mirror sent none", res[0].Refetch)
+	}
 }
 
 func TestMixedFaults(t *testing.T) {

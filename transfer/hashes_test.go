@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha512"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -145,20 +144,6 @@ func TestUnverifiableRefusedBeforeDownload(t *testing.T) {
 	}
 	if n := m.Requests.Load(); n != 0 {
 		t.Errorf("%d requests made for a dump entry that cannot be verified", n)
-	}
-}
-
-// RFC 3230 and RFC 9530 digests are read through the registry: the
-// strongest one given is kept, names in any case.
-func TestParseDigestStrongest(t *testing.T) {
-	sum := func(h string) string { b, _ := hex.DecodeString(h); return base64.StdEncoding.EncodeToString(b) }
-	data := []byte("abc")
-	alg, v := parseDigest([]string{"SHA-256=" + sum(sha(data)) + ", sha-384=:" + sum(sha384(data)) + ":", "UNIXsum=12"})
-	if alg != "sha-384" || v != sha384(data) {
-		t.Errorf("parseDigest = %s %s, want sha-384", alg, v)
-	}
-	if alg, _ := parseDigest([]string{"sha-512=AAAA"}); alg != "" {
-		t.Errorf("a sha-512 digest of 3 bytes accepted as %s", alg)
 	}
 }
 

@@ -2,17 +2,13 @@ package transfer
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"net/url"
 	"path"
-	"strconv"
-	"strings"
 
-	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/metalink"
+	"github.com/rsdump/rsdump/metalink/httpheader"
 )
 
 // fromPlainURL probes a URL (RFC 6249): the first server's Link headers
@@ -28,14 +24,14 @@ func (g *Getter) fromPlainURL(ctx context.Context, src string) ([]File, error) {
 	if final != src {
 		f.Mirrors = append(f.Mirrors, Mirror{URL: src})
 	}
-	f.HashAlg, f.Hash = parseDigest(append(first.Values("Digest"), first.Values("Repr-Digest")...))
+	f.HashAlg, f.Hash = httpheader.ParseDigest(append(first.Values("Digest"), first.Values("Repr-Digest")...))
 	var describedBy string
-	for _, l := range parseLinks(first.Values("Link"), src) {
+	for _, l := range httpheader.ParseLinks(first.Values("Link"), src) {
 		switch {
-		case l.rel["duplicate"]:
-			f.Mirrors = append(f.Mirrors, Mirror{URL: l.url, Priority: l.pri, Location: l.geo, Pref: l.pref})
-		case l.rel["describedby"] && l.typ == metalink.MediaType && describedBy == "":
-			describedBy = l.url
+		case l.Has(httpheader.RelDuplicate):
+			f.Mirrors = append(f.Mirrors, Mirror{URL: l.URL, Priority: l.Pri, Location: l.Geo, Pref: l.Pref})
+		case l.Has(httpheader.RelDescribedBy) && l.Type == metalink.MediaType && describedBy == "":
+			describedBy = l.URL
 		}
 	}
 	if describedBy != "" {
@@ -108,108 +104,4 @@ func probeOnce(ctx context.Context, c *http.Client, u string) (*http.Response, e
 	}
 	resp.Body.Close() // a server ignoring Range sends it all: do not read it
 	return resp, nil
-}
-
-// parseDigest reads RFC 3230 instance digests ("SHA-256=base64") and
-// RFC 9530 Repr-Digest ("sha-256=:base64:"), returning the strongest one
-// the digest registry computes.
-func parseDigest(values []string) (string, string) {
-	found := map[string]string{}
-	for _, v := range values {
-		for _, part := range strings.Split(v, ",") {
-			alg, val, ok := strings.Cut(strings.TrimSpace(part), "=")
-			if !ok {
-				continue
-			}
-			raw, err := base64.StdEncoding.DecodeString(strings.Trim(strings.TrimSpace(val), ":"))
-			if strings.EqualFold(alg, "sha") {
-				alg = digest.SHA1 // RFC 3230's name for it
-			}
-			if alg, ok := digest.Canonical(alg); ok && err == nil && len(raw)*2 == digest.HexLen(alg) {
-				found[alg] = hex.EncodeToString(raw)
-			}
-		}
-	}
-	for _, alg := range digest.Strongest() {
-		if v, ok := found[alg]; ok {
-			return alg, v
-		}
-	}
-	return "", ""
-}
-
-type link struct {
-	url  string
-	rel  map[string]bool
-	typ  string
-	geo  string
-	pri  int
-	pref bool
-}
-
-// parseLinks reads RFC 5988 Link header values, resolving each target
-// against base.
-func parseLinks(values []string, base string) []link {
-	b, _ := url.Parse(base)
-	var out []link
-	for _, v := range values {
-		for _, raw := range splitLinks(v) {
-			if l, ok := parseLink(raw, b); ok {
-				out = append(out, l)
-			}
-		}
-	}
-	return out
-}
-
-// splitLinks splits a header value at commas outside <> and quotes.
-func splitLinks(v string) []string {
-	var out []string
-	inURL, inQuote, start := false, false, 0
-	for i := 0; i < len(v); i++ {
-		switch c := v[i]; {
-		case c == '"' && !inURL:
-			inQuote = !inQuote
-		case c == '<' && !inQuote:
-			inURL = true
-		case c == '>' && !inQuote:
-			inURL = false
-		case c == ',' && !inURL && !inQuote:
-			out = append(out, v[start:i])
-			start = i + 1
-		}
-	}
-	return append(out, v[start:])
-}
-
-func parseLink(raw string, base *url.URL) (link, bool) {
-	raw = strings.TrimSpace(raw)
-	end := strings.IndexByte(raw, '>')
-	if !strings.HasPrefix(raw, "<") || end < 0 {
-		return link{}, false
-	}
-	target, err := base.Parse(raw[1:end])
-	if err != nil || (target.Scheme != "http" && target.Scheme != "https") {
-		return link{}, false
-	}
-	l := link{url: target.String(), rel: map[string]bool{}}
-	for _, p := range strings.Split(raw[end+1:], ";") {
-		k, v, _ := strings.Cut(strings.TrimSpace(p), "=")
-		v = strings.Trim(strings.TrimSpace(v), `"`)
-		switch strings.ToLower(strings.TrimSpace(k)) {
-		case "rel":
-			for _, r := range strings.Fields(strings.ToLower(v)) {
-				l.rel[r] = true
-			}
-		case "type":
-			l.typ = strings.ToLower(v)
-		case "geo":
-			l.geo = strings.ToLower(v)
-		case "pri":
-			l.pri, _ = strconv.Atoi(v)
-		case "pref":
-			l.pref = true
-		}
-	}
-	return l, true
 }

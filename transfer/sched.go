@@ -298,7 +298,9 @@ func (d *download) settle(a *attempt, err error) {
 	if v == ignore {
 		return
 	}
-	if !errors.Is(err, ErrNoRange) { // no data came: nothing is fetched twice
+	// A piece is fetched again only when some of it came: a refused
+	// connection or a mirror without Range sent nothing to fetch twice.
+	if a.got.Load() > 0 && !errors.Is(err, ErrNoRange) {
 		d.res.Refetch++ // by a new attempt, or by a copy under way or done
 	}
 	if p.done {

@@ -139,21 +139,6 @@ func TestResolveDumpDocument(t *testing.T) {
 	mustMatch(t, dir, "resourcedump-00002.zip", data2)
 }
 
-func TestParseLinks(t *testing.T) {
-	ls := parseLinks([]string{`<http://a/x>; rel=duplicate; pri=1; pref, <ftp://b/x>; rel=duplicate`, `</y.meta4>; rel="describedby"; type="application/metalink4+xml"`}, "http://o/dir/x")
-	if len(ls) != 2 || !ls[0].pref || ls[0].pri != 1 || ls[1].url != "http://o/y.meta4" || ls[1].typ != metalink.MediaType {
-		t.Fatalf("%+v", ls)
-	}
-	alg, v := parseDigest([]string{"MD5=abc, SHA-256=" + base64.StdEncoding.EncodeToString(make([]byte, 32))})
-	if alg != "sha-256" || v != strings.Repeat("0", 64) {
-		t.Fatalf("digest %s %s", alg, v)
-	}
-	alg, v = parseDigest([]string{"sha-512=:" + base64.StdEncoding.EncodeToString(make([]byte, 64)) + ":"})
-	if alg != "sha-512" || v != strings.Repeat("0", 128) {
-		t.Fatalf("repr-digest %s %s", alg, v)
-	}
-}
-
 func TestCheckRange(t *testing.T) {
 	mk := func(status int, cr string, n int64) *http.Response {
 		return &http.Response{StatusCode: status, ContentLength: n, Header: http.Header{"Content-Range": {cr}}}

@@ -171,7 +171,7 @@ type Result struct {
 	Resumed int64 // bytes verified from an earlier run
 	Fetched int64 // bytes received over the network, good or bad
 	Mirrors []MirrorResult
-	Refetch int // pieces fetched again after a bad hash, a failure or a lost race
+	Refetch int // pieces fetched again after some of their bytes came: a bad hash, a failure mid-body or a lost race
 	Retries int // failed requests that were retried
 	Elapsed time.Duration
 	Err     error

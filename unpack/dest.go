@@ -25,7 +25,7 @@ type dest struct {
 // openDest opens (and creates) the tree, takes its lock, and clears the
 // staging directory of an interrupted run. A dry run creates nothing and
 // takes no lock.
-func openDest(dir string, dry bool) (*dest, error) {
+func openDest(dir string, dry, keepCache bool) (*dest, error) {
 	d := &dest{dir: dir}
 	if dry {
 		root, err := os.OpenRoot(dir)
@@ -43,7 +43,7 @@ func openDest(dir string, dry bool) (*dest, error) {
 		return nil, err
 	}
 	d.root = root
-	if err := d.prepare(); err != nil {
+	if err := d.prepare(keepCache); err != nil {
 		d.close()
 		return nil, err
 	}
@@ -51,7 +51,7 @@ func openDest(dir string, dry bool) (*dest, error) {
 	return d, nil
 }
 
-func (d *dest) prepare() error {
+func (d *dest) prepare(keepCache bool) error {
 	if err := d.root.MkdirAll(verify.StateDir, 0o755); err != nil {
 		return fmt.Errorf("%s: %w", d.dir, err)
 	}
@@ -61,12 +61,19 @@ func (d *dest) prepare() error {
 	}
 	d.lock = lock
 	// What a killed run left: staged bitstreams never renamed, packages
-	// half downloaded. Neither is resumed from, so both go.
-	for _, dir := range []string{tmpDir, cacheDir} {
+	// half downloaded. Staged files are never resumed from, so they go;
+	// downloads stay when the run resumes them.
+	dirs := []string{tmpDir, cacheDir}
+	if keepCache {
+		dirs = dirs[:1]
+	}
+	for _, dir := range dirs {
 		if err := d.root.RemoveAll(statePath(dir)); err != nil {
 			return err
 		}
-		if err := d.root.Mkdir(statePath(dir), 0o755); err != nil {
+	}
+	for _, dir := range []string{tmpDir, cacheDir} {
+		if err := d.root.MkdirAll(statePath(dir), 0o755); err != nil {
 			return err
 		}
 	}

@@ -31,7 +31,7 @@ func TestDownloadsOfOneURLDoNotShareACacheFile(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	dir := t.TempDir()
-	d, err := openDest(dir, false)
+	d, err := openDest(dir, false, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/rsdump/rsdump/internal/digest"
@@ -47,6 +48,8 @@ type pkgRun struct {
 	claimed    claimed       // in the survey of the dump's targets
 	st         *stage        // where the bitstreams are staged
 	dirs       *dirs         // the tree's directories, open
+	listChange bool          // a Change List's run (no package)
+	recMu      sync.Mutex    // recs and failed, when resources are fetched at once
 }
 
 // unpackPackage stages every bitstream of a package, checks the package,
@@ -128,6 +131,9 @@ func (p *pkgRun) checkLength(size int64) bool {
 }
 
 func (p *pkgRun) isChange() bool {
+	if p.pkg == nil {
+		return p.listChange
+	}
 	return p.pkg.Header.MD.Capability == resourcesync.CapChangeDumpManifest
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/rsdump/rsdump/verify"
@@ -24,7 +25,7 @@ type stage struct {
 	name  string   // relative to the tree
 	root  *os.Root // the directory
 	dir   *os.File // the same directory, for syncfs and renameat
-	next  int
+	next  atomic.Int64 // the last number given; files are created from several goroutines
 	batch *syncBatch // where each file is synced on its own (not Linux)
 }
 
@@ -53,8 +54,7 @@ func (d *dest) newStage() (*stage, error) {
 
 // create makes the next staging file.
 func (s *stage) create() (*os.File, string, error) {
-	s.next++
-	name := strconv.Itoa(s.next)
+	name := strconv.FormatInt(s.next.Add(1), 10)
 	f, err := s.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	return f, name, err
 }

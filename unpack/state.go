@@ -38,6 +38,59 @@ type State struct {
 	// Pending is set while a run applies packages, and cleared when it
 	// ends; a run that finds it set knows the last one was interrupted.
 	Pending bool `json:"pending,omitempty"`
+	// Sync is what rsdump sync keeps between runs; nil in a tree only
+	// ever unpacked. ResourceDumpAt and ChangeDumpUntil hold for the
+	// Resource Lists and Change Lists it applies too.
+	Sync *SyncInfo `json:"sync,omitempty"`
+}
+
+// SyncInfo is the Source a tree is a copy of, as rsdump sync (package
+// replica) records it.
+type SyncInfo struct {
+	Source    string   `json:"source"`              // the address sync was given
+	BaseURL   string   `json:"base_url"`            // the URI prefix the tree maps
+	Documents []string `json:"documents,omitempty"` // the documents the last run used
+	// Baseline is "resourcedump" or "resourcelist": how the tree was
+	// first filled.
+	Baseline string    `json:"baseline,omitempty"`
+	LastRun  time.Time `json:"last_run,omitzero"`
+}
+
+// Since is the time the tree is up to: the until of the last changes
+// applied, else the at of the last snapshot; zero for a tree never
+// filled in full.
+func (s State) Since() time.Time {
+	t, _ := s.since()
+	return t
+}
+
+// ReadState returns the state recorded in dir; a tree without one has
+// the zero State.
+func ReadState(dir string) (State, error) {
+	root, err := os.OpenRoot(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return State{Version: 1}, nil
+	}
+	if err != nil {
+		return State{}, err
+	}
+	defer root.Close()
+	return (&dest{dir: dir, root: root}).loadState()
+}
+
+// SetSync records info in dir's state, holding the tree's lock.
+func SetSync(dir string, info SyncInfo) error {
+	d, err := openDest(dir, false, true)
+	if err != nil {
+		return err
+	}
+	defer d.close()
+	s, err := d.loadState()
+	if err != nil {
+		return err
+	}
+	s.Sync = &info
+	return d.saveState(s)
 }
 
 // since is the time from which changes still have to be applied.

@@ -46,6 +46,12 @@ type Options struct {
 	// Transfer tunes the engine that fetches remote packages from all
 	// their mirrors; its Client defaults to Client.
 	Transfer transfer.Options
+	// ResumeDownloads keeps a remote package's partial download in
+	// DIR/.rsdump/cache when a run stops, and continues it in the next
+	// run through the engine's resume state, rather than starting over.
+	ResumeDownloads bool
+	// Fetches is how many resources ApplyList fetches at once; default 8.
+	Fetches int
 
 	// Report receives every finding, in verify's format, one call at a
 	// time. Progress receives package bytes done, from several
@@ -92,21 +98,11 @@ func Unpack(ctx context.Context, source, dir string, opts Options) (*Result, err
 
 // UnpackAll is Unpack of several sources in turn, into one dir.
 func UnpackAll(ctx context.Context, sources []string, dir string, opts Options) (*Result, error) {
-	if opts.Jobs <= 0 {
-		opts.Jobs = runtime.GOMAXPROCS(0)
-	}
-	if opts.Client == nil {
-		opts.Client = transfer.NewClient(opts.Transfer)
-	}
-	d, err := openDest(dir, opts.DryRun)
+	u, err := start(dir, opts)
 	if err != nil {
 		return nil, err
 	}
-	defer d.close()
-	u := newUnpacker(opts, d)
-	if err := u.loadState(); err != nil {
-		return nil, err
-	}
+	defer u.dest.close()
 	for _, s := range sources {
 		if err := u.run(ctx, s); err != nil {
 			return nil, err
@@ -115,11 +111,32 @@ func UnpackAll(ctx context.Context, sources []string, dir string, opts Options) 
 	return u.result(), nil
 }
 
+// start opens dir and its state for a run.
+func start(dir string, opts Options) (*unpacker, error) {
+	if opts.Jobs <= 0 {
+		opts.Jobs = runtime.GOMAXPROCS(0)
+	}
+	if opts.Client == nil {
+		opts.Client = transfer.NewClient(opts.Transfer)
+	}
+	d, err := openDest(dir, opts.DryRun, opts.ResumeDownloads)
+	if err != nil {
+		return nil, err
+	}
+	u := newUnpacker(opts, d)
+	if err := u.loadState(); err != nil {
+		d.close()
+		return nil, err
+	}
+	return u, nil
+}
+
 func newUnpacker(opts Options, d *dest) *unpacker {
 	u := &unpacker{opts: opts, dest: d, rep: verify.NewReporter(opts.Report),
 		remote: &verify.Remote{Transfer: opts.Transfer, Client: opts.Client}}
 	if !opts.DryRun {
 		u.remote.TempDir = filepath.Join(d.dir, verify.StateDir, cacheDir)
+		u.remote.Resume = opts.ResumeDownloads
 	}
 	return u
 }

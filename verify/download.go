@@ -2,6 +2,8 @@ package verify
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"io"
 	"net/http"
 	"os"
@@ -24,6 +26,11 @@ type Remote struct {
 	Transfer transfer.Options // its Client defaults to Client
 	Client   *http.Client
 	TempDir  string
+	// Resume keeps each package's download in a directory named after
+	// its URL under TempDir (which must be set) when it fails or is
+	// cancelled, so that a later run continues it through the engine's
+	// resume state; it is removed once the package has been used.
+	Resume bool
 
 	once sync.Once
 	g    *transfer.Getter
@@ -38,7 +45,7 @@ func (r *Remote) Open(ctx context.Context, ref PackageRef) (ra io.ReaderAt, size
 		ra, size, closeFn, err = OpenLocation(ref.Loc)
 		return ra, size, false, closeFn, err
 	}
-	dir, err := os.MkdirTemp(r.TempDir, "rsdump-")
+	dir, err := r.downloadDir(ref.Loc)
 	if err != nil {
 		return nil, 0, false, nil, err
 	}
@@ -50,8 +57,22 @@ func (r *Remote) Open(ctx context.Context, ref PackageRef) (ra io.ReaderAt, size
 			return ra, size, d.Checked, func() error { closeFile(); return drop() }, nil
 		}
 	}
-	drop()
+	if !r.Resume {
+		drop()
+	}
 	return nil, 0, false, nil, err
+}
+
+// downloadDir makes the directory a package downloads into: a fresh one,
+// or with Resume the one its URL names, which an earlier run may have
+// left half full.
+func (r *Remote) downloadDir(loc string) (string, error) {
+	if !r.Resume {
+		return os.MkdirTemp(r.TempDir, "rsdump-")
+	}
+	sum := sha256.Sum256([]byte(loc))
+	dir := filepath.Join(r.TempDir, "pkg-"+hex.EncodeToString(sum[:8]))
+	return dir, os.MkdirAll(dir, 0o755)
 }
 
 func (r *Remote) getter() *transfer.Getter {

@@ -15,11 +15,14 @@ import (
 )
 
 const packHelp = `Usage: rsdump pack SRC --base-url URL -o OUTDIR [flags]
+       rsdump pack --changes [--since BASELINE] [--checksum] SRC --base-url URL -o OUTDIR [flags]
 
 Writes a ResourceSync Resource Dump of every regular file under SRC:
 OUTDIR/resourcedump-00001.zip, ... each with manifest.xml at its top level
 and the bitstreams under resources/; a detached copy of each manifest
-(resourcedump-00001.manifest.xml); and OUTDIR/resourcedump.xml, written last.
+(resourcedump-00001.manifest.xml); OUTDIR/resourcedump.xml; the Resource
+List resourcelist.xml (every bitstream with its hashes, from the same read);
+and capabilitylist.xml naming the capability documents in OUTDIR, last.
 
 A file's <loc> is the base URL plus its path relative to SRC. Packages are
 written under temporary names and renamed when complete; running the same
@@ -27,6 +30,21 @@ command again after an interruption reuses the packages already finished.
 Files of an earlier, larger run that the new resourcedump.xml no longer
 names (resourcedump-NNNNN.zip, .manifest.xml, .zip.meta4, index parts) are
 reported, and removed with --prune once resourcedump.xml is written.
+
+Every run leaves OUTDIR/.rsdump-pack.state, last: the files the
+Destination has once it applied what OUTDIR holds, with their lengths,
+mtimes and hashes.
+
+With --changes, pack writes a Change Dump of what changed since BASELINE
+(default: OUTDIR/.rsdump-pack.state): a resourcedump.xml, a changedump.xml
+(with the resourcedump.xml its changes start from beside it), a
+resourcelist.xml or a state file. Files are compared by length and mtime;
+one whose length and mtime match is not read (--checksum compares hashes
+instead, reading every file). changedump-NNNNN.zip packages hold the
+created and updated files under changes/ and the deletions, in
+chronological order; OUTDIR/changedump.xml lists them, and each run adds
+its packages to it, from where the last one ended. A run that finds no
+change writes nothing and exits 0.
 
 Exit status: 0 success, 1 failure (a file could not be read, changed while
 read, or an output could not be written), 2 usage error, 130 interrupted.
@@ -44,9 +62,13 @@ type packFlags struct {
 	maxSize                                              int64
 	level, jobs                                          int
 	skipChanged, follow, quiet, json, prune              bool
+	changes, checksum                                    bool
+	since                                                string
 	metalink                                             bool
 	mirrors                                              []string
 	pieceLength                                          int64
+	sourceDesc                                           bool
+	describedBy                                          string
 }
 
 func runPack(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -55,12 +77,17 @@ func runPack(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.StringVarP(&f.out, "output", "o", "", "write the dump into `DIR` (required)")
 	fs.StringVar(&f.baseURL, "base-url", "", "`URL` prefix of every bitstream's <loc> (required)")
 	fs.StringVar(&f.dumpURL, "dump-url", "", "`URL` prefix of the packages (default: the first --mirror, else the base URL)")
-	fs.StringVar(&f.capList, "capability-list", "", "`URL` of the Capability List, linked as rel=\"up\"")
+	fs.StringVar(&f.capList, "capability-list", "", "`URL` of the Capability List, linked as rel=\"up\" (default: the capabilitylist.xml written in OUTDIR, at the dump URL)")
+	fs.BoolVar(&f.sourceDesc, "source-description", false, "also write OUTDIR/.well-known/resourcesync, the Source Description naming the Capability List (for OUTDIR served at its host's root)")
+	fs.StringVar(&f.describedBy, "describedby", "", "`URL` of a document about the Source, linked as rel=\"describedby\" from the Capability List and Source Description")
 	fs.StringVar(&f.hashes, "hash", "sha-256", "manifest hash `ALGS`, comma-separated: md5, sha-1, sha-224, sha-256, sha-384, sha-512, blake3")
 	fs.StringVar(&f.compress, "compress", "auto", "`MODE`: auto (store compressed media and data that does not shrink), store or deflate")
 	fs.IntVar(&f.level, "level", 6, "deflate `LEVEL`, 1 (fast) to 9 (small)")
 	fs.Var(newSizeValue(&f.maxSize, pack.DefaultMaxPackageSize), "max-package-size", "split packages at `SIZE` (bytes, or 64M, 1GiB; a larger file gets a package of its own)")
 	fs.StringVar(&f.at, "at", "", "snapshot `TIME` (W3C datetime) for every at/completed attribute; same input and --at give identical packages")
+	fs.BoolVar(&f.changes, "changes", false, "write a Change Dump of what changed since the baseline, instead of a Resource Dump")
+	fs.StringVar(&f.since, "since", "", "with --changes: the baseline `FILE`, what the Destination has (default OUTDIR/.rsdump-pack.state)")
+	fs.BoolVar(&f.checksum, "checksum", false, "with --changes: compare every file's hash with the baseline's, not its length and mtime")
 	fs.BoolVar(&f.skipChanged, "skip-changed", false, "leave out files that change while read, with a warning, instead of failing")
 	fs.BoolVar(&f.prune, "prune", false, "remove the packages, manifests, Metalinks and index parts of an earlier run that the new dump no longer names")
 	fs.BoolVar(&f.follow, "follow-symlinks", false, "pack the targets of symbolic links instead of skipping them")
@@ -88,7 +115,7 @@ func (f *packFlags) options(args []string) (pack.Options, error) {
 	if f.out == "" || f.baseURL == "" {
 		return o, usagef("pack needs -o OUTDIR and --base-url URL")
 	}
-	if err := errors.Join(checkURL("--base-url", f.baseURL), checkURL("--dump-url", f.dumpURL), checkURL("--capability-list", f.capList)); err != nil {
+	if err := errors.Join(checkURL("--base-url", f.baseURL), checkURL("--dump-url", f.dumpURL), checkURL("--capability-list", f.capList), checkURL("--describedby", f.describedBy)); err != nil {
 		return o, usageError{err}
 	}
 	if f.level < 1 || f.level > 9 || f.jobs < 0 {
@@ -103,8 +130,12 @@ func (f *packFlags) options(args []string) (pack.Options, error) {
 		return o, usageError{err}
 	}
 	o = pack.Options{BaseURL: f.baseURL, DumpURL: f.dumpURL, CapabilityList: f.capList, Hashes: hashes,
+		SourceDescription: f.sourceDesc, DescribedBy: f.describedBy,
 		Compress: comp, Level: f.level, MaxPackageSize: f.maxSize, SkipChanged: f.skipChanged, Prune: f.prune,
-		FollowSymlinks: f.follow, Jobs: f.jobs}
+		FollowSymlinks: f.follow, Jobs: f.jobs, Changes: f.changes, Since: f.since, Checksum: f.checksum}
+	if (f.since != "" || f.checksum) && !f.changes {
+		return o, usagef("--since and --checksum need --changes")
+	}
 	if f.maxSize <= 0 {
 		return o, usagef("--max-package-size must be positive")
 	}
@@ -195,15 +226,24 @@ func reusedNote(reused bool) string {
 }
 
 type packSummary struct {
-	Packages   int     `json:"packages"`
-	Reused     int     `json:"reused"`
-	Bitstreams int     `json:"bitstreams"`
-	Bytes      int64   `json:"bytes"`
-	Skipped    int     `json:"skipped"`
-	Seconds    float64 `json:"seconds"`
-	MBps       float64 `json:"mb_per_s"`
-	Document   string  `json:"document"`
-	DumpURL    string  `json:"dump_url"`
+	Packages   int            `json:"packages"`
+	Reused     int            `json:"reused"`
+	Bitstreams int            `json:"bitstreams"`
+	Bytes      int64          `json:"bytes"`
+	Skipped    int            `json:"skipped"`
+	Seconds    float64        `json:"seconds"`
+	MBps       float64        `json:"mb_per_s"`
+	Document   string         `json:"document"`
+	DumpURL    string         `json:"dump_url"`
+	Changes    *changeSummary `json:"changes,omitempty"`
+}
+
+type changeSummary struct {
+	Created int    `json:"created"`
+	Updated int    `json:"updated"`
+	Deleted int    `json:"deleted"`
+	From    string `json:"from"`
+	Until   string `json:"until"`
 }
 
 func printPackSummary(res *pack.Result, f packFlags, stdout io.Writer) error {
@@ -214,6 +254,10 @@ func printPackSummary(res *pack.Result, f packFlags, stdout io.Writer) error {
 			s.Reused++
 		}
 	}
+	if f.changes {
+		s.Changes = &changeSummary{Created: res.Created, Updated: res.Updated, Deleted: res.Deleted,
+			From: resourcesync.FormatTime(res.From), Until: resourcesync.FormatTime(res.Until)}
+	}
 	if res.Elapsed > 0 {
 		s.MBps = float64(res.Bytes) / 1e6 / res.Elapsed.Seconds()
 	}
@@ -221,6 +265,14 @@ func printPackSummary(res *pack.Result, f packFlags, stdout io.Writer) error {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(s)
+	}
+	if !f.quiet && s.Changes != nil {
+		c := s.Changes
+		if s.Packages == 0 {
+			fmt.Fprintf(stdout, "no change since %s: nothing written\n", c.From)
+			return nil
+		}
+		fmt.Fprintf(stdout, "changes from %s until %s: %d created, %d updated, %d deleted\n", c.From, c.Until, c.Created, c.Updated, c.Deleted)
 	}
 	if !f.quiet {
 		fmt.Fprintf(stdout, "%s: %s (%d reused), %s, %s in %s (%.1f MB/s), %d skipped\n",

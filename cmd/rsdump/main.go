@@ -38,6 +38,8 @@ Usage:
   rsdump verify TARGET... [flags]                    check packages and dump documents; write nothing
   rsdump verify --tree DIR --against DOC [flags]     audit a tree against a dump or Resource List
   rsdump unpack SOURCE --dest DIR [flags]            restore a dump into DIR, every bitstream verified
+  rsdump sync SOURCE --dest DIR [flags]              keep DIR an exact copy of a ResourceSync Source
+  rsdump serve DIR [--addr HOST:PORT] [flags]        publish a pack output over HTTP (Range, RFC 6249 mirrors)
   rsdump version                                     print the version, VCS revision and Go version
 
 Run 'rsdump help COMMAND' or 'rsdump COMMAND --help' for a command's flags.
@@ -56,6 +58,8 @@ var commands = []command{
 	{"metalink", runMetalink},
 	{"verify", runVerify},
 	{"unpack", runUnpack},
+	{"sync", runSync},
+	{"serve", runServe},
 	{"version", runVersion},
 }
 

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rsdump/rsdump/pack"
 )
 
 func rsdump(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -149,11 +151,17 @@ func waitFor(t *testing.T, path string) {
 }
 
 // assertSameDir checks that got holds the same visible files as want,
-// byte for byte.
+// and the same pack state, byte for byte, and no other hidden file.
 func assertSameDir(t *testing.T, want, got string) {
 	t.Helper()
 	wf, _ := filepath.Glob(filepath.Join(want, "*"))
+	if _, err := os.Stat(filepath.Join(want, pack.StateName)); err == nil {
+		wf = append(wf, filepath.Join(want, pack.StateName))
+	}
 	gf, _ := filepath.Glob(filepath.Join(got, "*"))
+	if _, err := os.Stat(filepath.Join(got, pack.StateName)); err == nil {
+		gf = append(gf, filepath.Join(got, pack.StateName))
+	}
 	if len(wf) != len(gf) {
 		t.Fatalf("%d files, want %d", len(gf), len(wf))
 	}
@@ -164,7 +172,7 @@ func assertSameDir(t *testing.T, want, got string) {
 			t.Errorf("%s differs from the uninterrupted run (%v)", filepath.Base(w), err)
 		}
 	}
-	if left, _ := filepath.Glob(filepath.Join(got, ".*")); len(left) > 0 {
+	if left, _ := filepath.Glob(filepath.Join(got, ".*")); len(left) > 0 && !(len(left) == 1 && filepath.Base(left[0]) == pack.StateName) {
 		t.Errorf("hidden files left: %v", left)
 	}
 }

@@ -21,18 +21,26 @@ func Open(ctx context.Context, c *http.Client, url string, maxBytes int64) (io.R
 
 // Do is Open for a request the caller built, to set headers (Accept, say).
 func Do(c *http.Client, req *http.Request, maxBytes int64) (io.ReadCloser, error) {
+	_, rc, err := DoResponse(c, req, maxBytes)
+	return rc, err
+}
+
+// DoResponse is Do that also returns the response, whose headers (Link,
+// Content-Type) and final URL a caller may need; its body is the capped
+// reader returned, which the caller closes.
+func DoResponse(c *http.Client, req *http.Request, maxBytes int64) (*http.Response, io.ReadCloser, error) {
 	if c == nil {
 		c = Default()
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return nil, err // *url.Error names the URL
+		return nil, nil, err // *url.Error names the URL
 	}
 	u, final := req.URL.Redacted(), resp.Request.URL.Redacted()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		io.CopyN(io.Discard, resp.Body, 4<<10) // so the connection can be reused
 		resp.Body.Close()
-		return nil, &StatusError{URL: u, Final: final, Code: resp.StatusCode, Status: resp.Status}
+		return nil, nil, &StatusError{URL: u, Final: final, Code: resp.StatusCode, Status: resp.Status}
 	}
 	if final != u {
 		u += " (redirected to " + final + ")"
@@ -42,9 +50,9 @@ func Do(c *http.Client, req *http.Request, maxBytes int64) (io.ReadCloser, error
 	}
 	if maxBytes > 0 && resp.ContentLength > maxBytes {
 		resp.Body.Close()
-		return nil, tooLarge(u, maxBytes)
+		return nil, nil, tooLarge(u, maxBytes)
 	}
-	return &capped{rc: resp.Body, url: u, max: maxBytes, left: maxBytes}, nil
+	return resp, &capped{rc: resp.Body, url: u, max: maxBytes, left: maxBytes}, nil
 }
 
 func tooLarge(url string, max int64) error {

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/serve"
+)
+
+const serveHelp = `Usage: rsdump serve DIR [--addr 127.0.0.1:8080] [--base-url URL] [--mirror URL...] [--resources SRC]
+
+Publishes DIR, a directory rsdump pack wrote, over HTTP: the dump
+documents, packages, manifests and Metalinks under the path of --dump-url
+(default: --base-url's, else /), the Capability List beside them and the
+Source Description at /.well-known/resourcesync; the directory's own URL
+is a page listing the documents, linking the Capability List with
+<link rel="resourcesync">. Range, If-Range,
+If-None-Match and HEAD are answered. Only names pack writes are served:
+its journal, temporary files and anything else in DIR are not.
+
+Package responses carry Metalink/HTTP (RFC 6249) fields: Digest: SHA-256=
+from the dump document (never computed per request), a rel=duplicate Link
+for each --mirror with its priority, and a rel=describedby Link to the
+package's .meta4. Several serve processes over copies of DIR, each naming
+the others with --mirror, are mirrors of one another.
+
+With --resources SRC, the files under SRC (the tree pack was given) are
+served under --base-url's path, so that a Resource List or Change List
+client (resync-sync) can fetch them one by one; names are confined to SRC.
+
+One line per request goes to stderr (unless --quiet). SIGINT or SIGTERM
+stops accepting connections and lets requests in flight finish for up to
+--grace.
+
+Exit status: 0 stopped by a signal after every request finished, 1 failed
+(the address is in use, requests cut off at shutdown), 2 usage error.
+
+Examples:
+  rsdump serve ./dump --addr 127.0.0.1:8080 --base-url http://127.0.0.1:8080/data/
+  rsdump serve ./dump --addr :8081 --mirror http://b.example.net/dump/,priority=2
+  rsdump serve ./dump --base-url https://example.org/data/ --dump-url https://example.org/dump/ --resources ./data
+`
+
+type serveFlags struct {
+	addr, baseURL, dumpURL, resources string
+	mirrors                           []string
+	grace                             time.Duration
+	quiet                             bool
+}
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var f serveFlags
+	fs := newFlags("serve")
+	fs.StringVar(&f.addr, "addr", "127.0.0.1:8080", "listen on `HOST:PORT` (port 0 picks a free one)")
+	fs.StringVar(&f.baseURL, "base-url", "", "the `URL` prefix given to pack --base-url; --resources are served under its path")
+	fs.StringVar(&f.dumpURL, "dump-url", "", "the `URL` prefix of the packages (pack --dump-url); DIR is served under its path (default: --base-url)")
+	fs.StringArrayVar(&f.mirrors, "mirror", nil, "base `URL` of another copy of DIR's packages, optionally followed by ,priority=N and ,location=CC; announced in Link headers (repeatable)")
+	fs.StringVar(&f.resources, "resources", "", "serve the files under `SRC` under --base-url's path")
+	fs.DurationVar(&f.grace, "grace", 10*time.Second, "how long requests in flight may run on after SIGINT/SIGTERM")
+	fs.BoolVarP(&f.quiet, "quiet", "q", false, "log no requests")
+	if err := parse(fs, args, serveHelp, stdout); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("serve takes one DIR, got %d", fs.NArg())
+	}
+	opts, err := f.options(stderr)
+	if err != nil {
+		return err
+	}
+	h, err := serve.New(fs.Arg(0), opts)
+	if err != nil {
+		return usageError{err}
+	}
+	defer h.(io.Closer).Close()
+	return f.listenAndServe(ctx, h, fs.Arg(0), stderr)
+}
+
+func (f *serveFlags) options(stderr io.Writer) (serve.Options, error) {
+	o := serve.Options{BaseURL: f.baseURL, DumpURL: f.dumpURL, Resources: f.resources}
+	if err := checkURL("--base-url", f.baseURL); err != nil {
+		return o, err
+	}
+	if err := checkURL("--dump-url", f.dumpURL); err != nil {
+		return o, err
+	}
+	if f.resources != "" && f.baseURL == "" {
+		return o, usagef("--resources needs --base-url, the prefix of the resources' URLs")
+	}
+	for _, s := range f.mirrors {
+		m, err := pack.ParseMirror(s)
+		if err != nil {
+			return o, usageError{err}
+		}
+		o.Mirrors = append(o.Mirrors, m)
+	}
+	if !f.quiet {
+		var mu sync.Mutex
+		o.Log = func(r serve.Request) {
+			mu.Lock()
+			defer mu.Unlock()
+			fmt.Fprintln(stderr, logLine(r))
+		}
+	}
+	return o, nil
+}
+
+// logLine is one request: client, method, path, status, bytes, range,
+// time taken.
+func logLine(r serve.Request) string {
+	rng := "-"
+	if r.Range != "" {
+		rng = r.Range
+	}
+	return escapeControl(fmt.Sprintf("%s %s %s %s %d %d %s %s", r.Time.UTC().Format(time.RFC3339),
+		r.Remote, r.Method, r.Path, r.Status, r.Bytes, rng, r.Duration.Round(time.Microsecond)))
+}
+
+func (f *serveFlags) listenAndServe(ctx context.Context, h http.Handler, dir string, stderr io.Writer) error {
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
+	fmt.Fprintf(stderr, "rsdump: serving %s at http://%s/\n", escapeControl(dir), ln.Addr())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	fmt.Fprintln(stderr, "rsdump: shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), f.grace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+		return fmt.Errorf("shutdown: requests still running after %s were cut off", f.grace)
+	}
+	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

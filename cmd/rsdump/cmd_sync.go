@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/rsdump/rsdump/replica"
+	"github.com/rsdump/rsdump/transfer"
+	"github.com/rsdump/rsdump/unpack"
+	"github.com/rsdump/rsdump/verify"
+)
+
+const syncHelp = `Usage: rsdump sync SOURCE --dest DIR [flags]
+       rsdump sync --dest DIR [flags]
+
+Makes DIR an exact, verified copy of a ResourceSync Source, and keeps it
+current: run it again (from cron, say) to apply what changed. SOURCE is the
+Source's base URL (its /.well-known/resourcesync Source Description is
+read), a Source Description or Capability List URL, an HTML page with
+<link rel="resourcesync">, any URL whose response has a Link header with
+rel="resourcesync", or a dump or list document itself. Without SOURCE,
+the one DIR/.rsdump/state.json records is used.
+
+The first run takes a baseline: the Source's Resource Dump, every package
+fetched by the engine behind rsdump get from all its mirrors with piece
+checks, and unpacked as rsdump unpack does; or, when the Source has no
+dump, its Resource List, resource by resource, each checked against its
+length and hash, several at once. Later runs apply the Change Dump
+packages after the until the state records, in order, or without a
+Change Dump the Change List. When neither covers the time since the last
+run, sync says so and takes a new baseline. A deleted change removes a
+file only when it is the one rsdump wrote there.
+
+Nothing unverified takes a final name. A run that is interrupted resumes:
+partial package downloads continue from DIR/.rsdump/cache, files already
+in place are not fetched again.
+
+A resource lands at its URI relative to --base-url; by default the base the
+state records, else the one the Source's manifests imply.
+
+Exit status: 0 the copy is exact, 1 problems found (a bitstream or
+resource refused, a deletion refused, a package that failed, an audit
+difference), 2 could not run (usage, no ResourceSync document found,
+unreadable Source, unwritable DIR), 130 interrupted; run again to resume.
+
+Examples:
+  rsdump sync https://example.org/ --dest ./copy
+  rsdump sync https://example.org/dataset1/capabilitylist.xml --dest ./copy --audit
+  rsdump sync --dest ./copy --dry-run
+`
+
+type syncFlags struct {
+	reportFlags
+	dest, baseURL       string
+	maxRatio            float64
+	jobs, fetches       int
+	audit, dryRun, verb bool
+}
+
+func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var f syncFlags
+	fs := newFlags("sync")
+	fs.StringVarP(&f.dest, "dest", "d", "", "keep the copy in `DIR` (required)")
+	fs.StringVar(&f.baseURL, "base-url", "", "`URL` prefix that maps to DIR (default: recorded, else from the Source)")
+	fs.BoolVar(&f.audit, "audit", false, "end with a check of DIR against the Source's Resource List (or Resource Dump)")
+	fs.BoolVarP(&f.dryRun, "dry-run", "n", false, "say what would change; write nothing")
+	fs.IntVarP(&f.jobs, "jobs", "j", 0, "packages unpacked at once (default: number of CPUs)")
+	fs.IntVar(&f.fetches, "fetches", 8, "resources fetched at once from a Resource List or Change List")
+	fs.Float64Var(&f.maxRatio, "max-ratio", verify.DefaultMaxRatio, "refuse entries that inflate more than `N` times their compressed size")
+	fs.BoolVarP(&f.verb, "verbose", "v", false, "print a line for every file written, found present or deleted")
+	f.register(fs)
+	if err := parse(fs, args, syncHelp, stdout); err != nil {
+		return err
+	}
+	source, err := f.check(fs.Args())
+	if err != nil {
+		return err
+	}
+	return doSync(ctx, source, f, stdout, stderr)
+}
+
+func (f *syncFlags) check(args []string) (string, error) {
+	switch {
+	case len(args) > 1:
+		return "", usagef("sync takes one SOURCE, got %d", len(args))
+	case f.dest == "":
+		return "", usagef("sync needs --dest DIR")
+	case f.maxRatio < 1:
+		return "", usagef("--max-ratio must be at least 1")
+	case f.jobs < 0 || f.fetches < 1:
+		return "", usagef("--jobs must not be negative and --fetches must be positive")
+	case f.stall <= 0:
+		return "", usagef("--stall-timeout must be positive")
+	}
+	if err := checkSources(args, f.baseURL); err != nil {
+		return "", err
+	}
+	if len(args) == 0 {
+		return "", nil
+	}
+	return args[0], nil
+}
+
+func doSync(ctx context.Context, source string, f syncFlags, stdout, stderr io.Writer) error {
+	rep, err := newReportWriter(f.reportFlags, stdout, stderr)
+	if err != nil {
+		return exitError{exitUsage, err}
+	}
+	p := newProgress(stderr, f.quiet || f.json, "syncing")
+	rep.msg = p.message
+	o := replica.Options{BaseURL: f.baseURL, DryRun: f.dryRun, Audit: f.audit, Jobs: f.jobs, Fetches: f.fetches,
+		Limits: verify.Limits{MaxRatio: f.maxRatio}, Transfer: transfer.Options{StallTimeout: f.stall}}
+	o.Progress, o.Total = func(n int64) { p.add(n, "") }, p.grow
+	o.Note = func(m string) {
+		if !f.quiet && !f.json {
+			p.message("%s", escapeControl(m))
+		}
+	}
+	o.Report = func(fd verify.Finding) {
+		if f.verb && fd.Severity == verify.OK && !f.json && !f.quiet {
+			fmt.Fprintf(stdout, "%s: %s\n", fd.Check, escapeControl(orText(fd.Path, fd.Source)))
+		}
+		rep.finding(fd)
+	}
+	res, err := replica.Sync(ctx, source, f.dest, o)
+	p.done()
+	if err != nil {
+		return rep.fail(err)
+	}
+	c := res.Counts
+	if res.Audit != nil {
+		c.Errors += res.Audit.Errors
+		c.Unverified += res.Audit.Unverified
+	}
+	return finishReport(rep, res, c, syncSummaryLine(res, f.dryRun))
+}
+
+func syncSummaryLine(r *replica.Result, dry bool) string {
+	line := "up to date"
+	if len(r.Steps) > 0 {
+		line = r.Steps[0].Kind
+		if len(r.Steps) > 1 {
+			line += " and " + r.Steps[len(r.Steps)-1].Kind
+		}
+	}
+	line += ": " + unpackSummaryLine(&unpack.Result{Packages: r.Packages, Written: r.Written, Present: r.Present, Deleted: r.Deleted,
+		Refused: r.Refused, Bytes: r.Bytes, Counts: r.Counts}, dry)
+	if a := r.Audit; a != nil {
+		line += fmt.Sprintf("; audit: %d files verified, %d errors", a.Verified, a.Errors)
+	}
+	return line
+}

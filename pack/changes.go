@@ -1,0 +1,280 @@
+package pack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+
+	"github.com/rsdump/rsdump/internal/digest"
+	"github.com/rsdump/rsdump/resourcesync"
+)
+
+// changeRun is the part of a run that only a --changes run has.
+type changeRun struct {
+	base  *baseline
+	prev  []resourcesync.URL // packages of the Change Dump this run continues
+	seq0  int                // number of the last package written before
+	walk  string             // temporary file: the walked files, in walk order
+	found [3]int             // created, updated, deleted
+}
+
+// prepareChanges reads the baseline and the Change Dump already in the
+// output directory, before anything is written.
+func (r *run) prepareChanges(ctx context.Context) error {
+	b, err := openBaseline(ctx, r.opts, r.dir, r.opts.Since)
+	if err != nil {
+		return err
+	}
+	r.chg = &changeRun{base: b}
+	if err := r.readPrevious(ctx); err != nil {
+		b.close()
+		return err
+	}
+	return nil
+}
+
+// readPrevious loads the Change Dump in the output directory. The run
+// continues it when its last package ends where the baseline is, so that
+// the Change Dump has no gap and no overlap; otherwise the run starts a
+// new one, with package numbers past the old ones, which are no longer
+// listed.
+func (r *run) readPrevious(ctx context.Context) error {
+	doc := filepath.Join(r.dir, ChangeDumpName)
+	if _, err := os.Stat(doc); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	var urls []resourcesync.URL
+	l := &resourcesync.Loader{Entry: func(d *resourcesync.Document, _ int, u resourcesync.URL) error {
+		if d.Header.Kind == resourcesync.URLSet {
+			urls = append(urls, u)
+		}
+		return nil
+	}}
+	if err := l.Load(ctx, doc); err != nil {
+		return fmt.Errorf("the Change Dump to continue: %w", err)
+	}
+	// The packages up to the one that ends at the baseline's time: any
+	// after it are those of this very run, killed after it wrote the
+	// document but before the state, and are planned again alike.
+	end := -1
+	for i, u := range urls {
+		if u.MD != nil && u.MD.Until.Equal(r.chg.base.time) {
+			end = i
+		}
+	}
+	if end >= 0 {
+		urls = urls[:end+1]
+	}
+	for _, u := range urls {
+		if n := packageSeq(changeDump, resourcesync.BaseName(u.Loc)); n > r.chg.seq0 {
+			r.chg.seq0 = n
+		}
+	}
+	if end >= 0 {
+		r.chg.prev = urls
+		return nil
+	}
+	if len(urls) > 0 {
+		r.events(Notice{Msg: fmt.Sprintf("%s ends at a time other than the baseline's %s: a new Change Dump replaces it, and its packages are no longer listed",
+			doc, resourcesync.FormatTime(r.chg.base.time))})
+	}
+	return nil
+}
+
+var seqRE = regexp.MustCompile(`-(\d{5,})\.zip$`)
+
+func packageSeq(k *dumpKind, name string) int {
+	m := seqRE.FindStringSubmatch(name)
+	if m == nil || len(name) < len(k.prefix) || name[:len(k.prefix)] != k.prefix {
+		return 0
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
+// planChanges compares the walk with the baseline and plans the changes,
+// in chronological order, into packages.
+func (r *run) planChanges(ctx context.Context, out chan<- planned) error {
+	changes := newSorter(r.dir, byTime)
+	defer changes.close()
+	if err := r.diff(ctx, changes); err != nil {
+		return err
+	}
+	src, err := changes.sorted()
+	if err != nil {
+		return err
+	}
+	p := &planner{opts: r.opts, kind: changeDump, seq: r.chg.seq0, from: r.chg.base.time, until: r.at,
+		emit: func(pl planned) error { return send(ctx, out, pl) }}
+	for {
+		rec, ok, err := src.next()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return p.flush()
+		}
+		if err := p.add(r.changeItem(rec)); err != nil {
+			return err
+		}
+	}
+}
+
+func (r *run) changeItem(rec record) item {
+	it := item{rel: rec.Rel, abs: filepath.Join(r.src, filepath.FromSlash(rec.Rel)), size: rec.Size,
+		mtime: fromNanos(rec.Mtime), mode: fs.FileMode(rec.Mode), change: rec.Change, lastmod: fromNanos(rec.Lastmod)}
+	if rec.Change == resourcesync.ChangeDeleted {
+		it.oldHash = rec.Hash
+	}
+	return it
+}
+
+// differ joins the walk and the baseline, both in walk order: a file on
+// one side only is created or deleted, one on both whose length or mtime
+// differ (with --checksum: whose length or hash differ) is updated. A file
+// whose length and mtime match is not read.
+type differ struct {
+	r       *run
+	base    recSource
+	cur     record
+	have    bool
+	state   *recWriter
+	changes *sorter
+	from    int64
+	at      int64
+}
+
+func (r *run) diff(ctx context.Context, changes *sorter) error {
+	f, err := os.CreateTemp(r.dir, ".rsdump-walk-*.tmp")
+	if err != nil {
+		return err
+	}
+	r.chg.walk = f.Name()
+	defer f.Close()
+	d := &differ{r: r, base: r.chg.base.src, state: newRecWriter(f), changes: changes,
+		from: nanos(r.chg.base.time), at: nanos(r.at)}
+	if err := d.advance(); err != nil {
+		return err
+	}
+	w := &walker{ctx: ctx, follow: r.opts.FollowSymlinks, visit: d.visit, warn: r.skip}
+	w.exclude, _ = filepath.EvalSymlinks(r.dir)
+	if err := w.walk(r.src); err != nil {
+		return err
+	}
+	for d.have {
+		if err := d.deleted(); err != nil {
+			return err
+		}
+	}
+	if err := d.state.flush(); err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+func (d *differ) advance() error {
+	r, ok, err := d.base.next()
+	if err != nil {
+		return &BaselineError{Path: d.r.chg.base.name, Err: err}
+	}
+	d.cur, d.have = r, ok
+	return nil
+}
+
+func (d *differ) visit(it item) error {
+	for d.have && comparePaths(d.cur.Rel, it.rel) < 0 {
+		if err := d.deleted(); err != nil {
+			return err
+		}
+	}
+	if d.have && d.cur.Rel == it.rel {
+		old := d.cur
+		if err := d.advance(); err != nil {
+			return err
+		}
+		return d.compare(old, it)
+	}
+	return d.changed(record{Rel: it.rel}, it, resourcesync.ChangeCreated)
+}
+
+func (d *differ) deleted() error {
+	old := d.cur
+	if err := d.advance(); err != nil {
+		return err
+	}
+	d.r.chg.found[2]++
+	old.Change, old.Lastmod, old.Mode = resourcesync.ChangeDeleted, d.at, 0
+	return d.changes.add(old)
+}
+
+func (d *differ) compare(old record, it item) error {
+	same := old.Size == it.size && old.Mtime == nanos(it.mtime)
+	if d.r.opts.Checksum {
+		var err error
+		if same, err = sameContent(old, it); err != nil {
+			return err
+		}
+	}
+	if !same {
+		return d.changed(old, it, resourcesync.ChangeUpdated)
+	}
+	return d.state.write(&record{Rel: it.rel, Size: it.size, Mtime: nanos(it.mtime), Hash: old.Hash, Type: old.Type})
+}
+
+// changed records a creation or update. The walk state keeps the
+// baseline's version (none for a creation) with the change and the new
+// length and mtime in Change, Seq and Lastmod; finishChanges puts the new
+// version in the state once it is in a package, or keeps the old one when
+// --skip-changed left the file out.
+func (d *differ) changed(old record, it item, change string) error {
+	if change == resourcesync.ChangeCreated {
+		d.r.chg.found[0]++
+	} else {
+		d.r.chg.found[1]++
+	}
+	mt := nanos(it.mtime)
+	lastmod := mt
+	if lastmod <= d.from || lastmod > d.at {
+		// The file's time is not in the interval the run covers (copied
+		// with its old time, or changed during the run): the change is
+		// placed at the run's time, when it was seen.
+		lastmod = d.at
+	}
+	c := record{Rel: it.rel, Size: it.size, Mtime: mt, Mode: uint32(it.mode), Change: change, Lastmod: lastmod}
+	if err := d.changes.add(c); err != nil {
+		return err
+	}
+	return d.state.write(&record{Rel: it.rel, Size: old.Size, Mtime: old.Mtime, Hash: old.Hash, Type: old.Type, Change: change, Lastmod: mt, Seq: it.size})
+}
+
+// sameContent is --checksum's test: same length, and the same hash in
+// every algorithm the baseline gives that rsdump knows.
+func sameContent(old record, it item) (bool, error) {
+	if old.Size != it.size {
+		return false, nil
+	}
+	set, err := digest.Parse(old.Hash)
+	algs := set.Known()
+	if err != nil || len(algs) == 0 {
+		return false, nil // nothing to compare with: ship it
+	}
+	mh, err := digest.NewMulti(algs...)
+	if err != nil {
+		return false, err
+	}
+	f, err := os.Open(it.abs)
+	if err != nil {
+		return false, &FileError{Path: it.rel, Err: err}
+	}
+	defer f.Close()
+	if _, err := f.WriteTo(mh); err != nil {
+		return false, &FileError{Path: it.rel, Err: err}
+	}
+	_, bad, _ := digest.Check(set, mh.Sums())
+	return len(bad) == 0 && mh.Len() == it.size, nil
+}

@@ -1,0 +1,200 @@
+package pack
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/rsdump/rsdump/resourcesync"
+)
+
+// finishChanges writes the Change Dump document, listing the packages of
+// earlier runs and this one's, and the new state. A run that found no
+// change writes no document and leaves the state's time where it was.
+func (r *run) finishChanges() error {
+	defer os.Remove(r.chg.walk)
+	until := r.chg.base.time
+	if len(r.pkgs) > 0 {
+		until = r.pkgs[len(r.pkgs)-1].Until
+		urls := append(r.chg.prev, dumpEntries(r.opts, r.pkgs)...)
+		md := resourcesync.MD{From: urls[0].MD.From}
+		if err := r.list.commit(resourcesync.MD{From: md.From, Until: until}); err != nil {
+			return err
+		}
+		if err := writeDump(r.opts, r.dir, changeDump, md, urls); err != nil {
+			return err
+		}
+	}
+	return r.writeChangeState(until)
+}
+
+// listPrevious gives the Change List the entries of the packages the run
+// continues, from their detached manifests in the output directory.
+func (r *run) listPrevious(ctx context.Context) error {
+	for _, u := range r.chg.prev {
+		ln, ok := u.Link("contents")
+		if !ok {
+			return fmt.Errorf("%s: package %s links no manifest", ChangeDumpName, u.Loc)
+		}
+		if err := r.listManifest(PackageInfo{Manifest: resourcesync.BaseName(ln.Href)}); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+// writeChangeState merges the walk state with the hashes of the files
+// this run packed, read back from its manifests.
+func (r *run) writeChangeState(until time.Time) error {
+	hashes := newSorter(r.dir, byPath)
+	defer hashes.close()
+	for _, p := range r.pkgs {
+		if err := r.manifestRecords(p.Manifest, hashes.add); err != nil {
+			return err
+		}
+	}
+	packed, err := hashes.sorted()
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(r.chg.walk)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sw, err := newStateWriter(r.dir, stateHead{Version: 1, Kind: r.stateKind(), Time: until, BaseURL: r.opts.BaseURL})
+	if err != nil {
+		return err
+	}
+	// The Resource List describes the source now: unchanged files as the
+	// baseline has them, changed ones as packed. Nothing is read again.
+	list := newListWriter(r.opts, r.dir, resourcesync.CapResourceList, ResourceListName)
+	defer list.abort()
+	add := func(rec record) error {
+		if err := sw.add(rec); err != nil {
+			return err
+		}
+		if len(r.pkgs) == 0 {
+			return nil
+		}
+		return list.add(stateEntry(r.opts, rec))
+	}
+	if err := mergeState(newRecReader(r.chg.walk, f), &lastOnly{src: packed}, add); err != nil {
+		sw.abort()
+		return err
+	}
+	if len(r.pkgs) > 0 {
+		completed := time.Now().UTC().Truncate(time.Millisecond)
+		if r.pinned || completed.Before(until) {
+			completed = until
+		}
+		if err := list.commit(resourcesync.MD{At: until, Completed: completed}); err != nil {
+			sw.abort()
+			return err
+		}
+		if err := r.writeCapabilities(); err != nil {
+			sw.abort()
+			return err
+		}
+	}
+	// Last: until the state names the new time, a rerun after a kill has
+	// the same baseline, and so the same journal.
+	return sw.commit()
+}
+
+// stateEntry is a file of the state as a Resource List entry.
+func stateEntry(o *Options, rec record) resourcesync.URL {
+	u := resourcesync.URL{Loc: locFor(o.BaseURL, rec.Rel), Lastmod: fromNanos(rec.Mtime),
+		MD: &resourcesync.MD{Hash: rec.Hash, Type: rec.Type}}
+	if rec.Size >= 0 {
+		u.MD.Length = resourcesync.Int64(rec.Size)
+	}
+	return u
+}
+
+func (r *run) stateKind() string {
+	if len(r.pkgs) == 0 && r.chg.base.kind != "state" {
+		return r.chg.base.kind
+	}
+	return r.kind.capability
+}
+
+// mergeState gives each walked file its record in the new state: as in
+// the baseline when unchanged; the version packed when changed; the
+// baseline's version (none for a creation) when it was left out.
+func mergeState(walk, packed recSource, add func(record) error) error {
+	p, pok, err := packed.next()
+	if err != nil {
+		return err
+	}
+	for {
+		w, ok, err := walk.next()
+		if err != nil || !ok {
+			return err
+		}
+		for pok && comparePaths(p.Rel, w.Rel) < 0 {
+			if p, pok, err = packed.next(); err != nil {
+				return err
+			}
+		}
+		if w.Change == "" {
+			err = add(w)
+		} else if pok && p.Rel == w.Rel {
+			err = add(record{Rel: w.Rel, Size: w.Seq, Mtime: w.Lastmod, Hash: p.Hash, Type: p.Type})
+		} else if w.Change == resourcesync.ChangeUpdated {
+			err = add(record{Rel: w.Rel, Size: w.Size, Mtime: w.Mtime, Hash: w.Hash, Type: w.Type})
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// manifestRecords reads a detached manifest this run wrote, handing over
+// each bitstream (not deletions) as a record.
+func (r *run) manifestRecords(name string, add func(record) error) error {
+	l := &resourcesync.Loader{Entry: func(d *resourcesync.Document, _ int, u resourcesync.URL) error {
+		if u.MD == nil || u.MD.Change == resourcesync.ChangeDeleted {
+			return nil
+		}
+		rel, err := relOf(r.opts.BaseURL, u.Loc)
+		if err != nil {
+			return fmt.Errorf("%s: %w", d.Loc, err)
+		}
+		rec := record{Rel: rel, Mtime: nanos(u.Lastmod), Hash: u.MD.Hash, Type: u.MD.Type, Size: -1}
+		if u.MD.Length != nil {
+			rec.Size = *u.MD.Length
+		}
+		return add(rec)
+	}}
+	return l.Load(context.Background(), filepath.Join(r.dir, name))
+}
+
+// finishResources writes the Resource Dump document and the state: every
+// file packed, read back from the manifests, which list them in walk
+// order.
+func (r *run) finishResources(completed time.Time) error {
+	md := resourcesync.MD{At: r.at, Completed: completed}
+	if err := r.list.commit(md); err != nil {
+		return err
+	}
+	if err := writeDump(r.opts, r.dir, resourceDump, md, dumpEntries(r.opts, r.pkgs)); err != nil {
+		return err
+	}
+	if err := r.writeCapabilities(); err != nil {
+		return err
+	}
+	sw, err := newStateWriter(r.dir, stateHead{Version: 1, Kind: resourcesync.CapResourceDump, Time: r.at, BaseURL: r.opts.BaseURL})
+	if err != nil {
+		return err
+	}
+	for _, p := range r.pkgs {
+		if err := r.manifestRecords(p.Manifest, sw.add); err != nil {
+			sw.abort()
+			return err
+		}
+	}
+	return sw.commit()
+}

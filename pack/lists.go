@@ -1,0 +1,220 @@
+package pack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/rsdump/rsdump/internal/atomic"
+	"github.com/rsdump/rsdump/resourcesync"
+)
+
+// The documents pack writes beside its packages (Z39.99-2014 §8-§13).
+const (
+	ResourceListName   = "resourcelist.xml"
+	ChangeListName     = "changelist.xml"
+	ChangeDumpName     = "changedump.xml"
+	CapabilityListName = "capabilitylist.xml"
+	// SourceDescriptionName is the well-known URI of §6.3.2, relative to
+	// the output directory: it is found only when the directory is served
+	// at the root of its host.
+	SourceDescriptionName = ".well-known/resourcesync"
+)
+
+// listPartName names the n-th part of a list under its index:
+// resourcelist-part00001.xml for resourcelist.xml.
+func listPartName(name string, n int) string {
+	return fmt.Sprintf("%s-part%05d.xml", strings.TrimSuffix(name, ".xml"), n)
+}
+
+// headerReserve is what a part's header may take at most: the
+// declaration, the root element, rs:ln up and index and rs:md with two
+// times. Entries are counted against the document size limit from there.
+const headerReserve = 2048
+
+// listWriter streams the entries of a Resource List or Change List into
+// scratch files in the output directory, a part per 50,000 entries (or 50
+// MB), and writes the document once the run is complete: the list itself,
+// or a list index over its parts. The header waits for the end because
+// completed (or until) is known only then; memory holds no entry.
+type listWriter struct {
+	o          *Options
+	dir, name  string
+	capability string
+	parts      []*listPart
+	written    []string // the files commit wrote, the document last
+}
+
+// listPart is one part's entries on a scratch file.
+type listPart struct {
+	f           *os.File
+	enc         *resourcesync.Encoder
+	first, last time.Time // lastmod of the first and last entries
+}
+
+func newListWriter(o *Options, dir, capability, name string) *listWriter {
+	return &listWriter{o: o, dir: dir, name: name, capability: capability}
+}
+
+// add appends one entry, starting a new part when the current one is full.
+func (l *listWriter) add(u resourcesync.URL) error {
+	if len(l.parts) == 0 {
+		if err := l.startPart(); err != nil {
+			return err
+		}
+	}
+	p := l.parts[len(l.parts)-1]
+	err := p.enc.Encode(u)
+	if errors.Is(err, resourcesync.ErrLimit) {
+		if err = l.startPart(); err != nil {
+			return err
+		}
+		p = l.parts[len(l.parts)-1]
+		err = p.enc.Encode(u)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", l.name, err)
+	}
+	if p.first.IsZero() {
+		p.first = u.Lastmod
+	}
+	p.last = u.Lastmod
+	return nil
+}
+
+func (l *listWriter) startPart() error {
+	if n := len(l.parts); n > 0 {
+		if err := l.parts[n-1].enc.Close(); err != nil {
+			return err
+		}
+	}
+	f, err := os.CreateTemp(l.dir, "."+l.name+".body*.tmp")
+	if err != nil {
+		return err
+	}
+	l.parts = append(l.parts, &listPart{f: f, enc: resourcesync.NewBodyEncoder(f, resourcesync.URLSet, headerReserve)})
+	return nil
+}
+
+// commit writes the document with md's times (at and completed for a
+// Resource List, from and until for a Change List) and removes the
+// scratch files. With more than one part it writes the parts, then the
+// index, last.
+func (l *listWriter) commit(md resourcesync.MD) error {
+	defer l.abort()
+	md.Capability = l.capability
+	if len(l.parts) == 0 {
+		return l.writeDoc(l.name, l.header(resourcesync.URLSet, md, ""), strings.NewReader(""))
+	}
+	if err := l.parts[len(l.parts)-1].enc.Close(); err != nil {
+		return err
+	}
+	if len(l.parts) == 1 {
+		return l.writeDoc(l.name, l.header(resourcesync.URLSet, md, ""), l.parts[0].f)
+	}
+	var index []resourcesync.URL
+	for i, p := range l.parts {
+		name := listPartName(l.name, i+1)
+		pmd := l.partMD(md, i)
+		if err := l.writeDoc(name, l.header(resourcesync.URLSet, pmd, l.o.DumpURL+l.name), p.f); err != nil {
+			return err
+		}
+		index = append(index, resourcesync.URL{Loc: l.o.DumpURL + name, MD: &resourcesync.MD{
+			At: pmd.At, Completed: pmd.Completed, From: pmd.From, Until: pmd.Until,
+		}})
+	}
+	l.written = append(l.written, l.name)
+	return encodeFile(filepath.Join(l.dir, l.name), l.header(resourcesync.SitemapIndex, md, ""), index)
+}
+
+// partMD gives a part its own times: a Resource List's parts share the
+// snapshot's; a Change List's parts cover consecutive intervals, each
+// from the end of the one before, so that together they cover the list's.
+func (l *listWriter) partMD(md resourcesync.MD, i int) resourcesync.MD {
+	if l.capability != resourcesync.CapChangeList {
+		return md
+	}
+	pmd := resourcesync.MD{Capability: md.Capability, From: md.From, Until: l.parts[i].last}
+	if i > 0 {
+		pmd.From = l.parts[i-1].last
+	}
+	if i == len(l.parts)-1 {
+		pmd.Until = md.Until
+	}
+	return pmd
+}
+
+func (l *listWriter) header(kind resourcesync.Kind, md resourcesync.MD, index string) resourcesync.Header {
+	h := resourcesync.Header{Kind: kind, MD: md, Links: []resourcesync.Link{{Rel: "up", Href: l.o.CapabilityList}}}
+	if index != "" {
+		h.Links = append(h.Links, resourcesync.Link{Rel: "index", Href: index})
+	}
+	return h
+}
+
+// writeDoc writes a document from its header and a part's body.
+func (l *listWriter) writeDoc(name string, h resourcesync.Header, body io.ReadSeeker) error {
+	l.written = append(l.written, name)
+	f, err := atomic.Create(filepath.Join(l.dir, name), 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err = body.Seek(0, io.SeekStart); err == nil {
+		err = resourcesync.WriteDocument(f, h, body)
+	}
+	if err != nil {
+		f.Abort()
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return f.Commit()
+}
+
+// abort removes the scratch files; the documents are never touched.
+func (l *listWriter) abort() {
+	for _, p := range l.parts {
+		p.f.Close()
+		os.Remove(p.f.Name())
+	}
+	l.parts = nil
+}
+
+// listPackage adds a published package's bitstreams to the Resource List:
+// its manifest's entries without their path. A package reused from an
+// interrupted run is read back from its detached manifest.
+func (r *run) listPackage(info PackageInfo, entries []resourcesync.URL) error {
+	if entries == nil {
+		return r.listManifest(info)
+	}
+	for _, u := range entries {
+		if err := r.list.add(listEntry(u)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *run) listManifest(info PackageInfo) error {
+	l := resourcesync.Loader{
+		Entry: func(_ *resourcesync.Document, _ int, u resourcesync.URL) error {
+			return r.list.add(listEntry(u))
+		},
+		NoParts: true,
+	}
+	return l.Load(context.Background(), filepath.Join(r.dir, info.Manifest))
+}
+
+// listEntry is a manifest entry as a Resource List gives it: the same but
+// for path, which only means something inside a package.
+func listEntry(u resourcesync.URL) resourcesync.URL {
+	if u.MD != nil {
+		md := *u.MD
+		md.Path = ""
+		u.MD = &md
+	}
+	return u
+}

@@ -1,0 +1,48 @@
+package pack
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestComparePathsIsWalkOrder: the order of comparePaths is the order in
+// which the walk visits files, which is not the byte order of the paths
+// ("a/b" before "a-b").
+func TestComparePathsIsWalkOrder(t *testing.T) {
+	src := t.TempDir()
+	rels := []string{"a-b", "a/b", "a/c/d", "a.txt", "a0", "b", "a/b-c", "a/b/c", "é", "z z"}
+	for _, r := range rels {
+		if r == "a/b" {
+			continue // a directory here: a/b/c
+		}
+		put(t, src, r, r, hour(0))
+	}
+	var walked []string
+	w := &walker{ctx: t.Context(), warn: func(string, string) {}, visit: func(it item) error { walked = append(walked, it.rel); return nil }}
+	if err := w.walk(src); err != nil {
+		t.Fatal(err)
+	}
+	sorted := slices.Clone(walked)
+	slices.Reverse(sorted)
+	slices.SortFunc(sorted, comparePaths)
+	if !slices.Equal(sorted, walked) {
+		t.Errorf("comparePaths order %q, walk order %q", sorted, walked)
+	}
+	if slices.IsSorted(walked) {
+		t.Errorf("walk order %q is plain byte order: the test shows nothing", walked)
+	}
+}
+
+func TestRecordRoundTrip(t *testing.T) {
+	r := record{Rel: "dir one/ü.txt", Size: 12, Mtime: 1700000000123456789, Mode: 0o644, Hash: "md5:00 sha-256:11", Type: "text/plain",
+		Change: "updated", Lastmod: 1700000000999, Seq: 7}
+	got, err := parseRecord(string(r.appendTo(nil)[:len(r.appendTo(nil))-1]))
+	if err != nil || got != r {
+		t.Errorf("round trip: %+v, %v; want %+v", got, err, r)
+	}
+	for _, bad := range []string{"", "a\t1", "a\tx\t0\t0\t\t\t\t0\t0", "\t1\t0\t0\t\t\t\t0\t0", "a\t1\t0\t0\t\t\t\t0\t0\textra"} {
+		if _, err := parseRecord(bad); err == nil {
+			t.Errorf("parseRecord(%q) accepted", bad)
+		}
+	}
+}

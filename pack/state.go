@@ -1,0 +1,145 @@
+package pack
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/rsdump/rsdump/internal/atomic"
+)
+
+// StateName is the file every pack leaves in its output directory, as
+// its last step: what the Destination has once it applied everything pack
+// wrote there. A --changes run compares the source with it unless --since
+// names another baseline. Its first line is a JSON header (version, time:
+// the at of a Resource Dump or the until of the last Change Dump run,
+// kind, base_url); every other line is one file, in walk order, with
+// tab-separated fields: path, length, mtime in Unix nanoseconds, mode,
+// hash attribute, media type, and three fields unused here.
+const StateName = ".rsdump-pack.state"
+
+type stateHead struct {
+	Version int       `json:"version"`
+	Kind    string    `json:"kind"` // the capability of the document written: resourcedump or changedump
+	Time    time.Time `json:"time"`
+	BaseURL string    `json:"base_url"`
+}
+
+// stateWriter writes a state file under a temporary name; commit gives it
+// its final name.
+type stateWriter struct {
+	af   *atomic.File
+	w    *recWriter
+	last string
+	n    int
+}
+
+func newStateWriter(dir string, head stateHead) (*stateWriter, error) {
+	af, err := atomic.Create(filepath.Join(dir, StateName), 0o644)
+	if err != nil {
+		return nil, err
+	}
+	s := &stateWriter{af: af, w: newRecWriter(af)}
+	b, _ := json.Marshal(head)
+	if _, err := s.w.w.Write(append(b, '\n')); err != nil {
+		af.Abort()
+		return nil, err
+	}
+	return s, nil
+}
+
+// add appends a file; files come in walk order, each once.
+func (s *stateWriter) add(r record) error {
+	if s.n > 0 && comparePaths(s.last, r.Rel) >= 0 {
+		return fmt.Errorf("%s: %s after %s, out of walk order", StateName, r.Rel, s.last)
+	}
+	s.last, s.n = r.Rel, s.n+1
+	r.Change, r.Lastmod, r.Seq = "", 0, 0
+	return s.w.write(&r)
+}
+
+func (s *stateWriter) commit() error {
+	if err := s.w.flush(); err != nil {
+		s.af.Abort()
+		return err
+	}
+	return s.af.Commit()
+}
+
+func (s *stateWriter) abort() { s.af.Abort() }
+
+// stateSource reads a state file, checking that it is in walk order.
+type stateSource struct {
+	f    *os.File
+	r    *recReader
+	last string
+	n    int
+}
+
+func openState(path string) (*stateSource, stateHead, error) {
+	var head stateHead
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, head, err
+	}
+	br := bufio.NewReader(f)
+	line, err := br.ReadBytes('\n')
+	if err == nil {
+		err = json.Unmarshal(line, &head)
+	}
+	if err == nil && (head.Version != 1 || head.Time.IsZero()) {
+		err = errors.New("unknown version or no time")
+	}
+	if err != nil {
+		f.Close()
+		return nil, head, fmt.Errorf("%s: not a pack state file: %v", path, err)
+	}
+	return &stateSource{f: f, r: newRecReader(path, br)}, head, nil
+}
+
+func (s *stateSource) next() (record, bool, error) {
+	r, ok, err := s.r.next()
+	if err != nil || !ok {
+		return r, ok, err
+	}
+	if s.n > 0 && comparePaths(s.last, r.Rel) >= 0 {
+		return r, false, fmt.Errorf("%s: line %d: %s is out of walk order", s.r.name, s.r.line+1, r.Rel)
+	}
+	s.last, s.n = r.Rel, s.n+1
+	return r, true, nil
+}
+
+func (s *stateSource) close() { s.f.Close() }
+
+// isStateFile reports whether the file at path starts like a state file
+// rather than an XML document.
+func isStateFile(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var b [1]byte
+	_, err = io.ReadFull(f, b[:])
+	return err == nil && b[0] == '{'
+}
+
+// checkState reads a whole state file, failing on its first bad line.
+func checkState(path string) error {
+	s, _, err := openState(path)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	for {
+		_, ok, err := s.next()
+		if err != nil || !ok {
+			return err
+		}
+	}
+}

@@ -1,0 +1,133 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/rsdump/rsdump/internal/httpc"
+	"github.com/rsdump/rsdump/resourcesync"
+	"github.com/rsdump/rsdump/verify"
+)
+
+// baseURL settles the URI prefix that maps to the tree: the one given,
+// else the one the state records (so that it never moves between runs),
+// else the one the Source's documents imply.
+func (s *syncer) baseURL(ctx context.Context) (string, error) {
+	switch {
+	case s.opts.BaseURL != "":
+		return resourcesync.CleanBaseURL(s.opts.BaseURL)
+	case s.state.Sync != nil && s.state.Sync.BaseURL != "":
+		return s.state.Sync.BaseURL, nil
+	}
+	if doc := s.src.Docs[resourcesync.CapResourceDump]; doc != "" {
+		if b, ok := s.dumpBase(ctx, doc); ok {
+			s.note("base URL %s, from the manifest of %s", b, doc)
+			return b, nil
+		}
+	}
+	for _, c := range []string{resourcesync.CapResourceList, resourcesync.CapChangeDump, resourcesync.CapChangeList} {
+		if doc := s.src.Docs[c]; doc != "" {
+			if b, ok := s.listBase(ctx, doc); ok {
+				s.note("base URL %s, the common prefix of the resources in %s", b, doc)
+				return b, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("%s: cannot tell which URI prefix maps to the destination: give the base URL", s.given)
+}
+
+// dumpBase reads the detached manifest of a Resource Dump's first package
+// and takes the base from an entry's URI and its path in the package:
+// the URI less as many segments as the path has below /resources/.
+func (s *syncer) dumpBase(ctx context.Context, doc string) (string, bool) {
+	d, err := verify.LoadDump(ctx, s.opts.Client, doc, verify.NewReporter(nil))
+	if err != nil || len(d.Packages) == 0 || d.Packages[0].Contents == "" {
+		return "", false
+	}
+	base := ""
+	s.scan(ctx, d.Packages[0].Contents, func(u resourcesync.URL) bool {
+		if u.MD != nil && u.MD.Path != "" {
+			base = baseFromPath(u.Loc, u.MD.Path)
+			return false
+		}
+		return true
+	})
+	return base, base != ""
+}
+
+func baseFromPath(loc, p string) string {
+	_, rel, ok := strings.Cut(strings.TrimPrefix(p, "/"), "/") // below resources/
+	if !ok || rel == "" {
+		return ""
+	}
+	for range strings.Count(rel, "/") + 1 {
+		i := strings.LastIndex(loc, "/")
+		if i < 0 {
+			return ""
+		}
+		loc = loc[:i]
+	}
+	return loc + "/"
+}
+
+// listBase is the longest directory prefix of the first entries of a
+// list.
+func (s *syncer) listBase(ctx context.Context, doc string) (string, bool) {
+	prefix, n := "", 0
+	s.scan(ctx, doc, func(u resourcesync.URL) bool {
+		if n == 0 {
+			prefix = u.Loc[:strings.LastIndex(u.Loc, "/")+1]
+		}
+		for !strings.HasPrefix(u.Loc, prefix) {
+			prefix = prefix[:strings.LastIndex(prefix[:len(prefix)-1], "/")+1]
+		}
+		n++
+		return n < 10000
+	})
+	if !strings.Contains(strings.TrimPrefix(strings.TrimPrefix(prefix, "https://"), "http://"), "/") {
+		return "", false
+	}
+	return prefix, true
+}
+
+var errStop = errors.New("stop")
+
+// scan hands the entries of a document (and its index's parts) to fn
+// until it returns false.
+func (s *syncer) scan(ctx context.Context, doc string, fn func(resourcesync.URL) bool) {
+	ld := resourcesync.Loader{
+		Open: opener(s.opts.Client),
+		Entry: func(d *resourcesync.Document, _ int, u resourcesync.URL) error {
+			if d.Header.Kind == resourcesync.URLSet && strings.Contains(u.Loc, "/") && !fn(u) {
+				return errStop
+			}
+			return nil
+		},
+	}
+	ld.Load(ctx, doc)
+}
+
+// opener reads documents through c.
+func opener(c *http.Client) resourcesync.OpenFunc {
+	return func(ctx context.Context, loc string) (io.ReadCloser, error) {
+		if !resourcesync.IsURL(loc) {
+			return resourcesync.OpenLocal(ctx, loc)
+		}
+		return httpc.Open(ctx, c, loc, resourcesync.MaxBytes)
+	}
+}
+
+// peek reads the header of the document at loc.
+func peek(ctx context.Context, c *http.Client, loc string) (resourcesync.Header, error) {
+	var h resourcesync.Header
+	ld := resourcesync.Loader{Open: opener(c), NoParts: true,
+		Document: func(d *resourcesync.Document) error { h = d.Header; return errStop }}
+	if err := ld.Load(ctx, loc); err != nil && !errors.Is(err, errStop) {
+		return h, err
+	}
+	return h, nil
+}

@@ -1,0 +1,159 @@
+package replica_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/replica"
+	"github.com/rsdump/rsdump/unpack"
+	"github.com/rsdump/rsdump/verify"
+)
+
+// TestMain lets the kill test re-run this test binary as the sync
+// process it kills.
+func TestMain(m *testing.M) {
+	if os.Getenv("RSDUMP_SYNC_CHILD") != "" {
+		childSync(os.Getenv("RSDUMP_SRC"), os.Getenv("RSDUMP_DST"))
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// childSync syncs and prints a line for each file written, unbuffered.
+func childSync(src, dst string) {
+	opts := replica.Options{Jobs: 1, Report: func(f verify.Finding) {
+		if f.Check == unpack.CheckWritten {
+			fmt.Println("written", f.Path)
+		}
+	}}
+	if _, err := replica.Sync(context.Background(), src, dst, opts); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	os.Exit(0)
+}
+
+// startChild starts a sync child process.
+func startChild(t *testing.T, ctx context.Context, src, dst string) (*exec.Cmd, *bufio.Scanner) {
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "RSDUMP_SYNC_CHILD=1", "RSDUMP_SRC="+src, "RSDUMP_DST="+dst)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, bufio.NewScanner(out)
+}
+
+func kill(t *testing.T, cmd *exec.Cmd) {
+	cmd.Process.Signal(syscall.SIGKILL)
+	if err := cmd.Wait(); err == nil {
+		t.Fatalf("child ended before it was killed")
+	}
+}
+
+// TestKillMidDownloadResumes SIGKILLs sync while it downloads a package,
+// then runs it again: the download continues from what was verified (the
+// second run fetches well under the package's size) and the tree is
+// exact.
+func TestKillMidDownloadResumes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("subprocess test skipped with -short")
+	}
+	s := newSource(t, files(64, 100000))
+	var sent atomic.Int64
+	s.handler = func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasSuffix(r.URL.Path, ".zip") {
+				w = &slowWriter{ResponseWriter: w, sent: &sent}
+			}
+			h.ServeHTTP(w, r)
+		})
+	}
+	s.packDump(pack.Options{Compress: pack.Store, Metalink: &pack.MetalinkOptions{PieceLength: 128 << 10}})
+	size := int64(64 * 100000)
+	dst := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd, _ := startChild(t, ctx, s.srv.URL+"/", dst)
+	for sent.Load() < size/2 {
+		if ctx.Err() != nil {
+			t.Fatal("download did not progress")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	kill(t, cmd)
+	first := sent.Load()
+	res, fs, _ := syncRun(t, "", dst, replica.Options{})
+	if res.Problems() != 0 || res.Written != 64 {
+		t.Fatalf("%+v\n%s", res, problems(fs))
+	}
+	sameTree(t, dst, s.files)
+	if again := sent.Load() - first; again > size*3/4 {
+		t.Errorf("the second run fetched %d of %d bytes: the download did not resume", again, size)
+	}
+}
+
+// slowWriter paces package bytes so that a kill lands mid-download.
+type slowWriter struct {
+	http.ResponseWriter
+	sent *atomic.Int64
+}
+
+func (w *slowWriter) Write(b []byte) (int, error) {
+	n := 0
+	for len(b) > 0 {
+		k := min(len(b), 32<<10)
+		m, err := w.ResponseWriter.Write(b[:k])
+		n += m
+		w.sent.Add(int64(m))
+		if err != nil {
+			return n, err
+		}
+		b = b[k:]
+		time.Sleep(5 * time.Millisecond)
+	}
+	return n, nil
+}
+
+// TestKillMidCommitResumes SIGKILLs sync once it has committed some files
+// of a baseline: the next run does not fetch or write them again.
+func TestKillMidCommitResumes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("subprocess test skipped with -short")
+	}
+	s := newSource(t, files(3000, 2000))
+	s.packDump(pack.Options{Compress: pack.Store, MaxPackageSize: 1 << 20})
+	dst := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd, sc := startChild(t, ctx, s.srv.URL+"/", dst)
+	for n := 0; n < 1200; {
+		if !sc.Scan() {
+			cmd.Wait()
+			t.Fatalf("child ended after %d files", n)
+		}
+		if strings.HasPrefix(sc.Text(), "written") {
+			n++
+		}
+	}
+	kill(t, cmd)
+	res, fs, _ := syncRun(t, "", dst, replica.Options{})
+	if res.Problems() != 0 || res.Present < 1000 || res.Written+res.Present != 3000 {
+		t.Fatalf("%+v\n%s", res, problems(fs))
+	}
+	sameTree(t, dst, s.files)
+}

@@ -1,0 +1,146 @@
+package replica_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rsdump/rsdump/internal/sharedtest"
+	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/replica"
+	"github.com/rsdump/rsdump/resourcesync"
+	"github.com/rsdump/rsdump/serve"
+	"github.com/rsdump/rsdump/verify/verifytest"
+)
+
+// servePair starts two loopback servers whose handlers are set later,
+// once pack has written the output their URLs go into.
+func servePair(t *testing.T) (a, b *httptest.Server, set func(i int, h http.Handler), hits *[2]atomic.Int64) {
+	var hs [2]atomic.Pointer[http.Handler]
+	hits = new([2]atomic.Int64)
+	mk := func(i int) *httptest.Server {
+		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			hits[i].Add(1)
+			if h := hs[i].Load(); h != nil {
+				(*h).ServeHTTP(w, r)
+				return
+			}
+			http.NotFound(w, r)
+		}))
+		t.Cleanup(s.Close)
+		return s
+	}
+	a, b = mk(0), mk(1)
+	return a, b, func(i int, h http.Handler) { hs[i].Store(&h) }, hits
+}
+
+// TestSyncFromServeMirrors packs a tree, serves the output from two
+// rsdump serve handlers (the second over a copy, as a mirror), and syncs
+// an empty directory from the first one's base URL alone: discovery
+// through serve's /.well-known/resourcesync, packages from both mirrors.
+// resync-sync --baseline from serve's Resource List (the resources served
+// with --resources) ends with the same tree.
+func TestSyncFromServeMirrors(t *testing.T) {
+	a, b, set, hits := servePair(t)
+	tree := files(60, 30000)
+	src := verifytest.Tree(t, tree)
+	out := t.TempDir()
+	base, dumpA, dumpB := a.URL+"/res/", a.URL+"/dump/", b.URL+"/dump/"
+	mirrors := []pack.Mirror{{BaseURL: dumpA, Priority: 1}, {BaseURL: dumpB, Priority: 1}}
+	o := pack.Options{BaseURL: base, DumpURL: dumpA, SourceDescription: true, MaxPackageSize: 400 << 10, Compress: pack.Store,
+		Metalink: &pack.MetalinkOptions{Mirrors: mirrors, PieceLength: 64 << 10}}
+	if _, err := pack.Pack(context.Background(), src, out, o); err != nil {
+		t.Fatal(err)
+	}
+	copyDir := t.TempDir()
+	if err := os.CopyFS(copyDir, os.DirFS(out)); err != nil {
+		t.Fatal(err)
+	}
+	ha, err := serve.New(out, serve.Options{BaseURL: base, DumpURL: dumpA, Mirrors: mirrors[1:], Resources: src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb, err := serve.New(copyDir, serve.Options{BaseURL: b.URL + "/res/", DumpURL: dumpB, Mirrors: mirrors[:1]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set(0, ha)
+	set(1, hb)
+
+	dst := t.TempDir()
+	res, fs, _ := syncRun(t, a.URL, dst, replica.Options{Audit: true})
+	if res.Problems() != 0 || res.Written != len(tree) || res.Audit == nil || res.Audit.Problems() != 0 {
+		t.Fatalf("%+v\n%s", res, problems(fs))
+	}
+	if res.BaseURL != base || res.Source.Docs["resourcedump"] != dumpA+pack.DumpName {
+		t.Errorf("base %s, documents %v", res.BaseURL, res.Source.Docs)
+	}
+	sameTree(t, dst, tree)
+	if hits[1].Load() == 0 {
+		t.Errorf("the second mirror served nothing")
+	}
+
+	if testing.Short() {
+		return
+	}
+	rs := sharedtest.NewResync(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rdst, work := t.TempDir(), t.TempDir()
+	outp, err := rs.Run(ctx, work, "resync-sync", "--baseline", "--sitemap", dumpA+pack.ResourceListName, base+"="+rdst)
+	if err != nil {
+		t.Fatalf("resync-sync --baseline: %v\n%s", err, outp)
+	}
+	sameTree(t, rdst, readTree(t, dst))
+	if _, err := os.Stat(filepath.Join(rdst, "d0")); err != nil {
+		t.Errorf("resync wrote nothing: %v\n%s", err, outp)
+	}
+
+	// Changes at the Source, published as a Change List beside the dump
+	// (resync-build writes it against serve's Resource List); serve
+	// serves it and the changed resources. Both clients apply it.
+	later := time.Now().Add(2 * time.Second)
+	for rel, data := range map[string]string{"d0/f000.txt": "updated", "n/new.txt": "created"} {
+		p := filepath.Join(src, filepath.FromSlash(rel))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(data), 0o644)
+		os.Chtimes(p, later, later)
+		tree[rel] = data
+	}
+	os.Remove(filepath.Join(src, "d1", "f001.txt"))
+	delete(tree, "d1/f001.txt")
+	// The Change List pack --changes would write: ResourceSync 1.1
+	// datetimes, which resync-sync --incremental requires.
+	var cl []resourcesync.URL
+	for _, c := range []struct{ rel, change string }{{"d0/f000.txt", "updated"}, {"n/new.txt", "created"}, {"d1/f001.txt", "deleted"}} {
+		md := &resourcesync.MD{Change: c.change, Datetime: later}
+		if d, ok := tree[c.rel]; ok {
+			md.Hash, md.Length = "sha-256:"+verifytest.SHA256([]byte(d)), resourcesync.Int64(int64(len(d)))
+		}
+		cl = append(cl, resourcesync.URL{Loc: base + c.rel, Lastmod: later, MD: md})
+	}
+	verifytest.WriteDoc(t, filepath.Join(out, pack.ChangeListName),
+		resourcesync.Header{Kind: resourcesync.URLSet, MD: resourcesync.MD{Capability: resourcesync.CapChangeList, From: time.Now().Add(-time.Hour)}}, cl)
+	// The Capability List names the new Change List, as pack does for
+	// the documents in its output.
+	clPath := filepath.Join(out, pack.CapabilityListName)
+	h, urls := verifytest.ReadDoc(t, clPath)
+	urls = append(urls, resourcesync.URL{Loc: dumpA + pack.ChangeListName, MD: &resourcesync.MD{Capability: resourcesync.CapChangeList}})
+	verifytest.WriteDoc(t, clPath, h, urls)
+	res, fs, _ = syncRun(t, "", dst, replica.Options{})
+	if res.Problems() != 0 || res.Written != 2 || res.Deleted != 1 {
+		t.Fatalf("incremental: %+v\n%s", res, problems(fs))
+	}
+	sameTree(t, dst, tree)
+	outp, err = rs.Run(ctx, work, "resync-sync", "--incremental", "--delete", "--sitemap", dumpA+pack.ResourceListName,
+		"--changelist-uri", dumpA+pack.ChangeListName, base+"="+rdst)
+	if err != nil {
+		t.Fatalf("resync-sync --incremental: %v\n%s", err, outp)
+	}
+	sameTree(t, rdst, tree)
+}

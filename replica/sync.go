@@ -1,0 +1,379 @@
+// Package replica keeps a local copy of a ResourceSync Source exact: sync
+// as a library. It discovers the Source's documents (§6.3), takes a
+// baseline from its newest Resource Dump (through the transfer engine,
+// from every mirror, piece by piece checked) or, with none, from its
+// Resource List resource by resource, and later applies the Change Dumps
+// (or the Change List) after the tree's last until, in order. Every
+// bitstream lands through unpack: verified, staged, renamed, logged; the
+// state lives in unpack's DIR/.rsdump/state.json.
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/rsdump/rsdump/internal/httpc"
+	"github.com/rsdump/rsdump/resourcesync"
+	"github.com/rsdump/rsdump/transfer"
+	"github.com/rsdump/rsdump/unpack"
+	"github.com/rsdump/rsdump/verify"
+)
+
+// Options configure Sync.
+type Options struct {
+	// BaseURL is the URI prefix that maps to the tree; default the one
+	// the state records, else the one the Source's first manifest or
+	// list implies.
+	BaseURL string
+	DryRun  bool // say what would change; write nothing
+	Audit   bool // end with the tree check against the Resource List (or Dump)
+	// Transfer tunes the engine that fetches packages; Client reads
+	// documents and resources (default transfer.NewClient(Transfer)).
+	Transfer transfer.Options
+	Client   *http.Client
+	Jobs     int // packages unpacked at once
+	Fetches  int // resources fetched at once from a list
+	verify.Limits
+
+	// Report receives every finding; Progress and Total count bytes as in
+	// unpack.Options; Note receives each step sync takes, in words.
+	Report   func(verify.Finding)
+	Progress func(n int64)
+	Total    func(n int64)
+	Note     func(msg string)
+}
+
+// Step is one document sync applied.
+type Step struct {
+	Kind   string         `json:"kind"` // "baseline" or "incremental"
+	Doc    string         `json:"document"`
+	Reason string         `json:"reason,omitempty"`
+	Result *unpack.Result `json:"result"`
+}
+
+// Result sums up a sync.
+type Result struct {
+	Source  *Source         `json:"source"`
+	BaseURL string          `json:"base_url"`
+	Steps   []Step          `json:"steps"`
+	Until   time.Time       `json:"until,omitzero"` // what the tree is now up to
+	Audit   *verify.Summary `json:"audit,omitempty"`
+	Notes   []string        `json:"notes,omitempty"` // the steps taken and decisions made, in words
+	unpack.Result
+}
+
+// ErrOtherSource is a tree that is the copy of another Source.
+var ErrOtherSource = errors.New("the destination is a copy of another Source")
+
+// Sync brings dir up to the Source at source (see Discover for what it
+// may be; "" is the Source the state records). Problems with documents,
+// packages and resources are findings; the error is for a Source that
+// cannot be found or read at all, a destination that cannot be used, or
+// a cancelled context.
+func Sync(ctx context.Context, source, dir string, opts Options) (*Result, error) {
+	if opts.Client == nil {
+		opts.Client = transfer.NewClient(opts.Transfer)
+	}
+	s := &syncer{opts: opts, dir: dir, res: &Result{}}
+	if err := s.prepare(ctx, source); err != nil {
+		return nil, err
+	}
+	if err := s.run(ctx); err != nil {
+		return nil, err
+	}
+	return s.finish(ctx)
+}
+
+type syncer struct {
+	opts  Options
+	dir   string
+	state unpack.State
+	src   *Source
+	given string
+	base  string
+	res   *Result
+}
+
+func (s *syncer) note(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	s.res.Notes = append(s.res.Notes, msg)
+	if s.opts.Note != nil {
+		s.opts.Note(msg)
+	}
+}
+
+// prepare reads the state, discovers the Source and settles the base URL.
+func (s *syncer) prepare(ctx context.Context, source string) error {
+	st, err := unpack.ReadState(s.dir)
+	if err != nil {
+		return err
+	}
+	s.state = st
+	switch {
+	case source == "" && st.Sync == nil:
+		return fmt.Errorf("%s records no Source: give one", s.dir)
+	case source == "":
+		source = st.Sync.Source
+	}
+	s.given = source
+	if s.src, err = Discover(ctx, s.opts.Client, source); err != nil {
+		return err
+	}
+	if !s.sameSource() {
+		return fmt.Errorf("%s: %w, %s (sync into a new directory, or give that Source)", s.dir, ErrOtherSource, st.Sync.Source)
+	}
+	s.res.Source = s.src
+	if s.base, err = s.baseURL(ctx); err != nil {
+		return err
+	}
+	s.res.BaseURL = s.base
+	if s.opts.DryRun {
+		return nil
+	}
+	// Recorded before anything lands, so that a run interrupted in its
+	// baseline is resumed by a plain rsdump sync --dest DIR.
+	info := unpack.SyncInfo{Source: s.given, BaseURL: s.base, Baseline: baselineKind(s.src)}
+	if st.Sync != nil {
+		info.Documents, info.LastRun = st.Sync.Documents, st.Sync.LastRun
+	}
+	return unpack.SetSync(s.dir, info)
+}
+
+// sameSource says whether the Source found is the one the tree is a copy
+// of: the address given is the one recorded, or one of the documents
+// found is one the tree was synced from (the Source reached another
+// way: its base URL, then its Capability List, say).
+func (s *syncer) sameSource() bool {
+	st := s.state.Sync
+	if st == nil || st.Source == s.given || s.state.Since().IsZero() {
+		return true
+	}
+	for _, d := range st.Documents {
+		for _, found := range s.src.Docs {
+			if d == found {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// run takes a baseline when the tree has none (or nothing covers the gap
+// since its last), then applies the changes after it.
+func (s *syncer) run(ctx context.Context) error {
+	since := s.state.Since()
+	if since.IsZero() || s.state.Sync == nil {
+		if err := s.baseline(ctx, "the destination has no complete copy yet"); err != nil {
+			return err
+		}
+		if s.opts.DryRun {
+			s.note("dry run: changes after the baseline are not looked at")
+			return nil
+		}
+		return s.incremental(ctx, true)
+	}
+	return s.incremental(ctx, false)
+}
+
+func (s *syncer) baseline(ctx context.Context, why string) error {
+	switch {
+	case s.src.Docs[resourcesync.CapResourceDump] != "":
+		return s.apply(ctx, "baseline", s.src.Docs[resourcesync.CapResourceDump], why, false)
+	case s.src.Docs[resourcesync.CapResourceList] != "":
+		return s.apply(ctx, "baseline", s.src.Docs[resourcesync.CapResourceList], why+"; the Source has no Resource Dump, so resource by resource from its Resource List", true)
+	}
+	return fmt.Errorf("%s: the Source has no Resource Dump and no Resource List to take a baseline from", s.given)
+}
+
+// incremental applies the Change Dump, or without one the Change List,
+// when it covers the time since the tree's last update; when neither
+// does, it takes a new baseline, unless one was just taken.
+func (s *syncer) incremental(ctx context.Context, afterBaseline bool) error {
+	st, err := unpack.ReadState(s.dir)
+	if err != nil {
+		return err
+	}
+	since := st.Since()
+	if since.IsZero() {
+		return nil // the baseline did not complete: its findings say why
+	}
+	doc, isList, gap, err := s.changeDoc(ctx, since)
+	if err != nil {
+		return err
+	}
+	switch {
+	case doc == "" && gap == "":
+		if !afterBaseline {
+			s.note("the Source publishes no Change Dump or Change List; nothing to apply after %s", resourcesync.FormatTime(since))
+		}
+		return nil
+	case doc == "" && afterBaseline:
+		s.note("%s; the changes after the baseline wait for a later run", gap)
+		return nil
+	case doc == "":
+		if err := s.baseline(ctx, gap+"; taking a new baseline"); err != nil || s.opts.DryRun {
+			return err
+		}
+		return s.incremental(ctx, true)
+	}
+	return s.apply(ctx, "incremental", doc, "changes after "+resourcesync.FormatTime(since), isList)
+}
+
+// changeDoc picks the Change Dump, else the Change List, whose changes
+// start at or before since; gap says why none can be used.
+func (s *syncer) changeDoc(ctx context.Context, since time.Time) (doc string, isList bool, gap string, err error) {
+	var gaps []string
+	for _, c := range []string{resourcesync.CapChangeDump, resourcesync.CapChangeList} {
+		loc := s.src.Docs[c]
+		if loc == "" {
+			continue
+		}
+		from, err := s.coverage(ctx, loc)
+		if missing(err) {
+			// Listed but not (yet) published: a Source may name its Change
+			// List before it has changes.
+			s.note("the %s %s is listed but missing: %v", c, loc, err)
+			continue
+		}
+		if err != nil {
+			return "", false, "", err
+		}
+		if from.IsZero() || !from.After(since) {
+			return loc, c == resourcesync.CapChangeList, "", nil
+		}
+		gaps = append(gaps, fmt.Sprintf("the %s %s starts at %s", c, loc, resourcesync.FormatTime(from)))
+	}
+	if len(gaps) == 0 {
+		return "", false, "", nil
+	}
+	return "", false, fmt.Sprintf("the destination is up to %s, but %s: changes in between are lost", resourcesync.FormatTime(since), joinAnd(gaps)), nil
+}
+
+// coverage is the from of a change document: where its changes start;
+// zero when it does not say.
+func (s *syncer) coverage(ctx context.Context, loc string) (time.Time, error) {
+	h, err := peek(ctx, s.opts.Client, loc)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return h.MD.From, nil
+}
+
+// missing says whether err is a document the server says is not there.
+func missing(err error) bool {
+	var se *httpc.StatusError
+	return errors.As(err, &se) && (se.Code == http.StatusNotFound || se.Code == http.StatusGone)
+}
+
+func joinAnd(parts []string) string {
+	out := parts[0]
+	for _, p := range parts[1:] {
+		out += ", and " + p
+	}
+	return out
+}
+
+// apply unpacks a dump or applies a list into the tree.
+func (s *syncer) apply(ctx context.Context, kind, doc, why string, list bool) error {
+	s.note("%s: %s (%s)", kind, doc, why)
+	o, err := s.unpackOptions()
+	if err != nil {
+		return err
+	}
+	var r *unpack.Result
+	if list {
+		r, err = unpack.ApplyList(ctx, doc, s.dir, o)
+	} else {
+		r, err = unpack.Unpack(ctx, doc, s.dir, o)
+	}
+	if err != nil {
+		return err
+	}
+	s.res.Steps = append(s.res.Steps, Step{Kind: kind, Doc: doc, Reason: why, Result: r})
+	s.add(r)
+	return nil
+}
+
+func (s *syncer) unpackOptions() (unpack.Options, error) {
+	m, err := verify.NewMapper(verify.ByURI, s.base)
+	if err != nil {
+		return unpack.Options{}, err
+	}
+	return unpack.Options{Mapper: m, DryRun: s.opts.DryRun, Limits: s.opts.Limits, Jobs: s.opts.Jobs, Client: s.opts.Client,
+		Transfer: s.opts.Transfer, ResumeDownloads: true, Fetches: s.opts.Fetches,
+		Report: s.opts.Report, Progress: s.opts.Progress, Total: s.opts.Total}, nil
+}
+
+func (s *syncer) add(r *unpack.Result) {
+	t := &s.res.Result
+	t.Packages += r.Packages
+	t.Written += r.Written
+	t.Present += r.Present
+	t.Deleted += r.Deleted
+	t.Refused += r.Refused
+	t.Bytes += r.Bytes
+	t.OK += r.OK
+	t.Warnings += r.Warnings
+	t.Unverified += r.Unverified
+	t.Errors += r.Errors
+}
+
+// finish records the Source in the state and runs the audit.
+func (s *syncer) finish(ctx context.Context) (*Result, error) {
+	st, err := unpack.ReadState(s.dir)
+	if err != nil {
+		return nil, err
+	}
+	s.res.Until = st.Since()
+	if !s.opts.DryRun {
+		info := unpack.SyncInfo{Source: s.given, BaseURL: s.base, Baseline: baselineKind(s.src), LastRun: time.Now().UTC()}
+		for _, st := range s.res.Steps {
+			info.Documents = append(info.Documents, st.Doc)
+		}
+		if st.Sync != nil && len(info.Documents) == 0 {
+			info.Documents = st.Sync.Documents
+		}
+		if err := unpack.SetSync(s.dir, info); err != nil {
+			return nil, err
+		}
+	}
+	if s.opts.Audit {
+		if err := s.audit(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return s.res, nil
+}
+
+func baselineKind(src *Source) string {
+	if src.Docs[resourcesync.CapResourceDump] != "" {
+		return resourcesync.CapResourceDump
+	}
+	return resourcesync.CapResourceList
+}
+
+// audit checks the tree against the Source's Resource List, or with
+// none its Resource Dump (§5.2's Audit).
+func (s *syncer) audit(ctx context.Context) error {
+	against := s.src.Docs[resourcesync.CapResourceList]
+	if against == "" {
+		against = s.src.Docs[resourcesync.CapResourceDump]
+	}
+	if against == "" {
+		return fmt.Errorf("--audit: the Source has no Resource List or Resource Dump to audit against")
+	}
+	s.note("audit: %s against %s", s.dir, against)
+	m, err := verify.NewMapper(verify.ByURI, s.base)
+	if err != nil {
+		return err
+	}
+	sum, err := verify.Audit(ctx, s.dir, against, m, verify.Options{Client: s.opts.Client, Report: s.opts.Report, Jobs: s.opts.Jobs})
+	if err != nil {
+		return err
+	}
+	s.res.Audit = sum
+	return nil
+}

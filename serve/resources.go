@@ -1,0 +1,30 @@
+package serve
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/rsdump/rsdump/internal/safepath"
+)
+
+// serveResource serves a file of the resources directory at its path
+// relative to the base URL. Names must pass safepath's rules and are
+// opened through an os.Root, so that nothing outside the directory (by
+// "..", an absolute path, or a symbolic link leading out) is reached.
+func (h *handler) serveResource(w http.ResponseWriter, r *http.Request, rel string) {
+	if safepath.Check(rel) != nil || (h.hide != "" && strings.HasPrefix(rel, h.hide)) {
+		http.NotFound(w, r)
+		return
+	}
+	f, fi, err := open(h.res, rel, true)
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	defer f.Close()
+	w.Header().Set("ETag", fileETag(fi.Size(), fi.ModTime().UnixNano()))
+	if l := h.capabilityLink(r); l != "" {
+		w.Header().Set("Link", l)
+	}
+	http.ServeContent(w, r, fi.Name(), fi.ModTime(), f)
+}

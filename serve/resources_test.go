@@ -1,0 +1,148 @@
+package serve_test
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rsdump/rsdump/metalink/httpheader"
+	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/resourcesync"
+	"github.com/rsdump/rsdump/serve"
+	"github.com/rsdump/rsdump/verify/verifytest"
+)
+
+// With Resources, every file of the tree is served at its <loc>, and
+// nothing outside the tree is reachable.
+func TestServesResources(t *testing.T) {
+	fs := files(10)
+	fs["a dir/n%ame #1.txt"] = "spaces and escapes"
+	fs[".hidden/x"] = "dot"
+	ts, u := listen(t)
+	src, dir := packTree(t, fs, u)
+	s := startSite(t, ts, u, src, dir, serve.Options{Resources: src})
+	for rel, content := range fs {
+		loc := s.URL + "/res/" + escapePath(rel)
+		resp, body := get(t, loc)
+		if resp.StatusCode != 200 || string(body) != content {
+			t.Errorf("%s: %s, %q", loc, resp.Status, body)
+		}
+		if resp.Header.Get("ETag") == "" {
+			t.Errorf("%s: no ETag", loc)
+		}
+	}
+	outside := filepath.Join(filepath.Dir(src), "outside.txt")
+	os.WriteFile(outside, []byte("secret"), 0o644)
+	os.Symlink(outside, filepath.Join(src, "link.txt"))
+	os.Symlink("..", filepath.Join(src, "up"))
+	for _, p := range []string{"/res/../outside.txt", "/res/%2e%2e/outside.txt", "/res/link.txt", "/res/up/outside.txt", "/res/d0", "/res/", "/res//d0/f000.bin", "/res/d0/./f000.bin", "/outside.txt"} {
+		resp, body := get(t, s.URL+p)
+		if resp.StatusCode != http.StatusNotFound || strings.Contains(string(body), "secret") {
+			t.Errorf("%s: %s", p, resp.Status)
+		}
+	}
+}
+
+// Discovery as pack writes it (§6.3): the Source Description at the
+// well-known URI names the Capability List, which names the Resource List
+// and the Resource Dump, all served; the Resource List's <loc>s are the
+// resources, and a resource response links to the Capability List.
+func TestDiscovery(t *testing.T) {
+	ts, u := listen(t)
+	fs := files(6)
+	src := verifytest.Tree(t, fs)
+	dir := t.TempDir()
+	o := pack.Options{BaseURL: u + "/res/", DumpURL: u + "/dump/", SourceDescription: true, At: verifytest.Time}
+	if _, err := pack.Pack(context.Background(), src, dir, o); err != nil {
+		t.Fatal(err)
+	}
+	s := startSite(t, ts, u, src, dir, serve.Options{Resources: src})
+
+	caps := locs(t, s.URL+"/.well-known/resourcesync", resourcesync.CapDescription)
+	if len(caps) != 1 || caps[0] != s.URL+"/dump/capabilitylist.xml" {
+		t.Fatalf("Source Description names %q", caps)
+	}
+	docs := locs(t, caps[0], resourcesync.CapCapabilityList)
+	if !slices.Contains(docs, s.URL+"/dump/resourcelist.xml") || !slices.Contains(docs, s.URL+"/dump/resourcedump.xml") {
+		t.Fatalf("Capability List names %q", docs)
+	}
+	resp, page := get(t, s.URL+"/dump/")
+	link := `<link rel="resourcesync" href="` + caps[0] + `">`
+	if resp.StatusCode != 200 || !strings.Contains(string(page), link) || !strings.Contains(string(page), `href="resourcedump.xml"`) {
+		t.Errorf("the directory's page: %s\n%s", resp.Status, page)
+	}
+	if ls := httpheader.ParseLinks(resp.Header.Values("Link"), s.URL); len(ls) != 1 || ls[0].URL != caps[0] {
+		t.Errorf("the directory's page links %+v", ls)
+	}
+	res := locs(t, s.URL+"/dump/resourcelist.xml", resourcesync.CapResourceList)
+	if len(res) != len(fs) {
+		t.Fatalf("Resource List has %d entries, want %d", len(res), len(fs))
+	}
+	for _, loc := range res {
+		resp, body := get(t, loc)
+		rel := strings.TrimPrefix(loc, s.URL+"/res/")
+		if resp.StatusCode != 200 || string(body) != fs[rel] {
+			t.Errorf("%s: %s", loc, resp.Status)
+		}
+		ls := httpheader.ParseLinks(resp.Header.Values("Link"), loc)
+		if len(ls) != 1 || !ls[0].Has("resourcesync") || ls[0].URL != caps[0] {
+			t.Errorf("%s: links %+v", loc, ls)
+		}
+	}
+}
+
+// locs fetches a document, checks its capability and returns its <loc>s.
+func locs(t *testing.T, u, capability string) []string {
+	t.Helper()
+	resp, body := get(t, u)
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/xml" {
+		t.Fatalf("%s: %s, %s", u, resp.Status, resp.Header.Get("Content-Type"))
+	}
+	dec, err := resourcesync.NewDecoder(bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("%s: %v", u, err)
+	}
+	if c := dec.Header().MD.Capability; c != capability {
+		t.Fatalf("%s: capability %q, want %q", u, c, capability)
+	}
+	var out []string
+	err = dec.Each(func(e resourcesync.URL) error { out = append(out, e.Loc); return nil })
+	if err != nil {
+		t.Fatalf("%s: %v", u, err)
+	}
+	return out
+}
+
+func escapePath(rel string) string {
+	return strings.NewReplacer("%", "%25", " ", "%20", "#", "%23").Replace(rel)
+}
+
+// An output directory inside the resources' tree (pack skips it when it
+// walks) is not reachable through the resources route: not its journal,
+// not its packages.
+func TestOutputInsideResources(t *testing.T) {
+	ts, u := listen(t)
+	src := verifytest.Tree(t, files(3))
+	dir := filepath.Join(src, "out")
+	if _, err := pack.Pack(context.Background(), src, dir, pack.Options{BaseURL: u + "/res/", DumpURL: u + "/dump/"}); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, ".rsdump-pack.journal"), []byte("journal"), 0o644)
+	s := startSite(t, ts, u, src, dir, serve.Options{Resources: src})
+	for _, p := range []string{"/res/out/.rsdump-pack.journal", "/res/out/resourcedump.xml"} {
+		if resp, _ := get(t, s.URL+p); resp.StatusCode != http.StatusNotFound {
+			t.Errorf("%s: %s", p, resp.Status)
+		}
+	}
+	if resp, _ := get(t, s.URL+"/dump/resourcedump.xml"); resp.StatusCode != 200 {
+		t.Errorf("the dump document: %s", resp.Status)
+	}
+	if resp, _ := get(t, s.URL+"/res/d0/f000.bin"); resp.StatusCode != 200 {
+		t.Errorf("a resource: %s", resp.Status)
+	}
+}

@@ -1,0 +1,392 @@
+package unpack
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/rsdump/rsdump/internal/digest"
+	"github.com/rsdump/rsdump/internal/httpc"
+	"github.com/rsdump/rsdump/resourcesync"
+	"github.com/rsdump/rsdump/verify"
+)
+
+// defaultFetches is how many resources ApplyList fetches at once: enough
+// to hide the latency of small files, few enough to be polite to a
+// Source that serves resources one GET at a time.
+const defaultFetches = 8
+
+// ApplyList brings dir up to the Resource List or Change List at loc (an
+// http(s) URL or a file; an index is followed, part by part), fetching
+// each resource from its own URI through Options.Client, Options.Fetches
+// at once. A resource streams into a staging file while its length and
+// hashes are computed and is committed as a package's bitstream is: only
+// when both match the list, never over a file that fails. Resources
+// already in place are not fetched again, so a run that was stopped
+// resumes where it was. Deletions remove only files rsdump wrote.
+//
+// A Resource List is a baseline: once every resource is in place the
+// state records its at. A Change List applies the changes after the
+// state's until, the last change of each resource winning, and moves the
+// until to the list's (or its last change's) once all applied.
+func ApplyList(ctx context.Context, loc, dir string, opts Options) (*Result, error) {
+	u, err := start(dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer u.dest.close()
+	if err := u.markPending(); err != nil {
+		return nil, err
+	}
+	l := &listRun{u: u, top: loc}
+	ld := resourcesync.Loader{
+		Open: func(ctx context.Context, loc string) (io.ReadCloser, error) {
+			if !resourcesync.IsURL(loc) {
+				return resourcesync.OpenLocal(ctx, loc)
+			}
+			return httpc.Open(ctx, u.opts.Client, loc, resourcesync.MaxBytes)
+		},
+		Document: func(d *resourcesync.Document) error { return l.document(ctx, d) },
+		Entry:    l.entry,
+	}
+	if err := ld.Load(ctx, loc); err != nil {
+		return nil, err
+	}
+	if err := l.flush(ctx); err != nil {
+		return nil, err
+	}
+	if err := l.finish(); err != nil {
+		return nil, err
+	}
+	return u.result(), nil
+}
+
+// listRun applies a list one document at a time: at most 50,000 entries
+// are held.
+type listRun struct {
+	u          *unpacker
+	top        string
+	header     resourcesync.Header // of the top document
+	doc        string              // the document whose entries are held
+	entries    []resourcesync.URL
+	lastChange time.Time
+	failed     bool
+}
+
+func (l *listRun) document(ctx context.Context, d *resourcesync.Document) error {
+	if d.Index == nil {
+		switch c := d.Header.MD.Capability; c {
+		case resourcesync.CapResourceList, resourcesync.CapChangeList:
+			l.header = d.Header
+		default:
+			return fmt.Errorf("%s: capability %q: not a Resource List or Change List", d.Loc, c)
+		}
+	}
+	if err := l.flush(ctx); err != nil {
+		return err
+	}
+	l.doc = d.Loc
+	return nil
+}
+
+func (l *listRun) entry(d *resourcesync.Document, _ int, u resourcesync.URL) error {
+	if d.Header.Kind == resourcesync.URLSet {
+		l.entries = append(l.entries, u)
+	}
+	return nil
+}
+
+func (l *listRun) isChange() bool {
+	return l.header.MD.Capability == resourcesync.CapChangeList
+}
+
+// flush applies the entries held.
+func (l *listRun) flush(ctx context.Context) error {
+	if len(l.entries) == 0 {
+		return nil
+	}
+	p := &pkgRun{u: l.u, ref: verify.PackageRef{Loc: l.doc, Length: -1}, rep: verify.NewReporter(l.u.rep.Report),
+		byBits: map[*verify.Bitstream]*action{}, m: verify.NewMeter(nil, verify.PackageRef{Length: 0}), listChange: l.isChange()}
+	p.planList(l.entries)
+	l.entries = nil
+	if p.lastChange.After(l.lastChange) {
+		l.lastChange = p.lastChange
+	}
+	l.u.count(func(r *Result) { r.Packages++ })
+	if l.u.dest.root != nil {
+		p.dirs = newDirs(l.u.dest.root)
+	}
+	defer p.close()
+	p.checkPresent()
+	if l.u.opts.DryRun {
+		return p.dryRun()
+	}
+	if err := p.fetchAll(ctx); err != nil {
+		return err
+	}
+	if err := p.apply(); err != nil {
+		return err
+	}
+	if p.rep.Counts().Problems() > 0 {
+		l.failed = true
+	}
+	return nil
+}
+
+// finish records in the state what the list brought the tree up to.
+func (l *listRun) finish() error {
+	s := l.u.state
+	s.Pending = false
+	if !l.failed && l.u.rep.Counts().Problems() == 0 {
+		if l.isChange() {
+			until := l.header.MD.Until
+			if until.IsZero() {
+				until = l.lastChange
+			}
+			if until.After(s.ChangeDumpUntil) {
+				s.ChangeDumpUntil = until
+			}
+		} else {
+			s.ResourceDumpAt, s.ChangeDumpUntil = l.header.MD.At, time.Time{}
+		}
+		s.Source = l.top
+	}
+	return l.u.saveState(s)
+}
+
+// planList turns list entries into actions, as plan does for a manifest.
+func (p *pkgRun) planList(entries []resourcesync.URL) {
+	last := map[string]*action{}
+	for i, e := range entries {
+		b := listBitstream(i+1, e)
+		when, known := changeTime(e)
+		if p.listChange && when.After(p.lastChange) {
+			p.lastChange = when
+		}
+		if p.listChange && known && !p.u.state.applies(when) {
+			p.old++
+			continue
+		}
+		target, err := p.u.opts.Mapper.Target(e)
+		if err != nil {
+			p.refuse(&action{b: b}, CheckTarget, err.Error())
+			continue
+		}
+		a := &action{b: b, target: target}
+		switch prev := last[target]; {
+		case prev != nil && !p.listChange:
+			p.refuse(a, CheckTarget, fmt.Sprintf("entry %d lands on the same file as entry %d", b.N, prev.b.N))
+			continue
+		case prev != nil:
+			prev.superseded = true
+		}
+		if b.Bad != "" {
+			p.refuse(a, CheckRefused, "not written: "+b.Bad)
+		}
+		last[target] = a
+		p.actions = append(p.actions, a)
+		p.byBits[b] = a
+	}
+	if p.old > 0 {
+		p.rep.Report(verify.Finding{Severity: verify.OK, Check: CheckSkipped, Source: p.ref.Loc,
+			Msg: fmt.Sprintf("%d changes at or before %s were applied by an earlier run", p.old, resourcesync.FormatTime(p.u.state.ChangeDumpUntil))})
+	}
+}
+
+// changeTime is when a Change List entry's change happened: its datetime
+// (ResourceSync 1.1), else its lastmod. known is false for a deletion
+// with no datetime, whose lastmod is the deleted resource's last
+// modification (resync writes it so), not the time of the deletion: such
+// a deletion is always applied, which removes only a file that is still
+// the version it names or the one rsdump wrote.
+func changeTime(e resourcesync.URL) (t time.Time, known bool) {
+	if e.MD != nil && !e.MD.Datetime.IsZero() {
+		return e.MD.Datetime, true
+	}
+	if e.MD != nil && e.MD.Change == resourcesync.ChangeDeleted {
+		return time.Time{}, false
+	}
+	return e.Lastmod, true
+}
+
+// listBitstream describes a list entry as a bitstream with no ZIP entry.
+func listBitstream(n int, e resourcesync.URL) *verify.Bitstream {
+	b := &verify.Bitstream{N: n, URL: e, Length: -1}
+	if e.MD == nil {
+		return b
+	}
+	if e.MD.Length != nil {
+		b.Length = *e.MD.Length
+	}
+	want, err := resourcesync.ParseHash(e.MD.Hash)
+	if err != nil {
+		b.Bad = "hash attribute: " + err.Error()
+	}
+	b.Want = want
+	return b
+}
+
+// fetchAll stages every resource still needed, several at once.
+func (p *pkgRun) fetchAll(ctx context.Context) error {
+	var total int64
+	for _, a := range p.actions {
+		if p.needsFetch(a) {
+			total += max(a.b.Length, 0)
+		}
+	}
+	if p.u.opts.Total != nil && total > 0 {
+		p.u.opts.Total(total)
+	}
+	n := p.u.opts.Fetches
+	if n <= 0 {
+		n = defaultFetches
+	}
+	st, err := p.u.dest.newStage()
+	if err != nil {
+		return fmt.Errorf("%s: staging: %w", p.u.dest.dir, err)
+	}
+	p.st = st
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(n)
+	for _, a := range p.actions {
+		if !p.needsFetch(a) {
+			continue
+		}
+		g.Go(func() error { return p.fetchOne(gctx, a) })
+	}
+	return g.Wait()
+}
+
+func (p *pkgRun) needsFetch(a *action) bool {
+	return !a.superseded && !a.failed && !a.present && !a.b.Deleted()
+}
+
+// fetchOne GETs one resource into a staging file, checking its length
+// and hashes on the way; a resource that fails is refused and reported,
+// and only a cancelled context or an unwritable tree is an error.
+func (p *pkgRun) fetchOne(ctx context.Context, a *action) error {
+	f, name, err := p.st.create()
+	if err != nil {
+		return fmt.Errorf("%s: staging %s: %w", p.u.dest.dir, a.target, err)
+	}
+	mh, _ := digest.NewMulti(a.b.Want.Known()...)
+	pw := &progressWriter{fn: p.u.opts.Progress, left: max(a.b.Length, 0)}
+	n, ferr, werr := p.download(ctx, a, io.MultiWriter(f, mh, pw))
+	pw.finish()
+	check, why := "", ""
+	switch {
+	case werr != nil:
+		f.Close()
+		p.st.remove(name)
+		return fmt.Errorf("%s: writing %s: %w", p.u.dest.dir, a.target, werr)
+	case ctx.Err() != nil:
+		f.Close()
+		p.st.remove(name)
+		return ctx.Err()
+	case ferr != nil:
+		check, why = verify.CheckRead, verify.MsgFor(ferr, a.b.URL.Loc)
+	case a.b.Length >= 0 && n != a.b.Length:
+		check, why = verify.CheckLength, fmt.Sprintf("%d bytes or more, the list says %d", n, a.b.Length)
+		if n < a.b.Length {
+			why = fmt.Sprintf("%d bytes, the list says %d", n, a.b.Length)
+		}
+	default:
+		if _, bad, _ := digest.Check(a.b.Want, mh.Sums()); len(bad) > 0 {
+			check, why = verify.CheckHash, fmt.Sprintf("%s:%s, the list says %s:%s", bad[0].Alg, bad[0].Got, bad[0].Alg, bad[0].Want)
+		}
+	}
+	if why != "" {
+		f.Close()
+		p.st.remove(name)
+		p.recMu.Lock()
+		p.refuse(a, check, "not written: "+why+"; the file at this name is left as it was")
+		p.recMu.Unlock()
+		return nil
+	}
+	if err := p.st.seal(f, name, a.b.URL.Lastmod, nil); err != nil {
+		p.st.remove(name)
+		p.recMu.Lock()
+		p.refuse(a, CheckRefused, "not written: "+err.Error())
+		p.recMu.Unlock()
+		return nil
+	}
+	p.stagedList(a, name, n, mh.Sums())
+	return nil
+}
+
+// download streams a resource to w, reading at most one byte more than
+// the list's length. ferr is the fetch's failure, werr the writer's.
+func (p *pkgRun) download(ctx context.Context, a *action, w io.Writer) (n int64, ferr, werr error) {
+	limit := int64(-1)
+	if a.b.Length >= 0 {
+		limit = a.b.Length + 1
+	}
+	rc, err := httpc.Open(ctx, p.u.opts.Client, a.b.URL.Loc, 0)
+	if err != nil {
+		return 0, err, nil
+	}
+	defer rc.Close()
+	var r io.Reader = rc
+	if limit >= 0 {
+		r = io.LimitReader(rc, limit)
+	}
+	ew := &errWriter{w: w}
+	n, err = io.CopyBuffer(ew, r, make([]byte, 64<<10))
+	if ew.err != nil {
+		return n, nil, ew.err
+	}
+	return n, err, nil
+}
+
+// stagedList records a verified staging file for commit; a resource whose
+// list gives no hash rsdump can compute is kept, length checked, and
+// reported unverified, as an unpacked bitstream is.
+func (p *pkgRun) stagedList(a *action, name string, n int64, sums digest.Set) {
+	p.recMu.Lock()
+	defer p.recMu.Unlock()
+	a.staged, a.length = name, n
+	p.recs = append(p.recs, record{Path: a.target, Length: n, Hash: sums.String()})
+	if len(a.b.Want.Known()) == 0 {
+		p.rep.Report(verify.Finding{Severity: verify.Unverified, Check: verify.CheckHash, Source: p.ref.Loc, URI: a.b.URL.Loc, Path: a.target,
+			Actual: verify.Describe(n, sums), Msg: "the list gives no hash rsdump can compute; only the length was checked"})
+	}
+}
+
+// progressWriter counts a resource's bytes toward Progress, never more
+// than its length, and the rest of the length when it is done.
+type progressWriter struct {
+	fn   func(int64)
+	left int64
+}
+
+func (w *progressWriter) Write(b []byte) (int, error) {
+	if n := min(int64(len(b)), w.left); n > 0 && w.fn != nil {
+		w.fn(n)
+		w.left -= n
+	}
+	return len(b), nil
+}
+
+func (w *progressWriter) finish() {
+	if w.left > 0 && w.fn != nil {
+		w.fn(w.left)
+	}
+	w.left = 0
+}
+
+// errWriter tells the writer's failure from the reader's.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(b []byte) (int, error) {
+	n, err := e.w.Write(b)
+	if err != nil {
+		e.err = err
+	}
+	return n, err
+}
