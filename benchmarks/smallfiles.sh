@@ -14,8 +14,9 @@
 # Wall, CPU (user+sys) and peak RSS from GNU time; medians; ratios
 # unpack/unzip and verify after/before. BEFORE_UNPACK=1 also times the
 # BEFORE build's unpack (slow: minutes at a million files). The page cache
-# is warm alike for every command (the packages are read once first);
-# destinations are removed untimed between runs.
+# is warm alike for every command (the packages are read once first). Each
+# unzip and unpack writes into a new directory, all removed at the end
+# (removing a million files takes minutes here); KEEP=1 keeps them.
 # Usage: benchmarks/smallfiles.sh [RUNS]   (FILES=N; data in $BENCH_DIR,
 #   default /tmp/rsdump-bench-small, about 3 x 4 KiB per file at most)
 # Needs: go, git, python3, unzip, GNU time (/usr/bin/time).
@@ -46,7 +47,8 @@ if [ ! -f "$D/resourcedump.xml" ]; then
   rm -rf "$D"; "$A" pack "$T" --base-url "$BASE" -o "$D" --quiet
 fi
 cat "$D"/*.zip > /dev/null
-trap 'rm -rf "$W/dst" "$W/out"' EXIT
+cleanup() { [ "${KEEP:-0}" = 1 ] || rm -rf "$W"/dst-* "$W/out"; }
+trap cleanup EXIT
 
 # timed NAME CMD...: runs CMD, appends a row to $W/results.tsv
 timed() {
@@ -58,15 +60,15 @@ timed() {
   printf '%s\t%s\t%s\t%.2f\t%s\t%s\n' "$RUN" "$name" "$s" "$(awk "BEGIN{print $u+$y}")" "$k" "$(cut -d' ' -f1 /proc/loadavg)" >> "$W/results.tsv"
   printf '  %-14s %7.2f s wall %7.2f s CPU %8d KB  load %s\n' "$name" "$s" "$(awk "BEGIN{print $u+$y}")" "$k" "$(cut -d' ' -f1 /proc/loadavg)"
 }
-unzip_all() { for z in "$D"/*.zip; do unzip -q -o "$z" -d "$W/dst"; done; }
-export -f unzip_all; export D W
-fresh() { rm -rf "$W/dst" "$W/out"; sync; }
+unzip_all() { for z in "$D"/*.zip; do unzip -q -o "$z" -d "$1"; done; }
+export -f unzip_all; export D
 step() { # step NAME
-  fresh
+  local dst="$W/dst-$1-$RUN"
+  rm -rf "$dst" "$W/out"; sync
   case $1 in
-    unzip) timed unzip bash -c unzip_all ;;
-    unpack) timed unpack "$A" unpack --quiet "$D/resourcedump.xml" --dest "$W/dst" --base-url "$BASE" ;;
-    unpack-before) timed unpack-before "$B" unpack --quiet "$D/resourcedump.xml" --dest "$W/dst" --base-url "$BASE" ;;
+    unzip) timed unzip bash -c 'unzip_all "$0"' "$dst" ;;
+    unpack) timed unpack "$A" unpack --quiet "$D/resourcedump.xml" --dest "$dst" --base-url "$BASE" ;;
+    unpack-before) timed unpack-before "$B" unpack --quiet "$D/resourcedump.xml" --dest "$dst" --base-url "$BASE" ;;
     verify) timed verify "$A" verify --quiet "$D/resourcedump.xml" ;;
     verify-before) timed verify-before "$B" verify --quiet "$D/resourcedump.xml" ;;
     pack) timed pack "$A" pack "$T" --base-url "$BASE" -o "$W/out" --quiet ;;
@@ -85,7 +87,6 @@ for RUN in $(seq "$RUNS"); do
   if [ $((RUN % 2)) -eq 0 ]; then order=(unpack unzip verify verify-before pack); [ "${BEFORE_UNPACK:-0}" = 1 ] && order+=(unpack-before); fi
   for s in "${order[@]}"; do step "$s"; done
 done
-fresh
 echo "end $(date -u '+%H:%M UTC'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 cp "$W/results.tsv" "$W/results-$FILES-$(date -u +%Y%m%dT%H%M).tsv"
 
