@@ -22,11 +22,11 @@ import (
 // Linux) instead of one fsync each. A killed run leaves the directory for
 // the next run to remove.
 type stage struct {
-	name  string   // relative to the tree
-	root  *os.Root // the directory
-	dir   *os.File // the same directory, for syncfs and renameat
+	name  string       // relative to the tree
+	root  *os.Root     // the directory
+	dir   *os.File     // the same directory, for syncfs and renameat
 	next  atomic.Int64 // the last number given; files are created from several goroutines
-	batch *syncBatch // where each file is synced on its own (not Linux)
+	batch *syncBatch   // where each file is synced on its own (not Linux)
 }
 
 // newStage makes a staging directory for one package.
