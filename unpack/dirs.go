@@ -86,6 +86,17 @@ func (c *dirs) keep(dir string, h *dirHandle) {
 	c.open[dir] = h
 }
 
+// forget drops what is known of dir, which was just removed: a handle
+// held open would still name the removed directory, and a file renamed
+// into it would be lost with it.
+func (c *dirs) forget(dir string) {
+	if h := c.open[dir]; h != nil {
+		h.root.Close()
+		h.f.Close()
+	}
+	delete(c.open, dir)
+}
+
 func (c *dirs) close() {
 	for dir, h := range c.open {
 		if h != nil {
