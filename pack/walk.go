@@ -293,4 +293,3 @@ func Scan(ctx context.Context, src string, followSymlinks bool) (files int, byte
 	err = w.walk(src)
 	return files, bytes, err
 }
-
