@@ -83,10 +83,11 @@ func listDir(abs string) *listing {
 
 // prefetch starts listing the subdirectories of a listed directory, in
 // walk order, while slots are free. A directory with no slot left is
-// listed when the walk reaches it.
-func (w *walker) prefetch(abs string, l *listing) {
+// listed when the walk reaches it; one the walk skips is not read ahead,
+// which would hold its slot.
+func (w *walker) prefetch(abs, rel string, l *listing) {
 	for i, e := range l.entries {
-		if fi := l.infos[i].fi; fi == nil || !fi.IsDir() {
+		if fi := l.infos[i].fi; fi == nil || !fi.IsDir() || !xmlSafe(e.Name()) || safepath.Check(join(rel, e.Name())) != nil {
 			continue
 		}
 		select {
@@ -156,7 +157,7 @@ func (w *walker) dir(abs, rel string) error {
 	if l.err != nil {
 		return &FileError{Path: abs, Err: l.err}
 	}
-	w.prefetch(abs, l)
+	w.prefetch(abs, rel, l)
 	for i, e := range l.entries {
 		if err := w.ctx.Err(); err != nil {
 			return err

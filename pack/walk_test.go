@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -28,6 +29,9 @@ func readAheadTree(t *testing.T) (string, []string) {
 	for rel := range files {
 		want = append(want, rel)
 	}
+	// A directory the walk skips (its name cannot go in a manifest),
+	// first in the root: it must not be read ahead and hold a slot.
+	files["a\x01/f"] = "s"
 	slices.SortFunc(want, comparePaths)
 	return tree(t, files), want
 }
@@ -36,8 +40,8 @@ func readAheadTree(t *testing.T) (string, []string) {
 // still visited in walk order, each file once.
 func TestWalkReadAhead(t *testing.T) {
 	src, want := readAheadTree(t)
-	var got []string
-	w := &walker{ctx: context.Background(), warn: func(p, m string) { t.Errorf("warning %s: %s", p, m) }}
+	var got, warned []string
+	w := &walker{ctx: context.Background(), warn: func(p, m string) { warned = append(warned, p) }}
 	w.visit = func(it item) error {
 		got = append(got, it.rel)
 		if it.abs != filepath.Join(src, filepath.FromSlash(it.rel)) || it.size != 1 {
@@ -47,6 +51,9 @@ func TestWalkReadAhead(t *testing.T) {
 	}
 	if err := w.walk(src); err != nil {
 		t.Fatal(err)
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], `\x01`) {
+		t.Errorf("warnings for %q, want one for the directory a\\x01", warned)
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("walk order:\n got %v\nwant %v", got, want)
