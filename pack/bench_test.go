@@ -40,7 +40,7 @@ func BenchmarkChangeJoin1M(b *testing.B) {
 	const n = 1_000_000
 	dir := b.TempDir()
 	rel := func(i int) string { return fmt.Sprintf("d%04d/f%06d.bin", i/128, i) }
-	sw, err := newStateWriter(dir, stateHead{Version: 1, Time: hour(0)})
+	sw, err := newStateWriter(dirOutput(b, dir), stateHead{Version: 1, Time: hour(0)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func BenchmarkChangeJoin1M(b *testing.B) {
 		}
 		o := chgOptions(1)
 		o.setDefaults()
-		r := &run{opts: &o, dir: dir, src: dir, at: hour(1), chg: &changeRun{base: &baseline{src: s, time: hour(0)}}}
+		r := &run{opts: &o, dir: dir, out: dirOutput(b, dir), src: dir, at: hour(1), chg: &changeRun{base: &baseline{src: s, time: hour(0)}}}
 		changes := newSorter(dir, byTime)
 		f, _ := os.CreateTemp(dir, ".rsdump-walk-*.tmp")
 		d := &differ{r: r, base: s, state: newRecWriter(f), changes: changes, from: nanos(hour(0)), at: nanos(hour(1))}

@@ -1,13 +1,8 @@
 package pack
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
-	"os"
-	"path/filepath"
 
 	"github.com/rsdump/rsdump/resourcesync"
 )
@@ -26,13 +21,15 @@ var capabilities = []struct{ name, capability string }{
 // keeps naming the Resource Dump of the run before. Its rel="up" link, which
 // §9 makes mandatory, is the Source Description at the well-known URI of
 // the host the documents are served from.
-func writeCapabilityList(o *Options, dir string) error {
+func writeCapabilityList(o *Options, out *output) error {
 	var urls []resourcesync.URL
 	for _, c := range capabilities {
-		if _, err := os.Stat(filepath.Join(dir, c.name)); err == nil {
-			urls = append(urls, resourcesync.URL{Loc: o.DumpURL + c.name, MD: &resourcesync.MD{Capability: c.capability}})
-		} else if !errors.Is(err, fs.ErrNotExist) {
+		ok, err := out.exists(c.name)
+		if err != nil {
 			return err
+		}
+		if ok {
+			urls = append(urls, resourcesync.URL{Loc: o.DumpURL + c.name, MD: &resourcesync.MD{Capability: c.capability}})
 		}
 	}
 	h := resourcesync.Header{Kind: resourcesync.URLSet, MD: resourcesync.MD{Capability: resourcesync.CapCapabilityList}}
@@ -40,7 +37,7 @@ func writeCapabilityList(o *Options, dir string) error {
 	if o.DescribedBy != "" {
 		h.Links = append(h.Links, resourcesync.Link{Rel: "describedby", Href: o.DescribedBy})
 	}
-	return encodeFile(filepath.Join(dir, CapabilityListName), h, urls)
+	return encodeFile(out, CapabilityListName, h, urls)
 }
 
 // sourceDescriptionURL is the well-known URI (§6.3.2) on the host of the
@@ -57,9 +54,8 @@ func sourceDescriptionURL(o *Options) string {
 // output's Capability List. The Capability Lists of other sets of
 // resources that an earlier Source Description there named are kept: a
 // Source may publish several sets from one host.
-func writeSourceDescription(ctx context.Context, o *Options, dir string) error {
-	path := filepath.Join(dir, filepath.FromSlash(SourceDescriptionName))
-	others, err := otherCapabilityLists(ctx, path, o.CapabilityList)
+func writeSourceDescription(o *Options, out *output) error {
+	others, err := otherCapabilityLists(out, SourceDescriptionName, o.CapabilityList)
 	if err != nil {
 		return err
 	}
@@ -71,19 +67,17 @@ func writeSourceDescription(ctx context.Context, o *Options, dir string) error {
 	if o.DescribedBy != "" {
 		h.Links = []resourcesync.Link{{Rel: "describedby", Href: o.DescribedBy}}
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	return encodeFile(path, h, append(others, ours))
+	return encodeFile(out, SourceDescriptionName, h, append(others, ours))
 }
 
 // otherCapabilityLists reads the entries of an existing Source
 // Description but the one for ours. A file there that is not a Source
 // Description is an error: it is not pack's to replace.
-func otherCapabilityLists(ctx context.Context, path, ours string) ([]resourcesync.URL, error) {
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+func otherCapabilityLists(out *output, name, ours string) ([]resourcesync.URL, error) {
+	if ok, err := out.exists(name); !ok || err != nil {
+		return nil, err
 	}
+	path := out.Loc(name)
 	var others []resourcesync.URL
 	l := resourcesync.Loader{
 		Document: func(d *resourcesync.Document) error {
@@ -100,7 +94,7 @@ func otherCapabilityLists(ctx context.Context, path, ours string) ([]resourcesyn
 		},
 		NoParts: true,
 	}
-	if err := l.Load(ctx, path); err != nil {
+	if err := out.load(&l, name); err != nil {
 		return nil, err
 	}
 	return others, nil
@@ -109,11 +103,11 @@ func otherCapabilityLists(ctx context.Context, path, ours string) ([]resourcesyn
 // writeCapabilities writes the Capability List and, when asked, the
 // Source Description, once the run's documents are in place.
 func (r *run) writeCapabilities() error {
-	if err := writeCapabilityList(r.opts, r.dir); err != nil {
+	if err := writeCapabilityList(r.opts, r.out); err != nil {
 		return err
 	}
 	if !r.opts.SourceDescription {
 		return nil
 	}
-	return writeSourceDescription(context.Background(), r.opts, r.dir)
+	return writeSourceDescription(r.opts, r.out)
 }

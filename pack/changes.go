@@ -2,7 +2,6 @@ package pack
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -26,9 +25,16 @@ type changeRun struct {
 // prepareChanges reads the baseline and the Change Dump already in the
 // output directory, before anything is written.
 func (r *run) prepareChanges(ctx context.Context) error {
-	b, err := openBaseline(ctx, r.opts, r.dir, r.opts.Since)
+	since, key, err := r.out.stateBaseline(r.opts.Since)
 	if err != nil {
 		return err
+	}
+	b, err := openBaseline(ctx, r.opts, r.out.scratch, since)
+	if err != nil {
+		return err
+	}
+	if key != "" {
+		b.key = fmt.Sprintf("%s|%s|%s", b.kind, key, resourcesync.FormatTime(b.time))
 	}
 	r.chg = &changeRun{base: b}
 	if err := r.readPrevious(ctx); err != nil {
@@ -44,9 +50,9 @@ func (r *run) prepareChanges(ctx context.Context) error {
 // new one, with package numbers past the old ones, which are no longer
 // listed.
 func (r *run) readPrevious(ctx context.Context) error {
-	doc := filepath.Join(r.dir, ChangeDumpName)
-	if _, err := os.Stat(doc); errors.Is(err, fs.ErrNotExist) {
-		return nil
+	doc := r.out.Loc(ChangeDumpName)
+	if ok, err := r.out.exists(ChangeDumpName); !ok || err != nil {
+		return err
 	}
 	var urls []resourcesync.URL
 	l := &resourcesync.Loader{Entry: func(d *resourcesync.Document, _ int, u resourcesync.URL) error {
@@ -55,7 +61,7 @@ func (r *run) readPrevious(ctx context.Context) error {
 		}
 		return nil
 	}}
-	if err := l.Load(ctx, doc); err != nil {
+	if err := r.out.load(l, ChangeDumpName); err != nil {
 		return fmt.Errorf("the Change Dump to continue: %w", err)
 	}
 	// The packages up to the one that ends at the baseline's time: any
@@ -100,7 +106,7 @@ func packageSeq(k *dumpKind, name string) int {
 // planChanges compares the walk with the baseline and plans the changes,
 // in chronological order, into packages.
 func (r *run) planChanges(ctx context.Context, out chan<- planned) error {
-	changes := newSorter(r.dir, byTime)
+	changes := newSorter(r.out.scratch, byTime)
 	defer changes.close()
 	if err := r.diff(ctx, changes); err != nil {
 		return err
@@ -150,7 +156,7 @@ type differ struct {
 }
 
 func (r *run) diff(ctx context.Context, changes *sorter) error {
-	f, err := os.CreateTemp(r.dir, ".rsdump-walk-*.tmp")
+	f, err := os.CreateTemp(r.out.scratch, ".rsdump-walk-*.tmp")
 	if err != nil {
 		return err
 	}
@@ -162,7 +168,9 @@ func (r *run) diff(ctx context.Context, changes *sorter) error {
 		return err
 	}
 	w := &walker{ctx: ctx, follow: r.opts.FollowSymlinks, visit: d.visit, warn: r.skip}
-	w.exclude, _ = filepath.EvalSymlinks(r.dir)
+	if r.out.dir != "" {
+		w.exclude, _ = filepath.EvalSymlinks(r.dir)
+	}
 	if err := w.walk(r.src); err != nil {
 		return err
 	}

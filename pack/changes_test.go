@@ -586,7 +586,7 @@ func TestChangeDumpIndex(t *testing.T) {
 		pkgs[i] = PackageInfo{Name: name, Manifest: manifestName(name), Length: 100, SHA256: strings.Repeat("0", 64),
 			From: hour(0).Add(time.Duration(i) * time.Second), Until: hour(0).Add(time.Duration(i+1) * time.Second)}
 	}
-	if err := writeDump(&o, dir, changeDump, resourcesync.MD{From: hour(0)}, dumpEntries(&o, pkgs)); err != nil {
+	if err := writeDump(&o, dirOutput(t, dir), changeDump, resourcesync.MD{From: hour(0)}, dumpEntries(&o, pkgs)); err != nil {
 		t.Fatal(err)
 	}
 	h, parts := verifytest.ReadDoc(t, filepath.Join(dir, ChangeDumpName))
@@ -619,49 +619,6 @@ func TestChangesBaselineURL(t *testing.T) {
 	if res.Updated != 1 || res.Created+res.Deleted != 0 || !res.From.Equal(hour(0)) {
 		t.Errorf("%+v, want a updated from %s", res, hour(0))
 	}
-}
-
-// TestResyncIncremental: resync 2.0.2, the reference Destination, syncs
-// a baseline from our resourcelist.xml and then applies our
-// changelist.xml with --incremental, over a loopback server; it ends with
-// the Source's tree.
-func TestResyncIncremental(t *testing.T) {
-	rs := sharedtest.NewResync(t)
-	src, out, dst, work := t.TempDir(), t.TempDir(), t.TempDir(), t.TempDir()
-	mux := http.NewServeMux()
-	mux.Handle("/rs/", http.StripPrefix("/rs/", http.FileServer(http.Dir(src))))
-	mux.Handle("/dump/", http.StripPrefix("/dump/", http.FileServer(http.Dir(out))))
-	srv := httptest.NewServer(mux)
-	defer srv.Close()
-	opts := func(k int) Options {
-		o := chgOptions(k)
-		o.BaseURL, o.DumpURL = srv.URL+"/rs/", srv.URL+"/dump/"
-		o.Hashes = []string{"md5", "sha-256"}
-		return o
-	}
-	put(t, src, "a.txt", "a0", hour(-1))
-	put(t, src, "b.txt", "b0", hour(-1))
-	put(t, src, "sub/c.txt", "c0", hour(-1))
-	packAt(t, src, out, opts(0))
-	mapping := srv.URL + "/rs/=" + dst
-	if msg, err := rs.Run(context.Background(), work, "resync-sync", "--baseline", "--sitemap", srv.URL+"/dump/"+ResourceListName, mapping); err != nil || strings.Contains(msg, "Error") {
-		t.Fatalf("resync baseline: %v\n%s", err, msg)
-	}
-	sameTree(t, "resync baseline", dst, src)
-	put(t, src, "a.txt", "a1, longer", hour(0).Add(time.Minute))
-	os.Remove(filepath.Join(src, "b.txt"))
-	put(t, src, "new.txt", "new", hour(0).Add(2*time.Minute))
-	packAt(t, src, out, opts(1))
-	// --sitemap names the resource list again: resync keeps the time it
-	// synced to under that URI. --spec-version 1.0 is Z39.99-2014, whose
-	// change time is <lastmod>; resync's default, 1.1, wants the later
-	// rs:md datetime attribute, which the 2014 schema does not have.
-	msg, err := rs.Run(context.Background(), work, "resync-sync", "--spec-version", "1.0", "--incremental", "--delete", "--sitemap", srv.URL+"/dump/"+ResourceListName,
-		"--changelist-uri", srv.URL+"/dump/"+ChangeListName, mapping)
-	if err != nil || strings.Contains(msg, "Error") { // resync exits 0 on its FatalError
-		t.Fatalf("resync incremental: %v\n%s", err, msg)
-	}
-	sameTree(t, "resync incremental", dst, src)
 }
 
 // TestChangesPrune: a --changes run with --prune removes changedump files

@@ -3,7 +3,6 @@ package pack
 import (
 	"bytes"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	"github.com/rsdump/rsdump/resourcesync"
@@ -22,11 +21,12 @@ type dumpKind struct {
 	dir        string // directory of the bitstreams in a package
 	capability string
 	manifest   string // capability of the package manifests
+	shard      string // "shard2of3" for the packages of a shard, else ""
 }
 
 var (
-	resourceDump = &dumpKind{DumpName, "resourcedump", "resources", resourcesync.CapResourceDump, resourcesync.CapResourceDumpManifest}
-	changeDump   = &dumpKind{ChangeDumpName, "changedump", "changes", resourcesync.CapChangeDump, resourcesync.CapChangeDumpManifest}
+	resourceDump = &dumpKind{DumpName, "resourcedump", "resources", resourcesync.CapResourceDump, resourcesync.CapResourceDumpManifest, ""}
+	changeDump   = &dumpKind{ChangeDumpName, "changedump", "changes", resourcesync.CapChangeDump, resourcesync.CapChangeDumpManifest, ""}
 )
 
 func (k *dumpKind) packageName(seq int) string { return fmt.Sprintf("%s-%05d.zip", k.prefix, seq) }
@@ -51,23 +51,23 @@ func dumpParts(n int) int {
 // writeDump writes the dump document listing pkgs, or an index and its
 // parts when they do not fit one document. md holds the document's times:
 // at and completed, or from (and until).
-func writeDump(o *Options, dir string, k *dumpKind, md resourcesync.MD, pkgs []resourcesync.URL) error {
+func writeDump(o *Options, out *output, k *dumpKind, md resourcesync.MD, pkgs []resourcesync.URL) error {
 	md.Capability = k.capability
 	if dumpParts(len(pkgs)) == 0 {
-		return encodeFile(filepath.Join(dir, k.doc), dumpHeader(o, resourcesync.URLSet, md, ""), pkgs)
+		return encodeFile(out, k.doc, dumpHeader(o, resourcesync.URLSet, md, ""), pkgs)
 	}
 	var parts []resourcesync.URL
 	for i := range dumpParts(len(pkgs)) {
 		chunk := pkgs[i*resourcesync.MaxEntries : min(len(pkgs), (i+1)*resourcesync.MaxEntries)]
 		name := k.partName(i + 1)
 		pmd := partTimes(k, md, chunk)
-		if err := encodeFile(filepath.Join(dir, name), dumpHeader(o, resourcesync.URLSet, pmd, o.DumpURL+k.doc), chunk); err != nil {
+		if err := encodeFile(out, name, dumpHeader(o, resourcesync.URLSet, pmd, o.DumpURL+k.doc), chunk); err != nil {
 			return err
 		}
 		pmd.Capability = ""
 		parts = append(parts, resourcesync.URL{Loc: o.DumpURL + name, MD: &pmd})
 	}
-	return encodeFile(filepath.Join(dir, k.doc), dumpHeader(o, resourcesync.SitemapIndex, md, ""), parts)
+	return encodeFile(out, k.doc, dumpHeader(o, resourcesync.SitemapIndex, md, ""), parts)
 }
 
 // partTimes: a Resource Dump's parts share its snapshot times; a Change
@@ -120,7 +120,7 @@ func packageURL(o *Options, p PackageInfo) resourcesync.URL {
 	return u
 }
 
-func encodeFile(path string, h resourcesync.Header, urls []resourcesync.URL) error {
+func encodeFile(out *output, name string, h resourcesync.Header, urls []resourcesync.URL) error {
 	var buf bytes.Buffer
 	enc, err := resourcesync.NewEncoder(&buf, h)
 	if err != nil {
@@ -128,11 +128,11 @@ func encodeFile(path string, h resourcesync.Header, urls []resourcesync.URL) err
 	}
 	for _, u := range urls {
 		if err := enc.Encode(u); err != nil {
-			return fmt.Errorf("%s: %w", filepath.Base(path), err)
+			return fmt.Errorf("%s: %w", name, err)
 		}
 	}
 	if err := enc.Close(); err != nil {
 		return err
 	}
-	return writeFileAtomic(path, buf.Bytes())
+	return out.write(name, buf.Bytes())
 }

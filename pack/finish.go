@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/rsdump/rsdump/resourcesync"
@@ -23,7 +22,7 @@ func (r *run) finishChanges() error {
 		if err := r.list.commit(resourcesync.MD{From: md.From, Until: until}); err != nil {
 			return err
 		}
-		if err := writeDump(r.opts, r.dir, changeDump, md, urls); err != nil {
+		if err := writeDump(r.opts, r.out, changeDump, md, urls); err != nil {
 			return err
 		}
 	}
@@ -48,7 +47,7 @@ func (r *run) listPrevious(ctx context.Context) error {
 // writeChangeState merges the walk state with the hashes of the files
 // this run packed, read back from its manifests.
 func (r *run) writeChangeState(until time.Time) error {
-	hashes := newSorter(r.dir, byPath)
+	hashes := newSorter(r.out.scratch, byPath)
 	defer hashes.close()
 	for _, p := range r.pkgs {
 		if err := r.manifestRecords(p.Manifest, hashes.add); err != nil {
@@ -64,13 +63,13 @@ func (r *run) writeChangeState(until time.Time) error {
 		return err
 	}
 	defer f.Close()
-	sw, err := newStateWriter(r.dir, stateHead{Version: 1, Kind: r.stateKind(), Time: until, BaseURL: r.opts.BaseURL})
+	sw, err := newStateWriter(r.out, stateHead{Version: 1, Kind: r.stateKind(), Time: until, BaseURL: r.opts.BaseURL})
 	if err != nil {
 		return err
 	}
 	// The Resource List describes the source now: unchanged files as the
 	// baseline has them, changed ones as packed. Nothing is read again.
-	list := newListWriter(r.opts, r.dir, resourcesync.CapResourceList, ResourceListName)
+	list := newListWriter(r.opts, r.out, resourcesync.CapResourceList, ResourceListName)
 	defer list.abort()
 	feed := r.feedList(list)
 	add := func(rec record) error {
@@ -206,37 +205,40 @@ func mergeState(walk, packed recSource, add func(record) error) error {
 // each bitstream (not deletions) as a record.
 func (r *run) manifestRecords(name string, add func(record) error) error {
 	l := &resourcesync.Loader{Entry: func(d *resourcesync.Document, _ int, u resourcesync.URL) error {
-		if u.MD == nil || u.MD.Change == resourcesync.ChangeDeleted {
-			return nil
-		}
-		rel, err := relOf(r.opts.BaseURL, u.Loc)
-		if err != nil {
-			return fmt.Errorf("%s: %w", d.Loc, err)
-		}
-		rec := record{Rel: rel, Mtime: nanos(u.Lastmod), Hash: u.MD.Hash, Type: u.MD.Type, Size: -1}
-		if u.MD.Length != nil {
-			rec.Size = *u.MD.Length
+		rec, err := r.recordOf(d, u)
+		if err != nil || rec.Rel == "" {
+			return err
 		}
 		return add(rec)
 	}}
-	return l.Load(context.Background(), filepath.Join(r.dir, name))
+	return r.out.load(l, name)
+}
+
+// recordOf is a manifest entry as a state record; a deletion is the zero
+// record.
+func (r *run) recordOf(d *resourcesync.Document, u resourcesync.URL) (record, error) {
+	if u.MD == nil || u.MD.Change == resourcesync.ChangeDeleted {
+		return record{}, nil
+	}
+	rel, err := relOf(r.opts.BaseURL, u.Loc)
+	if err != nil {
+		return record{}, fmt.Errorf("%s: %w", d.Loc, err)
+	}
+	rec := record{Rel: rel, Mtime: nanos(u.Lastmod), Hash: u.MD.Hash, Type: u.MD.Type, Size: -1}
+	if u.MD.Length != nil {
+		rec.Size = *u.MD.Length
+	}
+	return rec, nil
 }
 
 // finishResources writes the Resource Dump document and the state: every
 // file packed, read back from the manifests, which list them in walk
 // order.
 func (r *run) finishResources(completed time.Time) error {
-	md := resourcesync.MD{At: r.at, Completed: completed}
-	if err := r.list.commit(md); err != nil {
+	if err := r.finishDocuments(resourcesync.MD{At: r.at, Completed: completed}); err != nil {
 		return err
 	}
-	if err := writeDump(r.opts, r.dir, resourceDump, md, dumpEntries(r.opts, r.pkgs)); err != nil {
-		return err
-	}
-	if err := r.writeCapabilities(); err != nil {
-		return err
-	}
-	sw, err := newStateWriter(r.dir, stateHead{Version: 1, Kind: resourcesync.CapResourceDump, Time: r.at, BaseURL: r.opts.BaseURL})
+	sw, err := newStateWriter(r.out, stateHead{Version: 1, Kind: resourcesync.CapResourceDump, Time: r.at, BaseURL: r.opts.BaseURL})
 	if err != nil {
 		return err
 	}

@@ -2,13 +2,9 @@ package pack
 
 import (
 	"bufio"
-	"crypto/sha256"
-	"encoding/hex"
+	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,62 +28,79 @@ type journalEntry struct {
 }
 
 type journal struct {
-	path    string
-	f       *os.File
+	out     *output
+	name    string            // journalName, or a shard's own
+	owns    func(string) bool // the unfinished files (uploads) that are this run's
 	head    journalHead
 	entries map[string]journalEntry // by package name
+	uploads map[string]journalUpload
 }
+
+// journalUpload is a package whose upload began: a rerun that plans the
+// same package resumes it, sending only the parts not stored alike.
+type journalUpload struct {
+	Upload string `json:"upload"` // the package
+	Plan   string `json:"plan"`
+	ID     string `json:"id"`
+}
+
+// maxJournal bounds the journal read back: a line per package.
+const maxJournal = 256 << 20
 
 // openJournal loads the journal of an earlier run with the same options,
 // or starts a new one. at is the snapshot time of this run; an earlier
 // run's time wins unless the caller pinned one.
-func openJournal(dir, options string, at time.Time, pinned bool, k *dumpKind) (*journal, error) {
-	j := &journal{path: filepath.Join(dir, journalName), entries: map[string]journalEntry{}}
-	if old, entries, err := readJournal(j.path); err == nil && old.Options == options && (!pinned || old.At.Equal(at)) {
-		j.head, j.entries = old, entries
-		f, err := os.OpenFile(j.path, os.O_WRONLY|os.O_APPEND, 0)
-		j.f = f
-		return j, err
+func openJournal(out *output, name string, owns func(string) bool, options string, at time.Time, pinned bool, k *dumpKind) (*journal, error) {
+	j := &journal{out: out, name: name, owns: owns, entries: map[string]journalEntry{}, uploads: map[string]journalUpload{}}
+	b, err := out.readSmall(name, maxJournal)
+	if err != nil {
+		return nil, err
 	}
+	if old, ok := j.read(b); ok && old.Options == options && (!pinned || old.At.Equal(at)) {
+		j.head = old
+		return j, nil
+	}
+	j.entries, j.uploads = map[string]journalEntry{}, map[string]journalUpload{}
 	j.head = journalHead{Version: 1, Options: options, At: at}
 	// A fresh run replaces packages one by one: the Resource Dump of an
 	// earlier run must not go on listing them meanwhile. A Change Dump
 	// run writes packages under new names, and the Change Dump goes on
 	// listing the earlier ones.
 	if !k.changes() {
-		if err := os.Remove(filepath.Join(dir, DumpName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := out.remove(DumpName); err != nil {
 			return nil, err
 		}
 	}
-	f, err := os.Create(j.path)
-	if err != nil {
+	// Nothing an earlier run left unfinished will be resumed.
+	if err := out.discardPending(owns); err != nil {
 		return nil, err
 	}
-	j.f = f
+	if err := out.remove(name); err != nil {
+		return nil, err
+	}
 	return j, j.append(j.head)
 }
 
-func readJournal(path string) (journalHead, map[string]journalEntry, error) {
-	var head journalHead
-	f, err := os.Open(path)
-	if err != nil {
-		return head, nil, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
+// read loads a journal's lines; ok is false when it is missing or
+// unreadable.
+func (j *journal) read(b []byte) (head journalHead, ok bool) {
+	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(nil, 1<<20)
 	if !sc.Scan() || json.Unmarshal(sc.Bytes(), &head) != nil || head.Version != 1 {
-		return head, nil, errors.New("unreadable journal")
+		return head, false
 	}
-	entries := map[string]journalEntry{}
 	for sc.Scan() {
 		var e journalEntry
-		if json.Unmarshal(sc.Bytes(), &e) != nil {
-			continue // a line cut short by a crash: that package is redone
+		var u journalUpload
+		switch {
+		case json.Unmarshal(sc.Bytes(), &u) == nil && u.Upload != "":
+			j.uploads[u.Upload] = u
+		case json.Unmarshal(sc.Bytes(), &e) == nil && e.Info.Name != "":
+			j.entries[e.Info.Name] = e
 		}
-		entries[e.Info.Name] = e
+		// else a line cut short by a crash: that package is redone
 	}
-	return head, entries, nil
+	return head, true
 }
 
 func (j *journal) append(v any) error {
@@ -95,20 +108,46 @@ func (j *journal) append(v any) error {
 	if err != nil {
 		return err
 	}
-	if _, err := j.f.Write(append(b, '\n')); err != nil {
+	// Appended, not rewritten: the cost of a record does not grow with
+	// the number of packages before it.
+	if err := j.out.Append(j.out.ctx, j.name, append(b, '\n')); err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
-	return j.f.Sync()
+	return nil
 }
 
 func (j *journal) record(plan string, info PackageInfo) error {
 	return j.append(journalEntry{Plan: plan, Info: info})
 }
 
+// recordUpload notes the upload a package is streamed into, before its
+// first part is sent.
+func (j *journal) recordUpload(name, plan, id string) error {
+	if j == nil || id == "" {
+		return nil // a local temporary file: nothing to resume
+	}
+	u := journalUpload{Upload: name, Plan: plan, ID: id}
+	j.uploads[name] = u
+	return j.append(u)
+}
+
+// upload returns the upload an earlier run began for the same plan of a
+// package, or "".
+func (j *journal) upload(p planned) string {
+	if j == nil {
+		return ""
+	}
+	if u, ok := j.uploads[p.name]; ok && u.Plan == p.plan {
+		return u.ID
+	}
+	return ""
+}
+
 // reusable returns the recorded package when the same plan was committed
-// before and the files on disk still match the journal: the package's
-// length and sha-256, which costs one read of it instead of a rewrite.
-func (j *journal) reusable(dir string, p planned) (PackageInfo, bool) {
+// before and the files still match the journal: the package's length and
+// sha-256 (see output.sameFile), which costs one read of it instead of a
+// rewrite.
+func (j *journal) reusable(p planned) (PackageInfo, bool) {
 	e, ok := j.entries[p.name]
 	if !ok || e.Plan != p.plan {
 		return PackageInfo{}, false
@@ -117,39 +156,27 @@ func (j *journal) reusable(dir string, p planned) (PackageInfo, bool) {
 		if name == "" {
 			continue
 		}
-		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+		if ok, err := j.out.exists(name); !ok || err != nil {
 			return PackageInfo{}, false
 		}
 	}
-	n, sum, err := hashFile(filepath.Join(dir, p.name))
-	if err != nil || n != e.Info.Length || sum != e.Info.SHA256 {
+	if !j.out.sameFile(p.name, e.Info.Length, e.Info.SHA256) {
 		return PackageInfo{}, false
 	}
 	e.Info.Reused = true
 	return e.Info, true
 }
 
-func hashFile(path string) (int64, string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	n, err := io.Copy(h, f)
-	return n, hex.EncodeToString(h.Sum(nil)), err
-}
-
-// finish removes the journal once the run is complete.
+// finish removes the journal once the run is complete, and aborts any
+// upload still open: none of them will be finished.
 func (j *journal) finish() error {
-	j.f.Close()
-	if err := os.Remove(j.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := j.out.discardPending(j.owns); err != nil {
 		return err
 	}
-	return nil
+	return j.out.remove(j.name)
 }
 
-func (j *journal) close() { j.f.Close() }
+func (j *journal) close() {}
 
 // removeStaleTemps deletes temporary files a killed run left behind: the
 // ones internal/atomic and the list writer name after a file pack writes,

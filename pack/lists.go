@@ -1,16 +1,13 @@
 package pack
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/rsdump/rsdump/internal/atomic"
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
@@ -44,7 +41,8 @@ const headerReserve = 2048
 // completed (or until) is known only then; memory holds no entry.
 type listWriter struct {
 	o          *Options
-	dir, name  string
+	out        *output
+	name       string
 	capability string
 	parts      []*listPart
 	written    []string // the files commit wrote, the document last
@@ -57,8 +55,8 @@ type listPart struct {
 	first, last time.Time // lastmod of the first and last entries
 }
 
-func newListWriter(o *Options, dir, capability, name string) *listWriter {
-	return &listWriter{o: o, dir: dir, name: name, capability: capability}
+func newListWriter(o *Options, out *output, capability, name string) *listWriter {
+	return &listWriter{o: o, out: out, name: name, capability: capability}
 }
 
 // add appends one entry, starting a new part when the current one is full.
@@ -93,7 +91,7 @@ func (l *listWriter) startPart() error {
 			return err
 		}
 	}
-	f, err := os.CreateTemp(l.dir, "."+l.name+".body*.tmp")
+	f, err := os.CreateTemp(l.out.scratch, "."+l.name+".body*.tmp")
 	if err != nil {
 		return err
 	}
@@ -129,7 +127,7 @@ func (l *listWriter) commit(md resourcesync.MD) error {
 		}})
 	}
 	l.written = append(l.written, l.name)
-	return encodeFile(filepath.Join(l.dir, l.name), l.header(resourcesync.SitemapIndex, md, ""), index)
+	return encodeFile(l.out, l.name, l.header(resourcesync.SitemapIndex, md, ""), index)
 }
 
 // partMD gives a part its own times: a Resource List's parts share the
@@ -160,7 +158,7 @@ func (l *listWriter) header(kind resourcesync.Kind, md resourcesync.MD, index st
 // writeDoc writes a document from its header and a part's body.
 func (l *listWriter) writeDoc(name string, h resourcesync.Header, body io.ReadSeeker) error {
 	l.written = append(l.written, name)
-	f, err := atomic.Create(filepath.Join(l.dir, name), 0o644)
+	f, err := l.out.Create(l.out.ctx, name)
 	if err != nil {
 		return err
 	}
@@ -187,6 +185,9 @@ func (l *listWriter) abort() {
 // its manifest's entries without their path. A package reused from an
 // interrupted run is read back from its detached manifest.
 func (r *run) listPackage(info PackageInfo, entries []resourcesync.URL) error {
+	if r.opts.Shards > 0 {
+		return nil // a shard writes no list: the merge does, from every shard
+	}
 	if entries == nil {
 		return r.listManifest(info)
 	}
@@ -205,7 +206,7 @@ func (r *run) listManifest(info PackageInfo) error {
 		},
 		NoParts: true,
 	}
-	return l.Load(context.Background(), filepath.Join(r.dir, info.Manifest))
+	return r.out.load(&l, info.Manifest)
 }
 
 // listEntry is a manifest entry as a Resource List gives it: the same but

@@ -121,7 +121,7 @@ func TestListIndex(t *testing.T) {
 			}
 			dir := t.TempDir()
 			name := capability + ".xml"
-			l := newListWriter(&o, dir, capability, name)
+			l := newListWriter(&o, dirOutput(t, dir), capability, name)
 			n := resourcesync.MaxEntries + 2
 			for i := range n {
 				u := resourcesync.URL{Loc: fmt.Sprintf("%sf%06d", o.BaseURL, i), Lastmod: fixedTime.Add(time.Duration(i) * time.Second),

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -92,7 +91,7 @@ func (w *pkgWriter) writeMetalink(info *PackageInfo) error {
 		return err
 	}
 	info.Metalink = metalinkName(info.Name)
-	return writeFileAtomic(filepath.Join(w.dir, info.Metalink), buf.Bytes())
+	return w.out.write(info.Metalink, buf.Bytes())
 }
 
 func packageMetalink(o *Options, p PackageInfo, pieceLen int64, pieces []string) *metalink.Metalink {

@@ -93,6 +93,13 @@ type Options struct {
 	// -c, instead of trusting a length and mtime that match.
 	Checksum bool
 
+	// Shard and Shards: pack only the Shard-th (from 1) of Shards disjoint
+	// parts of the source, a file's part given by its path alone (see
+	// ShardOf), into packages named after the shard, and write a shard
+	// record instead of the dump's documents; Merge then writes those from
+	// every shard's output. Zero Shards packs everything.
+	Shard, Shards int
+
 	// Metalink, when set, writes a .meta4 beside each package; see
 	// MetalinkOptions.
 	Metalink *MetalinkOptions
@@ -126,6 +133,12 @@ func (o Options) Validate() error {
 func (o *Options) setDefaults() error {
 	if o.BaseURL == "" {
 		return errors.New("a base URL is required")
+	}
+	if o.Shards < 0 || o.Shards > 0 && (o.Shard < 1 || o.Shard > o.Shards) || o.Shards == 0 && o.Shard != 0 {
+		return fmt.Errorf("shard %d of %d: want 1 <= K <= N", o.Shard, o.Shards)
+	}
+	if o.Shards > 0 && o.Changes {
+		return errors.New("a Change Dump is not packed in shards")
 	}
 	if !o.Changes && (o.Since != "" || o.Checksum) {
 		return errors.New("--since and --checksum need --changes")

@@ -31,7 +31,9 @@ const inflight = 96 << 20
 // Pack writes a Resource Dump of the regular files under src into outDir,
 // or with Options.Changes a Change Dump of what changed since a baseline.
 // Running it again after an interruption reuses the packages already
-// completed.
+// completed. outDir is a directory or s3://BUCKET/PREFIX, reached with the
+// AWS environment and the s3.Config of ctx (package s3); packages are
+// then streamed into multipart uploads, which a rerun resumes.
 func Pack(ctx context.Context, src, outDir string, opts Options) (*Result, error) {
 	o := opts
 	if err := o.setDefaults(); err != nil {
@@ -43,17 +45,27 @@ func Pack(ctx context.Context, src, outDir string, opts Options) (*Result, error
 		return nil, err
 	}
 	start := time.Now()
-	if err := os.MkdirAll(outDir, 0o755); err != nil {
+	out, err := openOutput(ctx, outDir)
+	if err != nil {
 		return nil, err
 	}
-	removeStaleTemps(outDir)
+	defer out.close()
+	if out.dir != "" && o.Shards == 0 { // other shards may be writing here
+		removeStaleTemps(outDir)
+	}
 	at, pinned := o.At.UTC(), !o.At.IsZero()
 	if !pinned {
 		at = start.UTC().Truncate(time.Millisecond)
 	}
-	r := &run{opts: &o, src: src, dir: outDir, pinned: pinned, kind: resourceDump}
+	r := &run{opts: &o, src: src, dir: outDir, out: out, pinned: pinned, kind: resourceDump}
 	r.events = serialize(o.Events)
 	key := optionsKey(&o, src)
+	jname := journalName
+	if o.Shards > 0 {
+		r.kind = shardKind(o.Shard, o.Shards)
+		key += "|" + r.kind.shard
+		jname += "-" + r.kind.shard
+	}
 	if o.Changes {
 		r.kind = changeDump
 		if err := r.prepareChanges(ctx); err != nil {
@@ -63,15 +75,20 @@ func Pack(ctx context.Context, src, outDir string, opts Options) (*Result, error
 		defer func() { os.Remove(r.chg.walk) }()
 		key += fmt.Sprintf("|changes|%v|%s", o.Checksum, r.chg.base.key)
 	}
-	j, err := openJournal(outDir, key, at, pinned, r.kind)
+	j, err := openJournal(out, jname, r.ownsPending, key, at, pinned, r.kind)
 	if err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
 	defer j.close()
+	if o.Shards > 0 {
+		if err := r.startShard(); err != nil {
+			return nil, err
+		}
+	}
 	// Resuming, the interrupted run's time, so that its packages are
 	// planned again alike.
 	r.journal, r.at = j, j.head.At
-	r.list = newListWriter(&o, outDir, resourcesync.CapResourceList, ResourceListName)
+	r.list = newListWriter(&o, out, resourcesync.CapResourceList, ResourceListName)
 	defer func() { r.list.abort() }()
 	if o.Changes {
 		if !r.at.After(r.chg.base.time) {
@@ -80,7 +97,7 @@ func Pack(ctx context.Context, src, outDir string, opts Options) (*Result, error
 		}
 		// The Change List has the Change Dump's entries: the earlier
 		// packages' first, then this run's as they are published.
-		r.list = newListWriter(&o, outDir, resourcesync.CapChangeList, ChangeListName)
+		r.list = newListWriter(&o, out, resourcesync.CapChangeList, ChangeListName)
 		if err := r.listPrevious(ctx); err != nil {
 			return nil, err
 		}
@@ -134,7 +151,8 @@ func serialize(f func(Event)) func(Event) {
 type run struct {
 	opts    *Options
 	src     string
-	dir     string
+	dir     string  // the output as given: a directory or s3://BUCKET/PREFIX
+	out     *output // where everything is written
 	at      time.Time
 	pinned  bool
 	journal *journal
@@ -193,9 +211,20 @@ func (r *run) plan(ctx context.Context, out chan<- planned) error {
 	if r.chg != nil {
 		return r.planChanges(ctx, out)
 	}
-	p := &planner{opts: r.opts, kind: resourceDump, emit: func(pl planned) error { return send(ctx, out, pl) }}
-	w := &walker{ctx: ctx, follow: r.opts.FollowSymlinks, visit: p.add, warn: r.skip}
-	w.exclude, _ = filepath.EvalSymlinks(r.dir)
+	p := &planner{opts: r.opts, kind: r.kind, emit: func(pl planned) error { return send(ctx, out, pl) }}
+	visit := p.add
+	if n := r.opts.Shards; n > 0 {
+		visit = func(it item) error {
+			if ShardOf(it.rel, n) != r.opts.Shard {
+				return nil // another shard's
+			}
+			return p.add(it)
+		}
+	}
+	w := &walker{ctx: ctx, follow: r.opts.FollowSymlinks, visit: visit, warn: r.skip}
+	if r.out.dir != "" {
+		w.exclude, _ = filepath.EvalSymlinks(r.dir)
+	}
 	if err := w.walk(r.src); err != nil {
 		return err
 	}
@@ -226,7 +255,7 @@ func send[T any](ctx context.Context, c chan<- T, v T) error {
 func (r *run) dispatch(ctx context.Context, plans <-chan planned, tasks chan<- task, works chan<- work) error {
 	for pl := range plans {
 		t := task{start: &pl}
-		if info, ok := r.journal.reusable(r.dir, pl); ok {
+		if info, ok := r.journal.reusable(pl); ok {
 			t.reused = &info
 			if err := send(ctx, tasks, t); err != nil {
 				return err
@@ -285,7 +314,7 @@ func (r *run) finish(start time.Time) (*Result, error) {
 	if r.pinned {
 		completed = r.at
 	}
-	res := &Result{Packages: r.pkgs, Skipped: int(r.skipped.Load()), Document: filepath.Join(r.dir, r.kind.doc), DumpURL: r.opts.DumpURL}
+	res := &Result{Packages: r.pkgs, Skipped: int(r.skipped.Load()), Document: r.out.Loc(r.kind.doc), DumpURL: r.opts.DumpURL}
 	var err error
 	if r.chg != nil {
 		err = r.finishChanges()
@@ -293,9 +322,12 @@ func (r *run) finish(start time.Time) (*Result, error) {
 		res.From, res.Until = r.chg.base.time, r.chg.base.time
 		if len(r.pkgs) > 0 {
 			res.Until = r.pkgs[len(r.pkgs)-1].Until
-		} else if _, serr := os.Stat(res.Document); serr != nil {
+		} else if ok, _ := r.out.exists(r.kind.doc); !ok {
 			res.Document = ""
 		}
+	} else if r.opts.Shards > 0 {
+		err = r.finishShard(completed)
+		res.Document = r.out.Loc(shardRecordName(r.opts.Shard, r.opts.Shards))
 	} else {
 		err = r.finishResources(completed)
 	}

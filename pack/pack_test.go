@@ -424,7 +424,7 @@ func TestPruneIndexParts(t *testing.T) {
 		for i := 1; i <= 3; i++ {
 			os.WriteFile(filepath.Join(dir, dumpPartName(i)), nil, 0o644)
 		}
-		r := &run{dir: dir, pkgs: make([]PackageInfo, n), events: func(Event) {}, opts: &Options{Prune: true}, list: &listWriter{}}
+		r := &run{dir: dir, out: dirOutput(t, dir), pkgs: make([]PackageInfo, n), events: func(Event) {}, opts: &Options{Prune: true}, list: &listWriter{}}
 		r.prune()
 		var left []string
 		entries, _ := os.ReadDir(dir)

@@ -2,12 +2,13 @@ package pack
 
 import (
 	"bytes"
+	"context"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	"github.com/rsdump/rsdump/internal/atomic"
 	"github.com/rsdump/rsdump/internal/digest"
+	"github.com/rsdump/rsdump/internal/sink"
 	"github.com/rsdump/rsdump/internal/zipw"
 	"github.com/rsdump/rsdump/resourcesync"
 )
@@ -16,10 +17,10 @@ import (
 // directory; commit gives it its final name.
 type pkgWriter struct {
 	opts    *Options
-	dir     string
 	name    string
 	at      time.Time
-	af      *atomic.File // the package under its temporary name
+	out     *output
+	af      sink.File // the package under its temporary name, or its upload
 	tee     *tee
 	zw      *zipw.Writer
 	entries []resourcesync.URL
@@ -35,18 +36,39 @@ func newPkgWriter(o *Options, dir, name string, at time.Time) (*pkgWriter, error
 	return newKindWriter(o, dir, &planned{name: name}, resourceDump, at)
 }
 
+// newKindWriter starts a package in the directory dir (tests).
 func newKindWriter(o *Options, dir string, pl *planned, kind *dumpKind, at time.Time) (*pkgWriter, error) {
+	out, err := openOutput(context.Background(), dir)
+	if err != nil {
+		return nil, err
+	}
+	return newOutWriter(o, out, nil, pl, kind, at)
+}
+
+// newOutWriter starts a package in out: a temporary file, or an upload,
+// which resumes the one the journal j recorded for the same plan and is
+// recorded there before any part is sent.
+func newOutWriter(o *Options, out *output, j *journal, pl *planned, kind *dumpKind, at time.Time) (*pkgWriter, error) {
 	name := pl.name
 	mh, err := digest.NewMulti(o.Hashes...)
 	if err != nil {
 		return nil, err
 	}
-	af, err := atomic.Create(filepath.Join(dir, name), 0o644)
+	var af sink.File
+	if id := j.upload(*pl); id != "" {
+		af, err = out.Resume(out.ctx, name, id)
+	} else {
+		af, err = out.Create(out.ctx, name)
+	}
 	if err != nil {
 		return nil, err
 	}
-	t := newTee(af.File(), pieceLength(o))
-	w := &pkgWriter{opts: o, dir: dir, name: name, at: at, af: af, tee: t, zw: zipw.NewWriter(t, o.Level), mh: mh, kind: kind}
+	if err := j.recordUpload(name, pl.plan, af.ID()); err != nil {
+		af.Abort()
+		return nil, err
+	}
+	t := newTee(af, pieceLength(o))
+	w := &pkgWriter{opts: o, out: out, name: name, at: at, af: af, tee: t, zw: zipw.NewWriter(t, o.Level), mh: mh, kind: kind}
 	if kind.changes() {
 		w.from, w.until, w.names = pl.from, pl.until, map[string]bool{}
 	}
@@ -180,7 +202,7 @@ func (w *pkgWriter) finish(completed time.Time) ([]byte, PackageInfo, error) {
 // final name is always complete. On failure the package's temporary file
 // is removed.
 func (w *pkgWriter) publish(m []byte, info *PackageInfo) error {
-	if err := writeFileAtomic(filepath.Join(w.dir, info.Manifest), m); err != nil {
+	if err := w.out.write(info.Manifest, m); err != nil {
 		w.af.Abort()
 		return err
 	}
@@ -200,12 +222,6 @@ func (w *pkgWriter) writeManifestEntry(m []byte, at time.Time) error {
 		return err
 	}
 	return ew.Close()
-}
-
-// writeFileAtomic writes data under a temporary name, syncs it and renames
-// it over path (internal/atomic).
-func writeFileAtomic(path string, data []byte) error {
-	return atomic.WriteFile(path, data, 0o644)
 }
 
 // syncDir makes renames in dir durable.

@@ -2,11 +2,10 @@ package pack
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 
+	"github.com/rsdump/rsdump/internal/sink"
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
@@ -15,7 +14,7 @@ import (
 // parts of an index. A later, smaller run may leave some of these behind.
 // Only regular files count: pack never writes a symlink, so one of these
 // names is someone else's and is left alone.
-var packNames = regexp.MustCompile(`^((resource|change)dump-(\d{5,}\.(zip|manifest\.xml|zip\.meta4)|part\d{5,}\.xml)|(resource|change)list-part\d{5,}\.xml)$`)
+var packNames = regexp.MustCompile(`^((resource|change)dump-((shard\d+of\d+-)?\d{5,}\.(zip|manifest\.xml|zip\.meta4)|part\d{5,}\.xml)|(resource|change)list-part\d{5,}\.xml)$`)
 
 // docNames are the documents pack writes under fixed names.
 var docNames = map[string]bool{
@@ -62,13 +61,15 @@ func (r *run) prune() {
 		return
 	}
 	for _, name := range stale {
-		if err := os.Remove(filepath.Join(r.dir, name)); err != nil {
+		if err := r.out.remove(name); err != nil {
 			r.warn(name, "left from an earlier run, not removed: "+err.Error())
 			continue
 		}
 		r.events(Removed{Name: name})
 	}
-	syncDir(r.dir)
+	if r.out.dir != "" {
+		syncDir(r.dir)
+	}
 }
 
 // stale lists the files in the output directory named as pack names its
@@ -97,23 +98,25 @@ func (r *run) stale() ([]string, error) {
 	for _, name := range r.list.written {
 		keep[name] = true
 	}
-	entries, err := os.ReadDir(r.dir)
-	if err != nil {
-		return nil, err
-	}
 	var stale []string
-	for _, e := range entries {
-		if e.Type().IsRegular() && r.ownsName(e.Name()) && !keep[e.Name()] {
-			stale = append(stale, e.Name())
+	err := r.out.List(r.out.ctx, "", func(fi sink.Info) error {
+		// List gives regular files only, at every depth; pack's own
+		// names are at the top.
+		if !strings.Contains(fi.Name, "/") && r.ownsName(fi.Name) && !keep[fi.Name] {
+			stale = append(stale, fi.Name)
 		}
-	}
-	return stale, nil
+		return nil
+	})
+	return stale, err
 }
 
 // ownsName reports whether name is of the kind this run writes: a
 // Resource Dump run leaves the files of Change Dumps alone, and a Change
 // Dump run those of the Resource Dump.
 func (r *run) ownsName(name string) bool {
+	if r.kind != nil && r.kind.shard != "" {
+		return packNames.MatchString(name) && strings.HasPrefix(name, r.kind.prefix+"-")
+	}
 	dump, list := "resourcedump-", "resourcelist-"
 	if r.kind.changes() {
 		dump, list = "changedump-", "changelist-"

@@ -99,7 +99,7 @@ func TestDumpIndexOver50000Packages(t *testing.T) {
 		name := packageName(i + 1)
 		pkgs[i] = PackageInfo{Name: name, Manifest: manifestName(name), Length: 100, SHA256: strings.Repeat("0", 64), At: fixedTime, Completed: fixedTime}
 	}
-	if err := writeDump(&o, dir, resourceDump, resourcesync.MD{At: fixedTime, Completed: fixedTime}, dumpEntries(&o, pkgs)); err != nil {
+	if err := writeDump(&o, dirOutput(t, dir), resourceDump, resourcesync.MD{At: fixedTime, Completed: fixedTime}, dumpEntries(&o, pkgs)); err != nil {
 		t.Fatal(err)
 	}
 	f, _ := os.Open(filepath.Join(dir, DumpName))

@@ -7,10 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"time"
 
-	"github.com/rsdump/rsdump/internal/atomic"
+	"github.com/rsdump/rsdump/internal/sink"
 )
 
 // StateName is the file every pack leaves in its output directory, as
@@ -33,14 +32,14 @@ type stateHead struct {
 // stateWriter writes a state file under a temporary name; commit gives it
 // its final name.
 type stateWriter struct {
-	af   *atomic.File
+	af   sink.File
 	w    *recWriter
 	last string
 	n    int
 }
 
-func newStateWriter(dir string, head stateHead) (*stateWriter, error) {
-	af, err := atomic.Create(filepath.Join(dir, StateName), 0o644)
+func newStateWriter(out *output, head stateHead) (*stateWriter, error) {
+	af, err := out.Create(out.ctx, StateName)
 	if err != nil {
 		return nil, err
 	}

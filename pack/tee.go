@@ -4,7 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding"
 	"encoding/hex"
+	"errors"
 	"hash"
+	"io"
 	"os"
 	"sync"
 )
@@ -14,7 +16,8 @@ import (
 // is never read back. Its state can be saved and restored, so an entry can
 // be cut off the end of the package (see zipw.Writer.Rollback).
 type tee struct {
-	f      *os.File
+	f      io.Writer // the package's file or upload (internal/sink)
+	os     *os.File  // the file itself, when local: for writeback and truncation
 	whole  hash.Hash
 	lane   *lane      // hashes the package, and the pieces marked dual
 	pieces *pieceSums // nil unless Metalink is written
@@ -26,8 +29,11 @@ type tee struct {
 // writebackEvery is how often the kernel is asked to start writing.
 const writebackEvery = 32 << 20
 
-func newTee(f *os.File, pieceLen int64) *tee {
+func newTee(f io.Writer, pieceLen int64) *tee {
 	t := &tee{f: f, whole: sha256.New()}
+	if of, ok := f.(interface{ File() *os.File }); ok {
+		t.os = of.File()
+	}
 	if pieceLen > 0 {
 		t.pieces = newPieceSums(pieceLen)
 	}
@@ -47,8 +53,8 @@ func (t *tee) Write(p []byte) (int, error) {
 	n, err := t.f.Write(p)
 	t.feed(p[:n])
 	t.n += int64(n)
-	if t.dirty += int64(n); t.dirty >= writebackEvery {
-		startWriteback(t.f, t.n-t.dirty, t.dirty)
+	if t.dirty += int64(n); t.dirty >= writebackEvery && t.os != nil {
+		startWriteback(t.os, t.n-t.dirty, t.dirty)
 		t.dirty = 0
 	}
 	return n, err
@@ -114,10 +120,7 @@ func (t *tee) save() (teeState, error) {
 // restore truncates the file back to the saved length and rewinds the
 // hashes to match it.
 func (t *tee) restore(s teeState) error {
-	if err := t.f.Truncate(s.n); err != nil {
-		return err
-	}
-	if _, err := t.f.Seek(s.n, 0); err != nil {
+	if err := t.truncate(s.n); err != nil {
 		return err
 	}
 	t.sync()
@@ -129,4 +132,21 @@ func (t *tee) restore(s teeState) error {
 		return t.pieces.restore(s.pieces)
 	}
 	return nil
+}
+
+// truncate cuts the package back to n bytes: a local file anywhere, an
+// upload only within the part not yet sent.
+func (t *tee) truncate(n int64) error {
+	if t.os == nil {
+		tr, ok := t.f.(interface{ Truncate(int64) error })
+		if !ok {
+			return errors.New("the package's output cannot be cut back")
+		}
+		return tr.Truncate(n)
+	}
+	if err := t.os.Truncate(n); err != nil {
+		return err
+	}
+	_, err := t.os.Seek(n, 0)
+	return err
 }

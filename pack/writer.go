@@ -39,7 +39,7 @@ func (r *run) write(ctx context.Context, tasks <-chan task, dones chan<- done) (
 			}
 		case t.start != nil:
 			curPlan = t.start
-			if cur, err = newKindWriter(r.opts, r.dir, t.start, r.kind, r.now()); err != nil {
+			if cur, err = newOutWriter(r.opts, r.out, r.journal, t.start, r.kind, r.now()); err != nil {
 				return err
 			}
 		case t.end:

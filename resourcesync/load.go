@@ -12,9 +12,11 @@ import (
 	"strings"
 
 	"github.com/rsdump/rsdump/internal/httpc"
+	"github.com/rsdump/rsdump/s3"
 )
 
-// OpenFunc opens the document at loc, a file path or an http(s) URL.
+// OpenFunc opens the document at loc, a file path or a URL (http, https,
+// s3).
 type OpenFunc func(ctx context.Context, loc string) (io.ReadCloser, error)
 
 // Document is one document a Loader read: the one it was given, or a part
@@ -233,9 +235,11 @@ func (c *capped) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// IsURL reports whether s is an http or https URL rather than a path.
+// IsURL reports whether s is a URL rather than a path: http, https, or
+// s3://BUCKET/KEY, which rsdump's HTTP client signs and reads like the
+// others (package s3).
 func IsURL(s string) bool {
-	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")
+	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://") || s3.IsURL(s)
 }
 
 // Resolve finds what a <loc> or href in the document at doc names. For a
@@ -243,8 +247,13 @@ func IsURL(s string) bool {
 // document's. For a local document it is the file of the same name beside
 // it: a dump is published under one URL prefix and mirrored or downloaded
 // into one directory, and the Source's URLs (often not yet published, or
-// internal) are not fetched behind the user's back.
+// internal) are not fetched behind the user's back. An object in S3 is
+// read the same way: its neighbour under the same prefix, which is where
+// rsdump pack -o s3://BUCKET/PREFIX put it.
 func Resolve(doc, loc string) string {
+	if s3.IsURL(doc) {
+		return doc[:strings.LastIndexByte(doc, '/')+1] + url.PathEscape(BaseName(loc))
+	}
 	if IsURL(doc) {
 		base, err := url.Parse(doc)
 		ref, err2 := url.Parse(loc)

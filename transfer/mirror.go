@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync/atomic"
 	"time"
+
+	"github.com/rsdump/rsdump/s3"
 )
 
 // healthWindow is how many recent verified pieces judge a mirror's data.
@@ -70,7 +72,7 @@ func newMirrors(f File, locs []string) ([]*mirror, error) {
 		out = append(out, &mirror{idx: len(out), url: m.URL, host: host, rank: len(out)})
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: no http or https mirror", f.Name)
+		return nil, fmt.Errorf("%s: no http, https or s3 mirror", f.Name)
 	}
 	return out, nil
 }
@@ -121,6 +123,12 @@ func equalFold(a, b string) bool {
 
 // hostKey is the host:port a URL connects to.
 func hostKey(raw string) (string, error) {
+	if s3.IsURL(raw) {
+		// One bucket's objects are served by one endpoint; its address
+		// is the SDK's to resolve.
+		bucket, _, err := s3.Split(raw)
+		return "s3:" + bucket, err
+	}
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "", fmt.Errorf("unusable mirror url %q", raw)

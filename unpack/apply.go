@@ -164,6 +164,7 @@ func (p *pkgRun) remove(a *action, dirs map[string]bool) {
 		return
 	}
 	dirs[path.Dir(a.target)] = true
+	p.pruneDirs(a.target, dirs)
 	p.recs = append(p.recs, record{Path: a.target, Length: -1})
 	p.deleted(a, "")
 }

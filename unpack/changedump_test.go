@@ -23,7 +23,7 @@ func change(kind, rel, data string, lastmod time.Time) verifytest.File {
 }
 
 var (
-	pkg1 = verifytest.ChangePackage{From: at(1, 0), Until: at(2, 0), Changes: []verifytest.File{
+	pkg1 = verifytest.ChangePackage{From: at(0, 0), Until: at(2, 0), Changes: []verifytest.File{
 		change(resourcesync.ChangeUpdated, "a.txt", "a2", at(1, 10)),
 		change(resourcesync.ChangeDeleted, "b.txt", "", at(1, 20)),
 		change(resourcesync.ChangeCreated, "d.txt", "d1", at(1, 30)),
@@ -62,6 +62,17 @@ func readState(t *testing.T, dst string) unpack.State {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// writeState gives dst the state a baseline would leave.
+func writeState(t *testing.T, dst string, s unpack.State) {
+	t.Helper()
+	s.Version = 1
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dst, ".rsdump", "state.json"), b)
 }
 
 func TestChangeDump(t *testing.T) {

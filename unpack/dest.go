@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"sync"
 	"time"
 
 	"github.com/rsdump/rsdump/internal/atomic"
@@ -184,11 +185,18 @@ func (d *dest) hash(rel string, algs []string) (digest.Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := io.CopyBuffer(mh, f, make([]byte, 256<<10)); err != nil {
+	buf := hashBufs.Get().(*[]byte)
+	defer hashBufs.Put(buf)
+	if _, err := io.CopyBuffer(mh, f, *buf); err != nil {
 		return nil, fmt.Errorf("%s: %w", rel, err)
 	}
 	return mh.Sums(), nil
 }
+
+// hashBufs holds hash's buffers: a Change Dump hashes every file it
+// updates or deletes, most of them small, and a new 256 KiB buffer for
+// each cost more than the hashing.
+var hashBufs = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
 
 // syncDir makes the renames in dir durable.
 func (d *dest) syncDir(dir string) error { return atomic.SyncDirIn(d.root, dir) }

@@ -145,11 +145,13 @@ func TestKillChangeDump(t *testing.T) {
 		p2.Changes = append(p2.Changes, change(kind, rel, data, at(2, 1)))
 	}
 	doc := verifytest.ChangeDump(t, t.TempDir(), []verifytest.ChangePackage{p1, p2})
-	whole := t.TempDir()
+	whole, dst := t.TempDir(), t.TempDir()
+	for _, d := range []string{whole, dst} {
+		writeState(t, d, unpack.State{ResourceDumpAt: at(1, 0)}) // an empty baseline
+	}
 	if res, fs := run(t, doc, whole, unpack.Options{}); res.Problems() != 0 {
 		t.Fatalf("%+v\n%s", res, dump(fs))
 	}
-	dst := t.TempDir()
 	killAfter(t, doc, dst, 600+300, "written", "deleted") // all of the first package, half of the second
 	if s := readState(t, dst); !s.ChangeDumpUntil.Equal(at(2, 0)) {
 		t.Errorf("state after the kill: %+v, want until %s", s, at(2, 0))
@@ -159,4 +161,7 @@ func TestKillChangeDump(t *testing.T) {
 		t.Fatalf("resumed run: %+v\n%s", res, dump(fs))
 	}
 	equalMaps(t, "resumed tree", readTree(t, dst), readTree(t, whole))
+	if s := readState(t, dst); s.Pending || !s.ChangeDumpUntil.Equal(at(3, 0)) {
+		t.Errorf("state after the resumed run: %+v, want until %s", s, at(3, 0))
+	}
 }

@@ -41,7 +41,7 @@ type pkgRun struct {
 	actions    []*action // in manifest order
 	byBits     map[*verify.Bitstream]*action
 	failed     int
-	old        int // changes at or before the state, not applied again
+	old        int // changes of a package the state says is applied
 	lastChange time.Time
 	recs       []record
 	m          *verify.Meter // progress
@@ -134,18 +134,14 @@ func (p *pkgRun) isChange() bool {
 // plan turns manifest entries into actions on targets. In a Change Dump
 // Manifest, later entries for a target supersede earlier ones: only the
 // last change of each target is applied, which ends in the same tree as
-// applying them all in order. Changes the state says were applied are
-// left out.
+// applying them all in order. A Change Dump package that does not apply
+// (changesApply) gets no actions.
 func (p *pkgRun) plan() {
+	if p.isChange() && !p.changesApply() {
+		return
+	}
 	last := map[string]*action{}
 	for _, b := range p.pkg.Bitstreams {
-		if p.isChange() && b.URL.Lastmod.After(p.lastChange) {
-			p.lastChange = b.URL.Lastmod
-		}
-		if p.isChange() && !p.u.state.applies(b.URL.Lastmod) {
-			p.old++
-			continue
-		}
 		a := p.actionFor(b, last)
 		if a == nil {
 			continue
@@ -153,10 +149,6 @@ func (p *pkgRun) plan() {
 		last[a.target] = a
 		p.actions = append(p.actions, a)
 		p.byBits[b] = a
-	}
-	if p.old > 0 {
-		p.rep.Report(verify.Finding{Severity: verify.OK, Check: CheckSkipped, Source: p.ref.Loc,
-			Msg: fmt.Sprintf("%d changes at or before %s were applied by an earlier run", p.old, resourcesync.FormatTime(p.u.state.ChangeDumpUntil))})
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/verify"
@@ -33,6 +34,15 @@ type Sequence struct {
 	done    map[int]string // arrived, not yet unpacked: position → path
 	next    int
 	stopped string // the Change Dump package that failed, holding back the rest
+	// snap is what the packages unpacked so far make of the tree: while
+	// every one is a Resource Dump package of one at, unpacked without a
+	// problem, the tree becomes a snapshot at that time once the last is.
+	snap snapshot
+}
+
+type snapshot struct {
+	at     time.Time
+	broken bool // a package failed, was not a Resource Dump's, or had another at
 }
 
 // NewSequence returns a Sequence that unpacks into dir with opts the
@@ -67,8 +77,13 @@ func (s *Sequence) Arrived(ctx context.Context, name, path string) error {
 		n := s.names[s.next]
 		s.next++
 		res, err := s.unpack(ctx, p)
-		if err != nil && !isResourcePackage(p) {
+		isResource, at := resourcePackage(p)
+		if err != nil && !isResource {
 			s.stopped = n
+		}
+		s.snap.add(isResource && err == nil, at)
+		if s.next == len(s.names) && err == nil {
+			err = s.snap.record(s.dir, s.opts, n)
 		}
 		if n == name {
 			mine = err
@@ -80,18 +95,44 @@ func (s *Sequence) Arrived(ctx context.Context, name, path string) error {
 	return mine
 }
 
-// isResourcePackage reports whether the package at path has a Resource
+// resourcePackage reports whether the package at path has a Resource
 // Dump Manifest, whose failure holds nothing back: such a package does not
 // move the state. A package that cannot be read might be a Change Dump
-// package, so it counts as one.
-func isResourcePackage(path string) bool {
+// package, so it counts as one. It returns the manifest's at.
+func resourcePackage(path string) (bool, time.Time) {
 	ra, size, closeFn, err := verify.OpenLocation(path)
 	if err != nil {
-		return false
+		return false, time.Time{}
 	}
 	defer closeFn()
 	pkg, err := verify.OpenPackage(ra, size, path, "", verify.Limits{}, verify.NewReporter(nil))
-	return err == nil && pkg.Header.MD.Capability == resourcesync.CapResourceDumpManifest
+	if err != nil || pkg.Header.MD.Capability != resourcesync.CapResourceDumpManifest {
+		return false, time.Time{}
+	}
+	return true, pkg.Header.MD.At
+}
+
+func (sn *snapshot) add(ok bool, at time.Time) {
+	switch {
+	case !ok || at.IsZero() || !sn.at.IsZero() && !at.Equal(sn.at):
+		sn.broken = true
+	default:
+		sn.at = at
+	}
+}
+
+// record makes the tree a snapshot at the packages' at, as Unpack of their
+// dump document does, once all of them unpacked without a problem: a
+// Change Dump then continues from it. One package alone does not (see
+// rewind): only the whole dump is a snapshot.
+func (sn *snapshot) record(dir string, opts Options, last string) error {
+	if sn.broken || sn.at.IsZero() || opts.DryRun {
+		return nil
+	}
+	if err := recordSnapshot(dir, sn.at); err != nil {
+		return fmt.Errorf("unpacking %s: recording the snapshot: %w", last, err)
+	}
+	return nil
 }
 
 func (s *Sequence) unpack(ctx context.Context, path string) (*Result, error) {

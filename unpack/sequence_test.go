@@ -65,6 +65,7 @@ func TestGetUnpackStopsAtFailedChangePackage(t *testing.T) {
 	for _, order := range [][]int{{0, 1, 2}, {0, 2, 1}} {
 		tree := t.TempDir()
 		os.WriteFile(filepath.Join(tree, "local.txt"), []byte("not from the Source"), 0o644)
+		writeState(t, tree, unpack.State{ResourceDumpAt: at(1)}) // the baseline the changes continue
 		results, u := packagesFor(t, tree, zips)
 		for _, i := range order {
 			err := u.Arrived(context.Background(), results[i].Name, results[i].Path)
@@ -122,5 +123,43 @@ func TestGetUnpackLeftoversNameMissingPackage(t *testing.T) {
 	err := u.Leftovers()
 	if err == nil || !strings.Contains(err.Error(), "p1.zip was not downloaded: p2.zip") {
 		t.Errorf("leftovers: %v", err)
+	}
+}
+
+// Once every package of a Resource Dump has been unpacked, as get
+// --unpack does, the tree is a snapshot at the dump's at, and a Change Dump
+// continues from it; a failed package leaves no snapshot.
+func TestSequenceRecordsSnapshot(t *testing.T) {
+	a, _ := vt.Package(t, []vt.File{{Rel: "a.txt", Data: "a1"}})
+	b, _ := vt.Package(t, []vt.File{{Rel: "b.txt", Data: "b1"}})
+	_, m := vt.Package(t, []vt.File{{Rel: "x.txt", Data: "x1"}})
+	bad := vt.Zip(t, []vt.Entry{{Name: "resources/x.txt", Data: []byte("zz"), Method: zip.Deflate}, {Name: "manifest.xml", Data: m, Method: zip.Deflate}})
+	for _, c := range []struct {
+		zips [][]byte
+		want time.Time
+	}{{[][]byte{a, b}, vt.Time}, {[][]byte{a, bad}, time.Time{}}} {
+		tree := t.TempDir()
+		results, seq := packagesFor(t, tree, c.zips)
+		for i := len(results) - 1; i >= 0; i-- { // the last one first: the snapshot waits for all
+			seq.Arrived(context.Background(), results[i].Name, results[i].Path)
+		}
+		var s unpack.State
+		if _, err := os.Stat(filepath.Join(tree, ".rsdump", "state.json")); err == nil || !c.want.IsZero() {
+			s = readState(t, tree)
+		}
+		if !s.ResourceDumpAt.Equal(c.want) {
+			t.Errorf("state %+v, want a snapshot at %v", s, c.want)
+		}
+	}
+	tree := t.TempDir()
+	results, seq := packagesFor(t, tree, [][]byte{a, b})
+	for _, r := range results {
+		if err := seq.Arrived(context.Background(), r.Name, r.Path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := vt.ChangePackage{From: vt.Time, Until: vt.Time.Add(time.Hour), Changes: []vt.File{{Rel: "c.txt", Data: "c1", Change: resourcesync.ChangeCreated, Lastmod: vt.Time.Add(time.Minute)}}}
+	if res, fs := run(t, vt.ChangeDump(t, t.TempDir(), []vt.ChangePackage{p}), tree, unpack.Options{}); res.Problems() != 0 || res.Written != 1 {
+		t.Errorf("Change Dump after get --unpack: %+v\n%s", res, dump(fs))
 	}
 }

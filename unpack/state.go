@@ -2,6 +2,7 @@ package unpack
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -180,6 +181,23 @@ func (d *dest) appendLog(recs []record) error {
 	return err
 }
 
+// logPath returns the path a written-log line records, as appendLog
+// writes it, without decoding the rest: the log holds a line for every
+// file ever written, and a lookup wants a few of them. ok is false when
+// the path is escaped, or the line is not of that shape: decode it whole.
+func logPath(line []byte) (p []byte, ok bool) {
+	const prefix = `{"path":"`
+	rest, found := bytes.CutPrefix(line, []byte(prefix))
+	if !found {
+		return nil, false
+	}
+	i := bytes.IndexByte(rest, '"')
+	if i < 0 || bytes.IndexByte(rest[:i], '\\') >= 0 {
+		return nil, false
+	}
+	return rest[:i], true
+}
+
 // lookupLog returns the last record of each wanted path. The log is read
 // once, front to back, holding only the wanted paths: a package's
 // deletions, at most 50,000.
@@ -199,7 +217,7 @@ func (d *dest) lookupLog(want map[string]bool) (map[string]record, error) {
 		var rec record
 		// A line that does not decode is the torn end of a crashed append,
 		// or damage: the records around it still count.
-		if json.Unmarshal(line, &rec) == nil && want[rec.Path] {
+		if p, ok := logPath(line); (!ok || want[string(p)]) && json.Unmarshal(line, &rec) == nil && want[rec.Path] {
 			out[rec.Path] = rec
 		}
 		if err == io.EOF {
@@ -209,4 +227,20 @@ func (d *dest) lookupLog(want map[string]bool) (map[string]record, error) {
 			return nil, err
 		}
 	}
+}
+
+// recordSnapshot records in dir's state that every package of a Resource
+// Dump taken at `at` is applied, as unpacking its document does.
+func recordSnapshot(dir string, at time.Time) error {
+	d, err := openDest(dir, false, true)
+	if err != nil {
+		return err
+	}
+	defer d.close()
+	s, err := d.loadState()
+	if err != nil {
+		return err
+	}
+	s.ResourceDumpAt, s.ChangeDumpUntil, s.Pending = at, time.Time{}, false
+	return d.saveState(s)
 }

@@ -40,6 +40,11 @@ type Options struct {
 	// DryRun reads the manifests and the tree and reports what would
 	// change, writing nothing. Bitstreams are not read.
 	DryRun bool
+	// AllowGap applies a Change Dump package that starts after the last
+	// change the tree's state records, or a Change Dump to a tree with no
+	// baseline, reporting a warning instead of an error. The changes in
+	// the gap are missing from the tree; the state moves past them.
+	AllowGap bool
 	verify.Limits
 	Jobs   int          // Resource Dump packages unpacked at once; default GOMAXPROCS
 	Client *http.Client // for documents read over HTTP; default transfer.NewClient(Transfer)
@@ -205,12 +210,39 @@ func (u *unpacker) directory(ctx context.Context, dir string) error {
 	} else {
 		u.reportUnlisted(ctx, docs, zips)
 	}
+	withChanges := hasChangeDump(ctx, docs)
 	for _, d := range docs {
+		if withChanges && u.skipSnapshot(ctx, d) {
+			continue
+		}
 		if err := u.run(ctx, d); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+func hasChangeDump(ctx context.Context, docs []string) bool {
+	for _, d := range docs {
+		if h, err := resourcesync.Peek(ctx, d); err == nil && h.MD.Capability == resourcesync.CapChangeDump {
+			return true
+		}
+	}
+	return false
+}
+
+// skipSnapshot says whether doc, in a directory that also holds a Change
+// Dump, is a Resource Dump the tree already holds (or has moved past): it
+// is not applied again, and only the changes after the tree's state are.
+// Given on its own, a Resource Dump is always applied, to repair a tree.
+func (u *unpacker) skipSnapshot(ctx context.Context, doc string) bool {
+	h, err := resourcesync.Peek(ctx, doc)
+	if err != nil || h.MD.Capability != resourcesync.CapResourceDump || !u.snapshotHeld(h.MD.At) {
+		return false
+	}
+	u.rep.Report(verify.Finding{Severity: verify.OK, Check: CheckSkipped, Source: doc,
+		Msg: fmt.Sprintf("Resource Dump at %s not applied: the tree already holds %s; only the changes after it apply", ftime(h.MD.At), u.state.describe())})
+	return true
 }
 
 // reportUnlisted warns of packages in the directory that no document
@@ -243,10 +275,10 @@ func (u *unpacker) loadState() error {
 
 // saveState records s unless this is a dry run.
 func (u *unpacker) saveState(s State) error {
+	u.state = s // a dry run follows the state a real run would reach
 	if u.opts.DryRun {
 		return nil
 	}
-	u.state = s
 	return u.dest.saveState(s)
 }
 
@@ -345,26 +377,34 @@ func (u *unpacker) markPending() error {
 }
 
 // changeDump applies the packages one after the other, in document
-// order, skipping those whose changes the state says are applied. It
-// stops at the first package that fails: applying later changes over a
-// missing one could leave a state no Source ever had, and the state must
-// not move past it.
+// order, skipping those whose changes the state says are applied (the
+// rules are in changes.go). It stops at the first package that fails or
+// leaves a gap: applying later changes over a missing one could leave a
+// state no Source ever had, and the state must not move past it.
 func (u *unpacker) changeDump(ctx context.Context, d *verify.Dump) error {
+	verify.Announce(d.Packages, u.opts.Total)
+	if !u.checkChain(d) {
+		u.stopAfter(d.Packages, "the Change Dump's packages do not follow one another")
+		return nil
+	}
 	if err := u.markPending(); err != nil {
 		return err
 	}
-	verify.Announce(d.Packages, u.opts.Total)
 	for i, ref := range d.Packages {
 		if until := ref.Until(); !until.IsZero() && !u.state.applies(until) {
 			u.skipPackage(ref, "its changes are already applied (until "+resourcesync.FormatTime(until)+")")
 			continue
+		}
+		if from, _ := refWindow(ref); !from.IsZero() && !u.continues(u.rep, ref, from) {
+			u.stopAfter(d.Packages[i:], "it does not continue from the tree's state")
+			break
 		}
 		out, err := u.unpackPackage(ctx, ref, claimed{})
 		if err != nil {
 			return err
 		}
 		if !out.ok {
-			u.stopAfter(d.Packages[i+1:])
+			u.stopAfter(d.Packages[i+1:], "an earlier package of the Change Dump failed")
 			break
 		}
 		if err := u.advance(ref.Until(), out.lastChange, d.Source); err != nil {
@@ -381,11 +421,12 @@ func (u *unpacker) skipPackage(ref verify.PackageRef, why string) {
 	u.rep.Report(verify.Finding{Severity: verify.OK, Check: CheckSkipped, Source: ref.Loc, URI: ref.Entry.Loc, Msg: "package skipped: " + why})
 }
 
-func (u *unpacker) stopAfter(rest []verify.PackageRef) {
+// stopAfter reports the packages left unapplied, and why.
+func (u *unpacker) stopAfter(rest []verify.PackageRef, why string) {
 	for _, ref := range rest {
 		verify.NewMeter(u.opts.Progress, ref).Finish()
 		u.rep.Report(verify.Finding{Severity: verify.Error, Check: CheckSkipped, Source: ref.Loc, URI: ref.Entry.Loc,
-			Msg: "package not applied: an earlier package of the Change Dump failed"})
+			Msg: "package not applied: " + why})
 	}
 }
 

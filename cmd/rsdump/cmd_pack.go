@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rsdump/rsdump/pack"
@@ -16,6 +18,8 @@ import (
 
 const packHelp = `Usage: rsdump pack SRC --base-url URL -o OUTDIR [flags]
        rsdump pack --changes [--since BASELINE] [--checksum] SRC --base-url URL -o OUTDIR [flags]
+       rsdump pack --shard K/N SRC --base-url URL -o OUT [flags]   (N machines, K = 1..N)
+       rsdump pack --merge --base-url URL -o OUT [flags]           (once every shard completed)
 
 Writes a ResourceSync Resource Dump of every regular file under SRC:
 OUTDIR/resourcedump-00001.zip, ... each with manifest.xml at its top level
@@ -46,15 +50,25 @@ chronological order; OUTDIR/changedump.xml lists them, and each run adds
 its packages to it, from where the last one ended. A run that finds no
 change writes nothing and exits 0.
 
+OUTDIR may be s3://BUCKET/PREFIX (credentials and region from the AWS
+environment and config files, --s3-endpoint for other servers): each
+package is streamed into a multipart upload with a SHA-256 per part, and
+appears only once complete; a rerun resumes the uploads the journal
+records. With --shard K/N, N processes (a Slurm array, a Kubernetes
+indexed job) pack disjoint parts of SRC into one OUT, each file's part
+given by its path alone; --merge with the same flags then writes the one
+dump document, lists and state, checking that every shard completed and
+none overlaps.
+
 Exit status: 0 success, 1 failure (a file could not be read, changed while
 read, or an output could not be written), 2 usage error, 130 interrupted.
 
 Examples:
   rsdump pack ./collection --base-url https://example.org/data/ -o ./dump
   rsdump pack ./collection --base-url https://example.org/data/ -o ./dump \
-      --max-package-size 4GiB --hash md5,sha-256
-  rsdump pack ./collection --base-url https://example.org/data/ -o ./dump \
       --metalink --mirror https://mirror.example.net/dump/ --json
+  rsdump pack ./collection --base-url https://example.org/data/ -o s3://dumps/rs \
+      --s3-endpoint https://rgw.example.org --shard 2/3
 `
 
 type packFlags struct {
@@ -69,12 +83,14 @@ type packFlags struct {
 	pieceLength                                          int64
 	sourceDesc                                           bool
 	describedBy                                          string
+	shard                                                string
+	merge                                                bool
 }
 
 func runPack(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var f packFlags
 	fs := newFlags("pack")
-	fs.StringVarP(&f.out, "output", "o", "", "write the dump into `DIR` (required)")
+	fs.StringVarP(&f.out, "output", "o", "", "write the dump into `DIR` or s3://BUCKET/PREFIX (required)")
 	fs.StringVar(&f.baseURL, "base-url", "", "`URL` prefix of every bitstream's <loc> (required)")
 	fs.StringVar(&f.dumpURL, "dump-url", "", "`URL` prefix of the packages (default: the first --mirror, else the base URL)")
 	fs.StringVar(&f.capList, "capability-list", "", "`URL` of the Capability List, linked as rel=\"up\" (default: the capabilitylist.xml written in OUTDIR, at the dump URL)")
@@ -97,7 +113,14 @@ func runPack(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.IntVarP(&f.jobs, "jobs", "j", 0, "parallel readers and compressors (default: number of CPUs)")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress and no summary")
 	fs.BoolVar(&f.json, "json", false, "print a machine-readable summary on stdout")
+	fs.StringVar(&f.shard, "shard", "", "pack only the `K/N`-th of N disjoint parts of SRC (by path), into packages named after the shard; then --merge")
+	fs.BoolVar(&f.merge, "merge", false, "write the dump document, lists and state from the packages of every shard in OUT (no SRC; give the shards' flags)")
+	withS3 := s3Flag(fs)
 	if err := parse(fs, args, packHelp, stdout); err != nil {
+		return err
+	}
+	ctx, err := withS3(ctx)
+	if err != nil {
 		return err
 	}
 	opts, err := f.options(fs.Args())
@@ -109,11 +132,19 @@ func runPack(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 func (f *packFlags) options(args []string) (pack.Options, error) {
 	var o pack.Options
-	if len(args) != 1 {
+	switch {
+	case f.merge && (len(args) != 0 || f.shard != "" || f.changes):
+		return o, usagef("--merge takes no SRC, --shard or --changes: it reads the shards' output in -o OUT")
+	case !f.merge && len(args) != 1:
 		return o, usagef("pack takes one source directory, got %d arguments", len(args))
 	}
 	if f.out == "" || f.baseURL == "" {
 		return o, usagef("pack needs -o OUTDIR and --base-url URL")
+	}
+	if isURLish(f.out) {
+		if err := checkOutput(f.out); err != nil {
+			return o, err
+		}
 	}
 	if err := errors.Join(checkURL("--base-url", f.baseURL), checkURL("--dump-url", f.dumpURL), checkURL("--capability-list", f.capList), checkURL("--describedby", f.describedBy)); err != nil {
 		return o, usageError{err}
@@ -141,6 +172,16 @@ func (f *packFlags) options(args []string) (pack.Options, error) {
 	}
 	if err := f.metalinkOptions(&o); err != nil {
 		return o, err
+	}
+	if f.shard != "" {
+		k, n, ok := strings.Cut(f.shard, "/")
+		var err1, err2 error
+		if o.Shard, err1 = strconv.Atoi(k); ok {
+			o.Shards, err2 = strconv.Atoi(n)
+		}
+		if !ok || err1 != nil || err2 != nil || o.Shards < 1 || o.Shard < 1 || o.Shard > o.Shards {
+			return o, usagef("--shard %q: want K/N with 1 <= K <= N", f.shard)
+		}
 	}
 	if f.at != "" {
 		if o.At, err = resourcesync.ParseTime(f.at); err != nil {
@@ -206,7 +247,13 @@ func doPack(ctx context.Context, src string, f packFlags, o pack.Options, stdout
 			}
 		}()
 	}
-	res, err := pack.Pack(ctx, src, f.out, o)
+	var res *pack.Result
+	var err error
+	if f.merge {
+		res, err = pack.Merge(ctx, f.out, o)
+	} else {
+		res, err = pack.Pack(ctx, src, f.out, o)
+	}
 	p.done()
 	var se *pack.SourceError
 	if errors.As(err, &se) {

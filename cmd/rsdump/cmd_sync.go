@@ -70,7 +70,12 @@ func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.Float64Var(&f.maxRatio, "max-ratio", verify.DefaultMaxRatio, "refuse entries that inflate more than `N` times their compressed size")
 	fs.BoolVarP(&f.verb, "verbose", "v", false, "print a line for every file written, found present or deleted")
 	f.register(fs)
+	withS3 := s3Flag(fs)
 	if err := parse(fs, args, syncHelp, stdout); err != nil {
+		return err
+	}
+	ctx, err := withS3(ctx)
+	if err != nil {
 		return err
 	}
 	source, err := f.check(fs.Args())

@@ -42,9 +42,18 @@ package is committed unless the whole package verified.
 
 Change Dumps are applied in manifest order, package after package, in the
 order of changedump.xml; a deleted change removes a file only when it is
-the one rsdump wrote there. DIR/.rsdump/state.json records the last until
-applied, so running again is idempotent and a later Change Dump continues
-from there.
+the one rsdump wrote there. DIR/.rsdump/state.json records the Resource
+Dump's at and then the last until applied: packages up to it are skipped,
+so running again changes nothing, and a later Change Dump continues from
+there. A package must start (from) at or before that time: a later start
+is a gap, and an error naming both times, as is a Change Dump applied to a
+DIR with no state (no baseline: unpack the Resource Dump first).
+--allow-gap applies it anyway, with a warning: the changes in the gap are
+then missing from DIR. Packages of one Change Dump that are out of order
+or overlap are an error naming them, and none is applied. Given a
+directory holding both a Resource Dump and a Change Dump (a pack output
+directory), unpack applies the Resource Dump, unless DIR already holds it
+or a later state, then the changes after it.
 
 Exit status: 0 everything applied, 1 problems found (a bitstream refused,
 a deletion refused, a package that failed, a malformed or oversized
@@ -53,7 +62,7 @@ unreadable source, unwritable DIR), 130 interrupted; run again to resume.
 
 Examples:
   rsdump unpack ./dump/resourcedump.xml --dest ./tree --base-url https://example.org/data/
-  rsdump unpack resourcedump-00001.zip --dest ./tree --layout path
+  rsdump unpack ./out --dest ./tree --base-url https://example.org/data/
   rsdump unpack https://example.org/dump/changedump.xml --dest ./tree --base-url https://example.org/data/ --dry-run
 `
 
@@ -63,6 +72,7 @@ type unpackFlags struct {
 	maxRatio              float64
 	jobs                  int
 	atomic, dryRun, verb  bool
+	allowGap              bool
 }
 
 func runUnpack(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -72,12 +82,18 @@ func runUnpack(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&f.baseURL, "base-url", "", "`URL` prefix the Source used; a bitstream lands at its URI relative to it")
 	fs.StringVar(&f.layout, "layout", "url", "place bitstreams by `url` (relative to --base-url) or by manifest path")
 	fs.BoolVar(&f.atomic, "atomic-package", false, "commit nothing from a package unless every bitstream in it verified")
+	fs.BoolVar(&f.allowGap, "allow-gap", false, "apply Change Dump packages that do not continue from DIR's state (or with no baseline), with a warning")
 	fs.BoolVarP(&f.dryRun, "dry-run", "n", false, "read the manifests and DIR and report what would change; write nothing")
 	fs.Float64Var(&f.maxRatio, "max-ratio", verify.DefaultMaxRatio, "refuse entries that inflate more than `N` times their compressed size")
 	fs.IntVarP(&f.jobs, "jobs", "j", 0, "Resource Dump packages unpacked at once (default: number of CPUs)")
 	fs.BoolVarP(&f.verb, "verbose", "v", false, "print a line for every file written, found present or deleted")
 	f.register(fs)
+	withS3 := s3Flag(fs)
 	if err := parse(fs, args, unpackHelp, stdout); err != nil {
+		return err
+	}
+	ctx, err := withS3(ctx)
+	if err != nil {
 		return err
 	}
 	opts, err := f.options(fs.Args())
@@ -115,7 +131,7 @@ func (f *unpackFlags) options(args []string) (unpack.Options, error) {
 	if err != nil {
 		return o, usageError{err}
 	}
-	return unpack.Options{Mapper: m, AtomicPackage: f.atomic, DryRun: f.dryRun,
+	return unpack.Options{Mapper: m, AtomicPackage: f.atomic, DryRun: f.dryRun, AllowGap: f.allowGap,
 		Limits: verify.Limits{MaxRatio: f.maxRatio}, Jobs: f.jobs, Transfer: transfer.Options{StallTimeout: f.stall}}, nil
 }
 

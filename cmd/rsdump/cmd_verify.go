@@ -86,7 +86,12 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&f.layout, "layout", "url", "with --tree: where files are, by `url` (relative to --base-url) or manifest path")
 	fs.Float64Var(&f.maxRatio, "max-ratio", verify.DefaultMaxRatio, "refuse entries that inflate more than `N` times their compressed size")
 	fs.IntVarP(&f.jobs, "jobs", "j", 0, "packages verified at once (default: number of CPUs)")
+	withS3 := s3Flag(fs)
 	if err := parse(fs, args, verifyHelp, stdout); err != nil {
+		return err
+	}
+	ctx, err := withS3(ctx)
+	if err != nil {
 		return err
 	}
 	if err := f.check(fs.Args()); err != nil {
@@ -112,7 +117,7 @@ func (f *verifyFlags) check(args []string) error {
 	}
 	for _, t := range args {
 		if isURLish(t) {
-			if err := checkURL("TARGET", t); err != nil {
+			if err := checkSource("TARGET", t); err != nil {
 				return err
 			}
 		}

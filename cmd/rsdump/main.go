@@ -17,6 +17,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/pflag"
+
+	"github.com/rsdump/rsdump/s3"
 )
 
 // Exit codes, the same for every command.
@@ -211,12 +213,24 @@ func checkURL(what, v string) error {
 	return nil
 }
 
+// checkSource is checkURL for what rsdump reads, which may also be an
+// object in S3.
+func checkSource(what, v string) error {
+	if !s3.IsURL(v) {
+		return checkURL(what, v)
+	}
+	if _, _, err := s3.Split(v); err != nil {
+		return usagef("%s: %v", what, err)
+	}
+	return nil
+}
+
 // checkSources refuses, as usage errors, a SOURCE meant as a URL that is
 // not an absolute http(s) one, and such a --base-url.
 func checkSources(args []string, baseURL string) error {
 	for _, s := range args {
 		if isURLish(s) {
-			if err := checkURL("SOURCE", s); err != nil {
+			if err := checkSource("SOURCE", s); err != nil {
 				return err
 			}
 		}
@@ -226,7 +240,7 @@ func checkSources(args []string, baseURL string) error {
 
 // isURLish says whether an argument is meant as a URL rather than a path.
 func isURLish(s string) bool {
-	return strings.HasPrefix(s, "http:") || strings.HasPrefix(s, "https:")
+	return strings.HasPrefix(s, "http:") || strings.HasPrefix(s, "https:") || strings.HasPrefix(s, s3.Scheme+":")
 }
 
 // newFlags returns a FlagSet whose errors the caller reports.

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rsdump/rsdump/internal/s3x"
+	"github.com/rsdump/rsdump/s3"
 	"github.com/rsdump/rsdump/version"
 )
 
@@ -91,7 +93,9 @@ func Default() *http.Client { return defaultClient() }
 // http.Transport with o's timeouts and pools, behind a wrapper that sets
 // the User-Agent and watches response bodies for stalls. It speaks
 // HTTP/1.1 only (its own dialer turns off net/http's automatic HTTP/2), so
-// that connections per host are what transfer's budget counts.
+// that connections per host are what transfer's budget counts. It also
+// serves s3://BUCKET/KEY GET and HEAD requests, signed for the s3.Config
+// of their context (internal/s3x).
 func NewTransport(o Options) http.RoundTripper {
 	o = o.withDefaults()
 	t := &http.Transport{
@@ -107,7 +111,11 @@ func NewTransport(o Options) http.RoundTripper {
 		DisableCompression:    o.DisableCompression,
 		ExpectContinueTimeout: time.Second,
 	}
-	return &transport{base: t, stall: o.StallTimeout, ua: version.UserAgent()}
+	tr := &transport{base: t, stall: o.StallTimeout, ua: version.UserAgent()}
+	// s3:// URLs are signed and sent through the same transport; the
+	// SDK's credential look-ups go through it too.
+	t.RegisterProtocol(s3.Scheme, s3x.NewRoundTripper(t, &http.Client{Transport: tr, CheckRedirect: checkRedirect(o.MaxRedirects)}))
+	return tr
 }
 
 // checkRedirect follows at most max redirects, and only to http or https.

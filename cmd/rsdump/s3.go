@@ -1,0 +1,38 @@
+package main
+
+import (
+	"context"
+
+	"github.com/spf13/pflag"
+
+	"github.com/rsdump/rsdump/s3"
+)
+
+// s3Flag registers --s3-endpoint on a command that reads or writes
+// s3://BUCKET/KEY, and returns a function giving the command's context
+// the setting once flags are parsed.
+func s3Flag(fs *pflag.FlagSet) func(context.Context) (context.Context, error) {
+	var endpoint string
+	fs.StringVar(&endpoint, "s3-endpoint", "", "reach s3://BUCKET/KEY at the S3-compatible server `URL`, path-style (default: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the AWS profile, else AWS); credentials and region come from the AWS environment and config files")
+	return func(ctx context.Context) (context.Context, error) {
+		if endpoint == "" {
+			return ctx, nil
+		}
+		if err := s3.CheckEndpoint(endpoint); err != nil {
+			return ctx, usagef("--s3-endpoint: %v", err)
+		}
+		return s3.WithConfig(ctx, s3.Config{Endpoint: endpoint}), nil
+	}
+}
+
+// checkOutput refuses, as a usage error, an output URL that is not
+// s3://BUCKET[/PREFIX]: pack writes to a directory or a bucket.
+func checkOutput(out string) error {
+	if !s3.IsURL(out) {
+		return usagef("-o %q: pack writes to a directory or s3://BUCKET/PREFIX", out)
+	}
+	if _, _, err := s3.Split(out); err != nil {
+		return usagef("-o: %v", err)
+	}
+	return nil
+}
