@@ -8,6 +8,8 @@
 # content and a new mtime; then `pack --changes` and resync's change list,
 # each timed on that same changed tree.
 # Usage: benchmarks/changes.sh [RUNS] [FILES] [SIZE]
+#   SIZE: bytes per file (default 4096), or mixMEAN for files of mixed
+#   sizes around MEAN bytes (genmixed in lib.sh)
 #   (data goes to $BENCH_DIR, default /tmp/rsdump-bench)
 # Needs: go, python3 with python3-dateutil python3-defusedxml python3-requests,
 # GNU time (/usr/bin/time).
@@ -23,8 +25,10 @@ cd "$ROOT"
 go build -o "$W/rsdump" ./cmd/rsdump
 RSDUMP="$W/rsdump"
 . "$ROOT/benchmarks/lib.sh"
-SRC="$W/chg$FILES"
-gen "$SRC" "$FILES" "$SIZE"
+case $SIZE in
+mix*) SRC="$W/mix$FILES-${SIZE#mix}"; genmixed "$SRC" "$FILES" "${SIZE#mix}" ;;
+*) SRC="$W/chg$FILES"; gen "$SRC" "$FILES" "$SIZE" ;;
+esac
 BASE=http://127.0.0.1/rs/
 
 secs() { # secs CMD ARGS...: wall seconds; peak RSS KB to $W/rss
@@ -50,7 +54,7 @@ PY
 resync() { PYTHONPATH="$PEER" /usr/bin/python3 "$PEER/$1" "${@:2}"; }
 
 echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(go version | cut -d' ' -f3)"
-echo "tree: $FILES files of $SIZE bytes, 1% changed per run"
+echo "tree: $FILES files of $SIZE bytes ($(du -sh "$SRC" | cut -f1)), 1% changed per run"
 full=(); chg=(); rs=(); rssfull=(); rsschg=()
 for i in $(seq "$RUNS"); do
   rm -rf "$W/chgout"

@@ -19,3 +19,43 @@ PY
 
 # median: the median of the numbers on stdin, one a line.
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+
+# genmixed DIR COUNT MEAN_BYTES: like gen, but of mixed sizes, exponentially
+# distributed around MEAN_BYTES (seeded: the same tree every time), as a
+# typical collection has many small files and a few large ones.
+genmixed() {
+  [ -d "$1" ] && return
+  python3 - "$1.tmp" "$2" "$3" <<'PY'
+import os, random, shutil, sys
+d, n, mean = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+shutil.rmtree(d, ignore_errors=True)
+rng = random.Random(12)
+for i in range(n):
+    sub = os.path.join(d, 'd%04d' % (i // 128))
+    os.makedirs(sub, exist_ok=True)
+    with open(os.path.join(sub, 'f%06d.bin' % i), 'wb') as f:
+        f.write(os.urandom(int(rng.expovariate(1 / mean))))
+PY
+  mv "$1.tmp" "$1"
+}
+
+# gen_small DIR COUNT: COUNT files of about 41 bytes, all different, in
+# 100 x 100 directories (DIR/a00/b00/r0000000.txt, ...); kept if DIR exists.
+gen_small() {
+  [ -d "$1" ] && return
+  python3 - "$1.tmp" "$2" <<'PY'
+import os, shutil, sys
+d, n = sys.argv[1], int(sys.argv[2])
+shutil.rmtree(d, ignore_errors=True)
+per = max(1, -(-n // 10000))
+for i in range(n):
+    leaf = i // per
+    sub = os.path.join(d, 'a%02d' % (leaf // 100 % 100), 'b%02d' % (leaf % 100))
+    if i % per == 0:
+        os.makedirs(sub, exist_ok=True)
+    fd = os.open(os.path.join(sub, 'r%07d.txt' % i), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.write(fd, b'record %07d of the small-file benchmark\n' % i)
+    os.close(fd)
+PY
+  mv "$1.tmp" "$1"
+}

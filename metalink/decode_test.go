@@ -338,18 +338,14 @@ func TestDecodeMillionPieces(t *testing.T) {
 }
 
 // TestDecodeScalesLinearly guards against quadratic behaviour: ten times
-// the files must cost about ten times the allocation, and 100,000 files
-// must decode well within a generous deadline.
+// the files must cost about ten times the allocation. Allocation, not
+// time: a shared machine's load makes any deadline flaky.
 func TestDecodeScalesLinearly(t *testing.T) {
 	if testing.Short() {
 		t.Skip("decodes a 100,000-file document")
 	}
 	small := allocBytes(t, manyFiles(10_000))
-	start := time.Now()
 	big := allocBytes(t, manyFiles(100_000))
-	if d := time.Since(start); d > 30*time.Second {
-		t.Errorf("100,000 files took %v", d)
-	}
 	if ratio := float64(big) / float64(small); ratio > 15 {
 		t.Errorf("allocation grew %.1f times for 10 times the files", ratio)
 	}

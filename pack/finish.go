@@ -71,16 +71,18 @@ func (r *run) writeChangeState(until time.Time) error {
 	// baseline has them, changed ones as packed. Nothing is read again.
 	list := newListWriter(r.opts, r.out, resourcesync.CapResourceList, ResourceListName)
 	defer list.abort()
+	feed := r.feedList(list)
 	add := func(rec record) error {
 		if err := sw.add(rec); err != nil {
 			return err
 		}
-		if len(r.pkgs) == 0 {
-			return nil
-		}
-		return list.add(stateEntry(r.opts, rec))
+		return feed.add(rec)
 	}
-	if err := mergeState(newRecReader(r.chg.walk, f), &lastOnly{src: packed}, add); err != nil {
+	err = mergeState(newRecReader(r.chg.walk, f), &lastOnly{src: packed}, add)
+	if ferr := feed.close(); err == nil {
+		err = ferr
+	}
+	if err != nil {
 		sw.abort()
 		return err
 	}
@@ -101,6 +103,54 @@ func (r *run) writeChangeState(until time.Time) error {
 	// Last: until the state names the new time, a rerun after a kill has
 	// the same baseline, and so the same journal.
 	return sw.commit()
+}
+
+// listFeed hands the new state's files to the Resource List, which
+// encodes them on its own goroutine, beside the state's writing: the XML
+// is most of the work. Batches bound what is in flight.
+type listFeed struct {
+	batch []record
+	send  chan []record
+	err   chan error
+}
+
+const feedBatch = 512
+
+// feedList starts the Resource List's goroutine; a run that packed
+// nothing writes no Resource List, and the feed drops the files.
+func (r *run) feedList(list *listWriter) *listFeed {
+	f := &listFeed{send: make(chan []record, 2), err: make(chan error, 1)}
+	go func() {
+		var err error
+		for batch := range f.send {
+			for i := range batch {
+				if err == nil && len(r.pkgs) > 0 {
+					err = list.add(stateEntry(r.opts, batch[i]))
+				}
+			}
+		}
+		f.err <- err
+	}()
+	return f
+}
+
+func (f *listFeed) add(rec record) error {
+	f.batch = append(f.batch, rec)
+	if len(f.batch) == feedBatch {
+		f.send <- f.batch
+		f.batch = make([]record, 0, feedBatch)
+	}
+	return nil
+}
+
+// close hands over the last batch and waits for the Resource List's
+// goroutine: its first error, if any.
+func (f *listFeed) close() error {
+	if len(f.batch) > 0 {
+		f.send <- f.batch
+	}
+	close(f.send)
+	return <-f.err
 }
 
 // stateEntry is a file of the state as a Resource List entry.

@@ -25,36 +25,69 @@ func (p *pkgRun) apply() error {
 	if err != nil {
 		return err
 	}
-	dirs := map[string]bool{}
+	if err := p.durable(); err != nil {
+		return err
+	}
+	hook(HookDurable, 0)
+	dirs, renamed := map[string]bool{}, map[string]bool{}
 	for _, a := range p.actions {
 		switch {
 		case a.superseded || a.failed || a.present:
 		case a.b.Deleted():
 			p.delete(a, recs, dirs)
 		default:
-			p.commitOne(a, dirs)
+			hook(HookCommit, len(renamed))
+			p.commitOne(a, renamed)
 		}
 	}
-	return p.makeDurable(dirs)
+	hook(HookCommitted, 0)
+	return p.makeDurable(dirs, renamed)
 }
 
-func (p *pkgRun) commitOne(a *action, dirs map[string]bool) {
-	err := p.u.dest.commit(a.staged, a.target, a.b.URL.Lastmod, a.b.File)
+// durable makes the staged files durable, when there are any.
+func (p *pkgRun) durable() error {
+	for _, a := range p.actions {
+		if a.staged != "" {
+			if err := p.st.durable(); err != nil {
+				return fmt.Errorf("%s: syncing staged files: %w", p.u.dest.dir, err)
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
+func (p *pkgRun) commitOne(a *action, renamed map[string]bool) {
+	err := p.dirs.commit(p.st, a.staged, a.target)
 	if err != nil {
-		p.u.dest.discard(a.staged)
+		p.st.remove(a.staged)
 		a.staged = ""
 		p.refuse(a, CheckRefused, "not written: "+err.Error())
 		return
 	}
 	a.staged = ""
-	dirs[path.Dir(a.target)] = true
+	renamed[a.target] = true
 	p.u.count(func(r *Result) { r.Written++; r.Bytes += a.length }) // only bytes that landed count
 	p.report(a, verify.OK, CheckWritten, "", verify.Describe(a.b.Length, a.b.Want))
 }
 
-// makeDurable syncs the directories that got new names and appends the
-// records of what was written to the log.
-func (p *pkgRun) makeDurable(dirs map[string]bool) error {
+// makeDurable makes the new names durable, then appends the records of
+// what was written to the log. The renames are made durable by one
+// syncfs(2) of the file system they are all on (the staging directory's:
+// a rename cannot leave it), or elsewhere by syncing each directory that
+// got a new name; the directories of deleted files are synced each.
+func (p *pkgRun) makeDurable(dirs, renamed map[string]bool) error {
+	switch {
+	case len(renamed) == 0:
+	case syncfsWorks:
+		if err := syncfs(p.st.dir); err != nil {
+			return fmt.Errorf("%s: syncing the tree: %w", p.u.dest.dir, err)
+		}
+	default:
+		for rel := range renamed {
+			dirs[path.Dir(rel)] = true
+		}
+	}
 	names := make([]string, 0, len(dirs))
 	for d := range dirs {
 		names = append(names, d)
@@ -65,6 +98,7 @@ func (p *pkgRun) makeDurable(dirs map[string]bool) error {
 			return fmt.Errorf("%s: syncing %s: %w", p.u.dest.dir, d, err)
 		}
 	}
+	hook(HookSynced, 0)
 	p.u.logMu.Lock()
 	defer p.u.logMu.Unlock()
 	if err := p.u.dest.appendLog(p.committedRecords()); err != nil {

@@ -170,3 +170,24 @@ func TestSnapshotPackageRewindsState(t *testing.T) {
 	want := map[string]string{"a.txt": "a2", "c.txt": "c1", "d.txt": "d1"}
 	equalMaps(t, "tree", contents(readTree(t, dst)), want)
 }
+
+// TestCreateInDirectoryEmptiedBefore: a package deletes the last file of
+// a directory, which removes the directory, then creates a file in it:
+// the directory is made again and the file lands (a handle held open on
+// the removed directory lost it once).
+func TestCreateInDirectoryEmptiedBefore(t *testing.T) {
+	out := packDir(t, tree(t, map[string]string{"dir/d.txt": "d1", "z.txt": "z1"}), pack.Options{})
+	dst := t.TempDir()
+	if res, fs := run(t, filepath.Join(out, pack.DumpName), dst, unpack.Options{}); res.Problems() != 0 {
+		t.Fatalf("baseline: %+v\n%s", res, dump(fs))
+	}
+	doc := verifytest.ChangeDump(t, t.TempDir(), []verifytest.ChangePackage{{From: at(0, 0), Until: at(1, 0), Changes: []verifytest.File{
+		change(resourcesync.ChangeUpdated, "dir/d.txt", "d2", at(0, 10)),
+		change(resourcesync.ChangeDeleted, "dir/d.txt", "", at(0, 20)),
+		change(resourcesync.ChangeCreated, "dir/e.txt", "e1", at(0, 30)),
+	}}})
+	if res, fs := run(t, doc, dst, unpack.Options{}); res.Problems() != 0 {
+		t.Fatalf("%+v\n%s", res, dump(fs))
+	}
+	equalMaps(t, "tree", contents(readTree(t, dst)), map[string]string{"dir/e.txt": "e1", "z.txt": "z1"})
+}

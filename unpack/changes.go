@@ -191,6 +191,7 @@ func (p *pkgRun) pruneDirs(rel string, dirs map[string]bool) {
 		if p.u.dest.root.Remove(d) != nil {
 			return // not empty, or not ours to remove
 		}
+		p.dirs.forget(d)
 		delete(dirs, d)
 		dirs[path.Dir(d)] = true
 	}

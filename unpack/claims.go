@@ -76,6 +76,7 @@ func (u *unpacker) surveyOne(ctx context.Context, ref verify.PackageRef, cl clai
 	if err != nil || pkg.Header.MD.Capability != resourcesync.CapResourceDumpManifest {
 		return
 	}
+	pkg.Manifest = nil // not needed here; the survey holds a package's entries while it claims them
 	for _, b := range pkg.Bitstreams {
 		if !b.Deleted() {
 			each(b.N, b.URL, b.Length, b.Want)

@@ -1,17 +1,12 @@
 package unpack
 
 import (
-	"archive/zip"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"path"
 	"sync"
-	"time"
 
 	"github.com/rsdump/rsdump/internal/atomic"
 	"github.com/rsdump/rsdump/internal/digest"
@@ -98,23 +93,6 @@ func (d *dest) close() {
 	}
 }
 
-// createTemp makes a new staging file in .rsdump/tmp. Staging there rather
-// than beside the target lets the next run find and remove what a killed
-// run left, and rename is atomic within the tree's filesystem.
-func (d *dest) createTemp() (*os.File, string, error) {
-	var b [8]byte
-	rand.Read(b[:])
-	name := path.Join(verify.StateDir, tmpDir, hex.EncodeToString(b[:])+".part")
-	f, err := d.root.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
-	return f, name, err
-}
-
-func (d *dest) discard(tmp string) {
-	if tmp != "" {
-		d.root.Remove(tmp)
-	}
-}
-
 // checkTarget refuses a target that is a symbolic link or a directory, or
 // whose parent cannot be reached inside the tree. It returns the target's
 // info, or nil when it does not exist.
@@ -123,49 +101,15 @@ func (d *dest) checkTarget(rel string) (fs.FileInfo, error) {
 		return nil, nil // a dry run into a directory that does not exist yet
 	}
 	fi, err := d.root.Lstat(rel)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, nil
-	case err != nil:
-		return nil, err
-	case fi.Mode()&fs.ModeSymlink != 0:
-		return nil, fmt.Errorf("%s is a symbolic link; not replaced", rel)
-	case !fi.Mode().IsRegular():
-		return nil, fmt.Errorf("%s exists and is not a regular file (%s)", rel, fi.Mode().Type())
-	}
-	return fi, nil
+	return targetInfo(rel, statResult{fi, err})
 }
 
-// commit gives a staged file its final name, with its modification time
-// and the permission bits its entry records, creating the parent
-// directories inside the tree.
-func (d *dest) commit(tmp, rel string, mtime time.Time, entry *zip.File) error {
-	if _, err := d.checkTarget(rel); err != nil {
-		return err
-	}
-	if err := d.setPerm(tmp, entry); err != nil {
-		return err
-	}
-	if dir := path.Dir(rel); dir != "." {
-		if err := d.root.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-	}
-	if !mtime.IsZero() {
-		if err := d.root.Chtimes(tmp, mtime, mtime); err != nil {
-			return err
-		}
-	}
-	return d.root.Rename(tmp, rel)
-}
-
-// matches reports whether rel holds length bytes with every computable
+// matches reports whether rel, whose info is fi (nil when absent), holds length bytes with every computable
 // hash of want, and returns the sums it computed. A target with no
 // computable hash never matches: it cannot be shown to be the bitstream.
-func (d *dest) matches(rel string, length int64, want digest.Set) (bool, digest.Set, error) {
-	fi, err := d.checkTarget(rel)
-	if fi == nil || err != nil || len(want.Known()) == 0 || length >= 0 && fi.Size() != length {
-		return false, nil, err
+func (d *dest) matches(rel string, fi fs.FileInfo, length int64, want digest.Set) (bool, digest.Set, error) {
+	if fi == nil || len(want.Known()) == 0 || length >= 0 && fi.Size() != length {
+		return false, nil, nil
 	}
 	sums, err := d.hash(rel, want.Known())
 	if err != nil {

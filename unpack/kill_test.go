@@ -23,6 +23,9 @@ import (
 // process they kill.
 func TestMain(m *testing.M) {
 	if os.Getenv("RSDUMP_KILL_CHILD") != "" {
+		if at := os.Getenv("RSDUMP_KILL_AT"); at != "" {
+			killAtHook(at)
+		}
 		childUnpack(os.Getenv("RSDUMP_SRC"), os.Getenv("RSDUMP_DST"))
 		return
 	}
@@ -163,5 +166,100 @@ func TestKillChangeDump(t *testing.T) {
 	equalMaps(t, "resumed tree", readTree(t, dst), readTree(t, whole))
 	if s := readState(t, dst); s.Pending || !s.ChangeDumpUntil.Equal(at(3, 0)) {
 		t.Errorf("state after the resumed run: %+v, want until %s", s, at(3, 0))
+	}
+}
+
+// killAtHook makes the child SIGKILL itself at a commit point, given as
+// "POINT N K": the Kth time (from 1) it reaches POINT with the hook's
+// count N (a number of renames at HookCommit, else 0).
+func killAtHook(at string) {
+	var point string
+	var n, k int
+	if _, err := fmt.Sscan(at, &point, &n, &k); err != nil {
+		fmt.Fprintln(os.Stderr, "RSDUMP_KILL_AT:", err)
+		os.Exit(2)
+	}
+	seen := 0
+	unpack.SetHook(func(p string, got int) {
+		if p == point && got == n {
+			if seen++; seen == k {
+				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				select {} // the signal is on its way
+			}
+		}
+	})
+}
+
+// runKilledAt runs the child on src into dst until it kills itself at
+// the commit point at (see killAtHook); it fails if the child ends
+// otherwise.
+func runKilledAt(t *testing.T, src, dst, at string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "RSDUMP_KILL_CHILD=1", "RSDUMP_KILL_AT="+at, "RSDUMP_SRC="+src, "RSDUMP_DST="+dst)
+	out, err := cmd.CombinedOutput()
+	ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if err == nil || !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("child at %q: %v, want killed by SIGKILL; output:\n%.2000s", at, err, out)
+	}
+}
+
+// TestKillAtCommitPoints kills unpack at each point of the batched commit
+// of a package (staged, durable, mid-rename, renamed, synced) and between
+// packages. After each kill, every file under a final name must be the
+// whole bitstream of a clean run (nothing partial, nothing unverified);
+// running again must end in the tree of the clean run, with the staging
+// area emptied and the state complete.
+func TestKillAtCommitPoints(t *testing.T) {
+	if testing.Short() {
+		t.Skip("subprocess test skipped with -short")
+	}
+	// Three packages of about 400 files each, some files larger than a
+	// write buffer.
+	files := manyFiles(1200, 400)
+	for i := range 5 {
+		files[fmt.Sprintf("big/%d.bin", i)] = strings.Repeat(fmt.Sprintf("%07d", i), 300<<10/7)
+	}
+	out := packDir(t, tree(t, files), pack.Options{Compress: pack.Store, MaxEntries: 410})
+	doc := filepath.Join(out, pack.DumpName)
+	whole := t.TempDir()
+	if res, fs := run(t, doc, whole, unpack.Options{}); res.Problems() != 0 || res.Packages != 3 {
+		t.Fatalf("%+v\n%s", res, dump(fs))
+	}
+	want := readTree(t, whole)
+	for _, at := range []string{
+		unpack.HookStaged + " 0 1",
+		unpack.HookDurable + " 0 1",
+		unpack.HookCommit + " 150 1",
+		unpack.HookCommitted + " 0 1",
+		unpack.HookSynced + " 0 1",
+		unpack.HookDurable + " 0 2", // the second package, the first one done
+	} {
+		t.Run(strings.Fields(at)[0]+strings.Fields(at)[2], func(t *testing.T) {
+			dst := t.TempDir()
+			runKilledAt(t, doc, dst, at)
+			got := readTree(t, dst)
+			for name, data := range got {
+				if data != want[name] {
+					t.Errorf("after the kill, %s holds %d bytes that are not its bitstream", name, len(data))
+				}
+			}
+			if (strings.HasPrefix(at, unpack.HookSynced) || strings.HasSuffix(at, " 2")) && len(got) < 400 {
+				t.Errorf("killed after a package was synced, yet only %d files are in place", len(got))
+			}
+			res, fs := run(t, doc, dst, unpack.Options{})
+			if res.Problems() != 0 {
+				t.Fatalf("resumed run: %+v\n%s", res, dump(fs))
+			}
+			equalMaps(t, "resumed tree", readTree(t, dst), want)
+			if s := readState(t, dst); s.Pending || s.ResourceDumpAt.IsZero() {
+				t.Errorf("state after the resumed run: %+v", s)
+			}
+			if left, _ := os.ReadDir(filepath.Join(dst, verify.StateDir, "tmp")); len(left) != 0 {
+				t.Errorf("staging area not emptied: %d entries left", len(left))
+			}
+		})
 	}
 }

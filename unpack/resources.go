@@ -116,12 +116,15 @@ func (l *listRun) flush(ctx context.Context) error {
 		l.lastChange = p.lastChange
 	}
 	l.u.count(func(r *Result) { r.Packages++ })
+	if l.u.dest.root != nil {
+		p.dirs = newDirs(l.u.dest.root)
+	}
+	defer p.close()
 	p.checkPresent()
 	if l.u.opts.DryRun {
 		return p.dryRun()
 	}
 	if err := p.fetchAll(ctx); err != nil {
-		p.discardAll()
 		return err
 	}
 	if err := p.apply(); err != nil {
@@ -241,20 +244,20 @@ func (p *pkgRun) fetchAll(ctx context.Context) error {
 	if n <= 0 {
 		n = defaultFetches
 	}
+	st, err := p.u.dest.newStage()
+	if err != nil {
+		return fmt.Errorf("%s: staging: %w", p.u.dest.dir, err)
+	}
+	p.st = st
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(n)
-	batch := p.u.dest.sync.batch()
 	for _, a := range p.actions {
 		if !p.needsFetch(a) {
 			continue
 		}
-		g.Go(func() error { return p.fetchOne(gctx, a, batch) })
+		g.Go(func() error { return p.fetchOne(gctx, a) })
 	}
-	err := g.Wait()
-	if werr := batch.wait(); err == nil && werr != nil {
-		err = fmt.Errorf("%s: syncing staged files: %w", p.u.dest.dir, werr)
-	}
-	return err
+	return g.Wait()
 }
 
 func (p *pkgRun) needsFetch(a *action) bool {
@@ -264,8 +267,8 @@ func (p *pkgRun) needsFetch(a *action) bool {
 // fetchOne GETs one resource into a staging file, checking its length
 // and hashes on the way; a resource that fails is refused and reported,
 // and only a cancelled context or an unwritable tree is an error.
-func (p *pkgRun) fetchOne(ctx context.Context, a *action, batch *syncBatch) error {
-	f, name, err := p.u.dest.createTemp()
+func (p *pkgRun) fetchOne(ctx context.Context, a *action) error {
+	f, name, err := p.st.create()
 	if err != nil {
 		return fmt.Errorf("%s: staging %s: %w", p.u.dest.dir, a.target, err)
 	}
@@ -277,11 +280,11 @@ func (p *pkgRun) fetchOne(ctx context.Context, a *action, batch *syncBatch) erro
 	switch {
 	case werr != nil:
 		f.Close()
-		p.u.dest.discard(name)
+		p.st.remove(name)
 		return fmt.Errorf("%s: writing %s: %w", p.u.dest.dir, a.target, werr)
 	case ctx.Err() != nil:
 		f.Close()
-		p.u.dest.discard(name)
+		p.st.remove(name)
 		return ctx.Err()
 	case ferr != nil:
 		check, why = verify.CheckRead, verify.MsgFor(ferr, a.b.URL.Loc)
@@ -297,14 +300,20 @@ func (p *pkgRun) fetchOne(ctx context.Context, a *action, batch *syncBatch) erro
 	}
 	if why != "" {
 		f.Close()
-		p.u.dest.discard(name)
+		p.st.remove(name)
 		p.recMu.Lock()
 		p.refuse(a, check, "not written: "+why+"; the file at this name is left as it was")
 		p.recMu.Unlock()
 		return nil
 	}
+	if err := p.st.seal(f, name, a.b.URL.Lastmod, nil); err != nil {
+		p.st.remove(name)
+		p.recMu.Lock()
+		p.refuse(a, CheckRefused, "not written: "+err.Error())
+		p.recMu.Unlock()
+		return nil
+	}
 	p.stagedList(a, name, n, mh.Sums())
-	batch.add(f)
 	return nil
 }
 

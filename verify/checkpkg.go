@@ -32,7 +32,7 @@ func OpenLocation(loc string) (io.ReaderAt, int64, func() error, error) {
 		f.Close()
 		return nil, 0, nil, fmt.Errorf("%s: not a regular file", loc)
 	}
-	return f, fi.Size(), f.Close, nil
+	return newReadAhead(f, fi.Size()), fi.Size(), f.Close, nil
 }
 
 // checkPackage verifies one package: its length and hash against the dump

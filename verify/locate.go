@@ -22,6 +22,11 @@ func fetch(ctx context.Context, client *http.Client, loc string) ([]byte, error)
 	}
 	defer rc.Close()
 	var buf bytes.Buffer
+	if f, ok := rc.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil {
+			buf.Grow(int(min(fi.Size(), resourcesync.MaxBytes) + 1)) // one allocation
+		}
+	}
 	n, err := io.Copy(&buf, io.LimitReader(rc, resourcesync.MaxBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", loc, err)

@@ -169,6 +169,7 @@ func findManifestElsewhere(files map[string][]*zip.File) string {
 // (CRC, sizes, expansion), bounded by the sitemap size limit.
 func (p *Package) readManifest(f *zip.File) error {
 	var buf bytes.Buffer
+	buf.Grow(int(min(f.UncompressedSize64, resourcesync.MaxBytes+1))) // one allocation, not a dozen
 	b := &Bitstream{Path: "/" + ManifestName, Length: -1, File: f}
 	res := p.read(b, &buf, resourcesync.MaxBytes)
 	if res.Severity == Error {

@@ -1,0 +1,111 @@
+package pack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// readAheadTree is wide and deep enough that the walk reads directories
+// ahead (more subdirectories than readAhead at several levels), with
+// files beside directories and names that sort around '/'.
+func readAheadTree(t *testing.T) (string, []string) {
+	files := map[string]string{}
+	for i := range 7 {
+		for j := range 6 {
+			for k := range 3 {
+				files[fmt.Sprintf("d%d/s%d/f%d", i, j, k)] = "x"
+			}
+			files[fmt.Sprintf("d%d/s%d-x", i, j)] = "y"
+		}
+		files[fmt.Sprintf("d%d-file", i)] = "z"
+	}
+	files["top"] = "t"
+	want := make([]string, 0, len(files))
+	for rel := range files {
+		want = append(want, rel)
+	}
+	// A directory the walk skips (its name cannot go in a manifest),
+	// first in the root: it must not be read ahead and hold a slot.
+	files["a\x01/f"] = "s"
+	slices.SortFunc(want, comparePaths)
+	return tree(t, files), want
+}
+
+// TestWalkReadAhead: directories read ahead on other goroutines are
+// still visited in walk order, each file once.
+func TestWalkReadAhead(t *testing.T) {
+	src, want := readAheadTree(t)
+	var got, warned []string
+	w := &walker{ctx: context.Background(), warn: func(p, m string) { warned = append(warned, p) }}
+	w.visit = func(it item) error {
+		got = append(got, it.rel)
+		if it.abs != filepath.Join(src, filepath.FromSlash(it.rel)) || it.size != 1 {
+			t.Errorf("%s: abs %s, size %d; want %s, 1", it.rel, it.abs, it.size, filepath.Join(src, it.rel))
+		}
+		return nil
+	}
+	if err := w.walk(src); err != nil {
+		t.Fatal(err)
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], `\x01`) {
+		t.Errorf("warnings for %q, want one for the directory a\\x01", warned)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("walk order:\n got %v\nwant %v", got, want)
+	}
+	if len(w.ahead) != 0 || len(w.slots) != 0 {
+		t.Errorf("after the walk: %d listings ahead, %d slots held; want none", len(w.ahead), len(w.slots))
+	}
+}
+
+// TestWalkStopsReadAhead: a walk that stops early (an error from visit)
+// returns only once every directory it was reading ahead is read.
+func TestWalkStopsReadAhead(t *testing.T) {
+	src, _ := readAheadTree(t)
+	stop := errors.New("stop")
+	for _, after := range []int{1, 5, 40} {
+		n := 0
+		w := &walker{ctx: context.Background(), warn: func(string, string) {}}
+		w.visit = func(item) error {
+			if n++; n == after {
+				return stop
+			}
+			return nil
+		}
+		if err := w.walk(src); !errors.Is(err, stop) {
+			t.Fatalf("stopped after %d files: error %v, want %v", after, err, stop)
+		}
+		if len(w.ahead) == 0 {
+			t.Errorf("stopped after %d files: nothing was read ahead", after)
+		}
+		for dir, l := range w.ahead {
+			select {
+			case <-l.done:
+			default:
+				t.Errorf("stopped after %d files: %s still being read after the walk returned", after, dir)
+			}
+		}
+	}
+}
+
+// TestWalkReadAheadCancel: a cancelled walk reports the cancellation.
+func TestWalkReadAheadCancel(t *testing.T) {
+	src, _ := readAheadTree(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	n := 0
+	w := &walker{ctx: ctx, warn: func(string, string) {}}
+	w.visit = func(item) error {
+		if n++; n == 3 {
+			cancel()
+		}
+		return nil
+	}
+	if err := w.walk(src); !errors.Is(err, context.Canceled) {
+		t.Fatalf("error %v, want %v", err, context.Canceled)
+	}
+}

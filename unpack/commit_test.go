@@ -1,0 +1,59 @@
+package unpack_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/resourcesync"
+	"github.com/rsdump/rsdump/unpack"
+	"github.com/rsdump/rsdump/verify/verifytest"
+)
+
+// commitTrace records the commit points a run passes, one letter each:
+// s staged, d durable, c a rename, C all renamed, y synced.
+func commitTrace(t *testing.T) *strings.Builder {
+	var b strings.Builder
+	letters := map[string]string{unpack.HookStaged: "s", unpack.HookDurable: "d", unpack.HookCommit: "c",
+		unpack.HookCommitted: "C", unpack.HookSynced: "y"}
+	unpack.SetHook(func(point string, _ int) { b.WriteString(letters[point]) })
+	t.Cleanup(func() { unpack.SetHook(func(string, int) {}) })
+	return &b
+}
+
+// TestCommitOrder checks the order of the batched commit, package by
+// package, for a Resource Dump and a Change Dump alike: every bitstream
+// is staged, then all are made durable in one step, then renamed, then
+// the renames are made durable, and only then is the written log
+// appended. A rename before the durable step would let a crash leave a
+// final name on data not yet on disk.
+func TestCommitOrder(t *testing.T) {
+	out := packDir(t, tree(t, manyFiles(30, 100)), pack.Options{Compress: pack.Store, MaxEntries: 10})
+	trace := commitTrace(t)
+	if res, fs := run(t, filepath.Join(out, pack.DumpName), t.TempDir(), unpack.Options{Jobs: 1}); res.Problems() != 0 {
+		t.Fatalf("%+v\n%s", res, dump(fs))
+	}
+	pkg := "sd" + strings.Repeat("c", 10) + "Cy"
+	if got, want := trace.String(), strings.Repeat(pkg, 3); got != want {
+		t.Errorf("Resource Dump commit points %q, want %q", got, want)
+	}
+
+	p1 := verifytest.ChangePackage{From: at(1, 0), Until: at(2, 0)}
+	p2 := verifytest.ChangePackage{From: at(2, 0), Until: at(3, 0)}
+	for i := range 4 {
+		rel := fmt.Sprintf("c/%d.txt", i)
+		p1.Changes = append(p1.Changes, change(resourcesync.ChangeCreated, rel, "v1 "+rel, at(1, 1)))
+	}
+	p2.Changes = append(p2.Changes, change(resourcesync.ChangeUpdated, "c/0.txt", "v2", at(2, 1)),
+		change(resourcesync.ChangeDeleted, "c/1.txt", "", at(2, 2)))
+	doc := verifytest.ChangeDump(t, t.TempDir(), []verifytest.ChangePackage{p1, p2})
+	trace.Reset()
+	if res, fs := run(t, doc, t.TempDir(), unpack.Options{AllowGap: true}); res.Problems() != 0 {
+		t.Fatalf("%+v\n%s", res, dump(fs))
+	}
+	if got, want := trace.String(), "sdccccCy"+"sdcCy"; got != want {
+		t.Errorf("Change Dump commit points %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,63 @@
+package verify
+
+import (
+	"io"
+	"sync"
+)
+
+// readAhead serves the small reads a package's entries cost (a local
+// header, a few bytes of data, a data descriptor: several per entry) from
+// one large read of the file, since the package is read front to back: a
+// package of 50,000 small files costs some hundred reads, not 150,000.
+// Reads larger than its buffer go straight to the file.
+type readAhead struct {
+	ra   io.ReaderAt
+	size int64
+	mu   sync.Mutex
+	buf  []byte
+	off  int64 // the file offset of buf[0]
+	n    int   // valid bytes in buf
+}
+
+const readAheadSize = 1 << 20
+
+func newReadAhead(ra io.ReaderAt, size int64) *readAhead {
+	return &readAhead{ra: ra, size: size}
+}
+
+// ReadAt implements io.ReaderAt.
+func (r *readAhead) ReadAt(p []byte, off int64) (int, error) {
+	if len(p) >= readAheadSize/4 || off < 0 {
+		return r.ra.ReadAt(p, off)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if off < r.off || off+int64(len(p)) > r.off+int64(r.n) {
+		if err := r.fill(off); err != nil && off+int64(len(p)) > r.off+int64(r.n) {
+			n := copy(p, r.window(off))
+			return n, err
+		}
+	}
+	return copy(p, r.window(off)), nil
+}
+
+// fill reads the buffer's worth of the file from off.
+func (r *readAhead) fill(off int64) error {
+	if r.buf == nil {
+		r.buf = make([]byte, readAheadSize)
+	}
+	n, err := r.ra.ReadAt(r.buf[:min(int64(len(r.buf)), max(r.size-off, 0))], off)
+	r.off, r.n = off, n
+	if err == nil && off+int64(n) >= r.size {
+		err = io.EOF
+	}
+	return err
+}
+
+// window is the buffered bytes from off.
+func (r *readAhead) window(off int64) []byte {
+	if off >= r.off+int64(r.n) {
+		return nil
+	}
+	return r.buf[off-r.off : r.n]
+}
