@@ -81,6 +81,11 @@ func ReadState(dir string) (State, error) {
 
 // SetSync records info in dir's state, holding the tree's lock.
 func SetSync(dir string, info SyncInfo) error {
+	return updateState(dir, func(s *State) { s.Sync = &info })
+}
+
+// updateState changes dir's state with change, holding the tree's lock.
+func updateState(dir string, change func(*State)) error {
 	d, err := openDest(dir, false, true)
 	if err != nil {
 		return err
@@ -90,7 +95,7 @@ func SetSync(dir string, info SyncInfo) error {
 	if err != nil {
 		return err
 	}
-	s.Sync = &info
+	change(&s)
 	return d.saveState(s)
 }
 
@@ -232,15 +237,7 @@ func (d *dest) lookupLog(want map[string]bool) (map[string]record, error) {
 // recordSnapshot records in dir's state that every package of a Resource
 // Dump taken at `at` is applied, as unpacking its document does.
 func recordSnapshot(dir string, at time.Time) error {
-	d, err := openDest(dir, false, true)
-	if err != nil {
-		return err
-	}
-	defer d.close()
-	s, err := d.loadState()
-	if err != nil {
-		return err
-	}
-	s.ResourceDumpAt, s.ChangeDumpUntil, s.Pending = at, time.Time{}, false
-	return d.saveState(s)
+	return updateState(dir, func(s *State) {
+		s.ResourceDumpAt, s.ChangeDumpUntil, s.Pending = at, time.Time{}, false
+	})
 }
