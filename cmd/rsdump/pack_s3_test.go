@@ -235,3 +235,28 @@ func TestPackChangesToS3SameAsDisk(t *testing.T) {
 	}
 	sameFiles(t, "s3://pub/chg/", dirFiles(t, disk), objs)
 }
+
+// A part the server refuses, its body no longer matching the SHA-256 it
+// was sent with, fails pack with exit 1, naming the package and the part;
+// no dump document appears.
+func TestPackToS3RejectedPart(t *testing.T) {
+	srv := s3test.Start(t)
+	srv.Bucket(t, "pub")
+	px := srv.NewProxy(t)
+	px.Corrupt.Store(2)
+	src := t.TempDir()
+	os.WriteFile(filepath.Join(src, "big.bin"), randomFile(9, 12<<20), 0o644) // two parts of 8 MiB
+	code, _, stderr := rsdump(t, "pack", src, "--base-url", "http://127.0.0.1/rs/", "-q",
+		"-o", "s3://pub/dumps/bad", "--s3-endpoint", px.URL)
+	if code != exitFailed || !strings.Contains(stderr, "s3://pub/dumps/bad/resourcedump-00001.zip: part 2") {
+		t.Fatalf("exit %d, want %d naming part 2 of the package:\n%s", code, exitFailed, stderr)
+	}
+	if px.BadSums.Load() != 0 {
+		t.Errorf("%d parts sent without their right checksum", px.BadSums.Load())
+	}
+	for key := range s3Objects(t, srv, "pub", "dumps/bad/") {
+		if key == "resourcedump.xml" || strings.HasSuffix(key, ".zip") {
+			t.Errorf("%s stored after a refused part", key)
+		}
+	}
+}

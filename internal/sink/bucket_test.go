@@ -3,16 +3,8 @@ package sink
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
 	"errors"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/rsdump/rsdump/internal/httpc"
@@ -20,46 +12,11 @@ import (
 	"github.com/rsdump/rsdump/s3"
 )
 
-// proxy sits in front of VersityGW, counts the parts sent, and corrupts
-// one byte of the body of part corrupt (0: none).
-type proxy struct {
-	parts   atomic.Int32
-	badSums atomic.Int32 // parts whose x-amz-checksum-sha256 is missing or wrong
-	corrupt atomic.Int32
-	url     string
-}
-
-func newProxy(t *testing.T, srv *s3test.Server) *proxy {
-	p := &proxy{}
-	target, _ := url.Parse(srv.Endpoint)
-	rp := httputil.NewSingleHostReverseProxy(target)
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if n := r.URL.Query().Get("partNumber"); n != "" && r.Method == http.MethodPut {
-			p.parts.Add(1)
-			body, _ := io.ReadAll(r.Body)
-			sum := sha256.Sum256(body)
-			if r.Header.Get("x-amz-checksum-sha256") != base64.StdEncoding.EncodeToString(sum[:]) {
-				p.badSums.Add(1)
-			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			if c := p.corrupt.Load(); c > 0 && n == string(rune('0'+c)) {
-				body, _ := io.ReadAll(r.Body)
-				body[len(body)/2] ^= 0x20
-				r.Body = io.NopCloser(bytes.NewReader(body))
-			}
-		}
-		rp.ServeHTTP(w, r)
-	}))
-	t.Cleanup(hs.Close)
-	p.url = hs.URL
-	return p
-}
-
-func proxied(t *testing.T) (*s3test.Server, *proxy, context.Context, *Bucket) {
+func proxied(t *testing.T) (*s3test.Server, *s3test.Proxy, context.Context, *Bucket) {
 	srv := s3test.Start(t)
 	bucket := srv.Bucket(t, "uploads")
-	p := newProxy(t, srv)
-	ctx := s3.WithConfig(context.Background(), s3.Config{Endpoint: p.url})
+	p := srv.NewProxy(t)
+	ctx := s3.WithConfig(context.Background(), s3.Config{Endpoint: p.URL})
 	b, err := OpenBucket(ctx, "s3://"+bucket+"/out", httpc.Default())
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +29,7 @@ func proxied(t *testing.T) (*s3test.Server, *proxy, context.Context, *Bucket) {
 // was sent with) fails the upload naming the part, and nothing appears.
 func TestRejectedPartNamed(t *testing.T) {
 	_, p, ctx, b := proxied(t)
-	p.corrupt.Store(2)
+	p.Corrupt.Store(2)
 	f, err := b.Create(ctx, "part00001.zip")
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +69,7 @@ func TestResumeSkipsStoredParts(t *testing.T) {
 	if err := u.failed(); err != nil {
 		t.Fatal(err)
 	}
-	if n := p.parts.Load(); n != 2 {
+	if n := p.Parts.Load(); n != 2 {
 		t.Fatalf("%d parts sent before the crash, want 2", n)
 	}
 	ps, err := b.Pending(ctx)
@@ -120,7 +77,7 @@ func TestResumeSkipsStoredParts(t *testing.T) {
 		t.Fatalf("pending: %v, %v", ps, err)
 	}
 
-	p.parts.Store(0)
+	p.Parts.Store(0)
 	data[(5<<20)+7] ^= 1 // part 2 differs this time: it is sent again
 	g, err := b.Resume(ctx, "part00001.zip", f.ID())
 	if err != nil {
@@ -135,10 +92,10 @@ func TestResumeSkipsStoredParts(t *testing.T) {
 	if err := g.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	if n := p.badSums.Load(); n != 0 {
+	if n := p.BadSums.Load(); n != 0 {
 		t.Fatalf("%d parts sent without their SHA-256 in x-amz-checksum-sha256", n)
 	}
-	if n := p.parts.Load(); n != 3 {
+	if n := p.Parts.Load(); n != 3 {
 		t.Fatalf("the resumed upload sent %d parts, want 3 (2, 3, 4)", n)
 	}
 	if got := mustRead(t, ctx, b, "part00001.zip"); !bytes.Equal(got, data) {
