@@ -18,9 +18,14 @@
 # allowed (root), else warm. Wall and CPU (user+sys of the client and its
 # children; the servers' CPU is not counted, for any of the three) come
 # from GNU time.
+# RTT=20ms puts every server behind benchmarks/wan, which delays every byte
+# by half that in each direction, as a wide-area link between Source and
+# Destination would (the servers then listen on PORT+2 and PORT+3; the
+# clients and the documents name the delayed addresses). Unset or 0: plain
+# loopback, no latency.
 # BEFORE=BINARY adds a fourth command, "before": the same rsdump sync
 # with an older rsdump binary, for a before/after comparison.
-# Usage: benchmarks/sync.sh [RUNS]   (FILES, SIZE, BEFORE; data in $BENCH_DIR,
+# Usage: benchmarks/sync.sh [RUNS]   (FILES, SIZE, RTT, BEFORE; data in $BENCH_DIR,
 #   default /tmp/rsdump-bench-sync; PORT default 18730; DROP_CACHES=0 to
 #   keep the cache warm)
 # Needs: go, python3 with resync's modules (.ci/run), wget, sha256sum,
@@ -38,11 +43,16 @@ mkdir -p "$W"
 cd "$ROOT"
 go build -o "$W/rsdump" ./cmd/rsdump
 go build -o "$W/fileserve" ./benchmarks/fileserve
+go build -o "$W/wan" ./benchmarks/wan
 REV="$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!benchmarks' || echo +dirty)"
 
 TREE="$W/tree-$FILES-$SIZE"
 gen "$TREE" "$FILES" "$SIZE"
 A="127.0.0.1:$PORT" B="127.0.0.2:$PORT" F="127.0.0.1:$((PORT + 1))"
+RTT=${RTT:-0}
+# Where the servers listen: the addresses above, or behind the WAN proxy.
+if [ "$RTT" = 0 ]; then SA_="$A" SB_="$B" SF_="$F"
+else SA_="127.0.0.1:$((PORT + 2))" SB_="127.0.0.2:$((PORT + 2))" SF_="127.0.0.1:$((PORT + 3))"; fi
 if [ ! -f "$W/out-$FILES-$SIZE-$PORT/resourcedump.xml" ]; then
   rm -rf "$W/out-$FILES-$SIZE-$PORT"
   "$W/rsdump" pack "$TREE" -o "$W/out-$FILES-$SIZE-$PORT" --quiet --compress store --hash sha-256 \
@@ -53,16 +63,21 @@ OUT="$W/out-$FILES-$SIZE-$PORT"
 # The sums must be of this tree: a tree generated again has new bytes.
 [ "$W/sums-$FILES-$SIZE" -nt "$TREE" ] || (cd "$TREE" && find . -type f -print0 | sort -z | xargs -0 sha256sum) > "$W/sums-$FILES-$SIZE"
 
-"$W/rsdump" serve "$OUT" -q --addr "$A" --base-url "http://$A/res/" --dump-url "http://$A/dump/" \
+"$W/rsdump" serve "$OUT" -q --addr "$SA_" --base-url "http://$A/res/" --dump-url "http://$A/dump/" \
   --resources "$TREE" --mirror "http://$B/dump/" &
 SA=$!
-"$W/rsdump" serve "$OUT" -q --addr "$B" --base-url "http://$B/res/" --dump-url "http://$B/dump/" --mirror "http://$A/dump/" &
+"$W/rsdump" serve "$OUT" -q --addr "$SB_" --base-url "http://$B/res/" --dump-url "http://$B/dump/" --mirror "http://$A/dump/" &
 SB=$!
-"$W/fileserve" -dir "$TREE" -addr "$F" &
+"$W/fileserve" -dir "$TREE" -addr "$SF_" &
 SF=$!
-trap 'kill $SA $SB $SF 2>/dev/null; rm -rf "$W/dst" "$W/work"' EXIT
+SW=
+if [ "$RTT" != 0 ]; then
+  "$W/wan" -rtt "$RTT" -map "$A=$SA_,$B=$SB_,$F=$SF_" &
+  SW=$!
+fi
+trap 'kill $SA $SB $SF $SW 2>/dev/null; rm -rf "$W/dst" "$W/work"' EXIT
 sleep 0.5
-for p in $SA $SB $SF; do kill -0 "$p" || { echo "a server did not start" >&2; exit 1; }; done
+for p in $SA $SB $SF $SW; do kill -0 "$p" || { echo "a server did not start" >&2; exit 1; }; done
 
 DROP=${DROP_CACHES:-1}
 if [ "$DROP" = 1 ] && { sync; echo 3 > /proc/sys/vm/drop_caches; } 2>/dev/null; then CACHE=cold; else DROP=0; CACHE=warm; fi
@@ -107,7 +122,7 @@ timed() {
 }
 
 echo "machine: $(nproc) cores, $(go version | cut -d' ' -f3); rsdump $REV;" \
-  "data: $FILES files x $SIZE B ($(du -sh --apparent-size "$TREE" | cut -f1)); $CACHE page cache;" \
+  "data: $FILES files x $SIZE B ($(du -sh --apparent-size "$TREE" | cut -f1)); $CACHE page cache; RTT $RTT;" \
   "$(date -u '+%Y-%m-%d %H:%M UTC'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 printf 'run\tcommand\twall\tcpu\trss_kb\tload1\n' > "$W/results.tsv"
 CMDS=(sync resync wget)
@@ -119,7 +134,7 @@ for RUN in $(seq "$RUNS"); do
   for c in "${order[@]}"; do timed "$c"; done
 done
 echo "end $(date -u '+%H:%M UTC'), load $(cut -d' ' -f1-3 /proc/loadavg)"
-cp "$W/results.tsv" "$W/results-$FILES-$(date -u +%Y%m%dT%H%M).tsv"
+cp "$W/results.tsv" "$W/results-$FILES-rtt$RTT-$(date -u +%Y%m%dT%H%M).tsv"
 
 python3 - "$W/results.tsv" <<'PY'
 import csv, statistics as st, sys
