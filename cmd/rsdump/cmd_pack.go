@@ -363,11 +363,13 @@ const changesGCPercent = 400
 // unless GOGC is set. Such a run allocates steadily (a record per file,
 // read and written three times) while its live heap stays a few MB: the
 // join streams, and the sort holds at most one run of changes. With the
-// default GOGC the collector ran every 4 MB, 37-48 times for 100,000
+// default GOGC the collector ran every 4 MB, 38-50 times for 100,000
 // files, and took about a third of the run's user CPU; at 400 the run
-// took 14-20% less CPU and peaked at 75 MB instead of 40 MB
-// (benchmarks/README.md). The soft memory limit still bounds the heap.
-// It returns the function that gives the collector its setting back.
+// took 14-20% less CPU and peaked at 75 MB instead of 40 MB, and the
+// worst case (a million files, every one updated) at 109 MB of heap
+// instead of 43 MB (benchmarks/README.md). The soft memory limit still
+// bounds the heap. It returns the function that gives the collector its
+// setting back.
 func changesGC(changes bool) func() {
 	if !changes || os.Getenv("GOGC") != "" {
 		return func() {}
