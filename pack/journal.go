@@ -49,21 +49,12 @@ type journalUpload struct {
 // maxJournal bounds the journal read back: a line per package.
 const maxJournal = 256 << 20
 
-// openJournal loads the journal of an earlier run with the same options,
-// or starts a new one. at is the snapshot time of this run; an earlier
-// run's time wins unless the caller pinned one.
-func openJournal(out *output, name string, owns func(string) bool, options string, at time.Time, pinned bool, k *dumpKind) (*journal, error) {
-	j, err := loadJournal(out, name, owns, options, at, pinned, k)
-	if err != nil {
-		return nil, err
-	}
-	return j, j.begin()
-}
-
-// loadJournal is openJournal without changing anything: a new journal,
-// and what it replaces, waits for begin. A --changes run reads its whole
-// baseline in between, so that a bad one fails the run before an
-// interrupted run's journal is lost.
+// loadJournal loads the journal of an earlier run with the same options,
+// or plans a new one. at is the snapshot time of this run; an earlier
+// run's time wins unless the caller pinned one. It changes nothing: a new
+// journal, and what it replaces, waits for begin. A --changes run reads
+// its whole baseline in between, so that a bad one fails the run before
+// an interrupted run's journal is lost.
 func loadJournal(out *output, name string, owns func(string) bool, options string, at time.Time, pinned bool, k *dumpKind) (*journal, error) {
 	j := &journal{out: out, name: name, owns: owns, kind: k, entries: map[string]journalEntry{}, uploads: map[string]journalUpload{}}
 	b, err := out.readSmall(name, maxJournal)
