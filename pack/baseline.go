@@ -73,11 +73,8 @@ func openBaseline(ctx context.Context, o *Options, dir, since string) (*baseline
 
 func readBaseline(ctx context.Context, o *Options, dir, since string) (*baseline, error) {
 	if isStateFile(since) {
-		// Read through once first: a bad line found during the walk
-		// would leave a half-done run behind.
-		if err := checkState(since); err != nil {
-			return nil, err
-		}
+		// Read once, by the walk's join, before the run replaces
+		// anything (findChanges): a bad line fails the run there.
 		s, head, err := openState(since)
 		if err != nil {
 			return nil, err

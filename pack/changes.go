@@ -15,11 +15,12 @@ import (
 
 // changeRun is the part of a run that only a --changes run has.
 type changeRun struct {
-	base  *baseline
-	prev  []resourcesync.URL // packages of the Change Dump this run continues
-	seq0  int                // number of the last package written before
-	walk  string             // temporary file: the walked files, in walk order
-	found [3]int             // created, updated, deleted
+	base    *baseline
+	prev    []resourcesync.URL // packages of the Change Dump this run continues
+	seq0    int                // number of the last package written before
+	walk    string             // temporary file: the walked files, in walk order
+	changes *sorter            // the changes found, to sort chronologically
+	found   [3]int             // created, updated, deleted
 }
 
 // prepareChanges reads the baseline and the Change Dump already in the
@@ -36,7 +37,7 @@ func (r *run) prepareChanges(ctx context.Context) error {
 	if key != "" {
 		b.key = fmt.Sprintf("%s|%s|%s", b.kind, key, resourcesync.FormatTime(b.time))
 	}
-	r.chg = &changeRun{base: b}
+	r.chg = &changeRun{base: b, changes: newSorter(r.out.scratch, byTime)}
 	if err := r.readPrevious(ctx); err != nil {
 		b.close()
 		return err
@@ -103,15 +104,21 @@ func packageSeq(k *dumpKind, name string) int {
 	return n
 }
 
-// planChanges compares the walk with the baseline and plans the changes,
-// in chronological order, into packages.
-func (r *run) planChanges(ctx context.Context, out chan<- planned) error {
-	changes := newSorter(r.out.scratch, byTime)
-	defer changes.close()
-	if err := r.diff(ctx, changes); err != nil {
-		return err
+// findChanges compares the walk with the baseline, reading all of it,
+// before the run replaces anything: a bad line in the baseline fails the
+// run here.
+func (r *run) findChanges(ctx context.Context) error {
+	if !r.at.After(r.chg.base.time) {
+		return fmt.Errorf("the run's time %s is not after the baseline's %s (%s): no change can be placed between them",
+			resourcesync.FormatTime(r.at), resourcesync.FormatTime(r.chg.base.time), r.chg.base.name)
 	}
-	src, err := changes.sorted()
+	return r.diff(ctx, r.chg.changes)
+}
+
+// planChanges plans the changes findChanges found, in chronological
+// order, into packages.
+func (r *run) planChanges(ctx context.Context, out chan<- planned) error {
+	src, err := r.chg.changes.sorted()
 	if err != nil {
 		return err
 	}

@@ -406,6 +406,38 @@ func TestChangesBadBaseline(t *testing.T) {
 	}
 }
 
+// TestChangesBadStateKeepsJournal: a state whose last line is bad is
+// read once, by the walk's join, and still fails the run before the
+// journal an interrupted run left is replaced, or anything is written.
+func TestChangesBadStateKeepsJournal(t *testing.T) {
+	src, out := t.TempDir(), t.TempDir()
+	for _, c := range "abcdef" {
+		put(t, src, string(c), "data "+string(c), hour(-1))
+	}
+	packAt(t, src, out, chgOptions(0))
+	put(t, src, "c", "new c", hour(0).Add(time.Minute))
+	state := filepath.Join(out, StateName)
+	bad := append(readFile(t, state), "zzz\tnot a number\n"...)
+	os.WriteFile(state, bad, 0o644)
+	journal := []byte(`{"version":1,"options":"an interrupted run's","at":"2024-01-01T00:30:00Z"}` + "\n")
+	os.WriteFile(filepath.Join(out, journalName), journal, 0o644)
+	before, _ := os.ReadDir(out)
+	_, err := Pack(context.Background(), src, out, chgOptions(1))
+	var be *BaselineError
+	if !errors.As(err, &be) || !strings.Contains(err.Error(), StateName) {
+		t.Fatalf("error %v, want a BaselineError naming the state", err)
+	}
+	if got := readFile(t, filepath.Join(out, journalName)); string(got) != string(journal) {
+		t.Errorf("the journal was replaced:\n%s", got)
+	}
+	if got := readFile(t, state); string(got) != string(bad) {
+		t.Errorf("the state was replaced")
+	}
+	if after, _ := os.ReadDir(out); len(after) != len(before) {
+		t.Errorf("%d files in the output after the run, %d before", len(after), len(before))
+	}
+}
+
 // TestChangesSplitAtOneTime: more deletions at one time (the run's) than
 // a package holds. Package intervals must still be contiguous and
 // apart, since a Destination skips changes at or before the until it

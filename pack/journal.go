@@ -31,7 +31,9 @@ type journal struct {
 	out     *output
 	name    string            // journalName, or a shard's own
 	owns    func(string) bool // the unfinished files (uploads) that are this run's
+	kind    *dumpKind
 	head    journalHead
+	fresh   bool                    // a new journal, not yet begun
 	entries map[string]journalEntry // by package name
 	uploads map[string]journalUpload
 }
@@ -47,11 +49,14 @@ type journalUpload struct {
 // maxJournal bounds the journal read back: a line per package.
 const maxJournal = 256 << 20
 
-// openJournal loads the journal of an earlier run with the same options,
-// or starts a new one. at is the snapshot time of this run; an earlier
-// run's time wins unless the caller pinned one.
-func openJournal(out *output, name string, owns func(string) bool, options string, at time.Time, pinned bool, k *dumpKind) (*journal, error) {
-	j := &journal{out: out, name: name, owns: owns, entries: map[string]journalEntry{}, uploads: map[string]journalUpload{}}
+// loadJournal loads the journal of an earlier run with the same options,
+// or plans a new one. at is the snapshot time of this run; an earlier
+// run's time wins unless the caller pinned one. It changes nothing: a new
+// journal, and what it replaces, waits for begin. A --changes run reads
+// its whole baseline in between, so that a bad one fails the run before
+// an interrupted run's journal is lost.
+func loadJournal(out *output, name string, owns func(string) bool, options string, at time.Time, pinned bool, k *dumpKind) (*journal, error) {
+	j := &journal{out: out, name: name, owns: owns, kind: k, entries: map[string]journalEntry{}, uploads: map[string]journalUpload{}}
 	b, err := out.readSmall(name, maxJournal)
 	if err != nil {
 		return nil, err
@@ -62,23 +67,34 @@ func openJournal(out *output, name string, owns func(string) bool, options strin
 	}
 	j.entries, j.uploads = map[string]journalEntry{}, map[string]journalUpload{}
 	j.head = journalHead{Version: 1, Options: options, At: at}
+	j.fresh = true
+	return j, nil
+}
+
+// begin starts the new journal loadJournal planned, replacing what an
+// earlier run left; a resumed journal is kept as it is.
+func (j *journal) begin() error {
+	if !j.fresh {
+		return nil
+	}
+	j.fresh = false
 	// A fresh run replaces packages one by one: the Resource Dump of an
 	// earlier run must not go on listing them meanwhile. A Change Dump
 	// run writes packages under new names, and the Change Dump goes on
 	// listing the earlier ones.
-	if !k.changes() {
-		if err := out.remove(DumpName); err != nil {
-			return nil, err
+	if !j.kind.changes() {
+		if err := j.out.remove(DumpName); err != nil {
+			return err
 		}
 	}
 	// Nothing an earlier run left unfinished will be resumed.
-	if err := out.discardPending(owns); err != nil {
-		return nil, err
+	if err := j.out.discardPending(j.owns); err != nil {
+		return err
 	}
-	if err := out.remove(name); err != nil {
-		return nil, err
+	if err := j.out.remove(j.name); err != nil {
+		return err
 	}
-	return j, j.append(j.head)
+	return j.append(j.head)
 }
 
 // read loads a journal's lines; ok is false when it is missing or

@@ -138,8 +138,9 @@ func (r *run) ownsPending(name string) bool {
 
 // stateBaseline is the baseline a --changes run reads when --since is not
 // given: the state file in the output. An object is first copied into the
-// scratch directory, since the state is read twice, and its key (for the
-// journal) is its URL, length and time, not the copy's.
+// scratch directory, since a state baseline is read from a local file,
+// and its key (for the journal) is its URL, length and time, not the
+// copy's.
 func (o *output) stateBaseline(since string) (path, key string, err error) {
 	if since != "" || o.dir != "" {
 		if since == "" {

@@ -73,28 +73,33 @@ func Pack(ctx context.Context, src, outDir string, opts Options) (*Result, error
 		}
 		defer r.chg.base.close()
 		defer func() { os.Remove(r.chg.walk) }()
+		defer r.chg.changes.close()
 		key += fmt.Sprintf("|changes|%v|%s", o.Checksum, r.chg.base.key)
 	}
-	j, err := openJournal(out, jname, r.ownsPending, key, at, pinned, r.kind)
+	j, err := loadJournal(out, jname, r.ownsPending, key, at, pinned, r.kind)
 	if err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
 	defer j.close()
+	// Resuming, the interrupted run's time, so that its packages are
+	// planned again alike.
+	r.journal, r.at = j, j.head.At
+	if o.Changes {
+		if err := r.findChanges(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if err := j.begin(); err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
 	if o.Shards > 0 {
 		if err := r.startShard(); err != nil {
 			return nil, err
 		}
 	}
-	// Resuming, the interrupted run's time, so that its packages are
-	// planned again alike.
-	r.journal, r.at = j, j.head.At
 	r.list = newListWriter(&o, out, resourcesync.CapResourceList, ResourceListName)
 	defer func() { r.list.abort() }()
 	if o.Changes {
-		if !r.at.After(r.chg.base.time) {
-			return nil, fmt.Errorf("the run's time %s is not after the baseline's %s (%s): no change can be placed between them",
-				resourcesync.FormatTime(r.at), resourcesync.FormatTime(r.chg.base.time), r.chg.base.name)
-		}
 		// The Change List has the Change Dump's entries: the earlier
 		// packages' first, then this run's as they are published.
 		r.list = newListWriter(&o, out, resourcesync.CapChangeList, ChangeListName)

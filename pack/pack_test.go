@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -96,6 +97,14 @@ func TestLocEncoding(t *testing.T) {
 		"x#y?z":         "x%23y%3Fz",
 		"dir/ünï ☃.txt": "dir/%C3%BCn%C3%AF%20%E2%98%83.txt",
 		"a+b&c=d":       "a+b&c=d",
+		"d0/f-1_2.~x":   "d0/f-1_2.~x",
+	}
+	// Every ASCII character, alone in a segment: the unescaped fast path
+	// and the segment-by-segment escape agree.
+	for c := 0x20; c < 0x7f; c++ {
+		if c != '/' {
+			cases["d/a"+string(rune(c))+"b"] = "d/" + url.PathEscape("a"+string(rune(c))+"b")
+		}
 	}
 	for rel, want := range cases {
 		if got := locFor("http://h/rs/", rel); got != "http://h/rs/"+want {

@@ -49,35 +49,68 @@ func (r *record) appendTo(b []byte) []byte {
 
 func parseRecord(line string) (record, error) {
 	var f [recordFields]string
-	for i := range f {
-		var ok bool
-		if i == recordFields-1 {
-			f[i], ok = line, !strings.Contains(line, "\t")
-		} else {
-			f[i], line, ok = strings.Cut(line, "\t")
-		}
-		if !ok {
+	for i := range recordFields - 1 {
+		j := strings.IndexByte(line, '\t')
+		if j < 0 {
 			return record{}, errors.New("malformed line")
 		}
+		f[i], line = line[:j], line[j+1:]
 	}
+	if strings.IndexByte(line, '\t') >= 0 {
+		return record{}, errors.New("malformed line")
+	}
+	f[recordFields-1] = line
 	if f[0] == "" {
 		return record{}, errors.New("malformed line: no path")
 	}
-	var r record
-	r.Rel, r.Hash, r.Type, r.Change = f[0], f[4], f[5], f[6]
+	r := record{Rel: f[0], Hash: f[4], Type: f[5], Change: f[6]}
 	var mode int64
-	for i, p := range []*int64{&r.Size, &r.Mtime, &mode, nil, nil, nil, &r.Lastmod, &r.Seq} {
+	for i, p := range [...]*int64{&r.Size, &r.Mtime, &mode, nil, nil, nil, &r.Lastmod, &r.Seq} {
 		if p == nil {
 			continue
 		}
-		n, err := strconv.ParseInt(f[i+1], 10, 64)
-		if err != nil {
+		n, ok := parseInt(f[i+1])
+		if !ok {
 			return record{}, fmt.Errorf("malformed number %q", f[i+1])
 		}
 		*p = n
 	}
 	r.Mode = uint32(mode)
 	return r, nil
+}
+
+// parseInt is strconv.ParseInt(s, 10, 64) without its error value for
+// the numbers appendTo writes: every record has five of them, and a
+// --changes run reads its records several times. Anything else, strconv
+// decides.
+func parseInt(s string) (int64, bool) {
+	digits, neg := strings.CutPrefix(s, "-")
+	if n, ok := parseDigits(digits); ok {
+		switch {
+		case neg && n <= 1<<63:
+			return int64(-n), true
+		case !neg && n < 1<<63:
+			return int64(n), true
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil
+}
+
+// parseDigits reads 1 to 19 decimal digits, which fit in a uint64.
+func parseDigits(s string) (uint64, bool) {
+	if s == "" || len(s) > 19 {
+		return 0, false
+	}
+	var n uint64
+	for i := 0; i < len(s); i++ {
+		c := s[i] - '0'
+		if c > 9 {
+			return 0, false
+		}
+		n = n*10 + uint64(c)
+	}
+	return n, true
 }
 
 // recWriter writes records to w.

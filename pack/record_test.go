@@ -2,6 +2,7 @@ package pack
 
 import (
 	"slices"
+	"strconv"
 	"testing"
 )
 
@@ -43,6 +44,19 @@ func TestRecordRoundTrip(t *testing.T) {
 	for _, bad := range []string{"", "a\t1", "a\tx\t0\t0\t\t\t\t0\t0", "\t1\t0\t0\t\t\t\t0\t0", "a\t1\t0\t0\t\t\t\t0\t0\textra"} {
 		if _, err := parseRecord(bad); err == nil {
 			t.Errorf("parseRecord(%q) accepted", bad)
+		}
+	}
+}
+
+// TestParseIntIsStrconv: parseInt accepts and returns what
+// strconv.ParseInt does in base 10, at the edges of int64 and past them.
+func TestParseIntIsStrconv(t *testing.T) {
+	for _, s := range []string{"0", "-0", "1", "-1", "4096", "1795673440794257508", "9223372036854775807",
+		"9223372036854775808", "-9223372036854775808", "-9223372036854775809", "99999999999999999999",
+		"00000000000000000001", "", "-", "+1", "1a", " 1", "1 ", "--1", "18446744073709551616"} {
+		want, err := strconv.ParseInt(s, 10, 64)
+		if got, ok := parseInt(s); ok != (err == nil) || ok && got != want {
+			t.Errorf("parseInt(%q) = %d, %v; strconv gives %d, %v", s, got, ok, want, err)
 		}
 	}
 }

@@ -127,18 +127,3 @@ func isStateFile(path string) bool {
 	_, err = io.ReadFull(f, b[:])
 	return err == nil && b[0] == '{'
 }
-
-// checkState reads a whole state file, failing on its first bad line.
-func checkState(path string) error {
-	s, _, err := openState(path)
-	if err != nil {
-		return err
-	}
-	defer s.close()
-	for {
-		_, ok, err := s.next()
-		if err != nil || !ok {
-			return err
-		}
-	}
-}

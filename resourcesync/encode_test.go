@@ -2,11 +2,13 @@ package resourcesync
 
 import (
 	"bytes"
+	"encoding/xml"
 	"errors"
 	"io"
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestEncodeGolden(t *testing.T) {
@@ -250,5 +252,28 @@ func TestEncoderWriteError(t *testing.T) {
 	}
 	if err := e.Close(); !errors.Is(err, errDiskFull) {
 		t.Errorf("Close = %v, want %v", err, errDiskFull)
+	}
+}
+
+// TestEscapeMatchesEscapeText checks escape, which copies runs of plain
+// bytes whole, against xml.EscapeText on strings with every ASCII byte XML
+// can carry and multi-byte characters, at the start, middle and end.
+func TestEscapeMatchesEscapeText(t *testing.T) {
+	var cases []string
+	for c := 0; c < utf8.RuneSelf; c++ {
+		if c >= 0x20 || c == '\t' || c == '\n' || c == '\r' {
+			s := string(rune(c))
+			cases = append(cases, s, s+"ab", "ab"+s, "ab"+s+"cd"+s+s+"é")
+		}
+	}
+	cases = append(cases, "", "plain/path-1.txt", "é", "a€b<𝄞>", "md5:0a sha-256:ff")
+	for _, s := range cases {
+		var want bytes.Buffer
+		xml.EscapeText(&want, []byte(s))
+		var x xmlBuf
+		x.escape("e", "", s)
+		if x.err != nil || string(x.b) != want.String() {
+			t.Errorf("escape(%q) = %q, %v; want %q", s, x.b, x.err, want.String())
+		}
 	}
 }

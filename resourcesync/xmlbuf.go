@@ -3,6 +3,7 @@ package resourcesync
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -80,6 +81,16 @@ func (x *xmlBuf) attrStart(name string) {
 // string might be a path or a URI, and changing it would break round trips.
 func (x *xmlBuf) escape(elem, attr, s string) {
 	for i := 0; i < len(s); {
+		// Most strings (URIs, hashes, media types) are printable ASCII
+		// with nothing to escape: append such runs whole.
+		j := i
+		for j < len(s) && plainByte[s[j]] {
+			j++
+		}
+		x.b = append(x.b, s[i:j]...)
+		if i = j; i == len(s) {
+			return
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			x.escapeByte(elem, attr, c)
@@ -94,6 +105,15 @@ func (x *xmlBuf) escape(elem, attr, s string) {
 		i += size
 	}
 }
+
+// plainByte marks the bytes escape copies as they are: printable ASCII
+// but for the five XML escapes.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = !strings.ContainsRune(`&<>"'`, rune(c))
+	}
+	return t
+}()
 
 func (x *xmlBuf) escapeByte(elem, attr string, c byte) {
 	switch c {

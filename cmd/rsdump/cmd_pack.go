@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -217,6 +218,7 @@ func (f *packFlags) metalinkOptions(o *pack.Options) error {
 
 func doPack(ctx context.Context, src string, f packFlags, o pack.Options, stdout, stderr io.Writer) error {
 	defer oversubscribe()()
+	defer changesGC(o.Changes)()
 	p := newProgress(stderr, f.quiet || f.json, "packing")
 	done := 0
 	o.Events = func(e pack.Event) {
@@ -352,4 +354,26 @@ func oversubscribe() func() {
 	}
 	runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + 2)
 	return runtime.SetDefaultGOMAXPROCS
+}
+
+// changesGCPercent is the collector's GOGC during pack --changes.
+const changesGCPercent = 400
+
+// changesGC lets the collector run less often during pack --changes,
+// unless GOGC is set. Such a run allocates steadily (a record per file,
+// read and written three times) while its live heap stays a few MB: the
+// join streams, and the sort holds at most one run of changes. With the
+// default GOGC the collector ran every 4 MB, 38-50 times for 100,000
+// files, and took about a third of the run's user CPU; at 400 the run
+// took 14-20% less CPU and peaked at 75 MB instead of 40 MB, and the
+// worst case (a million files, every one updated) at 109 MB of heap
+// instead of 43 MB (benchmarks/README.md). The soft memory limit still
+// bounds the heap. It returns the function that gives the collector its
+// setting back.
+func changesGC(changes bool) func() {
+	if !changes || os.Getenv("GOGC") != "" {
+		return func() {}
+	}
+	old := debug.SetGCPercent(changesGCPercent)
+	return func() { debug.SetGCPercent(old) }
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"testing"
@@ -110,4 +111,33 @@ func TestPackChangesCLI(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, bad) || !strings.Contains(stderr, "not a baseline") {
 		t.Errorf("a manifest as baseline: exit %d, %s", code, stderr)
 	}
+}
+
+// TestChangesGC: pack --changes runs with changesGCPercent and gives the
+// collector its setting back; without --changes, or with GOGC set, the
+// setting is left alone.
+func TestChangesGC(t *testing.T) {
+	gogc := func() int { p := debug.SetGCPercent(100); debug.SetGCPercent(p); return p }
+	before := gogc()
+	t.Setenv("GOGC", "")
+	os.Unsetenv("GOGC")
+	restore := changesGC(true)
+	if got := gogc(); got != changesGCPercent {
+		t.Errorf("during --changes GOGC is %d, want %d", got, changesGCPercent)
+	}
+	restore()
+	if got := gogc(); got != before {
+		t.Errorf("after --changes GOGC is %d, want %d back", got, before)
+	}
+	restore = changesGC(false)
+	if got := gogc(); got != before {
+		t.Errorf("without --changes GOGC is %d, want %d", got, before)
+	}
+	restore()
+	t.Setenv("GOGC", "150")
+	restore = changesGC(true)
+	if got := gogc(); got != before {
+		t.Errorf("with GOGC set GOGC is %d, want %d", got, before)
+	}
+	restore()
 }
