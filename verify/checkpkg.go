@@ -78,10 +78,8 @@ func (v *verifier) checkPackage(ctx context.Context, j job) error {
 	return nil
 }
 
-// claim records the targets of a Resource Dump's package and reports
-// those another package of the dump carries with other content, and those
-// that differ from another only by case or Unicode normalisation. A target
-// is the bitstream's URI, percent-decoded.
+// claim records the targets of a Resource Dump's package, for
+// reportClashes. A target is the bitstream's URI, percent-decoded.
 func (v *verifier) claim(j job, pkg *Package) {
 	if j.ref.Doc == "" || pkg.Header.MD.Capability != resourcesync.CapResourceDumpManifest {
 		return
@@ -94,13 +92,25 @@ func (v *verifier) claim(j job, pkg *Package) {
 		if err != nil {
 			target = b.URL.Loc
 		}
-		switch c := j.claims.Claim(j.pkg, b.N, target, b.Length, b.Want); c.Kind {
-		case ClashContent:
-			v.rep.Report(Finding{Severity: Error, Check: CheckClash, Source: pkg.Source, URI: b.URL.Loc, Path: entryName(b.Path), Msg: c.Message()})
-		case ClashFold:
-			v.rep.Report(Finding{Severity: Warning, Check: CheckClash, Source: pkg.Source, URI: b.URL.Loc, Path: entryName(b.Path), Msg: c.Message()})
-		}
+		j.claims.Claim(Target{Pkg: j.pkg, N: b.N, Name: target, Length: b.Length, Want: b.Want, URI: b.URL.Loc, Path: entryName(b.Path)})
 	}
+}
+
+// reportClashes reports, once every package of a dump has claimed its
+// targets, each one another package carries with other content (but the
+// first claim, which the others name) and each name that differs from
+// another only by case or Unicode normalisation.
+func (v *verifier) reportClashes(c *Claims) error {
+	return c.Resolve(func(cl Claimed, clash Clash) {
+		sev := Warning
+		switch {
+		case clash.Kind == ClashContent && clash.First:
+			return
+		case clash.Kind == ClashContent:
+			sev = Error
+		}
+		v.rep.Report(Finding{Severity: sev, Check: CheckClash, Source: cl.Package, URI: cl.URI, Path: cl.Path, Msg: clash.Message()})
+	})
 }
 
 // missing reports a package that cannot be opened. A package listed by a
