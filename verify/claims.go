@@ -329,4 +329,3 @@ func (cl Clash) Message() string {
 	}
 	return ""
 }
-

@@ -66,7 +66,9 @@ func (s *Sorter[T]) Len() int64 { return s.count }
 // Runs is the number of run files written so far.
 func (s *Sorter[T]) Runs() int { return len(s.runs) }
 
-func (s *Sorter[T]) sortBuf() { slices.SortStableFunc(s.buf, func(a, b T) int { return s.cmp(&a, &b) }) }
+func (s *Sorter[T]) sortBuf() {
+	slices.SortStableFunc(s.buf, func(a, b T) int { return s.cmp(&a, &b) })
+}
 
 func (s *Sorter[T]) spill() error {
 	s.sortBuf()
