@@ -70,29 +70,78 @@ func (s *Sorter[T]) sortBuf() {
 	slices.SortStableFunc(s.buf, func(a, b T) int { return s.cmp(&a, &b) })
 }
 
+// MaxFanIn is how many run files a merge reads at once. When a sorter
+// has written that many, it merges them into one, so that the buffers of
+// the final merge do not grow with the number of records either.
+const MaxFanIn = 32
+
 func (s *Sorter[T]) spill() error {
 	s.sortBuf()
-	f, err := os.CreateTemp(s.dir, s.pattern)
+	name, err := s.writeRun(&sliceSource[T]{recs: s.buf})
 	if err != nil {
 		return err
 	}
-	s.runs = append(s.runs, f.Name())
+	s.runs = append(s.runs, name)
+	clear(s.buf) // drop what the records point to
+	s.buf = s.buf[:0]
+	if len(s.runs) >= MaxFanIn {
+		return s.mergeRuns()
+	}
+	return nil
+}
+
+// mergeRuns merges the run files into one, which holds the oldest records
+// and so comes first.
+func (s *Sorter[T]) mergeRuns() error {
+	m, err := s.merge()
+	if err != nil {
+		return err
+	}
+	name, err := s.writeRun(m)
+	m.closeAll()
+	if err != nil {
+		return err
+	}
+	for _, r := range s.runs {
+		os.Remove(r)
+	}
+	s.runs = []string{name}
+	return nil
+}
+
+// writeRun writes a run file of the records src streams.
+func (s *Sorter[T]) writeRun(src Source[T]) (string, error) {
+	f, err := os.CreateTemp(s.dir, s.pattern)
+	if err != nil {
+		return "", err
+	}
+	err = s.write(f, src)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
+}
+
+func (s *Sorter[T]) write(f *os.File, src Source[T]) error {
 	w := bufio.NewWriterSize(f, 256<<10)
 	var b []byte
-	for i := range s.buf {
-		b = s.codec.Append(b[:0], &s.buf[i])
+	for {
+		r, ok, err := src.Next()
+		if err != nil || !ok {
+			if err == nil {
+				err = w.Flush()
+			}
+			return err
+		}
+		b = s.codec.Append(b[:0], &r)
 		if _, err := w.Write(b); err != nil {
-			f.Close()
 			return err
 		}
 	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return err
-	}
-	clear(s.buf) // drop what the records point to
-	s.buf = s.buf[:0]
-	return f.Close()
 }
 
 // Close removes the run files.
@@ -115,6 +164,15 @@ func (s *Sorter[T]) Sorted() (Source[T], error) {
 			return nil, err
 		}
 	}
+	m, err := s.merge()
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// merge opens the run files for a merge.
+func (s *Sorter[T]) merge() (*mergeSource[T], error) {
 	m := &mergeSource[T]{cmp: s.cmp}
 	for _, name := range s.runs {
 		f, err := os.Open(name)
