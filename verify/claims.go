@@ -27,17 +27,22 @@ import (
 // of its folded name and of its content), sorted on disk by folded name in
 // runs of claimRun records, and Resolve merges the runs and walks them in
 // order, one folded name at a time. Only the claims that clash are kept.
-// Claim is safe for concurrent use.
+// The names a finding needs are written to a file of their own as they
+// come, and read back only for the claims that clash: the records hold no
+// pointer, which spares the collector and the sort. Claim is safe for
+// concurrent use.
 type Claims struct {
-	mu   sync.Mutex
-	seed maphash.Seed
-	pkgs []string
-	sort *extsort.Sorter[claimRec]
-	err  error // the first error writing a run; Resolve returns it
+	mu    sync.Mutex
+	seed  maphash.Seed
+	dir   string
+	pkgs  []string
+	sort  *extsort.Sorter[claimRec]
+	names *namesFile // nil until a claim brings names
+	err   error      // the first error writing to disk; Resolve returns it
 }
 
 // claimRun is how many claims the table holds in memory before it writes
-// them, sorted, to a run file: about 4 MB.
+// them, sorted, to a run file: 2.5 MB.
 var claimRun = 1 << 16
 
 // ClaimsTempPattern names the table's run files.
@@ -50,8 +55,7 @@ type claimRec struct {
 	sum  uint64 // hash of its length and strongest hash
 	pkg  int32
 	n    int32
-	uri  string // for the finding that reports a clash; may be empty
-	path string
+	off  int64 // of its names in the names file; -1 when it has none
 }
 
 // Target is one bitstream a package of the dump carries.
@@ -101,7 +105,7 @@ func NewClaims(dir string) *Claims {
 		dir = os.TempDir()
 	}
 	codec := extsort.Codec[claimRec]{Append: appendClaim, Read: readClaim}
-	return &Claims{seed: maphash.MakeSeed(), sort: extsort.New(dir, ClaimsTempPattern, claimRun, byFold, codec)}
+	return &Claims{seed: maphash.MakeSeed(), dir: dir, sort: extsort.New(dir, ClaimsTempPattern, claimRun, byFold, codec).Total()}
 }
 
 // AddPackage registers a package by the name findings give it and returns
@@ -117,20 +121,56 @@ func (c *Claims) AddPackage(name string) int {
 func (c *Claims) Claim(t Target) {
 	r := claimRec{
 		fold: c.hash(fold(t.Name)), key: c.hash(t.Name), sum: c.hash(content(t.Length, t.Want)),
-		pkg: int32(t.Pkg), n: int32(t.N), uri: t.URI, path: t.Path,
+		pkg: int32(t.Pkg), n: int32(t.N), off: -1,
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.sort.Add(r); err != nil && c.err == nil {
+	if t.URI != "" || t.Path != "" {
+		r.off = c.writeNames(t.URI, t.Path)
+	}
+	if err := c.sort.Add(r); err != nil {
+		c.fail(err)
+	}
+}
+
+func (c *Claims) fail(err error) {
+	if c.err == nil {
 		c.err = err
 	}
 }
 
-// Close removes the run files.
+// writeNames appends a claim's names to the names file and returns their
+// offset.
+func (c *Claims) writeNames(uri, path string) int64 {
+	if c.names == nil && c.err == nil {
+		var err error
+		if c.names, err = newNamesFile(c.dir); err != nil {
+			c.fail(err)
+		}
+	}
+	if c.names == nil {
+		return -1
+	}
+	off, err := c.names.write(uri, path)
+	if err != nil {
+		c.fail(err)
+	}
+	return off
+}
+
+// Close removes the table's files.
 func (c *Claims) Close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.closeFiles()
+}
+
+func (c *Claims) closeFiles() {
 	c.sort.Close()
+	if c.names != nil {
+		c.names.close()
+		c.names = nil
+	}
 }
 
 // Resolve calls fn for each claim that clashes, once every package has
@@ -142,7 +182,10 @@ func (c *Claims) Close() {
 func (c *Claims) Resolve(fn func(Claimed, Clash)) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	defer c.sort.Close()
+	defer c.closeFiles()
+	if c.names != nil && c.err == nil {
+		c.fail(c.names.flush())
+	}
 	if c.err != nil {
 		return c.err
 	}
@@ -220,7 +263,14 @@ func (c *Claims) contentClash(same []claimRec, fn func(Claimed, Clash)) bool {
 }
 
 func (c *Claims) claimed(r *claimRec) Claimed {
-	return Claimed{Pkg: int(r.pkg), N: int(r.n), Package: c.pkgs[r.pkg], URI: r.uri, Path: r.path}
+	cl := Claimed{Pkg: int(r.pkg), N: int(r.n), Package: c.pkgs[r.pkg]}
+	if r.off >= 0 && c.names != nil {
+		var err error
+		if cl.URI, cl.Path, err = c.names.read(r.off); err != nil {
+			c.fail(err)
+		}
+	}
+	return cl
 }
 
 // byFold orders claims by folded name, then exact name, then package and
@@ -245,58 +295,78 @@ func cmpU64(a, b uint64) int {
 	return 1
 }
 
-const claimFixed = 3*8 + 2*4
+const claimSize = 3*8 + 2*4 + 8
 
-// appendClaim writes a claim as its fixed fields and its two names, each
-// preceded by its length.
 func appendClaim(b []byte, r *claimRec) []byte {
 	b = binary.LittleEndian.AppendUint64(b, r.fold)
 	b = binary.LittleEndian.AppendUint64(b, r.key)
 	b = binary.LittleEndian.AppendUint64(b, r.sum)
 	b = binary.LittleEndian.AppendUint32(b, uint32(r.pkg))
 	b = binary.LittleEndian.AppendUint32(b, uint32(r.n))
-	for _, s := range []string{r.uri, r.path} {
-		b = binary.AppendUvarint(b, uint64(len(s)))
-		b = append(b, s...)
-	}
-	return b
+	return binary.LittleEndian.AppendUint64(b, uint64(r.off))
 }
 
 func readClaim(br *bufio.Reader) (claimRec, error) {
-	var f [claimFixed]byte
+	var f [claimSize]byte
 	if _, err := io.ReadFull(br, f[:]); err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			return claimRec{}, errors.New("truncated claim")
 		}
 		return claimRec{}, err // io.EOF at the end of the run
 	}
-	r := claimRec{
-		fold: binary.LittleEndian.Uint64(f[0:]), key: binary.LittleEndian.Uint64(f[8:]), sum: binary.LittleEndian.Uint64(f[16:]),
-		pkg: int32(binary.LittleEndian.Uint32(f[24:])), n: int32(binary.LittleEndian.Uint32(f[28:])),
-	}
-	var err error
-	if r.uri, err = readString(br); err == nil {
-		r.path, err = readString(br)
-	}
-	return r, err
+	le := binary.LittleEndian
+	return claimRec{
+		fold: le.Uint64(f[0:]), key: le.Uint64(f[8:]), sum: le.Uint64(f[16:]),
+		pkg: int32(le.Uint32(f[24:])), n: int32(le.Uint32(f[28:])), off: int64(le.Uint64(f[32:])),
+	}, nil
 }
 
-func readString(br *bufio.Reader) (string, error) {
-	n, err := binary.ReadUvarint(br)
-	if err != nil || n == 0 {
-		return "", noEOF(err)
-	}
-	b := make([]byte, n)
-	_, err = io.ReadFull(br, b)
-	return string(b), noEOF(err)
+// namesFile holds the names of the claims, each pair as two 32-bit
+// lengths and the bytes.
+type namesFile struct {
+	f   *os.File
+	w   *bufio.Writer
+	off int64
 }
 
-// noEOF turns an end of the run inside a record into an error.
-func noEOF(err error) error {
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return errors.New("truncated claim")
+func newNamesFile(dir string) (*namesFile, error) {
+	f, err := os.CreateTemp(dir, ClaimsTempPattern)
+	if err != nil {
+		return nil, err
 	}
-	return err
+	return &namesFile{f: f, w: bufio.NewWriterSize(f, 64<<10)}, nil
+}
+
+func (nf *namesFile) write(uri, path string) (int64, error) {
+	off := nf.off
+	var b [8]byte
+	binary.LittleEndian.PutUint32(b[:], uint32(len(uri)))
+	binary.LittleEndian.PutUint32(b[4:], uint32(len(path)))
+	nf.w.Write(b[:])
+	nf.w.WriteString(uri)
+	_, err := nf.w.WriteString(path)
+	nf.off += int64(len(b) + len(uri) + len(path))
+	return off, err
+}
+
+func (nf *namesFile) flush() error { return nf.w.Flush() }
+
+func (nf *namesFile) read(off int64) (uri, path string, err error) {
+	var b [8]byte
+	if _, err := nf.f.ReadAt(b[:], off); err != nil {
+		return "", "", err
+	}
+	nu, np := binary.LittleEndian.Uint32(b[:]), binary.LittleEndian.Uint32(b[4:])
+	buf := make([]byte, int(nu)+int(np))
+	if _, err := nf.f.ReadAt(buf, off+8); err != nil {
+		return "", "", err
+	}
+	return string(buf[:nu]), string(buf[nu:]), nil
+}
+
+func (nf *namesFile) close() {
+	nf.f.Close()
+	os.Remove(nf.f.Name())
 }
 
 func (c *Claims) hash(s string) uint64 { return maphash.String(c.seed, s) }

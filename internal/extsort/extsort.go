@@ -13,7 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
+	"sort"
 )
 
 // Codec writes records to a run file and reads them back.
@@ -41,6 +41,7 @@ type Sorter[T any] struct {
 	buf          []T
 	runs         []string
 	count        int64
+	total        bool
 }
 
 // New returns a sorter that holds up to run records in memory and writes
@@ -66,9 +67,33 @@ func (s *Sorter[T]) Len() int64 { return s.count }
 // Runs is the number of run files written so far.
 func (s *Sorter[T]) Runs() int { return len(s.runs) }
 
-func (s *Sorter[T]) sortBuf() {
-	slices.SortStableFunc(s.buf, func(a, b T) int { return s.cmp(&a, &b) })
+// Total declares the sorter's comparison a total order: no two records
+// compare equal, so the runs can be sorted by a faster, unstable sort.
+func (s *Sorter[T]) Total() *Sorter[T] {
+	s.total = true
+	return s
 }
+
+// sortBuf sorts the records in memory. It compares them in place, through
+// sort.Interface: a comparison of copies (slices.SortFunc with a function
+// of pointers) would move both copies to the heap on every call.
+func (s *Sorter[T]) sortBuf() {
+	b := byCmp[T]{s.buf, s.cmp}
+	if s.total {
+		sort.Sort(b)
+	} else {
+		sort.Stable(b)
+	}
+}
+
+type byCmp[T any] struct {
+	recs []T
+	cmp  func(a, b *T) int
+}
+
+func (b byCmp[T]) Len() int           { return len(b.recs) }
+func (b byCmp[T]) Less(i, j int) bool { return b.cmp(&b.recs[i], &b.recs[j]) < 0 }
+func (b byCmp[T]) Swap(i, j int)      { b.recs[i], b.recs[j] = b.recs[j], b.recs[i] }
 
 // MaxFanIn is how many run files a merge reads at once. When a sorter
 // has written that many, it merges them into one, so that the buffers of
