@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -61,7 +62,11 @@ func (v *verifier) checkPackage(ctx context.Context, j job) error {
 		ra = ph
 	}
 	pkg, err := OpenPackage(ra, size, ref.Loc, ref.Cap, v.opts.Limits, v.rep)
+	var manifestSum [sha256.Size]byte
 	if err == nil {
+		// Its hash is enough to find the detached copy the same; the bytes,
+		// up to 50 MB, are read again only when it is not.
+		manifestSum, pkg.Manifest = sha256.Sum256(pkg.Manifest), nil
 		v.claim(j, pkg)
 		if err := v.readAll(ctx, pkg, ph, m); err != nil {
 			return err
@@ -73,7 +78,7 @@ func (v *verifier) checkPackage(ctx context.Context, j job) error {
 		v.rep.Report(Finding{Severity: Warning, Check: CheckPackage, Source: ref.Loc, URI: ref.Entry.Loc, Msg: ref.Doc + " gives no hash for the package"})
 	}
 	if pkg != nil && ref.Contents != "" {
-		v.checkDetached(ctx, ref, pkg)
+		v.checkDetached(ctx, ref, pkg, manifestSum)
 	}
 	return nil
 }
@@ -197,13 +202,21 @@ func (v *verifier) checkPackageHash(ref PackageRef, ph *PassHasher, mh *digest.M
 	}
 }
 
-func (v *verifier) checkDetached(ctx context.Context, ref PackageRef, pkg *Package) {
+func (v *verifier) checkDetached(ctx context.Context, ref PackageRef, pkg *Package, sum [sha256.Size]byte) {
 	data, err := fetchLinked(ctx, v.opts.Client, ref, ref.Contents)
 	if err != nil {
 		v.rep.Report(Finding{Severity: Error, Check: CheckDetached, Source: ref.Loc, URI: ref.Entry.Loc, Path: ref.Contents, Msg: "detached manifest cannot be read: " + err.Error()})
 		return
 	}
-	if f, differ := CompareManifests(pkg.Manifest, data); differ {
+	if sha256.Sum256(data) == sum {
+		return
+	}
+	inside, err := pkg.ReadManifest()
+	if err != nil {
+		v.rep.Report(Finding{Severity: Error, Check: CheckDetached, Source: ref.Loc, URI: ref.Entry.Loc, Path: ref.Contents, Msg: "detached manifest differs from manifest.xml, which cannot be read again to compare: " + err.Error()})
+		return
+	}
+	if f, differ := CompareManifests(inside, data); differ {
 		f.Source, f.URI, f.Path = ref.Loc, ref.Entry.Loc, ref.Contents
 		v.rep.Report(f)
 	}
