@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"golang.org/x/sync/errgroup"
 
@@ -21,6 +22,9 @@ import (
 type claimed struct {
 	clashes map[entryRef]verify.Clash // of every package of the dump; read only
 	pkg     int
+	// late is the table, for a package the survey could not read: it
+	// claims its targets as it is unpacked.
+	late *verify.Claims
 }
 
 // entryRef names a manifest entry of one of the dump's packages.
@@ -32,37 +36,49 @@ type entryRef struct{ pkg, n int }
 // the one that happens to finish last winning, and names that differ only
 // by case or Unicode normalisation are warned of. The table is on disk
 // (verify.Claims); only the clashes stay in memory. A package that cannot
-// be read now is left for its own run to report, and its targets are not
-// compared with the others'.
-func (u *unpacker) survey(ctx context.Context, refs []verify.PackageRef) ([]claimed, error) {
+// be read now (a remote one without a detached manifest) claims its
+// targets when it is unpacked, so only the later of two clashing packages
+// is refused. Call the function returned once every package is unpacked.
+func (u *unpacker) survey(ctx context.Context, refs []verify.PackageRef) ([]claimed, func(), error) {
 	out := make([]claimed, len(refs))
 	if len(refs) < 2 {
-		return out, nil
+		return out, func() {}, nil
 	}
 	c := verify.NewClaims(u.scratchDir())
-	defer c.Close()
 	for i, ref := range refs {
 		out[i].pkg = c.AddPackage(ref.Loc)
 	}
+	read := make([]bool, len(refs))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(u.opts.Jobs)
 	for i, ref := range refs {
 		g.Go(func() error {
-			u.surveyOne(gctx, ref, c, out[i].pkg)
+			read[i] = u.surveyOne(gctx, ref, c, out[i].pkg)
 			return gctx.Err()
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return nil, err
+		c.Close()
+		return nil, nil, err
+	}
+	if slices.Contains(read, false) {
+		c.KeepIndex()
 	}
 	clashes := map[entryRef]verify.Clash{}
 	err := c.Resolve(func(cl verify.Claimed, clash verify.Clash) {
 		clashes[entryRef{cl.Pkg, cl.N}] = clash
 	})
+	if err != nil {
+		c.Close()
+		return nil, nil, err
+	}
 	for i := range out {
 		out[i].clashes = clashes
+		if !read[i] {
+			out[i].late = c
+		}
 	}
-	return out, err
+	return out, c.Close, nil
 }
 
 // scratchDir is where the survey's table spills: the staging directory a
@@ -77,8 +93,9 @@ func (u *unpacker) scratchDir() string {
 // surveyOne claims the targets of one package, streaming its manifest
 // through the loader: nothing is kept of an entry but its claim. A
 // remote package's come from the detached manifest it links; the package
-// itself is downloaded later, once.
-func (u *unpacker) surveyOne(ctx context.Context, ref verify.PackageRef, c *verify.Claims, pkg int) {
+// itself is downloaded later, once. It reports whether it read the
+// manifest to its end.
+func (u *unpacker) surveyOne(ctx context.Context, ref verify.PackageRef, c *verify.Claims, pkg int) bool {
 	errOther := errors.New("not a Resource Dump Manifest")
 	ld := resourcesync.Loader{
 		Document: func(d *resourcesync.Document) error {
@@ -95,15 +112,15 @@ func (u *unpacker) surveyOne(ctx context.Context, ref verify.PackageRef, c *veri
 	// A manifest that cannot be read is reported when its package is
 	// unpacked.
 	if !resourcesync.IsURL(ref.Loc) {
-		u.surveyLocal(ctx, ref.Loc, &ld)
-		return
+		return u.surveyLocal(ctx, ref.Loc, &ld) == nil
 	}
-	if ref.Contents != "" {
-		ld.Open = func(ctx context.Context, loc string) (io.ReadCloser, error) {
-			return httpc.Open(ctx, u.opts.Client, loc, resourcesync.MaxBytes)
-		}
-		ld.Load(ctx, ref.Contents)
+	if ref.Contents == "" {
+		return false
 	}
+	ld.Open = func(ctx context.Context, loc string) (io.ReadCloser, error) {
+		return httpc.Open(ctx, u.opts.Client, loc, resourcesync.MaxBytes)
+	}
+	return ld.Load(ctx, ref.Contents) == nil
 }
 
 // claimEntry claims the target of one manifest entry.
@@ -126,22 +143,24 @@ func (u *unpacker) claimEntry(c *verify.Claims, pkg, n int, url resourcesync.URL
 }
 
 // surveyLocal streams the manifest inside a local package.
-func (u *unpacker) surveyLocal(ctx context.Context, loc string, ld *resourcesync.Loader) {
+func (u *unpacker) surveyLocal(ctx context.Context, loc string, ld *resourcesync.Loader) error {
 	zr, err := zip.OpenReader(loc)
 	if err != nil && !errors.Is(err, zip.ErrInsecurePath) {
-		return
+		return err
 	}
 	defer zr.Close()
 	for _, f := range zr.File {
 		if f.Name != verify.ManifestName {
 			continue
 		}
-		if rc, err := f.Open(); err == nil {
-			ld.Read(ctx, loc, rc, nil)
-			rc.Close()
+		rc, err := f.Open()
+		if err != nil {
+			return err
 		}
-		return
+		defer rc.Close()
+		return ld.Read(ctx, loc, rc, nil)
 	}
+	return errors.New("no manifest")
 }
 
 // claim checks a target against the survey before it is written: a
@@ -152,6 +171,9 @@ func (p *pkgRun) claim(a *action) bool {
 		return true
 	}
 	c := cl.clashes[entryRef{cl.pkg, a.b.N}]
+	if cl.late != nil {
+		c = cl.late.Late(verify.Target{Pkg: cl.pkg, N: a.b.N, Name: a.target, Length: a.b.Length, Want: a.b.Want})
+	}
 	switch c.Kind {
 	case verify.ClashContent:
 		p.refuse(a, verify.CheckClash, "not written: "+c.Message())

@@ -37,8 +37,9 @@ type Claims struct {
 	dir   string
 	pkgs  []string
 	sort  *extsort.Sorter[claimRec]
-	names *namesFile // nil until a claim brings names
-	err   error      // the first error writing to disk; Resolve returns it
+	names *namesFile  // nil until a claim brings names
+	err   error       // the first error writing to disk; Resolve returns it
+	late  *lateClaims // with KeepIndex: for the claims after Resolve
 }
 
 // claimRun is how many claims the table holds in memory before it writes
@@ -119,10 +120,7 @@ func (c *Claims) AddPackage(name string) int {
 
 // Claim records that a package carries a target.
 func (c *Claims) Claim(t Target) {
-	r := claimRec{
-		fold: c.hash(fold(t.Name)), key: c.hash(t.Name), sum: c.hash(content(t.Length, t.Want)),
-		pkg: int32(t.Pkg), n: int32(t.N), off: -1,
-	}
+	r := c.record(t)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if t.URI != "" || t.Path != "" {
@@ -130,6 +128,13 @@ func (c *Claims) Claim(t Target) {
 	}
 	if err := c.sort.Add(r); err != nil {
 		c.fail(err)
+	}
+}
+
+func (c *Claims) record(t Target) claimRec {
+	return claimRec{
+		fold: c.hash(fold(t.Name)), key: c.hash(t.Name), sum: c.hash(content(t.Length, t.Want)),
+		pkg: int32(t.Pkg), n: int32(t.N), off: -1,
 	}
 }
 
@@ -163,6 +168,10 @@ func (c *Claims) Close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closeFiles()
+	if c.late != nil {
+		c.late.close()
+		c.late = nil
+	}
 }
 
 func (c *Claims) closeFiles() {
@@ -190,12 +199,18 @@ func (c *Claims) Resolve(fn func(Claimed, Clash)) error {
 		return c.err
 	}
 	src, err := c.sort.Sorted()
+	if err == nil && c.late != nil {
+		err = c.late.open(c.dir)
+	}
 	if err != nil {
 		return err
 	}
 	var group []claimRec // the claims of one folded name
 	for {
 		r, ok, err := src.Next()
+		if err == nil {
+			err = c.keep(&r, ok)
+		}
 		if err != nil {
 			return err
 		}
@@ -314,11 +329,15 @@ func readClaim(br *bufio.Reader) (claimRec, error) {
 		}
 		return claimRec{}, err // io.EOF at the end of the run
 	}
+	return decodeClaim(&f), nil
+}
+
+func decodeClaim(f *[claimSize]byte) claimRec {
 	le := binary.LittleEndian
 	return claimRec{
 		fold: le.Uint64(f[0:]), key: le.Uint64(f[8:]), sum: le.Uint64(f[16:]),
 		pkg: int32(le.Uint32(f[24:])), n: int32(le.Uint32(f[28:])), off: int64(le.Uint64(f[32:])),
-	}, nil
+	}
 }
 
 // namesFile holds the names of the claims, each pair as two 32-bit

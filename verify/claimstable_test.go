@@ -173,3 +173,34 @@ func liveHeap() uint64 {
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
 }
+
+// A target claimed after Resolve (a package the survey could not read) is
+// checked against the sorted index of every claim before it, found by a
+// binary search over runs that spilled, and against the other late ones.
+func TestClaimsLate(t *testing.T) {
+	defer func(n int) { claimRun = n }(claimRun)
+	claimRun = 50
+	c := newTable(t, 3)
+	for i := range 1000 {
+		c.Claim(Target{Pkg: 0, N: i + 1, Name: fmt.Sprintf("f%04d", i), Length: 1, Want: one})
+	}
+	c.KeepIndex()
+	if got := resolveAll(t, c); len(got) != 0 {
+		t.Fatalf("clashes: %v", got)
+	}
+	checks := []struct {
+		t    Target
+		want Clash
+	}{
+		{Target{Pkg: 1, N: 1, Name: "f0500", Length: 1, Want: one}, Clash{}},
+		{Target{Pkg: 1, N: 2, Name: "f0501", Length: 1, Want: two}, Clash{Kind: ClashContent, Package: "p0.zip", Entry: 502}},
+		{Target{Pkg: 1, N: 3, Name: "F0999", Length: 1, Want: one}, Clash{Kind: ClashFold, Package: "p0.zip", Entry: 1000}},
+		{Target{Pkg: 1, N: 4, Name: "new", Length: 1, Want: one}, Clash{}},
+		{Target{Pkg: 2, N: 1, Name: "new", Length: 1, Want: two}, Clash{Kind: ClashContent, Package: "p1.zip", Entry: 4}},
+	}
+	for _, ch := range checks {
+		if got := c.Late(ch.t); got != ch.want {
+			t.Errorf("Late(%s of p%d) = %+v, want %+v", ch.t.Name, ch.t.Pkg, got, ch.want)
+		}
+	}
+}
