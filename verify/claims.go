@@ -46,8 +46,9 @@ type Claims struct {
 // them, sorted, to a run file: 2.5 MB.
 var claimRun = 1 << 16
 
-// ClaimsTempPattern names the table's run files.
-const ClaimsTempPattern = ".rsdump-claims-*.tmp"
+// claimsTempPattern names the table's files (runs, names, index); a
+// killed run leaves them for whoever clears the directory.
+const claimsTempPattern = ".rsdump-claims-*.tmp"
 
 // claimRec is what is kept of one claim.
 type claimRec struct {
@@ -106,7 +107,7 @@ func NewClaims(dir string) *Claims {
 		dir = os.TempDir()
 	}
 	codec := extsort.Codec[claimRec]{Append: appendClaim, Read: readClaim}
-	return &Claims{seed: maphash.MakeSeed(), dir: dir, sort: extsort.New(dir, ClaimsTempPattern, claimRun, byFold, codec).Total()}
+	return &Claims{seed: maphash.MakeSeed(), dir: dir, sort: extsort.New(dir, claimsTempPattern, claimRun, byFold, codec).Total()}
 }
 
 // AddPackage registers a package by the name findings give it and returns
@@ -349,7 +350,7 @@ type namesFile struct {
 }
 
 func newNamesFile(dir string) (*namesFile, error) {
-	f, err := os.CreateTemp(dir, ClaimsTempPattern)
+	f, err := os.CreateTemp(dir, claimsTempPattern)
 	if err != nil {
 		return nil, err
 	}

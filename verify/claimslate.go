@@ -74,7 +74,7 @@ type lateClaims struct {
 
 // open creates the index file in dir.
 func (l *lateClaims) open(dir string) error {
-	f, err := os.CreateTemp(dir, ClaimsTempPattern)
+	f, err := os.CreateTemp(dir, claimsTempPattern)
 	if err != nil {
 		return err
 	}
