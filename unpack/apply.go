@@ -29,19 +29,31 @@ func (p *pkgRun) apply() error {
 		return err
 	}
 	hook(HookDurable, 0)
-	dirs, renamed := map[string]bool{}, map[string]bool{}
+	dirs, renamed := map[string]bool{}, 0
 	for _, a := range p.actions {
 		switch {
 		case a.superseded || a.failed || a.present:
 		case a.b.Deleted():
 			p.delete(a, recs, dirs)
 		default:
-			hook(HookCommit, len(renamed))
-			p.commitOne(a, renamed)
+			hook(HookCommit, renamed)
+			if p.commitOne(a) {
+				renamed++
+				p.renamedIn(a.target, dirs)
+			}
 		}
 	}
 	hook(HookCommitted, 0)
 	return p.makeDurable(dirs, renamed)
+}
+
+// renamedIn notes the directory of a new name when it must be synced on
+// its own: where syncfs(2) makes every rename durable at once, a set of
+// 50,000 names per package in flight would only cost memory.
+func (p *pkgRun) renamedIn(target string, dirs map[string]bool) {
+	if !syncfsWorks {
+		dirs[path.Dir(target)] = true
+	}
 }
 
 // durable makes the staged files durable, when there are any.
@@ -57,18 +69,20 @@ func (p *pkgRun) durable() error {
 	return nil
 }
 
-func (p *pkgRun) commitOne(a *action, renamed map[string]bool) {
+// commitOne renames a staged bitstream to its target and reports whether
+// it did.
+func (p *pkgRun) commitOne(a *action) bool {
 	err := p.dirs.commit(p.st, a.staged, a.target)
 	if err != nil {
 		p.st.remove(a.staged)
 		a.staged = ""
 		p.refuse(a, CheckRefused, "not written: "+err.Error())
-		return
+		return false
 	}
 	a.staged = ""
-	renamed[a.target] = true
 	p.u.count(func(r *Result) { r.Written++; r.Bytes += a.length }) // only bytes that landed count
 	p.report(a, verify.OK, CheckWritten, "", verify.Describe(a.b.Length, a.b.Want))
+	return true
 }
 
 // makeDurable makes the new names durable, then appends the records of
@@ -76,16 +90,10 @@ func (p *pkgRun) commitOne(a *action, renamed map[string]bool) {
 // syncfs(2) of the file system they are all on (the staging directory's:
 // a rename cannot leave it), or elsewhere by syncing each directory that
 // got a new name; the directories of deleted files are synced each.
-func (p *pkgRun) makeDurable(dirs, renamed map[string]bool) error {
-	switch {
-	case len(renamed) == 0:
-	case syncfsWorks:
+func (p *pkgRun) makeDurable(dirs map[string]bool, renamed int) error {
+	if renamed > 0 && syncfsWorks {
 		if err := syncfs(p.st.dir); err != nil {
 			return fmt.Errorf("%s: syncing the tree: %w", p.u.dest.dir, err)
-		}
-	default:
-		for rel := range renamed {
-			dirs[path.Dir(rel)] = true
 		}
 	}
 	names := make([]string, 0, len(dirs))

@@ -1,9 +1,13 @@
 package unpack
 
 import (
+	"archive/zip"
 	"context"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
+	"slices"
 
 	"golang.org/x/sync/errgroup"
 
@@ -13,84 +17,87 @@ import (
 	"github.com/rsdump/rsdump/verify"
 )
 
-// claimed is a package's place in the table of the targets its dump's
+// claimed is a package's place in the survey of the targets its dump's
 // packages carry; the zero value is a package unpacked on its own.
 type claimed struct {
-	claims *verify.Claims
-	pkg    int
+	clashes map[entryRef]verify.Clash // of every package of the dump; read only
+	pkg     int
+	// late is the table, for a package the survey could not read: it
+	// claims its targets as it is unpacked.
+	late *verify.Claims
 }
+
+// entryRef names a manifest entry of one of the dump's packages.
+type entryRef struct{ pkg, n int }
 
 // survey reads the manifest of every package of a Resource Dump before
 // any is unpacked and records each target in one table: when two packages
 // carry a target with different content, both are refused it, rather than
-// the one that happens to finish last winning. Names that differ only by
-// case or Unicode normalisation are warned of here. A package that cannot
-// be read now is left for its own run to report.
-func (u *unpacker) survey(ctx context.Context, refs []verify.PackageRef) ([]claimed, error) {
+// the one that happens to finish last winning, and names that differ only
+// by case or Unicode normalisation are warned of. The table is on disk
+// (verify.Claims); only the clashes stay in memory. A package that cannot
+// be read now (a remote one without a detached manifest) claims its
+// targets when it is unpacked, so only the later of two clashing packages
+// is refused. Call the function returned once every package is unpacked.
+func (u *unpacker) survey(ctx context.Context, refs []verify.PackageRef) ([]claimed, func(), error) {
 	out := make([]claimed, len(refs))
 	if len(refs) < 2 {
-		return out, nil
+		return out, func() {}, nil
 	}
-	c := verify.NewClaims()
+	c := verify.NewClaims(u.scratchDir())
 	for i, ref := range refs {
-		out[i] = claimed{claims: c, pkg: c.AddPackage(ref.Loc)}
+		out[i].pkg = c.AddPackage(ref.Loc)
 	}
+	read := make([]bool, len(refs))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(u.opts.Jobs)
 	for i, ref := range refs {
 		g.Go(func() error {
-			u.surveyOne(gctx, ref, out[i])
+			read[i] = u.surveyOne(gctx, ref, c, out[i].pkg)
 			return gctx.Err()
 		})
 	}
-	return out, g.Wait()
-}
-
-// surveyOne claims the targets of one package, from the manifest inside
-// it, or for a remote package from the detached manifest it links (the
-// package itself is downloaded later, once).
-func (u *unpacker) surveyOne(ctx context.Context, ref verify.PackageRef, cl claimed) {
-	each := func(n int, url resourcesync.URL, length int64, want digest.Set) {
-		target, err := u.opts.Mapper.Target(url)
-		if err != nil {
-			return
-		}
-		if c := cl.claims.Claim(cl.pkg, n, target, length, want); c.Kind == verify.ClashFold {
-			u.rep.Report(verify.Finding{Severity: verify.Warning, Check: verify.CheckClash, Source: ref.Loc, URI: url.Loc, Path: target, Msg: c.Message()})
-		}
+	if err := g.Wait(); err != nil {
+		c.Close()
+		return nil, nil, err
 	}
-	if resourcesync.IsURL(ref.Loc) {
-		// Not downloaded twice: without a detached manifest, a remote
-		// package claims its targets when it is unpacked.
-		if ref.Contents != "" {
-			u.surveyDetached(ctx, ref.Contents, each)
-		}
-		return
+	if slices.Contains(read, false) {
+		c.KeepIndex()
 	}
-	ra, size, closeFn, err := verify.OpenLocation(ref.Loc)
+	clashes := map[entryRef]verify.Clash{}
+	err := c.Resolve(func(cl verify.Claimed, clash verify.Clash) {
+		clashes[entryRef{cl.Pkg, cl.N}] = clash
+	})
 	if err != nil {
-		return
+		c.Close()
+		return nil, nil, err
 	}
-	defer closeFn()
-	pkg, err := verify.OpenPackage(ra, size, ref.Loc, ref.Cap, u.opts.Limits, verify.NewReporter(nil))
-	if err != nil || pkg.Header.MD.Capability != resourcesync.CapResourceDumpManifest {
-		return
-	}
-	pkg.Manifest = nil // not needed here; the survey holds a package's entries while it claims them
-	for _, b := range pkg.Bitstreams {
-		if !b.Deleted() {
-			each(b.N, b.URL, b.Length, b.Want)
+	for i := range out {
+		out[i].clashes = clashes
+		if !read[i] {
+			out[i].late = c
 		}
 	}
+	return out, c.Close, nil
 }
 
-// surveyDetached reads the entries of a detached Resource Dump Manifest.
-func (u *unpacker) surveyDetached(ctx context.Context, loc string, each func(int, resourcesync.URL, int64, digest.Set)) {
+// scratchDir is where the survey's table spills: the staging directory a
+// later run clears, or the system's temporary directory in a dry run.
+func (u *unpacker) scratchDir() string {
+	if u.opts.DryRun {
+		return os.TempDir()
+	}
+	return filepath.Join(u.dest.dir, verify.StateDir, tmpDir)
+}
+
+// surveyOne claims the targets of one package, streaming its manifest
+// through the loader: nothing is kept of an entry but its claim. A
+// remote package's come from the detached manifest it links; the package
+// itself is downloaded later, once. It reports whether it read the
+// manifest to its end.
+func (u *unpacker) surveyOne(ctx context.Context, ref verify.PackageRef, c *verify.Claims, pkg int) bool {
 	errOther := errors.New("not a Resource Dump Manifest")
 	ld := resourcesync.Loader{
-		Open: func(ctx context.Context, loc string) (io.ReadCloser, error) {
-			return httpc.Open(ctx, u.opts.Client, loc, resourcesync.MaxBytes)
-		},
 		Document: func(d *resourcesync.Document) error {
 			if d.Header.MD.Capability != resourcesync.CapResourceDumpManifest {
 				return errOther
@@ -98,29 +105,75 @@ func (u *unpacker) surveyDetached(ctx context.Context, loc string, each func(int
 			return nil
 		},
 		Entry: func(_ *resourcesync.Document, n int, url resourcesync.URL) error {
-			length, want := int64(-1), digest.Set(nil)
-			if url.MD != nil && url.MD.Length != nil {
-				length = *url.MD.Length
-			}
-			if url.MD != nil {
-				want, _ = digest.Parse(url.MD.Hash)
-			}
-			each(n, url, length, want)
+			u.claimEntry(c, pkg, n, url)
 			return nil
 		},
 	}
-	ld.Load(ctx, loc) // a manifest that cannot be read is claimed when its package is unpacked
+	// A manifest that cannot be read is reported when its package is
+	// unpacked.
+	if !resourcesync.IsURL(ref.Loc) {
+		return u.surveyLocal(ctx, ref.Loc, &ld) == nil
+	}
+	if ref.Contents == "" {
+		return false
+	}
+	ld.Open = func(ctx context.Context, loc string) (io.ReadCloser, error) {
+		return httpc.Open(ctx, u.opts.Client, loc, resourcesync.MaxBytes)
+	}
+	return ld.Load(ctx, ref.Contents) == nil
+}
+
+// claimEntry claims the target of one manifest entry.
+func (u *unpacker) claimEntry(c *verify.Claims, pkg, n int, url resourcesync.URL) {
+	if url.MD != nil && url.MD.Change == resourcesync.ChangeDeleted {
+		return
+	}
+	target, err := u.opts.Mapper.Target(url)
+	if err != nil {
+		return
+	}
+	length, want := int64(-1), digest.Set(nil)
+	if url.MD != nil && url.MD.Length != nil {
+		length = *url.MD.Length
+	}
+	if url.MD != nil {
+		want, _ = digest.Parse(url.MD.Hash)
+	}
+	c.Claim(verify.Target{Pkg: pkg, N: n, Name: target, Length: length, Want: want})
+}
+
+// surveyLocal streams the manifest inside a local package.
+func (u *unpacker) surveyLocal(ctx context.Context, loc string, ld *resourcesync.Loader) error {
+	zr, err := zip.OpenReader(loc)
+	if err != nil && !errors.Is(err, zip.ErrInsecurePath) {
+		return err
+	}
+	defer zr.Close()
+	for _, f := range zr.File {
+		if f.Name != verify.ManifestName {
+			continue
+		}
+		rc, err := f.Open()
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		return ld.Read(ctx, loc, rc, nil)
+	}
+	return errors.New("no manifest")
 }
 
 // claim checks a target against the survey before it is written: a
-// target another package carries with other content is refused. A package
-// the survey could not read claims its targets now.
+// target another package carries with other content is refused.
 func (p *pkgRun) claim(a *action) bool {
 	cl := p.claimed
-	if cl.claims == nil || p.isChange() {
+	if cl.clashes == nil || p.isChange() {
 		return true
 	}
-	c := cl.claims.Claim(cl.pkg, a.b.N, a.target, a.b.Length, a.b.Want)
+	c := cl.clashes[entryRef{cl.pkg, a.b.N}]
+	if cl.late != nil {
+		c = cl.late.Late(verify.Target{Pkg: cl.pkg, N: a.b.N, Name: a.target, Length: a.b.Length, Want: a.b.Want})
+	}
 	switch c.Kind {
 	case verify.ClashContent:
 		p.refuse(a, verify.CheckClash, "not written: "+c.Message())

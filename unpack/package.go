@@ -258,6 +258,10 @@ func (p *pkgRun) stage(ctx context.Context) error {
 		}
 	}
 	p.pkg.CheckLayout()
+	// Committing needs the entries' names and hashes, not the ZIP's: free
+	// them for the next package in flight.
+	p.pkg.Release()
+	p.byBits = nil
 	hook(HookStaged, 0)
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"crypto/rand"
 	"encoding/hex"
+	"io/fs"
 	"os"
 	"path"
 	"strconv"
@@ -25,6 +26,7 @@ type stage struct {
 	name  string       // relative to the tree
 	root  *os.Root     // the directory
 	dir   *os.File     // the same directory, for syncfs and renameat
+	fd    int          // dir's descriptor
 	next  atomic.Int64 // the last number given; files are created from several goroutines
 	batch *syncBatch   // where each file is synced on its own (not Linux)
 }
@@ -42,6 +44,9 @@ func (d *dest) newStage() (*stage, error) {
 	if s.root, err = d.root.OpenRoot(name); err == nil {
 		s.dir, err = d.root.Open(name)
 	}
+	if err == nil {
+		s.fd = int(s.dir.Fd())
+	}
 	if err != nil {
 		s.close(d)
 		return nil, err
@@ -52,23 +57,31 @@ func (d *dest) newStage() (*stage, error) {
 	return s, nil
 }
 
+// stagedFile is a staging file open for writing.
+type stagedFile interface {
+	Write(p []byte) (int, error)
+	Chmod(mode fs.FileMode) error
+	Close() error
+	osFile() *os.File // for the syncer, where there is no syncfs
+}
+
 // create makes the next staging file.
-func (s *stage) create() (*os.File, string, error) {
+func (s *stage) create() (stagedFile, string, error) {
 	name := strconv.FormatInt(s.next.Add(1), 10)
-	f, err := s.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := s.createFile(name)
 	return f, name, err
 }
 
 // seal gives a staged file, fully written, the mtime and permission bits
 // its entry records, and hands it over: it is closed now, or, where a
 // file system is not synced as a whole, once its own fsync is done.
-func (s *stage) seal(f *os.File, name string, mtime time.Time, entry *zip.File) error {
+func (s *stage) seal(f stagedFile, name string, mtime time.Time, entry *zip.File) error {
 	var err error
 	if perm, ok := recordedPerm(entry); ok {
 		err = f.Chmod(perm)
 	}
 	if err == nil && !mtime.IsZero() {
-		err = s.root.Chtimes(name, mtime, mtime)
+		err = s.chtimes(name, mtime)
 	}
 	if err != nil || s.batch == nil {
 		if cerr := f.Close(); err == nil {
@@ -76,7 +89,7 @@ func (s *stage) seal(f *os.File, name string, mtime time.Time, entry *zip.File) 
 		}
 		return err
 	}
-	s.batch.add(f)
+	s.batch.add(f.osFile())
 	return nil
 }
 

@@ -333,10 +333,11 @@ func (u *unpacker) resourceDump(ctx context.Context, d *verify.Dump) error {
 	if err := u.markPending(); err != nil {
 		return err
 	}
-	claims, err := u.survey(ctx, d.Packages)
+	claims, done, err := u.survey(ctx, d.Packages)
 	if err != nil {
 		return err
 	}
+	defer done()
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(u.opts.Jobs)
 	var failed sync.Map

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -61,7 +62,11 @@ func (v *verifier) checkPackage(ctx context.Context, j job) error {
 		ra = ph
 	}
 	pkg, err := OpenPackage(ra, size, ref.Loc, ref.Cap, v.opts.Limits, v.rep)
+	var manifestSum [sha256.Size]byte
 	if err == nil {
+		// Its hash is enough to find the detached copy the same; the bytes,
+		// up to 50 MB, are read again only when it is not.
+		manifestSum, pkg.Manifest = sha256.Sum256(pkg.Manifest), nil
 		v.claim(j, pkg)
 		if err := v.readAll(ctx, pkg, ph, m); err != nil {
 			return err
@@ -73,15 +78,13 @@ func (v *verifier) checkPackage(ctx context.Context, j job) error {
 		v.rep.Report(Finding{Severity: Warning, Check: CheckPackage, Source: ref.Loc, URI: ref.Entry.Loc, Msg: ref.Doc + " gives no hash for the package"})
 	}
 	if pkg != nil && ref.Contents != "" {
-		v.checkDetached(ctx, ref, pkg)
+		v.checkDetached(ctx, ref, pkg, manifestSum)
 	}
 	return nil
 }
 
-// claim records the targets of a Resource Dump's package and reports
-// those another package of the dump carries with other content, and those
-// that differ from another only by case or Unicode normalisation. A target
-// is the bitstream's URI, percent-decoded.
+// claim records the targets of a Resource Dump's package, for
+// reportClashes. A target is the bitstream's URI, percent-decoded.
 func (v *verifier) claim(j job, pkg *Package) {
 	if j.ref.Doc == "" || pkg.Header.MD.Capability != resourcesync.CapResourceDumpManifest {
 		return
@@ -94,13 +97,25 @@ func (v *verifier) claim(j job, pkg *Package) {
 		if err != nil {
 			target = b.URL.Loc
 		}
-		switch c := j.claims.Claim(j.pkg, b.N, target, b.Length, b.Want); c.Kind {
-		case ClashContent:
-			v.rep.Report(Finding{Severity: Error, Check: CheckClash, Source: pkg.Source, URI: b.URL.Loc, Path: entryName(b.Path), Msg: c.Message()})
-		case ClashFold:
-			v.rep.Report(Finding{Severity: Warning, Check: CheckClash, Source: pkg.Source, URI: b.URL.Loc, Path: entryName(b.Path), Msg: c.Message()})
-		}
+		j.claims.Claim(Target{Pkg: j.pkg, N: b.N, Name: target, Length: b.Length, Want: b.Want, URI: b.URL.Loc, Path: entryName(b.Path)})
 	}
+}
+
+// reportClashes reports, once every package of a dump has claimed its
+// targets, each one another package carries with other content (but the
+// first claim, which the others name) and each name that differs from
+// another only by case or Unicode normalisation.
+func (v *verifier) reportClashes(c *Claims) error {
+	return c.Resolve(func(cl Claimed, clash Clash) {
+		sev := Warning
+		switch {
+		case clash.Kind == ClashContent && clash.First:
+			return
+		case clash.Kind == ClashContent:
+			sev = Error
+		}
+		v.rep.Report(Finding{Severity: sev, Check: CheckClash, Source: cl.Package, URI: cl.URI, Path: cl.Path, Msg: clash.Message()})
+	})
 }
 
 // missing reports a package that cannot be opened. A package listed by a
@@ -187,13 +202,21 @@ func (v *verifier) checkPackageHash(ref PackageRef, ph *PassHasher, mh *digest.M
 	}
 }
 
-func (v *verifier) checkDetached(ctx context.Context, ref PackageRef, pkg *Package) {
+func (v *verifier) checkDetached(ctx context.Context, ref PackageRef, pkg *Package, sum [sha256.Size]byte) {
 	data, err := fetchLinked(ctx, v.opts.Client, ref, ref.Contents)
 	if err != nil {
 		v.rep.Report(Finding{Severity: Error, Check: CheckDetached, Source: ref.Loc, URI: ref.Entry.Loc, Path: ref.Contents, Msg: "detached manifest cannot be read: " + err.Error()})
 		return
 	}
-	if f, differ := CompareManifests(pkg.Manifest, data); differ {
+	if sha256.Sum256(data) == sum {
+		return
+	}
+	inside, err := pkg.ReadManifest()
+	if err != nil {
+		v.rep.Report(Finding{Severity: Error, Check: CheckDetached, Source: ref.Loc, URI: ref.Entry.Loc, Path: ref.Contents, Msg: "detached manifest differs from manifest.xml, which cannot be read again to compare: " + err.Error()})
+		return
+	}
+	if f, differ := CompareManifests(inside, data); differ {
 		f.Source, f.URI, f.Path = ref.Loc, ref.Entry.Loc, ref.Contents
 		v.rep.Report(f)
 	}

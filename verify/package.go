@@ -55,6 +55,7 @@ type Package struct {
 	rep   *Reporter
 	lim   Limits
 	index map[*zip.File]int // central directory position
+	mf    *zip.File         // manifest.xml
 	buf   []byte
 }
 
@@ -96,6 +97,7 @@ func OpenPackage(ra io.ReaderAt, size int64, src, wantCap string, lim Limits, re
 	if err != nil {
 		return nil, err
 	}
+	p.mf = mf
 	if err := p.readManifest(mf); err != nil {
 		return nil, err
 	}
@@ -254,3 +256,30 @@ func (p *Package) InZipOrder() []*Bitstream {
 
 // Entries is the number of entries in the central directory.
 func (p *Package) Entries() int { return len(p.zr.File) }
+
+// Release lets go of what reading the bitstreams needed: the central
+// directory, the ZIP entries and the layout checks' records, a third of
+// the memory of a package of small files. The manifest's entries stay,
+// each with File nil. Read, InZipOrder, CheckLayout and Entries must not be
+// called afterwards.
+func (p *Package) Release() {
+	for _, b := range p.Bitstreams {
+		b.File = nil
+	}
+	p.zr, p.spans, p.tiles, p.index, p.mf = nil, nil, nil, nil, nil
+}
+
+// ReadManifest reads manifest.xml again, for a caller that let go of
+// Manifest: a package's manifest is up to 50 MB. It reports nothing; the
+// first read did.
+func (p *Package) ReadManifest() ([]byte, error) {
+	if p.Manifest != nil {
+		return p.Manifest, nil
+	}
+	rc, err := p.mf.Open()
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return io.ReadAll(io.LimitReader(rc, resourcesync.MaxBytes+1))
+}

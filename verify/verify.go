@@ -77,12 +77,15 @@ func Verify(ctx context.Context, targets []string, opts Options) (*Summary, erro
 	v := newVerifier(opts)
 	var jobs []job
 	var all []PackageRef
+	var tables []*Claims
 	for _, t := range targets {
 		refs, err := v.expand(ctx, t)
 		if err != nil {
 			return nil, err
 		}
-		claims := NewClaims() // one per target: the packages of one dump
+		claims := NewClaims(opts.TempDir) // one per target: the packages of one dump
+		defer claims.Close()
+		tables = append(tables, claims)
 		for _, ref := range refs {
 			jobs = append(jobs, job{ref: ref, claims: claims, pkg: claims.AddPackage(ref.Loc)})
 		}
@@ -91,6 +94,11 @@ func Verify(ctx context.Context, targets []string, opts Options) (*Summary, erro
 	Announce(all, v.opts.Total)
 	if err := v.run(ctx, jobs); err != nil {
 		return nil, err
+	}
+	for _, c := range tables {
+		if err := v.reportClashes(c); err != nil {
+			return nil, err
+		}
 	}
 	return v.summary(), nil
 }
