@@ -492,7 +492,7 @@ func TestUniqueEntryNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	fi, _ := os.Stat(filepath.Join(src, "a"))
-	it := item{rel: "a", abs: filepath.Join(src, "a"), size: fi.Size(), mtime: fi.ModTime(), mode: fi.Mode(), fi: fi,
+	it := item{rel: "a", abs: filepath.Join(src, "a"), size: fi.Size(), mtime: fi.ModTime(), mode: fi.Mode(), id: fileIDOf(fi),
 		change: resourcesync.ChangeCreated, lastmod: fi.ModTime()}
 	pl := &planned{name: changeDump.packageName(1), from: hour(0), until: hour(1)}
 	w, err := newKindWriter(&o, dir, pl, changeDump, hour(1))
@@ -504,7 +504,7 @@ func TestUniqueEntryNames(t *testing.T) {
 	}
 	put(t, src, "a", "second", hour(0).Add(2*time.Minute))
 	fi, _ = os.Stat(filepath.Join(src, "a"))
-	it.size, it.mtime, it.fi, it.change, it.lastmod = fi.Size(), fi.ModTime(), fi, resourcesync.ChangeUpdated, fi.ModTime()
+	it.size, it.mtime, it.id, it.change, it.lastmod = fi.Size(), fi.ModTime(), fileIDOf(fi), resourcesync.ChangeUpdated, fi.ModTime()
 	if err := w.addPrepared(enc.prepare(it)); err != nil {
 		t.Fatal(err)
 	}

@@ -144,7 +144,7 @@ func unchanged(f *os.File, it item, n int64) error {
 	if err != nil {
 		return &FileError{Path: it.rel, Err: err}
 	}
-	if it.fi != nil && !os.SameFile(it.fi, fi) {
+	if !sameFile(it.id, fi) {
 		return &FileError{Path: it.rel, Err: fmt.Errorf("%w (another file was renamed over it after the walk)", ErrChanged)}
 	}
 	if now, err := os.Stat(it.abs); err != nil || !os.SameFile(now, fi) {
