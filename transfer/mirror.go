@@ -212,6 +212,13 @@ func (d *download) checkPace(m *mirror, n int, now int64) error {
 	}
 	got := m.pace.bytes.Add(int64(n))
 	start := m.pace.start.Load()
+	if start == 0 {
+		// A request counted in flight before the first one stored its
+		// time (begin adds, then stores): its window starts now, not
+		// in 1970, which would judge the first bytes over 56 years.
+		m.pace.start.CompareAndSwap(0, now)
+		return nil
+	}
 	el := time.Duration(now - start)
 	if el < o.MinSpeedWindow || !m.pace.start.CompareAndSwap(start, now) {
 		return nil // too early, or another read judged this window
