@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"iter"
 	"path"
 	"sort"
 
@@ -11,11 +12,10 @@ import (
 	"github.com/rsdump/rsdump/verify"
 )
 
-// apply commits the staged bitstreams and carries out the deletions, in
-// manifest order, then makes it durable: the parent directories, the
-// written log. With AtomicPackage, nothing is committed when the package
-// has any problem: a bitstream refused or unverified, an orphan, an unsafe
-// name.
+// apply commits the staged bitstreams and carries out the deletions,
+// then makes it durable: the parent directories, the written log. With
+// AtomicPackage, nothing is committed when the package has any problem: a
+// bitstream refused or unverified, an orphan, an unsafe name.
 func (p *pkgRun) apply() error {
 	if n := p.rep.Counts().Problems(); p.u.opts.AtomicPackage && n > 0 {
 		p.refuseStaged(fmt.Sprintf("--atomic-package, and the package has %d problems", n))
@@ -29,31 +29,36 @@ func (p *pkgRun) apply() error {
 		return err
 	}
 	hook(HookDurable, 0)
-	dirs, renamed := map[string]bool{}, 0
-	for _, a := range p.actions {
-		switch {
-		case a.superseded || a.failed || a.present:
-		case a.b.Deleted():
-			p.delete(a, recs, dirs)
-		default:
-			hook(HookCommit, renamed)
-			if p.commitOne(a) {
-				renamed++
-				p.renamedIn(a.target, dirs)
-			}
-		}
-	}
+	dirs, renamed := p.commit(recs)
 	hook(HookCommitted, 0)
 	return p.makeDurable(dirs, renamed)
 }
 
-// renamedIn notes the directory of a new name when it must be synced on
-// its own: where syncfs(2) makes every rename durable at once, a set of
-// 50,000 names per package in flight would only cost memory.
-func (p *pkgRun) renamedIn(target string, dirs map[string]bool) {
-	if !syncfsWorks {
-		dirs[path.Dir(target)] = true
+// commit carries out the deletions, then gives the staged bitstreams
+// their names, both in manifest order; only the last change of a target
+// is left, so the order between the two does not change the tree, and
+// deletions first let a file take the place of a directory the package
+// empties. It holds the tree's commit lock: packages staged at once
+// commit one at a time, so that a directory missing from the tree is
+// moved there by one package only. It returns the directories to sync
+// (where there is no syncfs) and the renames done.
+func (p *pkgRun) commit(recs map[string]record) (map[string]bool, int) {
+	p.u.commitMu.Lock()
+	defer p.u.commitMu.Unlock()
+	p.dirs.close() // what was found of the tree before staging may be out of date
+	dirs := map[string]bool{}
+	for _, a := range p.actions {
+		if a.b.Deleted() && !a.superseded && !a.failed {
+			p.delete(a, recs, dirs)
+		}
 	}
+	l := &lander{p: p, moved: map[string]bool{}, dirs: dirs}
+	for _, a := range p.actions {
+		if a.staged != "" {
+			p.commitOne(a, l)
+		}
+	}
+	return dirs, l.renames
 }
 
 // durable makes the staged files durable, when there are any.
@@ -69,20 +74,97 @@ func (p *pkgRun) durable() error {
 	return nil
 }
 
-// commitOne renames a staged bitstream to its target and reports whether
-// it did.
-func (p *pkgRun) commitOne(a *action) bool {
-	err := p.dirs.commit(p.st, a.staged, a.target)
-	if err != nil {
+// commitOne gives a staged bitstream its name, or refuses it.
+func (p *pkgRun) commitOne(a *action, l *lander) {
+	if err := l.land(a.target); err != nil {
 		p.st.remove(a.staged)
 		a.staged = ""
 		p.refuse(a, CheckRefused, "not written: "+err.Error())
-		return false
+		return
 	}
 	a.staged = ""
 	p.u.count(func(r *Result) { r.Written++; r.Bytes += a.length }) // only bytes that landed count
 	p.report(a, verify.OK, CheckWritten, "", verify.Describe(a.b.Length, a.b.Want))
-	return true
+}
+
+// lander moves a package's staged bitstreams into the tree.
+type lander struct {
+	p       *pkgRun
+	moved   map[string]bool // staged directories moved into the tree whole
+	dirs    map[string]bool // to sync, where there is no syncfs
+	renames int
+}
+
+// land gives the staged bitstream rel its name. Where a directory on its
+// path is missing from the tree, the staged directory is renamed there
+// whole, with every bitstream staged in it (they are all verified and
+// durable by now): a fresh restore renames directories, not files.
+func (l *lander) land(rel string) error {
+	parent := "."
+	for d := range ancestors(rel) {
+		if l.moved[d] {
+			return nil // landed with its directory
+		}
+		h, err := l.p.dirs.lookup(d)
+		if err != nil {
+			return fmt.Errorf("%s: %w", rel, err)
+		}
+		if h == nil {
+			if err := l.rename(d, parent); err != nil {
+				return err
+			}
+			l.moved[d] = true
+			return nil
+		}
+		parent = d
+	}
+	h, base, err := l.p.dirs.target(rel, false)
+	if err == nil && h == nil {
+		err = fmt.Errorf("%s: its directory is gone", rel)
+	}
+	if err == nil {
+		_, err = targetInfo(rel, lstat(h, base))
+	}
+	if err != nil {
+		return err
+	}
+	return l.rename(rel, parent)
+}
+
+// rename moves the staged file or directory name into the tree's
+// directory parent, which exists.
+func (l *lander) rename(name, parent string) error {
+	h, err := l.p.dirs.lookup(parent)
+	if err == nil && h == nil {
+		err = fmt.Errorf("%s: %s is gone", name, parent)
+	}
+	if err != nil {
+		return err
+	}
+	hook(HookCommit, l.renames)
+	if err := l.p.st.land(name, h, path.Base(name)); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	l.renames++
+	if !syncfsWorks {
+		l.dirs[parent] = true
+		for _, d := range l.p.st.madeUnder(name) {
+			l.dirs[d] = true
+		}
+	}
+	return nil
+}
+
+// ancestors yields the directories on rel's path from the top: "a" and
+// "a/b" for "a/b/c".
+func ancestors(rel string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for i := 0; i < len(rel); i++ {
+			if rel[i] == '/' && !yield(rel[:i]) {
+				return
+			}
+		}
+	}
 }
 
 // makeDurable makes the new names durable, then appends the records of

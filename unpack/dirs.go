@@ -22,7 +22,8 @@ type dirHandle struct {
 	path string   // relative to the tree
 	root *os.Root // the directory
 	f    *os.File // the same directory, for renameat
-	tree *os.Root
+	fd   int      // f's descriptor
+	tree *os.Root // the root it was opened in
 }
 
 // maxOpenDirs bounds the directories held open: bitstreams come sorted
@@ -76,7 +77,7 @@ func (c *dirs) openDir(dir string) (*dirHandle, error) {
 		r.Close()
 		return nil, err
 	}
-	return &dirHandle{path: dir, root: r, f: f, tree: c.tree}, nil
+	return &dirHandle{path: dir, root: r, f: f, fd: int(f.Fd()), tree: c.tree}, nil
 }
 
 func (c *dirs) keep(dir string, h *dirHandle) {
@@ -158,18 +159,4 @@ func targetInfo(rel string, st statResult) (fs.FileInfo, error) {
 		return nil, fmt.Errorf("%s exists and is not a regular file (%s)", rel, fi.Mode().Type())
 	}
 	return fi, nil
-}
-
-// commit gives the staged file name its final name rel, creating the
-// parent directories inside the tree; the staged file already has its
-// mtime and permission bits.
-func (c *dirs) commit(s *stage, name, rel string) error {
-	h, base, err := c.target(rel, true)
-	if err != nil {
-		return err
-	}
-	if _, err := targetInfo(rel, lstat(h, base)); err != nil {
-		return err
-	}
-	return renameInto(s, name, h, base)
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -25,6 +26,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv("RSDUMP_KILL_CHILD") != "" {
 		if at := os.Getenv("RSDUMP_KILL_AT"); at != "" {
 			killAtHook(at)
+		}
+		if m, err := strconv.ParseUint(os.Getenv("RSDUMP_UMASK"), 8, 32); err == nil {
+			syscall.Umask(int(m))
 		}
 		childUnpack(os.Getenv("RSDUMP_SRC"), os.Getenv("RSDUMP_DST"))
 		return
@@ -229,16 +233,31 @@ func TestKillAtCommitPoints(t *testing.T) {
 		t.Fatalf("%+v\n%s", res, dump(fs))
 	}
 	want := readTree(t, whole)
+	// Into a fresh tree, the first package's directories are moved in
+	// whole, a few renames; into a tree whose directories exist (made
+	// empty first), each file is renamed.
 	for _, at := range []string{
 		unpack.HookStaged + " 0 1",
 		unpack.HookDurable + " 0 1",
-		unpack.HookCommit + " 150 1",
+		unpack.HookCommit + " 2 1",
 		unpack.HookCommitted + " 0 1",
 		unpack.HookSynced + " 0 1",
 		unpack.HookDurable + " 0 2", // the second package, the first one done
+		"dirs " + unpack.HookCommit + " 150 1",
 	} {
-		t.Run(strings.Fields(at)[0]+strings.Fields(at)[2], func(t *testing.T) {
+		dirsFirst := strings.HasPrefix(at, "dirs ")
+		at = strings.TrimPrefix(at, "dirs ")
+		name := strings.Fields(at)[0] + strings.Fields(at)[2]
+		if dirsFirst {
+			name += "IntoDirs"
+		}
+		t.Run(name, func(t *testing.T) {
 			dst := t.TempDir()
+			if dirsFirst {
+				for d := range 7 {
+					os.Mkdir(filepath.Join(dst, fmt.Sprintf("d%d", d)), 0o755)
+				}
+			}
 			runKilledAt(t, doc, dst, at)
 			got := readTree(t, dst)
 			for name, data := range got {

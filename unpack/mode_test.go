@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -61,6 +62,32 @@ func TestPermissionsRestored(t *testing.T) {
 	}
 	if got := perm(t, filepath.Join(dst, "run.sh")); got != 0o755 {
 		t.Errorf("re-run left run.sh at %v, want -rwxr-xr-x", got)
+	}
+}
+
+// TestPermissionsUnderUmask: each file gets the bits its entry records
+// whatever the umask of the unpacking process. unpack creates staged files
+// as 0644 less the umask and skips the chmod when that is already the
+// recorded mode; a umask it misread would leave plain.txt at 0600 under
+// 077, or run.sh at 0644.
+func TestPermissionsUnderUmask(t *testing.T) {
+	if testing.Short() {
+		t.Skip("subprocess test skipped with -short")
+	}
+	modes := map[string]fs.FileMode{"run.sh": 0o755, "secret.txt": 0o600, "plain.txt": 0o644, "group.txt": 0o664}
+	doc := filepath.Join(packDir(t, modeTree(t, modes), pack.Options{}), pack.DumpName)
+	for _, mask := range []string{"077", "000", "022", "002"} {
+		dst := t.TempDir()
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "RSDUMP_KILL_CHILD=1", "RSDUMP_UMASK="+mask, "RSDUMP_SRC="+doc, "RSDUMP_DST="+dst)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("umask %s: %v\n%s", mask, err, out)
+		}
+		for name, want := range modes {
+			if got := perm(t, filepath.Join(dst, name)); got != want {
+				t.Errorf("umask %s: %s: mode %v, want %v", mask, name, got, want)
+			}
+		}
 	}
 }
 

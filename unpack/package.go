@@ -267,7 +267,11 @@ func (p *pkgRun) stage(ctx context.Context) error {
 }
 
 func (p *pkgRun) stageOne(a *action) error {
-	f, name, err := p.st.create()
+	f, name, err := p.st.create(a.target)
+	if refused(err) {
+		p.refuse(a, CheckRefused, "not written: "+err.Error())
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("%s: staging %s: %w", p.u.dest.dir, a.target, err)
 	}
@@ -283,7 +287,7 @@ func (p *pkgRun) stageOne(a *action) error {
 		p.refuse(a, CheckRefused, "not written: the bitstream failed verification; the file at this name is left as it was")
 		return nil
 	}
-	if err := p.st.seal(f, name, a.b.URL.Lastmod, a.b.File); err != nil {
+	if err := p.st.seal(f, a.b.URL.Lastmod, a.b.File); err != nil {
 		p.st.remove(name)
 		p.refuse(a, CheckRefused, "not written: "+err.Error())
 		return nil
@@ -291,6 +295,14 @@ func (p *pkgRun) stageOne(a *action) error {
 	a.staged, a.length = name, res.Length
 	p.recs = append(p.recs, record{Path: a.target, Length: res.Length, Hash: res.Sums.String()})
 	return nil
+}
+
+// refused says whether a staging error refuses one bitstream (its
+// directory cannot be made: a file of the package is in the way) rather
+// than stopping the run.
+func refused(err error) bool {
+	var de *dirError
+	return errors.As(err, &de)
 }
 
 // packageHashBad finishes the package's hash and says why the package

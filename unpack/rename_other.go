@@ -4,7 +4,8 @@ package unpack
 
 import "path"
 
-// renameInto renames the staged file name to base in the directory h.
-func renameInto(s *stage, name string, h *dirHandle, base string) error {
+// land renames name, a staged file or directory, to base in the tree's
+// directory h.
+func (s *stage) land(name string, h *dirHandle, base string) error {
 	return h.tree.Rename(path.Join(s.name, name), path.Join(h.path, base))
 }

@@ -2,10 +2,25 @@
 
 package unpack
 
-import "golang.org/x/sys/unix"
+import (
+	"fmt"
+	"path"
 
-// renameInto renames the staged file name to base in the directory h,
-// relative to the two open directories: no path is walked again.
-func renameInto(s *stage, name string, h *dirHandle, base string) error {
-	return unix.Renameat(int(s.dir.Fd()), name, int(h.f.Fd()), base)
+	"golang.org/x/sys/unix"
+)
+
+// land renames name, a staged file or directory, to base in the tree's
+// directory h, relative to the two open directories: no path is walked
+// again.
+func (s *stage) land(name string, h *dirHandle, base string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	from, err := s.dirs.lookup(path.Dir(name))
+	if err == nil && from == nil {
+		err = fmt.Errorf("%s: not staged", name)
+	}
+	if err != nil {
+		return err
+	}
+	return unix.Renameat(from.fd, path.Base(name), h.fd, base)
 }

@@ -268,7 +268,13 @@ func (p *pkgRun) needsFetch(a *action) bool {
 // and hashes on the way; a resource that fails is refused and reported,
 // and only a cancelled context or an unwritable tree is an error.
 func (p *pkgRun) fetchOne(ctx context.Context, a *action) error {
-	f, name, err := p.st.create()
+	f, name, err := p.st.create(a.target)
+	if refused(err) {
+		p.recMu.Lock()
+		p.refuse(a, CheckRefused, "not written: "+err.Error())
+		p.recMu.Unlock()
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("%s: staging %s: %w", p.u.dest.dir, a.target, err)
 	}
@@ -306,7 +312,7 @@ func (p *pkgRun) fetchOne(ctx context.Context, a *action) error {
 		p.recMu.Unlock()
 		return nil
 	}
-	if err := p.st.seal(f, name, a.b.URL.Lastmod, nil); err != nil {
+	if err := p.st.seal(f, a.b.URL.Lastmod, nil); err != nil {
 		p.st.remove(name)
 		p.recMu.Lock()
 		p.refuse(a, CheckRefused, "not written: "+err.Error())

@@ -155,6 +155,7 @@ type unpacker struct {
 	// committed may lack their record in the written log.
 	resuming bool
 	logMu    sync.Mutex     // appends to the written log
+	commitMu sync.Mutex     // packages staged at once commit one at a time
 	remote   *verify.Remote // opens packages, fetching remote ones
 
 	mu  sync.Mutex
