@@ -1,6 +1,7 @@
 package unpack_test
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -281,5 +282,49 @@ func TestDeletionPrunesEmptyDirs(t *testing.T) {
 	run(t, verifytest.ChangeDump(t, t.TempDir(), []verifytest.ChangePackage{p}), dst, unpack.Options{})
 	if _, err := os.Stat(filepath.Join(dst, "x")); err == nil {
 		t.Errorf("x, emptied, still there")
+	}
+}
+
+// TestChangeDumpStagedAheadDiscarded: the package after the one
+// committing is staged at the same time, but applied only once the one
+// before it has succeeded. When that one fails (here pkg2, whose package
+// no longer matches its hash in changedump.xml), nothing of the package
+// staged ahead reaches the tree, the state stays at the last package
+// applied, and its staging directory is removed. A rerun with the damage
+// repaired applies both, in order.
+func TestChangeDumpStagedAheadDiscarded(t *testing.T) {
+	dir := t.TempDir()
+	doc := verifytest.ChangeDump(t, dir, []verifytest.ChangePackage{pkg1, pkg2, pkg3})
+	zip := filepath.Join(dir, "changedump-00002.zip")
+	good, err := os.ReadFile(zip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := bytes.Clone(good)
+	bad[len(bad)-30] ^= 0xff // a byte of its central directory: neither its hash nor its layout holds
+	writeFile(t, zip, bad)
+	dst := baseline(t)
+	res, fs := run(t, doc, dst, unpack.Options{})
+	if res.Problems() == 0 {
+		t.Fatalf("a damaged package went unnoticed: %+v\n%s", res, dump(fs))
+	}
+	afterPkg1 := map[string]string{"a.txt": "a2", "c.txt": "c1", "d.txt": "d1"}
+	equalMaps(t, "tree after the failed package", contents(readTree(t, dst)), afterPkg1)
+	if s := readState(t, dst); !s.ChangeDumpUntil.Equal(at(2, 0)) {
+		t.Errorf("state %+v, want until %s (pkg1's)", s, at(2, 0))
+	}
+	if left, _ := os.ReadDir(filepath.Join(dst, verify.StateDir, "tmp")); len(left) != 0 {
+		t.Errorf("staging area not emptied: %d entries left", len(left))
+	}
+
+	writeFile(t, zip, good)
+	res, fs = run(t, doc, dst, unpack.Options{})
+	want := map[string]string{"a.txt": "a3", "d.txt": "d3", "sub/f.txt": "f1"}
+	if res.Packages != 2 || res.Problems() != 0 {
+		t.Errorf("rerun opened %d packages, want pkg2 and pkg3: %+v\n%s", res.Packages, res, dump(fs))
+	}
+	equalMaps(t, "tree after the rerun", contents(readTree(t, dst)), want)
+	if s := readState(t, dst); !s.ChangeDumpUntil.Equal(at(4, 0)) {
+		t.Errorf("state after the rerun %+v, want until %s", s, at(4, 0))
 	}
 }

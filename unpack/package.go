@@ -34,22 +34,25 @@ type action struct {
 
 // pkgRun is the unpacking of one package.
 type pkgRun struct {
-	u          *unpacker
-	ref        verify.PackageRef
-	rep        *verify.Reporter // counts this package's findings
-	pkg        *verify.Package
-	actions    []*action // in manifest order
-	byBits     map[*verify.Bitstream]*action
-	failed     int
-	old        int // changes of a package the state says is applied
-	lastChange time.Time
-	recs       []record
-	m          *verify.Meter // progress
-	claimed    claimed       // in the survey of the dump's targets
-	st         *stage        // where the bitstreams are staged
-	dirs       *dirs         // the tree's directories, open
-	listChange bool          // a Change List's run (no package)
-	recMu      sync.Mutex    // recs and failed, when resources are fetched at once
+	u           *unpacker
+	ref         verify.PackageRef
+	rep         *verify.Reporter // counts this package's findings
+	pkg         *verify.Package
+	actions     []*action // in manifest order
+	byBits      map[*verify.Bitstream]*action
+	failed      int
+	old         int // changes of a package the state says is applied
+	lastChange  time.Time
+	recs        []record
+	m           *verify.Meter // progress
+	claimed     claimed       // in the survey of the dump's targets
+	st          *stage        // where the bitstreams are staged
+	dirs        *dirs         // the tree's directories, open
+	listChange  bool          // a Change List's run (no package)
+	speculative bool          // staged before the package ahead committed; see stagePackage
+	ready       bool          // staged and checked, to be applied
+	src         source        // the package, open
+	recMu       sync.Mutex    // recs and failed, when resources are fetched at once
 }
 
 // unpackPackage stages every bitstream of a package, checks the package,
@@ -57,18 +60,49 @@ type pkgRun struct {
 // a destination that cannot be written; problems with the package are
 // findings, and make the outcome not ok.
 func (u *unpacker) unpackPackage(ctx context.Context, ref verify.PackageRef, cl claimed) (outcome, error) {
-	p := &pkgRun{u: u, ref: ref, rep: verify.NewReporter(u.rep.Report), byBits: map[*verify.Bitstream]*action{}, m: verify.NewMeter(u.opts.Progress, ref), claimed: cl}
-	defer p.m.Finish()
-	src, ok, err := u.open(ctx, ref, p.rep)
-	if !ok || err != nil {
+	p, err := u.stagePackage(ctx, ref, cl, false)
+	if p == nil || err != nil {
 		return outcome{}, err
 	}
-	defer src.close()
-	defer p.close()
+	defer p.release()
+	return p.commitPackage()
+}
+
+// stagePackage opens a package, plans it and stages its bitstreams:
+// everything short of changing the tree. It returns nil and no error for
+// a package that cannot be opened (reported). A speculative run is that of
+// a Change Dump package staged while the one before it commits: neither
+// the tree nor the state is yet the one it applies to, so it looks for no
+// file already in place, and decides whether its changes apply only when
+// it commits. Call release when done with the run.
+func (u *unpacker) stagePackage(ctx context.Context, ref verify.PackageRef, cl claimed, speculative bool) (*pkgRun, error) {
+	p := &pkgRun{u: u, ref: ref, rep: verify.NewReporter(u.rep.Report), byBits: map[*verify.Bitstream]*action{},
+		m: verify.NewMeter(u.opts.Progress, ref), claimed: cl, speculative: speculative}
+	src, ok, err := u.open(ctx, ref, p.rep)
+	if !ok || err != nil {
+		p.m.Finish()
+		return nil, err
+	}
+	p.src = src
 	p.m.Opened(src.size, u.opts.Total)
 	u.count(func(r *Result) { r.Packages++ })
-	if err := p.run(ctx, src); err != nil {
-		return outcome{}, err
+	if err := p.prepare(ctx, src); err != nil {
+		p.release()
+		return nil, err
+	}
+	return p, nil
+}
+
+// commitPackage applies a staged package to the tree, and says what it
+// came to.
+func (p *pkgRun) commitPackage() (outcome, error) {
+	if p.ready {
+		if p.speculative && p.isChange() && !p.changesApply() {
+			p.actions = nil // skipped or refused, as changesApply reported; the staged files go with the stage
+		}
+		if err := p.apply(); err != nil {
+			return outcome{}, err
+		}
 	}
 	out := outcome{ok: p.rep.Counts().Problems() == 0, lastChange: p.lastChange}
 	if p.pkg != nil {
@@ -77,7 +111,17 @@ func (u *unpacker) unpackPackage(ctx context.Context, ref verify.PackageRef, cl 
 	return out, nil
 }
 
-func (p *pkgRun) run(ctx context.Context, src source) error {
+// release removes what is left of the run: its staging directory, its
+// open directories and its package.
+func (p *pkgRun) release() {
+	p.close()
+	p.src.close()
+	p.m.Finish()
+}
+
+// prepare is stagePackage's work on the open package; ready is set when
+// there is something to apply.
+func (p *pkgRun) prepare(ctx context.Context, src source) error {
 	if !p.checkLength(src.size) {
 		return nil
 	}
@@ -100,7 +144,9 @@ func (p *pkgRun) run(ctx context.Context, src source) error {
 	if p.u.dest.root != nil {
 		p.dirs = newDirs(p.u.dest.root)
 	}
-	p.checkPresent()
+	if !p.speculative {
+		p.checkPresent()
+	}
 	if p.u.opts.DryRun {
 		return p.dryRun()
 	}
@@ -116,7 +162,8 @@ func (p *pkgRun) run(ctx context.Context, src source) error {
 			return nil
 		}
 	}
-	return p.apply()
+	p.ready = true
+	return nil
 }
 
 // checkLength refuses a package whose length is not the one the dump
@@ -143,7 +190,7 @@ func (p *pkgRun) isChange() bool {
 // applying them all in order. A Change Dump package that does not apply
 // (changesApply) gets no actions.
 func (p *pkgRun) plan() {
-	if p.isChange() && !p.changesApply() {
+	if p.isChange() && !p.speculative && !p.changesApply() {
 		return
 	}
 	last := map[string]*action{}

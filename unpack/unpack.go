@@ -382,7 +382,8 @@ func (u *unpacker) markPending() error {
 // order, skipping those whose changes the state says are applied (the
 // rules are in changes.go). It stops at the first package that fails or
 // leaves a gap: applying later changes over a missing one could leave a
-// state no Source ever had, and the state must not move past it.
+// state no Source ever had, and the state must not move past it. Up to
+// Jobs packages stage at once (see ahead); the commits stay in order.
 func (u *unpacker) changeDump(ctx context.Context, d *verify.Dump) error {
 	verify.Announce(d.Packages, u.opts.Total)
 	if !u.checkChain(d) {
@@ -392,16 +393,40 @@ func (u *unpacker) changeDump(ctx context.Context, d *verify.Dump) error {
 	if err := u.markPending(); err != nil {
 		return err
 	}
+	var queue []*ahead // packages after the current one, staging, in order
+	defer func() {
+		for _, a := range queue {
+			a.discard()
+		}
+	}()
+	window, nextAhead := max(1, u.opts.Jobs), 1
 	for i, ref := range d.Packages {
+		var cur *ahead
+		if len(queue) > 0 && queue[0].i == i {
+			cur, queue = queue[0], queue[1:]
+		}
 		if until := ref.Until(); !until.IsZero() && !u.state.applies(until) {
+			cur.discard()
 			u.skipPackage(ref, "its changes are already applied (until "+resourcesync.FormatTime(until)+")")
 			continue
 		}
 		if from, _ := refWindow(ref); !from.IsZero() && !u.continues(u.rep, ref, from) {
+			cur.discard()
 			u.stopAfter(d.Packages[i:], "it does not continue from the tree's state")
 			break
 		}
-		out, err := u.unpackPackage(ctx, ref, claimed{})
+		// Start the packages after this one, up to the window, before
+		// waiting for this one: they stage while it stages and commits.
+		for nextAhead = max(nextAhead, i+1); nextAhead < len(d.Packages) && len(queue) < window-1; nextAhead++ {
+			if a := u.stageAhead(ctx, nextAhead, d.Packages[nextAhead]); a != nil {
+				queue = append(queue, a)
+			}
+		}
+		p, err := cur.wait(ctx, u, ref)
+		if err != nil {
+			return err
+		}
+		out, err := p.commit()
 		if err != nil {
 			return err
 		}
@@ -416,6 +441,63 @@ func (u *unpacker) changeDump(ctx context.Context, d *verify.Dump) error {
 	s := u.state
 	s.Pending = false
 	return u.saveState(s)
+}
+
+// ahead is a Change Dump package being staged (speculatively: see
+// stagePackage) while the packages before it stage and commit.
+type ahead struct {
+	i    int
+	done chan struct{}
+	p    *pkgRun
+	err  error
+}
+
+// stageAhead starts staging the package at index i, unless it would not
+// apply anyway (its until is at or before the state's), or this is a dry
+// run, which stages nothing.
+func (u *unpacker) stageAhead(ctx context.Context, i int, ref verify.PackageRef) *ahead {
+	if until := ref.Until(); u.opts.DryRun || !until.IsZero() && !u.state.applies(until) {
+		return nil
+	}
+	a := &ahead{i: i, done: make(chan struct{})}
+	go func() {
+		defer close(a.done)
+		a.p, a.err = u.stagePackage(ctx, ref, claimed{}, true)
+	}()
+	return a
+}
+
+// wait returns the staged package, staging it now when nothing was
+// staged ahead; a nil run is a package that could not be opened.
+func (a *ahead) wait(ctx context.Context, u *unpacker, ref verify.PackageRef) (*staged, error) {
+	if a == nil {
+		p, err := u.stagePackage(ctx, ref, claimed{}, false)
+		return &staged{p}, err
+	}
+	<-a.done
+	return &staged{a.p}, a.err
+}
+
+// discard waits for the staging to end and throws it away.
+func (a *ahead) discard() {
+	if a == nil {
+		return
+	}
+	<-a.done
+	if a.p != nil {
+		a.p.release()
+	}
+}
+
+// staged is a package ready to commit, or nil when it could not be opened.
+type staged struct{ p *pkgRun }
+
+func (s *staged) commit() (outcome, error) {
+	if s.p == nil {
+		return outcome{}, nil
+	}
+	defer s.p.release()
+	return s.p.commitPackage()
 }
 
 func (u *unpacker) skipPackage(ref verify.PackageRef, why string) {
