@@ -144,23 +144,45 @@ func (u *unpacker) claimEntry(c *verify.Claims, pkg, n int, url resourcesync.URL
 
 // surveyLocal streams the manifest inside a local package.
 func (u *unpacker) surveyLocal(ctx context.Context, loc string, ld *resourcesync.Loader) error {
-	zr, err := zip.OpenReader(loc)
-	if err != nil && !errors.Is(err, zip.ErrInsecurePath) {
+	rc, err := openManifest(loc)
+	if err != nil {
 		return err
 	}
-	defer zr.Close()
+	defer rc.Close()
+	return ld.Read(ctx, loc, rc, nil)
+}
+
+// openManifest opens the manifest inside the local package at loc, as a
+// stream, without reading the package's entries.
+func openManifest(loc string) (io.ReadCloser, error) {
+	zr, err := zip.OpenReader(loc)
+	if err != nil && !errors.Is(err, zip.ErrInsecurePath) {
+		return nil, err
+	}
 	for _, f := range zr.File {
 		if f.Name != verify.ManifestName {
 			continue
 		}
 		rc, err := f.Open()
 		if err != nil {
-			return err
+			zr.Close()
+			return nil, err
 		}
-		defer rc.Close()
-		return ld.Read(ctx, loc, rc, nil)
+		return &manifestReader{rc, zr}, nil
 	}
-	return errors.New("no manifest")
+	zr.Close()
+	return nil, errors.New("no manifest")
+}
+
+// manifestReader closes the package with its manifest.
+type manifestReader struct {
+	io.ReadCloser
+	zr *zip.ReadCloser
+}
+
+func (m *manifestReader) Close() error {
+	m.ReadCloser.Close()
+	return m.zr.Close()
 }
 
 // claim checks a target against the survey before it is written: a

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/resourcesync"
-	"github.com/rsdump/rsdump/verify"
 )
 
 // A Sequence unpacks packages that arrive in any order (from rsdump get,
@@ -100,16 +99,16 @@ func (s *Sequence) Arrived(ctx context.Context, name, path string) error {
 // move the state. A package that cannot be read might be a Change Dump
 // package, so it counts as one. It returns the manifest's at.
 func resourcePackage(path string) (bool, time.Time) {
-	ra, size, closeFn, err := verify.OpenLocation(path)
+	rc, err := openManifest(path)
 	if err != nil {
 		return false, time.Time{}
 	}
-	defer closeFn()
-	pkg, err := verify.OpenPackage(ra, size, path, "", verify.Limits{}, verify.NewReporter(nil))
-	if err != nil || pkg.Header.MD.Capability != resourcesync.CapResourceDumpManifest {
+	defer rc.Close()
+	d, err := resourcesync.NewDecoder(rc) // the header only: what the entries say was unpacked already
+	if err != nil || d.Header().MD.Capability != resourcesync.CapResourceDumpManifest {
 		return false, time.Time{}
 	}
-	return true, pkg.Header.MD.At
+	return true, d.Header().MD.At
 }
 
 func (sn *snapshot) add(ok bool, at time.Time) {
