@@ -11,8 +11,25 @@
 #   verify     rsdump verify of the dump, by this tree's build (after) and by
 #              the BEFORE commit's (default 81969b9, main when issue 14 began)
 #   pack       rsdump pack of the tree (after build), once per run
+#   unzip-cd   unzip -q -o of every package of a Change Dump that creates
+#              the same files (pack --changes of the tree over an empty
+#              baseline)
+#   unpack-cd  rsdump unpack of that Change Dump, into a tree holding its
+#              (empty) baseline
+#   get-unpack rsdump get --unpack of the Resource Dump from a loopback
+#              server (benchmarks/fileserve), download included
 # Wall, CPU (user+sys) and peak RSS from GNU time; medians; ratios
-# unpack/unzip and verify after/before. BEFORE_UNPACK=1 also times the
+# unpack/unzip and verify after/before. STEPS="unzip unpack ..." runs only
+# those steps.
+#
+# FRESH_FS=1 (root, Linux) writes every unzip and unpack into a new ext4
+# file system of its own, made on a loop device with direct I/O over a
+# sparse file in $W, mounted at $W/mnt: each command then starts from the
+# same empty file system. Without it, the kernel's cost of creating a
+# file depends on what the disk went through before: on an ext4 without a
+# journal, ext4_new_inode checks every free inode near its goal for a
+# recent deletion (recently_deleted), and after a few million files were
+# removed unzip's system time for 100,000 files varied from 3 to 45 s. BEFORE_UNPACK=1 also times the
 # BEFORE build's unpack (slow: minutes at a million files). The page cache
 # is warm alike for every command (the packages are read once first). Each
 # unzip and unpack writes into a new directory, all removed at the end
@@ -47,7 +64,39 @@ if [ ! -f "$D/resourcedump.xml" ]; then
   rm -rf "$D"; "$A" pack "$T" --base-url "$BASE" -o "$D" --quiet
 fi
 cat "$D"/*.zip > /dev/null
-cleanup() { [ "${KEEP:-0}" = 1 ] || rm -rf "$W"/dst-* "$W/out"; }
+# The Change Dump: the same files created over an empty baseline (hard
+# links to the tree, so the same content and mtimes).
+CD="$W/cd-$FILES"
+if [ ! -f "$CD/out/changedump.xml" ]; then
+  rm -rf "$CD"; mkdir -p "$CD/src"
+  "$A" pack "$CD/src" --base-url "$BASE" -o "$CD/out" --quiet
+  cp -al "$T/." "$CD/src/"
+  "$A" pack --changes "$CD/src" --base-url "$BASE" -o "$CD/out" --quiet
+fi
+cat "$CD"/out/*.zip > /dev/null
+# get --unpack: the dump served on loopback, its packages at that address.
+go build -o "$W/fileserve" ./benchmarks/fileserve
+PORT=${PORT:-18491}
+rm -rf "$W/serve"; mkdir -p "$W/serve"
+ln -s "$D"/*.zip "$D"/*.manifest.xml "$W/serve/"
+sed "s#$BASE#http://127.0.0.1:$PORT/#g" "$D/resourcedump.xml" > "$W/serve/resourcedump.xml"
+"$W/fileserve" -dir "$W/serve" -addr "127.0.0.1:$PORT" >/dev/null 2>&1 &
+SERVER=$!
+
+MNT="$W/mnt"
+fresh_fs() { # a new ext4 at $MNT, over the image $W/fs.img
+  umount "$MNT" 2>/dev/null || true
+  [ -n "${LOOP:-}" ] && losetup -d "$LOOP" 2>/dev/null || true
+  rm -f "$W/fs.img"; truncate -s 40G "$W/fs.img"
+  mkfs.ext4 -q -F "$W/fs.img"
+  LOOP=$(losetup --direct-io=on -f --show "$W/fs.img")
+  mkdir -p "$MNT"; mount "$LOOP" "$MNT"
+}
+cleanup() {
+  kill "$SERVER" 2>/dev/null || true
+  if [ "${FRESH_FS:-0}" = 1 ]; then umount "$MNT" 2>/dev/null || true; [ -n "${LOOP:-}" ] && losetup -d "$LOOP"; rm -f "$W/fs.img"; fi
+  [ "${KEEP:-0}" = 1 ] || rm -rf "$W"/dst-* "$W/out"
+}
 trap cleanup EXIT
 
 # timed NAME CMD...: runs CMD, appends a row to $W/results.tsv
@@ -60,13 +109,21 @@ timed() {
   printf '%s\t%s\t%s\t%.2f\t%s\t%s\n' "$RUN" "$name" "$s" "$(awk "BEGIN{print $u+$y}")" "$k" "$(cut -d' ' -f1 /proc/loadavg)" >> "$W/results.tsv"
   printf '  %-14s %7.2f s wall %7.2f s CPU %8d KB  load %s\n' "$name" "$s" "$(awk "BEGIN{print $u+$y}")" "$k" "$(cut -d' ' -f1 /proc/loadavg)"
 }
-unzip_all() { for z in "$D"/*.zip; do unzip -q -o "$z" -d "$1"; done; }
+unzip_all() { for z in "$1"/*.zip; do unzip -q -o "$z" -d "$2"; done; }
 export -f unzip_all; export D
 step() { # step NAME
   local dst="$W/dst-$1-$RUN"
+  if [ "${FRESH_FS:-0}" = 1 ]; then
+    case $1 in unzip*|unpack*|get*) fresh_fs; dst="$MNT/dst" ;; esac
+  fi
   rm -rf "$dst" "$W/out"; sync
   case $1 in
-    unzip) timed unzip bash -c 'unzip_all "$0"' "$dst" ;;
+    unzip) timed unzip bash -c 'unzip_all "$0" "$1"' "$D" "$dst" ;;
+    unzip-cd) timed unzip-cd bash -c 'unzip_all "$0" "$1"' "$CD/out" "$dst" ;;
+    unpack-cd)
+      "$A" unpack --quiet "$CD/out/resourcedump.xml" --dest "$dst" --base-url "$BASE" >/dev/null
+      timed unpack-cd "$A" unpack --quiet "$CD/out/changedump.xml" --dest "$dst" --base-url "$BASE" ;;
+    get-unpack) timed get-unpack "$A" get "http://127.0.0.1:$PORT/resourcedump.xml" -o "$dst.get" --unpack "$dst" --base-url "$BASE" --quiet ;;
     unpack) timed unpack "$A" unpack --quiet "$D/resourcedump.xml" --dest "$dst" --base-url "$BASE" ;;
     unpack-before) timed unpack-before "$B" unpack --quiet "$D/resourcedump.xml" --dest "$dst" --base-url "$BASE" ;;
     verify) timed verify "$A" verify --quiet "$D/resourcedump.xml" ;;
@@ -79,12 +136,14 @@ echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -
   "before $BEFORE, after $AFTER_REV; $FILES files, $(ls "$D"/*.zip | wc -l) packages, $(du -sh --apparent-size "$D" | cut -f1) of dump;" \
   "$(date -u '+%Y-%m-%d %H:%M UTC'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 printf 'run\tcommand\twall\tcpu\trss_kb\tload1\n' > "$W/results.tsv"
-steps=(unzip unpack verify-before verify pack)
+read -r -a steps <<< "${STEPS:-unzip unpack unzip-cd unpack-cd get-unpack verify-before verify pack}"
 [ "${BEFORE_UNPACK:-0}" = 1 ] && steps+=(unpack-before)
 for RUN in $(seq "$RUNS"); do
   echo "run $RUN"
   order=("${steps[@]}")
-  if [ $((RUN % 2)) -eq 0 ]; then order=(unpack unzip verify verify-before pack); [ "${BEFORE_UNPACK:-0}" = 1 ] && order+=(unpack-before); fi
+  if [ $((RUN % 2)) -eq 0 ]; then # the other way round
+    order=(); for ((k = ${#steps[@]} - 1; k >= 0; k--)); do order+=("${steps[k]}"); done
+  fi
   for s in "${order[@]}"; do step "$s"; done
 done
 echo "end $(date -u '+%H:%M UTC'), load $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -103,8 +162,9 @@ print('| --- | --- | --- | --- | --- | --- |')
 for c in by:
     print(f"| {c} | {med(c,'wall'):.2f} s | {n/med(c,'wall'):,.0f} | {med(c,'cpu'):.2f} s | {med(c,'rss_kb')/1024:.0f} MB | {' '.join(r['wall'] for r in by[c])} |")
 print()
-if 'unzip' in by and 'unpack' in by:
-    print(f"unpack / unzip wall: {med('unpack','wall')/med('unzip','wall'):.3f} (below 1: unpack faster)")
+for a, b in (('unpack', 'unzip'), ('unpack-cd', 'unzip-cd'), ('get-unpack', 'unzip')):
+    if a in by and b in by:
+        print(f"{a} / {b} wall: {med(a,'wall')/med(b,'wall'):.3f} (below 1: rsdump faster)")
 if 'verify' in by and 'verify-before' in by:
     print(f"verify before / after wall: {med('verify-before','wall')/med('verify','wall'):.2f}x faster, CPU {med('verify-before','cpu')/med('verify','cpu'):.2f}x less")
 if 'unpack-before' in by:
