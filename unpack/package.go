@@ -19,6 +19,8 @@ type outcome struct {
 	ok         bool // no problem at all: every bitstream applied or present
 	header     resourcesync.Header
 	lastChange time.Time
+	refused    int           // bitstreams refused
+	counts     verify.Counts // the package's own findings
 }
 
 // action is what one manifest entry asks of the tree.
@@ -61,7 +63,7 @@ type pkgRun struct {
 // findings, and make the outcome not ok.
 func (u *unpacker) unpackPackage(ctx context.Context, ref verify.PackageRef, cl claimed) (outcome, error) {
 	p, err := u.stagePackage(ctx, ref, cl, false)
-	if p == nil || err != nil {
+	if err != nil {
 		return outcome{}, err
 	}
 	defer p.release()
@@ -69,8 +71,8 @@ func (u *unpacker) unpackPackage(ctx context.Context, ref verify.PackageRef, cl 
 }
 
 // stagePackage opens a package, plans it and stages its bitstreams:
-// everything short of changing the tree. It returns nil and no error for
-// a package that cannot be opened (reported). A speculative run is that of
+// everything short of changing the tree; a package that cannot be opened
+// is reported, and its run has nothing to apply. A speculative run is that of
 // a Change Dump package staged while the one before it commits: neither
 // the tree nor the state is yet the one it applies to, so it looks for no
 // file already in place, and decides whether its changes apply only when
@@ -79,9 +81,12 @@ func (u *unpacker) stagePackage(ctx context.Context, ref verify.PackageRef, cl c
 	p := &pkgRun{u: u, ref: ref, rep: verify.NewReporter(u.rep.Report), byBits: map[*verify.Bitstream]*action{},
 		m: verify.NewMeter(u.opts.Progress, ref), claimed: cl, speculative: speculative}
 	src, ok, err := u.open(ctx, ref, p.rep)
-	if !ok || err != nil {
+	if err != nil {
 		p.m.Finish()
 		return nil, err
+	}
+	if !ok {
+		return p, nil
 	}
 	p.src = src
 	p.m.Opened(src.size, u.opts.Total)
@@ -104,7 +109,8 @@ func (p *pkgRun) commitPackage() (outcome, error) {
 			return outcome{}, err
 		}
 	}
-	out := outcome{ok: p.rep.Counts().Problems() == 0, lastChange: p.lastChange}
+	counts := p.rep.Counts()
+	out := outcome{ok: counts.Problems() == 0, lastChange: p.lastChange, refused: p.failed, counts: counts}
 	if p.pkg != nil {
 		out.header = p.pkg.Header
 	}
@@ -115,7 +121,9 @@ func (p *pkgRun) commitPackage() (outcome, error) {
 // open directories and its package.
 func (p *pkgRun) release() {
 	p.close()
-	p.src.close()
+	if p.src.close != nil {
+		p.src.close()
+	}
 	p.m.Finish()
 }
 

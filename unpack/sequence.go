@@ -32,6 +32,7 @@ type Sequence struct {
 	mu      sync.Mutex
 	done    map[int]string // arrived, not yet unpacked: position → path
 	next    int
+	running bool   // a call of Arrived is unpacking
 	stopped string // the Change Dump package that failed, holding back the rest
 	// snap is what the packages unpacked so far make of the tree: while
 	// every one is a Resource Dump package of one at, unpacked without a
@@ -56,8 +57,10 @@ func NewSequence(dir string, opts Options, names []string) *Sequence {
 
 // Arrived says that the package name is complete and verified at path. It
 // unpacks the longest run of arrived packages at the head of the list,
-// one at a time, until a Change Dump package fails, and returns the error
-// of name's own unpacking, if it was unpacked.
+// in order, several staging at once (UnpackInOrder), until a Change Dump
+// package fails, and returns the error of name's own unpacking, if it was
+// unpacked. While one call unpacks, the others only record their package
+// and return: the call unpacking goes on with it.
 func (s *Sequence) Arrived(ctx context.Context, name, path string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -66,49 +69,76 @@ func (s *Sequence) Arrived(ctx context.Context, name, path string) error {
 		return fmt.Errorf("%s: not a package of the sequence", name)
 	}
 	s.done[i] = path
+	if s.running {
+		return nil // the call unpacking takes it in turn
+	}
+	s.running = true
+	defer func() { s.running = false }()
 	var mine error
 	for s.stopped == "" {
-		p, ok := s.done[s.next]
-		if !ok {
+		var run []string
+		for p, ok := s.done[s.next+len(run)]; ok; p, ok = s.done[s.next+len(run)] {
+			run = append(run, p)
+		}
+		if len(run) == 0 {
 			break
 		}
-		delete(s.done, s.next)
-		n := s.names[s.next]
-		s.next++
-		res, err := s.unpack(ctx, p)
-		isResource, at := resourcePackage(p)
-		if err != nil && !isResource {
-			s.stopped = n
-		}
-		s.snap.add(isResource && err == nil, at)
-		if s.next == len(s.names) && err == nil {
-			err = s.snap.record(s.dir, s.opts, n)
-		}
-		if n == name {
-			mine = err
-		}
-		if s.Unpacked != nil && (err == nil || n != name) {
-			s.Unpacked(n, res, err)
+		first := s.next
+		// Unlocked while the run unpacks: the packages that arrive
+		// meanwhile are only recorded, and their callers (get's download
+		// goroutines) go on downloading.
+		s.mu.Unlock()
+		results := s.unpackRun(ctx, run)
+		s.mu.Lock()
+		for k, r := range results {
+			delete(s.done, first+k)
+			n := s.names[first+k]
+			s.next++
+			isResource := r.Header.MD.Capability == resourcesync.CapResourceDumpManifest
+			err := r.err
+			if err != nil && !isResource {
+				s.stopped = n
+			}
+			s.snap.add(isResource && err == nil, r.Header.MD.At)
+			if s.next == len(s.names) && err == nil {
+				err = s.snap.record(s.dir, s.opts, n)
+			}
+			if n == name {
+				mine = err
+			}
+			if s.Unpacked != nil && (err == nil || n != name) {
+				s.Unpacked(n, &r.Result, err)
+			}
 		}
 	}
 	return mine
 }
 
-// resourcePackage reports whether the package at path has a Resource
-// Dump Manifest, whose failure holds nothing back: such a package does not
-// move the state. A package that cannot be read might be a Change Dump
-// package, so it counts as one. It returns the manifest's at.
-func resourcePackage(path string) (bool, time.Time) {
-	rc, err := openManifest(path)
-	if err != nil {
-		return false, time.Time{}
+// seqResult is a package of a run and its error.
+type seqResult struct {
+	PackageResult
+	err error
+}
+
+// unpackRun unpacks a run of arrived packages in order, stopping after a
+// Change Dump package that fails; the packages not unpacked stay arrived.
+// A package is a failure when any of its bitstreams was refused or any
+// error found. A Resource Dump package's failure holds nothing back: it
+// does not move the state.
+func (s *Sequence) unpackRun(ctx context.Context, paths []string) []seqResult {
+	var out []seqResult
+	err := UnpackInOrder(ctx, paths, s.dir, s.opts, func(i int, r *PackageResult) bool {
+		res := seqResult{PackageResult: *r}
+		if r.Refused > 0 || r.Errors > 0 {
+			res.err = fmt.Errorf("unpacking %s: %d bitstreams refused, %d errors (run rsdump unpack for the report)", paths[i], r.Refused, r.Errors)
+		}
+		out = append(out, res)
+		return res.err == nil || r.Header.MD.Capability == resourcesync.CapResourceDumpManifest
+	})
+	if err != nil && len(out) < len(paths) { // the package in hand: a destination that cannot be used, a cancelled context
+		out = append(out, seqResult{err: fmt.Errorf("unpacking %s: %w", paths[len(out)], err)})
 	}
-	defer rc.Close()
-	d, err := resourcesync.NewDecoder(rc) // the header only: what the entries say was unpacked already
-	if err != nil || d.Header().MD.Capability != resourcesync.CapResourceDumpManifest {
-		return false, time.Time{}
-	}
-	return true, d.Header().MD.At
+	return out
 }
 
 func (sn *snapshot) add(ok bool, at time.Time) {
@@ -132,17 +162,6 @@ func (sn *snapshot) record(dir string, opts Options, last string) error {
 		return fmt.Errorf("unpacking %s: recording the snapshot: %w", last, err)
 	}
 	return nil
-}
-
-func (s *Sequence) unpack(ctx context.Context, path string) (*Result, error) {
-	res, err := Unpack(ctx, path, s.dir, s.opts)
-	if err != nil {
-		return nil, fmt.Errorf("unpacking %s: %w", path, err)
-	}
-	if res.Refused > 0 || res.Errors > 0 {
-		return res, fmt.Errorf("unpacking %s: %d bitstreams refused, %d errors (run rsdump unpack for the report)", path, res.Refused, res.Errors)
-	}
-	return res, nil
 }
 
 // Leftovers names the packages held back because one before them failed

@@ -88,6 +88,52 @@ func TestGetUnpackStopsAtFailedChangePackage(t *testing.T) {
 	}
 }
 
+// TestGetUnpackRunArrivedLast: when the first package is the last to
+// finish downloading, the three are unpacked in one run, the later ones
+// staging while the earlier commit; the second fails, so the third, staged
+// already, is thrown away and held back, and the second's error goes to
+// Unpacked, since the call that unpacked it was the first package's.
+func TestGetUnpackRunArrivedLast(t *testing.T) {
+	at := func(h float64) time.Time { return vt.Time.Add(time.Duration(h * float64(time.Hour))) }
+	change := func(kind, rel, data string, lastmod time.Time) vt.File {
+		return vt.File{Rel: rel, Data: data, Change: kind, Lastmod: lastmod}
+	}
+	pkgs := []vt.ChangePackage{
+		{From: at(1), Until: at(2), Changes: []vt.File{change(resourcesync.ChangeCreated, "a.txt", "a1", at(1.5))}},
+		{From: at(2), Until: at(3), Changes: []vt.File{change(resourcesync.ChangeDeleted, "local.txt", "", at(2.5))}},
+		{From: at(3), Until: at(4), Changes: []vt.File{change(resourcesync.ChangeCreated, "b.txt", "b1", at(3.5))}},
+	}
+	var zips [][]byte
+	for _, p := range pkgs {
+		z, _ := vt.ChangeZip(t, p)
+		zips = append(zips, z)
+	}
+	tree := t.TempDir()
+	os.WriteFile(filepath.Join(tree, "local.txt"), []byte("not from the Source"), 0o644)
+	writeState(t, tree, unpack.State{ResourceDumpAt: at(1)})
+	results, u := packagesFor(t, tree, zips)
+	told := map[string]error{}
+	u.Unpacked = func(name string, _ *unpack.Result, err error) { told[name] = err }
+	for _, i := range []int{2, 1, 0} {
+		if err := u.Arrived(context.Background(), results[i].Name, results[i].Path); err != nil {
+			t.Fatalf("package %d: %v", i+1, err)
+		}
+	}
+	if err, ok := told["p2.zip"]; !ok || err == nil {
+		t.Errorf("p2.zip's failure not told to Unpacked: %v", told)
+	}
+	if _, ok := told["p3.zip"]; ok {
+		t.Errorf("p3.zip was unpacked after the failed p2.zip: %v", told)
+	}
+	equalMaps(t, "tree", contents(readTree(t, tree)), map[string]string{"a.txt": "a1", "local.txt": "not from the Source"})
+	if err := u.Leftovers(); err == nil || !strings.Contains(err.Error(), "p3.zip") {
+		t.Errorf("leftovers: %v", err)
+	}
+	if left, _ := os.ReadDir(filepath.Join(tree, verify.StateDir, "tmp")); len(left) != 0 {
+		t.Errorf("staging area not emptied: %d entries left", len(left))
+	}
+}
+
 // A Resource Dump package that fails holds nothing back: it does not move
 // the state, and the packages after it do not depend on it.
 func TestGetUnpackGoesOnAfterFailedResourcePackage(t *testing.T) {

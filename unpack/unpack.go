@@ -169,7 +169,9 @@ func (u *unpacker) count(f func(r *Result)) {
 }
 
 func (u *unpacker) result() *Result {
+	u.mu.Lock()
 	r := u.res
+	u.mu.Unlock()
 	r.Counts = u.rep.Counts()
 	return &r
 }
@@ -302,6 +304,13 @@ func (u *unpacker) standalone(ctx context.Context, path string) error {
 	if err != nil {
 		return err
 	}
+	return u.standaloneState(out, path)
+}
+
+// standaloneState moves the state for a package unpacked without its dump
+// document: back for a Resource Dump package, forward for a Change Dump
+// package applied without a problem.
+func (u *unpacker) standaloneState(out outcome, path string) error {
 	switch out.header.MD.Capability {
 	case resourcesync.CapResourceDumpManifest:
 		return u.rewind(out.header.MD.At)
@@ -393,36 +402,20 @@ func (u *unpacker) changeDump(ctx context.Context, d *verify.Dump) error {
 	if err := u.markPending(); err != nil {
 		return err
 	}
-	var queue []*ahead // packages after the current one, staging, in order
-	defer func() {
-		for _, a := range queue {
-			a.discard()
-		}
-	}()
-	window, nextAhead := max(1, u.opts.Jobs), 1
+	pl := u.newPipeline(d.Packages)
+	defer pl.close()
 	for i, ref := range d.Packages {
-		var cur *ahead
-		if len(queue) > 0 && queue[0].i == i {
-			cur, queue = queue[0], queue[1:]
-		}
 		if until := ref.Until(); !until.IsZero() && !u.state.applies(until) {
-			cur.discard()
+			pl.skip(i)
 			u.skipPackage(ref, "its changes are already applied (until "+resourcesync.FormatTime(until)+")")
 			continue
 		}
 		if from, _ := refWindow(ref); !from.IsZero() && !u.continues(u.rep, ref, from) {
-			cur.discard()
+			pl.skip(i)
 			u.stopAfter(d.Packages[i:], "it does not continue from the tree's state")
 			break
 		}
-		// Start the packages after this one, up to the window, before
-		// waiting for this one: they stage while it stages and commits.
-		for nextAhead = max(nextAhead, i+1); nextAhead < len(d.Packages) && len(queue) < window-1; nextAhead++ {
-			if a := u.stageAhead(ctx, nextAhead, d.Packages[nextAhead]); a != nil {
-				queue = append(queue, a)
-			}
-		}
-		p, err := cur.wait(ctx, u, ref)
+		p, err := pl.stage(ctx, i)
 		if err != nil {
 			return err
 		}
@@ -443,8 +436,55 @@ func (u *unpacker) changeDump(ctx context.Context, d *verify.Dump) error {
 	return u.saveState(s)
 }
 
-// ahead is a Change Dump package being staged (speculatively: see
-// stagePackage) while the packages before it stage and commit.
+// pipeline stages packages that commit in order, up to Jobs at once: the
+// next ones stage while one stages and commits. Every package but the
+// first staged is staged speculatively (see stagePackage).
+type pipeline struct {
+	u     *unpacker
+	refs  []verify.PackageRef
+	queue []*ahead // packages after the current one, staging, in order
+	next  int      // the next package to start
+}
+
+func (u *unpacker) newPipeline(refs []verify.PackageRef) *pipeline {
+	return &pipeline{u: u, refs: refs, next: 1}
+}
+
+// stage returns package i staged: started ahead, or staged now. It first
+// starts the packages after i, up to the window, so that they stage while
+// i does and commits.
+func (pl *pipeline) stage(ctx context.Context, i int) (*staged, error) {
+	var cur *ahead
+	if len(pl.queue) > 0 && pl.queue[0].i == i {
+		cur, pl.queue = pl.queue[0], pl.queue[1:]
+	}
+	window := max(1, pl.u.opts.Jobs)
+	for pl.next = max(pl.next, i+1); pl.next < len(pl.refs) && len(pl.queue) < window-1; pl.next++ {
+		if a := pl.u.stageAhead(ctx, pl.next, pl.refs[pl.next]); a != nil {
+			pl.queue = append(pl.queue, a)
+		}
+	}
+	return cur.wait(ctx, pl.u, pl.refs[i])
+}
+
+// skip throws away package i, if it was started ahead.
+func (pl *pipeline) skip(i int) {
+	if len(pl.queue) > 0 && pl.queue[0].i == i {
+		pl.queue[0].discard()
+		pl.queue = pl.queue[1:]
+	}
+}
+
+// close throws away every package started and not taken.
+func (pl *pipeline) close() {
+	for _, a := range pl.queue {
+		a.discard()
+	}
+	pl.queue = nil
+}
+
+// ahead is a package being staged, speculatively, while the packages
+// before it stage and commit.
 type ahead struct {
 	i    int
 	done chan struct{}
@@ -468,7 +508,7 @@ func (u *unpacker) stageAhead(ctx context.Context, i int, ref verify.PackageRef)
 }
 
 // wait returns the staged package, staging it now when nothing was
-// staged ahead; a nil run is a package that could not be opened.
+// staged ahead.
 func (a *ahead) wait(ctx context.Context, u *unpacker, ref verify.PackageRef) (*staged, error) {
 	if a == nil {
 		p, err := u.stagePackage(ctx, ref, claimed{}, false)
@@ -489,15 +529,72 @@ func (a *ahead) discard() {
 	}
 }
 
-// staged is a package ready to commit, or nil when it could not be opened.
+// staged is a package ready to commit.
 type staged struct{ p *pkgRun }
 
 func (s *staged) commit() (outcome, error) {
-	if s.p == nil {
-		return outcome{}, nil
-	}
 	defer s.p.release()
 	return s.p.commitPackage()
+}
+
+// PackageResult is what one package of UnpackInOrder came to.
+type PackageResult struct {
+	Result
+	Header resourcesync.Header // the manifest's; zero when the package could not be read
+}
+
+// UnpackInOrder unpacks the local packages at paths into dir, in that
+// order, as Unpack of each in turn would, but with up to Jobs of them
+// staging at once: each commits only after the one before it, and Change
+// Dump packages decide whether they apply only then. each is told what
+// became of each package, in order; when it returns false, the packages
+// after are not applied. The error is for a destination that cannot be
+// used or a cancelled context, as Unpack's.
+func UnpackInOrder(ctx context.Context, paths []string, dir string, opts Options, each func(i int, r *PackageResult) bool) error {
+	u, err := start(dir, opts)
+	if err != nil {
+		return err
+	}
+	defer u.dest.close()
+	refs := make([]verify.PackageRef, len(paths))
+	for i, p := range paths {
+		refs[i] = verify.PackageRef{Loc: p, Length: -1}
+	}
+	verify.Announce(refs, u.opts.Total)
+	pl := u.newPipeline(refs)
+	defer pl.close()
+	for i := range refs {
+		before := u.result()
+		p, err := pl.stage(ctx, i)
+		if err != nil {
+			return err
+		}
+		out, err := p.commit()
+		if err != nil {
+			return err
+		}
+		if err := u.standaloneState(out, paths[i]); err != nil {
+			return err
+		}
+		if !each(i, packageResult(before, u.result(), out)) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// packageResult is one package's share of a run: what it committed (no
+// other package commits meanwhile), and its own refusals and findings
+// (others stage meanwhile).
+func packageResult(before, after *Result, out outcome) *PackageResult {
+	r := &PackageResult{Header: out.header}
+	r.Written, r.Present = after.Written-before.Written, after.Present-before.Present
+	r.Deleted, r.Bytes = after.Deleted-before.Deleted, after.Bytes-before.Bytes
+	r.Refused, r.Counts = out.refused, out.counts
+	if out.header.MD.Capability != "" {
+		r.Packages = 1
+	}
+	return r
 }
 
 func (u *unpacker) skipPackage(ref verify.PackageRef, why string) {
