@@ -43,17 +43,15 @@ func packagesFor(t *testing.T, tree string, zips [][]byte) ([]*transfer.Result, 
 	return results, seq
 }
 
-// Once a Change Dump package fails to unpack, the packages after it are
-// held back, whichever order they finish downloading in, so that the
-// state's until stays before the failed package's changes.
-func TestGetUnpackStopsAtFailedChangePackage(t *testing.T) {
+// failingChain is three Change Dump packages from 1:00 to 4:00 whose
+// second fails: it deletes local.txt, which rsdump did not write.
+func failingChain(t *testing.T) [][]byte {
 	at := func(h float64) time.Time { return vt.Time.Add(time.Duration(h * float64(time.Hour))) }
 	change := func(kind, rel, data string, lastmod time.Time) vt.File {
 		return vt.File{Rel: rel, Data: data, Change: kind, Lastmod: lastmod}
 	}
 	pkgs := []vt.ChangePackage{
 		{From: at(1), Until: at(2), Changes: []vt.File{change(resourcesync.ChangeCreated, "a.txt", "a1", at(1.5))}},
-		// Deleting a file rsdump did not write is refused: the package fails.
 		{From: at(2), Until: at(3), Changes: []vt.File{change(resourcesync.ChangeDeleted, "local.txt", "", at(2.5))}},
 		{From: at(3), Until: at(4), Changes: []vt.File{change(resourcesync.ChangeCreated, "b.txt", "b1", at(3.5))}},
 	}
@@ -62,6 +60,15 @@ func TestGetUnpackStopsAtFailedChangePackage(t *testing.T) {
 		z, _ := vt.ChangeZip(t, p)
 		zips = append(zips, z)
 	}
+	return zips
+}
+
+// Once a Change Dump package fails to unpack, the packages after it are
+// held back, whichever order they finish downloading in, so that the
+// state's until stays before the failed package's changes.
+func TestGetUnpackStopsAtFailedChangePackage(t *testing.T) {
+	at := func(h float64) time.Time { return vt.Time.Add(time.Duration(h * float64(time.Hour))) }
+	zips := failingChain(t)
 	for _, order := range [][]int{{0, 1, 2}, {0, 2, 1}} {
 		tree := t.TempDir()
 		os.WriteFile(filepath.Join(tree, "local.txt"), []byte("not from the Source"), 0o644)
@@ -95,19 +102,7 @@ func TestGetUnpackStopsAtFailedChangePackage(t *testing.T) {
 // Unpacked, since the call that unpacked it was the first package's.
 func TestGetUnpackRunArrivedLast(t *testing.T) {
 	at := func(h float64) time.Time { return vt.Time.Add(time.Duration(h * float64(time.Hour))) }
-	change := func(kind, rel, data string, lastmod time.Time) vt.File {
-		return vt.File{Rel: rel, Data: data, Change: kind, Lastmod: lastmod}
-	}
-	pkgs := []vt.ChangePackage{
-		{From: at(1), Until: at(2), Changes: []vt.File{change(resourcesync.ChangeCreated, "a.txt", "a1", at(1.5))}},
-		{From: at(2), Until: at(3), Changes: []vt.File{change(resourcesync.ChangeDeleted, "local.txt", "", at(2.5))}},
-		{From: at(3), Until: at(4), Changes: []vt.File{change(resourcesync.ChangeCreated, "b.txt", "b1", at(3.5))}},
-	}
-	var zips [][]byte
-	for _, p := range pkgs {
-		z, _ := vt.ChangeZip(t, p)
-		zips = append(zips, z)
-	}
+	zips := failingChain(t)
 	tree := t.TempDir()
 	os.WriteFile(filepath.Join(tree, "local.txt"), []byte("not from the Source"), 0o644)
 	writeState(t, tree, unpack.State{ResourceDumpAt: at(1)})

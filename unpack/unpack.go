@@ -415,11 +415,7 @@ func (u *unpacker) changeDump(ctx context.Context, d *verify.Dump) error {
 			u.stopAfter(d.Packages[i:], "it does not continue from the tree's state")
 			break
 		}
-		p, err := pl.stage(ctx, i)
-		if err != nil {
-			return err
-		}
-		out, err := p.commit()
+		out, err := pl.apply(ctx, i)
 		if err != nil {
 			return err
 		}
@@ -450,10 +446,10 @@ func (u *unpacker) newPipeline(refs []verify.PackageRef) *pipeline {
 	return &pipeline{u: u, refs: refs, next: 1}
 }
 
-// stage returns package i staged: started ahead, or staged now. It first
-// starts the packages after i, up to the window, so that they stage while
-// i does and commits.
-func (pl *pipeline) stage(ctx context.Context, i int) (*staged, error) {
+// apply stages package i, or takes it staged ahead, and commits it. It
+// first starts the packages after i, up to the window, so that they stage
+// while i stages and commits.
+func (pl *pipeline) apply(ctx context.Context, i int) (outcome, error) {
 	var cur *ahead
 	if len(pl.queue) > 0 && pl.queue[0].i == i {
 		cur, pl.queue = pl.queue[0], pl.queue[1:]
@@ -464,7 +460,12 @@ func (pl *pipeline) stage(ctx context.Context, i int) (*staged, error) {
 			pl.queue = append(pl.queue, a)
 		}
 	}
-	return cur.wait(ctx, pl.u, pl.refs[i])
+	p, err := cur.wait(ctx, pl.u, pl.refs[i])
+	if err != nil {
+		return outcome{}, err
+	}
+	defer p.release()
+	return p.commitPackage()
 }
 
 // skip throws away package i, if it was started ahead.
@@ -509,13 +510,12 @@ func (u *unpacker) stageAhead(ctx context.Context, i int, ref verify.PackageRef)
 
 // wait returns the staged package, staging it now when nothing was
 // staged ahead.
-func (a *ahead) wait(ctx context.Context, u *unpacker, ref verify.PackageRef) (*staged, error) {
+func (a *ahead) wait(ctx context.Context, u *unpacker, ref verify.PackageRef) (*pkgRun, error) {
 	if a == nil {
-		p, err := u.stagePackage(ctx, ref, claimed{}, false)
-		return &staged{p}, err
+		return u.stagePackage(ctx, ref, claimed{}, false)
 	}
 	<-a.done
-	return &staged{a.p}, a.err
+	return a.p, a.err
 }
 
 // discard waits for the staging to end and throws it away.
@@ -527,14 +527,6 @@ func (a *ahead) discard() {
 	if a.p != nil {
 		a.p.release()
 	}
-}
-
-// staged is a package ready to commit.
-type staged struct{ p *pkgRun }
-
-func (s *staged) commit() (outcome, error) {
-	defer s.p.release()
-	return s.p.commitPackage()
 }
 
 // PackageResult is what one package of UnpackInOrder came to.
@@ -565,11 +557,7 @@ func UnpackInOrder(ctx context.Context, paths []string, dir string, opts Options
 	defer pl.close()
 	for i := range refs {
 		before := u.result()
-		p, err := pl.stage(ctx, i)
-		if err != nil {
-			return err
-		}
-		out, err := p.commit()
+		out, err := pl.apply(ctx, i)
 		if err != nil {
 			return err
 		}
