@@ -131,7 +131,7 @@ func packWithMirrors(t *testing.T, out string, ms []*mirror) (pkg, meta4 string)
 			t.Fatal(err)
 		}
 	}
-	o := pack.Options{BaseURL: "http://example.org/rs/", DumpURL: ms[0].srv.URL + "/", Compress: pack.Store,
+	o := pack.Options{BaseURL: "http://127.0.0.1/rs/", DumpURL: ms[0].srv.URL + "/", Compress: pack.Store,
 		Metalink: &pack.MetalinkOptions{PieceLength: ariaPiece}}
 	for i, m := range ms[1:] {
 		o.Metalink.Mirrors = append(o.Metalink.Mirrors, pack.Mirror{BaseURL: m.srv.URL, Priority: i + 2})

@@ -36,7 +36,7 @@ func TestFileFromReader(t *testing.T) {
 		if want := directPieces(sha256.New, data, 64<<10); p.Type != "sha-256" || p.Length != 64<<10 || !slices.Equal(p.Hashes, want) {
 			t.Errorf("size %d: pieces %s/%d %d hashes, want %d", size, p.Type, p.Length, len(p.Hashes), len(want))
 		}
-		f.URLs = []URL{{URL: "http://example.org/p.zip"}}
+		f.URLs = []URL{{URL: "http://127.0.0.1/p.zip"}}
 		if ps := (&Metalink{Files: []File{*f}}).Validate(); len(ps) > 0 {
 			t.Errorf("size %d: %v", size, ps)
 		}

@@ -39,7 +39,7 @@ func TestDecodeByNamespaceURI(t *testing.T) {
 		Name:   "example.ext",
 		Size:   ptr(int64(14471447)),
 		Hashes: []Hash{{"sha-256", "17bfc4a6058d2d7d82db859c8b0528c6ab48d832fed620ed49fb3385dbf1684d"}},
-		URLs:   []URL{{URL: "ftp://ftp.example.com/example.ext", Location: "de", Priority: 1}},
+		URLs:   []URL{{URL: "ftp://127.0.0.34/example.ext", Location: "de", Priority: 1}},
 		Extensions: []Extension{
 			{Name: xml.Name{Space: "urn:example:other", Local: "url"}, Text: "http://decoy.example/not-a-mirror"},
 			{Name: xml.Name{Local: "url"}, Text: "http://decoy.example/no-namespace"},

@@ -4,12 +4,12 @@ import "testing"
 
 func TestLastSegment(t *testing.T) {
 	cases := []struct{ loc, want string }{
-		{"http://example.org/rs/resourcedump-00001.zip", "resourcedump-00001.zip"},
-		{"http://example.org/rs/a%20b.zip?x=1", "a b.zip"},
-		{"http://example.org/", ""},
-		{"http://example.org", ""},
-		{"http://example.org/rs/..", ""},
-		{"http://example.org/rs/a%5Cb.zip", ""}, // a backslash
+		{"http://127.0.0.1/rs/resourcedump-00001.zip", "resourcedump-00001.zip"},
+		{"http://127.0.0.1/rs/a%20b.zip?x=1", "a b.zip"},
+		{"http://127.0.0.1/", ""},
+		{"http://127.0.0.1", ""},
+		{"http://127.0.0.1/rs/..", ""},
+		{"http://127.0.0.1/rs/a%5Cb.zip", ""}, // a backslash
 		{"%zz", ""},
 	}
 	for _, c := range cases {

@@ -24,7 +24,7 @@ func ptr[T any](v T) *T { return &v }
 func fullModel() *Metalink {
 	return &Metalink{
 		Generator: "rsdump/0.1",
-		Origin:    "https://example.org/dump.meta4",
+		Origin:    "https://127.0.0.1/dump.meta4",
 		Dynamic:   ptr(true),
 		Published: time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC),
 		Updated:   time.Date(2024, 2, 3, 4, 5, 6, 250_000_000, time.UTC),
@@ -40,18 +40,18 @@ func fullModel() *Metalink {
 				{Type: "sha-1", Length: 524288, Hashes: []string{strings.Repeat("a1", 20), strings.Repeat("a2", 20)}},
 			},
 			URLs: []URL{
-				{URL: "https://mirror-a.example.org/part-0001.zip?x=1&y=2", Location: "de", Priority: 1},
-				{URL: "ftp://mirror-b.example.net/part-0001.zip"},
+				{URL: "https://127.0.0.22/part-0001.zip?x=1&y=2", Location: "de", Priority: 1},
+				{URL: "ftp://127.0.0.23/part-0001.zip"},
 			},
-			MetaURLs:    []MetaURL{{URL: "https://example.org/p.torrent", MediaType: "torrent", Name: "dumps/part-0001.zip", Priority: 2}},
+			MetaURLs:    []MetaURL{{URL: "https://127.0.0.1/p.torrent", MediaType: "torrent", Name: "dumps/part-0001.zip", Priority: 2}},
 			Copyright:   "© 2024 Example & Co <legal>",
 			Description: "\n  A description with\r\nline breaks, tabs\tand \"quotes\" ]]>\n",
 			Identity:    "Example",
 			Version:     "1.0",
-			Logo:        "https://example.org/logo.png",
+			Logo:        "https://127.0.0.1/logo.png",
 			Languages:   []string{"en", "de-CH"},
 			OS:          []string{"Linux-x86", "Windows"},
-			Publisher:   &Publisher{Name: "Example Archive", URL: "https://example.org/"},
+			Publisher:   &Publisher{Name: "Example Archive", URL: "https://127.0.0.1/"},
 			Signature: &Signature{MediaType: "application/pgp-signature",
 				Value: "\n-----BEGIN PGP SIGNATURE-----\n\niQIcBAABAgAGBQJP\n=bzA1\n-----END PGP SIGNATURE-----\n"},
 			Extensions: []Extension{
@@ -79,7 +79,7 @@ func fullModel() *Metalink {
 			Hashes: []Hash{{"sha-256", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}},
 			Pieces: []Pieces{{Type: "sha-256", Length: 262144,
 				Hashes: []string{"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}}},
-			URLs: []URL{{URL: "https://example.org/empty.txt", Location: "FR", Priority: 999999}},
+			URLs: []URL{{URL: "https://127.0.0.1/empty.txt", Location: "FR", Priority: 999999}},
 		}},
 		Extensions: []Extension{{Name: xml.Name{Space: rsNS, Local: "dump"},
 			Attrs: []xml.Attr{{Name: xml.Name{Local: "capability"}, Value: "resourcedump"}}}},
@@ -154,7 +154,7 @@ func TestEncodeShape(t *testing.T) {
 		"<published>2024-01-02T03:04:05Z</published>",
 		"<updated>2024-02-03T04:05:06.25Z</updated>",
 		"<description>\n  A description with&#xD;\nline breaks",
-		`<url location="de" priority="1">https://mirror-a.example.org/part-0001.zip?x=1&amp;y=2</url>`,
+		`<url location="de" priority="1">https://127.0.0.22/part-0001.zip?x=1&amp;y=2</url>`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q", want)

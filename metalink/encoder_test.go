@@ -44,7 +44,7 @@ func TestEncoderRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	good := File{Name: "a.zip", URLs: []URL{{URL: "http://example.org/a.zip"}}}
+	good := File{Name: "a.zip", URLs: []URL{{URL: "http://127.0.0.1/a.zip"}}}
 	noSource := File{Name: "b.zip"}
 	traversal := File{Name: "../c.zip", URLs: good.URLs}
 	if err := e.Encode(&good); err != nil {

@@ -19,7 +19,7 @@ func validModel() *Metalink {
 		Size:   ptr(int64(600000)),
 		Hashes: []Hash{{"sha-256", hex64}},
 		Pieces: []Pieces{{Type: "sha-256", Length: 262144, Hashes: []string{hex64, hex64, hex64}}},
-		URLs:   []URL{{URL: "https://mirror.example.org/pkg.zip", Location: "de", Priority: 1}},
+		URLs:   []URL{{URL: "https://127.0.0.21/pkg.zip", Location: "de", Priority: 1}},
 	}}}
 }
 

@@ -24,7 +24,7 @@ func tree(t testing.TB, files map[string]string) string { return verifytest.Tree
 func copyExample(t testing.TB) string { return verifytest.Tree(t, verifytest.ExampleFiles(t)) }
 
 func testOptions() Options {
-	return Options{BaseURL: "http://example.org/rs", At: fixedTime, Hashes: []string{digest.MD5, digest.SHA256}}
+	return Options{BaseURL: "http://127.0.0.1/rs", At: fixedTime, Hashes: []string{digest.MD5, digest.SHA256}}
 }
 
 func mustPack(t testing.TB, src string, o Options) (*Result, string) {

@@ -31,7 +31,7 @@ func TestResyncParsesOurDocuments(t *testing.T) {
 		t.Fatalf("rules reject resync's own manifest: %s", out)
 	}
 	o := testOptions()
-	o.CapabilityList = "http://example.org/rs/capabilitylist.xml"
+	o.CapabilityList = "http://127.0.0.1/rs/capabilitylist.xml"
 	res, out := mustPack(t, copyExample(t), o)
 	if got, err := resyncRules(t, "resourcedump-manifest", filepath.Join(out, res.Packages[0].Manifest)); err != nil || strings.Contains(got, "warning") {
 		t.Errorf("manifest: %v\n%s", err, got)

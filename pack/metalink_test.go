@@ -25,8 +25,8 @@ func TestPackMetalink(t *testing.T) {
 	src := tree(t, map[string]string{"a.bin": string(pseudoRandom(300000)), "b.txt": strings.Repeat("text ", 50000)})
 	o := testOptions()
 	o.Metalink = &MetalinkOptions{PieceLength: 64 << 10, Mirrors: []Mirror{
-		{BaseURL: "http://m1.example.net/rs", Location: "de"},
-		{BaseURL: "http://m2.example.org/x/"},
+		{BaseURL: "http://127.0.0.31/rs", Location: "de"},
+		{BaseURL: "http://127.0.0.12/x/"},
 	}}
 	var notices []string
 	o.Events = func(e Event) {
@@ -47,14 +47,14 @@ func TestPackMetalink(t *testing.T) {
 	}
 	checkPieces(t, mf.Pieces[0], data)
 	checkURLs(t, mf.URLs, []metalink.URL{
-		{URL: "http://m1.example.net/rs/" + p.Name, Priority: 1, Location: "de"},
-		{URL: "http://m2.example.org/x/" + p.Name, Priority: 2},
+		{URL: "http://127.0.0.31/rs/" + p.Name, Priority: 1, Location: "de"},
+		{URL: "http://127.0.0.12/x/" + p.Name, Priority: 2},
 	})
-	checkDumpLinks(t, out, p, "http://m1.example.net/rs/", []resourcesync.Link{{Rel: "duplicate", Href: "http://m2.example.org/x/" + p.Name, Pri: 2}})
-	if res.DumpURL != "http://m1.example.net/rs/" || len(notices) != 1 || !strings.Contains(notices[0], "first mirror, http://m1.example.net/rs/") {
+	checkDumpLinks(t, out, p, "http://127.0.0.31/rs/", []resourcesync.Link{{Rel: "duplicate", Href: "http://127.0.0.12/x/" + p.Name, Pri: 2}})
+	if res.DumpURL != "http://127.0.0.31/rs/" || len(notices) != 1 || !strings.Contains(notices[0], "first mirror, http://127.0.0.31/rs/") {
 		t.Errorf("dump URL %q, notices %q: want the first mirror, said once", res.DumpURL, notices)
 	}
-	if dump := string(readFile(t, filepath.Join(out, DumpName))); strings.Contains(dump, "http://example.org/rs/resourcedump") {
+	if dump := string(readFile(t, filepath.Join(out, DumpName))); strings.Contains(dump, "http://127.0.0.1/rs/resourcedump") {
 		t.Errorf("resourcedump.xml names a package URL under the base URL:\n%s", dump)
 	}
 }
@@ -66,25 +66,25 @@ func TestPackMetalink(t *testing.T) {
 func TestPackMetalinkDumpURL(t *testing.T) {
 	src := tree(t, map[string]string{"a.txt": "a"})
 	o := testOptions()
-	o.DumpURL = "http://dl.example.org/d"
+	o.DumpURL = "http://127.0.0.20/d"
 	o.Metalink = &MetalinkOptions{Mirrors: []Mirror{
-		{BaseURL: "http://m1.example.net/rs"},
-		{BaseURL: "http://dl.example.org/d/", Location: "fr"},
-		{BaseURL: "http://m2.example.org/x/", Priority: 7},
-		{BaseURL: "http://m3.example.org/"},
+		{BaseURL: "http://127.0.0.31/rs"},
+		{BaseURL: "http://127.0.0.20/d/", Location: "fr"},
+		{BaseURL: "http://127.0.0.12/x/", Priority: 7},
+		{BaseURL: "http://127.0.0.13/"},
 	}}
 	res, out := mustPack(t, src, o)
 	p := res.Packages[0]
 	checkURLs(t, decodeMeta4(t, filepath.Join(out, p.Metalink)).URLs, []metalink.URL{
-		{URL: "http://dl.example.org/d/" + p.Name, Priority: 1, Location: "fr"},
-		{URL: "http://m1.example.net/rs/" + p.Name, Priority: 2},
-		{URL: "http://m3.example.org/" + p.Name, Priority: 4},
-		{URL: "http://m2.example.org/x/" + p.Name, Priority: 7},
+		{URL: "http://127.0.0.20/d/" + p.Name, Priority: 1, Location: "fr"},
+		{URL: "http://127.0.0.31/rs/" + p.Name, Priority: 2},
+		{URL: "http://127.0.0.13/" + p.Name, Priority: 4},
+		{URL: "http://127.0.0.12/x/" + p.Name, Priority: 7},
 	})
-	checkDumpLinks(t, out, p, "http://dl.example.org/d/", []resourcesync.Link{
-		{Rel: "duplicate", Href: "http://m1.example.net/rs/" + p.Name, Pri: 2},
-		{Rel: "duplicate", Href: "http://m3.example.org/" + p.Name, Pri: 4},
-		{Rel: "duplicate", Href: "http://m2.example.org/x/" + p.Name, Pri: 7},
+	checkDumpLinks(t, out, p, "http://127.0.0.20/d/", []resourcesync.Link{
+		{Rel: "duplicate", Href: "http://127.0.0.31/rs/" + p.Name, Pri: 2},
+		{Rel: "duplicate", Href: "http://127.0.0.13/" + p.Name, Pri: 4},
+		{Rel: "duplicate", Href: "http://127.0.0.12/x/" + p.Name, Pri: 7},
 	})
 }
 
@@ -243,7 +243,7 @@ func TestPackMetalinkNoPlace(t *testing.T) {
 	}
 	res, out := mustPack(t, tree(t, map[string]string{"a.txt": "a"}), o)
 	p := res.Packages[0]
-	checkURLs(t, decodeMeta4(t, filepath.Join(out, p.Metalink)).URLs, []metalink.URL{{URL: "http://example.org/rs/" + p.Name, Priority: 1}})
+	checkURLs(t, decodeMeta4(t, filepath.Join(out, p.Metalink)).URLs, []metalink.URL{{URL: "http://127.0.0.1/rs/" + p.Name, Priority: 1}})
 	if len(notices) != 1 || !strings.Contains(notices[0], "--dump-url or --mirror") {
 		t.Errorf("notices %q", notices)
 	}

@@ -16,17 +16,17 @@ import (
 func TestBaseURLEncoded(t *testing.T) {
 	src := tree(t, map[string]string{"a b.txt": "a"})
 	o := testOptions()
-	o.BaseURL = `http://example.org/my files/café/"q"/x%2Fy`
-	o.DumpURL = "http://example.org/dl/ünï"
+	o.BaseURL = `http://127.0.0.1/my files/café/"q"/x%2Fy`
+	o.DumpURL = "http://127.0.0.1/dl/ünï"
 	res, out := mustPack(t, src, o)
 	urls := checkPackage(t, filepath.Join(out, res.Packages[0].Name))
-	if want := "http://example.org/my%20files/caf%C3%A9/%22q%22/x%2Fy/a%20b.txt"; urls[0].Loc != want {
+	if want := "http://127.0.0.1/my%20files/caf%C3%A9/%22q%22/x%2Fy/a%20b.txt"; urls[0].Loc != want {
 		t.Errorf("bitstream <loc> %s, want %s", urls[0].Loc, want)
 	}
 	f, _ := os.Open(filepath.Join(out, DumpName))
 	defer f.Close()
 	_, pkgs := decodeAll(t, f)
-	if want := "http://example.org/dl/%C3%BCn%C3%AF/" + res.Packages[0].Name; pkgs[0].Loc != want {
+	if want := "http://127.0.0.1/dl/%C3%BCn%C3%AF/" + res.Packages[0].Name; pkgs[0].Loc != want {
 		t.Errorf("package <loc> %s, want %s", pkgs[0].Loc, want)
 	}
 	xmllint(t, filepath.Join(out, res.Packages[0].Manifest), "rs-urlset.xsd")

@@ -36,7 +36,7 @@ func TestGoldenExample(t *testing.T) {
 func TestRoundTripAndSchema(t *testing.T) {
 	src := copyExample(t)
 	o := testOptions()
-	o.CapabilityList = "http://example.org/rs/capabilitylist.xml"
+	o.CapabilityList = "http://127.0.0.1/rs/capabilitylist.xml"
 	res, out := mustPack(t, src, o)
 	if len(res.Packages) != 1 || res.Bitstreams != 9 {
 		t.Fatalf("%d packages, %d bitstreams; want 1, 9", len(res.Packages), res.Bitstreams)
@@ -73,7 +73,7 @@ func checkDump(t *testing.T, out string, res *Result) {
 		if err != nil || u.MD.Hash != "sha-256:"+sum || *u.MD.Length != n || u.MD.Type != "application/zip" {
 			t.Errorf("%s: dump entry %+v, file has %d bytes sha-256 %s (%v)", p.Name, *u.MD, n, sum, err)
 		}
-		if l, ok := u.Link("contents"); !ok || l.Href != "http://example.org/rs/"+p.Manifest {
+		if l, ok := u.Link("contents"); !ok || l.Href != "http://127.0.0.1/rs/"+p.Manifest {
 			t.Errorf("%s: contents link %+v", p.Name, l)
 		}
 	}

@@ -64,7 +64,7 @@ func TestSplitFileOverLimit(t *testing.T) {
 		t.Fatalf("packages of %v bitstreams, want [1 1 1]", got)
 	}
 	urls := checkPackage(t, filepath.Join(out, res.Packages[1].Name))
-	if urls[0].Loc != "http://example.org/rs/big" {
+	if urls[0].Loc != "http://127.0.0.1/rs/big" {
 		t.Errorf("second package holds %s, want big alone", urls[0].Loc)
 	}
 	checkDump(t, out, res)
@@ -111,7 +111,7 @@ func TestDumpIndexOver50000Packages(t *testing.T) {
 	f2, _ := os.Open(filepath.Join(dir, dumpPartName(2)))
 	defer f2.Close()
 	h2, urls := decodeAll(t, f2)
-	if l, ok := h2.Link("index"); !ok || l.Href != "http://example.org/rs/"+DumpName || len(urls) != 1 {
+	if l, ok := h2.Link("index"); !ok || l.Href != "http://127.0.0.1/rs/"+DumpName || len(urls) != 1 {
 		t.Errorf("second part: index link %+v, %d entries", l, len(urls))
 	}
 	xmllint(t, filepath.Join(dir, DumpName), "rs-sitemapindex.xsd")

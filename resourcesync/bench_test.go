@@ -14,7 +14,7 @@ func benchEntries() []URL {
 	entries := make([]URL, MaxEntries)
 	for i := range entries {
 		entries[i] = URL{
-			Loc:     fmt.Sprintf("http://example.org/resources/dir%03d/file%05d.txt", i%1000, i),
+			Loc:     fmt.Sprintf("http://127.0.0.1/resources/dir%03d/file%05d.txt", i%1000, i),
 			Lastmod: mod,
 			MD: &MD{
 				Hash:   "md5:bc8bab22b9fd1a787a5912dcaa84b282 sha-256:decc49645175dd7e2fc16100d92251a3c1c0566468887830f9090563d685e083",

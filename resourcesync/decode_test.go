@@ -53,7 +53,7 @@ func TestDecodeResyncManifest(t *testing.T) {
 		t.Fatalf("header %+v, %d entries", h, len(entries))
 	}
 	u := entries[2]
-	if u.Loc != "http://example.org/rs/docs/with space ünï cödé ☃.txt" ||
+	if u.Loc != "http://example.org/rs/docs/with space ünï cödé ☃.txt" || // the peer's own base URL, never fetched
 		u.MD.Path != "docs/with space ünï cödé ☃.txt" || *u.MD.Length != 54 ||
 		FormatTime(u.Lastmod) != "2024-01-02T03:04:05Z" {
 		t.Errorf("entry 3 = %+v, md %+v", u, *u.MD)

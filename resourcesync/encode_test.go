@@ -67,7 +67,7 @@ func TestEncodeSitemapIndexGolden(t *testing.T) {
 // fullURL sets every field of an entry, its rs:md and its rs:ln.
 func fullURL(t testing.TB) URL {
 	return URL{
-		Loc:        "http://example.org/res/1?x=\"a\"&y='b'",
+		Loc:        "http://127.0.0.1/res/1?x=\"a\"&y='b'",
 		Lastmod:    mustTime(t, "2024-01-02T03:04:05.25Z"),
 		ChangeFreq: "daily",
 		MD: &MD{
@@ -87,7 +87,7 @@ func fullURL(t testing.TB) URL {
 		Links: []Link{
 			{
 				Rel:      "duplicate",
-				Href:     "http://mirror.example.org/res/1",
+				Href:     "http://127.0.0.21/res/1",
 				Pri:      999999,
 				Hash:     "sha-256:abcd",
 				Length:   Int64(0),
@@ -96,7 +96,7 @@ func fullURL(t testing.TB) URL {
 				Encoding: "identity",
 				Path:     "/resources/1",
 			},
-			{Rel: "describedby", Href: "http://example.org/meta/1"},
+			{Rel: "describedby", Href: "http://127.0.0.1/meta/1"},
 		},
 	}
 }
@@ -104,7 +104,7 @@ func fullURL(t testing.TB) URL {
 func TestEncodeDecodeRoundTrip(t *testing.T) {
 	for _, kind := range []Kind{URLSet, SitemapIndex} {
 		h := Header{Kind: kind, MD: *fullURL(t).MD, Links: fullURL(t).Links}
-		entries := []URL{fullURL(t), {Loc: "http://example.org/2", MD: &MD{}}, {Loc: "http://example.org/3"}}
+		entries := []URL{fullURL(t), {Loc: "http://127.0.0.1/2", MD: &MD{}}, {Loc: "http://127.0.0.1/3"}}
 		data := encodeDoc(t, h, entries...)
 		gotH, got, err := decodeDoc(data)
 		if err != nil {

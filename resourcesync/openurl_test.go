@@ -18,7 +18,7 @@ func TestLoadURL(t *testing.T) {
 		"/index.xml": head + `<sitemapindex ` + ns + `><rs:md capability="resourcelist" at="2026-01-01T00:00:00Z"/>` +
 			`<sitemap><loc>part.xml</loc></sitemap></sitemapindex>`,
 		"/part.xml": head + `<urlset ` + ns + `><rs:md capability="resourcelist" at="2026-01-01T00:00:00Z"/>` +
-			`<url><loc>http://example.org/a</loc></url><url><loc>http://example.org/b</loc></url></urlset>`,
+			`<url><loc>http://127.0.0.1/a</loc></url><url><loc>http://127.0.0.1/b</loc></url></urlset>`,
 	}
 	agents := make(chan string, 10)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -41,7 +41,7 @@ func TestLoadURL(t *testing.T) {
 	if err := l.Load(t.Context(), srv.URL+"/index.xml"); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(locs, " ") != "http://example.org/a http://example.org/b" {
+	if strings.Join(locs, " ") != "http://127.0.0.1/a http://127.0.0.1/b" {
 		t.Errorf("entries %v", locs)
 	}
 	for range 2 {

@@ -44,9 +44,9 @@ func TestSchemaURLSet(t *testing.T) {
 	h := Header{
 		Kind:  URLSet,
 		MD:    MD{Capability: CapChangeDumpManifest, From: u.MD.From, Until: u.MD.Until},
-		Links: []Link{{Rel: "up", Href: "http://example.org/capabilitylist.xml"}, u.Links[0]},
+		Links: []Link{{Rel: "up", Href: "http://127.0.0.1/capabilitylist.xml"}, u.Links[0]},
 	}
-	doc := encodeDoc(t, h, u, URL{Loc: "http://example.org/deleted", Lastmod: u.Lastmod, MD: &MD{Change: ChangeDeleted}})
+	doc := encodeDoc(t, h, u, URL{Loc: "http://127.0.0.1/deleted", Lastmod: u.Lastmod, MD: &MD{Change: ChangeDeleted}})
 	if out, err := xmllint(t, "rs-urlset.xsd", doc); err != nil {
 		t.Errorf("xmllint: %v\n%s\n%s", err, out, doc)
 	}
@@ -57,13 +57,13 @@ func TestSchemaSitemapIndex(t *testing.T) {
 	h := Header{
 		Kind:  SitemapIndex,
 		MD:    MD{Capability: CapResourceDump, At: at, Completed: at.Add(time.Second)},
-		Links: []Link{{Rel: "up", Href: "http://example.org/capabilitylist.xml"}},
+		Links: []Link{{Rel: "up", Href: "http://127.0.0.1/capabilitylist.xml"}},
 	}
 	u := URL{
-		Loc:     "http://example.org/resourcedump1.xml",
+		Loc:     "http://127.0.0.1/resourcedump1.xml",
 		Lastmod: at,
 		MD:      &MD{At: at, Completed: at.Add(time.Millisecond)},
-		Links:   []Link{{Rel: "describedby", Href: "http://example.org/about", Pri: 2, Type: "text/html"}},
+		Links:   []Link{{Rel: "describedby", Href: "http://127.0.0.1/about", Pri: 2, Type: "text/html"}},
 	}
 	doc := encodeDoc(t, h, u)
 	if out, err := xmllint(t, "rs-sitemapindex.xsd", doc); err != nil {

@@ -32,7 +32,7 @@ func TestSplit(t *testing.T) {
 }
 
 func TestCheckEndpoint(t *testing.T) {
-	for _, ok := range []string{"http://127.0.0.1:7070", "https://s3.example.org/"} {
+	for _, ok := range []string{"http://127.0.0.1:7070", "https://127.0.0.24/"} {
 		if err := CheckEndpoint(ok); err != nil {
 			t.Errorf("%s: %v", ok, err)
 		}

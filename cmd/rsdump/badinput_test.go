@@ -19,7 +19,7 @@ func TestBadDocumentsExitOne(t *testing.T) {
 	mal := filepath.Join(dir, "mal.xml")
 	os.WriteFile(mal, []byte(`<?xml version="1.0"?>
 <urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/"><rs:md capability="resourcedump" at="2024-01-01T00:00:00Z"/>
-<url><loc>http://example.org/p.zip</loc><rs:md length="1"></url></urlset>`), 0o644)
+<url><loc>http://127.0.0.1/p.zip</loc><rs:md length="1"></url></urlset>`), 0o644)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/mal.xml") {
 			http.ServeFile(w, r, mal)

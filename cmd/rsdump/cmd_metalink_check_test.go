@@ -27,7 +27,7 @@ func TestMetalinkCheck(t *testing.T) {
 	dir := mlTree(t, map[string][]byte{"p.zip": data})
 	own := filepath.Join(dir, "p.zip.meta4")
 	if code, _, stderr := rsdump(t, "metalink", filepath.Join(dir, "p.zip"), "--piece-length", "65536", "-o", own,
-		"--mirror", "http://m.example.org/,priority=5,location=fr"); code != exitOK {
+		"--mirror", "http://127.0.0.10/,priority=5,location=fr"); code != exitOK {
 		t.Fatal(stderr)
 	}
 	cases := []struct {
@@ -39,7 +39,7 @@ func TestMetalinkCheck(t *testing.T) {
 		{"own", []string{own}, exitOK, []string{
 			own + ": valid: 1 file, 0 errors, 0 warnings", `file "p.zip"`, "size 100000 (97.7 KiB)",
 			"hash sha-256 " + sha256Hex(data), "pieces sha-256: 2 of 65536 bytes",
-			"url http://m.example.org/p.zip (priority 5, location fr)"}},
+			"url http://127.0.0.10/p.zip (priority 5, location fr)"}},
 		{"mirrorbrain", []string{corpusFile(t, "libmetalink--LibO_3.5.4_Win_x86_install_multi.msi.meta4")}, exitOK, []string{
 			"valid: 1 file, 0 errors, 1 warning", "pieces sha-1: 808 of 262144 bytes", "hash md5 ", "(priority 76, location",
 			"warning publisher-v3: "}},

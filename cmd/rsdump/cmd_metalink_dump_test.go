@@ -18,9 +18,9 @@ import (
 func packForDump(t *testing.T) (*pack.Result, string) {
 	t.Helper()
 	src := mlTree(t, map[string][]byte{"a.bin": mlRandom(4, 200000), "b.bin": mlRandom(5, 200000), "c.bin": mlRandom(6, 10000)})
-	o := pack.Options{BaseURL: "http://example.org/rs/", MaxPackageSize: 250000, Metalink: &pack.MetalinkOptions{
+	o := pack.Options{BaseURL: "http://127.0.0.1/rs/", MaxPackageSize: 250000, Metalink: &pack.MetalinkOptions{
 		PieceLength: 64 << 10,
-		Mirrors:     []pack.Mirror{{BaseURL: "http://m1.example.net/rs", Priority: 2}, {BaseURL: "http://m2.example.org/x/"}},
+		Mirrors:     []pack.Mirror{{BaseURL: "http://127.0.0.31/rs", Priority: 2}, {BaseURL: "http://127.0.0.12/x/"}},
 	}}
 	res, out := mlPack(t, src, o)
 	if len(res.Packages) < 2 {
@@ -59,7 +59,7 @@ func TestMetalinkFromDumpMissingPackage(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, p.Name)); err != nil {
 		t.Fatal(err)
 	}
-	code, stdout, stderr := rsdump(t, "metalink", filepath.Join(dir, "resourcedump.xml"), "--mirror", "http://m3.example.com/,priority=3")
+	code, stdout, stderr := rsdump(t, "metalink", filepath.Join(dir, "resourcedump.xml"), "--mirror", "http://127.0.0.33/,priority=3")
 	if code != exitOK || !strings.Contains(stderr, "1 of ") || !strings.Contains(stderr, "without piece hashes") {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
@@ -72,9 +72,9 @@ func TestMetalinkFromDumpMissingPackage(t *testing.T) {
 		t.Errorf("missing package's file: %+v", f)
 	}
 	want := []metalink.URL{ // the first mirror is the <loc>: no package is under --base-url
-		{URL: "http://m1.example.net/rs/" + p.Name, Priority: 1},
-		{URL: "http://m2.example.org/x/" + p.Name, Priority: 2},
-		{URL: "http://m3.example.com/" + p.Name, Priority: 3},
+		{URL: "http://127.0.0.31/rs/" + p.Name, Priority: 1},
+		{URL: "http://127.0.0.12/x/" + p.Name, Priority: 2},
+		{URL: "http://127.0.0.33/" + p.Name, Priority: 3},
 	}
 	if !reflect.DeepEqual(f.URLs, want) {
 		t.Errorf("urls %+v\nwant %+v", f.URLs, want)
@@ -123,7 +123,7 @@ func TestMetalinkFromDumpIndex(t *testing.T) {
 	entries := readDumpEntries(t, filepath.Join(dir, "resourcedump.xml"))
 	writeDumpDoc(t, filepath.Join(dir, "part1.xml"), resourcesync.URLSet, entries[:1])
 	writeDumpDoc(t, filepath.Join(dir, "part2.xml"), resourcesync.URLSet, entries[1:])
-	index := []resourcesync.URL{{Loc: "http://example.org/rs/part1.xml"}, {Loc: "http://example.org/rs/part2.xml"}}
+	index := []resourcesync.URL{{Loc: "http://127.0.0.1/rs/part1.xml"}, {Loc: "http://127.0.0.1/rs/part2.xml"}}
 	writeDumpDoc(t, filepath.Join(dir, "index.xml"), resourcesync.SitemapIndex, index)
 	code, stdout, stderr := rsdump(t, "metalink", filepath.Join(dir, "index.xml"), "--piece-length", "65536")
 	if code != exitOK {

@@ -86,7 +86,7 @@ func TestMetalinkFiles(t *testing.T) {
 	dir := mlTree(t, map[string][]byte{"a b.bin": a, "empty": b})
 	out := filepath.Join(t.TempDir(), "out.meta4")
 	code, _, stderr := rsdump(t, "metalink", filepath.Join(dir, "a b.bin"), filepath.Join(dir, "empty"), "-o", out,
-		"--piece-length", "65536", "--mirror", "http://m1.example.org/d,priority=1,location=DE", "--mirror", "https://m2.example.net/x/")
+		"--piece-length", "65536", "--mirror", "http://127.0.0.11/d,priority=1,location=DE", "--mirror", "https://127.0.0.32/x/")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -97,8 +97,8 @@ func TestMetalinkFiles(t *testing.T) {
 	checkMLFile(t, m.Files[0], "a b.bin", a, 65536)
 	checkMLFile(t, m.Files[1], "empty", b, 65536)
 	want := []metalink.URL{
-		{URL: "http://m1.example.org/d/a%20b.bin", Location: "de", Priority: 1},
-		{URL: "https://m2.example.net/x/a%20b.bin"},
+		{URL: "http://127.0.0.11/d/a%20b.bin", Location: "de", Priority: 1},
+		{URL: "https://127.0.0.32/x/a%20b.bin"},
 	}
 	if !reflect.DeepEqual(m.Files[0].URLs, want) {
 		t.Errorf("urls %+v, want %+v", m.Files[0].URLs, want)
@@ -110,7 +110,7 @@ func TestMetalinkFiles(t *testing.T) {
 func TestMetalinkDefaultPieceLength(t *testing.T) {
 	data := mlRandom(2, 600000)
 	dir := mlTree(t, map[string][]byte{"p.zip": data})
-	code, stdout, stderr := rsdump(t, "metalink", "-q", filepath.Join(dir, "p.zip"), "--mirror", "http://m.example.org/")
+	code, stdout, stderr := rsdump(t, "metalink", "-q", filepath.Join(dir, "p.zip"), "--mirror", "http://127.0.0.10/")
 	if code != exitOK || stderr != "" {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}

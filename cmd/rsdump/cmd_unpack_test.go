@@ -42,7 +42,7 @@ func TestUnpackExitCodes(t *testing.T) {
 func TestUnpackWrongBaseURL(t *testing.T) {
 	out := packedExample(t)
 	dst := t.TempDir()
-	code, stdout, stderr := rsdump(t, "unpack", filepath.Join(out, pack.DumpName), "--dest", dst, "--base-url", "http://example.com/other/")
+	code, stdout, stderr := rsdump(t, "unpack", filepath.Join(out, pack.DumpName), "--dest", dst, "--base-url", "http://127.0.0.2/other/")
 	if code != exitUsage || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "base URL is "+verifytest.BaseURL) {
 		t.Errorf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}

@@ -60,9 +60,9 @@ func TestHelpCommand(t *testing.T) {
 // a relative URL where a URL is required exits 2 for every command, with
 // the reason on stderr and nothing on stdout.
 func TestUsageErrorsExit2(t *testing.T) {
-	src, dst, base := "../../testdata/example", t.TempDir(), "http://example.org/rs/"
+	src, dst, base := "../../testdata/example", t.TempDir(), "http://127.0.0.1/rs/"
 	cases := [][]string{
-		{"pack", src, "-o", dst, "--base-url", "example.org/rs/"},
+		{"pack", src, "-o", dst, "--base-url", "127.0.0.1/rs/"},
 		{"pack", src, "-o", dst, "--base-url", base, "--dump-url", "/dump/"},
 		{"pack", src, "-o", dst, "--base-url", base, "--capability-list", "capabilitylist.xml"},
 		{"pack", src, "-o", dst, "--base-url", base, "--level", "12"},
@@ -72,7 +72,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"get"},
 		{"get", "x.meta4", "--files", "0"},
 		{"get", "x.meta4", "--stall-timeout", "20"},
-		{"get", "http:/example.org/x.meta4"},
+		{"get", "http:/127.0.0.1/x.meta4"},
 		{"get", "x.meta4", "--unpack", dst, "--base-url", "rs/"},
 		{"metalink"},
 		{"metalink", "--check"},

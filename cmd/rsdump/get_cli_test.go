@@ -187,7 +187,7 @@ func TestGetKilledResumes(t *testing.T) {
 // mirror and fetches it with --unpack: the tree comes out.
 func TestGetUnpack(t *testing.T) {
 	dump := t.TempDir()
-	if code, _, errs := rsdump(t, "pack", "../../testdata/example", "--base-url", "http://example.org/rs/", "-o", dump, "--quiet"); code != exitOK {
+	if code, _, errs := rsdump(t, "pack", "../../testdata/example", "--base-url", "http://127.0.0.1/rs/", "-o", dump, "--quiet"); code != exitOK {
 		t.Fatalf("pack: %s", errs)
 	}
 	data, err := os.ReadFile(filepath.Join(dump, "resourcedump-00001.zip"))
@@ -207,7 +207,7 @@ func TestGetUnpack(t *testing.T) {
 	meta := filepath.Join(t.TempDir(), "p.meta4")
 	os.WriteFile(meta, b.Bytes(), 0o644)
 	tree := t.TempDir()
-	if code, _, errs := rsdump(t, "get", meta, "-o", t.TempDir(), "--unpack", tree, "--base-url", "http://example.org/rs/", "-q"); code != exitOK {
+	if code, _, errs := rsdump(t, "get", meta, "-o", t.TempDir(), "--unpack", tree, "--base-url", "http://127.0.0.1/rs/", "-q"); code != exitOK {
 		t.Fatalf("get --unpack: exit %d: %s", code, errs)
 	}
 	want, _ := os.ReadFile("../../testdata/example/notes/b.txt")

@@ -49,7 +49,7 @@ func TestUsageAndHelp(t *testing.T) {
 
 func TestPackExampleJSON(t *testing.T) {
 	out := t.TempDir()
-	code, stdout, stderr := rsdump(t, "pack", "../../testdata/example", "--base-url", "http://example.org/rs/", "-o", out, "--json", "--quiet")
+	code, stdout, stderr := rsdump(t, "pack", "../../testdata/example", "--base-url", "http://127.0.0.1/rs/", "-o", out, "--json", "--quiet")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}

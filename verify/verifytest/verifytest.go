@@ -23,7 +23,7 @@ import (
 )
 
 // BaseURL is the prefix of every bitstream URI built here.
-const BaseURL = "http://example.org/rs/"
+const BaseURL = "http://127.0.0.1/rs/"
 
 // Time is the lastmod of every bitstream and the at of every manifest.
 var Time = time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
