@@ -54,7 +54,7 @@ func (p *pkgRun) commit(recs map[string]record) (map[string]bool, int) {
 	}
 	l := &lander{p: p, moved: map[string]bool{}, dirs: dirs}
 	for _, a := range p.actions {
-		if a.staged != "" {
+		if a.staged {
 			p.commitOne(a, l)
 		}
 	}
@@ -64,7 +64,7 @@ func (p *pkgRun) commit(recs map[string]record) (map[string]bool, int) {
 // durable makes the staged files durable, when there are any.
 func (p *pkgRun) durable() error {
 	for _, a := range p.actions {
-		if a.staged != "" {
+		if a.staged {
 			if err := p.st.durable(); err != nil {
 				return fmt.Errorf("%s: syncing staged files: %w", p.u.dest.dir, err)
 			}
@@ -77,12 +77,12 @@ func (p *pkgRun) durable() error {
 // commitOne gives a staged bitstream its name, or refuses it.
 func (p *pkgRun) commitOne(a *action, l *lander) {
 	if err := l.land(a.target); err != nil {
-		p.st.remove(a.staged)
-		a.staged = ""
+		p.st.remove(a.target)
+		a.staged = false
 		p.refuse(a, CheckRefused, "not written: "+err.Error())
 		return
 	}
-	a.staged = ""
+	a.staged = false
 	p.u.count(func(r *Result) { r.Written++; r.Bytes += a.length }) // only bytes that landed count
 	p.report(a, verify.OK, CheckWritten, "", verify.Describe(a.b.Length, a.b.Want))
 }
@@ -110,7 +110,7 @@ func (l *lander) land(rel string) error {
 			return fmt.Errorf("%s: %w", rel, err)
 		}
 		if h == nil {
-			if err := l.rename(d, parent); err != nil {
+			if err := l.rename(d, parent, false); err != nil {
 				return err
 			}
 			l.moved[d] = true
@@ -118,25 +118,19 @@ func (l *lander) land(rel string) error {
 		}
 		parent = d
 	}
-	h, base, err := l.p.dirs.target(rel, false)
-	if err == nil && h == nil {
-		err = fmt.Errorf("%s: its directory is gone", rel)
-	}
-	if err == nil {
-		_, err = targetInfo(rel, lstat(h, base))
-	}
-	if err != nil {
-		return err
-	}
-	return l.rename(rel, parent)
+	return l.rename(rel, parent, true)
 }
 
 // rename moves the staged file or directory name into the tree's
-// directory parent, which exists.
-func (l *lander) rename(name, parent string) error {
+// directory parent, which exists. A file is not renamed over a symbolic
+// link or a directory.
+func (l *lander) rename(name, parent string, file bool) error {
 	h, err := l.p.dirs.lookup(parent)
 	if err == nil && h == nil {
 		err = fmt.Errorf("%s: %s is gone", name, parent)
+	}
+	if err == nil && file {
+		_, err = targetInfo(name, lstat(h, path.Base(name)))
 	}
 	if err != nil {
 		return err

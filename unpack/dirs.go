@@ -108,17 +108,11 @@ func (c *dirs) close() {
 	}
 }
 
-// target is the directory of rel and its final name.
-func (c *dirs) target(rel string, create bool) (*dirHandle, string, error) {
+// target is the directory of rel, nil when it does not exist, and rel's
+// final name.
+func (c *dirs) target(rel string) (*dirHandle, string, error) {
 	dir, base := path.Split(rel)
-	dir = path.Clean(dir)
-	var h *dirHandle
-	var err error
-	if create {
-		h, err = c.make(dir)
-	} else {
-		h, err = c.lookup(dir)
-	}
+	h, err := c.lookup(path.Clean(dir))
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: %w", rel, err)
 	}
@@ -129,7 +123,7 @@ func (c *dirs) target(rel string, create bool) (*dirHandle, string, error) {
 // parent cannot be reached inside the tree. It returns the target's info,
 // or nil when it does not exist.
 func (c *dirs) check(rel string) (fs.FileInfo, error) {
-	h, base, err := c.target(rel, false)
+	h, base, err := c.target(rel)
 	if h == nil || err != nil {
 		return nil, err
 	}

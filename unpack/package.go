@@ -30,7 +30,7 @@ type action struct {
 	superseded bool   // a later entry of the package has the same target
 	present    bool   // the target already holds the bitstream
 	failed     bool   // refused, and reported
-	staged     string // the staging file's name in the stage, once read and verified
+	staged     bool   // read, verified and staged, at its target's path in the stage
 	length     int64  // the bytes staged
 }
 
@@ -51,7 +51,7 @@ type pkgRun struct {
 	st          *stage        // where the bitstreams are staged
 	dirs        *dirs         // the tree's directories, open
 	listChange  bool          // a Change List's run (no package)
-	speculative bool          // staged before the package ahead committed; see stagePackage
+	speculative bool          // staged before the packages ahead committed; see stagePackage
 	ready       bool          // staged and checked, to be applied
 	src         source        // the package, open
 	recMu       sync.Mutex    // recs and failed, when resources are fetched at once
@@ -73,10 +73,11 @@ func (u *unpacker) unpackPackage(ctx context.Context, ref verify.PackageRef, cl 
 // stagePackage opens a package, plans it and stages its bitstreams:
 // everything short of changing the tree; a package that cannot be opened
 // is reported, and its run has nothing to apply. A speculative run is that of
-// a Change Dump package staged while the one before it commits: neither
-// the tree nor the state is yet the one it applies to, so it looks for no
-// file already in place, and decides whether its changes apply only when
-// it commits. Call release when done with the run.
+// a package staged while those before it in a pipeline stage and commit:
+// neither the tree nor the state is yet the one it applies to, so it looks
+// for no file already in place, and a Change Dump package decides whether
+// its changes apply only when it commits. Call release when done with the
+// run.
 func (u *unpacker) stagePackage(ctx context.Context, ref verify.PackageRef, cl claimed, speculative bool) (*pkgRun, error) {
 	p := &pkgRun{u: u, ref: ref, rep: verify.NewReporter(u.rep.Report), byBits: map[*verify.Bitstream]*action{},
 		m: verify.NewMeter(u.opts.Progress, ref), claimed: cl, speculative: speculative}
@@ -91,7 +92,7 @@ func (u *unpacker) stagePackage(ctx context.Context, ref verify.PackageRef, cl c
 	p.src = src
 	p.m.Opened(src.size, u.opts.Total)
 	u.count(func(r *Result) { r.Packages++ })
-	if err := p.prepare(ctx, src); err != nil {
+	if err := p.prepare(ctx); err != nil {
 		p.release()
 		return nil, err
 	}
@@ -129,7 +130,8 @@ func (p *pkgRun) release() {
 
 // prepare is stagePackage's work on the open package; ready is set when
 // there is something to apply.
-func (p *pkgRun) prepare(ctx context.Context, src source) error {
+func (p *pkgRun) prepare(ctx context.Context) error {
+	src := p.src
 	if !p.checkLength(src.size) {
 		return nil
 	}
@@ -322,7 +324,7 @@ func (p *pkgRun) stage(ctx context.Context) error {
 }
 
 func (p *pkgRun) stageOne(a *action) error {
-	f, name, err := p.st.create(a.target)
+	f, err := p.st.create(a.target)
 	if refused(err) {
 		p.refuse(a, CheckRefused, "not written: "+err.Error())
 		return nil
@@ -335,7 +337,7 @@ func (p *pkgRun) stageOne(a *action) error {
 	done()
 	if res.WriteErr != nil || res.Severity == verify.Error {
 		f.Close()
-		p.st.remove(name)
+		p.st.remove(a.target)
 		if res.WriteErr != nil {
 			return fmt.Errorf("%s: writing %s: %w", p.u.dest.dir, a.target, res.WriteErr)
 		}
@@ -343,11 +345,11 @@ func (p *pkgRun) stageOne(a *action) error {
 		return nil
 	}
 	if err := p.st.seal(f, a.b.URL.Lastmod, a.b.File); err != nil {
-		p.st.remove(name)
+		p.st.remove(a.target)
 		p.refuse(a, CheckRefused, "not written: "+err.Error())
 		return nil
 	}
-	a.staged, a.length = name, res.Length
+	a.staged, a.length = true, res.Length
 	p.recs = append(p.recs, record{Path: a.target, Length: res.Length, Hash: res.Sums.String()})
 	return nil
 }
@@ -387,9 +389,9 @@ func (p *pkgRun) packageHashBad(ph *verify.PassHasher, mh *digest.Multi) string 
 // refuseStaged throws away every staged bitstream, reporting each.
 func (p *pkgRun) refuseStaged(why string) {
 	for _, a := range p.actions {
-		if a.staged != "" {
-			p.st.remove(a.staged)
-			a.staged = ""
+		if a.staged {
+			p.st.remove(a.target)
+			a.staged = false
 			p.refuse(a, CheckRefused, "not written: "+why)
 		}
 	}

@@ -268,7 +268,7 @@ func (p *pkgRun) needsFetch(a *action) bool {
 // and hashes on the way; a resource that fails is refused and reported,
 // and only a cancelled context or an unwritable tree is an error.
 func (p *pkgRun) fetchOne(ctx context.Context, a *action) error {
-	f, name, err := p.st.create(a.target)
+	f, err := p.st.create(a.target)
 	if refused(err) {
 		p.recMu.Lock()
 		p.refuse(a, CheckRefused, "not written: "+err.Error())
@@ -286,11 +286,11 @@ func (p *pkgRun) fetchOne(ctx context.Context, a *action) error {
 	switch {
 	case werr != nil:
 		f.Close()
-		p.st.remove(name)
+		p.st.remove(a.target)
 		return fmt.Errorf("%s: writing %s: %w", p.u.dest.dir, a.target, werr)
 	case ctx.Err() != nil:
 		f.Close()
-		p.st.remove(name)
+		p.st.remove(a.target)
 		return ctx.Err()
 	case ferr != nil:
 		check, why = verify.CheckRead, verify.MsgFor(ferr, a.b.URL.Loc)
@@ -306,20 +306,20 @@ func (p *pkgRun) fetchOne(ctx context.Context, a *action) error {
 	}
 	if why != "" {
 		f.Close()
-		p.st.remove(name)
+		p.st.remove(a.target)
 		p.recMu.Lock()
 		p.refuse(a, check, "not written: "+why+"; the file at this name is left as it was")
 		p.recMu.Unlock()
 		return nil
 	}
 	if err := p.st.seal(f, a.b.URL.Lastmod, nil); err != nil {
-		p.st.remove(name)
+		p.st.remove(a.target)
 		p.recMu.Lock()
 		p.refuse(a, CheckRefused, "not written: "+err.Error())
 		p.recMu.Unlock()
 		return nil
 	}
-	p.stagedList(a, name, n, mh.Sums())
+	p.stagedList(a, n, mh.Sums())
 	return nil
 }
 
@@ -350,10 +350,10 @@ func (p *pkgRun) download(ctx context.Context, a *action, w io.Writer) (n int64,
 // stagedList records a verified staging file for commit; a resource whose
 // list gives no hash rsdump can compute is kept, length checked, and
 // reported unverified, as an unpacked bitstream is.
-func (p *pkgRun) stagedList(a *action, name string, n int64, sums digest.Set) {
+func (p *pkgRun) stagedList(a *action, n int64, sums digest.Set) {
 	p.recMu.Lock()
 	defer p.recMu.Unlock()
-	a.staged, a.length = name, n
+	a.staged, a.length = true, n
 	p.recs = append(p.recs, record{Path: a.target, Length: n, Hash: sums.String()})
 	if len(a.b.Want.Known()) == 0 {
 		p.rep.Report(verify.Finding{Severity: verify.Unverified, Check: verify.CheckHash, Source: p.ref.Loc, URI: a.b.URL.Loc, Path: a.target,

@@ -77,24 +77,23 @@ type stagedFile interface {
 }
 
 // create makes the staging file of target, a path relative to the tree,
-// and the staging directories it needs. It returns the file's name in
-// the stage, which is target itself. Several goroutines may create files
-// at once (a Change List's resources are fetched in parallel).
-func (s *stage) create(target string) (stagedFile, string, error) {
+// at that same path in the stage, with the staging directories it needs.
+// Several goroutines may create files at once (a Change List's resources
+// are fetched in parallel).
+func (s *stage) create(target string) (stagedFile, error) {
 	dir, base := path.Split(target)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h, err := s.dirs.make(path.Clean(dir))
 	if err != nil {
-		return nil, "", &dirError{err}
+		return nil, &dirError{err}
 	}
 	if s.batch != nil {
 		for d := h.path; d != "." && !s.made[d]; d = path.Dir(d) {
 			s.made[d] = true
 		}
 	}
-	f, err := createFile(h, base)
-	return f, target, err
+	return createFile(h, base)
 }
 
 // dirError is a staging directory that cannot be made, most often because
