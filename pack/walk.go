@@ -56,6 +56,13 @@ type walker struct {
 	ahead map[string]*listing
 	slots chan struct{}
 	wg    sync.WaitGroup
+	// todo holds the directories not yet read ahead, in walk order: a
+	// list of subdirectories for each directory on the walk's path, the
+	// deepest on top. The walk visits them in that order, so each slot
+	// freed goes to the next directory it will reach, a sibling of the
+	// one just walked as well as a child.
+	todo  [][]string
+	taken int // listings the walk took from the read-ahead
 }
 
 // readAhead is the number of directories listed ahead of the walk.
@@ -81,21 +88,38 @@ func listDir(abs string) *listing {
 	return l
 }
 
-// prefetch starts listing the subdirectories of a listed directory, in
-// walk order, while slots are free. A directory with no slot left is
-// listed when the walk reaches it; one the walk skips is not read ahead,
-// which would hold its slot.
+// prefetch adds the subdirectories of a listed directory to the
+// directories to read ahead, and starts reading while slots are free.
+// A directory the walk skips is not read ahead, which would hold its
+// slot.
 func (w *walker) prefetch(abs, rel string, l *listing) {
+	var subs []string
 	for i, e := range l.entries {
 		if st := l.infos[i]; st.err != nil || !st.mode.IsDir() || !xmlSafe(e.Name()) || safepath.Check(join(rel, e.Name())) != nil {
 			continue
+		}
+		subs = append(subs, filepath.Join(abs, e.Name()))
+	}
+	if len(subs) > 0 {
+		w.todo = append(w.todo, subs)
+	}
+	w.fill()
+}
+
+// fill starts reading the next directories of todo while slots are free.
+func (w *walker) fill() {
+	for {
+		top := w.next()
+		if top == nil {
+			return
 		}
 		select {
 		case w.slots <- struct{}{}:
 		default:
 			return
 		}
-		sub := filepath.Join(abs, e.Name())
+		sub := (*top)[0]
+		*top = (*top)[1:]
 		pl := &listing{done: make(chan struct{})}
 		w.ahead[sub] = pl
 		w.wg.Go(func() {
@@ -106,15 +130,34 @@ func (w *walker) prefetch(abs, rel string, l *listing) {
 	}
 }
 
-// take returns the listing of a directory read ahead, or nil.
+// next returns the list on top of todo, dropping the lists used up, or
+// nil when nothing is left to read ahead.
+func (w *walker) next() *[]string {
+	for n := len(w.todo); n > 0; n = len(w.todo) {
+		if len(w.todo[n-1]) > 0 {
+			return &w.todo[n-1]
+		}
+		w.todo = w.todo[:n-1]
+	}
+	return nil
+}
+
+// take returns the listing of a directory read ahead, or nil when the
+// walk got there first: the directory is then the next one todo holds,
+// and is dropped from it.
 func (w *walker) take(abs string) *listing {
 	l, ok := w.ahead[abs]
 	if !ok {
+		if top := w.next(); top != nil && (*top)[0] == abs {
+			*top = (*top)[1:]
+		}
 		return nil
 	}
 	delete(w.ahead, abs)
+	w.taken++
 	<-l.done
 	<-w.slots
+	w.fill()
 	return l
 }
 

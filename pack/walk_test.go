@@ -63,6 +63,32 @@ func TestWalkReadAhead(t *testing.T) {
 	}
 }
 
+// TestWalkReadsSiblingsAhead: in a wide tree of one level, as pack's
+// benchmarks make, each slot freed goes to the next sibling: every
+// directory but the first few is read ahead, not only the first
+// readAhead of them.
+func TestWalkReadsSiblingsAhead(t *testing.T) {
+	files := map[string]string{}
+	const dirs = 40
+	for i := range dirs {
+		files[fmt.Sprintf("d%02d/f", i)] = "x"
+	}
+	src := tree(t, files)
+	w := &walker{ctx: context.Background(), warn: func(p, m string) { t.Errorf("warning for %s: %s", p, m) }}
+	w.visit = func(item) error { return nil }
+	if err := w.walk(src); err != nil {
+		t.Fatal(err)
+	}
+	// The walk may get to a directory before its listing is started
+	// only when every slot is held.
+	if w.taken < dirs-readAhead {
+		t.Errorf("%d of %d directories read ahead, want at least %d", w.taken, dirs, dirs-readAhead)
+	}
+	if len(w.ahead) != 0 || len(w.slots) != 0 || len(w.todo) != 0 {
+		t.Errorf("after the walk: %d listings ahead, %d slots held, %d lists to read; want none", len(w.ahead), len(w.slots), len(w.todo))
+	}
+}
+
 // TestWalkStopsReadAhead: a walk that stops early (an error from visit)
 // returns only once every directory it was reading ahead is read.
 func TestWalkStopsReadAhead(t *testing.T) {
