@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
@@ -28,6 +30,9 @@ const (
 func listPartName(name string, n int) string {
 	return fmt.Sprintf("%s-part%05d.xml", strings.TrimSuffix(name, ".xml"), n)
 }
+
+// partWriters is how many parts of a list are written at once.
+const partWriters = 4
 
 // headerReserve is what a part's header may take at most: the
 // declaration, the root element, rs:ln up and index and rs:md with two
@@ -107,24 +112,33 @@ func (l *listWriter) commit(md resourcesync.MD) error {
 	defer l.abort()
 	md.Capability = l.capability
 	if len(l.parts) == 0 {
+		l.written = append(l.written, l.name)
 		return l.writeDoc(l.name, l.header(resourcesync.URLSet, md, ""), strings.NewReader(""))
 	}
 	if err := l.parts[len(l.parts)-1].enc.Close(); err != nil {
 		return err
 	}
 	if len(l.parts) == 1 {
+		l.written = append(l.written, l.name)
 		return l.writeDoc(l.name, l.header(resourcesync.URLSet, md, ""), l.parts[0].f)
 	}
+	// The parts are copied and synced a few at once, their syncs
+	// overlapping; the index follows them all.
 	var index []resourcesync.URL
+	var g errgroup.Group
+	g.SetLimit(partWriters)
 	for i, p := range l.parts {
 		name := listPartName(l.name, i+1)
 		pmd := l.partMD(md, i)
-		if err := l.writeDoc(name, l.header(resourcesync.URLSet, pmd, l.o.DumpURL+l.name), p.f); err != nil {
-			return err
-		}
+		h := l.header(resourcesync.URLSet, pmd, l.o.DumpURL+l.name)
+		l.written = append(l.written, name)
+		g.Go(func() error { return l.writeDoc(name, h, p.f) })
 		index = append(index, resourcesync.URL{Loc: l.o.DumpURL + name, MD: &resourcesync.MD{
 			At: pmd.At, Completed: pmd.Completed, From: pmd.From, Until: pmd.Until,
 		}})
+	}
+	if err := g.Wait(); err != nil {
+		return err
 	}
 	l.written = append(l.written, l.name)
 	return encodeFile(l.out, l.name, l.header(resourcesync.SitemapIndex, md, ""), index)
@@ -157,7 +171,6 @@ func (l *listWriter) header(kind resourcesync.Kind, md resourcesync.MD, index st
 
 // writeDoc writes a document from its header and a part's body.
 func (l *listWriter) writeDoc(name string, h resourcesync.Header, body io.ReadSeeker) error {
-	l.written = append(l.written, name)
 	f, err := l.out.Create(l.out.ctx, name)
 	if err != nil {
 		return err
