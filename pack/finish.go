@@ -122,10 +122,11 @@ func (r *run) feedList(list *listWriter) *listFeed {
 	f := &listFeed{send: make(chan []record, 2), err: make(chan error, 1)}
 	go func() {
 		var err error
+		var md entryMD // reused: the list encodes an entry at once
 		for batch := range f.send {
 			for i := range batch {
 				if err == nil && len(r.pkgs) > 0 {
-					err = list.add(stateEntry(r.opts, batch[i]))
+					err = list.add(stateEntry(r.opts, batch[i], &md))
 				}
 			}
 		}
@@ -153,14 +154,21 @@ func (f *listFeed) close() error {
 	return <-f.err
 }
 
-// stateEntry is a file of the state as a Resource List entry.
-func stateEntry(o *Options, rec record) resourcesync.URL {
-	u := resourcesync.URL{Loc: locFor(o.BaseURL, rec.Rel), Lastmod: fromNanos(rec.Mtime),
-		MD: &resourcesync.MD{Hash: rec.Hash, Type: rec.Type}}
+// entryMD is the <rs:md> of an entry being encoded.
+type entryMD struct {
+	md     resourcesync.MD
+	length int64
+}
+
+// stateEntry is a file of the state as a Resource List entry, its
+// <rs:md> in b.
+func stateEntry(o *Options, rec record, b *entryMD) resourcesync.URL {
+	b.md = resourcesync.MD{Hash: rec.Hash, Type: rec.Type}
 	if rec.Size >= 0 {
-		u.MD.Length = resourcesync.Int64(rec.Size)
+		b.length = rec.Size
+		b.md.Length = &b.length
 	}
-	return u
+	return resourcesync.URL{Loc: locFor(o.BaseURL, rec.Rel), Lastmod: fromNanos(rec.Mtime), MD: &b.md}
 }
 
 func (r *run) stateKind() string {
