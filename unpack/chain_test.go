@@ -2,11 +2,9 @@ package unpack_test
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -122,18 +120,17 @@ func TestChangeDumpChain(t *testing.T) {
 	}
 }
 
-// fileIDs records each file's inode and ctime: a file rewritten, renamed
-// over, or touched (even to the same mtime) changes them.
+// fileIDs records each file's identity (fileID): a file rewritten,
+// renamed over, or touched changes it.
 func fileIDs(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	for rel := range readTree(t, dir) {
-		fi, err := os.Lstat(filepath.Join(dir, rel))
+		id, err := fileID(filepath.Join(dir, rel))
 		if err != nil {
 			t.Fatal(err)
 		}
-		st := fi.Sys().(*syscall.Stat_t)
-		out[rel] = fmt.Sprintf("%d:%d.%09d", st.Ino, st.Ctim.Sec, st.Ctim.Nsec)
+		out[rel] = id
 	}
 	return out
 }

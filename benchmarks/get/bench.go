@@ -217,9 +217,7 @@ func measure(cmd *exec.Cmd, during func(*os.Process)) sample {
 	if ps := cmd.ProcessState; ps != nil {
 		s.cpu = ps.UserTime() + ps.SystemTime()
 		s.sys = ps.SystemTime()
-		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
-			s.rssKB = ru.Maxrss
-		}
+		s.rssKB = maxRSS(ps)
 	}
 	if err != nil && during == nil {
 		s.err = fmt.Sprintf("%v: %s", err, errb.String())
