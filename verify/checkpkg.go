@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/rsdump/rsdump/internal/digest"
@@ -166,14 +167,27 @@ func (v *verifier) readAll(ctx context.Context, pkg *Package, ph *PassHasher, m 
 
 // Describe writes a length and digests as one report field.
 func Describe(length int64, sums resourcesync.HashSet) string {
-	parts := make([]string, 0, 1+len(sums))
+	// One allocation: unpack describes every bitstream it writes.
+	n := len("length=") + 20
+	for _, s := range sums {
+		n += 2 + len(s.Alg) + len(s.Hex)
+	}
+	var b strings.Builder
+	b.Grow(n)
 	if length >= 0 {
-		parts = append(parts, "length="+itoa(length))
+		var num [20]byte
+		b.WriteString("length=")
+		b.Write(strconv.AppendInt(num[:0], length, 10))
 	}
 	for _, s := range sums {
-		parts = append(parts, s.String())
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(s.Alg)
+		b.WriteByte(':')
+		b.WriteString(s.Hex)
 	}
-	return strings.Join(parts, " ")
+	return b.String()
 }
 
 func (v *verifier) checkPackageHash(ref PackageRef, ph *PassHasher, mh *digest.Multi) {

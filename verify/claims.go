@@ -394,9 +394,11 @@ func (c *Claims) hash(s string) uint64 { return maphash.String(c.seed, s) }
 // content identifies a bitstream's content by its length and strongest
 // hash, or all its hashes when rsdump knows none of them.
 func content(length int64, want digest.Set) string {
-	tok := want.String()
+	var tok string
 	if s, ok := want.Strongest(); ok {
 		tok = s.String()
+	} else {
+		tok = want.String()
 	}
 	return strconv.FormatInt(length, 10) + " " + strings.ToLower(tok)
 }

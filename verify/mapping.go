@@ -101,6 +101,9 @@ func (m Mapper) byURI(loc string) (string, error) {
 	case strings.ContainsAny(rest, "?#"):
 		return "", fmt.Errorf("%s has a query or fragment, which names no file", loc)
 	}
+	if !strings.Contains(rest, "%") {
+		return rest, nil // nothing escaped: each segment unescapes to itself
+	}
 	segs := strings.Split(rest, "/")
 	for i, s := range segs {
 		d, err := url.PathUnescape(s)

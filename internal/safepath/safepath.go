@@ -66,7 +66,7 @@ func Check(name string) error {
 	case hasDriveLetter(name):
 		return bad(Traversal, "starts with a drive letter")
 	}
-	for _, seg := range strings.Split(name, "/") {
+	for seg := range strings.SplitSeq(name, "/") {
 		switch {
 		case seg == "..":
 			return bad(Traversal, `has a ".." segment and leaves the root`)
