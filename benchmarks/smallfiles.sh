@@ -164,7 +164,9 @@ for c in by:
 print()
 for a, b in (('unpack', 'unzip'), ('unpack-cd', 'unzip-cd'), ('get-unpack', 'unzip')):
     if a in by and b in by:
-        print(f"{a} / {b} wall: {med(a,'wall')/med(b,'wall'):.3f} (below 1: rsdump faster)")
+        r = med(a,'wall')/med(b,'wall')
+        runs = ' '.join('%.3f' % (float(x['wall'])/float(y['wall'])) for x, y in zip(by[a], by[b]))
+        print(f"{a} / {b} wall: {r:.3f} (rsdump {'faster' if r < 1 else 'not faster'}; per run: {runs})")
 if 'verify' in by and 'verify-before' in by:
     print(f"verify before / after wall: {med('verify-before','wall')/med('verify','wall'):.2f}x faster, CPU {med('verify-before','cpu')/med('verify','cpu'):.2f}x less")
 if 'unpack-before' in by:
