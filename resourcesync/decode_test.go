@@ -120,6 +120,19 @@ func TestDecodeTextPieces(t *testing.T) {
 	if err != nil || len(entries) != 1 || entries[0].Loc != "http://x/a&<b> c" {
 		t.Errorf("entries %+v, %v", entries, err)
 	}
+	// One piece, three, none: the usual case has its own path.
+	for text, want := range map[string]string{
+		" \n http://x/one\t":            "http://x/one",
+		" http://x/<!--1-->a<!--2-->b ": "http://x/ab",
+		"":                              "",
+		"<!-- only a comment -->":       "",
+	} {
+		doc := `<urlset xmlns="` + NSSitemap + `"><url><loc>` + text + `</loc></url></urlset>`
+		_, entries, err := decodeDoc([]byte(doc))
+		if err != nil || len(entries) != 1 || entries[0].Loc != want {
+			t.Errorf("<loc>%s</loc>: entries %+v, %v; want loc %q", text, entries, err, want)
+		}
+	}
 }
 
 func TestDecodeASCIIProlog(t *testing.T) {

@@ -3,6 +3,7 @@ package resourcesync
 import (
 	"bytes"
 	"encoding/xml"
+	"strings"
 )
 
 // Children of an entry that may appear once; a repeat is an error rather
@@ -103,7 +104,12 @@ func (d *Decoder) addLink(links *[]Link, t xml.StartElement) error {
 // without surrounding XML whitespace. Comments inside are dropped; a child
 // element is an error.
 func (d *Decoder) text(start xml.StartElement) (string, error) {
-	var b []byte // not string +=, which is quadratic in the number of pieces
+	// The text is usually one piece, copied once into first (the token's
+	// bytes do not outlive the next one); b gathers any further pieces,
+	// rather than string +=, which is quadratic in their number.
+	var first string
+	var b []byte
+	pieces := 0
 	for {
 		tok, err := d.token()
 		if err != nil {
@@ -111,11 +117,21 @@ func (d *Decoder) text(start xml.StartElement) (string, error) {
 		}
 		switch t := tok.(type) {
 		case xml.CharData:
-			b = append(b, t...)
+			switch pieces++; pieces {
+			case 1:
+				first = string(t)
+			case 2:
+				b = append([]byte(first), t...)
+			default:
+				b = append(b, t...)
+			}
 		case xml.StartElement:
 			return "", d.errorf("element %s inside <%s>", showName(t.Name), start.Name.Local)
 		case xml.EndElement:
-			return string(bytes.Trim(b, xmlSpace)), nil
+			if pieces > 1 {
+				return string(bytes.Trim(b, xmlSpace)), nil
+			}
+			return strings.Trim(first, xmlSpace), nil
 		}
 	}
 }
