@@ -3,7 +3,9 @@ package unpack
 import (
 	"archive/zip"
 	"context"
+	"crypto/sha256"
 	"errors"
+	"hash"
 	"io"
 	"os"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/rsdump/rsdump/internal/digest"
+	"github.com/rsdump/rsdump/internal/entryspool"
 	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/verify"
@@ -25,6 +28,9 @@ type claimed struct {
 	// late is the table, for a package the survey could not read: it
 	// claims its targets as it is unpacked.
 	late *verify.Claims
+	// dec is the package's manifest as the survey decoded it, so that
+	// staging need not decode it again; nil when the survey could not.
+	dec *verify.Decoded
 }
 
 // entryRef names a manifest entry of one of the dump's packages.
@@ -38,7 +44,9 @@ type entryRef struct{ pkg, n int }
 // (verify.Claims); only the clashes stay in memory. A package that cannot
 // be read now (a remote one without a detached manifest) claims its
 // targets when it is unpacked, so only the later of two clashing packages
-// is refused. Call the function returned once every package is unpacked.
+// is refused. The entries decoded are spooled to disk beside the table,
+// for staging to read instead of decoding each manifest a second time.
+// Call the function returned once every package is unpacked.
 func (u *unpacker) survey(ctx context.Context, refs []verify.PackageRef) ([]claimed, func(), error) {
 	out := make([]claimed, len(refs))
 	if len(refs) < 2 {
@@ -49,16 +57,24 @@ func (u *unpacker) survey(ctx context.Context, refs []verify.PackageRef) ([]clai
 		out[i].pkg = c.AddPackage(ref.Loc)
 	}
 	read := make([]bool, len(refs))
+	done := func() {
+		c.Close()
+		for _, cl := range out {
+			if cl.dec != nil {
+				os.Remove(cl.dec.Spool)
+			}
+		}
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(u.opts.Jobs)
 	for i, ref := range refs {
 		g.Go(func() error {
-			read[i] = u.surveyOne(gctx, ref, c, out[i].pkg)
+			out[i].dec, read[i] = u.surveyOne(gctx, ref, c, out[i].pkg)
 			return gctx.Err()
 		})
 	}
 	if err := g.Wait(); err != nil {
-		c.Close()
+		done()
 		return nil, nil, err
 	}
 	if slices.Contains(read, false) {
@@ -69,7 +85,7 @@ func (u *unpacker) survey(ctx context.Context, refs []verify.PackageRef) ([]clai
 		clashes[entryRef{cl.Pkg, cl.N}] = clash
 	})
 	if err != nil {
-		c.Close()
+		done()
 		return nil, nil, err
 	}
 	for i := range out {
@@ -78,7 +94,7 @@ func (u *unpacker) survey(ctx context.Context, refs []verify.PackageRef) ([]clai
 			out[i].late = c
 		}
 	}
-	return out, c.Close, nil
+	return out, done, nil
 }
 
 // scratchDir is where the survey's table spills: the staging directory a
@@ -91,12 +107,18 @@ func (u *unpacker) scratchDir() string {
 }
 
 // surveyOne claims the targets of one package, streaming its manifest
-// through the loader: nothing is kept of an entry but its claim. A
-// remote package's come from the detached manifest it links; the package
-// itself is downloaded later, once. It reports whether it read the
-// manifest to its end.
-func (u *unpacker) surveyOne(ctx context.Context, ref verify.PackageRef, c *verify.Claims, pkg int) bool {
+// through the loader: nothing is kept of an entry in memory but its
+// claim, and the entry goes to the package's spool. A remote package's
+// come from the detached manifest it links; the package itself is
+// downloaded later, once. It reports whether it read the manifest to its
+// end, and the spool of its entries (nil when it did not, or could not
+// spool them).
+func (u *unpacker) surveyOne(ctx context.Context, ref verify.PackageRef, c *verify.Claims, pkg int) (*verify.Decoded, bool) {
 	errOther := errors.New("not a Resource Dump Manifest")
+	sp, err := entryspool.Create(u.scratchDir(), manifestSpoolPattern)
+	if err != nil {
+		sp = nil // the survey goes on; staging decodes the manifest
+	}
 	ld := resourcesync.Loader{
 		Document: func(d *resourcesync.Document) error {
 			if d.Header.MD.Capability != resourcesync.CapResourceDumpManifest {
@@ -106,21 +128,52 @@ func (u *unpacker) surveyOne(ctx context.Context, ref verify.PackageRef, c *veri
 		},
 		Entry: func(_ *resourcesync.Document, n int, url resourcesync.URL) error {
 			u.claimEntry(c, pkg, n, url)
+			if sp != nil {
+				sp.Add(url)
+			}
 			return nil
 		},
 	}
+	h := sha256.New()
+	ok := false
 	// A manifest that cannot be read is reported when its package is
 	// unpacked.
-	if !resourcesync.IsURL(ref.Loc) {
-		return u.surveyLocal(ctx, ref.Loc, &ld) == nil
+	switch {
+	case !resourcesync.IsURL(ref.Loc):
+		ok = u.surveyLocal(ctx, ref.Loc, &ld, h) == nil
+	case ref.Contents != "":
+		ld.Open = func(ctx context.Context, loc string) (io.ReadCloser, error) {
+			rc, err := httpc.Open(ctx, u.opts.Client, loc, resourcesync.MaxBytes)
+			return hashing(rc, h), err
+		}
+		ok = ld.Load(ctx, ref.Contents) == nil
 	}
-	if ref.Contents == "" {
-		return false
+	if sp == nil {
+		return nil, ok
 	}
-	ld.Open = func(ctx context.Context, loc string) (io.ReadCloser, error) {
-		return httpc.Open(ctx, u.opts.Client, loc, resourcesync.MaxBytes)
+	if !ok {
+		sp.Abort()
+		return nil, false
 	}
-	return ld.Load(ctx, ref.Contents) == nil
+	if sp.Close(entryspool.Source(h.Sum(nil))) != nil {
+		return nil, true
+	}
+	return &verify.Decoded{Spool: sp.Name()}, true
+}
+
+// manifestSpoolPattern names the survey's spools in the scratch directory.
+const manifestSpoolPattern = ".rsdump-manifest-*.tmp"
+
+// hashing makes rc feed every byte read, to its end, to h: the hash of a
+// manifest the decoder read to its end is that of all its bytes.
+func hashing(rc io.ReadCloser, h hash.Hash) io.ReadCloser {
+	if rc == nil {
+		return nil
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{io.TeeReader(rc, h), rc}
 }
 
 // claimEntry claims the target of one manifest entry.
@@ -142,14 +195,14 @@ func (u *unpacker) claimEntry(c *verify.Claims, pkg, n int, url resourcesync.URL
 	c.Claim(verify.Target{Pkg: pkg, N: n, Name: target, Length: length, Want: want})
 }
 
-// surveyLocal streams the manifest inside a local package.
-func (u *unpacker) surveyLocal(ctx context.Context, loc string, ld *resourcesync.Loader) error {
+// surveyLocal streams the manifest inside a local package, through h.
+func (u *unpacker) surveyLocal(ctx context.Context, loc string, ld *resourcesync.Loader, h hash.Hash) error {
 	rc, err := openManifest(loc)
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
-	return ld.Read(ctx, loc, rc, nil)
+	return ld.Read(ctx, loc, io.TeeReader(rc, h), nil)
 }
 
 // openManifest opens the manifest inside the local package at loc, as a

@@ -3,6 +3,7 @@ package unpack
 // Points in the commit of a package where a test may stop the process, to
 // check that a crash there loses nothing (see kill_test.go).
 const (
+	HookSurveyed  = "surveyed"  // every manifest of a Resource Dump surveyed, no package opened
 	HookStaged    = "staged"    // every bitstream staged, none durable yet
 	HookDurable   = "durable"   // staged files durable, none renamed
 	HookCommit    = "commit"    // before a rename; n is the renames done

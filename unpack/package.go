@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -141,7 +142,10 @@ func (p *pkgRun) prepare(ctx context.Context) error {
 		ph = verify.NewPassHasher(src.ra, src.size, mh)
 		ra = ph
 	}
-	pkg, err := verify.OpenPackage(ra, src.size, p.ref.Loc, p.ref.Cap, p.u.opts.Limits, p.rep)
+	pkg, err := verify.OpenPackageDecoded(ra, src.size, p.ref.Loc, p.ref.Cap, p.u.opts.Limits, p.rep, p.claimed.dec)
+	if dec := p.claimed.dec; dec != nil {
+		os.Remove(dec.Spool) // read, or of no use: the package's manifest is not the one surveyed
+	}
 	if err != nil {
 		return nil // reported
 	}

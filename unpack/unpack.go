@@ -348,6 +348,7 @@ func (u *unpacker) resourceDump(ctx context.Context, d *verify.Dump) error {
 		return err
 	}
 	defer done()
+	hook(HookSurveyed, 0)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(u.opts.Jobs)
 	var failed sync.Map

@@ -40,7 +40,7 @@ func FuzzManifest(f *testing.F) {
 	f.Add(p)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p := &Package{Source: "fuzz", Manifest: data, rep: NewReporter(nil)}
-		if err := p.decodeManifest(""); err != nil {
+		if err := p.decodeManifest("", nil); err != nil {
 			return
 		}
 		if len(p.Bitstreams) > resourcesync.MaxEntries {

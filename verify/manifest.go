@@ -2,19 +2,23 @@ package verify
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/rsdump/rsdump/internal/digest"
+	"github.com/rsdump/rsdump/internal/entryspool"
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
 // decodeManifest decodes and checks manifest.xml: its header (capability,
 // Appendix A times), every entry's rules, the order of changes, and the
 // hash and length of every bitstream. A manifest that does not decode
-// rejects the package: its entries cannot be trusted.
-func (p *Package) decodeManifest(wantCap string) error {
+// rejects the package: its entries cannot be trusted. The entries come
+// from dec when it was decoded from these very bytes; the header, a few
+// hundred bytes, is always decoded here.
+func (p *Package) decodeManifest(wantCap string, dec *Decoded) error {
 	d, err := resourcesync.NewDecoder(bytes.NewReader(p.Manifest))
 	if err != nil {
 		return p.rejectManifest(err)
@@ -23,9 +27,18 @@ func (p *Package) decodeManifest(wantCap string) error {
 	if err := p.checkHeader(wantCap); err != nil {
 		return err
 	}
+	next := d.Next
+	if dec != nil {
+		// A spool of other bytes, or none, is not an error: the bytes are
+		// decoded, and the spool only saves time.
+		if r, err := entryspool.Open(dec.Spool, sha256.Sum256(p.Manifest)); err == nil {
+			defer r.Close()
+			next = r.Next
+		}
+	}
 	var prev time.Time
 	for n := 1; ; n++ {
-		u, err := d.Next()
+		u, err := next()
 		if err == io.EOF {
 			return nil
 		}

@@ -87,6 +87,22 @@ func (b *Bitstream) Deleted() bool { return b.Change() == resourcesync.ChangeDel
 // used: no readable central directory, no usable manifest. wantCap, when
 // not empty, is the manifest capability the dump document implies.
 func OpenPackage(ra io.ReaderAt, size int64, src, wantCap string, lim Limits, rep *Reporter) (*Package, error) {
+	return OpenPackageDecoded(ra, size, src, wantCap, lim, rep, nil)
+}
+
+// Decoded is a package's manifest decoded before the package is opened,
+// as unpack's survey of a dump's targets decodes every manifest: the
+// spool (internal/entryspool) of its entries, whose source is the SHA-256
+// of the manifest's bytes.
+type Decoded struct {
+	Spool string
+}
+
+// OpenPackageDecoded is OpenPackage that takes the manifest's entries from
+// dec instead of decoding them again, when the spool was made from the
+// manifest.xml it reads (the same SHA-256): the same bytes decode to the
+// same entries, and are checked the same way. dec may be nil.
+func OpenPackageDecoded(ra io.ReaderAt, size int64, src, wantCap string, lim Limits, rep *Reporter, dec *Decoded) (*Package, error) {
 	zr, err := zip.NewReader(ra, size)
 	if err != nil && !errors.Is(err, zip.ErrInsecurePath) {
 		return nil, reject(rep, Finding{Severity: Error, Check: CheckZip, Source: src, Msg: "unreadable central directory: " + err.Error()})
@@ -101,7 +117,7 @@ func OpenPackage(ra io.ReaderAt, size int64, src, wantCap string, lim Limits, re
 	if err := p.readManifest(mf); err != nil {
 		return nil, err
 	}
-	if err := p.decodeManifest(wantCap); err != nil {
+	if err := p.decodeManifest(wantCap, dec); err != nil {
 		return nil, err
 	}
 	p.resolve(files)
