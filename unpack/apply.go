@@ -192,8 +192,13 @@ func (p *pkgRun) makeDurable(dirs map[string]bool, renamed int) error {
 }
 
 // committedRecords keeps the records of the targets now in the tree: the
-// ones written, found present, or deleted (as tombstones).
+// ones written, found present, or deleted (as tombstones). Records are
+// made only for those (never for a superseded action), so with no action
+// failed they all are.
 func (p *pkgRun) committedRecords() []record {
+	if p.failed == 0 {
+		return p.recs
+	}
 	ok := map[string]bool{}
 	for _, a := range p.actions {
 		if !a.failed && !a.superseded {

@@ -2,6 +2,8 @@ package unpack_test
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -323,5 +325,47 @@ func TestChangeDumpStagedAheadDiscarded(t *testing.T) {
 	equalMaps(t, "tree after the rerun", contents(readTree(t, dst)), want)
 	if s := readState(t, dst); !s.ChangeDumpUntil.Equal(at(4, 0)) {
 		t.Errorf("state after the rerun %+v, want until %s", s, at(4, 0))
+	}
+}
+
+// TestUnpackInOrderAppliedAgain gives the packages of an applied Change
+// Dump again, one by one, as get --unpack does: those after the first are
+// staged ahead, and every one is found applied when its turn comes. None
+// writes a file, and none adds a record to the written log (a record of a
+// version the tree no longer holds would make a later deletion refuse).
+func TestUnpackInOrderAppliedAgain(t *testing.T) {
+	dir := t.TempDir()
+	doc := verifytest.ChangeDump(t, dir, []verifytest.ChangePackage{pkg1, pkg2, pkg3})
+	dst := baseline(t)
+	if res, fs := run(t, doc, dst, unpack.Options{}); res.Problems() != 0 {
+		t.Fatalf("%+v\n%s", res, dump(fs))
+	}
+	logFile := filepath.Join(dst, verify.StateDir, "written.log")
+	logBefore, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	treeBefore := readTree(t, dst)
+	var paths []string
+	for i := 1; i <= 3; i++ {
+		paths = append(paths, filepath.Join(dir, fmt.Sprintf("changedump-%05d.zip", i)))
+	}
+	var written int
+	err = unpack.UnpackInOrder(context.Background(), paths, dst, unpack.Options{Mapper: mapper(t)}, func(i int, r *unpack.PackageResult) bool {
+		written += r.Written
+		if r.Problems() != 0 {
+			t.Errorf("package %d: %+v", i+1, r)
+		}
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if written != 0 {
+		t.Errorf("%d files written by packages already applied", written)
+	}
+	equalMaps(t, "tree", readTree(t, dst), treeBefore)
+	if logAfter, _ := os.ReadFile(logFile); !bytes.Equal(logAfter, logBefore) {
+		t.Errorf("written log grew by %q", logAfter[min(len(logBefore), len(logAfter)):])
 	}
 }

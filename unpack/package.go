@@ -105,7 +105,7 @@ func (u *unpacker) stagePackage(ctx context.Context, ref verify.PackageRef, cl c
 func (p *pkgRun) commitPackage() (outcome, error) {
 	if p.ready {
 		if p.speculative && p.isChange() && !p.changesApply() {
-			p.actions = nil // skipped or refused, as changesApply reported; the staged files go with the stage
+			p.actions, p.recs = nil, nil // skipped or refused, as changesApply reported; the staged files go with the stage
 		}
 		if err := p.apply(); err != nil {
 			return outcome{}, err

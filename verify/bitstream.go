@@ -54,7 +54,7 @@ func (p *Package) read(b *Bitstream, dst io.Writer, max int64) Result {
 	if !r.precheck(max) {
 		return r.res
 	}
-	mh, err := digest.NewMulti(b.Want.Known()...)
+	mh, err := p.hasher(b.Want)
 	if err != nil { // cannot happen: Known filters
 		r.fail(CheckHash, "", "", err.Error())
 		return r.res
@@ -68,6 +68,35 @@ func (p *Package) read(b *Bitstream, dst io.Writer, max int64) Result {
 	r.checkEnd(n, crc.Sum32())
 	r.checkDigests(n, mh)
 	return r.res
+}
+
+// hasher returns a Multi of the algorithms of want that rsdump knows,
+// empty. Bitstreams are read one at a time, and nearly all of a package's
+// list the same algorithms: one Multi, reset, serves them all, rather than
+// new hashes for each of 50,000 small files.
+func (p *Package) hasher(want digest.Set) (*digest.Multi, error) {
+	if p.mh != nil && sameKnown(p.mh.Algs(), want) {
+		p.mh.Reset()
+		return p.mh, nil
+	}
+	mh, err := digest.NewMulti(want.Known()...)
+	p.mh = mh
+	return mh, err
+}
+
+// sameKnown says whether algs are the known algorithms of want, in order.
+func sameKnown(algs []string, want digest.Set) bool {
+	i := 0
+	for _, s := range want {
+		if !digest.Known(s.Alg) {
+			continue
+		}
+		if i == len(algs) || algs[i] != s.Alg {
+			return false
+		}
+		i++
+	}
+	return i == len(algs)
 }
 
 func (r *reading) fail(check, expected, actual, msg string) {

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
@@ -57,6 +58,7 @@ type Package struct {
 	index map[*zip.File]int // central directory position
 	mf    *zip.File         // manifest.xml
 	buf   []byte
+	mh    *digest.Multi // the last bitstream's hashes, for the next (hasher)
 }
 
 // Bitstream is one manifest entry and the ZIP entry its path names.

@@ -38,6 +38,10 @@ func (m *Multi) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// Algs returns the algorithms computed, by their canonical names, in
+// order. The slice is the Multi's own.
+func (m *Multi) Algs() []string { return m.algs }
+
 // Len returns the number of bytes written.
 func (m *Multi) Len() int64 { return m.n }
 
