@@ -4,12 +4,15 @@ import (
 	"archive/zip"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/rsdump/rsdump/verify"
@@ -85,6 +88,9 @@ func (s *stage) create(target string) (stagedFile, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h, err := s.dirs.make(path.Clean(dir))
+	if errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.ENOTDIR) {
+		return nil, &dirError{fmt.Errorf("%s: a file of another bitstream of the package is on its path (%w)", target, err)}
+	}
 	if err != nil {
 		return nil, &dirError{err}
 	}
@@ -93,11 +99,18 @@ func (s *stage) create(target string) (stagedFile, error) {
 			s.made[d] = true
 		}
 	}
-	return createFile(h, base)
+	f, err := createFile(h, base)
+	if errors.Is(err, fs.ErrExist) {
+		// Two bitstreams never share a target (plan refuses the second),
+		// so the name is a directory another one's path made.
+		return nil, &dirError{fmt.Errorf("%s: a directory of another bitstream of the package has this name", target)}
+	}
+	return f, err
 }
 
 // dirError is a staging directory that cannot be made, most often because
-// another bitstream of the package is a file on its path: the bitstream is
+// another bitstream of the package is a file on its path, or a file whose
+// name another bitstream's path made a directory: the bitstream is
 // refused, as it would be in the tree, and the run goes on.
 type dirError struct{ err error }
 
