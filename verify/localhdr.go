@@ -9,6 +9,7 @@ import (
 	"io"
 	"reflect"
 	"slices"
+	"sync"
 )
 
 // archive/zip reads each entry's local header to find its data but never
@@ -39,12 +40,22 @@ const (
 // decoy header that passes while archive/zip reads the data behind
 // another. TestHeaderOffset fails if a Go release renames the field.
 func headerOffset(f *zip.File) (int64, error) {
-	v := reflect.ValueOf(f).Elem().FieldByName("headerOffset")
-	if !v.IsValid() || v.Kind() != reflect.Int64 {
+	i, ok := headerOffsetField()
+	if !ok {
 		return 0, errors.New("archive/zip no longer exposes local header offsets to reflection")
 	}
-	return v.Int(), nil
+	return reflect.ValueOf(f).Elem().Field(i).Int(), nil
 }
+
+// headerOffsetField is the index of zip.File's headerOffset, looked up
+// once: by name, it was a search of the struct's fields for every entry.
+var headerOffsetField = sync.OnceValues(func() (int, bool) {
+	sf, ok := reflect.TypeFor[zip.File]().FieldByName("headerOffset")
+	if !ok || len(sf.Index) != 1 || sf.Type.Kind() != reflect.Int64 {
+		return 0, false
+	}
+	return sf.Index[0], true
+})
 
 // checkLocal compares the local header archive/zip used for the entry
 // with its central record: the same name, method and flags and, unless a
