@@ -115,9 +115,9 @@ func (u *unpacker) scratchDir() string {
 // spool them).
 func (u *unpacker) surveyOne(ctx context.Context, ref verify.PackageRef, c *verify.Claims, pkg int) (*verify.Decoded, bool) {
 	errOther := errors.New("not a Resource Dump Manifest")
-	sp, err := entryspool.Create(u.scratchDir(), manifestSpoolPattern)
-	if err != nil {
-		sp = nil // the survey goes on; staging decodes the manifest
+	var sp *entryspool.Writer
+	if u.spooled.Load() < spoolBudget {
+		sp, _ = entryspool.Create(u.scratchDir(), manifestSpoolPattern) // without one, staging decodes the manifest
 	}
 	ld := resourcesync.Loader{
 		Document: func(d *resourcesync.Document) error {
@@ -158,11 +158,18 @@ func (u *unpacker) surveyOne(ctx context.Context, ref verify.PackageRef, c *veri
 	if sp.Close(entryspool.Source(h.Sum(nil))) != nil {
 		return nil, true
 	}
+	u.spooled.Add(sp.Size())
 	return &verify.Decoded{Spool: sp.Name()}, true
 }
 
 // manifestSpoolPattern names the survey's spools in the scratch directory.
 const manifestSpoolPattern = ".rsdump-manifest-*.tmp"
+
+// spoolBudget bounds the disk the survey's spools take, all written before
+// the first package is staged: about 230 bytes an entry, so some nine
+// million entries. The manifests of the packages surveyed after it is
+// spent are decoded again when they are staged.
+var spoolBudget int64 = 2 << 30
 
 // hashing makes rc feed every byte read, to its end, to h: the hash of a
 // manifest the decoder read to its end is that of all its bytes.

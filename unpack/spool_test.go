@@ -93,3 +93,28 @@ func TestSurveySpoolsDamaged(t *testing.T) {
 	}
 	equalMaps(t, "tree", readTree(t, dst), readTree(t, src))
 }
+
+// TestSurveySpoolBudget: once the spools take the budget, the packages
+// surveyed after are not spooled, and are decoded again when staged.
+func TestSurveySpoolBudget(t *testing.T) {
+	unpack.SetSpoolBudget(t, 1) // the first spool spends it
+	src := tree(t, manyFiles(12, 10))
+	out := packDir(t, src, pack.Options{MaxEntries: 4})
+	dst := t.TempDir()
+	spools := -1
+	unpack.SetHook(func(point string, _ int) {
+		if point == unpack.HookSurveyed {
+			s, _ := filepath.Glob(filepath.Join(dst, verify.StateDir, "tmp", ".rsdump-manifest-*.tmp"))
+			spools = len(s)
+		}
+	})
+	defer unpack.SetHook(func(string, int) {})
+	res, fs := run(t, filepath.Join(out, pack.DumpName), dst, unpack.Options{Jobs: 1})
+	if spools != 1 {
+		t.Errorf("%d spools for 3 packages and a budget the first spends", spools)
+	}
+	if res.Problems() != 0 || res.Written != 12 {
+		t.Fatalf("%+v\n%s", res, dump(fs))
+	}
+	equalMaps(t, "tree", readTree(t, dst), readTree(t, src))
+}

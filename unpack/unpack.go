@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -157,6 +158,7 @@ type unpacker struct {
 	logMu    sync.Mutex     // appends to the written log
 	commitMu sync.Mutex     // packages staged at once commit one at a time
 	remote   *verify.Remote // opens packages, fetching remote ones
+	spooled  atomic.Int64   // bytes of the survey's spools (spoolBudget)
 
 	mu  sync.Mutex
 	res Result

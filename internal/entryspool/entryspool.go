@@ -34,12 +34,13 @@ const maxRecord = 16 << 20
 
 // Writer spools entries to a new file.
 type Writer struct {
-	f   *os.File
-	w   *bufio.Writer
-	crc hash.Hash32
-	n   int64
-	buf []byte
-	err error
+	f    *os.File
+	w    *bufio.Writer
+	crc  hash.Hash32
+	n    int64
+	size int64 // bytes written
+	buf  []byte
+	err  error
 }
 
 // Create starts a spool in dir, named by pattern as os.CreateTemp takes
@@ -74,9 +75,14 @@ func (w *Writer) Add(u resourcesync.URL) {
 	w.crc.Write(w.buf)
 	w.n++
 	var l [binary.MaxVarintLen64]byte
-	w.w.Write(l[:binary.PutUvarint(l[:], uint64(len(w.buf)))])
+	k := binary.PutUvarint(l[:], uint64(len(w.buf)))
+	w.w.Write(l[:k])
 	_, w.err = w.w.Write(w.buf)
+	w.size += int64(k + len(w.buf))
 }
+
+// Size is the number of bytes of entries written so far.
+func (w *Writer) Size() int64 { return w.size }
 
 // Source identifies what a spool's entries were decoded from: unpack
 // gives the SHA-256 of the manifest's bytes.
