@@ -2,6 +2,8 @@ package main
 
 import (
 	"archive/zip"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,5 +45,22 @@ func TestReportEscapesEntryNames(t *testing.T) {
 	}
 	if !strings.Contains(out, `evil\nerror: forged line \x1b[2J.txt`) {
 		t.Errorf("the entry name is not in the report, escaped:\n%s", out)
+	}
+}
+
+// Errors joined by errors.Join print one line each; a newline inside one
+// (an entry's name) is escaped, so no line can be forged.
+func TestPrintErrJoined(t *testing.T) {
+	var b strings.Builder
+	err := errors.Join(errors.New("p1.zip: every mirror failed"), fmt.Errorf("p2.zip: %w", errors.New("evil\nrsdump: error: forged")))
+	printErr(&b, "rsdump: error: ", err)
+	want := "rsdump: error: p1.zip: every mirror failed\nrsdump: error: p2.zip: evil\\nrsdump: error: forged\n"
+	if b.String() != want {
+		t.Errorf("printed\n%s\nwant\n%s", b.String(), want)
+	}
+	b.Reset()
+	printErr(&b, "rsdump: error: ", fmt.Errorf("get: %w", err)) // wrapped: one line, escaped
+	if got := strings.Count(b.String(), "\n"); got != 1 {
+		t.Errorf("a wrapped join printed %d lines: %q", got, b.String())
 	}
 }

@@ -186,18 +186,48 @@ func exitCode(err error, stderr io.Writer) int {
 		return exitOK
 	case errors.As(err, &ee):
 		if ee.err != nil {
-			fmt.Fprintf(stderr, "rsdump: %s\n", escapeControl(ee.err.Error()))
+			printErr(stderr, "rsdump: ", ee.err)
 		}
 		return ee.code
 	case errors.Is(err, context.Canceled):
 		fmt.Fprintln(stderr, "rsdump: interrupted")
 		return exitCanceled
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "rsdump: %s\n", escapeControl(err.Error()))
+		printErr(stderr, "rsdump: ", err)
 		return exitUsage
 	}
-	fmt.Fprintf(stderr, "rsdump: error: %s\n", escapeControl(err.Error()))
+	printErr(stderr, "rsdump: error: ", err)
 	return exitFailed
+}
+
+// printErr writes err after prefix, its control characters escaped so
+// that it takes one line, or, for errors joined by errors.Join (one failed
+// package each, say), one line for each of them.
+func printErr(w io.Writer, prefix string, err error) {
+	for _, line := range errorLines(err) {
+		fmt.Fprintf(w, "%s%s\n", prefix, escapeControl(line))
+	}
+}
+
+// errorLines splits errors joined by errors.Join, whose message is theirs
+// joined by newlines; a newline inside one of them (in an entry's name,
+// say) stays part of its line, to be escaped.
+func errorLines(err error) []string {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs := j.Unwrap()
+		msgs := make([]string, len(errs))
+		for i, e := range errs {
+			msgs[i] = e.Error()
+		}
+		if strings.Join(msgs, "\n") == err.Error() {
+			var out []string
+			for _, e := range errs {
+				out = append(out, errorLines(e)...)
+			}
+			return out
+		}
+	}
+	return []string{err.Error()}
 }
 
 // checkURL refuses, as a usage error, a value that is not an absolute
