@@ -1,6 +1,8 @@
 package unpack_test
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +11,7 @@ import (
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/unpack"
 	"github.com/rsdump/rsdump/verify"
+	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // spoolTest packs 12 files into 3 packages and unpacks them into a new
@@ -117,4 +120,38 @@ func TestSurveySpoolBudget(t *testing.T) {
 		t.Fatalf("%+v\n%s", res, dump(fs))
 	}
 	equalMaps(t, "tree", readTree(t, dst), readTree(t, src))
+}
+
+// TestSurveySpoolsRemote: the survey of a remote dump reads each
+// package's detached manifest, and its spool serves the package once
+// downloaded (the detached manifest holds the same bytes).
+func TestSurveySpoolsRemote(t *testing.T) {
+	out := t.TempDir()
+	srv := httptest.NewServer(http.FileServer(http.Dir(out)))
+	t.Cleanup(srv.Close)
+	src := tree(t, manyFiles(12, 10))
+	o := pack.Options{BaseURL: verifytest.BaseURL, DumpURL: srv.URL + "/", At: fixedTime, MaxEntries: 4}
+	if _, err := pack.Pack(t.Context(), src, out, o); err != nil {
+		t.Fatal(err)
+	}
+	dst := t.TempDir()
+	spools := -1
+	unpack.SetHook(func(point string, _ int) {
+		if point == unpack.HookSurveyed {
+			s, _ := filepath.Glob(filepath.Join(dst, verify.StateDir, "tmp", ".rsdump-manifest-*.tmp"))
+			spools = len(s)
+		}
+	})
+	defer unpack.SetHook(func(string, int) {})
+	res, fs := run(t, srv.URL+"/"+pack.DumpName, dst, unpack.Options{Client: client})
+	if spools != 3 {
+		t.Errorf("%d spools after the survey of 3 remote packages", spools)
+	}
+	if res.Problems() != 0 || res.Written != 12 {
+		t.Fatalf("%+v\n%s", res, dump(fs))
+	}
+	equalMaps(t, "tree", readTree(t, dst), readTree(t, src))
+	if left, _ := filepath.Glob(filepath.Join(dst, verify.StateDir, "tmp", "*")); len(left) != 0 {
+		t.Errorf("left in the scratch directory: %v", left)
+	}
 }
