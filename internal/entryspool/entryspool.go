@@ -7,7 +7,7 @@
 //
 // A spool is a sequence of records, each a uvarint length and that many
 // bytes, and a trailer: an empty record, the number of entries, the CRC-32
-// of every record before it and the source, a hash of what the entries
+// of every record before it (lengths and bytes) and the source, a hash of what the entries
 // were decoded from. Open checks the source first, so that a spool of
 // other bytes is told apart before any entry is read; Next returns io.EOF
 // only once the count and CRC checked out, so a spool cut short or damaged
@@ -72,10 +72,11 @@ func (w *Writer) Add(u resourcesync.URL) {
 		w.err = fmt.Errorf("entry %d: %d bytes, more than a spool record holds", w.n+1, len(w.buf))
 		return
 	}
-	w.crc.Write(w.buf)
 	w.n++
 	var l [binary.MaxVarintLen64]byte
 	k := binary.PutUvarint(l[:], uint64(len(w.buf)))
+	w.crc.Write(l[:k])
+	w.crc.Write(w.buf)
 	w.w.Write(l[:k])
 	_, w.err = w.w.Write(w.buf)
 	w.size += int64(k + len(w.buf))
@@ -125,7 +126,8 @@ type Reader struct {
 	buf     []byte
 	eof     bool
 	trailer [trailerSize]byte
-	left    int64 // bytes before the trailer not yet read
+	left    int64   // bytes before the trailer not yet read
+	one     [1]byte // a length's byte, for the CRC
 }
 
 // ErrDamaged is wrapped by every error about a spool's content.
@@ -169,14 +171,14 @@ func (r *Reader) Next() (resourcesync.URL, error) {
 	if r.left == 0 {
 		return resourcesync.URL{}, r.end()
 	}
-	l, err := binary.ReadUvarint(r.r)
+	l, k, err := r.length()
 	switch {
 	case err != nil:
 		return resourcesync.URL{}, r.damaged("entry %d: %v", r.n+1, noEOF(err))
-	case l == 0 || int64(l)+int64(uvarintLen(l)) > r.left:
+	case l == 0 || l > maxRecord || int64(l)+int64(k) > r.left:
 		return resourcesync.URL{}, r.damaged("entry %d: a record of %d bytes, %d left before the trailer", r.n+1, l, r.left)
 	}
-	r.left -= int64(l) + int64(uvarintLen(l))
+	r.left -= int64(l) + int64(k)
 	if cap(r.buf) < int(l) {
 		r.buf = make([]byte, l)
 	}
@@ -209,9 +211,23 @@ func (r *Reader) end() error {
 	return io.EOF
 }
 
-func uvarintLen(v uint64) int {
-	var b [binary.MaxVarintLen64]byte
-	return binary.PutUvarint(b[:], v)
+// length reads a record's length, a uvarint, into the CRC, and says how
+// many bytes it took.
+func (r *Reader) length() (l uint64, k int, err error) {
+	for shift := 0; k < binary.MaxVarintLen64; shift += 7 {
+		c, err := r.r.ReadByte()
+		if err != nil {
+			return 0, k, err
+		}
+		r.one[0] = c
+		r.crc.Write(r.one[:])
+		k++
+		l |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			return l, k, nil
+		}
+	}
+	return 0, k, errors.New("record length overflows")
 }
 
 func (r *Reader) damaged(format string, args ...any) error {
