@@ -14,6 +14,27 @@ import (
 	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
+// atSurvey calls f with the survey's spools in dst once the survey ends,
+// before any package is opened.
+func atSurvey(t *testing.T, dst string, f func(spools []string)) {
+	unpack.SetHook(func(point string, _ int) {
+		if point == unpack.HookSurveyed {
+			spools, _ := filepath.Glob(filepath.Join(dst, verify.StateDir, "tmp", ".rsdump-manifest-*.tmp"))
+			f(spools)
+		}
+	})
+	t.Cleanup(func() { unpack.SetHook(func(string, int) {}) })
+}
+
+// checkScratchEmpty fails the test if the run left anything in dst's
+// scratch directory.
+func checkScratchEmpty(t *testing.T, dst string) {
+	t.Helper()
+	if left, _ := filepath.Glob(filepath.Join(dst, verify.StateDir, "tmp", "*")); len(left) != 0 {
+		t.Errorf("left in the scratch directory: %v", left)
+	}
+}
+
 // spoolTest packs 12 files into 3 packages and unpacks them into a new
 // directory, letting meddle change the survey's spools of their entries
 // before any package is opened.
@@ -23,22 +44,16 @@ func spoolTest(t *testing.T, meddle func(spools []string)) (src, dst string, res
 	out := packDir(t, src, pack.Options{MaxEntries: 4})
 	dst = t.TempDir()
 	seen := -1
-	unpack.SetHook(func(point string, _ int) {
-		if point != unpack.HookSurveyed {
-			return
-		}
-		spools, _ := filepath.Glob(filepath.Join(dst, verify.StateDir, "tmp", ".rsdump-manifest-*.tmp"))
+	atSurvey(t, dst, func(spools []string) {
 		seen = len(spools)
 		meddle(spools)
 	})
-	defer unpack.SetHook(func(string, int) {})
 	res, fs = run(t, filepath.Join(out, pack.DumpName), dst, unpack.Options{})
+	unpack.SetHook(func(string, int) {}) // a second run of the test's is left alone
 	if seen != 3 {
 		t.Fatalf("%d spools after the survey of 3 packages", seen)
 	}
-	if left, _ := filepath.Glob(filepath.Join(dst, verify.StateDir, "tmp", "*")); len(left) != 0 {
-		t.Errorf("left in the scratch directory: %v", left)
-	}
+	checkScratchEmpty(t, dst)
 	return src, dst, res, fs
 }
 
@@ -105,13 +120,7 @@ func TestSurveySpoolBudget(t *testing.T) {
 	out := packDir(t, src, pack.Options{MaxEntries: 4})
 	dst := t.TempDir()
 	spools := -1
-	unpack.SetHook(func(point string, _ int) {
-		if point == unpack.HookSurveyed {
-			s, _ := filepath.Glob(filepath.Join(dst, verify.StateDir, "tmp", ".rsdump-manifest-*.tmp"))
-			spools = len(s)
-		}
-	})
-	defer unpack.SetHook(func(string, int) {})
+	atSurvey(t, dst, func(s []string) { spools = len(s) })
 	res, fs := run(t, filepath.Join(out, pack.DumpName), dst, unpack.Options{Jobs: 1})
 	if spools != 1 {
 		t.Errorf("%d spools for 3 packages and a budget the first spends", spools)
@@ -136,13 +145,7 @@ func TestSurveySpoolsRemote(t *testing.T) {
 	}
 	dst := t.TempDir()
 	spools := -1
-	unpack.SetHook(func(point string, _ int) {
-		if point == unpack.HookSurveyed {
-			s, _ := filepath.Glob(filepath.Join(dst, verify.StateDir, "tmp", ".rsdump-manifest-*.tmp"))
-			spools = len(s)
-		}
-	})
-	defer unpack.SetHook(func(string, int) {})
+	atSurvey(t, dst, func(s []string) { spools = len(s) })
 	res, fs := run(t, srv.URL+"/"+pack.DumpName, dst, unpack.Options{Client: client})
 	if spools != 3 {
 		t.Errorf("%d spools after the survey of 3 remote packages", spools)
@@ -151,7 +154,5 @@ func TestSurveySpoolsRemote(t *testing.T) {
 		t.Fatalf("%+v\n%s", res, dump(fs))
 	}
 	equalMaps(t, "tree", readTree(t, dst), readTree(t, src))
-	if left, _ := filepath.Glob(filepath.Join(dst, verify.StateDir, "tmp", "*")); len(left) != 0 {
-		t.Errorf("left in the scratch directory: %v", left)
-	}
+	checkScratchEmpty(t, dst)
 }
