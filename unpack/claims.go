@@ -116,12 +116,15 @@ func (u *unpacker) scratchDir() string {
 func (u *unpacker) surveyOne(ctx context.Context, ref verify.PackageRef, c *verify.Claims, pkg int) (*verify.Decoded, bool) {
 	errOther := errors.New("not a Resource Dump Manifest")
 	var sp *entryspool.Writer
-	if u.spooled.Load() < spoolBudget {
+	if !u.opts.DryRun && u.spooled.Load() < spoolBudget { // a dry run's scratch is the system's, often in memory
 		sp, _ = entryspool.Create(u.scratchDir(), manifestSpoolPattern) // without one, staging decodes the manifest
 	}
 	ld := resourcesync.Loader{
+		// A manifest is one <urlset>. An index is not followed: its parts
+		// are not in the package, and their entries must neither claim
+		// targets nor be spooled as the package's.
 		Document: func(d *resourcesync.Document) error {
-			if d.Header.MD.Capability != resourcesync.CapResourceDumpManifest {
+			if d.Header.MD.Capability != resourcesync.CapResourceDumpManifest || d.Header.Kind != resourcesync.URLSet || d.Index != nil {
 				return errOther
 			}
 			return nil

@@ -1,14 +1,19 @@
 package unpack_test
 
 import (
+	"archive/zip"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/rsdump/rsdump/internal/entryspool"
 	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/unpack"
 	"github.com/rsdump/rsdump/verify"
 	"github.com/rsdump/rsdump/verify/verifytest"
@@ -80,8 +85,8 @@ func TestSurveySpoolsOfOtherBytes(t *testing.T) {
 }
 
 // TestSurveySpoolsDamaged changes a byte of an entry in every spool: the
-// packages are refused, naming the spool, nothing of theirs is written,
-// and a second run restores the tree.
+// damage is told by the CRC before any entry is used, and each package
+// decodes its own manifest instead.
 func TestSurveySpoolsDamaged(t *testing.T) {
 	src, dst, res, fs := spoolTest(t, func(spools []string) {
 		for _, s := range spools {
@@ -90,26 +95,67 @@ func TestSurveySpoolsDamaged(t *testing.T) {
 			os.WriteFile(s, b, 0o600)
 		}
 	})
-	if res.Written != 0 || res.Errors == 0 {
-		t.Fatalf("damaged spools: %+v\n%s", res, dump(fs))
-	}
-	named := 0
-	for _, f := range fs {
-		if f.Check == verify.CheckManifest && strings.Contains(f.Msg, "spool damaged") && strings.Contains(f.Msg, ".rsdump-manifest-") {
-			named++
-		}
-	}
-	if named != 3 {
-		t.Errorf("%d of 3 packages refused for their damaged spool\n%s", named, dump(fs))
-	}
-	if got := readTree(t, dst); len(got) != 0 {
-		t.Errorf("written from packages refused: %v", got)
-	}
-	res, fs = run(t, filepath.Join(filepath.Dir(fs[0].Source), pack.DumpName), dst, unpack.Options{})
 	if res.Problems() != 0 || res.Written != 12 {
-		t.Fatalf("second run: %+v\n%s", res, dump(fs))
+		t.Fatalf("%+v\n%s", res, dump(fs))
 	}
 	equalMaps(t, "tree", readTree(t, dst), readTree(t, src))
+}
+
+// TestSurveySpoolsUsed rewrites each spool, intact and of its manifest's
+// bytes, with other mtimes: the files get them, so staging took the
+// entries from the spools, not from the manifests.
+func TestSurveySpoolsUsed(t *testing.T) {
+	moved := time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC)
+	_, dst, res, fs := spoolTest(t, func(spools []string) {
+		for _, s := range spools {
+			rewriteSpool(t, s, func(u *resourcesync.URL) { u.Lastmod = moved })
+		}
+	})
+	if res.Problems() != 0 || res.Written != 12 {
+		t.Fatalf("%+v\n%s", res, dump(fs))
+	}
+	for name, v := range readTree(t, dst) {
+		if mtime := v[strings.LastIndex(v, "@")+1 : strings.LastIndex(v, " ")]; mtime != moved.Format(time.RFC3339Nano) {
+			t.Errorf("%s: mtime %s, want the spool's %s", name, mtime, moved)
+		}
+	}
+}
+
+// rewriteSpool rewrites the spool at name, of the same source, with
+// change applied to every entry.
+func rewriteSpool(t *testing.T, name string, change func(*resourcesync.URL)) {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := entryspool.Source(b[len(b)-32:]) // the trailer ends with it
+	r, err := entryspool.Open(name, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := entryspool.Create(filepath.Dir(name), "rewrite-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		u, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		change(&u)
+		w.Add(u)
+	}
+	r.Close()
+	if err := w.Close(src); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(w.Name(), name); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestSurveySpoolBudget: once the spools take the budget, the packages
@@ -155,4 +201,36 @@ func TestSurveySpoolsRemote(t *testing.T) {
 	}
 	equalMaps(t, "tree", readTree(t, dst), readTree(t, src))
 	checkScratchEmpty(t, dst)
+}
+
+// TestSurveyIndexManifest: a package whose manifest.xml is a
+// <sitemapindex> naming a part beside the package holds no manifest of
+// its own. The survey neither follows the index nor spools the part's
+// entries as the package's, so none of them is written; the package's
+// bitstreams are reported as listed by no manifest.
+func TestSurveyIndexManifest(t *testing.T) {
+	files := []verifytest.File{{Rel: "a.txt", Data: "a"}, {Rel: "b.txt", Data: "b"}}
+	_, manifest := verifytest.Package(t, files)
+	index := verifytest.Encode(t, resourcesync.Header{Kind: resourcesync.SitemapIndex, MD: verifytest.ResourceMD()},
+		[]resourcesync.URL{{Loc: verifytest.BaseURL + "dumps/part.xml"}})
+	z1 := verifytest.Zip(t, []verifytest.Entry{
+		{Name: "resources/a.txt", Data: []byte("a"), Method: zip.Store},
+		{Name: "resources/b.txt", Data: []byte("b"), Method: zip.Store},
+		{Name: "manifest.xml", Data: index, Method: zip.Store},
+	})
+	z2, _ := verifytest.Package(t, []verifytest.File{{Rel: "c.txt", Data: "c"}})
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "part.xml"), manifest) // where the index's part resolves
+	doc := verifytest.ResourceDump(t, dir, z1, z2)
+	dst := t.TempDir()
+	spools := -1
+	atSurvey(t, dst, func(s []string) { spools = len(s) })
+	res, fs := run(t, doc, dst, unpack.Options{})
+	if spools != 1 {
+		t.Errorf("%d spools, want one: the index's part is not the package's manifest", spools)
+	}
+	equalMaps(t, "tree", contents(readTree(t, dst)), map[string]string{"c.txt": "c"})
+	if _, ok := find(fs, verify.Error, verify.CheckOrphan, "resources/a.txt"); !ok || res.Written != 1 {
+		t.Errorf("want a.txt reported as in no manifest, c.txt alone written: %+v\n%s", res, dump(fs))
+	}
 }

@@ -101,9 +101,10 @@ func (s *stage) create(target string) (stagedFile, error) {
 	}
 	f, err := createFile(h, base)
 	if errors.Is(err, fs.ErrExist) {
-		// Two bitstreams never share a target (plan refuses the second),
-		// so the name is a directory another one's path made.
-		return nil, &dirError{fmt.Errorf("%s: a directory of another bitstream of the package has this name", target)}
+		// Two bitstreams never share a target (plan refuses the second):
+		// the name is a directory another one's path made, or, on a file
+		// system that ignores case, another's name in other case.
+		return nil, &dirError{fmt.Errorf("%s: another bitstream of the package already has this name in the staging directory (%w)", target, err)}
 	}
 	return f, err
 }

@@ -217,6 +217,9 @@ func errorLines(err error) []string {
 		errs := j.Unwrap()
 		msgs := make([]string, len(errs))
 		for i, e := range errs {
+			if e == nil {
+				return []string{err.Error()}
+			}
 			msgs[i] = e.Error()
 		}
 		if strings.Join(msgs, "\n") == err.Error() {
