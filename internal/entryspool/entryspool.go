@@ -10,9 +10,9 @@
 // of every record before it (lengths and bytes) and the source, a hash of
 // what the entries were decoded from. Open checks the source and the CRC,
 // so that a spool of other bytes or a damaged one is told before any
-// entry is read; Next returns io.EOF only once the count and CRC checked
-// out again, so a spool cut short or changed under it is an error, never
-// a shorter list of entries.
+// entry is read; Next returns io.EOF only once the count checked out, so
+// a spool cut short under it is an error, never a shorter list of
+// entries.
 package entryspool
 
 import (
@@ -122,13 +122,11 @@ func (w *Writer) Abort() {
 type Reader struct {
 	f       *os.File
 	r       *bufio.Reader
-	crc     hash.Hash32
 	n       int64
 	buf     []byte
 	eof     bool
 	trailer [trailerSize]byte
-	left    int64   // bytes before the trailer not yet read
-	one     [1]byte // a length's byte, for the CRC
+	left    int64 // bytes before the trailer not yet read
 }
 
 // ErrDamaged is wrapped by every error about a spool's content.
@@ -144,7 +142,7 @@ func Open(name string, src Source) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Reader{f: f, r: bufio.NewReaderSize(f, 64<<10), crc: crc32.NewIEEE()}
+	r := &Reader{f: f, r: bufio.NewReaderSize(f, 64<<10)}
 	fi, err := f.Stat()
 	if err == nil {
 		r.left = fi.Size() - trailerSize
@@ -168,7 +166,7 @@ func Open(name string, src Source) (*Reader, error) {
 // checkCRC reads the records once before any is handed out, so that a
 // damaged spool is told at Open, when its reader can still decode the
 // document instead: a few milliseconds for a package's spool, against
-// the seconds of decoding its XML. Next checks the CRC again on the way.
+// the seconds of decoding its XML.
 func (r *Reader) checkCRC() error {
 	c := crc32.NewIEEE()
 	if _, err := io.Copy(c, io.NewSectionReader(r.f, 0, r.left)); err != nil {
@@ -204,7 +202,6 @@ func (r *Reader) Next() (resourcesync.URL, error) {
 	if _, err := io.ReadFull(r.r, r.buf); err != nil {
 		return resourcesync.URL{}, r.damaged("entry %d: %v", r.n+1, noEOF(err))
 	}
-	r.crc.Write(r.buf)
 	r.n++
 	d := decoder{b: r.buf}
 	u := d.url()
@@ -214,7 +211,8 @@ func (r *Reader) Next() (resourcesync.URL, error) {
 	return u, nil
 }
 
-// end checks the trailer against the entries read.
+// end checks the trailer's count against the entries read (Open checked
+// its CRC).
 func (r *Reader) end() error {
 	t := r.trailer[:]
 	switch {
@@ -222,23 +220,19 @@ func (r *Reader) end() error {
 		return r.damaged("no trailer")
 	case binary.LittleEndian.Uint64(t[1:]) != uint64(r.n):
 		return r.damaged("%d entries, the trailer says %d", r.n, binary.LittleEndian.Uint64(t[1:]))
-	case binary.LittleEndian.Uint32(t[9:]) != r.crc.Sum32():
-		return r.damaged("CRC-32 differs from the trailer's")
 	}
 	r.eof = true
 	return io.EOF
 }
 
-// length reads a record's length, a uvarint, into the CRC, and says how
-// many bytes it took.
+// length reads a record's length, a uvarint, and says how many bytes it
+// took.
 func (r *Reader) length() (l uint64, k int, err error) {
 	for shift := 0; k < binary.MaxVarintLen64; shift += 7 {
 		c, err := r.r.ReadByte()
 		if err != nil {
 			return 0, k, err
 		}
-		r.one[0] = c
-		r.crc.Write(r.one[:])
 		k++
 		l |= uint64(c&0x7f) << shift
 		if c < 0x80 {
