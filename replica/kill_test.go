@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/replica"
 	"github.com/rsdump/rsdump/unpack"
@@ -68,7 +69,8 @@ func kill(t *testing.T, cmd *exec.Cmd) {
 // TestKillMidDownloadResumes SIGKILLs sync while it downloads a package,
 // then runs it again: the download continues from what was verified (the
 // second run fetches well under the package's size) and the tree is
-// exact.
+// exact. The first run committed nothing, so it recorded no Source: the
+// second is given it again.
 func TestKillMidDownloadResumes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("subprocess test skipped with -short")
@@ -97,7 +99,10 @@ func TestKillMidDownloadResumes(t *testing.T) {
 	}
 	kill(t, cmd)
 	first := sent.Load()
-	res, fs, _ := syncRun(t, "", dst, replica.Options{})
+	if st, err := deststate.Read(dst); err != nil || st.Sync != nil || !st.Since().IsZero() {
+		t.Errorf("a run killed before its first commit left a state: %+v (%v)", st, err)
+	}
+	res, fs, _ := syncRun(t, s.srv.URL+"/", dst, replica.Options{})
 	if res.Problems() != 0 || res.Written != 64 {
 		t.Fatalf("%+v\n%s", res, problems(fs))
 	}

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/transfer"
@@ -73,11 +74,20 @@ var ErrOtherSource = errors.New("the destination is a copy of another Source")
 // packages and resources are findings; the error is for a Source that
 // cannot be found or read at all, a destination that cannot be used, or
 // a cancelled context.
+//
+// The tree is opened once, its lock held for the whole run, and its state
+// read once (deststate); a run that fails before it commits anything
+// leaves the state as it was.
 func Sync(ctx context.Context, source, dir string, opts Options) (*Result, error) {
 	if opts.Client == nil {
 		opts.Client = transfer.NewClient(opts.Transfer)
 	}
-	s := &syncer{opts: opts, dir: dir, res: &Result{}}
+	d, err := deststate.Open(dir, deststate.Options{Command: "sync", DryRun: opts.DryRun, KeepCache: true})
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	s := &syncer{opts: opts, dir: d.Path(), tree: d, res: &Result{}}
 	if err := s.prepare(ctx, source); err != nil {
 		return nil, err
 	}
@@ -90,7 +100,8 @@ func Sync(ctx context.Context, source, dir string, opts Options) (*Result, error
 type syncer struct {
 	opts  Options
 	dir   string
-	state unpack.State
+	tree  *deststate.Dir
+	state deststate.State // as the run found it
 	src   *Source
 	given string
 	base  string
@@ -105,13 +116,11 @@ func (s *syncer) note(format string, args ...any) {
 	}
 }
 
-// prepare reads the state, discovers the Source and settles the base URL.
+// prepare discovers the Source and settles the base URL.
 func (s *syncer) prepare(ctx context.Context, source string) error {
-	st, err := unpack.ReadState(s.dir)
-	if err != nil {
-		return err
-	}
+	st := s.tree.State()
 	s.state = st
+	var err error
 	switch {
 	case source == "" && st.Sync == nil:
 		return fmt.Errorf("%s records no Source: give one", s.dir)
@@ -130,16 +139,16 @@ func (s *syncer) prepare(ctx context.Context, source string) error {
 		return err
 	}
 	s.res.BaseURL = s.base
-	if s.opts.DryRun {
-		return nil
-	}
-	// Recorded before anything lands, so that a run interrupted in its
-	// baseline is resumed by a plain rsdump sync --dest DIR.
-	info := unpack.SyncInfo{Source: s.given, BaseURL: s.base, Baseline: baselineKind(s.src)}
+	// Recorded with the first commit, so that a run interrupted in its
+	// baseline is resumed by a plain rsdump sync --dest DIR, and not
+	// before: a Source or base URL that brought nothing into the tree
+	// (a wrong guess, a Source that fails) is never recorded.
+	info := deststate.SyncInfo{Source: s.given, BaseURL: s.base, Baseline: baselineKind(s.src)}
 	if st.Sync != nil {
 		info.Documents, info.LastRun = st.Sync.Documents, st.Sync.LastRun
 	}
-	return unpack.SetSync(s.dir, info)
+	s.tree.Amend(func(st *deststate.State) { st.Sync = &info })
+	return nil
 }
 
 // sameSource says whether the Source found is the one the tree is a copy
@@ -192,11 +201,7 @@ func (s *syncer) baseline(ctx context.Context, why string) error {
 // when it covers the time since the tree's last update; when neither
 // does, it takes a new baseline, unless one was just taken.
 func (s *syncer) incremental(ctx context.Context, afterBaseline bool) error {
-	st, err := unpack.ReadState(s.dir)
-	if err != nil {
-		return err
-	}
-	since := st.Since()
+	since := s.tree.State().Since()
 	if since.IsZero() {
 		return nil // the baseline did not complete: its findings say why
 	}
@@ -302,7 +307,7 @@ func (s *syncer) unpackOptions() (unpack.Options, error) {
 	if err != nil {
 		return unpack.Options{}, err
 	}
-	return unpack.Options{Mapper: m, DryRun: s.opts.DryRun, Limits: s.opts.Limits, Jobs: s.opts.Jobs, Client: s.opts.Client,
+	return unpack.Options{Dir: s.tree, Mapper: m, DryRun: s.opts.DryRun, Limits: s.opts.Limits, Jobs: s.opts.Jobs, Client: s.opts.Client,
 		Transfer: s.opts.Transfer, ResumeDownloads: true, Fetches: s.opts.Fetches,
 		Report: s.opts.Report, Progress: s.opts.Progress, Total: s.opts.Total}, nil
 }
@@ -321,22 +326,20 @@ func (s *syncer) add(r *unpack.Result) {
 	t.Errors += r.Errors
 }
 
-// finish records the Source in the state and runs the audit.
+// finish records the Source in the state, when the tree is a copy of it
+// (this run or an earlier one committed to it), and runs the audit.
 func (s *syncer) finish(ctx context.Context) (*Result, error) {
-	st, err := unpack.ReadState(s.dir)
-	if err != nil {
-		return nil, err
-	}
+	st := s.tree.State()
 	s.res.Until = st.Since()
-	if !s.opts.DryRun {
-		info := unpack.SyncInfo{Source: s.given, BaseURL: s.base, Baseline: baselineKind(s.src), LastRun: time.Now().UTC()}
+	if !s.opts.DryRun && (s.tree.Saved() || s.state.Sync != nil) {
+		info := deststate.SyncInfo{Source: s.given, BaseURL: s.base, Baseline: baselineKind(s.src), LastRun: time.Now().UTC()}
 		for _, st := range s.res.Steps {
 			info.Documents = append(info.Documents, st.Doc)
 		}
-		if st.Sync != nil && len(info.Documents) == 0 {
-			info.Documents = st.Sync.Documents
+		if s.state.Sync != nil && len(info.Documents) == 0 {
+			info.Documents = s.state.Sync.Documents
 		}
-		if err := unpack.SetSync(s.dir, info); err != nil {
+		if err := s.tree.Update(func(st *deststate.State) { st.Sync = &info }); err != nil {
 			return nil, err
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/replica"
 	"github.com/rsdump/rsdump/resourcesync"
@@ -62,7 +63,7 @@ func TestBaselineThenChangeDumps(t *testing.T) {
 	if !res.Until.Equal(p2.Until) {
 		t.Errorf("until %v, want %v", res.Until, p2.Until)
 	}
-	st, _ := unpack.ReadState(dst)
+	st, _ := deststate.Read(dst)
 	if st.Sync == nil || st.Sync.Source != s.srv.URL+"/" || st.Sync.BaseURL != s.base {
 		t.Errorf("state: %+v", st.Sync)
 	}
@@ -166,7 +167,7 @@ func TestResourceListBadResource(t *testing.T) {
 	delete(want, "d2/f002.txt")
 	delete(want, "d3/f003.txt")
 	sameTree(t, dst, want)
-	if st, _ := unpack.ReadState(dst); !st.Since().IsZero() {
+	if st, _ := deststate.Read(dst); !st.Since().IsZero() {
 		t.Errorf("state moved past a failed baseline: %+v", st)
 	}
 }
@@ -221,7 +222,7 @@ func TestDryRunIncremental(t *testing.T) {
 	dst := t.TempDir()
 	syncRun(t, s.srv.URL+"/", dst, replica.Options{})
 	before := readTree(t, dst)
-	stBefore, _ := unpack.ReadState(dst)
+	stBefore, _ := deststate.Read(dst)
 	c := s.changeSet(t0.Add(time.Hour),
 		change{"d0/f000.txt", "new zero", resourcesync.ChangeUpdated},
 		change{"d2/f002.txt", "", resourcesync.ChangeDeleted})
@@ -231,7 +232,7 @@ func TestDryRunIncremental(t *testing.T) {
 		t.Fatalf("%+v\n%s", res, problems(fs))
 	}
 	sameTree(t, dst, before)
-	if st, _ := unpack.ReadState(dst); !st.Since().Equal(stBefore.Since()) {
+	if st, _ := deststate.Read(dst); !st.Since().Equal(stBefore.Since()) {
 		t.Errorf("a dry run moved the state: %v -> %v", stBefore.Since(), st.Since())
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"path"
 	"sort"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/verify"
 )
@@ -29,7 +30,10 @@ func (p *pkgRun) apply() error {
 		return err
 	}
 	hook(HookDurable, 0)
-	dirs, renamed := p.commit(recs)
+	dirs, renamed, err := p.commit(recs)
+	if err != nil {
+		return err
+	}
 	hook(HookCommitted, 0)
 	return p.makeDurable(dirs, renamed)
 }
@@ -41,10 +45,14 @@ func (p *pkgRun) apply() error {
 // empties. It holds the tree's commit lock: packages staged at once
 // commit one at a time, so that a directory missing from the tree is
 // moved there by one package only. It returns the directories to sync
-// (where there is no syncfs) and the renames done.
-func (p *pkgRun) commit(recs map[string]record) (map[string]bool, int) {
+// (where there is no syncfs) and the renames done. The state is marked
+// pending first (markPending): the tree changes from here on.
+func (p *pkgRun) commit(recs map[string]deststate.Record) (map[string]bool, int, error) {
 	p.u.commitMu.Lock()
 	defer p.u.commitMu.Unlock()
+	if err := p.u.markPending(); err != nil {
+		return nil, 0, err
+	}
 	p.dirs.close() // what was found of the tree before staging may be out of date
 	dirs := map[string]bool{}
 	for _, a := range p.actions {
@@ -58,7 +66,7 @@ func (p *pkgRun) commit(recs map[string]record) (map[string]bool, int) {
 			p.commitOne(a, l)
 		}
 	}
-	return dirs, l.renames
+	return dirs, l.renames, nil
 }
 
 // durable makes the staged files durable, when there are any.
@@ -185,7 +193,7 @@ func (p *pkgRun) makeDurable(dirs map[string]bool, renamed int) error {
 	hook(HookSynced, 0)
 	p.u.logMu.Lock()
 	defer p.u.logMu.Unlock()
-	if err := p.u.dest.appendLog(p.committedRecords()); err != nil {
+	if err := p.u.dest.st.Append(p.committedRecords()); err != nil {
 		return fmt.Errorf("%s: written log: %w", p.u.dest.dir, err)
 	}
 	return nil
@@ -195,7 +203,7 @@ func (p *pkgRun) makeDurable(dirs map[string]bool, renamed int) error {
 // ones written, found present, or deleted (as tombstones). Records are
 // made only for those (never for a superseded action), so with no action
 // failed they all are.
-func (p *pkgRun) committedRecords() []record {
+func (p *pkgRun) committedRecords() []deststate.Record {
 	if p.failed == 0 {
 		return p.recs
 	}
@@ -205,7 +213,7 @@ func (p *pkgRun) committedRecords() []record {
 			ok[a.target] = true
 		}
 	}
-	var out []record
+	var out []deststate.Record
 	for _, r := range p.recs {
 		if ok[r.Path] {
 			out = append(out, r)
@@ -216,7 +224,7 @@ func (p *pkgRun) committedRecords() []record {
 
 // deletionRecords looks up, in the written log, what rsdump last wrote at
 // each target the package deletes.
-func (p *pkgRun) deletionRecords() (map[string]record, error) {
+func (p *pkgRun) deletionRecords() (map[string]deststate.Record, error) {
 	want := map[string]bool{}
 	for _, a := range p.actions {
 		if a.b.Deleted() && !a.superseded && !a.failed {
@@ -226,14 +234,14 @@ func (p *pkgRun) deletionRecords() (map[string]record, error) {
 	if len(want) == 0 || p.u.dest.root == nil {
 		return nil, nil
 	}
-	return p.u.dest.lookupLog(want)
+	return p.u.dest.st.Lookup(want)
 }
 
 // delete removes a target for a deleted change, but only when the file is
 // the one the Destination had: the one rsdump last wrote there, or, with
 // no record, the one the entry's own hash describes. A file changed
 // locally is kept and reported.
-func (p *pkgRun) delete(a *action, recs map[string]record, dirs map[string]bool) {
+func (p *pkgRun) delete(a *action, recs map[string]deststate.Record, dirs map[string]bool) {
 	fi, err := p.u.dest.checkTarget(a.target)
 	switch {
 	case err != nil:
@@ -261,7 +269,7 @@ func (p *pkgRun) delete(a *action, recs map[string]record, dirs map[string]bool)
 	}
 }
 
-func expected(a *action, recs map[string]record) (int64, digest.Set) {
+func expected(a *action, recs map[string]deststate.Record) (int64, digest.Set) {
 	if r, ok := recs[a.target]; ok && r.Length >= 0 {
 		set, _ := digest.Parse(r.Hash)
 		return r.Length, set
@@ -288,7 +296,7 @@ func (p *pkgRun) remove(a *action, dirs map[string]bool) {
 	}
 	dirs[path.Dir(a.target)] = true
 	p.pruneDirs(a.target, dirs)
-	p.recs = append(p.recs, record{Path: a.target, Length: -1})
+	p.recs = append(p.recs, deststate.Record{Path: a.target, Length: -1})
 	p.deleted(a, "")
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/unpack"
@@ -52,8 +53,8 @@ func baseline(t *testing.T) string {
 	return dst
 }
 
-func readState(t *testing.T, dst string) unpack.State {
-	var s unpack.State
+func readState(t *testing.T, dst string) deststate.State {
+	var s deststate.State
 	b, err := os.ReadFile(filepath.Join(dst, ".rsdump", "state.json"))
 	if err == nil {
 		err = json.Unmarshal(b, &s)
@@ -65,7 +66,7 @@ func readState(t *testing.T, dst string) unpack.State {
 }
 
 // writeState gives dst the state a baseline would leave.
-func writeState(t *testing.T, dst string, s unpack.State) {
+func writeState(t *testing.T, dst string, s deststate.State) {
 	t.Helper()
 	s.Version = 1
 	b, err := json.Marshal(s)

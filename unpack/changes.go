@@ -96,7 +96,7 @@ func (u *unpacker) chainError(ref verify.PackageRef, msg string) bool {
 // known) may be applied to the tree as its state stands, reporting the
 // gap when not.
 func (u *unpacker) continues(rep *verify.Reporter, ref verify.PackageRef, from time.Time) bool {
-	since, _ := u.state.since()
+	since := u.state().Since()
 	switch {
 	case since.IsZero():
 		return u.gap(rep, ref, fmt.Sprintf("%s has no baseline: no Resource Dump or Change Dump was applied to it, so the changes of %s%s cannot be known to apply; unpack the Resource Dump first",
@@ -105,7 +105,7 @@ func (u *unpacker) continues(rep *verify.Reporter, ref verify.PackageRef, from t
 		return true
 	}
 	return u.gap(rep, ref, fmt.Sprintf("%s holds %s, but %s starts at %s; the changes in between are missing",
-		u.dest.dir, u.state.describe(), pkgName(ref), ftime(from)), from)
+		u.dest.dir, u.state().Describe(), pkgName(ref), ftime(from)), from)
 }
 
 func fromText(from time.Time) string {
@@ -119,7 +119,7 @@ func fromText(from time.Time) string {
 // package is applied anyway.
 func (u *unpacker) gap(rep *verify.Reporter, ref verify.PackageRef, msg string, from time.Time) bool {
 	f := verify.Finding{Severity: verify.Error, Check: CheckGap, Source: ref.Loc, URI: ref.Entry.Loc, Actual: ftime(from)}
-	if since, _ := u.state.since(); !since.IsZero() {
+	if since := u.state().Since(); !since.IsZero() {
 		f.Expected = "from at or before " + ftime(since)
 	}
 	if u.opts.AllowGap {
@@ -129,14 +129,6 @@ func (u *unpacker) gap(rep *verify.Reporter, ref verify.PackageRef, msg string, 
 	}
 	rep.Report(f)
 	return u.opts.AllowGap
-}
-
-// describe says what the state records, for messages.
-func (s State) describe() string {
-	if !s.ChangeDumpUntil.IsZero() {
-		return "changes until " + ftime(s.ChangeDumpUntil)
-	}
-	return "a snapshot at " + ftime(s.ResourceDumpAt)
 }
 
 // changesApply decides, once a Change Dump package is open, whether its
@@ -155,7 +147,7 @@ func (p *pkgRun) changesApply() bool {
 	}
 	_, until := refWindow(p.ref)
 	until = firstSet(until, md.Until, p.lastChange)
-	if until.IsZero() || p.u.state.applies(until) {
+	if until.IsZero() || p.u.state().Applies(until) {
 		return true
 	}
 	p.old = len(p.pkg.Bitstreams)
@@ -177,7 +169,7 @@ func firstSet(ts ...time.Time) time.Time {
 // a Resource Dump taken at `at`: applying it again would take the tree
 // back, for the changes since to be applied once more.
 func (u *unpacker) snapshotHeld(at time.Time) bool {
-	since, _ := u.state.since()
+	since := u.state().Since()
 	return !at.IsZero() && !since.IsZero() && !since.Before(at)
 }
 

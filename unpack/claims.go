@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/internal/entryspool"
 	"github.com/rsdump/rsdump/internal/httpc"
@@ -103,7 +104,7 @@ func (u *unpacker) scratchDir() string {
 	if u.opts.DryRun {
 		return os.TempDir()
 	}
-	return filepath.Join(u.dest.dir, verify.StateDir, tmpDir)
+	return filepath.Join(u.dest.dir, deststate.DirName, deststate.TmpDir)
 }
 
 // surveyOne claims the targets of one package, streaming its manifest

@@ -1,95 +1,60 @@
 package unpack
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"sync"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/internal/atomic"
 	"github.com/rsdump/rsdump/internal/digest"
-	"github.com/rsdump/rsdump/verify"
 )
 
 // dest is the destination tree. Every file operation goes through an
 // os.Root, so that no name, and no symbolic link already in the tree, can
-// make unpack touch anything outside it.
+// make unpack touch anything outside it. Its state, written log and lock
+// are deststate's.
 type dest struct {
 	dir  string
 	root *os.Root // nil in a dry run against a directory that does not exist
-	lock *os.File
+	st   *deststate.Dir
+	own  bool // st was opened by this run, which closes it
 	sync *syncer
 }
 
 // openDest opens (and creates) the tree, takes its lock, and clears the
-// staging directory of an interrupted run. A dry run creates nothing and
-// takes no lock.
-func openDest(dir string, dry, keepCache bool) (*dest, error) {
-	d := &dest{dir: dir}
-	if dry {
-		root, err := os.OpenRoot(dir)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+// staging directory of an interrupted run (deststate.Open), unless the
+// caller holds it open already (Options.Dir). A dry run creates nothing
+// and takes no lock.
+func openDest(dir string, opts Options) (*dest, error) {
+	st, own := opts.Dir, false
+	if st != nil {
+		if err := checkDir(st, dir); err != nil {
 			return nil, err
 		}
-		d.root = root
-		return d, nil
+	} else {
+		var err error
+		st, err = deststate.Open(dir, deststate.Options{Command: command(opts), DryRun: opts.DryRun, KeepCache: opts.ResumeDownloads})
+		if err != nil {
+			return nil, err
+		}
+		own = true
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+	d := &dest{dir: st.Path(), root: st.Root(), st: st, own: own}
+	if !st.DryRun() {
+		d.sync = newSyncer()
 	}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return nil, err
-	}
-	d.root = root
-	if err := d.prepare(keepCache); err != nil {
-		d.close()
-		return nil, err
-	}
-	d.sync = newSyncer()
 	return d, nil
-}
-
-func (d *dest) prepare(keepCache bool) error {
-	if err := d.root.MkdirAll(verify.StateDir, 0o755); err != nil {
-		return fmt.Errorf("%s: %w", d.dir, err)
-	}
-	lock, err := lockFile(d.root, statePath(lockName))
-	if err != nil {
-		return fmt.Errorf("%s: %w", d.dir, err)
-	}
-	d.lock = lock
-	// What a killed run left: staged bitstreams never renamed, packages
-	// half downloaded. Staged files are never resumed from, so they go;
-	// downloads stay when the run resumes them.
-	dirs := []string{tmpDir, cacheDir}
-	if keepCache {
-		dirs = dirs[:1]
-	}
-	for _, dir := range dirs {
-		if err := d.root.RemoveAll(statePath(dir)); err != nil {
-			return err
-		}
-	}
-	for _, dir := range []string{tmpDir, cacheDir} {
-		if err := d.root.MkdirAll(statePath(dir), 0o755); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func (d *dest) close() {
 	if d.sync != nil {
 		d.sync.stop()
 	}
-	if d.lock != nil {
-		d.lock.Close() // releases the flock
-	}
-	if d.root != nil {
-		d.root.Close()
+	if d.own {
+		d.st.Close()
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/verify"
 	"github.com/rsdump/rsdump/verify/verifytest"
@@ -31,7 +32,7 @@ func TestDownloadsOfOneURLDoNotShareACacheFile(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	dir := t.TempDir()
-	d, err := openDest(dir, false, false)
+	d, err := openDest(dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func TestDownloadsOfOneURLDoNotShareACacheFile(t *testing.T) {
 		t.Fatalf("the first download's copy changed under it (%v)", err)
 	}
 	first.close()
-	if entries, _ := os.ReadDir(filepath.Join(dir, verify.StateDir, cacheDir)); len(entries) != 0 {
+	if entries, _ := os.ReadDir(filepath.Join(dir, deststate.DirName, deststate.CacheDir)); len(entries) != 0 {
 		t.Errorf("cache not emptied: %v", entries)
 	}
 }

@@ -34,7 +34,7 @@ func fetchWith(t *testing.T, body []byte, want, digestHdr string) (bool, []verif
 		http.ServeContent(w, r, "p.zip", time.Time{}, bytes.NewReader(body))
 	}))
 	t.Cleanup(srv.Close)
-	d, err := openDest(t.TempDir(), false, false)
+	d, err := openDest(t.TempDir(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

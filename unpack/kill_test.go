@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/unpack"
@@ -154,7 +155,7 @@ func TestKillChangeDump(t *testing.T) {
 	doc := verifytest.ChangeDump(t, t.TempDir(), []verifytest.ChangePackage{p1, p2})
 	whole, dst := t.TempDir(), t.TempDir()
 	for _, d := range []string{whole, dst} {
-		writeState(t, d, unpack.State{ResourceDumpAt: at(1, 0)}) // an empty baseline
+		writeState(t, d, deststate.State{ResourceDumpAt: at(1, 0)}) // an empty baseline
 	}
 	if res, fs := run(t, doc, whole, unpack.Options{}); res.Problems() != 0 {
 		t.Fatalf("%+v\n%s", res, dump(fs))

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/verify"
@@ -46,7 +47,7 @@ type pkgRun struct {
 	failed      int
 	old         int // changes of a package the state says is applied
 	lastChange  time.Time
-	recs        []record
+	recs        []deststate.Record
 	m           *verify.Meter // progress
 	claimed     claimed       // in the survey of the dump's targets
 	st          *stage        // where the bitstreams are staged
@@ -284,7 +285,7 @@ func (p *pkgRun) markPresent(a *action, sums digest.Set) {
 		// Record it in case the run that wrote it was killed before its
 		// record; not on every re-run of a Resource Dump, which would grow
 		// the log by the whole tree each time.
-		p.recs = append(p.recs, record{Path: a.target, Length: a.b.Length, Hash: sums.String()})
+		p.recs = append(p.recs, deststate.Record{Path: a.target, Length: a.b.Length, Hash: sums.String(), Mtime: a.b.URL.Lastmod})
 	}
 	p.u.count(func(r *Result) { r.Present++ })
 	p.report(a, verify.OK, CheckPresent, "already present", verify.Describe(a.b.Length, sums))
@@ -354,7 +355,7 @@ func (p *pkgRun) stageOne(a *action) error {
 		return nil
 	}
 	a.staged, a.length = true, res.Length
-	p.recs = append(p.recs, record{Path: a.target, Length: res.Length, Hash: res.Sums.String()})
+	p.recs = append(p.recs, deststate.Record{Path: a.target, Length: res.Length, Hash: res.Sums.String(), Mtime: a.b.URL.Lastmod})
 	return nil
 }
 

@@ -72,7 +72,7 @@ type ahead struct {
 // apply anyway (its until is at or before the state's), or this is a dry
 // run, which stages nothing.
 func (u *unpacker) stageAhead(ctx context.Context, i int, ref verify.PackageRef) *ahead {
-	if until := ref.Until(); u.opts.DryRun || !until.IsZero() && !u.state.applies(until) {
+	if until := ref.Until(); u.opts.DryRun || !until.IsZero() && !u.state().Applies(until) {
 		return nil
 	}
 	a := &ahead{i: i, done: make(chan struct{})}

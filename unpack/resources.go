@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/resourcesync"
@@ -38,9 +39,6 @@ func ApplyList(ctx context.Context, loc, dir string, opts Options) (*Result, err
 		return nil, err
 	}
 	defer u.dest.close()
-	if err := u.markPending(); err != nil {
-		return nil, err
-	}
 	l := &listRun{u: u, top: loc}
 	ld := resourcesync.Loader{
 		Open: func(ctx context.Context, loc string) (io.ReadCloser, error) {
@@ -138,7 +136,7 @@ func (l *listRun) flush(ctx context.Context) error {
 
 // finish records in the state what the list brought the tree up to.
 func (l *listRun) finish() error {
-	s := l.u.state
+	s := l.u.state()
 	s.Pending = false
 	if !l.failed && l.u.rep.Counts().Problems() == 0 {
 		if l.isChange() {
@@ -154,7 +152,7 @@ func (l *listRun) finish() error {
 		}
 		s.Source = l.top
 	}
-	return l.u.saveState(s)
+	return l.u.finishState(s)
 }
 
 // planList turns list entries into actions, as plan does for a manifest.
@@ -166,7 +164,7 @@ func (p *pkgRun) planList(entries []resourcesync.URL) {
 		if p.listChange && when.After(p.lastChange) {
 			p.lastChange = when
 		}
-		if p.listChange && known && !p.u.state.applies(when) {
+		if p.listChange && known && !p.u.state().Applies(when) {
 			p.old++
 			continue
 		}
@@ -192,7 +190,7 @@ func (p *pkgRun) planList(entries []resourcesync.URL) {
 	}
 	if p.old > 0 {
 		p.rep.Report(verify.Finding{Severity: verify.OK, Check: CheckSkipped, Source: p.ref.Loc,
-			Msg: fmt.Sprintf("%d changes at or before %s were applied by an earlier run", p.old, resourcesync.FormatTime(p.u.state.ChangeDumpUntil))})
+			Msg: fmt.Sprintf("%d changes at or before %s were applied by an earlier run", p.old, resourcesync.FormatTime(p.u.state().ChangeDumpUntil))})
 	}
 }
 
@@ -354,7 +352,7 @@ func (p *pkgRun) stagedList(a *action, n int64, sums digest.Set) {
 	p.recMu.Lock()
 	defer p.recMu.Unlock()
 	a.staged, a.length = true, n
-	p.recs = append(p.recs, record{Path: a.target, Length: n, Hash: sums.String()})
+	p.recs = append(p.recs, deststate.Record{Path: a.target, Length: n, Hash: sums.String(), Mtime: a.b.URL.Lastmod})
 	if len(a.b.Want.Known()) == 0 {
 		p.rep.Report(verify.Finding{Severity: verify.Unverified, Check: verify.CheckHash, Source: p.ref.Loc, URI: a.b.URL.Loc, Path: a.target,
 			Actual: verify.Describe(n, sums), Msg: "the list gives no hash rsdump can compute; only the length was checked"})

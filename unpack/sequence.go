@@ -158,7 +158,7 @@ func (sn *snapshot) record(dir string, opts Options, last string) error {
 	if sn.broken || sn.at.IsZero() || opts.DryRun {
 		return nil
 	}
-	if err := recordSnapshot(dir, sn.at); err != nil {
+	if err := recordSnapshot(dir, opts, sn.at); err != nil {
 		return fmt.Errorf("unpacking %s: recording the snapshot: %w", last, err)
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/transfer"
 	"github.com/rsdump/rsdump/unpack"
@@ -72,7 +73,7 @@ func TestGetUnpackStopsAtFailedChangePackage(t *testing.T) {
 	for _, order := range [][]int{{0, 1, 2}, {0, 2, 1}} {
 		tree := t.TempDir()
 		os.WriteFile(filepath.Join(tree, "local.txt"), []byte("not from the Source"), 0o644)
-		writeState(t, tree, unpack.State{ResourceDumpAt: at(1)}) // the baseline the changes continue
+		writeState(t, tree, deststate.State{ResourceDumpAt: at(1)}) // the baseline the changes continue
 		results, u := packagesFor(t, tree, zips)
 		for _, i := range order {
 			err := u.Arrived(context.Background(), results[i].Name, results[i].Path)
@@ -83,7 +84,7 @@ func TestGetUnpackStopsAtFailedChangePackage(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(tree, "b.txt")); err == nil {
 			t.Errorf("order %v: the package after the failed one was unpacked", order)
 		}
-		var st unpack.State
+		var st deststate.State
 		b, _ := os.ReadFile(filepath.Join(tree, ".rsdump", "state.json"))
 		if err := json.Unmarshal(b, &st); err != nil || !st.ChangeDumpUntil.Equal(at(2)) {
 			t.Errorf("order %v: state until %v (%v), want %v", order, st.ChangeDumpUntil, err, at(2))
@@ -105,7 +106,7 @@ func TestGetUnpackRunArrivedLast(t *testing.T) {
 	zips := failingChain(t)
 	tree := t.TempDir()
 	os.WriteFile(filepath.Join(tree, "local.txt"), []byte("not from the Source"), 0o644)
-	writeState(t, tree, unpack.State{ResourceDumpAt: at(1)})
+	writeState(t, tree, deststate.State{ResourceDumpAt: at(1)})
 	results, u := packagesFor(t, tree, zips)
 	told := map[string]error{}
 	u.Unpacked = func(name string, _ *unpack.Result, err error) { told[name] = err }
@@ -184,7 +185,7 @@ func TestSequenceRecordsSnapshot(t *testing.T) {
 		for i := len(results) - 1; i >= 0; i-- { // the last one first: the snapshot waits for all
 			seq.Arrived(context.Background(), results[i].Name, results[i].Path)
 		}
-		var s unpack.State
+		var s deststate.State
 		if _, err := os.Stat(filepath.Join(tree, ".rsdump", "state.json")); err == nil || !c.want.IsZero() {
 			s = readState(t, tree)
 		}

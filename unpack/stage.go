@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/rsdump/rsdump/verify"
+	"github.com/rsdump/rsdump/deststate"
 )
 
 // stage is the staging area of one package: a directory of its own,
@@ -50,7 +50,7 @@ const flushEvery = 4096
 func (d *dest) newStage() (*stage, error) {
 	var b [8]byte
 	rand.Read(b[:])
-	name := path.Join(verify.StateDir, tmpDir, hex.EncodeToString(b[:]))
+	name := deststate.Path(path.Join(deststate.TmpDir, hex.EncodeToString(b[:])))
 	if err := d.root.Mkdir(name, 0o700); err != nil {
 		return nil, err
 	}

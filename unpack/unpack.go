@@ -26,6 +26,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/transfer"
 	"github.com/rsdump/rsdump/verify"
@@ -69,6 +70,13 @@ type Options struct {
 	Report   func(verify.Finding)
 	Progress func(n int64)
 	Total    func(n int64)
+
+	// Dir is the tree, already open (deststate.Open) by a caller that
+	// runs several steps under one lock (rsdump sync): the run uses it,
+	// and its dry-run setting, and leaves it open. Without it the run
+	// opens dir itself, naming itself Command ("unpack") in the lock.
+	Dir     *deststate.Dir
+	Command string
 }
 
 // Result sums up a run.
@@ -125,15 +133,15 @@ func start(dir string, opts Options) (*unpacker, error) {
 	if opts.Client == nil {
 		opts.Client = transfer.NewClient(opts.Transfer)
 	}
-	d, err := openDest(dir, opts.DryRun, opts.ResumeDownloads)
+	if opts.Dir != nil {
+		opts.DryRun = opts.Dir.DryRun()
+	}
+	d, err := openDest(dir, opts)
 	if err != nil {
 		return nil, err
 	}
 	u := newUnpacker(opts, d)
-	if err := u.loadState(); err != nil {
-		d.close()
-		return nil, err
-	}
+	u.resuming = u.state().Pending
 	return u, nil
 }
 
@@ -141,17 +149,16 @@ func newUnpacker(opts Options, d *dest) *unpacker {
 	u := &unpacker{opts: opts, dest: d, rep: verify.NewReporter(opts.Report),
 		remote: &verify.Remote{Transfer: opts.Transfer, Client: opts.Client}}
 	if !opts.DryRun {
-		u.remote.TempDir = filepath.Join(d.dir, verify.StateDir, cacheDir)
+		u.remote.TempDir = filepath.Join(d.dir, deststate.DirName, deststate.CacheDir)
 		u.remote.Resume = opts.ResumeDownloads
 	}
 	return u
 }
 
 type unpacker struct {
-	opts  Options
-	dest  *dest
-	rep   *verify.Reporter
-	state State
+	opts Options
+	dest *dest
+	rep  *verify.Reporter
 	// resuming is set when the last run was interrupted: files it
 	// committed may lack their record in the written log.
 	resuming bool
@@ -246,7 +253,7 @@ func (u *unpacker) skipSnapshot(ctx context.Context, doc string) bool {
 		return false
 	}
 	u.rep.Report(verify.Finding{Severity: verify.OK, Check: CheckSkipped, Source: doc,
-		Msg: fmt.Sprintf("Resource Dump at %s not applied: the tree already holds %s; only the changes after it apply", ftime(h.MD.At), u.state.describe())})
+		Msg: fmt.Sprintf("Resource Dump at %s not applied: the tree already holds %s; only the changes after it apply", ftime(h.MD.At), u.state().Describe())})
 	return true
 }
 
@@ -266,25 +273,6 @@ func (u *unpacker) reportUnlisted(ctx context.Context, docs, zips []string) {
 			u.rep.Report(verify.Finding{Severity: verify.Warning, Check: CheckSkipped, Source: z, Msg: "package not listed by any dump document beside it; not applied"})
 		}
 	}
-}
-
-func (u *unpacker) loadState() error {
-	if u.dest.root == nil {
-		u.state = State{Version: 1}
-		return nil
-	}
-	s, err := u.dest.loadState()
-	u.state, u.resuming = s, s.Pending
-	return err
-}
-
-// saveState records s unless this is a dry run.
-func (u *unpacker) saveState(s State) error {
-	u.state = s // a dry run follows the state a real run would reach
-	if u.opts.DryRun {
-		return nil
-	}
-	return u.dest.saveState(s)
 }
 
 func isZip(s string) bool {
@@ -330,11 +318,11 @@ func (u *unpacker) standaloneState(out outcome, path string) error {
 // tree with no state keeps none, since one package is not a whole
 // snapshot. A package without at (resync writes none) rewinds to the start.
 func (u *unpacker) rewind(at time.Time) error {
-	since, _ := u.state.since()
+	since := u.state().Since()
 	if since.IsZero() || !at.IsZero() && !at.Before(since) {
 		return nil
 	}
-	s := u.state
+	s := u.state()
 	s.ResourceDumpAt, s.ChangeDumpUntil = at, time.Time{}
 	return u.saveState(s)
 }
@@ -342,9 +330,6 @@ func (u *unpacker) rewind(at time.Time) error {
 // resourceDump unpacks the packages in parallel. The state records the
 // dump's at once every package has been applied without a problem.
 func (u *unpacker) resourceDump(ctx context.Context, d *verify.Dump) error {
-	if err := u.markPending(); err != nil {
-		return err
-	}
 	claims, done, err := u.survey(ctx, d.Packages)
 	if err != nil {
 		return err
@@ -367,10 +352,21 @@ func (u *unpacker) resourceDump(ctx context.Context, d *verify.Dump) error {
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	s := u.state
+	s := u.state()
 	s.Pending = false
 	if !anyStored(&failed) && u.rep.Counts().Problems() == 0 {
 		s.ResourceDumpAt, s.ChangeDumpUntil, s.Source = d.Header.MD.At, time.Time{}, d.Source
+	}
+	return u.finishState(s)
+}
+
+// finishState records the state a run ends with, once the run applied
+// something (its first commit saved the state; see markPending): a run
+// that changed nothing in the tree leaves state.json as it was. A dry run
+// follows it in any case.
+func (u *unpacker) finishState(s deststate.State) error {
+	if !u.opts.DryRun && !u.dest.st.Saved() {
+		return nil
 	}
 	return u.saveState(s)
 }
@@ -381,11 +377,13 @@ func anyStored(m *sync.Map) bool {
 	return found
 }
 
+// markPending records, before a run first changes the tree, that a run
+// is under way: one that finds it set knows the last was interrupted.
 func (u *unpacker) markPending() error {
-	if u.opts.DryRun || u.state.Pending {
+	if u.opts.DryRun || u.state().Pending && u.dest.st.Saved() {
 		return nil
 	}
-	s := u.state
+	s := u.state()
 	s.Pending = true
 	return u.saveState(s)
 }
@@ -402,13 +400,10 @@ func (u *unpacker) changeDump(ctx context.Context, d *verify.Dump) error {
 		u.stopAfter(d.Packages, "the Change Dump's packages do not follow one another")
 		return nil
 	}
-	if err := u.markPending(); err != nil {
-		return err
-	}
 	pl := u.newPipeline(d.Packages)
 	defer pl.close()
 	for i, ref := range d.Packages {
-		if until := ref.Until(); !until.IsZero() && !u.state.applies(until) {
+		if until := ref.Until(); !until.IsZero() && !u.state().Applies(until) {
 			pl.skip(i)
 			u.skipPackage(ref, "its changes are already applied (until "+resourcesync.FormatTime(until)+")")
 			continue
@@ -430,9 +425,9 @@ func (u *unpacker) changeDump(ctx context.Context, d *verify.Dump) error {
 			return err
 		}
 	}
-	s := u.state
+	s := u.state()
 	s.Pending = false
-	return u.saveState(s)
+	return u.finishState(s)
 }
 
 func (u *unpacker) skipPackage(ref verify.PackageRef, why string) {
@@ -455,10 +450,10 @@ func (u *unpacker) advance(until, lastChange time.Time, src string) error {
 	if until.IsZero() {
 		until = lastChange
 	}
-	if until.IsZero() || !until.After(u.state.ChangeDumpUntil) {
+	if until.IsZero() || !until.After(u.state().ChangeDumpUntil) {
 		return nil
 	}
-	s := u.state
+	s := u.state()
 	s.ChangeDumpUntil, s.Source = until, src
 	return u.saveState(s)
 }

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
@@ -32,7 +33,7 @@ func ParseLayout(s string) (Layout, error) {
 
 // StateDir is the directory in a destination tree where rsdump keeps its
 // state; no bitstream may land there.
-const StateDir = ".rsdump"
+const StateDir = deststate.DirName
 
 // Mapper maps manifest entries to paths relative to a destination tree.
 type Mapper struct {

@@ -1,0 +1,331 @@
+// Package deststate owns a Destination's truth: the directory DIR/.rsdump
+// of a tree that rsdump unpack or rsdump sync keeps, with state.json
+// (what the tree is a copy of, and up to when), the written log (every
+// file rsdump put in the tree, with its length, hashes and mtime), and the
+// lock that lets one run at a time change the tree. unpack and replica
+// open it once per run through Open and hold it until Close; nothing else
+// reads or writes those files.
+package deststate
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/rsdump/rsdump/internal/atomic"
+)
+
+// DirName is the directory inside the tree that holds the state; the
+// tree's own files never use it.
+const DirName = ".rsdump"
+
+// Files and directories in DirName.
+const (
+	stateName = "state.json"
+	logName   = "written.log"
+	lockName  = "lock"
+	// TmpDir holds staged bitstreams; Open empties it.
+	TmpDir = "tmp"
+	// CacheDir holds packages fetched over HTTP; Open empties it unless
+	// the run resumes downloads.
+	CacheDir = "cache"
+)
+
+// Path is name inside DirName, as the tree's os.Root takes it.
+func Path(name string) string { return path.Join(DirName, name) }
+
+// State is what state.json records between runs.
+type State struct {
+	Version int `json:"version"`
+	// ResourceDumpAt is the at of the last Resource Dump (or Resource
+	// List) applied in full: the time the tree is a snapshot of.
+	ResourceDumpAt time.Time `json:"resourcedump_at,omitzero"`
+	// ChangeDumpUntil is the until of the last changes applied: changes
+	// up to it are in the tree.
+	ChangeDumpUntil time.Time `json:"changedump_until,omitzero"`
+	// Source is the document last applied.
+	Source string `json:"source,omitempty"`
+	// Pending is set while a run commits, and cleared when it ends; a run
+	// that finds it set knows the last one was interrupted.
+	Pending bool `json:"pending,omitempty"`
+	// Sync is what rsdump sync keeps between runs; nil in a tree only
+	// ever unpacked.
+	Sync *SyncInfo `json:"sync,omitempty"`
+	// Rollback records the last time the tree was taken back to an older
+	// snapshot on purpose (--rollback).
+	Rollback *Rollback `json:"rollback,omitempty"`
+}
+
+// SyncInfo is the Source a tree is a copy of, as rsdump sync records it.
+type SyncInfo struct {
+	Source    string   `json:"source"`              // the address sync was given
+	BaseURL   string   `json:"base_url"`            // the URI prefix the tree maps
+	Documents []string `json:"documents,omitempty"` // the documents the last run used
+	// Baseline is "resourcedump" or "resourcelist": how the tree was
+	// first filled.
+	Baseline string    `json:"baseline,omitempty"`
+	LastRun  time.Time `json:"last_run,omitzero"`
+}
+
+// Rollback is a snapshot applied over a later state, on purpose.
+type Rollback struct {
+	From     time.Time `json:"from"`     // what the tree held before
+	To       time.Time `json:"to"`       // the snapshot's at
+	Document string    `json:"document"` // the dump applied
+	When     time.Time `json:"when"`
+}
+
+// Since is the time the tree is up to: the until of the last changes
+// applied, else the at of the last snapshot; zero for a tree never
+// filled in full.
+func (s State) Since() time.Time {
+	t, _ := s.since()
+	return t
+}
+
+// since is the time from which changes still have to be applied.
+// Entries exactly at ChangeDumpUntil were applied (until is inclusive);
+// entries exactly at a Resource Dump's at may or may not be in it, so they
+// are applied again, which is idempotent.
+func (s State) since() (t time.Time, inclusive bool) {
+	if !s.ChangeDumpUntil.IsZero() {
+		return s.ChangeDumpUntil, false
+	}
+	return s.ResourceDumpAt, true
+}
+
+// Applies reports whether a change made at t is still to apply.
+func (s State) Applies(t time.Time) bool {
+	since, inclusive := s.since()
+	if since.IsZero() || t.IsZero() {
+		return true
+	}
+	return t.After(since) || inclusive && t.Equal(since)
+}
+
+// Describe says what the state records, for messages.
+func (s State) Describe() string {
+	if !s.ChangeDumpUntil.IsZero() {
+		return "changes until " + formatTime(s.ChangeDumpUntil)
+	}
+	return "a snapshot at " + formatTime(s.ResourceDumpAt)
+}
+
+func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// Read returns the state recorded in dir, without the lock: for a look at
+// a tree, never to change it. A tree without one has the zero State.
+func Read(dir string) (State, error) {
+	b, err := os.ReadFile(filepath.Join(dir, DirName, stateName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return State{Version: 1}, nil
+	}
+	if err != nil {
+		return State{}, err
+	}
+	return decodeState(b, filepath.Join(dir, DirName, stateName))
+}
+
+func decodeState(b []byte, name string) (State, error) {
+	var s State
+	if err := json.Unmarshal(b, &s); err != nil {
+		return State{}, fmt.Errorf("%s: %w", name, err)
+	}
+	return s, nil
+}
+
+// Options say how Open opens a tree.
+type Options struct {
+	// Command names the run in the lock ("unpack", "sync"), so that a
+	// second run told the tree is busy learns by what.
+	Command string
+	// DryRun creates nothing and takes no lock; Save then only changes
+	// the State the run sees, so that a dry run follows the states a
+	// real run would reach.
+	DryRun bool
+	// KeepCache leaves CacheDir as an interrupted run left it, for the
+	// downloads in it to resume.
+	KeepCache bool
+}
+
+// Dir is a tree open for a run: its root, its state and its log, and
+// (but in a dry run) its lock.
+type Dir struct {
+	dir   string
+	root  *os.Root // nil in a dry run against a directory that does not exist
+	lock  *os.File
+	dry   bool
+	fresh bool
+	mu    sync.Mutex // state and saved: a run's goroutines read and save it
+	saved bool       // the run has saved the state
+	state State
+}
+
+// Open opens dir for a run: it creates dir and DirName, takes the lock,
+// clears what a killed run left to clear, and reads the state. dir is
+// made absolute, so that messages name it wherever they are read.
+func Open(dir string, o Options) (*Dir, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	d := &Dir{dir: abs, dry: o.DryRun}
+	if err := d.open(o); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *Dir) open(o Options) error {
+	if d.dry {
+		root, err := os.OpenRoot(d.dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			d.fresh, d.state = true, State{Version: 1}
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		d.root = root
+		return d.load()
+	}
+	if err := os.MkdirAll(d.dir, 0o755); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(d.dir)
+	if err != nil {
+		return err
+	}
+	d.root = root
+	if err := root.MkdirAll(DirName, 0o755); err != nil {
+		return fmt.Errorf("%s: %w", d.dir, err)
+	}
+	if d.lock, err = takeLock(root, Path(lockName), o.Command); err != nil {
+		return fmt.Errorf("%s: %w", d.dir, err)
+	}
+	if err := d.clear(o.KeepCache); err != nil {
+		return err
+	}
+	return d.load()
+}
+
+// clear removes what a killed run left: staged bitstreams never renamed,
+// and, unless they are to resume, packages half downloaded.
+func (d *Dir) clear(keepCache bool) error {
+	dirs := []string{TmpDir, CacheDir}
+	if keepCache {
+		dirs = dirs[:1]
+	}
+	for _, dir := range dirs {
+		if err := d.root.RemoveAll(Path(dir)); err != nil {
+			return err
+		}
+	}
+	for _, dir := range []string{TmpDir, CacheDir} {
+		if err := d.root.MkdirAll(Path(dir), 0o755); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// load reads the state, and notes whether rsdump has written anything in
+// the tree before.
+func (d *Dir) load() error {
+	b, err := d.root.ReadFile(Path(stateName))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		d.state = State{Version: 1}
+		_, lerr := d.root.Lstat(Path(logName))
+		d.fresh = errors.Is(lerr, fs.ErrNotExist)
+		return nil
+	case err != nil:
+		return err
+	}
+	d.state, err = decodeState(b, filepath.Join(d.dir, DirName, stateName))
+	return err
+}
+
+// Path is the tree's absolute path.
+func (d *Dir) Path() string { return d.dir }
+
+// Root is the tree, for every file operation in it; nil in a dry run
+// against a directory that does not exist.
+func (d *Dir) Root() *os.Root { return d.root }
+
+// DryRun says whether the run writes nothing.
+func (d *Dir) DryRun() bool { return d.dry }
+
+// Fresh says whether rsdump has never written in the tree: it had no
+// state and no written log when opened. The tree may still hold files of
+// its own.
+func (d *Dir) Fresh() bool { return d.fresh }
+
+// State is the state as the run left it so far.
+func (d *Dir) State() State {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.state
+}
+
+// Save records s: under a temporary name, synced, renamed and the
+// directory synced (internal/atomic), so that a crash leaves the old
+// state or the new one. In a dry run only the State the run sees changes.
+func (d *Dir) Save(s State) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s.Version = 1
+	d.state, d.saved = s, true
+	if d.dry {
+		return nil
+	}
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	// The temporary name is fixed: the run holds the lock.
+	return atomic.WriteFileVia(d.root, Path(stateName+".tmp"), Path(stateName), append(b, '\n'), 0o644)
+}
+
+// Amend changes the state the run sees without saving it: the change is
+// recorded by the run's next Save, so that a run that fails before it
+// commits anything (and so before it saves) leaves state.json as it was.
+func (d *Dir) Amend(change func(*State)) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	change(&d.state)
+}
+
+// Saved says whether the run has saved the state: whether it committed
+// anything to the tree.
+func (d *Dir) Saved() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.saved
+}
+
+// Update changes the state with change and saves it.
+func (d *Dir) Update(change func(*State)) error {
+	s := d.State()
+	change(&s)
+	return d.Save(s)
+}
+
+// Close releases the lock and the tree.
+func (d *Dir) Close() {
+	if d.lock != nil {
+		d.lock.Close() // releases the flock
+		d.lock = nil
+	}
+	if d.root != nil {
+		d.root.Close()
+		d.root = nil
+	}
+}

@@ -1,0 +1,111 @@
+package deststate
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestLockNamesHolder: a second Open of a tree in use fails with
+// ErrLocked, naming the command and process that hold it, and the path
+// absolute; once closed, the tree opens again.
+func TestLockNamesHolder(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no flock(2): the lock only names the holder")
+	}
+	dir := t.TempDir()
+	rel, err := filepath.Rel(mustWd(t), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := Open(rel, Options{Command: "sync"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Path() != dir {
+		t.Errorf("Path %q, want the absolute %q", d.Path(), dir)
+	}
+	_, err = Open(dir, Options{Command: "unpack"})
+	var le *LockedError
+	if !errors.Is(err, ErrLocked) || !errors.As(err, &le) {
+		t.Fatalf("second Open: %v, want ErrLocked", err)
+	}
+	for _, want := range []string{dir, "rsdump sync", "pid "} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q does not say %q", err, want)
+		}
+	}
+	d.Close()
+	d2, err := Open(dir, Options{Command: "unpack"})
+	if err != nil {
+		t.Fatalf("after Close: %v", err)
+	}
+	d2.Close()
+}
+
+func mustWd(t *testing.T) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wd
+}
+
+// TestSaveAmendDry: Amend changes what the run sees and is written by the
+// next Save only; a dry run writes nothing at all, creates nothing, and
+// follows its saves; Fresh tells a tree rsdump never wrote in.
+func TestSaveAmendDry(t *testing.T) {
+	dir := t.TempDir()
+	d, err := Open(dir, Options{Command: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Fresh() || d.Saved() {
+		t.Errorf("new tree: fresh %v saved %v", d.Fresh(), d.Saved())
+	}
+	d.Amend(func(s *State) { s.Sync = &SyncInfo{Source: "http://127.0.0.1/"} })
+	if st, _ := Read(dir); st.Sync != nil {
+		t.Errorf("Amend wrote the state: %+v", st)
+	}
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := d.Update(func(s *State) { s.ResourceDumpAt = at }); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	st, err := Read(dir)
+	if err != nil || st.Sync == nil || !st.Since().Equal(at) {
+		t.Fatalf("saved: %+v %v", st, err)
+	}
+
+	d, err = Open(dir, Options{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if d.Fresh() {
+		t.Errorf("a tree with a state is not fresh")
+	}
+	later := at.Add(time.Hour)
+	if err := d.Update(func(s *State) { s.ChangeDumpUntil = later }); err != nil {
+		t.Fatal(err)
+	}
+	if !d.State().Since().Equal(later) {
+		t.Errorf("the dry run does not follow its own save: %v", d.State().Since())
+	}
+	if st, _ := Read(dir); !st.Since().Equal(at) {
+		t.Errorf("the dry run wrote the state: %+v", st)
+	}
+	missing := filepath.Join(t.TempDir(), "none")
+	dd, err := Open(missing, Options{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dd.Close()
+	if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a dry run created %s", missing)
+	}
+}
