@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -367,5 +369,76 @@ func TestUnpackInOrderAppliedAgain(t *testing.T) {
 	equalMaps(t, "tree", readTree(t, dst), treeBefore)
 	if logAfter, _ := os.ReadFile(logFile); !bytes.Equal(logAfter, logBefore) {
 		t.Errorf("written log grew by %q", logAfter[min(len(logBefore), len(logAfter)):])
+	}
+}
+
+// TestDirFileSwapInOneRun: at the Source, directory d became a file and
+// file f became a directory; pack --changes writes both as deletions and
+// creations in one package, and one run applies them, from the Change
+// Dump and, fetched resource by resource, from the Change List.
+func TestDirFileSwapInOneRun(t *testing.T) {
+	src := tree(t, map[string]string{"d/x.txt": "x", "d/sub/y.txt": "y", "f": "file f", "keep.txt": "k"})
+	srv := httptest.NewServer(http.StripPrefix("/data/", http.FileServer(http.Dir(src))))
+	defer srv.Close()
+	base := srv.URL + "/data/"
+	out := t.TempDir()
+	packAt := func(changes bool, at time.Time) {
+		t.Helper()
+		if _, err := pack.Pack(context.Background(), src, out, pack.Options{BaseURL: base, At: at, Changes: changes}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	packAt(false, fixedTime)
+	os.RemoveAll(filepath.Join(src, "d"))
+	os.Remove(filepath.Join(src, "f"))
+	writeFiles(t, src, map[string]string{"d": "now a file", "f/z.txt": "now in a directory"})
+	packAt(true, at(1, 0))
+	want := contents(readTree(t, src))
+	m, err := verify.NewMapper(verify.ByURI, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		apply func(dst string) (*unpack.Result, error)
+	}{
+		{"Change Dump", func(dst string) (*unpack.Result, error) {
+			return unpack.Unpack(context.Background(), filepath.Join(out, "changedump.xml"), dst, unpack.Options{Mapper: m})
+		}},
+		{"Change List", func(dst string) (*unpack.Result, error) {
+			return unpack.ApplyList(context.Background(), filepath.Join(out, pack.ChangeListName), dst, unpack.Options{Mapper: m, Client: srv.Client()})
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dst := t.TempDir()
+			if res, fs := run(t, filepath.Join(out, pack.DumpName), dst, unpack.Options{Mapper: m}); res.Problems() != 0 {
+				t.Fatalf("baseline: %+v\n%s", res, dump(fs))
+			}
+			res, err := c.apply(dst)
+			if err != nil || res.Problems() != 0 || res.Written != 2 || res.Deleted != 3 {
+				t.Fatalf("%+v, %v", res, err)
+			}
+			equalMaps(t, "tree", contents(readTree(t, dst)), want)
+		})
+	}
+}
+
+// TestObstacleNamedInWords: a Resource Dump's file whose name is a
+// directory in the tree, or whose directory is a file there, is refused
+// with a message that says so in words, not as a mode string.
+func TestObstacleNamedInWords(t *testing.T) {
+	out := packDir(t, tree(t, map[string]string{"a.txt": "a", "b/c.txt": "c"}), pack.Options{})
+	dst := t.TempDir()
+	os.Mkdir(filepath.Join(dst, "a.txt"), 0o755)
+	writeFile(t, filepath.Join(dst, "b"), []byte("a file"))
+	res, fs := run(t, filepath.Join(out, pack.DumpName), dst, unpack.Options{})
+	if res.Refused != 2 {
+		t.Fatalf("%+v\n%s", res, dump(fs))
+	}
+	for path, words := range map[string]string{"a.txt": "a.txt exists and is a directory", "b/c.txt": "b is a file, where a directory is needed"} {
+		f, ok := find(fs, verify.Error, unpack.CheckTarget, path)
+		if !ok || !strings.Contains(f.Msg, words) || strings.Contains(f.Msg, "---") {
+			t.Errorf("%s: %+v, want it to say %q", path, f, words)
+		}
 	}
 }

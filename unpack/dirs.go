@@ -44,7 +44,7 @@ func (c *dirs) lookup(dir string) (*dirHandle, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, c.notDir(dir, err)
 	}
 	c.keep(dir, h)
 	return h, nil
@@ -65,6 +65,19 @@ func (c *dirs) make(dir string) (*dirHandle, error) {
 	}
 	c.keep(dir, h)
 	return h, nil
+}
+
+// notDir is the error for a directory of the tree that cannot be opened:
+// an obstacle when it, or one above it, is something other than a
+// directory (os.Root does not say ENOTDIR), else err.
+func (c *dirs) notDir(dir string, err error) error {
+	for d := range ancestors(dir + "/") {
+		fi, lerr := c.tree.Lstat(d)
+		if lerr == nil && !fi.IsDir() {
+			return &obstacle{fmt.Sprintf("%s is %s, where a directory is needed", d, kindOf(fi.Mode()))}
+		}
+	}
+	return err
 }
 
 func (c *dirs) openDir(dir string) (*dirHandle, error) {
@@ -150,7 +163,40 @@ func targetInfo(rel string, st statResult) (fs.FileInfo, error) {
 	case fi.Mode()&fs.ModeSymlink != 0:
 		return nil, fmt.Errorf("%s is a symbolic link; not replaced", rel)
 	case !fi.Mode().IsRegular():
-		return nil, fmt.Errorf("%s exists and is not a regular file (%s)", rel, fi.Mode().Type())
+		return nil, &obstacle{fmt.Sprintf("%s exists and is %s", rel, kindOf(fi.Mode()))}
 	}
 	return fi, nil
+}
+
+// An obstacle is something in the tree where a bitstream is to land: a
+// directory (or another kind of file) at its name, or a file where it
+// needs a directory. A package that deletes it may still land the
+// bitstream: a directory that became a file at the Source, and a file
+// that became a directory, change in one run.
+type obstacle struct{ msg string }
+
+func (o *obstacle) Error() string { return o.msg }
+
+func isObstacle(err error) bool {
+	var o *obstacle
+	return errors.As(err, &o)
+}
+
+// kindOf names a file's type in words, for messages.
+func kindOf(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case m.IsRegular():
+		return "a file"
+	}
+	return "not a regular file"
 }
