@@ -188,20 +188,25 @@ func (d *download) checkPiece(a *attempt, h hash.Hash) error {
 // request sends the range request and accepts the response only if it is
 // exactly the range asked for, so an error page never reaches the file.
 func (d *download) request(a *attempt, off, end int64) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(a.ctx, http.MethodGet, a.m.url, nil)
+	return rangeRequest(a.ctx, d.g.client, a.m.url, off, end, d.f.Size)
+}
+
+// rangeRequest GETs bytes off to end-1 of the file of length size at url.
+func rangeRequest(ctx context.Context, c *http.Client, url string, off, end, size int64) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", a.m.url, err)
+		return nil, fmt.Errorf("%s: %w", url, err)
 	}
 	req.Header.Set("Range", fmt.Sprintf("bytes=%d-%d", off, end-1))
 	req.Header.Set("Accept-Encoding", "identity")
-	resp, err := d.g.client.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
-		if c := context.Cause(a.ctx); c != nil {
-			return nil, fmt.Errorf("%s: %w", a.m.url, c)
+		if c := context.Cause(ctx); c != nil {
+			return nil, fmt.Errorf("%s: %w", url, c)
 		}
-		return nil, fmt.Errorf("%s: %w", a.m.url, err)
+		return nil, fmt.Errorf("%s: %w", url, err)
 	}
-	if err := checkRange(resp, a.m.url, off, end, d.f.Size); err != nil {
+	if err := checkRange(resp, url, off, end, size); err != nil {
 		drain(resp)
 		return nil, err
 	}
