@@ -178,10 +178,6 @@ func (s *syncer) run(ctx context.Context) error {
 		if err := s.baseline(ctx, "the destination has no complete copy yet"); err != nil {
 			return err
 		}
-		if s.opts.DryRun {
-			s.note("dry run: changes after the baseline are not looked at")
-			return nil
-		}
 		return s.incremental(ctx, true)
 	}
 	return s.incremental(ctx, false)
@@ -219,7 +215,7 @@ func (s *syncer) incremental(ctx context.Context, afterBaseline bool) error {
 		s.note("%s; the changes after the baseline wait for a later run", gap)
 		return nil
 	case doc == "":
-		if err := s.baseline(ctx, gap+"; taking a new baseline"); err != nil || s.opts.DryRun {
+		if err := s.baseline(ctx, gap+"; taking a new baseline"); err != nil {
 			return err
 		}
 		return s.incremental(ctx, true)

@@ -83,6 +83,13 @@ func (u *unpacker) unpackPackage(ctx context.Context, ref verify.PackageRef, cl 
 func (u *unpacker) stagePackage(ctx context.Context, ref verify.PackageRef, cl claimed, speculative bool) (*pkgRun, error) {
 	p := &pkgRun{u: u, ref: ref, rep: verify.NewReporter(u.rep.Report), byBits: map[*verify.Bitstream]*action{},
 		m: verify.NewMeter(u.opts.Progress, ref), claimed: cl, speculative: speculative}
+	if u.opts.DryRun && resourcesync.IsURL(ref.Loc) {
+		if err := p.planRemote(ctx); err != nil {
+			p.release()
+			return nil, err
+		}
+		return p, nil
+	}
 	src, ok, err := u.open(ctx, ref, p.rep)
 	if err != nil {
 		p.m.Finish()
@@ -150,6 +157,28 @@ func (p *pkgRun) prepare(ctx context.Context) error {
 	if err != nil {
 		return nil // reported
 	}
+	if err := p.planPackage(pkg); err != nil || p.u.opts.DryRun {
+		return err
+	}
+	if ph != nil {
+		ph.Start()
+	}
+	if err := p.stage(ctx); err != nil {
+		return err
+	}
+	if ph != nil {
+		if why := p.packageHashBad(ph, mh); why != "" {
+			p.refuseStaged(why)
+			return nil
+		}
+	}
+	p.ready = true
+	return nil
+}
+
+// planPackage plans an open package's actions against the tree; in a dry
+// run it is all there is to do.
+func (p *pkgRun) planPackage(pkg *verify.Package) error {
 	p.pkg = pkg
 	pkg.Manifest = nil // unpack has no use for its bytes: up to 50 MB less per package in flight
 	if err := p.wrongBase(); err != nil {
@@ -165,19 +194,6 @@ func (p *pkgRun) prepare(ctx context.Context) error {
 	if p.u.opts.DryRun {
 		return p.dryRun()
 	}
-	if ph != nil {
-		ph.Start()
-	}
-	if err := p.stage(ctx); err != nil {
-		return err
-	}
-	if ph != nil {
-		if why := p.packageHashBad(ph, mh); why != "" {
-			p.refuseStaged(why)
-			return nil
-		}
-	}
-	p.ready = true
 	return nil
 }
 
@@ -235,7 +251,7 @@ func (p *pkgRun) actionFor(b *verify.Bitstream, last map[string]*action) *action
 	case prev != nil:
 		prev.superseded = true
 	}
-	if !b.Deleted() && b.File == nil {
+	if !b.Deleted() && b.File == nil && (b.Bad != "" || !p.pkg.ManifestOnly()) {
 		p.refuse(a, CheckRefused, "not written: "+orText(b.Bad, "the package has no readable entry for it"))
 	} else if !b.Deleted() {
 		p.claim(a)

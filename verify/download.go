@@ -63,6 +63,21 @@ func (r *Remote) Open(ctx context.Context, ref PackageRef) (ra io.ReaderAt, size
 	return nil, 0, false, nil, err
 }
 
+// Ranges opens the remote package ref for reading by byte ranges from its
+// <loc>, mirrors and Metalink (transfer.Ranges), without downloading it:
+// for its central directory and manifest, or one bitstream.
+func (r *Remote) Ranges(ctx context.Context, ref PackageRef) (*transfer.Ranges, error) {
+	g := r.getter()
+	f, err := remoteFile(ctx, g, ref)
+	if err != nil {
+		return nil, err
+	}
+	if f.Size < 0 && ref.Length >= 0 {
+		f.Size = ref.Length
+	}
+	return g.Ranges(ctx, f)
+}
+
 // downloadDir makes the directory a package downloads into: a fresh one,
 // or with Resume the one its URL names, which an earlier run may have
 // left half full.

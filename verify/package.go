@@ -126,6 +126,30 @@ func OpenPackageDecoded(ra io.ReaderAt, size int64, src, wantCap string, lim Lim
 	return p, nil
 }
 
+// ReadManifest decodes and checks a package's manifest read on its own
+// (a detached copy): a Package whose bitstreams have no ZIP entry to
+// read, for planning what the package would change without reading it.
+// The manifest is bounded by the sitemap size limit.
+func ReadManifest(r io.Reader, src, wantCap string, lim Limits, rep *Reporter) (*Package, error) {
+	b, err := io.ReadAll(io.LimitReader(r, resourcesync.MaxBytes+1))
+	switch {
+	case err != nil:
+		return nil, reject(rep, Finding{Severity: Error, Check: CheckManifest, Source: src, Path: ManifestName, Msg: "manifest: " + err.Error()})
+	case len(b) > resourcesync.MaxBytes:
+		return nil, reject(rep, Finding{Severity: Error, Check: CheckManifest, Source: src, Path: ManifestName,
+			Msg: fmt.Sprintf("manifest larger than %d bytes", resourcesync.MaxBytes)})
+	}
+	p := &Package{Source: src, Manifest: b, rep: rep, lim: lim}
+	if err := p.decodeManifest(wantCap, nil); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// ManifestOnly says whether the package was read from its manifest alone
+// (ReadManifest): its bitstreams cannot be read.
+func (p *Package) ManifestOnly() bool { return p.zr == nil && p.ra == nil }
+
 func reject(rep *Reporter, f Finding) error {
 	rep.Report(f)
 	return fmt.Errorf("%s: %w: %s", f.Source, ErrRejected, f.Msg)

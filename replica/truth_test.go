@@ -1,0 +1,130 @@
+package replica_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/replica"
+	"github.com/rsdump/rsdump/verify/verifytest"
+)
+
+// packed is a Source as rsdump pack makes one: a tree packed into a
+// Resource Dump, then into Change Dumps and Change Lists by pack
+// --changes, the output served on loopback at the root with the
+// resources under /res/. It counts the bytes of packages served.
+type packed struct {
+	t        testing.TB
+	src, out string
+	srv      *httptest.Server
+	base     string
+	runs     int
+	zipBytes atomic.Int64 // bytes of .zip responses
+	zipGets  atomic.Int64
+}
+
+func newPacked(t testing.TB, files map[string]string) *packed {
+	p := &packed{t: t, src: t.TempDir(), out: t.TempDir()}
+	verifytest.WriteFiles(t, p.src, files)
+	mux := http.NewServeMux()
+	mux.Handle("/res/", http.StripPrefix("/res/", http.FileServer(http.Dir(p.src))))
+	mux.Handle("/", http.FileServer(http.Dir(p.out)))
+	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, ".zip") {
+			p.zipGets.Add(1)
+			w = &countingWriter{ResponseWriter: w, n: &p.zipBytes}
+		}
+		mux.ServeHTTP(w, r)
+	}))
+	t.Cleanup(p.srv.Close)
+	p.base = p.srv.URL + "/res/"
+	return p
+}
+
+type countingWriter struct {
+	http.ResponseWriter
+	n *atomic.Int64
+}
+
+func (w *countingWriter) Write(b []byte) (int, error) {
+	n, err := w.ResponseWriter.Write(b)
+	w.n.Add(int64(n))
+	return n, err
+}
+
+// pack runs pack (changes: pack --changes) over the tree, each run an hour
+// after the last.
+func (p *packed) pack(changes bool, o pack.Options) {
+	p.t.Helper()
+	o.BaseURL, o.DumpURL, o.Changes = p.base, p.srv.URL+"/", changes
+	o.At = t0.Add(time.Duration(p.runs) * time.Hour)
+	p.runs++
+	if _, err := pack.Pack(context.Background(), p.src, p.out, o); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// write changes the Source's tree: data "" deletes.
+func (p *packed) write(files map[string]string) {
+	p.t.Helper()
+	for rel, data := range files {
+		path := filepath.Join(p.src, filepath.FromSlash(rel))
+		if data == "" {
+			if err := os.RemoveAll(path); err != nil {
+				p.t.Fatal(err)
+			}
+			continue
+		}
+		verifytest.WriteFiles(p.t, p.src, map[string]string{rel: data})
+		// A time inside the next run's interval, distinct from the last.
+		mt := t0.Add(time.Duration(p.runs-1)*time.Hour + 30*time.Minute)
+		os.Chtimes(path, mt, mt)
+	}
+}
+
+// capabilities is the URL of the Source's Capability List.
+func (p *packed) capabilities() string { return p.srv.URL + "/" + pack.CapabilityListName }
+
+// TestDryRunPlansWholeChain: a dry run into a new directory plans the
+// baseline and every Change Dump package after it from documents and
+// detached manifests only: no byte of any package is served, nothing is
+// written, and its counts are the real run's.
+func TestDryRunPlansWholeChain(t *testing.T) {
+	p := newPacked(t, files(40, 3000))
+	p.pack(false, pack.Options{MaxPackageSize: 30000})
+	p.write(map[string]string{"d0/f000.txt": "updated", "new/n.txt": "created", "d1/f001.txt": ""})
+	p.pack(true, pack.Options{})
+	p.write(map[string]string{"d2/f002.txt": "updated again", "d3/f003.txt": "", "new/m.txt": "another"})
+	p.pack(true, pack.Options{})
+
+	dst := filepath.Join(t.TempDir(), "copy")
+	dry, fs, _ := syncRun(t, p.capabilities(), dst, replica.Options{DryRun: true})
+	if dry.Problems() != 0 {
+		t.Fatalf("dry run: %+v\n%s", dry, problems(fs))
+	}
+	if n := p.zipBytes.Load(); n != 0 {
+		t.Errorf("the dry run was served %d bytes of packages in %d requests", n, p.zipGets.Load())
+	}
+	if _, err := os.Stat(dst); !os.IsNotExist(err) {
+		t.Errorf("the dry run created %s (%v)", dst, err)
+	}
+	real, fs, _ := syncRun(t, p.capabilities(), dst, replica.Options{})
+	if real.Problems() != 0 {
+		t.Fatalf("real run: %+v\n%s", real, problems(fs))
+	}
+	if got, want := dry.Result, real.Result; got.Packages != want.Packages || got.Written != want.Written ||
+		got.Present != want.Present || got.Deleted != want.Deleted || got.Refused != want.Refused || got.Bytes != want.Bytes {
+		t.Errorf("dry run planned %+v, the run did %+v", got, want)
+	}
+	if len(dry.Steps) != len(real.Steps) || len(real.Steps) != 2 {
+		t.Errorf("steps: dry %d, real %d, want 2 (baseline and incremental)", len(dry.Steps), len(real.Steps))
+	}
+	sameTree(t, dst, readTree(t, p.src))
+}
