@@ -31,6 +31,11 @@ type Options struct {
 	BaseURL string
 	DryRun  bool // say what would change; write nothing
 	Audit   bool // end with the tree check against the Resource List (or Dump)
+	// Adopt and Overwrite are unpack's: files already in the tree that
+	// rsdump did not write are adopted when they hold their resource, and
+	// with Overwrite replaced when they do not; without either a first
+	// sync into a directory with files at the resources' names refuses.
+	Adopt, Overwrite bool
 	// Transfer tunes the engine that fetches packages; Client reads
 	// documents and resources (default transfer.NewClient(Transfer)).
 	Transfer transfer.Options
@@ -303,7 +308,8 @@ func (s *syncer) unpackOptions() (unpack.Options, error) {
 	if err != nil {
 		return unpack.Options{}, err
 	}
-	return unpack.Options{Dir: s.tree, Mapper: m, DryRun: s.opts.DryRun, Limits: s.opts.Limits, Jobs: s.opts.Jobs, Client: s.opts.Client,
+	return unpack.Options{Dir: s.tree, Mapper: m, DryRun: s.opts.DryRun, Adopt: s.opts.Adopt, Overwrite: s.opts.Overwrite,
+		Limits: s.opts.Limits, Jobs: s.opts.Jobs, Client: s.opts.Client,
 		Transfer: s.opts.Transfer, ResumeDownloads: true, Fetches: s.opts.Fetches,
 		Report: s.opts.Report, Progress: s.opts.Progress, Total: s.opts.Total}, nil
 }
@@ -369,7 +375,7 @@ func (s *syncer) audit(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sum, err := verify.Audit(ctx, s.dir, against, m, verify.Options{Client: s.opts.Client, Report: s.opts.Report, Jobs: s.opts.Jobs})
+	sum, err := verify.Audit(ctx, s.dir, against, m, verify.Options{Client: s.opts.Client, Report: s.opts.Report, Jobs: s.opts.Jobs, AllowExtras: true})
 	if err != nil {
 		return err
 	}

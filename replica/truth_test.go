@@ -2,6 +2,7 @@ package replica_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/replica"
+	"github.com/rsdump/rsdump/unpack"
+	"github.com/rsdump/rsdump/verify"
 	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
@@ -127,4 +130,36 @@ func TestDryRunPlansWholeChain(t *testing.T) {
 		t.Errorf("steps: dry %d, real %d, want 2 (baseline and incremental)", len(dry.Steps), len(real.Steps))
 	}
 	sameTree(t, dst, readTree(t, p.src))
+}
+
+// TestForeignFileSurvives: a file of the user's own in the destination,
+// at no resource's name, survives the first sync and the changes after
+// it, and --audit lists it as an extra, not an error; a first sync into a
+// directory with a file at a resource's name refuses and writes nothing.
+func TestForeignFileSurvives(t *testing.T) {
+	p := newPacked(t, files(6, 200))
+	p.pack(false, pack.Options{})
+	dst := t.TempDir()
+	verifytest.WriteFiles(t, dst, map[string]string{"README.txt": "the user's own", "d0/f000.txt": "the user's version"})
+	if _, err := replica.Sync(context.Background(), p.capabilities(), dst, replica.Options{}); !errors.Is(err, unpack.ErrForeign) ||
+		!strings.Contains(err.Error(), filepath.Join(dst, "d0", "f000.txt")) {
+		t.Fatalf("first sync over the user's d0/f000.txt: %v, want ErrForeign naming it", err)
+	}
+	if _, err := os.Stat(filepath.Join(dst, ".rsdump", "state.json")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the refused sync left a state (%v)", err)
+	}
+	os.Remove(filepath.Join(dst, "d0", "f000.txt"))
+	syncRun(t, p.capabilities(), dst, replica.Options{})
+	p.write(map[string]string{"d1/f001.txt": "", "d2/f002.txt": "changed"})
+	p.pack(true, pack.Options{})
+	res, fs, _ := syncRun(t, "", dst, replica.Options{Audit: true})
+	if res.Problems() != 0 || res.Audit == nil || res.Audit.Errors != 0 || res.Audit.Extras != 1 {
+		t.Fatalf("%+v audit %+v\n%s", res, res.Audit, problems(fs))
+	}
+	if !hasFinding(fs, verify.Warning, verify.CheckExtra) {
+		t.Errorf("README.txt not listed as an extra:\n%s", problems(fs))
+	}
+	want := readTree(t, p.src)
+	want["README.txt"] = "the user's own"
+	sameTree(t, dst, want)
 }

@@ -22,7 +22,8 @@ func (p *pkgRun) apply() error {
 		p.refuseStaged(fmt.Sprintf("--atomic-package, and the package has %d problems", n))
 		return nil
 	}
-	recs, err := p.deletionRecords()
+	p.findExisting()
+	recs, err := p.ownership()
 	if err != nil {
 		return err
 	}
@@ -222,25 +223,86 @@ func (p *pkgRun) committedRecords() []deststate.Record {
 	return out
 }
 
-// deletionRecords looks up, in the written log, what rsdump last wrote at
-// each target the package deletes.
-func (p *pkgRun) deletionRecords() (map[string]deststate.Record, error) {
+// findExisting notes which staged bitstreams land on a file that is
+// there, for a package staged ahead, which did not look (checkPresent
+// did for the others).
+func (p *pkgRun) findExisting() {
+	if !p.speculative {
+		return
+	}
+	for _, a := range p.actions {
+		if a.staged {
+			fi, err := p.u.dest.root.Lstat(a.target)
+			a.exists = err == nil && fi.Mode().IsRegular()
+		}
+	}
+}
+
+// ownership looks up in the written log, in one pass, the targets the
+// package deletes, replaces or adopts, and applies the rule that rsdump
+// changes only what it wrote: a file at a bitstream's name that rsdump
+// did not write is left as it was and the bitstream refused, unless
+// Overwrite; with Adopt, a file that already holds its bitstream is
+// recorded as rsdump's. It returns the records of the targets.
+func (p *pkgRun) ownership() (map[string]deststate.Record, error) {
 	want := map[string]bool{}
 	for _, a := range p.actions {
-		if a.b.Deleted() && !a.superseded && !a.failed {
+		if !a.superseded && !a.failed && (a.b.Deleted() || a.exists || a.present && (a.stale || p.u.opts.Adopt)) {
 			want[a.target] = true
 		}
 	}
 	if len(want) == 0 || p.u.dest.root == nil {
 		return nil, nil
 	}
-	return p.u.dest.st.Lookup(want)
+	recs, err := p.u.dest.st.Lookup(want)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range p.actions {
+		rec, owned := recs[a.target]
+		owned = owned && !rec.Deleted()
+		adopt := !owned && a.present && p.u.opts.Adopt
+		switch {
+		case a.superseded || a.failed || a.b.Deleted():
+		case a.exists && !owned && !p.u.opts.Overwrite:
+			p.notOwned(a)
+		case adopt && !p.recordsPresent():
+			p.recs = append(p.recs, deststate.Record{Path: a.target, Length: a.length, Hash: a.sums.String(), Mtime: a.b.URL.Lastmod})
+		}
+		if a.present && a.stale && (owned || adopt) {
+			p.touch(a)
+		}
+	}
+	return recs, nil
+}
+
+// touch gives a file rsdump owns that already holds its bitstream the
+// entry's mtime and mode.
+func (p *pkgRun) touch(a *action) {
+	if p.u.opts.DryRun {
+		return
+	}
+	if lm := a.b.URL.Lastmod; !lm.IsZero() {
+		p.u.dest.root.Chtimes(a.target, lm, lm)
+	}
+	if a.hasPerm {
+		p.u.dest.root.Chmod(a.target, a.perm)
+	}
+}
+
+// notOwned refuses a bitstream whose name holds a file rsdump did not
+// write.
+func (p *pkgRun) notOwned(a *action) {
+	if a.staged {
+		p.st.remove(a.target)
+		a.staged = false
+	}
+	p.conflict(a, "not written: a file rsdump did not write is at this name, and is left as it was (--overwrite replaces it)")
 }
 
 // delete removes a target for a deleted change, but only when the file is
-// the one the Destination had: the one rsdump last wrote there, or, with
-// no record, the one the entry's own hash describes. A file changed
-// locally is kept and reported.
+// the one rsdump last wrote (or adopted) there. A file changed locally,
+// or one rsdump has no record of, is kept and reported.
 func (p *pkgRun) delete(a *action, recs map[string]deststate.Record, dirs map[string]bool) {
 	fi, err := p.u.dest.checkTarget(a.target)
 	switch {
@@ -251,9 +313,15 @@ func (p *pkgRun) delete(a *action, recs map[string]deststate.Record, dirs map[st
 		p.deleted(a, "already absent")
 		return
 	}
-	length, want := expected(a, recs)
+	rec, ok := recs[a.target]
+	if !ok || rec.Deleted() {
+		p.conflict(a, "not deleted: rsdump did not write this file (its written log has no record of it)")
+		return
+	}
+	length, want := rec.Length, digest.Set(nil)
+	want, _ = digest.Parse(rec.Hash)
 	if len(want.Known()) == 0 {
-		p.conflict(a, "not deleted: rsdump has no record of writing this file, and the entry gives no hash to compare it with")
+		p.conflict(a, "not deleted: rsdump's record of this file gives no hash to compare it with")
 		return
 	}
 	same, err := p.sameFile(a.target, fi.Size(), length, want)
@@ -267,14 +335,6 @@ func (p *pkgRun) delete(a *action, recs map[string]deststate.Record, dirs map[st
 	default:
 		p.remove(a, dirs)
 	}
-}
-
-func expected(a *action, recs map[string]deststate.Record) (int64, digest.Set) {
-	if r, ok := recs[a.target]; ok && r.Length >= 0 {
-		set, _ := digest.Parse(r.Hash)
-		return r.Length, set
-	}
-	return a.b.Length, a.b.Want
 }
 
 func (p *pkgRun) sameFile(rel string, size, length int64, want digest.Set) (bool, error) {
@@ -316,7 +376,7 @@ func (p *pkgRun) conflict(a *action, msg string) {
 // alone: bitstreams are not read, so a damaged one shows up only in a
 // real run (or in rsdump verify).
 func (p *pkgRun) dryRun() error {
-	recs, err := p.deletionRecords()
+	recs, err := p.ownership()
 	if err != nil {
 		return err
 	}

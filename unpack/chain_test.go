@@ -431,7 +431,7 @@ func TestObstacleNamedInWords(t *testing.T) {
 	dst := t.TempDir()
 	os.Mkdir(filepath.Join(dst, "a.txt"), 0o755)
 	writeFile(t, filepath.Join(dst, "b"), []byte("a file"))
-	res, fs := run(t, filepath.Join(out, pack.DumpName), dst, unpack.Options{})
+	res, fs := run(t, filepath.Join(out, pack.DumpName), dst, unpack.Options{Overwrite: true})
 	if res.Refused != 2 {
 		t.Fatalf("%+v\n%s", res, dump(fs))
 	}

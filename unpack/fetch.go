@@ -6,8 +6,6 @@ import (
 	"io"
 	"io/fs"
 
-	"github.com/rsdump/rsdump/internal/httpc"
-	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/transfer"
 	"github.com/rsdump/rsdump/verify"
 )
@@ -56,7 +54,7 @@ func (u *unpacker) openFailed(ctx context.Context, ref verify.PackageRef, rep *v
 // directory and manifest entry only. Problems are reported; the error is
 // for a cancelled context.
 func (p *pkgRun) planRemote(ctx context.Context) error {
-	pkg, err := p.remoteManifest(ctx)
+	pkg, err := p.u.planManifest(ctx, p.ref, p.rep)
 	if err != nil {
 		return p.u.openFailed(ctx, p.ref, p.rep, err)
 	}
@@ -65,33 +63,4 @@ func (p *pkgRun) planRemote(ctx context.Context) error {
 	}
 	p.u.count(func(r *Result) { r.Packages++ })
 	return p.planPackage(pkg)
-}
-
-// remoteManifest reads a remote package's manifest without its bitstreams;
-// nil when the manifest was reported unusable.
-func (p *pkgRun) remoteManifest(ctx context.Context) (*verify.Package, error) {
-	lim, ref := p.u.opts.Limits, p.ref
-	if ref.Contents != "" {
-		rc, err := httpc.Open(ctx, p.u.opts.Client, ref.Contents, resourcesync.MaxBytes)
-		if err == nil {
-			defer rc.Close()
-			pkg, err := verify.ReadManifest(rc, ref.Loc, ref.Cap, lim, p.rep)
-			if errors.Is(err, verify.ErrRejected) {
-				return nil, nil
-			}
-			return pkg, err
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-	}
-	rng, err := p.u.remote.Ranges(ctx, ref)
-	if err != nil {
-		return nil, err
-	}
-	pkg, err := verify.OpenPackage(rng, rng.Size(), ref.Loc, ref.Cap, lim, p.rep)
-	if errors.Is(err, verify.ErrRejected) {
-		return nil, nil
-	}
-	return pkg, err
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strconv"
 	"sync"
@@ -31,9 +32,14 @@ type action struct {
 	target     string // slash-separated, relative to the tree
 	superseded bool   // a later entry of the package has the same target
 	present    bool   // the target already holds the bitstream
-	failed     bool   // refused, and reported
-	staged     bool   // read, verified and staged, at its target's path in the stage
-	length     int64  // the bytes staged
+	exists     bool   // the target is a file that does not hold it: is it rsdump's to replace?
+	stale      bool   // present, with another mtime or mode than the entry's: is it rsdump's to touch?
+	sums       digest.Set
+	perm       fs.FileMode // the mode the entry records, when hasPerm
+	hasPerm    bool
+	failed     bool  // refused, and reported
+	staged     bool  // read, verified and staged, at its target's path in the stage
+	length     int64 // the bytes staged
 }
 
 // pkgRun is the unpacking of one package.
@@ -287,28 +293,34 @@ func (p *pkgRun) checkPresent() {
 		case err != nil:
 			p.refuse(a, CheckTarget, "not written: "+err.Error())
 		case ok:
-			p.markPresent(a, sums)
+			p.markPresent(a, fi, sums)
+		case fi != nil:
+			a.exists = true
 		}
 	}
 }
 
-func (p *pkgRun) markPresent(a *action, sums digest.Set) {
-	a.present = true
-	if !p.u.opts.DryRun { // the content is right; the time and mode may not be
-		if lm := a.b.URL.Lastmod; !lm.IsZero() {
-			p.u.dest.root.Chtimes(a.target, lm, lm)
-		}
-		p.u.dest.setPerm(a.target, a.b.File)
-	}
-	if p.isChange() || p.u.resuming {
-		// Record it in case the run that wrote it was killed before its
-		// record; not on every re-run of a Resource Dump, which would grow
-		// the log by the whole tree each time.
+// markPresent notes a target that holds its bitstream. Its mtime, when it
+// is not the entry's, is set once the target is known to be rsdump's
+// (ownership), as is its mode: the content is right, the rest may not be.
+func (p *pkgRun) markPresent(a *action, fi fs.FileInfo, sums digest.Set) {
+	a.present, a.sums, a.length = true, sums, fi.Size()
+	a.perm, a.hasPerm = recordedPerm(a.b.File) // the ZIP entry is let go before commit
+	lm := a.b.URL.Lastmod
+	a.stale = !lm.IsZero() && !fi.ModTime().Equal(lm) || a.hasPerm && fi.Mode().Perm() != a.perm
+	if p.recordsPresent() {
 		p.recs = append(p.recs, deststate.Record{Path: a.target, Length: a.b.Length, Hash: sums.String(), Mtime: a.b.URL.Lastmod})
 	}
 	p.u.count(func(r *Result) { r.Present++ })
 	p.report(a, verify.OK, CheckPresent, "already present", verify.Describe(a.b.Length, sums))
 }
+
+// recordsPresent says whether the run records the bitstreams it finds in
+// place in the written log: those of changes, and all when the run that
+// wrote them may have been killed before their record; not on every
+// re-run of a Resource Dump, which would grow the log by the whole tree
+// each time.
+func (p *pkgRun) recordsPresent() bool { return p.isChange() || p.u.resuming }
 
 func (p *pkgRun) report(a *action, sev verify.Severity, check, msg, actual string) {
 	p.rep.Report(verify.Finding{Severity: sev, Check: check, Source: p.ref.Loc, URI: a.b.URL.Loc, Path: a.target,

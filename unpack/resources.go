@@ -2,6 +2,7 @@ package unpack
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -39,14 +40,12 @@ func ApplyList(ctx context.Context, loc, dir string, opts Options) (*Result, err
 		return nil, err
 	}
 	defer u.dest.close()
+	if err := u.guardList(ctx, loc); err != nil {
+		return nil, err
+	}
 	l := &listRun{u: u, top: loc}
 	ld := resourcesync.Loader{
-		Open: func(ctx context.Context, loc string) (io.ReadCloser, error) {
-			if !resourcesync.IsURL(loc) {
-				return resourcesync.OpenLocal(ctx, loc)
-			}
-			return httpc.Open(ctx, u.opts.Client, loc, resourcesync.MaxBytes)
-		},
+		Open:     u.openDoc,
 		Document: func(d *resourcesync.Document) error { return l.document(ctx, d) },
 		Entry:    l.entry,
 	}
@@ -60,6 +59,37 @@ func ApplyList(ctx context.Context, loc, dir string, opts Options) (*Result, err
 		return nil, err
 	}
 	return u.result(), nil
+}
+
+// openDoc opens a document, local or remote, through the run's client.
+func (u *unpacker) openDoc(ctx context.Context, loc string) (io.ReadCloser, error) {
+	if !resourcesync.IsURL(loc) {
+		return resourcesync.OpenLocal(ctx, loc)
+	}
+	return httpc.Open(ctx, u.opts.Client, loc, resourcesync.MaxBytes)
+}
+
+// guardList is guardFresh for a Resource List: a first run into a
+// directory that holds a file at one of its resources' names refuses
+// before anything lands.
+func (u *unpacker) guardList(ctx context.Context, loc string) error {
+	if !u.needsGuard() {
+		return nil
+	}
+	ld := resourcesync.Loader{
+		Open: u.openDoc,
+		Entry: func(d *resourcesync.Document, _ int, url resourcesync.URL) error {
+			if d.Header.Kind != resourcesync.URLSet || d.Header.MD.Capability != resourcesync.CapResourceList {
+				return nil
+			}
+			return u.guardTarget(url)
+		},
+	}
+	err := ld.Load(ctx, loc)
+	if errors.Is(err, ErrForeign) || ctx.Err() != nil {
+		return err
+	}
+	return nil // a list that cannot be read fails the run itself
 }
 
 // listRun applies a list one document at a time: at most 50,000 entries

@@ -71,6 +71,15 @@ type Options struct {
 	Progress func(n int64)
 	Total    func(n int64)
 
+	// Adopt takes, in a tree rsdump has never written in (no state), the
+	// files that already hold their bitstream as rsdump's: they are
+	// recorded as written. Without it such a run refuses before anything
+	// lands when a bitstream's name is taken (ForeignError). A file that
+	// holds something else is refused, unless Overwrite.
+	Adopt bool
+	// Overwrite replaces files rsdump did not write; it implies Adopt.
+	Overwrite bool
+
 	// Dir is the tree, already open (deststate.Open) by a caller that
 	// runs several steps under one lock (rsdump sync): the run uses it,
 	// and its dry-run setting, and leaves it open. Without it the run
@@ -136,6 +145,7 @@ func start(dir string, opts Options) (*unpacker, error) {
 	if opts.Dir != nil {
 		opts.DryRun = opts.Dir.DryRun()
 	}
+	opts.Adopt = opts.Adopt || opts.Overwrite
 	d, err := openDest(dir, opts)
 	if err != nil {
 		return nil, err
@@ -201,6 +211,9 @@ func (u *unpacker) run(ctx context.Context, source string) error {
 	}
 	if d.Capability == resourcesync.CapChangeDump {
 		return u.changeDump(ctx, d)
+	}
+	if err := u.guardFresh(ctx, d.Packages); err != nil {
+		return err
 	}
 	return u.resourceDump(ctx, d)
 }
@@ -289,6 +302,9 @@ func (u *unpacker) standalone(ctx context.Context, path string) error {
 		}
 	}
 	ref := verify.PackageRef{Loc: path, Length: -1}
+	if err := u.guardFresh(ctx, []verify.PackageRef{ref}); err != nil {
+		return err
+	}
 	verify.Announce([]verify.PackageRef{ref}, u.opts.Total)
 	out, err := u.unpackPackage(ctx, ref, claimed{})
 	if err != nil {

@@ -59,17 +59,20 @@ func Audit(ctx context.Context, dir, against string, mapper Mapper, opts Options
 	if err := a.extras(ctx); err != nil {
 		return nil, err
 	}
-	return a.summary(), nil
+	sum := a.summary()
+	sum.Extras = a.nExtras
+	return sum, nil
 }
 
 type auditor struct {
 	*verifier
-	dir    string
-	root   *os.Root
-	mapper Mapper
-	seed   maphash.Seed
-	mu     sync.Mutex
-	seen   map[uint64]struct{} // hashes of the paths listed: 8 bytes a file, not the path
+	dir     string
+	root    *os.Root
+	mapper  Mapper
+	seed    maphash.Seed
+	mu      sync.Mutex
+	seen    map[uint64]struct{} // hashes of the paths listed: 8 bytes a file, not the path
+	nExtras int                 // extras walks alone
 }
 
 // errCannotAudit is a document of the wrong kind: the wrong argument,
@@ -274,6 +277,16 @@ func hashFile(root *os.Root, rel string, algs []string, length int64) (int64, di
 	return mh.Len(), mh.Sums(), nil
 }
 
+// extra reports a file no entry listed.
+func (a *auditor) extra(rel string) {
+	a.nExtras++
+	f := Finding{Severity: Error, Check: CheckExtra, Source: a.dir, Path: rel, Msg: "file is not listed"}
+	if a.opts.AllowExtras {
+		f.Severity, f.Msg = Warning, "file is not listed: the Source never had it; left as it is"
+	}
+	a.rep.Report(f)
+}
+
 // extras walks the tree for files no entry listed. rsdump's state
 // directory is not part of the tree.
 func (a *auditor) extras(ctx context.Context) error {
@@ -292,7 +305,7 @@ func (a *auditor) extras(ctx context.Context) error {
 		case d.IsDir():
 			return nil
 		case !a.wasSeen(rel):
-			a.rep.Report(Finding{Severity: Error, Check: CheckExtra, Source: a.dir, Path: rel, Msg: "file is not listed"})
+			a.extra(rel)
 		}
 		return nil
 	})

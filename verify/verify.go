@@ -33,6 +33,11 @@ type Options struct {
 	// Client defaults to Client.
 	Transfer transfer.Options
 	TempDir  string
+	// AllowExtras makes a file of the tree that the listing lacks a
+	// warning in Audit, not an error: a Destination may hold files of its
+	// own, which rsdump never touches. Either way Summary.Extras counts
+	// them.
+	AllowExtras bool
 
 	// Report receives every finding, OK ones included, one call at a time.
 	Report func(Finding)
@@ -54,6 +59,7 @@ type Summary struct {
 	Bitstreams int   `json:"bitstreams"`
 	Verified   int   `json:"verified"` // bitstreams whose length and hashes matched
 	Bytes      int64 `json:"bytes"`
+	Extras     int   `json:"extras,omitempty"` // files of an audited tree that the listing lacks
 	Counts
 }
 

@@ -56,6 +56,7 @@ type syncFlags struct {
 	maxRatio            float64
 	jobs, fetches       int
 	audit, dryRun, verb bool
+	adopt, overwrite    bool
 }
 
 func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -69,6 +70,8 @@ func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.IntVar(&f.fetches, "fetches", 8, "resources fetched at once from a Resource List or Change List")
 	fs.Float64Var(&f.maxRatio, "max-ratio", verify.DefaultMaxRatio, "refuse entries that inflate more than `N` times their compressed size")
 	fs.BoolVarP(&f.verb, "verbose", "v", false, "print a line for every file written, found present or deleted")
+	fs.BoolVar(&f.adopt, "adopt", false, "take files already in DIR that hold their bitstream as rsdump's (a first sync into a DIR that has files at the resources' names refuses without it)")
+	fs.BoolVar(&f.overwrite, "overwrite", false, "replace files rsdump did not write (implies --adopt)")
 	f.register(fs)
 	withS3 := s3Flag(fs)
 	if err := parse(fs, args, syncHelp, stdout); err != nil {
@@ -114,7 +117,7 @@ func doSync(ctx context.Context, source string, f syncFlags, stdout, stderr io.W
 	}
 	p := newProgress(stderr, f.quiet || f.json, "syncing")
 	rep.msg = p.message
-	o := replica.Options{BaseURL: f.baseURL, DryRun: f.dryRun, Audit: f.audit, Jobs: f.jobs, Fetches: f.fetches,
+	o := replica.Options{BaseURL: f.baseURL, DryRun: f.dryRun, Audit: f.audit, Jobs: f.jobs, Fetches: f.fetches, Adopt: f.adopt, Overwrite: f.overwrite,
 		Limits: verify.Limits{MaxRatio: f.maxRatio}, Transfer: transfer.Options{StallTimeout: f.stall}}
 	o.Progress, o.Total = func(n int64) { p.add(n, "") }, p.grow
 	o.Note = func(m string) {
@@ -152,7 +155,10 @@ func syncSummaryLine(r *replica.Result, dry bool) string {
 	line += ": " + unpackSummaryLine(&unpack.Result{Packages: r.Packages, Written: r.Written, Present: r.Present, Deleted: r.Deleted,
 		Refused: r.Refused, Bytes: r.Bytes, Counts: r.Counts}, dry)
 	if a := r.Audit; a != nil {
-		line += fmt.Sprintf("; audit: %d files verified, %d errors", a.Verified, a.Errors)
+		line += fmt.Sprintf("; audit: %s verified, %s", countOf(a.Verified, "file"), countOf(a.Errors, "error"))
+		if a.Extras > 0 {
+			line += fmt.Sprintf(", %s the Source never had (kept)", countOf(a.Extras, "extra file"))
+		}
 	}
 	return line
 }

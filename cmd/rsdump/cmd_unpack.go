@@ -73,6 +73,7 @@ type unpackFlags struct {
 	jobs                  int
 	atomic, dryRun, verb  bool
 	allowGap              bool
+	adopt, overwrite      bool
 }
 
 func runUnpack(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -83,6 +84,8 @@ func runUnpack(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&f.layout, "layout", "url", "place bitstreams by `url` (relative to --base-url) or by manifest path")
 	fs.BoolVar(&f.atomic, "atomic-package", false, "commit nothing from a package unless every bitstream in it verified")
 	fs.BoolVar(&f.allowGap, "allow-gap", false, "apply Change Dump packages that do not continue from DIR's state (or with no baseline), with a warning")
+	fs.BoolVar(&f.adopt, "adopt", false, "take files already in DIR that hold their bitstream as rsdump's (a first run into a DIR that has files at the bitstreams' names refuses without it)")
+	fs.BoolVar(&f.overwrite, "overwrite", false, "replace files rsdump did not write (implies --adopt)")
 	fs.BoolVarP(&f.dryRun, "dry-run", "n", false, "read the manifests and DIR and report what would change; write nothing")
 	fs.Float64Var(&f.maxRatio, "max-ratio", verify.DefaultMaxRatio, "refuse entries that inflate more than `N` times their compressed size")
 	fs.IntVarP(&f.jobs, "jobs", "j", 0, "Resource Dump packages unpacked at once (default: number of CPUs)")
@@ -131,7 +134,7 @@ func (f *unpackFlags) options(args []string) (unpack.Options, error) {
 	if err != nil {
 		return o, usageError{err}
 	}
-	return unpack.Options{Mapper: m, AtomicPackage: f.atomic, DryRun: f.dryRun, AllowGap: f.allowGap,
+	return unpack.Options{Mapper: m, AtomicPackage: f.atomic, DryRun: f.dryRun, AllowGap: f.allowGap, Adopt: f.adopt, Overwrite: f.overwrite,
 		Limits: verify.Limits{MaxRatio: f.maxRatio}, Jobs: f.jobs, Transfer: transfer.Options{StallTimeout: f.stall}}, nil
 }
 
