@@ -124,7 +124,7 @@ func opener(c *http.Client) resourcesync.OpenFunc {
 // peek reads the header of the document at loc.
 func peek(ctx context.Context, c *http.Client, loc string) (resourcesync.Header, error) {
 	var h resourcesync.Header
-	ld := resourcesync.Loader{Open: opener(c), NoParts: true,
+	ld := resourcesync.Loader{Open: opener(c), NoParts: true, NotAfter: resourcesync.Horizon(),
 		Document: func(d *resourcesync.Document) error { h = d.Header; return errStop }}
 	if err := ld.Load(ctx, loc); err != nil && !errors.Is(err, errStop) {
 		return h, err

@@ -36,6 +36,9 @@ type Options struct {
 	// with Overwrite replaced when they do not; without either a first
 	// sync into a directory with files at the resources' names refuses.
 	Adopt, Overwrite bool
+	// Rollback lets a baseline older than the tree replace it
+	// (unpack.Options.Rollback); without it such a baseline is refused.
+	Rollback bool
 	// Transfer tunes the engine that fetches packages; Client reads
 	// documents and resources (default transfer.NewClient(Transfer)).
 	Transfer transfer.Options
@@ -308,7 +311,7 @@ func (s *syncer) unpackOptions() (unpack.Options, error) {
 	if err != nil {
 		return unpack.Options{}, err
 	}
-	return unpack.Options{Dir: s.tree, Mapper: m, DryRun: s.opts.DryRun, Adopt: s.opts.Adopt, Overwrite: s.opts.Overwrite,
+	return unpack.Options{Dir: s.tree, Mapper: m, DryRun: s.opts.DryRun, Adopt: s.opts.Adopt, Overwrite: s.opts.Overwrite, Rollback: s.opts.Rollback,
 		Limits: s.opts.Limits, Jobs: s.opts.Jobs, Client: s.opts.Client,
 		Transfer: s.opts.Transfer, ResumeDownloads: true, Fetches: s.opts.Fetches,
 		Report: s.opts.Report, Progress: s.opts.Progress, Total: s.opts.Total}, nil

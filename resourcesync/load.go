@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/s3"
@@ -51,6 +52,11 @@ type Loader struct {
 	// NoParts hands an index's entries to Entry without loading the
 	// parts.
 	NoParts bool
+	// NotAfter, when set, refuses a document whose own times or whose
+	// entries' times of change are later than it (FutureHeader,
+	// FutureEntry): a Destination sets Horizon(), so that no time from a
+	// Source's future reaches its state.
+	NotAfter time.Time
 }
 
 // OpenURL is the OpenFunc a Loader uses for URLs when it has no Open of
@@ -102,6 +108,9 @@ func (l *Loader) Read(ctx context.Context, loc string, r io.Reader, index *Docum
 	if err := checkPart(d); err != nil {
 		return err
 	}
+	if err := l.future(loc, 0, d.Header, URL{}); err != nil {
+		return err
+	}
 	if l.Document != nil {
 		if err := l.Document(d); err != nil {
 			return err
@@ -115,10 +124,25 @@ func (l *Loader) Read(ctx context.Context, loc string, r io.Reader, index *Docum
 		if err != nil {
 			return fmt.Errorf("%s: %w", loc, err)
 		}
+		if err := l.future(loc, n, d.Header, u); err != nil {
+			return err
+		}
 		if err := l.entry(ctx, d, n, u); err != nil {
 			return err
 		}
 	}
+}
+
+// future is the FutureError of the header (n 0) or entry n, when the
+// Loader has a NotAfter.
+func (l *Loader) future(loc string, n int, h Header, u URL) error {
+	switch {
+	case l.NotAfter.IsZero():
+		return nil
+	case n == 0:
+		return FutureHeader(loc, h, l.NotAfter)
+	}
+	return FutureEntry(loc, n, u, l.NotAfter)
 }
 
 func (l *Loader) entry(ctx context.Context, d *Document, n int, u URL) error {

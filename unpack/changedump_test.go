@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -149,28 +150,41 @@ func TestChangeManifestOrder(t *testing.T) {
 }
 
 // TestSnapshotPackageRewindsState: a Resource Dump package applied on its
-// own (as `get --unpack` does) after Change Dumps puts files back to the
-// snapshot, so the changes made since must apply again, not be skipped as
-// already applied.
+// own (as `get --unpack` does) after Change Dumps would put files back to
+// the snapshot: it is refused, naming both times, and the tree and state
+// stay as they were. With Rollback it is applied and the state rewound,
+// so the changes made since apply again, not skipped as already applied.
 func TestSnapshotPackageRewindsState(t *testing.T) {
 	out := packDir(t, tree(t, map[string]string{"a.txt": "a1", "b.txt": "b1", "c.txt": "c1"}), pack.Options{})
 	dst := t.TempDir()
 	run(t, filepath.Join(out, pack.DumpName), dst, unpack.Options{})
 	doc := verifytest.ChangeDump(t, t.TempDir(), []verifytest.ChangePackage{pkg1})
 	run(t, doc, dst, unpack.Options{})
-	if res, fs := run(t, filepath.Join(out, "resourcedump-00001.zip"), dst, unpack.Options{}); res.Problems() != 0 {
+	before, stBefore := readTree(t, dst), readState(t, dst)
+	res, fs := run(t, filepath.Join(out, "resourcedump-00001.zip"), dst, unpack.Options{})
+	f, ok := find(fs, verify.Error, unpack.CheckRollback, "")
+	if !ok || res.Written != 0 || !strings.Contains(f.Msg, ftime(fixedTime)) || !strings.Contains(f.Msg, ftime(at(2, 0))) {
+		t.Fatalf("older snapshot package not refused naming both times: %+v\n%s", res, dump(fs))
+	}
+	equalMaps(t, "tree", readTree(t, dst), before)
+	if s := readState(t, dst); !s.Since().Equal(stBefore.Since()) {
+		t.Errorf("state moved: %+v", s)
+	}
+	if res, fs := run(t, filepath.Join(out, "resourcedump-00001.zip"), dst, unpack.Options{Rollback: true}); res.Problems() != 0 {
 		t.Fatalf("snapshot package: %+v\n%s", res, dump(fs))
 	}
 	if s := readState(t, dst); !s.ChangeDumpUntil.IsZero() || !s.ResourceDumpAt.Equal(fixedTime) {
 		t.Errorf("state %+v, want rewound to the snapshot at %s", s, fixedTime)
 	}
-	res, fs := run(t, doc, dst, unpack.Options{})
+	res, fs = run(t, doc, dst, unpack.Options{})
 	if res.Problems() != 0 {
 		t.Fatalf("change dump again: %+v\n%s", res, dump(fs))
 	}
 	want := map[string]string{"a.txt": "a2", "c.txt": "c1", "d.txt": "d1"}
 	equalMaps(t, "tree", contents(readTree(t, dst)), want)
 }
+
+func ftime(t time.Time) string { return resourcesync.FormatTime(t) }
 
 // TestCreateInDirectoryEmptiedBefore: a package deletes the last file of
 // a directory, which removes the directory, then creates a file in it:

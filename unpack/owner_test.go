@@ -113,8 +113,10 @@ func TestAdoptAndOverwrite(t *testing.T) {
 		t.Errorf("the adopted a.txt was not deleted")
 	}
 
+	dst = t.TempDir()
+	writeFiles(t, dst, map[string]string{"a.txt": "a1", "b.txt": "the user's b"})
 	res, fs = run(t, doc, dst, unpack.Options{Overwrite: true})
-	if res.Problems() != 0 || res.Written != 2 {
+	if res.Problems() != 0 || res.Written != 2 || res.Present != 1 {
 		t.Fatalf("--overwrite: %+v\n%s", res, dump(fs))
 	}
 	equalMaps(t, "tree", contents(readTree(t, dst)), ownerFiles)

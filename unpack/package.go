@@ -61,6 +61,7 @@ type pkgRun struct {
 	listChange  bool          // a Change List's run (no package)
 	speculative bool          // staged before the packages ahead committed; see stagePackage
 	ready       bool          // staged and checked, to be applied
+	untrusted   bool          // refused whole: its manifest contradicts its dump document, or it is older than the tree
 	src         source        // the package, open
 	recMu       sync.Mutex    // recs and failed, when resources are fetched at once
 }
@@ -163,7 +164,7 @@ func (p *pkgRun) prepare(ctx context.Context) error {
 	if err != nil {
 		return nil // reported
 	}
-	if err := p.planPackage(pkg); err != nil || p.u.opts.DryRun {
+	if err := p.planPackage(pkg); err != nil || p.u.opts.DryRun || p.untrusted {
 		return err
 	}
 	if ph != nil {
@@ -187,10 +188,17 @@ func (p *pkgRun) prepare(ctx context.Context) error {
 func (p *pkgRun) planPackage(pkg *verify.Package) error {
 	p.pkg = pkg
 	pkg.Manifest = nil // unpack has no use for its bytes: up to 50 MB less per package in flight
+	if !p.trusted() {
+		p.untrusted = true
+		return nil
+	}
 	if err := p.wrongBase(); err != nil {
 		return err
 	}
 	p.plan()
+	if r := p.u.rollback; r != nil {
+		r.hold(p.actions)
+	}
 	if p.u.dest.root != nil {
 		p.dirs = newDirs(p.u.dest.root)
 	}

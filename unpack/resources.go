@@ -48,6 +48,7 @@ func ApplyList(ctx context.Context, loc, dir string, opts Options) (*Result, err
 		Open:     u.openDoc,
 		Document: func(d *resourcesync.Document) error { return l.document(ctx, d) },
 		Entry:    l.entry,
+		NotAfter: resourcesync.Horizon(),
 	}
 	if err := ld.Load(ctx, loc); err != nil {
 		return nil, err
@@ -55,7 +56,7 @@ func ApplyList(ctx context.Context, loc, dir string, opts Options) (*Result, err
 	if err := l.flush(ctx); err != nil {
 		return nil, err
 	}
-	if err := l.finish(); err != nil {
+	if err := l.finish(ctx); err != nil {
 		return nil, err
 	}
 	return u.result(), nil
@@ -108,6 +109,11 @@ func (l *listRun) document(ctx context.Context, d *resourcesync.Document) error 
 	if d.Index == nil {
 		switch c := d.Header.MD.Capability; c {
 		case resourcesync.CapResourceList, resourcesync.CapChangeList:
+			if l.header.MD.Capability == "" && c == resourcesync.CapResourceList {
+				if err := l.u.checkSnapshot(l.top, d.Header.MD.At); err != nil {
+					return err
+				}
+			}
 			l.header = d.Header
 		default:
 			return fmt.Errorf("%s: capability %q: not a Resource List or Change List", d.Loc, c)
@@ -140,6 +146,9 @@ func (l *listRun) flush(ctx context.Context) error {
 		byBits: map[*verify.Bitstream]*action{}, m: verify.NewMeter(nil, verify.PackageRef{Length: 0}), listChange: l.isChange()}
 	p.planList(l.entries)
 	l.entries = nil
+	if r := l.u.rollback; r != nil {
+		r.hold(p.actions)
+	}
 	if p.lastChange.After(l.lastChange) {
 		l.lastChange = p.lastChange
 	}
@@ -165,7 +174,7 @@ func (l *listRun) flush(ctx context.Context) error {
 }
 
 // finish records in the state what the list brought the tree up to.
-func (l *listRun) finish() error {
+func (l *listRun) finish(ctx context.Context) error {
 	s := l.u.state()
 	s.Pending = false
 	if !l.failed && l.u.rep.Counts().Problems() == 0 {
@@ -178,6 +187,11 @@ func (l *listRun) finish() error {
 				s.ChangeDumpUntil = until
 			}
 		} else {
+			if l.u.rollback != nil {
+				if err := l.u.finishRollback(ctx, &s); err != nil {
+					return err
+				}
+			}
 			s.ResourceDumpAt, s.ChangeDumpUntil = l.header.MD.At, time.Time{}
 		}
 		s.Source = l.top

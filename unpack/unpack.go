@@ -71,6 +71,12 @@ type Options struct {
 	Progress func(n int64)
 	Total    func(n int64)
 
+	// Rollback applies a snapshot (a Resource Dump, a Resource List, a
+	// package of one) older than what the tree holds, which is otherwise
+	// refused (RollbackError): a whole snapshot then replaces the tree's
+	// later state, every file rsdump wrote that it does not hold removed,
+	// and the state records it.
+	Rollback bool
 	// Adopt takes, in a tree rsdump has never written in (no state), the
 	// files that already hold their bitstream as rsdump's: they are
 	// recorded as written. Without it such a run refuses before anything
@@ -176,6 +182,7 @@ type unpacker struct {
 	commitMu sync.Mutex     // packages staged at once commit one at a time
 	remote   *verify.Remote // opens packages, fetching remote ones
 	spooled  atomic.Int64   // bytes of the survey's spools (spoolBudget)
+	rollback *rollback      // set while a snapshot older than the tree is applied
 
 	mu  sync.Mutex
 	res Result
@@ -211,6 +218,9 @@ func (u *unpacker) run(ctx context.Context, source string) error {
 	}
 	if d.Capability == resourcesync.CapChangeDump {
 		return u.changeDump(ctx, d)
+	}
+	if err := u.checkSnapshot(d.Source, d.Header.MD.At); err != nil {
+		return err
 	}
 	if err := u.guardFresh(ctx, d.Packages); err != nil {
 		return err
@@ -314,11 +324,14 @@ func (u *unpacker) standalone(ctx context.Context, path string) error {
 }
 
 // standaloneState moves the state for a package unpacked without its dump
-// document: back for a Resource Dump package, forward for a Change Dump
-// package applied without a problem.
+// document: back for a Resource Dump package applied with Rollback,
+// forward for a Change Dump package applied without a problem.
 func (u *unpacker) standaloneState(out outcome, path string) error {
 	switch out.header.MD.Capability {
 	case resourcesync.CapResourceDumpManifest:
+		if !u.opts.Rollback || !out.ok {
+			return nil // an older one was refused (trusted)
+		}
 		return u.rewind(out.header.MD.At)
 	case resourcesync.CapChangeDumpManifest:
 		if out.ok {
@@ -371,6 +384,11 @@ func (u *unpacker) resourceDump(ctx context.Context, d *verify.Dump) error {
 	s := u.state()
 	s.Pending = false
 	if !anyStored(&failed) && u.rep.Counts().Problems() == 0 {
+		if u.rollback != nil {
+			if err := u.finishRollback(ctx, &s); err != nil {
+				return err
+			}
+		}
 		s.ResourceDumpAt, s.ChangeDumpUntil, s.Source = d.Header.MD.At, time.Time{}, d.Source
 	}
 	return u.finishState(s)

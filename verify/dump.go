@@ -52,7 +52,7 @@ func LoadDump(ctx context.Context, client *http.Client, loc string, rep *Reporte
 	d := &Dump{Source: loc}
 	l := &dumpLoader{rep: rep, dump: d}
 	open := func(ctx context.Context, loc string) (io.ReadCloser, error) { return openStream(ctx, client, loc) }
-	ld := resourcesync.Loader{Open: open, Document: l.document, Entry: l.entry, PartFailed: l.partFailed}
+	ld := resourcesync.Loader{Open: open, Document: l.document, Entry: l.entry, PartFailed: l.partFailed, NotAfter: resourcesync.Horizon()}
 	err := ld.Load(ctx, loc)
 	var oe *resourcesync.OpenError
 	switch {

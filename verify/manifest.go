@@ -27,6 +27,10 @@ func (p *Package) decodeManifest(wantCap string, dec *Decoded) error {
 	if err := p.checkHeader(wantCap); err != nil {
 		return err
 	}
+	horizon := resourcesync.Horizon()
+	if err := resourcesync.FutureHeader(ManifestName, p.Header, horizon); err != nil {
+		return p.rejectManifest(err)
+	}
 	next := d.Next
 	if dec != nil && p.Header.Kind == resourcesync.URLSet {
 		// A spool of other bytes, damaged or missing is not an error: the
@@ -47,6 +51,9 @@ func (p *Package) decodeManifest(wantCap string, dec *Decoded) error {
 		}
 		if n > resourcesync.MaxEntries {
 			return p.rejectManifest(fmt.Errorf("more than %d entries", resourcesync.MaxEntries))
+		}
+		if err := resourcesync.FutureEntry(ManifestName, n, u, horizon); err != nil {
+			return p.rejectManifest(err)
 		}
 		p.checkEntry(n, u, &prev)
 	}

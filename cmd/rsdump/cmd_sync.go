@@ -57,6 +57,7 @@ type syncFlags struct {
 	jobs, fetches       int
 	audit, dryRun, verb bool
 	adopt, overwrite    bool
+	rollback            bool
 }
 
 func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -72,6 +73,7 @@ func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.BoolVarP(&f.verb, "verbose", "v", false, "print a line for every file written, found present or deleted")
 	fs.BoolVar(&f.adopt, "adopt", false, "take files already in DIR that hold their bitstream as rsdump's (a first sync into a DIR that has files at the resources' names refuses without it)")
 	fs.BoolVar(&f.overwrite, "overwrite", false, "replace files rsdump did not write (implies --adopt)")
+	fs.BoolVar(&f.rollback, "rollback", false, "take a baseline older than DIR's state when the Source offers no other: DIR becomes exactly that snapshot")
 	f.register(fs)
 	withS3 := s3Flag(fs)
 	if err := parse(fs, args, syncHelp, stdout); err != nil {
@@ -117,7 +119,7 @@ func doSync(ctx context.Context, source string, f syncFlags, stdout, stderr io.W
 	}
 	p := newProgress(stderr, f.quiet || f.json, "syncing")
 	rep.msg = p.message
-	o := replica.Options{BaseURL: f.baseURL, DryRun: f.dryRun, Audit: f.audit, Jobs: f.jobs, Fetches: f.fetches, Adopt: f.adopt, Overwrite: f.overwrite,
+	o := replica.Options{BaseURL: f.baseURL, DryRun: f.dryRun, Audit: f.audit, Jobs: f.jobs, Fetches: f.fetches, Adopt: f.adopt, Overwrite: f.overwrite, Rollback: f.rollback,
 		Limits: verify.Limits{MaxRatio: f.maxRatio}, Transfer: transfer.Options{StallTimeout: f.stall}}
 	o.Progress, o.Total = func(n int64) { p.add(n, "") }, p.grow
 	o.Note = func(m string) {

@@ -74,6 +74,7 @@ type unpackFlags struct {
 	atomic, dryRun, verb  bool
 	allowGap              bool
 	adopt, overwrite      bool
+	rollback              bool
 }
 
 func runUnpack(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -86,6 +87,7 @@ func runUnpack(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.BoolVar(&f.allowGap, "allow-gap", false, "apply Change Dump packages that do not continue from DIR's state (or with no baseline), with a warning")
 	fs.BoolVar(&f.adopt, "adopt", false, "take files already in DIR that hold their bitstream as rsdump's (a first run into a DIR that has files at the bitstreams' names refuses without it)")
 	fs.BoolVar(&f.overwrite, "overwrite", false, "replace files rsdump did not write (implies --adopt)")
+	fs.BoolVar(&f.rollback, "rollback", false, "apply a snapshot older than DIR's state: DIR becomes exactly that snapshot, later files rsdump wrote removed")
 	fs.BoolVarP(&f.dryRun, "dry-run", "n", false, "read the manifests and DIR and report what would change; write nothing")
 	fs.Float64Var(&f.maxRatio, "max-ratio", verify.DefaultMaxRatio, "refuse entries that inflate more than `N` times their compressed size")
 	fs.IntVarP(&f.jobs, "jobs", "j", 0, "Resource Dump packages unpacked at once (default: number of CPUs)")
@@ -134,7 +136,7 @@ func (f *unpackFlags) options(args []string) (unpack.Options, error) {
 	if err != nil {
 		return o, usageError{err}
 	}
-	return unpack.Options{Mapper: m, AtomicPackage: f.atomic, DryRun: f.dryRun, AllowGap: f.allowGap, Adopt: f.adopt, Overwrite: f.overwrite,
+	return unpack.Options{Mapper: m, AtomicPackage: f.atomic, DryRun: f.dryRun, AllowGap: f.allowGap, Adopt: f.adopt, Overwrite: f.overwrite, Rollback: f.rollback,
 		Limits: verify.Limits{MaxRatio: f.maxRatio}, Jobs: f.jobs, Transfer: transfer.Options{StallTimeout: f.stall}}, nil
 }
 
