@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/replica"
 	"github.com/rsdump/rsdump/unpack"
@@ -162,4 +163,33 @@ func TestForeignFileSurvives(t *testing.T) {
 	want := readTree(t, p.src)
 	want["README.txt"] = "the user's own"
 	sameTree(t, dst, want)
+}
+
+// TestWrongGuessNotRecorded: a Source whose first detached manifest makes
+// sync infer a wrong base URL fails the run before anything lands, and
+// leaves no state; once the Source is honest, the same command succeeds
+// with no --base-url and no hand edit.
+func TestWrongGuessNotRecorded(t *testing.T) {
+	p := newPacked(t, files(6, 200))
+	p.pack(false, pack.Options{})
+	manifest := filepath.Join(p.out, "resourcedump-00001.manifest.xml")
+	honest, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(manifest, []byte(strings.ReplaceAll(string(honest), "/res/", "/wrong/")), 0o644)
+	dst := t.TempDir()
+	_, err = replica.Sync(context.Background(), p.capabilities(), dst, replica.Options{})
+	if !errors.Is(err, unpack.ErrBaseURL) {
+		t.Fatalf("sync with a wrong guess: %v, want ErrBaseURL", err)
+	}
+	if st, err := deststate.Read(dst); err != nil || st.Sync != nil || !st.Since().IsZero() {
+		t.Errorf("the failed run left a state: %+v (%v)", st, err)
+	}
+	os.WriteFile(manifest, honest, 0o644)
+	res, fs, _ := syncRun(t, p.capabilities(), dst, replica.Options{})
+	if res.Problems() != 0 || res.BaseURL != p.base {
+		t.Fatalf("honest Source: %+v base %s\n%s", res, res.BaseURL, problems(fs))
+	}
+	sameTree(t, dst, readTree(t, p.src))
 }
