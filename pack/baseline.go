@@ -41,7 +41,7 @@ func openBaseline(ctx context.Context, o *Options, dir, since string) (*baseline
 	if since == "" {
 		since = filepath.Join(dir, StateName)
 		if _, err := os.Stat(since); err != nil {
-			return nil, &BaselineError{Path: since, Err: fmt.Errorf("%w: no earlier pack in %s; give --since RESOURCEDUMP, CHANGEDUMP, RESOURCELIST or STATE", err, dir)}
+			return nil, &BaselineError{Path: since, Err: &noEarlierPack{out: dir, err: err}}
 		}
 	}
 	var key string

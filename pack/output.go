@@ -136,21 +136,38 @@ func (r *run) ownsPending(name string) bool {
 	return IsOutput(name) && !strings.Contains(base, "-shard") || base == StateName
 }
 
+// noBaseline is the error of a --changes run into an output with no
+// earlier pack: what to do about it.
+func (o *output) noBaseline(err error) error {
+	return &BaselineError{Path: o.Loc(StateName), Err: &noEarlierPack{out: o.Loc(""), err: err}}
+}
+
+// noEarlierPack is a --changes run with nothing to find changes since.
+type noEarlierPack struct {
+	out string
+	err error
+}
+
+func (e *noEarlierPack) Error() string {
+	return fmt.Sprintf("no earlier pack in %s to find the changes since: run rsdump pack SRC -o %s first, or give --since RESOURCEDUMP, CHANGEDUMP, RESOURCELIST or STATE", e.out, e.out)
+}
+func (e *noEarlierPack) Unwrap() error { return e.err }
+
 // stateBaseline is the baseline a --changes run reads when --since is not
 // given: the state file in the output. An object is first copied into the
 // scratch directory, since a state baseline is read from a local file,
 // and its key (for the journal) is its URL, length and time, not the
 // copy's.
 func (o *output) stateBaseline(since string) (path, key string, err error) {
-	if since != "" || o.dir != "" {
-		if since == "" {
-			since = filepath.Join(o.dir, StateName)
-		}
+	if since != "" {
 		return since, "", nil
 	}
 	fi, err := o.Stat(o.ctx, StateName)
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", "", &BaselineError{Path: o.Loc(StateName), Err: fmt.Errorf("%w: no earlier pack in %s; give --since RESOURCEDUMP, CHANGEDUMP, RESOURCELIST or STATE", err, o.Loc(""))}
+		return "", "", o.noBaseline(err)
+	}
+	if o.dir != "" {
+		return filepath.Join(o.dir, StateName), "", err
 	}
 	if err != nil {
 		return "", "", err

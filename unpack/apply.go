@@ -10,6 +10,7 @@ import (
 
 	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/internal/digest"
+	"github.com/rsdump/rsdump/internal/plural"
 	"github.com/rsdump/rsdump/verify"
 )
 
@@ -19,7 +20,7 @@ import (
 // bitstream refused or unverified, an orphan, an unsafe name.
 func (p *pkgRun) apply() error {
 	if n := p.rep.Counts().Problems(); p.u.opts.AtomicPackage && n > 0 {
-		p.refuseStaged(fmt.Sprintf("--atomic-package, and the package has %d problems", n))
+		p.refuseStaged("--atomic-package, and the package has " + plural.Count(n, "problem"))
 		return nil
 	}
 	p.findExisting()

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rsdump/rsdump/internal/plural"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/verify"
 )
@@ -152,7 +153,7 @@ func (p *pkgRun) changesApply() bool {
 	}
 	p.old = len(p.pkg.Bitstreams)
 	p.rep.Report(verify.Finding{Severity: verify.OK, Check: CheckSkipped, Source: p.ref.Loc,
-		Msg: fmt.Sprintf("package skipped: its %d changes, until %s, were applied by an earlier run", p.old, ftime(until))})
+		Msg: fmt.Sprintf("package skipped: its %s, until %s, applied by an earlier run", plural.Count(p.old, "change"), ftime(until))})
 	return false
 }
 

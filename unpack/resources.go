@@ -12,6 +12,7 @@ import (
 	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/internal/httpc"
+	"github.com/rsdump/rsdump/internal/plural"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/verify"
 )
@@ -234,7 +235,7 @@ func (p *pkgRun) planList(entries []resourcesync.URL) {
 	}
 	if p.old > 0 {
 		p.rep.Report(verify.Finding{Severity: verify.OK, Check: CheckSkipped, Source: p.ref.Loc,
-			Msg: fmt.Sprintf("%d changes at or before %s were applied by an earlier run", p.old, resourcesync.FormatTime(p.u.state().ChangeDumpUntil))})
+			Msg: fmt.Sprintf("%s at or before %s applied by an earlier run", plural.Count(p.old, "change"), resourcesync.FormatTime(p.u.state().ChangeDumpUntil))})
 	}
 }
 

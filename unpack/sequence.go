@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rsdump/rsdump/internal/plural"
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
@@ -130,7 +131,7 @@ func (s *Sequence) unpackRun(ctx context.Context, paths []string) []seqResult {
 	err := UnpackInOrder(ctx, paths, s.dir, s.opts, func(i int, r *PackageResult) bool {
 		res := seqResult{PackageResult: *r}
 		if r.Refused > 0 || r.Errors > 0 {
-			res.err = fmt.Errorf("unpacking %s: %d bitstreams refused, %d errors (run rsdump unpack for the report)", paths[i], r.Refused, r.Errors)
+			res.err = fmt.Errorf("unpacking %s: %s refused, %s (run rsdump unpack for the report)", paths[i], plural.Count(r.Refused, "bitstream"), plural.Count(r.Errors, "error"))
 		}
 		out = append(out, res)
 		return res.err == nil || r.Header.MD.Capability == resourcesync.CapResourceDumpManifest
@@ -184,5 +185,5 @@ func (s *Sequence) Leftovers() error {
 	if s.stopped != "" {
 		why = s.stopped + " failed to unpack, and Change Dump packages apply in order"
 	}
-	return fmt.Errorf("%d verified packages not unpacked because %s: %s; run again to finish", len(names), why, strings.Join(names, ", "))
+	return fmt.Errorf("%s not unpacked because %s: %s; run again to finish", plural.Count(len(names), "verified package"), why, strings.Join(names, ", "))
 }

@@ -9,12 +9,17 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/rsdump/rsdump/internal/sink"
 	"github.com/rsdump/rsdump/resourcesync"
+	"github.com/rsdump/rsdump/s3"
 )
 
 // expand turns a target into the packages to verify, loading and checking
 // dump documents on the way.
 func (v *verifier) expand(ctx context.Context, t string) ([]PackageRef, error) {
+	if s3Prefix(t) {
+		return v.scanBucket(ctx, t)
+	}
 	if resourcesync.IsURL(t) {
 		if isZip(t) {
 			return []PackageRef{standalone(t)}, nil
@@ -48,6 +53,40 @@ func (v *verifier) scanDir(ctx context.Context, dir string) ([]PackageRef, error
 	if err != nil {
 		return nil, err
 	}
+	return v.scanned(ctx, dir, docs, zips)
+}
+
+// s3Prefix says whether t names an S3 prefix, as pack's -o takes one,
+// rather than a document or package object.
+func s3Prefix(t string) bool {
+	lower := strings.ToLower(t)
+	return strings.HasPrefix(lower, s3.Scheme+"://") && !strings.HasSuffix(lower, ".xml") && !isZip(lower)
+}
+
+// scanBucket is scanDir for s3://BUCKET/PREFIX, a pack output in a
+// bucket: the objects directly under the prefix.
+func (v *verifier) scanBucket(ctx context.Context, loc string) ([]PackageRef, error) {
+	b, err := sink.OpenBucket(ctx, loc, v.opts.Client)
+	if err != nil {
+		return nil, err
+	}
+	var locs []string
+	err = b.List(ctx, "", func(in sink.Info) error {
+		if !strings.Contains(in.Name, "/") {
+			locs = append(locs, b.Loc(in.Name))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	docs, zips := classify(locs)
+	return v.scanned(ctx, loc, docs, zips)
+}
+
+// scanned is the packages of a pack output's documents and, with a
+// warning, those no document lists.
+func (v *verifier) scanned(ctx context.Context, dir string, docs, zips []string) ([]PackageRef, error) {
 	if len(docs) == 0 && len(zips) == 0 {
 		return nil, fmt.Errorf("%s: no dump document and no package", dir)
 	}
@@ -83,15 +122,26 @@ func ListDir(dir string) (docs, zips []string, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	var files []string
+	for _, e := range entries {
+		if e.Type().IsRegular() {
+			files = append(files, filepath.Join(dir, e.Name()))
+		}
+	}
+	docs, zips = classify(files)
+	return docs, zips, nil
+}
+
+// classify sorts the files of a pack output, paths or URLs, into its top
+// dump documents, in the order they apply, and its packages.
+func classify(files []string) (docs, zips []string) {
 	var parts []string
 	caps := map[string]string{}
-	for _, e := range entries {
-		p := filepath.Join(dir, e.Name())
+	for _, p := range files {
 		switch {
-		case !e.Type().IsRegular():
-		case isZip(e.Name()):
+		case isZip(p):
 			zips = append(zips, p)
-		case strings.HasSuffix(e.Name(), ".xml"):
+		case strings.HasSuffix(p, ".xml"):
 			h, err := resourcesync.Peek(context.Background(), p)
 			if err != nil || !resourcesync.IsDump(h) {
 				continue
@@ -114,7 +164,7 @@ func ListDir(dir string) (docs, zips []string, err error) {
 		}
 		return docs[i] < docs[j]
 	})
-	return docs, zips, nil
+	return docs, zips
 }
 
 var errNotIndex = errors.New("not an index")

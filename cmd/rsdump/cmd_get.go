@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rsdump/rsdump/internal/plural"
 	"github.com/rsdump/rsdump/transfer"
 	"github.com/rsdump/rsdump/unpack"
 	"github.com/rsdump/rsdump/verify"
@@ -209,7 +210,7 @@ func mirrorsNote(ms []transfer.MirrorProgress) string {
 			active++
 		}
 	}
-	return fmt.Sprintf("%d of %s active, %s", active, plural(len(ms), "mirror"), plural(conns, "connection"))
+	return fmt.Sprintf("%d of %s active, %s", active, plural.Count(len(ms), "mirror"), plural.Count(conns, "connection"))
 }
 
 // getReport is get's one --json document: a summary per file, in order.
@@ -301,7 +302,7 @@ func printGetSummary(results []*transfer.Result, docs []string, f getFlags, stdo
 		return enc.Encode(rep)
 	}
 	if len(docs) > 0 && !f.quiet {
-		fmt.Fprintf(stdout, "%s saved beside the packages: %s\n", plural(len(docs), "dump document"), strings.Join(docs, ", "))
+		fmt.Fprintf(stdout, "%s saved beside the packages: %s\n", plural.Count(len(docs), "dump document"), strings.Join(docs, ", "))
 	}
 	return nil
 }
@@ -330,19 +331,19 @@ func getNotes(s getSummary) string {
 		notes = append(notes, "UNVERIFIED: the source gives no hash")
 	}
 	if s.Refetch > 0 {
-		notes = append(notes, plural(s.Refetch, "piece")+" refetched")
+		notes = append(notes, plural.Count(s.Refetch, "piece")+" refetched")
 	}
 	switch {
 	case s.Retries == 1:
 		notes = append(notes, "1 retry")
 	case s.Retries > 1:
-		notes = append(notes, fmt.Sprintf("%d retries", s.Retries))
+		notes = append(notes, plural.Count(s.Retries, "retry"))
 	}
 	if n := len(s.NoRange); n > 0 {
-		notes = append(notes, plural(n, "mirror")+" without Range support")
+		notes = append(notes, plural.Count(n, "mirror")+" without Range support")
 	}
 	if n := len(s.Dropped); n > 0 {
-		notes = append(notes, plural(n, "mirror")+" failed")
+		notes = append(notes, plural.Count(n, "mirror")+" failed")
 	}
 	if len(notes) == 0 {
 		return ""
@@ -382,7 +383,7 @@ func newSequence(dir string, o unpack.Options, files []transfer.File, msg func(s
 			msg("rsdump: %s: %v", name, err)
 			return
 		}
-		msg("rsdump: %s: unpacked %d bitstreams into %s (%d already present)", name, res.Written, dir, res.Present)
+		msg("rsdump: %s: unpacked %s into %s (%d already present)", name, plural.Count(res.Written, "bitstream"), dir, res.Present)
 	}
 	return seq
 }

@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 
+	"github.com/rsdump/rsdump/internal/plural"
 	"github.com/rsdump/rsdump/metalink"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
@@ -258,7 +259,7 @@ func (w *metalinkWriter) encode(dst io.Writer, name string, head *metalink.Metal
 		return nil
 	}
 	if !w.quiet {
-		fmt.Fprintf(w.stderr, "rsdump: wrote %s to %s\n", countOf(e.Count(), "file"), name)
+		fmt.Fprintf(w.stderr, "rsdump: wrote %s to %s\n", plural.Count(e.Count(), "file"), name)
 	}
 	return nil
 }
@@ -288,9 +289,3 @@ func (w *metalinkWriter) dump(e *metalink.Encoder, p string) error {
 }
 
 // countOf writes "1 file", "2 files".
-func countOf(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/rsdump/rsdump/internal/plural"
 	"github.com/rsdump/rsdump/metalink"
 	"github.com/rsdump/rsdump/transfer"
 )
@@ -44,7 +45,7 @@ func checkDocs(ctx context.Context, docs []string, stdout io.Writer, asJSON bool
 		}
 	}
 	if bad > 0 {
-		return exitError{exitFailed, fmt.Errorf("%d of %s invalid or unreadable", bad, countOf(len(docs), "document"))}
+		return exitError{exitFailed, fmt.Errorf("%d of %s invalid or unreadable", bad, plural.Count(len(docs), "document"))}
 	}
 	return nil
 }
@@ -193,7 +194,7 @@ func printDoc(w io.Writer, src string, m *metalink.Metalink, ps metalink.Problem
 	if nErr > 0 {
 		verdict = "invalid"
 	}
-	fmt.Fprintf(w, "%s: %s: %s, %s, %s\n", src, verdict, countOf(len(m.Files), "file"), countOf(nErr, "error"), countOf(len(ps)-nErr, "warning"))
+	fmt.Fprintf(w, "%s: %s: %s, %s, %s\n", src, verdict, plural.Count(len(m.Files), "file"), plural.Count(nErr, "error"), plural.Count(len(ps)-nErr, "warning"))
 	for i := range m.Files {
 		printFile(w, &m.Files[i])
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rsdump/rsdump/internal/plural"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
 )
@@ -91,7 +92,7 @@ type packFlags struct {
 func runPack(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var f packFlags
 	fs := newFlags("pack")
-	fs.StringVarP(&f.out, "output", "o", "", "write the dump into `DIR` or s3://BUCKET/PREFIX (required)")
+	pathVarP(fs, &f.out, "output", "o", "", "write the dump into `DIR` or s3://BUCKET/PREFIX (required)")
 	fs.StringVar(&f.baseURL, "base-url", "", "`URL` prefix of every bitstream's <loc> (required)")
 	fs.StringVar(&f.dumpURL, "dump-url", "", "`URL` prefix of the packages (default: the first --mirror, else the base URL)")
 	fs.StringVar(&f.capList, "capability-list", "", "`URL` of the Capability List, linked as rel=\"up\" (default: the capabilitylist.xml written in OUTDIR, at the dump URL)")
@@ -103,7 +104,7 @@ func runPack(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.Var(newSizeValue(&f.maxSize, pack.DefaultMaxPackageSize), "max-package-size", "split packages at `SIZE` (bytes, or 64M, 1GiB; a larger file gets a package of its own)")
 	fs.StringVar(&f.at, "at", "", "snapshot `TIME` (W3C datetime) for every at/completed attribute; same input and --at give identical packages")
 	fs.BoolVar(&f.changes, "changes", false, "write a Change Dump of what changed since the baseline, instead of a Resource Dump")
-	fs.StringVar(&f.since, "since", "", "with --changes: the baseline `FILE`, what the Destination has (default OUTDIR/.rsdump-pack.state)")
+	pathVarP(fs, &f.since, "since", "", "", "with --changes: the baseline `FILE`, what the Destination has (default OUTDIR/.rsdump-pack.state)")
 	fs.BoolVar(&f.checksum, "checksum", false, "with --changes: compare every file's hash with the baseline's, not its length and mtime")
 	fs.BoolVar(&f.skipChanged, "skip-changed", false, "leave out files that change while read, with a warning, instead of failing")
 	fs.BoolVar(&f.prune, "prune", false, "remove the packages, manifests, Metalinks and index parts of an earlier run that the new dump no longer names")
@@ -124,7 +125,7 @@ func runPack(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	opts, err := f.options(fs.Args())
+	opts, err := f.options(absArgs(fs.Args()))
 	if err != nil {
 		return err
 	}
@@ -228,7 +229,7 @@ func doPack(ctx context.Context, src string, f packFlags, o pack.Options, stdout
 		case pack.PackageDone:
 			done++
 			if !f.quiet {
-				p.message("rsdump: %s: %s, %s%s", e.Package.Name, fmtBytes(e.Package.Length), plural(e.Package.Bitstreams, "bitstream"), reusedNote(e.Package.Reused))
+				p.message("rsdump: %s: %s, %s%s", e.Package.Name, fmtBytes(e.Package.Length), plural.Count(e.Package.Bitstreams, "bitstream"), reusedNote(e.Package.Reused))
 			}
 		case pack.Warning:
 			if !f.quiet {
@@ -325,18 +326,10 @@ func printPackSummary(res *pack.Result, f packFlags, stdout io.Writer) error {
 	}
 	if !f.quiet {
 		fmt.Fprintf(stdout, "%s: %s (%d reused), %s, %s in %s (%.1f MB/s), %d skipped\n",
-			s.Document, plural(s.Packages, "package"), s.Reused, plural(s.Bitstreams, "bitstream"),
+			s.Document, plural.Count(s.Packages, "package"), s.Reused, plural.Count(s.Bitstreams, "bitstream"),
 			fmtBytes(s.Bytes), res.Elapsed.Round(time.Millisecond), s.MBps, s.Skipped)
 	}
 	return nil
-}
-
-// plural writes n and the noun, with an s unless n is 1.
-func plural(n int, noun string) string {
-	if n == 1 {
-		return fmt.Sprintf("1 %s", noun)
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // oversubscribe gives the Go scheduler two more Ps than its default (the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/rsdump/rsdump/internal/plural"
 	"github.com/rsdump/rsdump/replica"
 	"github.com/rsdump/rsdump/transfer"
 	"github.com/rsdump/rsdump/unpack"
@@ -63,7 +64,7 @@ type syncFlags struct {
 func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var f syncFlags
 	fs := newFlags("sync")
-	fs.StringVarP(&f.dest, "dest", "d", "", "keep the copy in `DIR` (required)")
+	pathVarP(fs, &f.dest, "dest", "d", "", "keep the copy in `DIR` (required)")
 	fs.StringVar(&f.baseURL, "base-url", "", "`URL` prefix that maps to DIR (default: recorded, else from the Source)")
 	fs.BoolVar(&f.audit, "audit", false, "end with a check of DIR against the Source's Resource List (or Resource Dump)")
 	fs.BoolVarP(&f.dryRun, "dry-run", "n", false, "say what would change; write nothing")
@@ -83,7 +84,7 @@ func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	source, err := f.check(fs.Args())
+	source, err := f.check(absArgs(fs.Args()))
 	if err != nil {
 		return err
 	}
@@ -157,9 +158,9 @@ func syncSummaryLine(r *replica.Result, dry bool) string {
 	line += ": " + unpackSummaryLine(&unpack.Result{Packages: r.Packages, Written: r.Written, Present: r.Present, Deleted: r.Deleted,
 		Refused: r.Refused, Bytes: r.Bytes, Counts: r.Counts}, dry)
 	if a := r.Audit; a != nil {
-		line += fmt.Sprintf("; audit: %s verified, %s", countOf(a.Verified, "file"), countOf(a.Errors, "error"))
+		line += fmt.Sprintf("; audit: %s verified, %s", plural.Count(a.Verified, "file"), plural.Count(a.Errors, "error"))
 		if a.Extras > 0 {
-			line += fmt.Sprintf(", %s the Source never had (kept)", countOf(a.Extras, "extra file"))
+			line += fmt.Sprintf(", %s the Source never had (kept)", plural.Count(a.Extras, "extra file"))
 		}
 	}
 	return line

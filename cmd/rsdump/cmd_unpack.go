@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/rsdump/rsdump/internal/plural"
 	"github.com/rsdump/rsdump/transfer"
 	"github.com/rsdump/rsdump/unpack"
 	"github.com/rsdump/rsdump/verify"
@@ -80,7 +81,7 @@ type unpackFlags struct {
 func runUnpack(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var f unpackFlags
 	fs := newFlags("unpack")
-	fs.StringVarP(&f.dest, "dest", "d", "", "restore into `DIR` (required)")
+	pathVarP(fs, &f.dest, "dest", "d", "", "restore into `DIR` (required)")
 	fs.StringVar(&f.baseURL, "base-url", "", "`URL` prefix the Source used; a bitstream lands at its URI relative to it")
 	fs.StringVar(&f.layout, "layout", "url", "place bitstreams by `url` (relative to --base-url) or by manifest path")
 	fs.BoolVar(&f.atomic, "atomic-package", false, "commit nothing from a package unless every bitstream in it verified")
@@ -101,11 +102,12 @@ func runUnpack(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	opts, err := f.options(fs.Args())
+	sources := absArgs(fs.Args())
+	opts, err := f.options(sources)
 	if err != nil {
 		return err
 	}
-	return doUnpack(ctx, fs.Args(), f, opts, stdout, stderr)
+	return doUnpack(ctx, sources, f, opts, stdout, stderr)
 }
 
 func (f *unpackFlags) options(args []string) (unpack.Options, error) {
@@ -170,8 +172,9 @@ func unpackSummaryLine(r *unpack.Result, dry bool) string {
 	if dry {
 		verb = "to write (dry run)"
 	}
-	return fmt.Sprintf("%d packages: %d files %s (%s), %d already present, %d deleted, %d refused; %d errors, %d unverified, %d warnings",
-		r.Packages, r.Written, verb, fmtBytes(r.Bytes), r.Present, r.Deleted, r.Refused, r.Errors, r.Unverified, r.Warnings)
+	return fmt.Sprintf("%s: %s %s (%s), %d already present, %d deleted, %d refused; %s, %d unverified, %s",
+		plural.Count(r.Packages, "package"), plural.Count(r.Written, "file"), verb, fmtBytes(r.Bytes), r.Present, r.Deleted, r.Refused,
+		plural.Count(r.Errors, "error"), r.Unverified, plural.Count(r.Warnings, "warning"))
 }
 
 func orText(s, alt string) string {

@@ -12,8 +12,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rsdump/rsdump/internal/plural"
 	"github.com/rsdump/rsdump/transfer"
 	"github.com/rsdump/rsdump/verify"
+	"github.com/spf13/pflag"
 )
 
 const verifyHelp = `Usage: rsdump verify TARGET... [flags]
@@ -64,15 +66,10 @@ type reportFlags struct {
 	stall       time.Duration
 }
 
-func (f *reportFlags) register(fs interface {
-	BoolVar(*bool, string, bool, string)
-	BoolVarP(*bool, string, string, bool, string)
-	StringVar(*string, string, string, string)
-	DurationVar(*time.Duration, string, time.Duration, string)
-}) {
+func (f *reportFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.stall, "stall-timeout", 20*time.Second, "fail a document or package request after `DURATION` without an answer or a byte (remote packages: retried on another mirror first)")
 	fs.BoolVar(&f.json, "json", false, "print a structured report (problems and summary) on stdout")
-	fs.StringVar(&f.reportDir, "report-dir", "", "write ok.csv and notok.csv into `DIR`")
+	pathVarP(fs, &f.reportDir, "report-dir", "", "", "write ok.csv and notok.csv into `DIR`")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress and no warnings: only errors (stderr) and the summary")
 }
 
@@ -80,8 +77,8 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var f verifyFlags
 	fs := newFlags("verify")
 	f.register(fs)
-	fs.StringVar(&f.tree, "tree", "", "audit the files under `DIR` (needs --against)")
-	fs.StringVar(&f.against, "against", "", "`DOCUMENT` to audit the tree against: Resource Dump, its manifest, or Resource List")
+	pathVarP(fs, &f.tree, "tree", "", "", "audit the files under `DIR` (needs --against)")
+	pathVarP(fs, &f.against, "against", "", "", "`DOCUMENT` to audit the tree against: Resource Dump, its manifest, or Resource List")
 	fs.StringVar(&f.baseURL, "base-url", "", "with --tree: `URL` prefix the Source used; a file's path is its URI relative to it")
 	fs.StringVar(&f.layout, "layout", "url", "with --tree: where files are, by `url` (relative to --base-url) or manifest path")
 	fs.Float64Var(&f.maxRatio, "max-ratio", verify.DefaultMaxRatio, "refuse entries that inflate more than `N` times their compressed size")
@@ -94,10 +91,11 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	if err := f.check(fs.Args()); err != nil {
+	targets := absArgs(fs.Args())
+	if err := f.check(targets); err != nil {
 		return err
 	}
-	return doVerify(ctx, f, fs.Args(), stdout, stderr)
+	return doVerify(ctx, f, targets, stdout, stderr)
 }
 
 func (f *verifyFlags) check(args []string) error {
@@ -166,8 +164,9 @@ func audit(ctx context.Context, f verifyFlags, opts verify.Options) (*verify.Sum
 }
 
 func verifySummaryLine(s *verify.Summary) string {
-	return fmt.Sprintf("%d documents, %d packages, %d bitstreams (%s): %d verified, %d unverified, %d errors, %d warnings",
-		s.Documents, s.Packages, s.Bitstreams, fmtBytes(s.Bytes), s.Verified, s.Unverified, s.Errors, s.Warnings)
+	return fmt.Sprintf("%s, %s, %s (%s): %d verified, %d unverified, %s, %s",
+		plural.Count(s.Documents, "document"), plural.Count(s.Packages, "package"), plural.Count(s.Bitstreams, "bitstream"), fmtBytes(s.Bytes),
+		s.Verified, s.Unverified, plural.Count(s.Errors, "error"), plural.Count(s.Warnings, "warning"))
 }
 
 // finishReport writes the summary and chooses the exit status: 1 when any

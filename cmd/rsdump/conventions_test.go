@@ -153,11 +153,11 @@ func TestQuietSilencesWarnings(t *testing.T) {
 	stray := filepath.Join(out, "stray.zip")
 	copyFile(t, z[0], stray)
 	code, stdout, stderr := rsdump(t, "verify", out)
-	if code != exitOK || !strings.Contains(stderr, "warning") || !strings.Contains(stdout, "1 warnings") {
+	if code != exitOK || !strings.Contains(stderr, "warning") || !strings.Contains(stdout, "1 warning") {
 		t.Fatalf("without --quiet: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}
 	code, stdout, stderr = rsdump(t, "verify", out, "--quiet")
-	if code != exitOK || stderr != "" || !strings.Contains(stdout, "1 warnings") {
+	if code != exitOK || stderr != "" || !strings.Contains(stdout, "1 warning") {
 		t.Errorf("with --quiet: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}
 }

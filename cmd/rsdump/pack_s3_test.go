@@ -105,6 +105,13 @@ func TestPackToS3SameAsDisk(t *testing.T) {
 	if code != exitOK || !strings.Contains(stdout, "13 verified, 0 unverified, 0 errors, 0 warnings") {
 		t.Errorf("verify: exit %d\n%s%s", code, stdout, stderr)
 	}
+	// verify takes the value -o took, as it takes the directory.
+	for _, out := range []string{"s3://pub/dumps/one", "s3://pub/dumps/one/"} {
+		code, stdout, stderr := rsdump(t, "verify", "-q", ep, out)
+		if code != exitOK || !strings.Contains(stdout, "13 verified, 0 unverified, 0 errors, 0 warnings") {
+			t.Errorf("verify %s: exit %d\n%s%s", out, code, stdout, stderr)
+		}
+	}
 	dest := t.TempDir()
 	if code, _, stderr := rsdump(t, "unpack", "-q", ep, "s3://pub/dumps/one/resourcedump.xml", "--dest", dest, "--base-url", "http://127.0.0.1/rs/"); code != exitOK {
 		t.Fatalf("unpack: exit %d\n%s", code, stderr)
