@@ -81,12 +81,16 @@ func (g *Getter) Get(ctx context.Context, dir string, files []File) ([]*Result, 
 	}
 	defer root.Close()
 	results := make([]*Result, len(files))
+	g.mu.Lock()
+	for _, f := range files {
+		// All of them before any starts: Files at a time start later,
+		// and a total that grew as each did made the share done fall.
+		g.total += max(f.Size, 0)
+	}
+	g.mu.Unlock()
 	var eg errgroup.Group
 	eg.SetLimit(g.opts.Files)
 	for i, f := range files {
-		g.mu.Lock()
-		g.total += f.Size
-		g.mu.Unlock()
 		eg.Go(func() error { results[i] = g.getOne(ctx, root, dir, f); return nil })
 	}
 	eg.Wait()
