@@ -29,14 +29,16 @@ type Getter struct {
 
 	mu     sync.Mutex
 	active map[*download]bool
-	total  int64 // bytes of every file handed to Get
-	done   int64 // bytes of finished and skipped files
+	total  int64           // bytes of every file handed to Get
+	done   int64           // bytes of finished and skipped files
+	dumps  map[string]bool // URLs Resolve read as dump documents
 }
 
 // New returns a Getter with o's settings.
 func New(o Options) *Getter {
 	o = o.withDefaults()
-	g := &Getter{opts: o, client: o.Client, budget: newBudget(o.Connections, o.PerMirror), active: map[*download]bool{}}
+	g := &Getter{opts: o, client: o.Client, budget: newBudget(o.Connections, o.PerMirror),
+		active: map[*download]bool{}, dumps: map[string]bool{}}
 	if g.client == nil {
 		g.client = newClient(o)
 	}
