@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -218,16 +219,24 @@ func servedSource(t *testing.T) (base string) {
 }
 
 // TestGetRefusesWhatIsNoDump: get of the page rsdump serve answers at the
-// dump's directory, of its Capability List, or of a resource, is refused
-// before anything is saved, naming the URL and what it answered, with a
-// hint giving the Resource Dump the Source publishes.
+// dump's directory, of its Capability List, of a resource, or of a page
+// that links the Source with <link rel="resourcesync">, is refused before
+// anything is saved, naming the URL and what it answered, with a hint
+// giving the Resource Dump the Source publishes.
 func TestGetRefusesWhatIsNoDump(t *testing.T) {
 	base := servedSource(t)
 	hint := "rsdump get " + base + "/dump/" + pack.DumpName
+	// A page elsewhere that links the Source only in its <head>.
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(w, `<!DOCTYPE html><html><head><link rel="resourcesync" href="%s/dump/capabilitylist.xml"></head><body></body></html>`, base)
+	}))
+	defer page.Close()
 	for u, what := range map[string]string{
 		base + "/dump/": "HTML",
 		base + "/dump/" + pack.CapabilityListName: "Capability List",
 		base + "/rs/a.txt":                        "text/plain",
+		page.URL + "/about":                       "HTML",
 	} {
 		dl := t.TempDir()
 		code, stdout, stderr := rsdump(t, "get", u, "-o", dl, "--stall-timeout", "2s")
