@@ -2,7 +2,6 @@ package replica
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/xml"
 	"errors"
@@ -125,7 +124,7 @@ func (d *discovery) follow(ctx context.Context, loc, how string, hops int) error
 	defer body.Close()
 	br := bufio.NewReaderSize(body, 64<<10)
 	head, _ := br.Peek(4096)
-	if !looksXML(head) || looksHTML(head, header) {
+	if !resourcesync.LooksXML(head) || resourcesync.LooksHTML(head, header.Get("Content-Type")) {
 		if next := d.linked(loc, br, header); next != "" {
 			d.src.Route = append(d.src.Route, how)
 			return d.follow(ctx, next, d.linkHow(header), hops+1)
@@ -183,19 +182,6 @@ func linkTargets(h http.Header, base, rel string) []string {
 		}
 	}
 	return out
-}
-
-func looksXML(head []byte) bool {
-	head = bytes.TrimLeft(bytes.TrimPrefix(head, []byte("\xef\xbb\xbf")), " \t\r\n")
-	return bytes.HasPrefix(head, []byte("<"))
-}
-
-func looksHTML(head []byte, h http.Header) bool {
-	if ct := strings.ToLower(h.Get("Content-Type")); strings.HasPrefix(ct, "text/html") || strings.HasPrefix(ct, "application/xhtml") {
-		return true
-	}
-	low := bytes.ToLower(head)
-	return bytes.Contains(low, []byte("<!doctype html")) || bytes.Contains(low, []byte("<html"))
 }
 
 // htmlLink finds <link rel="..." href="..."> in an HTML page, reading it

@@ -1,13 +1,10 @@
 package transfer
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 
@@ -15,17 +12,22 @@ import (
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
-// SaveDocuments saves the documents of the dump at source, a URL, into
-// dir under the names a local copy of a dump uses (the last segment of
-// each URL, as resourcesync.Resolve reads them): the dump document, the
-// parts of an index, and each package's detached manifest (rel="contents")
-// and Metalink (rel="describedby"). With the packages Get saved beside
-// them, dir then verifies and unpacks as the published dump does. Every
-// document is read in full before any is given its final name, and the
-// dump document is renamed last. A source that is not a ResourceSync
-// document (a Metalink, a plain URL, a local file) saves nothing.
+// SaveDocuments saves the documents of the dump at source, a URL Resolve
+// read as a dump document, into dir under the names a local copy of a
+// dump uses (the last segment of each URL, as resourcesync.Resolve reads
+// them): the dump document, the parts of an index, and each package's
+// detached manifest (rel="contents") and Metalink (rel="describedby").
+// With the packages Get saved beside them, dir then verifies and unpacks
+// as the published dump does. Every document is read in full before any
+// is given its final name, and the dump document is renamed last; a
+// document that cannot be read in full from anywhere is an error naming
+// it, and then none is saved. A source Resolve did not read as a dump
+// document (a Metalink, a package, a local file) saves nothing.
 func (g *Getter) SaveDocuments(ctx context.Context, dir, source string) ([]string, error) {
-	if !isURL(source) || !g.isDump(ctx, source) {
+	g.mu.Lock()
+	dump := g.dumps[source]
+	g.mu.Unlock()
+	if !dump {
 		return nil, nil
 	}
 	root, err := openRoot(dir) // as Get: nothing is written outside dir
@@ -45,21 +47,6 @@ func (g *Getter) SaveDocuments(ctx context.Context, dir, source string) ([]strin
 		}
 	}
 	return s.commit()
-}
-
-// isDump reports whether the document at loc is a ResourceSync <urlset>
-// or <sitemapindex> rather than a Metalink.
-func (g *Getter) isDump(ctx context.Context, loc string) bool {
-	if ext := strings.ToLower(path.Ext(urlPath(loc))); ext != ".xml" {
-		return false
-	}
-	rc, err := g.OpenDocument(ctx, loc)
-	if err != nil {
-		return false
-	}
-	defer rc.Close()
-	head, _ := bufio.NewReaderSize(rc, 4096).Peek(4096)
-	return bytes.Contains(head, []byte("<urlset")) || bytes.Contains(head, []byte("<sitemapindex"))
 }
 
 // docSaver writes the documents of one dump under temporary names, and
@@ -91,9 +78,11 @@ func (s *docSaver) open(ctx context.Context, loc string) (io.ReadCloser, error) 
 	}
 	rc, err := s.g.OpenDocument(ctx, loc)
 	if err != nil {
+		f.Abort()
 		return nil, err
 	}
-	return &teeDoc{rc: rc, f: f, r: io.TeeReader(rc, f)}, nil
+	s.files = append(s.files, savedDoc{f, filepath.Join(s.dir, resourcesync.BaseName(loc))})
+	return &teeDoc{rc: rc, r: io.TeeReader(rc, f)}, nil
 }
 
 // create starts the local copy of the document at loc, refusing a name
@@ -107,13 +96,7 @@ func (s *docSaver) create(loc string) (*atomic.File, error) {
 		return nil, fmt.Errorf("%s and %s would both be saved as %s", prev, loc, name)
 	}
 	s.names[name] = loc
-	p := filepath.Join(s.dir, name)
-	f, err := atomic.CreateIn(s.root, name, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	s.files = append(s.files, savedDoc{f, p})
-	return f, nil
+	return atomic.CreateIn(s.root, name, 0o644)
 }
 
 // teeDoc copies a document to its temporary file as the decoder reads
@@ -121,7 +104,6 @@ func (s *docSaver) create(loc string) (*atomic.File, error) {
 // the root element, so that the copy is byte for byte the document.
 type teeDoc struct {
 	rc io.ReadCloser
-	f  *atomic.File
 	r  io.Reader
 }
 
@@ -149,34 +131,42 @@ func (s *docSaver) entry(d *resourcesync.Document, _ int, u resourcesync.URL) er
 	return nil
 }
 
-// saveLink copies a linked document from the first place that answers.
+// saveLink copies a linked document from the first place that gives all
+// of it; when none does, the error names the document as the dump links
+// it, and what each place answered.
 func (s *docSaver) saveLink(ctx context.Context, ln docLink) error {
-	if s.names[resourcesync.BaseName(ln.hrefs[0])] == ln.hrefs[0] {
+	loc := ln.hrefs[0]
+	if s.names[resourcesync.BaseName(loc)] == loc {
 		return nil // linked from another entry too: saved already
 	}
-	var err error
+	var failed []string
 	for _, href := range ln.hrefs {
-		var rc io.ReadCloser
-		if rc, err = s.g.OpenDocument(ctx, href); err != nil {
-			continue
-		}
-		err = s.copyDoc(rc, ln.hrefs[0])
-		rc.Close()
+		err := s.copyDoc(ctx, href, loc)
 		if err == nil || ctx.Err() != nil {
 			return err
 		}
+		failed = append(failed, err.Error())
 	}
-	return err
+	return fmt.Errorf("%s: not saved: %s", loc, strings.Join(failed, "; "))
 }
 
-func (s *docSaver) copyDoc(r io.Reader, loc string) error {
+// copyDoc saves the document at href under loc's name; a copy that fails
+// part way is removed, never kept beside a good one.
+func (s *docSaver) copyDoc(ctx context.Context, href, loc string) error {
+	rc, err := s.g.OpenDocument(ctx, href)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
 	f, err := s.create(loc)
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(f, r); err != nil {
-		return fmt.Errorf("%s: %w", loc, err)
+	if _, err := io.Copy(f, rc); err != nil {
+		f.Abort()
+		return err
 	}
+	s.files = append(s.files, savedDoc{f, filepath.Join(s.dir, resourcesync.BaseName(loc))})
 	return nil
 }
 

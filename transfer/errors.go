@@ -22,6 +22,11 @@ var (
 	// ErrUnverifiable: the source gives only hashes rsdump cannot compute,
 	// so the file is refused before any byte is fetched.
 	ErrUnverifiable = errors.New("no hash rsdump can compute")
+	// ErrNotGettable: a source that is none of what get fetches: a
+	// Resource Dump or Change Dump document (or an index of them), a
+	// Metalink, a package (a ZIP). An HTML page, a Capability List, a
+	// text file are refused by Resolve, so no file is downloaded for them.
+	ErrNotGettable = errors.New("not a Resource Dump, Change Dump, Metalink or package (ZIP)")
 )
 
 // StatusError is an HTTP answer other than the one asked for.

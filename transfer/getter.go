@@ -29,14 +29,16 @@ type Getter struct {
 
 	mu     sync.Mutex
 	active map[*download]bool
-	total  int64 // bytes of every file handed to Get
-	done   int64 // bytes of finished and skipped files
+	total  int64           // bytes of every file handed to Get
+	done   int64           // bytes of finished and skipped files
+	dumps  map[string]bool // URLs Resolve read as dump documents
 }
 
 // New returns a Getter with o's settings.
 func New(o Options) *Getter {
 	o = o.withDefaults()
-	g := &Getter{opts: o, client: o.Client, budget: newBudget(o.Connections, o.PerMirror), active: map[*download]bool{}}
+	g := &Getter{opts: o, client: o.Client, budget: newBudget(o.Connections, o.PerMirror),
+		active: map[*download]bool{}, dumps: map[string]bool{}}
 	if g.client == nil {
 		g.client = newClient(o)
 	}
@@ -81,12 +83,16 @@ func (g *Getter) Get(ctx context.Context, dir string, files []File) ([]*Result, 
 	}
 	defer root.Close()
 	results := make([]*Result, len(files))
+	g.mu.Lock()
+	for _, f := range files {
+		// All of them before any starts: Files at a time start later,
+		// and a total that grew as each did made the share done fall.
+		g.total += max(f.Size, 0)
+	}
+	g.mu.Unlock()
 	var eg errgroup.Group
 	eg.SetLimit(g.opts.Files)
 	for i, f := range files {
-		g.mu.Lock()
-		g.total += f.Size
-		g.mu.Unlock()
 		eg.Go(func() error { results[i] = g.getOne(ctx, root, dir, f); return nil })
 	}
 	eg.Wait()

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -25,17 +26,34 @@ const maxDocument = 256 << 20
 
 // Resolve turns a source into files: a Metalink document (path or URL), a
 // ResourceSync dump document (resourcedump.xml, changedump.xml) or a
-// sitemap index of them, or a plain http(s) URL, whose RFC 6249 Link and
-// Digest headers add mirrors, a hash, or a Metalink.
+// sitemap index of them, or a plain http(s) URL of a package (a ZIP),
+// whose RFC 6249 Link and Digest headers add mirrors, a hash, or a
+// Metalink. Anything else (an HTML page, a Capability List, a text file)
+// is refused with an error wrapping ErrNotGettable, from its first bytes
+// or its document header. A URL is told by what it answers, not by its
+// name: a plain URL that answers a document is read as one.
 func (g *Getter) Resolve(ctx context.Context, source string) ([]File, error) {
-	if isURL(source) {
-		switch strings.ToLower(path.Ext(urlPath(source))) {
-		case ".meta4", ".metalink", ".xml":
-		default:
-			return g.fromPlainURL(ctx, source)
+	if isURL(source) && !documentName(source) {
+		files, err := g.fromPlainURL(ctx, source)
+		if !errors.Is(err, errDocument) {
+			return files, err
 		}
 	}
-	rc, err := g.OpenDocument(ctx, source)
+	return g.fromDocument(ctx, source)
+}
+
+// documentName says whether a URL names a Metalink or dump document.
+func documentName(u string) bool {
+	switch strings.ToLower(path.Ext(urlPath(u))) {
+	case ".meta4", ".metalink", ".xml":
+		return true
+	}
+	return false
+}
+
+// fromDocument reads a Metalink or dump document, refusing anything else.
+func (g *Getter) fromDocument(ctx context.Context, source string) ([]File, error) {
+	rc, ctype, err := g.openDocument(ctx, source)
 	if err != nil {
 		return nil, err
 	}
@@ -43,27 +61,61 @@ func (g *Getter) Resolve(ctx context.Context, source string) ([]File, error) {
 	br := bufio.NewReaderSize(rc, 4096)
 	head, _ := br.Peek(4096)
 	switch {
+	case resourcesync.LooksHTML(head, ctype):
+		return nil, notGettable(source, htmlPage(ctype))
 	case bytes.Contains(head, []byte("<metalink")):
 		return filesFromMetalink(source, io.LimitReader(br, maxDocument))
 	case bytes.Contains(head, []byte("<urlset")), bytes.Contains(head, []byte("<sitemapindex")):
-		return g.filesFromDump(ctx, source, br)
+		files, err := g.filesFromDump(ctx, source, br)
+		if err == nil && isURL(source) {
+			g.mu.Lock()
+			g.dumps[source] = true
+			g.mu.Unlock()
+		}
+		return files, err
+	case ctype != "":
+		return nil, notGettable(source, "answers "+ctype)
 	}
-	return nil, fmt.Errorf("%s: neither a Metalink nor a ResourceSync dump document", source)
+	return nil, notGettable(source, "neither a Metalink nor a ResourceSync document")
+}
+
+// notGettable is ErrNotGettable for src, saying what src is.
+func notGettable(src, what string) error {
+	return fmt.Errorf("%s: %s: %w", src, what, ErrNotGettable)
+}
+
+func htmlPage(ctype string) string {
+	if ctype == "" {
+		return "answers an HTML page"
+	}
+	return "answers an HTML page (" + ctype + ")"
 }
 
 // OpenDocument opens a Metalink or ResourceSync document, a file or a
 // URL fetched with the Getter's client, refusing one too large to be a
 // document (a package given by mistake, say).
 func (g *Getter) OpenDocument(ctx context.Context, loc string) (io.ReadCloser, error) {
+	rc, _, err := g.openDocument(ctx, loc)
+	return rc, err
+}
+
+// openDocument is OpenDocument that also returns the Content-Type a
+// server gave the document ("" for a file).
+func (g *Getter) openDocument(ctx context.Context, loc string) (io.ReadCloser, string, error) {
 	if !isURL(loc) {
-		return openLocalDoc(loc)
+		rc, err := openLocalDoc(loc)
+		return rc, "", err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, loc, nil)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", loc, err)
+		return nil, "", fmt.Errorf("%s: %w", loc, err)
 	}
 	req.Header.Set("Accept", metalink.MediaType+", application/xml;q=0.5, */*;q=0.1")
-	return httpc.Do(g.client, req, maxDocument)
+	resp, rc, err := httpc.DoResponse(g.client, req, maxDocument)
+	if err != nil {
+		return nil, "", err
+	}
+	return rc, resp.Header.Get("Content-Type"), nil
 }
 
 func openLocalDoc(path string) (io.ReadCloser, error) {
@@ -97,6 +149,12 @@ func (g *Getter) filesFromDump(ctx context.Context, src string, r io.Reader) ([]
 	var files []File
 	l := resourcesync.Loader{
 		Open: g.OpenDocument,
+		Document: func(d *resourcesync.Document) error {
+			if d.Index == nil && !resourcesync.IsDump(d.Header) {
+				return notGettable(src, capabilityName(d.Header.MD.Capability))
+			}
+			return nil
+		},
 		Entry: func(d *resourcesync.Document, _ int, u resourcesync.URL) error {
 			if d.Header.Kind == resourcesync.SitemapIndex {
 				return nil
@@ -113,6 +171,23 @@ func (g *Getter) filesFromDump(ctx context.Context, src string, r io.Reader) ([]
 		return nil, err
 	}
 	return files, nil
+}
+
+// capabilityName names a document by its capability, for an error.
+func capabilityName(c string) string {
+	switch c {
+	case resourcesync.CapCapabilityList:
+		return "a Capability List"
+	case resourcesync.CapDescription:
+		return "a Source Description"
+	case resourcesync.CapResourceList:
+		return "a Resource List"
+	case resourcesync.CapChangeList:
+		return "a Change List"
+	case resourcesync.CapResourceDumpManifest, resourcesync.CapChangeDumpManifest:
+		return "a package manifest"
+	}
+	return fmt.Sprintf("a document of capability %q", c)
 }
 
 func filesFromMetalink(src string, r io.Reader) ([]File, error) {

@@ -57,7 +57,7 @@ func TestResolveMetalinkFile(t *testing.T) {
 // RFC 6249: the first server's Link and Digest headers give mirrors and
 // the hash; a mirror's own Link headers are ignored.
 func TestResolveMetalinkHTTP(t *testing.T) {
-	data := payload(300<<10, 51)
+	data := zipLike(300<<10, 51) // a plain URL is a package
 	sum := sha256.Sum256(data)
 	rogue, rm := serve(t, []byte("not it"))
 	m2, _ := serve(t, data, mt.Header("Link", "<"+rogue.URL+">; rel=duplicate"))
@@ -84,7 +84,7 @@ func TestResolveMetalinkHTTP(t *testing.T) {
 }
 
 func TestResolveDescribedByMetalink(t *testing.T) {
-	data := payload(300<<10, 52)
+	data := zipLike(300<<10, 52)
 	m, _ := serve(t, data)
 	doc := metalinkDoc(t, data, "f.bin", m.URL)
 	ml := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(doc) }))

@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/rsdump/rsdump/internal/plural"
+	"github.com/rsdump/rsdump/replica"
+	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/transfer"
 	"github.com/rsdump/rsdump/unpack"
 	"github.com/rsdump/rsdump/verify"
@@ -23,8 +26,11 @@ Downloads every file a SOURCE names, from all of its mirrors at once.
 A SOURCE is a Metalink document (path or URL), a dump document
 (resourcedump.xml, changedump.xml: each package, its rel="duplicate"
 mirrors and its rel="describedby" Metalink; or a sitemap index of such
-documents, each fetched), or a plain http(s) URL, whose
-Link and Digest headers (RFC 6249) add mirrors and a hash.
+documents, each fetched), or a plain http(s) URL of a package (a ZIP),
+whose Link and Digest headers (RFC 6249) add mirrors and a hash. Anything
+else (an HTML page, a Capability List, a text file) is refused before
+anything is downloaded, with a hint naming the Resource Dump or Change
+Dump that discovery finds from it.
 
 Each piece is checked against the Metalink piece hash before it counts;
 files without piece hashes are checked by their whole-file hash. A file is
@@ -44,8 +50,14 @@ PACKAGE DIR would) once it and every package listed before it are
 verified, so that Change Dump packages apply in order; after a Change
 Dump package fails to unpack, the packages after it are held back.
 
+Of a dump document, once every package arrived, get saves the dump's
+documents beside them (the document, index parts, detached manifests,
+Metalinks); one it cannot read in full from anywhere fails the run,
+naming it, and then none of that dump's documents is saved.
+
 Exit status: 0 success, 1 failure (a file could not be fetched or did not
-match its hash; the others are still finished), 2 usage error,
+match its hash, the others are still finished; a dump document that could
+not be saved; a SOURCE that is none of the above), 2 usage error,
 130 interrupted (the state is saved).
 
 Examples:
@@ -135,8 +147,11 @@ func doGet(ctx context.Context, sources []string, f getFlags, o transfer.Options
 	var files []transfer.File
 	for _, src := range sources {
 		fs, err := g.Resolve(ctx, src)
+		if errors.Is(err, transfer.ErrNotGettable) {
+			return hinted{err, getHints(ctx, transfer.NewClient(o), src)}
+		}
 		if err != nil {
-			return fmt.Errorf("%s: %w", src, err)
+			return nameSource(src, err)
 		}
 		files = append(files, fs...)
 	}
@@ -154,13 +169,55 @@ func doGet(ctx context.Context, sources []string, f getFlags, o transfer.Options
 	if err == nil {
 		docs, err = saveDocuments(ctx, g, f.out, sources)
 	}
-	if perr := printGetSummary(results, docs, f, stdout); perr != nil && err == nil {
+	if perr := printGetSummary(results, docs, err, f, stdout); perr != nil && err == nil {
 		err = perr
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	return err
+}
+
+// nameSource prefixes err with the source it is about, unless it names
+// it already.
+func nameSource(src string, err error) error {
+	if strings.Contains(err.Error(), src) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", src, err)
+}
+
+// getHints suggest, for a source get refuses (an HTML page, a Capability
+// List, a resource), the dumps to get instead: what discovery (§6.3, as
+// rsdump sync does it) finds from it, through an HTML page's <link
+// rel="resourcesync">, a Link header or a Capability List.
+func getHints(ctx context.Context, c *http.Client, src string) []string {
+	s, err := replica.Discover(ctx, c, src)
+	if err != nil {
+		return nil
+	}
+	linked := len(s.Route) > 1 && (s.Route[1] == "html link" || s.Route[1] == "link header")
+	lead := "it leads to"
+	switch {
+	case s.CapabilityList == src:
+		lead = "it lists"
+	case s.CapabilityList != "" && linked:
+		lead = `it links the Capability List ` + s.CapabilityList + ` (rel="resourcesync"), which lists`
+	case s.CapabilityList != "":
+		lead = "it leads to the Capability List " + s.CapabilityList + ", which lists"
+	}
+	var hints []string
+	for _, c := range []struct{ cap, name string }{
+		{resourcesync.CapResourceDump, "Resource Dump"}, {resourcesync.CapChangeDump, "Change Dump"},
+	} {
+		if u := s.Docs[c.cap]; u != "" {
+			hints = append(hints, fmt.Sprintf("%s the %s: rsdump get %s", lead, c.name, u))
+		}
+	}
+	if len(hints) == 0 && s.CapabilityList != "" {
+		hints = append(hints, fmt.Sprintf("%s no dump: rsdump sync %s --dest DIR copies the Source resource by resource", lead, src))
+	}
+	return hints
 }
 
 // getEvents prints the transfer engine's news between progress frames: a
@@ -220,6 +277,10 @@ type getReport struct {
 	Bytes      int64        `json:"bytes"`
 	Failed     int          `json:"failed"`
 	Unverified int          `json:"unverified"` // files published with no hash to check them
+	// Error is why the run failed (files, or a dump's documents that
+	// could not be saved), as on stderr, with the exit status.
+	Error      string `json:"error,omitempty"`
+	ExitStatus int    `json:"exit_status,omitempty"`
 }
 
 type getSummary struct {
@@ -272,9 +333,16 @@ func summarize(r *transfer.Result) getSummary {
 }
 
 // printGetSummary prints a line per file fetched (a failed file's error
-// goes to stderr), or with --json one document for the whole run.
-func printGetSummary(results []*transfer.Result, docs []string, f getFlags, stdout io.Writer) error {
+// goes to stderr), or with --json one document for the whole run, which
+// says the run's error, if any.
+func printGetSummary(results []*transfer.Result, docs []string, runErr error, f getFlags, stdout io.Writer) error {
 	rep := getReport{Files: []getSummary{}, Documents: docs}
+	switch {
+	case errors.Is(runErr, context.Canceled):
+		rep.Error, rep.ExitStatus = runErr.Error(), exitCanceled
+	case runErr != nil:
+		rep.Error, rep.ExitStatus = runErr.Error(), exitFailed
+	}
 	for _, r := range results {
 		if r == nil {
 			continue
@@ -310,16 +378,19 @@ func printGetSummary(results []*transfer.Result, docs []string, f getFlags, stdo
 // saveDocuments saves, once every package arrived, the documents of each
 // dump among the sources, so that the output directory is a copy of the
 // dump that rsdump verify and rsdump unpack take as they take the original.
+// A dump whose documents cannot all be saved is an error, one per dump;
+// the other dumps' documents are saved all the same.
 func saveDocuments(ctx context.Context, g *transfer.Getter, dir string, sources []string) ([]string, error) {
 	var saved []string
+	var errs []error
 	for _, src := range sources {
 		docs, err := g.SaveDocuments(ctx, dir, src)
 		if err != nil {
-			return saved, fmt.Errorf("%s: saving its documents: %w", src, err)
+			errs = append(errs, fmt.Errorf("%s: every package arrived, but not all of the dump's documents, so none of them was saved: %w", src, err))
 		}
 		saved = append(saved, docs...)
 	}
-	return saved, nil
+	return saved, errors.Join(errs...)
 }
 
 // getNotes names what went less than smoothly for a file that arrived:

@@ -14,7 +14,8 @@ import (
 // published, but never silently: --json says "unverified", the summary
 // line and a warning on stderr say so too.
 func TestGetNoHashUnverified(t *testing.T) {
-	data := bytes.Repeat([]byte("no hash here\n"), 5000)
+	// A package's first bytes: get refuses a plain URL that is none.
+	data := append([]byte("PK\x03\x04"), bytes.Repeat([]byte("no hash here\n"), 5000)...)
 	s, _ := mt.Server(bytes.NewReader(data), int64(len(data)), "f.bin")
 	t.Cleanup(s.Close)
 	out := t.TempDir()

@@ -79,6 +79,16 @@ func (e usageError) Unwrap() error { return e.err }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
 
+// hinted is an error with advice, printed after it as "rsdump: hint:"
+// lines.
+type hinted struct {
+	err   error
+	hints []string
+}
+
+func (e hinted) Error() string { return e.err.Error() }
+func (e hinted) Unwrap() error { return e.err }
+
 // exitError carries an explicit exit status chosen by a command (verify's 1
 // for problems found, say) with an optional message.
 type exitError struct {
@@ -197,6 +207,12 @@ func exitCode(err error, stderr io.Writer) int {
 		return exitUsage
 	}
 	printErr(stderr, "rsdump: error: ", err)
+	var h hinted
+	if errors.As(err, &h) {
+		for _, l := range h.hints {
+			fmt.Fprintf(stderr, "rsdump: hint: %s\n", escapeControl(l))
+		}
+	}
 	return exitFailed
 }
 
