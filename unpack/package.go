@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rsdump/rsdump/deststate"
@@ -64,6 +65,13 @@ type pkgRun struct {
 	untrusted   bool          // refused whole: its manifest contradicts its dump document, or it is older than the tree
 	src         source        // the package, open
 	recMu       sync.Mutex    // recs and failed, when resources are fetched at once
+	// source opens a bitstream's bytes when they are not read from the
+	// package in order: from inside it by ranges (repair, --only); nil
+	// fetches an action's URI. fetches caps how many at once; counted,
+	// when set, adds up the bytes fetched from URIs.
+	source  func(ctx context.Context, a *action) (io.ReadCloser, error)
+	fetches int
+	counted *atomic.Int64
 }
 
 // unpackPackage stages every bitstream of a package, checks the package,

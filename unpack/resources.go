@@ -287,6 +287,9 @@ func (p *pkgRun) fetchAll(ctx context.Context) error {
 	if n <= 0 {
 		n = defaultFetches
 	}
+	if p.fetches > 0 {
+		n = p.fetches
+	}
 	st, err := p.u.dest.newStage()
 	if err != nil {
 		return fmt.Errorf("%s: staging: %w", p.u.dest.dir, err)
@@ -366,6 +369,15 @@ func (p *pkgRun) fetchOne(ctx context.Context, a *action) error {
 	return nil
 }
 
+// openBitstream opens the bytes of a bitstream fetched on its own: from
+// the run's source, else from its URI.
+func (p *pkgRun) openBitstream(ctx context.Context, a *action) (io.ReadCloser, error) {
+	if p.source != nil {
+		return p.source(ctx, a)
+	}
+	return httpc.Open(ctx, p.u.opts.Client, a.b.URL.Loc, 0)
+}
+
 // download streams a resource to w, reading at most one byte more than
 // the list's length. ferr is the fetch's failure, werr the writer's.
 func (p *pkgRun) download(ctx context.Context, a *action, w io.Writer) (n int64, ferr, werr error) {
@@ -373,11 +385,14 @@ func (p *pkgRun) download(ctx context.Context, a *action, w io.Writer) (n int64,
 	if a.b.Length >= 0 {
 		limit = a.b.Length + 1
 	}
-	rc, err := httpc.Open(ctx, p.u.opts.Client, a.b.URL.Loc, 0)
+	rc, err := p.openBitstream(ctx, a)
 	if err != nil {
 		return 0, err, nil
 	}
 	defer rc.Close()
+	if p.counted != nil {
+		defer func() { p.counted.Add(n) }()
+	}
 	var r io.Reader = rc
 	if limit >= 0 {
 		r = io.LimitReader(rc, limit)

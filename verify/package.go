@@ -255,6 +255,9 @@ func (p *Package) resolve(files map[string][]*zip.File) {
 // already warned about.
 func entryName(path string) string { return strings.TrimPrefix(path, "/") }
 
+// EntryName is the ZIP entry a manifest path names.
+func EntryName(path string) string { return entryName(path) }
+
 // pick returns the one safe entry a manifest path names, or the check
 // that fails and why.
 func pick(fs []*zip.File, name string) (*zip.File, string, string) {
