@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"io"
 	"math"
 	"strings"
 	"testing"
@@ -235,7 +234,8 @@ func TestWrongHint(t *testing.T) {
 
 // TestBomb: an entry whose directory record says 1,000 bytes and whose
 // data inflates to 64 MiB hands back at most 1,000 bytes, then an error,
-// after reading a little of its compressed data.
+// after reading a little of its compressed data; no more than 1,001
+// inflated bytes are copied into the reader's buffer.
 func TestBomb(t *testing.T) {
 	files := []file{{"bomb", make([]byte, 64<<20), Deflate}, {"after", []byte("x"), Store}}
 	data := zipwBytes(t, files)
@@ -256,15 +256,41 @@ func TestBomb(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := io.Copy(io.Discard, rc)
+	p := bytes.Repeat([]byte{0xaa}, 64<<10)
+	n, err := rc.Read(p)
 	if n > 1000 || err == nil || !strings.Contains(err.Error(), "bomb: more than the 1000 bytes") {
 		t.Errorf("read %d bytes, error %v", n, err)
 	}
-	if n, err := rc.Read(make([]byte, 10)); n != 0 || err == nil {
+	if k := bytes.Count(p[1001:], []byte{0xaa}); k != len(p)-1001 {
+		t.Errorf("%d inflated bytes copied into the buffer past the 1,001 bytes", len(p)-1001-k)
+	}
+	if n, err := rc.Read(p); n != 0 || err == nil {
 		t.Errorf("read after the error: %d, %v", n, err)
 	}
 	t.Logf("compressed %d bytes; read %d of them", found["bomb"].CompressedSize, c.total)
 	if c.total > 64<<10 {
 		t.Errorf("read %d bytes of compressed data to hand back 1000", c.total)
+	}
+}
+
+// TestCommentWithEnd: an archive comment that holds an end record's
+// signature is read as archive/zip reads it: an error when that record's
+// own comment would run past the archive, an empty archive when not.
+func TestCommentWithEnd(t *testing.T) {
+	for _, fakeComment := range []uint16{1000, 0} {
+		data := zipwBytes(t, smallFiles())
+		fake := binary.LittleEndian.AppendUint32(nil, sigEnd)
+		fake = append(fake, make([]byte, 16)...) // no entries
+		fake = binary.LittleEndian.AppendUint16(fake, fakeComment)
+		binary.LittleEndian.PutUint16(data[len(data)-2:], uint16(len(fake)))
+		data = append(data, fake...)
+		zr, zerr := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+		d, err := ReadDir(bytes.NewReader(data), int64(len(data)))
+		switch {
+		case fakeComment > 0 && (err == nil || zerr == nil):
+			t.Errorf("end record in the comment, its comment past the end: %v; archive/zip: %v", err, zerr)
+		case fakeComment == 0 && (err != nil || zerr != nil || d.Count() != 0 || len(zr.File) != 0):
+			t.Errorf("end record of no entries in the comment: %v; archive/zip: %v", err, zerr)
+		}
 	}
 }

@@ -15,6 +15,7 @@
 package ziprange
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -113,6 +114,9 @@ func ReadDir(ra io.ReaderAt, size int64) (*Dir, error) {
 	if i < 0 {
 		return nil, fmt.Errorf("not a ZIP archive: no end of central directory record in its last %d bytes", len(t.b))
 	}
+	if c := int(u16(t.b[i+20:])); i+endLen+c > len(t.b) {
+		return nil, fmt.Errorf("the end record's comment of %d bytes runs past the archive's end", c)
+	}
 	d := &Dir{ra: ra, size: size, small: smallDir, window: window}
 	return d, d.readEnd(t, t.off+int64(i))
 }
@@ -145,15 +149,12 @@ func (t tail) at(off int64, n int) ([]byte, error) {
 	return b, nil
 }
 
-// lastEnd is the offset in b of the last end record whose comment fits
-// in b, as archive/zip finds it; -1 if there is none.
+// lastEnd is the offset in b of the last end record signature, -1 if
+// there is none. The end record is where archive/zip finds it, so that
+// both read the same entries of an archive whose comment holds a
+// signature.
 func lastEnd(b []byte) int {
-	for i := len(b) - endLen; i >= 0; i-- {
-		if u32(b[i:]) == sigEnd && i+endLen+int(u16(b[i+20:])) <= len(b) {
-			return i
-		}
-	}
-	return -1
+	return bytes.LastIndex(b[:len(b)-endLen+4], []byte("PK\x05\x06"))
 }
 
 // readEnd reads the end record at endOff and the ZIP64 end records before

@@ -141,8 +141,9 @@ func TestInfoZip(t *testing.T) {
 
 // TestBytesRead: in a package of 10,000 entries in manifest order, whose
 // central directory is about 950 KB, finding one entry reads one window
-// of the directory, not all of it; without a hint, or with a wrong one,
-// the whole directory is read once and the entry still found.
+// of the directory, not all of it, and a few when the hint is a little
+// off; without a hint, or with a wrong one, the whole directory is read
+// once and the entry still found.
 func TestBytesRead(t *testing.T) {
 	files := manifestFiles(10000)
 	data := zipwBytes(t, files)
@@ -158,12 +159,21 @@ func TestBytesRead(t *testing.T) {
 	}
 	reversed := slices.Clone(manifest)
 	slices.Reverse(reversed)
+	// A hint a few hundred entries off makes the search move its window.
+	shifted := func(by int) Order {
+		return func(name string) (int, int, bool) {
+			pos, total, ok := ListOrder(manifest)(name)
+			return min(max(pos+by, 0), total-1), total, ok
+		}
+	}
 	for _, tc := range []struct {
 		name    string
 		hint    Order
 		maxRead int64 // of the directory
 	}{
-		{"manifest order", ListOrder(manifest), 160 << 10},
+		{"manifest order", ListOrder(manifest), window},
+		{"hint 700 entries early", shifted(-700), 3 * window},
+		{"hint 700 entries late", shifted(700), 3 * window},
 		{"no hint", nil, d.len},
 		{"reversed", ListOrder(reversed), d.len + maxWindows*window},
 	} {
@@ -228,12 +238,13 @@ func TestFindMany(t *testing.T) {
 	}
 }
 
-// TestResync: names holding the directory's record signature do not
-// throw the search off the records.
+// TestResync: names holding the directory's record signature, followed
+// by what parses as a record with no name, extra field or comment, do
+// not throw the search off the records.
 func TestResync(t *testing.T) {
 	files := manifestFiles(8000)
 	for i := range files {
-		files[i].name = fmt.Sprintf("resources/PK\x01\x02%05d-PK\x01\x02\x14\x00/%s", i, files[i].name)
+		files[i].name = fmt.Sprintf("resources/%0*d/PK\x01\x02%s/file.txt", 5+i%13, i, strings.Repeat("\x00", 42))
 	}
 	data := zipwBytes(t, files)
 	c := &counter{ra: bytes.NewReader(data)}
