@@ -48,7 +48,7 @@ func (d *Dir) dataOffset(e Entry) (int64, error) {
 		return 0, fmt.Errorf("%s: local header offset %d is not before the central directory at offset %d", e.Name, h, d.off)
 	}
 	b := make([]byte, localLen+len(e.Name))
-	if _, err := d.ra.ReadAt(b, h); err != nil {
+	if err := readAt(d.ra, b, h); err != nil {
 		return 0, fmt.Errorf("%s: reading the local header at offset %d: %w", e.Name, h, err)
 	}
 	if u32(b) != sigLocal {
@@ -74,7 +74,7 @@ func (d *Dir) dataOffset(e Entry) (int64, error) {
 // a message.
 func (d *Dir) localName(off int64, n int) string {
 	b := make([]byte, min(n, 1024))
-	if _, err := d.ra.ReadAt(b, off+localLen); err != nil {
+	if err := readAt(d.ra, b, off+localLen); err != nil {
 		return fmt.Sprintf("a name of %d bytes", n)
 	}
 	return fmt.Sprintf("%q", b)

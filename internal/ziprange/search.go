@@ -63,7 +63,7 @@ func (s *search) find(name string) error {
 func (s *search) look(at int64) (seen, error) {
 	d, b := s.d, s.buf
 	at = max(d.off, min(at, d.off+d.len-int64(len(b))))
-	if _, err := d.ra.ReadAt(b, at); err != nil {
+	if err := readAt(d.ra, b, at); err != nil {
 		return seen{}, fmt.Errorf("reading the central directory at offset %d: %w", at, err)
 	}
 	w := seen{at: at}

@@ -131,7 +131,7 @@ type tail struct {
 func readTail(ra io.ReaderAt, size int64, n int64) (tail, error) {
 	n = min(n, size)
 	t := tail{ra: ra, off: size - n, b: make([]byte, n)}
-	if _, err := ra.ReadAt(t.b, t.off); err != nil {
+	if err := readAt(ra, t.b, t.off); err != nil {
 		return t, fmt.Errorf("reading the archive's last %d bytes: %w", n, err)
 	}
 	return t, nil
@@ -143,7 +143,7 @@ func (t tail) at(off int64, n int) ([]byte, error) {
 		return t.b[off-t.off : off-t.off+int64(n)], nil
 	}
 	b := make([]byte, n)
-	if _, err := t.ra.ReadAt(b, off); err != nil {
+	if err := readAt(t.ra, b, off); err != nil {
 		return nil, fmt.Errorf("reading %d bytes at offset %d: %w", n, off, err)
 	}
 	return b, nil
@@ -208,6 +208,19 @@ func readEnd64(t tail, loc []byte, locOff int64) ([]byte, int64, error) {
 		return nil, 0, fmt.Errorf("no ZIP64 end record at offset %d, where the locator points", zoff)
 	}
 	return z, int64(zoff), nil
+}
+
+// readAt fills p with the bytes at off. A read that fills p is no error,
+// even when it ends the input and ra says io.EOF, as ReaderAt may.
+func readAt(ra io.ReaderAt, p []byte, off int64) error {
+	n, err := ra.ReadAt(p, off)
+	switch {
+	case n == len(p):
+		return nil
+	case err == nil || err == io.EOF:
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }
 
 func u16(b []byte) uint16 { return binary.LittleEndian.Uint16(b) }

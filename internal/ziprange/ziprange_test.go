@@ -1,10 +1,12 @@
 package ziprange
 
 import (
+	"archive/zip"
 	"bytes"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -83,14 +85,21 @@ func TestZipwZip64Offsets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	found, err := d.Find([]string{"zeros", "after-2"}, nil)
+	zr, err := zip.NewReader(&s, s.size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := []string{"zeros", "after-0", "after-1", "after-2"}
+	found, err := d.Find(all, ListOrder(all))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if e := found["after-2"]; e.HeaderOffset < 1<<32 || found["zeros"].UncompressedSize != big {
 		t.Fatalf("entries %+v: the ZIP64 fields were not read", found)
 	}
-	checkAgainst(t, &s, s.size, inOrder, 1)
+	for _, f := range zr.File {
+		checkEntry(t, d, found[f.Name], f)
+	}
 }
 
 // TestPython: archives Python's zipfile writes (resync writes its
@@ -160,9 +169,10 @@ func TestBytesRead(t *testing.T) {
 	reversed := slices.Clone(manifest)
 	slices.Reverse(reversed)
 	// A hint a few hundred entries off makes the search move its window.
+	inManifest := ListOrder(manifest)
 	shifted := func(by int) Order {
 		return func(name string) (int, int, bool) {
-			pos, total, ok := ListOrder(manifest)(name)
+			pos, total, ok := inManifest(name)
 			return min(max(pos+by, 0), total-1), total, ok
 		}
 	}
@@ -280,4 +290,23 @@ func TestRangesFetch(t *testing.T) {
 	if fetched > 512<<10 {
 		t.Errorf("fetched %d bytes, more than 512 KiB", fetched)
 	}
+}
+
+// eofAtEnd says io.EOF with a read that reaches the end, as an
+// io.ReaderAt may.
+type eofAtEnd struct{ b []byte }
+
+func (r eofAtEnd) ReadAt(p []byte, off int64) (int, error) {
+	n, err := bytes.NewReader(r.b).ReadAt(p, off)
+	if err == nil && off+int64(n) == int64(len(r.b)) {
+		err = io.EOF
+	}
+	return n, err
+}
+
+// TestEOFAtEnd: a reader that says io.EOF with the archive's last bytes
+// reads the same.
+func TestEOFAtEnd(t *testing.T) {
+	data := zipwBytes(t, smallFiles())
+	checkAgainst(t, eofAtEnd{data}, int64(len(data)), inOrder, 1)
 }
