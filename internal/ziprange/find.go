@@ -29,9 +29,11 @@ func ListOrder(names []string) Order {
 	}
 }
 
-// Find returns the entries of the names asked for, the first record of
-// each when the directory lists one twice, and an error naming those it
-// does not hold, wrapping ErrNotFound. A directory small enough is
+// Find returns the entries of the names asked for, and an error naming
+// those the directory does not hold, wrapping ErrNotFound. Of a name the
+// directory lists twice it returns the record it reads first, not
+// necessarily the first listed: the caller checks what it reads (a
+// bitstream against its manifest's hash). A directory small enough is
 // read whole, in one read. In a larger one each name is searched for,
 // guided by hint, in a few windows of the directory where hint places
 // it; a name not found so (no hint, one that is wrong, a directory in

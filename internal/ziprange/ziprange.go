@@ -80,7 +80,6 @@ type Entry struct {
 // is safe for concurrent use when its io.ReaderAt is.
 type Dir struct {
 	ra    io.ReaderAt
-	size  int64 // the archive's
 	off   int64 // the central directory's offset
 	len   int64 // and length
 	count uint64
@@ -117,7 +116,7 @@ func ReadDir(ra io.ReaderAt, size int64) (*Dir, error) {
 	if c := int(u16(t.b[i+20:])); i+endLen+c > len(t.b) {
 		return nil, fmt.Errorf("the end record's comment of %d bytes runs past the archive's end", c)
 	}
-	d := &Dir{ra: ra, size: size, small: smallDir, window: window}
+	d := &Dir{ra: ra, small: smallDir, window: window}
 	return d, d.readEnd(t, t.off+int64(i))
 }
 
