@@ -47,3 +47,27 @@ func readFuzzed(t *testing.T, d *Dir, e Entry) {
 		t.Fatalf("%s: read %d bytes (%v) of an entry of %d", e.Name, n, err, e.UncompressedSize)
 	}
 }
+
+// FuzzFind searches directories of any bytes, whatever end records would
+// say of them: every record is parsed, every window resynchronised.
+func FuzzFind(f *testing.F) {
+	wanted := append(names(smallFiles()), names(manifestFiles(3))...)
+	for _, data := range [][]byte{zipwBytes(f, smallFiles()), zipwBytes(f, manifestFiles(3))} {
+		d, err := ReadDir(bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data[d.off:d.off+d.len], d.count, uint16(160))
+	}
+	f.Fuzz(func(t *testing.T, dir []byte, count uint64, window uint16) {
+		d := &Dir{ra: bytes.NewReader(dir), len: int64(len(dir)), count: count, window: int64(max(window, 1))}
+		for _, hint := range []Order{ListOrder(wanted), nil} {
+			for _, n := range wanted {
+				found, _ := d.Find([]string{n}, hint)
+				if e, ok := found[n]; ok && (e.Name != n || len(found) != 1) {
+					t.Fatalf("Find(%q) gave %v", n, found)
+				}
+			}
+		}
+	})
+}
