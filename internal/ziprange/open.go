@@ -1,0 +1,132 @@
+package ziprange
+
+import (
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+
+	"github.com/klauspost/compress/flate"
+)
+
+// Open returns a reader of e's uncompressed bytes. It reads e's local
+// header and checks that it names e, so that a record that lies about
+// where its entry is cannot hand back another entry's bytes; then it
+// reads exactly e.CompressedSize bytes after it, which must end before
+// the central directory. The reader decompresses no more than
+// e.UncompressedSize bytes and one more, and ends with an error naming e
+// unless it read exactly e.UncompressedSize bytes whose CRC-32 is e's.
+// Encrypted entries and methods other than Store and Deflate are refused.
+func (d *Dir) Open(e Entry) (io.ReadCloser, error) {
+	switch {
+	case e.Flags&flagsEncrypted != 0:
+		return nil, fmt.Errorf("%s: the entry is encrypted (flags %#x)", e.Name, e.Flags)
+	case e.Method != Store && e.Method != Deflate:
+		return nil, fmt.Errorf("%s: compression method %d is not supported", e.Name, e.Method)
+	case e.Method == Store && e.CompressedSize != e.UncompressedSize:
+		return nil, fmt.Errorf("%s: stored entry of %d bytes has a compressed size of %d", e.Name, e.UncompressedSize, e.CompressedSize)
+	}
+	off, err := d.dataOffset(e)
+	if err != nil {
+		return nil, err
+	}
+	r := &reader{name: e.Name, size: e.UncompressedSize, want: e.CRC32, crc: crc32.NewIEEE()}
+	data := io.NewSectionReader(d.ra, off, int64(e.CompressedSize))
+	if e.Method == Deflate {
+		fr := flate.NewReader(data)
+		r.r, r.c = io.LimitReader(fr, int64(min(e.UncompressedSize, 1<<62))+1), fr
+	} else {
+		r.r = data
+	}
+	return r, nil
+}
+
+// dataOffset reads e's local header and returns where its data starts.
+func (d *Dir) dataOffset(e Entry) (int64, error) {
+	h := e.HeaderOffset
+	if h < 0 || h > d.off-localLen-int64(len(e.Name)) {
+		return 0, fmt.Errorf("%s: local header offset %d is not before the central directory at offset %d", e.Name, h, d.off)
+	}
+	b := make([]byte, localLen+len(e.Name))
+	if err := readAt(d.ra, b, h); err != nil {
+		return 0, fmt.Errorf("%s: reading the local header at offset %d: %w", e.Name, h, err)
+	}
+	if u32(b) != sigLocal {
+		return 0, fmt.Errorf("%s: no local header at offset %d", e.Name, h)
+	}
+	if n := int(u16(b[26:])); n != len(e.Name) || string(b[localLen:]) != e.Name {
+		return 0, fmt.Errorf("%s: the local header at offset %d names %s", e.Name, h, d.localName(h, n))
+	}
+	if flags := u16(b[6:]); flags&flagsEncrypted != 0 {
+		return 0, fmt.Errorf("%s: the local header flags the entry as encrypted (flags %#x)", e.Name, flags)
+	}
+	if m := u16(b[8:]); m != e.Method {
+		return 0, fmt.Errorf("%s: the local header gives compression method %d, the central directory %d", e.Name, m, e.Method)
+	}
+	off := h + int64(len(b)) + int64(u16(b[28:]))
+	if off > d.off || e.CompressedSize > uint64(d.off-off) {
+		return 0, fmt.Errorf("%s: its %d bytes of data at offset %d run into the central directory at offset %d", e.Name, e.CompressedSize, off, d.off)
+	}
+	return off, nil
+}
+
+// localName reads the name of n bytes in the local header at off, for
+// a message.
+func (d *Dir) localName(off int64, n int) string {
+	b := make([]byte, min(n, 1024))
+	if err := readAt(d.ra, b, off+localLen); err != nil {
+		return fmt.Sprintf("a name of %d bytes", n)
+	}
+	return fmt.Sprintf("%q", b)
+}
+
+// reader checks an entry's bytes as they are read.
+type reader struct {
+	name string
+	r    io.Reader // the uncompressed bytes, at most size+1 of them
+	c    io.Closer // the decompressor, nil for Store
+	crc  hash.Hash32
+	n    uint64
+	size uint64
+	want uint32
+	err  error
+}
+
+func (r *reader) Read(p []byte) (int, error) {
+	if r.err != nil {
+		return 0, r.err
+	}
+	n, err := r.r.Read(p)
+	if left := r.size - r.n; uint64(n) > left {
+		n, err = int(left), fmt.Errorf("%s: more than the %d bytes the central directory gives", r.name, r.size)
+	} else if err != nil && err != io.EOF {
+		err = fmt.Errorf("%s: %w", r.name, err)
+	}
+	r.crc.Write(p[:n])
+	r.n += uint64(n)
+	if err == io.EOF {
+		err = r.check()
+	}
+	r.err = err
+	return n, err
+}
+
+// check is the error at the end of the bytes: io.EOF if they are those
+// the central directory describes.
+func (r *reader) check() error {
+	switch {
+	case r.n != r.size:
+		return fmt.Errorf("%s: %d bytes, the central directory gives %d", r.name, r.n, r.size)
+	case r.crc.Sum32() != r.want:
+		return fmt.Errorf("%s: CRC-32 %08x, the central directory gives %08x", r.name, r.crc.Sum32(), r.want)
+	}
+	return io.EOF
+}
+
+// Close releases the decompressor.
+func (r *reader) Close() error {
+	if r.c != nil {
+		return r.c.Close()
+	}
+	return nil
+}
