@@ -17,6 +17,7 @@ import (
 
 	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/internal/httpc"
+	"github.com/rsdump/rsdump/internal/plural"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/transfer"
 	"github.com/rsdump/rsdump/unpack"
@@ -65,12 +66,13 @@ type Step struct {
 
 // Result sums up a sync.
 type Result struct {
-	Source  *Source         `json:"source"`
-	BaseURL string          `json:"base_url"`
-	Steps   []Step          `json:"steps"`
-	Until   time.Time       `json:"until,omitzero"` // what the tree is now up to
-	Audit   *verify.Summary `json:"audit,omitempty"`
-	Notes   []string        `json:"notes,omitempty"` // the steps taken and decisions made, in words
+	Source  *Source              `json:"source"`
+	Repair  *unpack.RepairResult `json:"repair,omitempty"` // the check of the tree against what rsdump wrote
+	BaseURL string               `json:"base_url"`
+	Steps   []Step               `json:"steps"`
+	Until   time.Time            `json:"until,omitzero"` // what the tree is now up to
+	Audit   *verify.Summary      `json:"audit,omitempty"`
+	Notes   []string             `json:"notes,omitempty"` // the steps taken and decisions made, in words
 	unpack.Result
 }
 
@@ -99,7 +101,13 @@ func Sync(ctx context.Context, source, dir string, opts Options) (*Result, error
 	if err := s.prepare(ctx, source); err != nil {
 		return nil, err
 	}
+	if err := s.repair(ctx); err != nil {
+		return nil, err
+	}
 	if err := s.run(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.unrepaired(ctx); err != nil {
 		return nil, err
 	}
 	return s.finish(ctx)
@@ -176,6 +184,57 @@ func (s *syncer) sameSource() bool {
 		}
 	}
 	return false
+}
+
+// repair checks a tree that has a copy against what rsdump wrote, and
+// restores what differs or is missing from the Source's dumps and lists
+// (unpack.Repair): with Audit every file is hashed. Damaged files none of
+// them carries wait for the changes this run applies (unrepaired).
+func (s *syncer) repair(ctx context.Context) error {
+	if s.tree.State().Since().IsZero() {
+		return nil
+	}
+	o, err := s.unpackOptions()
+	if err != nil {
+		return err
+	}
+	ro := unpack.RepairOptions{HashAll: s.opts.Audit}
+	for _, c := range []string{resourcesync.CapChangeDump, resourcesync.CapResourceDump} {
+		if d := s.src.Docs[c]; d != "" {
+			ro.Dumps = append(ro.Dumps, d)
+		}
+	}
+	for _, c := range []string{resourcesync.CapResourceList, resourcesync.CapChangeList} {
+		if d := s.src.Docs[c]; d != "" {
+			ro.Lists = append(ro.Lists, d)
+		}
+	}
+	r, err := unpack.Repair(ctx, s.dir, ro, o)
+	if err != nil {
+		return err
+	}
+	s.res.Repair = r
+	if r.Damaged > 0 {
+		s.note("checked %s against what rsdump wrote: %s damaged or missing, %d repaired (%s fetched)",
+			plural.Count(r.Checked, "file"), plural.Count(r.Damaged, "file"), r.Repaired, plural.Count(r.Fetched, "byte"))
+	}
+	s.add(&r.Result)
+	return nil
+}
+
+// unrepaired reports the damaged files the repair found no version of
+// that the changes did not replace either.
+func (s *syncer) unrepaired(ctx context.Context) error {
+	if s.res.Repair == nil || len(s.res.Repair.Unrepaired) == 0 || s.opts.DryRun {
+		return nil
+	}
+	o, err := s.unpackOptions()
+	if err != nil {
+		return err
+	}
+	n, err := unpack.Unrepaired(ctx, s.dir, s.res.Repair.Unrepaired, o)
+	s.res.Errors += n
+	return err
 }
 
 // run takes a baseline when the tree has none (or nothing covers the gap

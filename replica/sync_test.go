@@ -76,22 +76,28 @@ func TestBaselineThenChangeDumps(t *testing.T) {
 }
 
 // TestDeletesOnlyWhatSyncWrote: a deleted change does not remove a file
-// changed at the Destination.
+// sync did not write; a file sync wrote and that was changed at the
+// Destination is repaired first (the copy is the Source's), then deleted.
 func TestDeletesOnlyWhatSyncWrote(t *testing.T) {
 	s := newSource(t, files(5, 100))
 	s.packDump(pack.Options{})
 	dst := t.TempDir()
 	syncRun(t, s.srv.URL+"/", dst, replica.Options{})
-	local := filepath.Join(dst, "d1", "f001.txt")
-	os.WriteFile(local, []byte("edited here"), 0o644)
-	c := s.changeSet(t0.Add(time.Hour), change{"d1/f001.txt", "", resourcesync.ChangeDeleted})
+	mine := filepath.Join(dst, "d1", "mine.txt")
+	os.WriteFile(mine, []byte("the user's own"), 0o644)
+	edited := filepath.Join(dst, "d2", "f002.txt")
+	os.WriteFile(edited, []byte("edited here"), 0o644)
+	c := s.changeSet(t0.Add(time.Hour), change{"d1/mine.txt", "", resourcesync.ChangeDeleted}, change{"d2/f002.txt", "", resourcesync.ChangeDeleted})
 	s.changeDump([]verifytest.ChangePackage{{From: t0, Until: t0.Add(2 * time.Hour), Changes: c}})
 	res, fs, _ := syncRun(t, "", dst, replica.Options{})
-	if b, err := os.ReadFile(local); err != nil || string(b) != "edited here" {
+	if b, err := os.ReadFile(mine); err != nil || string(b) != "the user's own" {
 		t.Fatalf("a file sync did not write was deleted or changed: %q %v", b, err)
 	}
 	if res.Refused != 1 || !hasFinding(fs, verify.Error, unpack.CheckConflict) {
 		t.Errorf("conflict not reported: %+v\n%s", res, problems(fs))
+	}
+	if _, err := os.Stat(edited); !os.IsNotExist(err) || res.Repair.Repaired != 1 || res.Deleted != 1 {
+		t.Errorf("the edited file sync wrote: %v, %+v repair %+v", err, res, res.Repair)
 	}
 }
 

@@ -29,10 +29,11 @@ type Ranges struct {
 	urls    []string
 	fetched atomic.Int64
 
-	mu    sync.Mutex
-	block []byte // the bytes read ahead last
-	boff  int64  // their offset
-	ahead int64  // the next read-ahead's length
+	mu             sync.Mutex
+	block          []byte // the bytes read ahead last
+	boff           int64  // their offset
+	ahead          int64  // the next read-ahead's length
+	secOff, secEnd int64  // the span the caller said it reads next (Section)
 }
 
 const (
@@ -56,6 +57,16 @@ func (g *Getter) Ranges(ctx context.Context, f File) (*Ranges, error) {
 		r.urls = append(r.urls, m.url)
 	}
 	return r, nil
+}
+
+// Section says that the reads that follow are of the n bytes at off (a
+// ZIP entry's local header, then its data): read ahead no further than
+// their end, and the whole of them (up to maxAhead) in the first request.
+// It implements ziprange.Sectioned.
+func (r *Ranges) Section(off, n int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.secOff, r.secEnd = off, off+n
 }
 
 // Size is the file's length.
@@ -91,10 +102,17 @@ func (r *Ranges) read(p []byte, off int64) (int, error) {
 	} else {
 		r.ahead = minAhead
 	}
+	end := r.f.Size
+	if off >= r.secOff && off < r.secEnd {
+		end = r.secEnd
+		if off == r.secOff {
+			r.ahead = maxAhead // the whole span, up to maxAhead, in one request
+		}
+	}
 	if int64(len(p)) >= r.ahead {
 		return r.fetch(p, off) // large enough on its own: no copy
 	}
-	n := min(r.ahead, r.f.Size-off)
+	n := max(min(r.ahead, end-off), int64(len(p)))
 	block := make([]byte, n)
 	if _, err := r.fetch(block, off); err != nil {
 		return 0, err

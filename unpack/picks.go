@@ -151,27 +151,25 @@ func (u *unpacker) applyPicks(ctx context.Context, g *pickGroup) (int, int64, er
 		return len(p.actions), 0, nil
 	}
 	var fetched atomic.Int64
+	p.counted = &fetched
+	closeFn := func(*atomic.Int64) {}
 	if g.pkg != nil {
-		src, closeFn, err := u.openEntries(ctx, g)
+		src, done, err := u.openEntries(ctx, g)
 		if err != nil {
 			for _, a := range p.actions {
 				p.refuse(a, CheckDamaged, "not repaired: "+verify.MsgFor(err, g.ref.Loc))
 			}
 			return 0, 0, ctx.Err()
 		}
-		defer closeFn(&fetched)
-		p.source, p.fetches = src, 1 // one package's ranges come one at a time
-	} else {
-		p.counted = &fetched
+		p.source, p.fetches, p.counted, closeFn = src, 1, nil, done // one package's ranges come one at a time
 	}
 	before := u.result().Written
-	if err := p.fetchAll(ctx); err != nil {
-		return 0, fetched.Load(), err
+	err := p.fetchAll(ctx)
+	closeFn(&fetched)
+	if err == nil {
+		err = p.apply()
 	}
-	if err := p.apply(); err != nil {
-		return 0, fetched.Load(), err
-	}
-	return u.result().Written - before, fetched.Load(), nil
+	return u.result().Written - before, fetched.Load(), err
 }
 
 // openEntries opens a package for reading some of its bitstreams by

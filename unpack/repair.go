@@ -36,6 +36,7 @@ type RepairOptions struct {
 
 // RepairResult says what Repair found and did.
 type RepairResult struct {
+	Result
 	Checked  int   `json:"checked"`  // files rsdump owns, checked
 	Damaged  int   `json:"damaged"`  // of them, missing or not as rsdump wrote them
 	Repaired int   `json:"repaired"` // restored
@@ -84,9 +85,15 @@ func Repair(ctx context.Context, dir string, ro RepairOptions, opts Options) (*R
 	if err == nil {
 		err = flush()
 	}
+	if err == nil {
+		s := u.state()
+		s.Pending = false
+		err = u.finishState(s)
+	}
 	if err != nil {
 		return nil, err
 	}
+	res.Result = *u.result()
 	return res, nil
 }
 
@@ -156,6 +163,13 @@ func (u *unpacker) restore(ctx context.Context, damaged map[string]deststate.Rec
 	if err != nil {
 		return err
 	}
+	located := map[string]bool{}
+	for _, g := range groups {
+		for _, b := range g.picks {
+			t, _ := u.opts.Mapper.Target(b.URL)
+			located[t] = true
+		}
+	}
 	for _, g := range groups {
 		n, fetched, err := u.applyPicks(ctx, g)
 		res.Repaired += n
@@ -165,17 +179,18 @@ func (u *unpacker) restore(ctx context.Context, damaged map[string]deststate.Rec
 		}
 	}
 	for _, path := range slices.Sorted(maps.Keys(damaged)) {
-		if rec := damaged[path]; !u.repaired(rec) {
+		if rec := damaged[path]; !u.repaired(rec, located[path]) {
 			res.Unrepaired = append(res.Unrepaired, rec)
 		}
 	}
 	return nil
 }
 
-// repaired says whether the file of rec is now the version it records.
-func (u *unpacker) repaired(rec deststate.Record) bool {
-	if u.opts.DryRun {
-		return false
+// repaired says whether the file of rec is now the version it records; in
+// a dry run, whether a document names that version.
+func (u *unpacker) repaired(rec deststate.Record, located bool) bool {
+	if u.opts.DryRun || !located {
+		return located
 	}
 	bad, err := u.differs(rec, true)
 	return err == nil && !bad

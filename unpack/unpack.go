@@ -71,6 +71,12 @@ type Options struct {
 	Progress func(n int64)
 	Total    func(n int64)
 
+	// Only restores the bitstreams whose target, or a directory above
+	// it, matches one of these patterns (path.Match), each read from
+	// inside its package by ranges: a subset of a remote dump without its
+	// whole packages. The state is not changed: the tree holds part of a
+	// snapshot.
+	Only []string
 	// Rollback applies a snapshot (a Resource Dump, a Resource List, a
 	// package of one) older than what the tree holds, which is otherwise
 	// refused (RollbackError): a whole snapshot then replaces the tree's
@@ -216,6 +222,9 @@ func (u *unpacker) run(ctx context.Context, source string) error {
 	if err != nil {
 		return err
 	}
+	if len(u.opts.Only) > 0 {
+		return u.only(ctx, d.Source, d.Capability, d.Packages)
+	}
 	if d.Capability == resourcesync.CapChangeDump {
 		return u.changeDump(ctx, d)
 	}
@@ -312,6 +321,9 @@ func (u *unpacker) standalone(ctx context.Context, path string) error {
 		}
 	}
 	ref := verify.PackageRef{Loc: path, Length: -1}
+	if len(u.opts.Only) > 0 {
+		return u.only(ctx, path, resourcesync.CapResourceDump, []verify.PackageRef{ref})
+	}
 	if err := u.guardFresh(ctx, []verify.PackageRef{ref}); err != nil {
 		return err
 	}

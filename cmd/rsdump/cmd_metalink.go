@@ -287,5 +287,3 @@ func (w *metalinkWriter) dump(e *metalink.Encoder, p string) error {
 	}
 	return err
 }
-
-// countOf writes "1 file", "2 files".

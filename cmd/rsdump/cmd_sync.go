@@ -30,12 +30,31 @@ dump, its Resource List, resource by resource, each checked against its
 length and hash, several at once. Later runs apply the Change Dump
 packages after the until the state records, in order, or without a
 Change Dump the Change List. When neither covers the time since the last
-run, sync says so and takes a new baseline. A deleted change removes a
-file only when it is the one rsdump wrote there.
+run, sync says so and takes a new baseline, unless it is older than what
+DIR holds: that is refused, naming both times (--rollback takes it, DIR
+becoming exactly that snapshot). A deleted change removes a file only when
+it is one rsdump wrote there (or an identical file it adopted).
+
+Every run first checks DIR against what rsdump wrote (DIR/.rsdump/
+written.log: each file's length and mtime; with --audit every file's
+hashes) and repairs what differs or is missing: only those bitstreams are
+fetched, from inside their packages by byte ranges, from any mirror, or
+from the resource's URI when no package carries that version. The summary
+says "repaired N (M bytes fetched)". A damaged file whose version no
+document carries any more is an error naming it.
+
+rsdump changes only what it wrote: a first sync into a DIR with files at
+the resources' names refuses before anything lands (--adopt, --overwrite:
+see rsdump unpack --help); files the Source never had stay, and --audit
+lists them as extras, apart from errors. --dry-run reads documents and
+manifests only, never a package body, and plans the whole chain: its
+counts are the run's.
 
 Nothing unverified takes a final name. A run that is interrupted resumes:
 partial package downloads continue from DIR/.rsdump/cache, files already
-in place are not fetched again.
+in place are not fetched again. A run that fails before it commits
+anything leaves DIR's state as it was: a wrong guess of the base URL is
+never recorded.
 
 A resource lands at its URI relative to --base-url; by default the base the
 state records, else the one the Source's manifests imply.
@@ -157,6 +176,13 @@ func syncSummaryLine(r *replica.Result, dry bool) string {
 	}
 	line += ": " + unpackSummaryLine(&unpack.Result{Packages: r.Packages, Written: r.Written, Present: r.Present, Deleted: r.Deleted,
 		Refused: r.Refused, Bytes: r.Bytes, Counts: r.Counts}, dry)
+	if rp := r.Repair; rp != nil && rp.Damaged > 0 {
+		verb := "repaired"
+		if dry {
+			verb = "would repair"
+		}
+		line += fmt.Sprintf("; %s %d (%s fetched) of %s damaged or missing", verb, rp.Repaired, plural.Count(rp.Fetched, "byte"), plural.Count(rp.Damaged, "file"))
+	}
 	if a := r.Audit; a != nil {
 		line += fmt.Sprintf("; audit: %s verified, %s", plural.Count(a.Verified, "file"), plural.Count(a.Errors, "error"))
 		if a.Extras > 0 {

@@ -41,9 +41,27 @@ matched) but reported as unverified. Files already present with the right
 length and hashes are not rewritten. With --atomic-package, nothing from a
 package is committed unless the whole package verified.
 
+rsdump changes only what it wrote. A first unpack into a DIR that holds a
+file at a bitstream's name (and no rsdump state) refuses before anything
+lands, naming that file; --adopt takes the files that already hold their
+bitstream as rsdump's (recorded as written) and refuses the others,
+--overwrite replaces those too. Later, a file rsdump did not write is
+neither replaced nor deleted (a conflict, reported); files the Source never
+had stay. DIR/.rsdump/written.log records every file rsdump wrote or
+adopted, with its length, hashes and mtime.
+
+--only GLOB restores just the files whose path in DIR, or a directory
+above it, matches GLOB (repeatable): each is read from inside its package
+by byte ranges, from any mirror (the package's central directory, then the
+bitstream, checked against the manifest's hashes), so a few files of a
+remote dump cost a few files' bytes. The state does not change.
+
 Change Dumps are applied in manifest order, package after package, in the
 order of changedump.xml; a deleted change removes a file only when it is
-the one rsdump wrote there. DIR/.rsdump/state.json records the Resource
+one rsdump wrote there (or an identical file it adopted) and is still as
+rsdump wrote it. A changed file gets the <lastmod> of its change, a
+directory that became a file (or the reverse) changes in one run.
+DIR/.rsdump/state.json records the Resource
 Dump's at and then the last until applied: packages up to it are skipped,
 so running again changes nothing, and a later Change Dump continues from
 there. A package must start (from) at or before that time: a later start
@@ -56,6 +74,15 @@ directory holding both a Resource Dump and a Change Dump (a pack output
 directory), unpack applies the Resource Dump, unless DIR already holds it
 or a later state, then the changes after it.
 
+The tree never moves back in time: a Resource Dump (or one of its
+packages) older than DIR's state is refused, naming both times; --rollback
+applies it, DIR becoming exactly that snapshot (files rsdump wrote since
+are removed) and the state recording the rollback. A package whose
+manifest's at, from or until is not what its dump document says is
+refused, as is a document with a time later than now plus 5 minutes.
+--dry-run reads manifests only (detached copies, else a package's central
+directory and manifest entry by ranges), never a package's bitstreams.
+
 Exit status: 0 everything applied, 1 problems found (a bitstream refused,
 a deletion refused, a package that failed, a malformed or oversized
 document), 2 could not run (usage,
@@ -63,8 +90,8 @@ unreadable source, unwritable DIR), 130 interrupted; run again to resume.
 
 Examples:
   rsdump unpack ./dump/resourcedump.xml --dest ./tree --base-url https://example.org/data/
-  rsdump unpack ./out --dest ./tree --base-url https://example.org/data/
   rsdump unpack https://example.org/dump/changedump.xml --dest ./tree --base-url https://example.org/data/ --dry-run
+  rsdump unpack https://example.org/dump/resourcedump.xml --dest ./tree --base-url https://example.org/data/ --only 'reports/2025/*'
 `
 
 type unpackFlags struct {
@@ -76,6 +103,7 @@ type unpackFlags struct {
 	allowGap              bool
 	adopt, overwrite      bool
 	rollback              bool
+	only                  []string
 }
 
 func runUnpack(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -88,6 +116,7 @@ func runUnpack(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.BoolVar(&f.allowGap, "allow-gap", false, "apply Change Dump packages that do not continue from DIR's state (or with no baseline), with a warning")
 	fs.BoolVar(&f.adopt, "adopt", false, "take files already in DIR that hold their bitstream as rsdump's (a first run into a DIR that has files at the bitstreams' names refuses without it)")
 	fs.BoolVar(&f.overwrite, "overwrite", false, "replace files rsdump did not write (implies --adopt)")
+	fs.StringArrayVar(&f.only, "only", nil, "restore only the files whose path in DIR, or a directory above it, matches `GLOB` (path.Match; repeatable), each read from inside its package: no whole package is downloaded")
 	fs.BoolVar(&f.rollback, "rollback", false, "apply a snapshot older than DIR's state: DIR becomes exactly that snapshot, later files rsdump wrote removed")
 	fs.BoolVarP(&f.dryRun, "dry-run", "n", false, "read the manifests and DIR and report what would change; write nothing")
 	fs.Float64Var(&f.maxRatio, "max-ratio", verify.DefaultMaxRatio, "refuse entries that inflate more than `N` times their compressed size")
@@ -127,6 +156,9 @@ func (f *unpackFlags) options(args []string) (unpack.Options, error) {
 	if err := checkSources(args, f.baseURL); err != nil {
 		return o, err
 	}
+	if err := unpack.CheckOnlyPatterns(f.only); err != nil {
+		return o, usageError{err}
+	}
 	layout, err := verify.ParseLayout(f.layout)
 	if err != nil {
 		return o, usageError{err}
@@ -138,7 +170,7 @@ func (f *unpackFlags) options(args []string) (unpack.Options, error) {
 	if err != nil {
 		return o, usageError{err}
 	}
-	return unpack.Options{Mapper: m, AtomicPackage: f.atomic, DryRun: f.dryRun, AllowGap: f.allowGap, Adopt: f.adopt, Overwrite: f.overwrite, Rollback: f.rollback,
+	return unpack.Options{Mapper: m, AtomicPackage: f.atomic, DryRun: f.dryRun, AllowGap: f.allowGap, Adopt: f.adopt, Overwrite: f.overwrite, Rollback: f.rollback, Only: f.only,
 		Limits: verify.Limits{MaxRatio: f.maxRatio}, Jobs: f.jobs, Transfer: transfer.Options{StallTimeout: f.stall}}, nil
 }
 

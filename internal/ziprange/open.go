@@ -31,6 +31,9 @@ func (d *Dir) Open(e Entry) (io.ReadCloser, error) {
 		return nil, err
 	}
 	r := &reader{name: e.Name, size: e.UncompressedSize, want: e.CRC32, crc: crc32.NewIEEE()}
+	if s, ok := d.ra.(Sectioned); ok {
+		s.Section(off, int64(e.CompressedSize))
+	}
 	data := io.NewSectionReader(d.ra, off, int64(e.CompressedSize))
 	if e.Method == Deflate {
 		fr := flate.NewReader(data)
@@ -41,6 +44,14 @@ func (d *Dir) Open(e Entry) (io.ReadCloser, error) {
 	return r, nil
 }
 
+// Sectioned is an io.ReaderAt that reads ahead (over a network, say) and
+// can be told the span the next reads fall in, so that it neither reads
+// past the entry's data nor in more requests than it must.
+type Sectioned interface {
+	io.ReaderAt
+	Section(off, n int64)
+}
+
 // dataOffset reads e's local header and returns where its data starts.
 func (d *Dir) dataOffset(e Entry) (int64, error) {
 	h := e.HeaderOffset
@@ -48,6 +59,9 @@ func (d *Dir) dataOffset(e Entry) (int64, error) {
 		return 0, fmt.Errorf("%s: local header offset %d is not before the central directory at offset %d", e.Name, h, d.off)
 	}
 	b := make([]byte, localLen+len(e.Name))
+	if s, ok := d.ra.(Sectioned); ok {
+		s.Section(h, int64(len(b)))
+	}
 	if err := readAt(d.ra, b, h); err != nil {
 		return 0, fmt.Errorf("%s: reading the local header at offset %d: %w", e.Name, h, err)
 	}

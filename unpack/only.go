@@ -1,0 +1,82 @@
+package unpack
+
+import (
+	"context"
+	"fmt"
+	"path"
+
+	"github.com/rsdump/rsdump/resourcesync"
+	"github.com/rsdump/rsdump/verify"
+)
+
+// CheckOnlyPatterns checks Options.Only's patterns, for a caller to
+// refuse a bad one before any work.
+func CheckOnlyPatterns(patterns []string) error {
+	for _, p := range patterns {
+		if _, err := path.Match(p, ""); err != nil {
+			return fmt.Errorf("--only %q: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// only restores the bitstreams of a Resource Dump's packages that
+// Options.Only picks, each package's read from inside it by ranges
+// (applyPicks): its manifest comes from the detached copy, else from the
+// package's central directory and manifest entry.
+func (u *unpacker) only(ctx context.Context, doc, capability string, refs []verify.PackageRef) error {
+	if capability == resourcesync.CapChangeDump {
+		return fmt.Errorf("%s: --only restores part of a Resource Dump; a Change Dump's changes apply in order, whole", doc)
+	}
+	if err := CheckOnlyPatterns(u.opts.Only); err != nil {
+		return err
+	}
+	guard := u.needsGuard()
+	for _, ref := range refs {
+		pkg, err := u.planManifest(ctx, ref, u.rep)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			u.openFailed(ctx, ref, u.rep, err)
+			continue
+		}
+		if pkg == nil {
+			continue // reported
+		}
+		g := &pickGroup{ref: ref, pkg: pkg}
+		for _, b := range pkg.Bitstreams {
+			if t, err := u.opts.Mapper.Target(b.URL); err == nil && b.Path != "" && b.Bad == "" && !b.Deleted() && u.picked(t) {
+				if guard {
+					if err := u.guardTarget(b.URL); err != nil {
+						return err
+					}
+				}
+				g.picks = append(g.picks, b)
+			}
+		}
+		if len(g.picks) == 0 {
+			continue
+		}
+		u.count(func(r *Result) { r.Packages++ })
+		if _, _, err := u.applyPicks(ctx, g); err != nil {
+			return err
+		}
+	}
+	s := u.state() // part of a snapshot: its time is not the tree's
+	s.Pending = false
+	return u.finishState(s)
+}
+
+// picked says whether Options.Only picks target: a pattern matches it or
+// a directory above it.
+func (u *unpacker) picked(target string) bool {
+	for _, p := range u.opts.Only {
+		for t := target; t != "." && t != "/" && t != ""; t = path.Dir(t) {
+			if ok, _ := path.Match(p, t); ok {
+				return true
+			}
+		}
+	}
+	return false
+}

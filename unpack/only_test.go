@@ -1,0 +1,82 @@
+package unpack_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/unpack"
+	"github.com/rsdump/rsdump/verify"
+)
+
+// TestOnly: --only restores the files it picks from a remote dump, each
+// read from inside its package by ranges, not the packages: a small share
+// of their bytes is served, nothing else lands, the state does not claim
+// the snapshot, and a bad pattern is refused.
+func TestOnly(t *testing.T) {
+	files := map[string]string{}
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range 30 {
+		b := make([]byte, 20000)
+		for j := range b {
+			b[j] = byte(r.Uint32())
+		}
+		files[fmt.Sprintf("d%d/f%02d.bin", i%3, i)] = string(b)
+	}
+	src := tree(t, files)
+	out := t.TempDir()
+	var zipBytes atomic.Int64
+	fsrv := http.FileServer(http.Dir(out))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if strings.HasSuffix(req.URL.Path, ".zip") {
+			w = &countWriter{w, &zipBytes}
+		}
+		fsrv.ServeHTTP(w, req)
+	}))
+	defer srv.Close()
+	o := pack.Options{BaseURL: "http://127.0.0.1/rs/", At: fixedTime, DumpURL: srv.URL + "/", Compress: pack.Store, MaxPackageSize: 250000}
+	if _, err := pack.Pack(context.Background(), src, out, o); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := verify.NewMapper(verify.ByURI, "http://127.0.0.1/rs/")
+	dst := t.TempDir()
+	res, fs := run(t, srv.URL+"/"+pack.DumpName, dst, unpack.Options{Mapper: m, Client: srv.Client(), Only: []string{"d1", "d2/f02.bin"}})
+	want := map[string]string{"d2/f02.bin": files["d2/f02.bin"]}
+	for rel, data := range files {
+		if strings.HasPrefix(rel, "d1/") {
+			want[rel] = data
+		}
+	}
+	if res.Problems() != 0 || res.Written != len(want) {
+		t.Fatalf("%+v\n%s", res, dump(fs))
+	}
+	equalMaps(t, "tree", contents(readTree(t, dst)), want)
+	if n := zipBytes.Load(); n > int64(len(want))*20000*12/10 {
+		t.Errorf("%d package bytes served for %d files of 20,000 bytes", n, len(want))
+	}
+	t.Logf("%d files restored: %d package bytes served of %d", len(want), zipBytes.Load(), 30*20000)
+	if s := readState(t, dst); !s.Since().IsZero() || s.Pending {
+		t.Errorf("state after a partial restore: %+v", s)
+	}
+	_, err := unpack.Unpack(context.Background(), srv.URL+"/"+pack.DumpName, t.TempDir(), unpack.Options{Mapper: m, Only: []string{"d["}})
+	if err == nil || !strings.Contains(err.Error(), `"d["`) {
+		t.Errorf("bad pattern: %v", err)
+	}
+}
+
+type countWriter struct {
+	http.ResponseWriter
+	n *atomic.Int64
+}
+
+func (w *countWriter) Write(b []byte) (int, error) {
+	n, err := w.ResponseWriter.Write(b)
+	w.n.Add(int64(n))
+	return n, err
+}
