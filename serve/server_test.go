@@ -33,8 +33,8 @@ func (l smallBuffers) Accept() (net.Conn, error) {
 }
 
 // startServer serves the resources src (under /res/) with NewServer and
-// the short timeouts; every request's log entry goes to the channel.
-func startServer(t *testing.T, src string) (string, chan serve.Request) {
+// the timeouts to; every request's log entry goes to the channel.
+func startServer(t *testing.T, src string, to serve.Timeouts) (string, chan serve.Request) {
 	t.Helper()
 	logged := make(chan serve.Request, 16)
 	h, err := serve.New(t.TempDir(), serve.Options{BaseURL: "/res/", Resources: src, Log: func(r serve.Request) { logged <- r }})
@@ -45,7 +45,7 @@ func startServer(t *testing.T, src string) (string, chan serve.Request) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := serve.NewServer(h, short)
+	srv := serve.NewServer(h, to)
 	go srv.Serve(smallBuffers{ln})
 	t.Cleanup(func() {
 		srv.Close()
@@ -77,7 +77,7 @@ func closedWithin(c net.Conn, d time.Duration) bool {
 // 100 ms, and one that keeps an idle connection, are each let go once
 // their timeout has passed.
 func TestServerTimeouts(t *testing.T) {
-	addr, _ := startServer(t, t.TempDir())
+	addr, _ := startServer(t, t.TempDir(), short)
 	const slack = 2 * time.Second
 	silent, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -134,8 +134,10 @@ func TestServerTimeouts(t *testing.T) {
 // client stops reading is cut off.
 func TestSlowDownload(t *testing.T) {
 	src := t.TempDir()
-	data := bigFile(t, src, 2<<20)
-	addr, logged := startServer(t, src)
+	data := bigFile(t, src, 4<<20)
+	// A WriteChunk takes the client about 60 ms, well inside Write.
+	to := serve.Timeouts{Read: 300 * time.Millisecond, Write: 600 * time.Millisecond}
+	addr, logged := startServer(t, src, to)
 
 	c := dialSmall(t, addr)
 	io.WriteString(c, "GET /res/big.bin HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
@@ -152,9 +154,9 @@ func TestSlowDownload(t *testing.T) {
 		if err != nil {
 			break
 		}
-		time.Sleep(40 * time.Millisecond) // 32 KiB each 40 ms: a WriteChunk in 160 ms
+		time.Sleep(15 * time.Millisecond)
 	}
-	if took := time.Since(start); !bytes.Equal(got.Bytes(), data) || took < 3*short.Write {
+	if took := time.Since(start); !bytes.Equal(got.Bytes(), data) || took < 3*to.Write {
 		t.Fatalf("a slow download: %d bytes of %d in %s", got.Len(), len(data), took)
 	}
 	if r := <-logged; r.Status != 200 || r.Bytes != int64(len(data)) {
@@ -169,7 +171,7 @@ func TestSlowDownload(t *testing.T) {
 		if r.Bytes >= int64(len(data)) {
 			t.Errorf("a stalled download was sent whole: %d bytes", r.Bytes)
 		}
-	case <-time.After(short.Write + 3*time.Second):
+	case <-time.After(to.Write + 3*time.Second):
 		t.Error("a client that stopped reading still holds its response")
 	}
 }
