@@ -90,7 +90,7 @@ func (d *digests) fromMetalink(name string) (pkgSum, bool) {
 }
 
 func (d *digests) readMetalink(meta, name string) (pkgSum, bool) {
-	f, _, err := open(d.dir, meta, false)
+	f, _, err := open(d.dir, meta, false, nil)
 	if err != nil {
 		return pkgSum{}, false
 	}
@@ -158,7 +158,7 @@ func (d *digests) open(_ context.Context, loc string) (io.ReadCloser, error) {
 	if !pack.IsOutput(loc) {
 		return nil, os.ErrNotExist
 	}
-	f, _, err := open(d.dir, loc, false)
+	f, _, err := open(d.dir, loc, false, nil)
 	return f, err
 }
 

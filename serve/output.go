@@ -34,7 +34,7 @@ func outputType(name string) string {
 // serveOutput serves one of the files pack wrote. http.ServeContent does
 // Range, If-Range, If-None-Match, If-Modified-Since and HEAD.
 func (h *handler) serveOutput(w http.ResponseWriter, r *http.Request, name string) {
-	f, fi, err := open(h.dir, name, false)
+	f, fi, err := open(h.dir, name, false, nil)
 	if err != nil {
 		http.NotFound(w, r)
 		return

@@ -146,3 +146,77 @@ func TestOutputInsideResources(t *testing.T) {
 		t.Errorf("a resource: %s", resp.Status)
 	}
 }
+
+// Whatever spelling reaches a file of the output directory through the
+// resources route (a link to the directory, a link to one of its files,
+// ".." after a link, a chain of links, percent-encoding), it is not
+// served: the rule is the file's real place, as pack's walk skips the
+// output directory by its real path. Links to other files of the tree
+// are served as before. Through the output route, a linked directory
+// does not lead to a file pack did not write either.
+func TestOutputHiddenThroughLinks(t *testing.T) {
+	ts, u := listen(t)
+	src := verifytest.Tree(t, files(3))
+	dir := filepath.Join(src, "out")
+	o := pack.Options{BaseURL: u + "/res/", DumpURL: u + "/dump/", SourceDescription: true}
+	if _, err := pack.Pack(context.Background(), src, dir, o); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string]string{
+		".rsdump-pack.journal": "journal", ".resourcedump.xml.1.tmp": "tmp", ".rsdump/state.json": "state", ".rsdump/resourcesync": "state",
+	} {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(content), 0o644)
+	}
+	for link, target := range map[string]string{
+		"alias": "out", "j": "out/.rsdump-pack.journal", "d0/j": "../out/.rsdump-pack.journal", "sub/up": "..",
+		"chain": "sub/up/alias", "d1/dot": ".", "ok": "d0", "okf": "d0/f000.bin", "d2/okup": "../d0/f000.bin",
+	} {
+		p := filepath.Join(src, filepath.FromSlash(link))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.Symlink(target, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := startSite(t, ts, u, src, dir, serve.Options{Resources: src})
+	for _, p := range []string{
+		"/res/alias/.rsdump-pack.journal", "/res/alias/.resourcedump.xml.1.tmp", "/res/alias/.rsdump/state.json",
+		"/res/alias/resourcedump.xml", "/res/alia%73/.rsdump-pack.journal", "/res/%61lias/.rsdump-pack.journal",
+		"/res/j", "/res/d0/j", "/res/sub/up/out/.rsdump-pack.journal", "/res/sub/up/alias/.rsdump-pack.journal",
+		"/res/chain/.rsdump-pack.journal", "/res/sub/up/sub/up/alias/.rsdump/state.json", "/res/d1/dot/d1/dot/../out/.rsdump-pack.journal",
+		"/res/sub/up%2Fout%2F.rsdump-pack.journal", "/res/alias/..%2Fout/.rsdump-pack.journal",
+	} {
+		resp, body := get(t, s.URL+p)
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("%s: %s, %q", p, resp.Status, body)
+		}
+	}
+	for p, want := range map[string]string{"/res/ok/f000.bin": "0:", "/res/okf": "0:", "/res/d2/okup": "0:", "/res/sub/up/d0/f000.bin": "0:"} {
+		if resp, body := get(t, s.URL+p); resp.StatusCode != 200 || string(body) != want {
+			t.Errorf("%s: %s, %q", p, resp.Status, body)
+		}
+	}
+	os.Rename(filepath.Join(dir, ".well-known"), filepath.Join(dir, ".old-well-known"))
+	os.Symlink(".rsdump", filepath.Join(dir, ".well-known"))
+	if resp, body := get(t, s.URL+"/.well-known/resourcesync"); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("the Source Description through a linked directory: %s, %q", resp.Status, body)
+	}
+}
+
+// Resources that are the output directory itself serve none of it: pack
+// skips the whole source then.
+func TestResourcesAreTheOutput(t *testing.T) {
+	ts, u := listen(t)
+	src, dir := packTree(t, files(3), u)
+	os.WriteFile(filepath.Join(dir, ".rsdump-pack.journal"), []byte("journal"), 0o644)
+	s := startSite(t, ts, u, src, dir, serve.Options{Resources: dir})
+	for _, p := range []string{"/res/.rsdump-pack.journal", "/res/resourcedump.xml"} {
+		if resp, body := get(t, s.URL+p); resp.StatusCode != http.StatusNotFound {
+			t.Errorf("%s: %s, %q", p, resp.Status, body)
+		}
+	}
+	if resp, _ := get(t, s.URL+"/dump/resourcedump.xml"); resp.StatusCode != 200 {
+		t.Errorf("the dump document: %s", resp.Status)
+	}
+}

@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -60,9 +59,9 @@ type Request struct {
 
 type handler struct {
 	dir      *os.Root
-	res      *os.Root // nil: no resources
-	hide     string   // DIR's path inside the resources, with a slash; "" when it is not inside
-	dumpPath string   // with a trailing slash
+	res      *os.Root    // nil: no resources
+	hide     os.FileInfo // DIR, which the resources route does not enter
+	dumpPath string      // with a trailing slash
 	basePath string
 	dumpURL  string // absolute prefix, or "" to build one from the request
 	mirrors  []pack.Mirror
@@ -96,7 +95,10 @@ func New(dir string, opts Options) (http.Handler, error) {
 			h.dir.Close()
 			return nil, fmt.Errorf("resources: %w", err)
 		}
-		h.hide = inside(dir, opts.Resources)
+		if h.hide, err = h.dir.Stat("."); err != nil {
+			h.Close()
+			return nil, err
+		}
 	}
 	h.sums = newDigests(h.dir)
 	return h, nil
@@ -208,48 +210,4 @@ func (h *handler) route(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.NotFound(w, r)
-}
-
-// inside returns dir's path relative to root with a trailing slash, when
-// dir is under root: pack skips its own output when it walks the source,
-// and the resources route must not reach the journal that way either.
-func inside(dir, root string) string {
-	d, err1 := filepath.Abs(dir)
-	r, err2 := filepath.Abs(root)
-	if err1 != nil || err2 != nil {
-		return ""
-	}
-	if d1, err := filepath.EvalSymlinks(d); err == nil {
-		d = d1
-	}
-	if r1, err := filepath.EvalSymlinks(r); err == nil {
-		r = r1
-	}
-	rel, err := filepath.Rel(r, d)
-	if err != nil || !filepath.IsLocal(rel) {
-		return ""
-	}
-	return filepath.ToSlash(rel) + "/"
-}
-
-var errNotRegular = errors.New("not a regular file")
-
-// open opens a regular file in root; a symbolic link, even one inside the
-// root, is not served from the directory pack wrote (pack writes none).
-func open(root *os.Root, name string, follow bool) (*os.File, os.FileInfo, error) {
-	if !follow {
-		if fi, err := root.Lstat(name); err != nil || !fi.Mode().IsRegular() {
-			return nil, nil, errors.Join(err, errNotRegular)
-		}
-	}
-	f, err := root.Open(name)
-	if err != nil {
-		return nil, nil, err
-	}
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, nil, errors.Join(err, errNotRegular)
-	}
-	return f, fi, nil
 }

@@ -34,6 +34,17 @@ the others with --mirror, are mirrors of one another.
 With --resources SRC, the files under SRC (the tree pack was given) are
 served under --base-url's path, so that a Resource List or Change List
 client (resync-sync) can fetch them one by one; names are confined to SRC.
+Symbolic links inside SRC are followed, but not into DIR: nothing of DIR
+(its journal, state, temporary files, outputs) is reached through
+--resources, whatever links or spelling lead there.
+
+Only regular files are served: a FIFO, socket or device in DIR or SRC
+answers 404 and is never opened. Connections are let go when a client
+takes longer than --read-header-timeout to send a request's header (one
+dribbling it, or sending nothing), --read-timeout to send a whole
+request, --write-timeout to take each 128 KiB of a response (a long
+download that keeps moving is never cut off), or stays idle between
+requests for longer than --idle-timeout.
 
 One line per request goes to stderr (unless --quiet). SIGINT or SIGTERM
 stops accepting connections and lets requests in flight finish for up to
@@ -52,6 +63,7 @@ type serveFlags struct {
 	addr, baseURL, dumpURL, resources string
 	mirrors                           []string
 	grace                             time.Duration
+	timeouts                          serve.Timeouts
 	quiet                             bool
 }
 
@@ -64,6 +76,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringArrayVar(&f.mirrors, "mirror", nil, "base `URL` of another copy of DIR's packages, optionally followed by ,priority=N and ,location=CC; announced in Link headers (repeatable)")
 	fs.StringVar(&f.resources, "resources", "", "serve the files under `SRC` under --base-url's path")
 	fs.DurationVar(&f.grace, "grace", 10*time.Second, "how long requests in flight may run on after SIGINT/SIGTERM")
+	def := serve.DefaultTimeouts
+	fs.DurationVar(&f.timeouts.ReadHeader, "read-header-timeout", def.ReadHeader, "let a client go that takes longer than `DURATION` to send a request's header")
+	fs.DurationVar(&f.timeouts.Read, "read-timeout", def.Read, "let a client go that takes longer than `DURATION` to send a whole request")
+	fs.DurationVar(&f.timeouts.Write, "write-timeout", def.Write, "cut a response off when the client takes longer than `DURATION` to take 128 KiB of it")
+	fs.DurationVar(&f.timeouts.Idle, "idle-timeout", def.Idle, "close a kept-alive connection idle for `DURATION`")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "log no requests")
 	if err := parse(fs, args, serveHelp, stdout); err != nil {
 		return err
@@ -90,6 +107,14 @@ func (f *serveFlags) options(stderr io.Writer) (serve.Options, error) {
 	}
 	if err := checkURL("--dump-url", f.dumpURL); err != nil {
 		return o, err
+	}
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"--read-header-timeout", f.timeouts.ReadHeader}, {"--read-timeout", f.timeouts.Read}, {"--write-timeout", f.timeouts.Write}, {"--idle-timeout", f.timeouts.Idle}} {
+		if d.v <= 0 {
+			return o, usagef("%s must be positive", d.flag)
+		}
 	}
 	if f.resources != "" && f.baseURL == "" {
 		return o, usagef("--resources needs --base-url, the prefix of the resources' URLs")
@@ -128,7 +153,7 @@ func (f *serveFlags) listenAndServe(ctx context.Context, h http.Handler, dir str
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
+	srv := serve.NewServer(h, f.timeouts)
 	fmt.Fprintf(stderr, "rsdump: serving %s at http://%s/\n", escapeControl(dir), ln.Addr())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -161,28 +162,10 @@ func TestServeMirrorsExactCopy(t *testing.T) {
 // on cancel (the signal context), exiting 0.
 func TestServeCommand(t *testing.T) {
 	p := newMirrorPair(t, true)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	pr, pw := io.Pipe()
-	done := make(chan int, 1)
 	var stdout bytes.Buffer
-	go func() {
-		done <- run(ctx, []string{"serve", p.dir, "--addr", "127.0.0.1:0", "--dump-url", "http://127.0.0.1:1/dump/", "--mirror", p.b}, &stdout, pw)
-		pw.Close()
-	}()
-	lines := bufio.NewScanner(pr)
-	addr := regexp.MustCompile(`serving .* at (http://127\.0\.0\.1:\d+/)`)
-	var base string
-	for base == "" && lines.Scan() {
-		if m := addr.FindStringSubmatch(lines.Text()); m != nil {
-			base = m[1]
-		}
-	}
-	if base == "" {
-		t.Fatal("no address printed")
-	}
+	s := startServe(t, &stdout, p.dir, "--dump-url", "http://127.0.0.1:1/dump/", "--mirror", p.b)
 	name := p.packages(t)[0]
-	resp, err := http.Get(base + "dump/" + name)
+	resp, err := http.Get(s.base + "dump/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,23 +174,84 @@ func TestServeCommand(t *testing.T) {
 	if resp.StatusCode != 200 || resp.Header.Get("Digest") == "" || len(resp.Header.Values("Link")) != 2 {
 		t.Errorf("%s, Digest %q, Link %q", resp.Status, resp.Header.Get("Digest"), resp.Header.Values("Link"))
 	}
-	if !lines.Scan() || !strings.Contains(lines.Text(), "GET /dump/"+name+" 200 ") {
-		t.Errorf("log line %q", lines.Text())
+	if !s.lines.Scan() || !strings.Contains(s.lines.Text(), "GET /dump/"+name+" 200 ") {
+		t.Errorf("log line %q", s.lines.Text())
 	}
-	cancel()
-	go io.Copy(io.Discard, pr)
-	select {
-	case code := <-done:
-		if code != exitOK {
-			t.Errorf("exit %d after a clean shutdown", code)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("serve did not stop")
+	if code := s.stop(t); code != exitOK {
+		t.Errorf("exit %d after a clean shutdown", code)
 	}
 	var anyJSON any
 	if json.Unmarshal(stdout.Bytes(), &anyJSON) == nil {
 		t.Errorf("stdout %q", stdout.String())
 	}
+}
+
+// The command's connections have the timeouts its flags give: one that
+// sends nothing is let go after --read-header-timeout.
+func TestServeTimeouts(t *testing.T) {
+	s := startServe(t, io.Discard, t.TempDir(), "--read-header-timeout", "300ms")
+	c, err := net.Dial("tcp", strings.TrimSuffix(strings.TrimPrefix(s.base, "http://"), "/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err = io.Copy(io.Discard, c)
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Errorf("a connection that sent nothing is still open after %s", time.Since(start))
+	}
+	if code := s.stop(t); code != exitOK {
+		t.Errorf("exit %d", code)
+	}
+}
+
+// served is rsdump serve running in this process.
+type served struct {
+	base   string // http://127.0.0.1:port/
+	lines  *bufio.Scanner
+	pr     *io.PipeReader
+	cancel context.CancelFunc
+	done   chan int
+}
+
+// startServe runs rsdump serve DIR args on a free loopback port and
+// reads its stderr up to the address it prints.
+func startServe(t *testing.T, stdout io.Writer, dir string, args ...string) *served {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	pr, pw := io.Pipe()
+	s := &served{lines: bufio.NewScanner(pr), pr: pr, cancel: cancel, done: make(chan int, 1)}
+	go func() {
+		s.done <- run(ctx, append([]string{"serve", dir, "--addr", "127.0.0.1:0"}, args...), stdout, pw)
+		pw.Close()
+	}()
+	addr := regexp.MustCompile(`serving .* at (http://127\.0\.0\.1:\d+/)`)
+	for s.base == "" && s.lines.Scan() {
+		if m := addr.FindStringSubmatch(s.lines.Text()); m != nil {
+			s.base = m[1]
+		}
+	}
+	if s.base == "" {
+		t.Fatal("no address printed")
+	}
+	return s
+}
+
+// stop cancels the command's context, as a signal does, and returns its
+// exit code.
+func (s *served) stop(t *testing.T) int {
+	t.Helper()
+	s.cancel()
+	go io.Copy(io.Discard, s.pr)
+	select {
+	case code := <-s.done:
+		return code
+	case <-time.After(15 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+	return -1
 }
 
 func TestServeUsage(t *testing.T) {
@@ -222,6 +266,7 @@ func TestServeUsage(t *testing.T) {
 		{[]string{"serve", t.TempDir(), "--mirror", "http://127.0.0.1:1/,priority=0"}, exitUsage, "priority"},
 		{[]string{"serve", t.TempDir(), "--resources", t.TempDir()}, exitUsage, "--base-url"},
 		{[]string{"serve", filepath.Join(t.TempDir(), "missing")}, exitUsage, "missing"},
+		{[]string{"serve", t.TempDir(), "--write-timeout", "0s"}, exitUsage, "--write-timeout"},
 	} {
 		code, out, errs := rsdump(t, c.args...)
 		if code != c.code || !strings.Contains(out+errs, c.want) {
