@@ -193,3 +193,31 @@ func TestWrongGuessNotRecorded(t *testing.T) {
 	}
 	sameTree(t, dst, readTree(t, p.src))
 }
+
+// TestDryRunWithoutDetachedManifests: a Source that publishes no detached
+// manifests (resync does not): the dry run reads each package's central
+// directory and manifest entry by ranges, never its bitstreams, and its
+// counts are still the run's.
+func TestDryRunWithoutDetachedManifests(t *testing.T) {
+	p := newPacked(t, randomFiles(30, 20000))
+	p.pack(false, pack.Options{Compress: pack.Store, MaxPackageSize: 250000})
+	doc := filepath.Join(p.out, pack.DumpName)
+	h, urls := verifytest.ReadDoc(t, doc)
+	var total int64
+	for i := range urls {
+		urls[i].Links = nil // no rel="contents"
+		total += *urls[i].MD.Length
+	}
+	verifytest.WriteDoc(t, doc, h, urls)
+	dst := filepath.Join(t.TempDir(), "copy")
+	dry, fs, _ := syncRun(t, p.capabilities(), dst, replica.Options{DryRun: true})
+	served := p.zipBytes.Load()
+	if dry.Problems() != 0 || served == 0 || served > total/4 {
+		t.Fatalf("dry run: %+v, %d of %d package bytes served\n%s", dry, served, total, problems(fs))
+	}
+	t.Logf("dry run: %d of %d package bytes served (central directories and manifests)", served, total)
+	real, fs, _ := syncRun(t, p.capabilities(), dst, replica.Options{})
+	if real.Problems() != 0 || dry.Written != real.Written || dry.Packages != real.Packages || dry.Bytes != real.Bytes {
+		t.Errorf("dry run planned %+v, the run did %+v\n%s", dry.Result, real.Result, problems(fs))
+	}
+}
