@@ -7,6 +7,7 @@ import (
 	"iter"
 	"path"
 	"sort"
+	"strings"
 
 	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/internal/digest"
@@ -319,22 +320,27 @@ func (p *pkgRun) delete(a *action, recs map[string]deststate.Record, dirs map[st
 		p.conflict(a, "not deleted: rsdump did not write this file (its written log has no record of it)")
 		return
 	}
-	length, want := rec.Length, digest.Set(nil)
-	want, _ = digest.Parse(rec.Hash)
+	p.removeOwned(a, fi, rec, dirs, "")
+}
+
+// removeOwned removes a's target, the file fi, when it is still the
+// version rsdump's record rec describes; why says why, in the finding.
+func (p *pkgRun) removeOwned(a *action, fi fs.FileInfo, rec deststate.Record, dirs map[string]bool, why string) {
+	want, _ := digest.Parse(rec.Hash)
 	if len(want.Known()) == 0 {
 		p.conflict(a, "not deleted: rsdump's record of this file gives no hash to compare it with")
 		return
 	}
-	same, err := p.sameFile(a.target, fi.Size(), length, want)
+	same, err := p.sameFile(a.target, fi.Size(), rec.Length, want)
 	switch {
 	case err != nil:
 		p.conflict(a, "not deleted: "+err.Error())
 	case !same:
 		p.conflict(a, "not deleted: the file differs from the version rsdump wrote (changed at the Destination?)")
 	case p.u.opts.DryRun:
-		p.deleted(a, "would delete (dry run)")
+		p.deleted(a, strings.TrimPrefix(why+"; would delete (dry run)", "; "))
 	default:
-		p.remove(a, dirs)
+		p.remove(a, dirs, why)
 	}
 }
 
@@ -350,7 +356,7 @@ func (p *pkgRun) sameFile(rel string, size, length int64, want digest.Set) (bool
 	return len(bad) == 0, nil
 }
 
-func (p *pkgRun) remove(a *action, dirs map[string]bool) {
+func (p *pkgRun) remove(a *action, dirs map[string]bool, why string) {
 	if err := p.u.dest.root.Remove(a.target); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		p.conflict(a, "not deleted: "+err.Error())
 		return
@@ -358,7 +364,7 @@ func (p *pkgRun) remove(a *action, dirs map[string]bool) {
 	dirs[path.Dir(a.target)] = true
 	p.pruneDirs(a.target, dirs)
 	p.recs = append(p.recs, deststate.Record{Path: a.target, Length: -1})
-	p.deleted(a, "")
+	p.deleted(a, why)
 }
 
 func (p *pkgRun) deleted(a *action, msg string) {

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/rsdump/rsdump/internal/httpc/httpctest"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/unpack"
 	"github.com/rsdump/rsdump/verify"
@@ -32,13 +33,7 @@ func TestOnly(t *testing.T) {
 	src := tree(t, files)
 	out := t.TempDir()
 	var zipBytes atomic.Int64
-	fsrv := http.FileServer(http.Dir(out))
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if strings.HasSuffix(req.URL.Path, ".zip") {
-			w = &countWriter{w, &zipBytes}
-		}
-		fsrv.ServeHTTP(w, req)
-	}))
+	srv := httptest.NewServer(httpctest.Counting(http.FileServer(http.Dir(out)), ".zip", &zipBytes))
 	defer srv.Close()
 	o := pack.Options{BaseURL: "http://127.0.0.1/rs/", At: fixedTime, DumpURL: srv.URL + "/", Compress: pack.Store, MaxPackageSize: 250000}
 	if _, err := pack.Pack(context.Background(), src, out, o); err != nil {
@@ -68,15 +63,4 @@ func TestOnly(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `"d["`) {
 		t.Errorf("bad pattern: %v", err)
 	}
-}
-
-type countWriter struct {
-	http.ResponseWriter
-	n *atomic.Int64
-}
-
-func (w *countWriter) Write(b []byte) (int, error) {
-	n, err := w.ResponseWriter.Write(b)
-	w.n.Add(int64(n))
-	return n, err
 }

@@ -6,13 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/rsdump/rsdump/deststate"
-	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/internal/extsort"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/verify"
@@ -142,31 +140,11 @@ func (u *unpacker) finishRollback(ctx context.Context, s *deststate.State) error
 func (p *pkgRun) removeLater(rec deststate.Record, dirs map[string]bool) {
 	a := &action{b: &verify.Bitstream{}, target: rec.Path}
 	fi, err := p.u.dest.checkTarget(rec.Path)
-	if err != nil {
-		p.conflict(a, "not deleted: "+err.Error())
-		return
-	}
-	if fi == nil {
-		return // gone already
-	}
-	want, _ := digest.Parse(rec.Hash)
-	same, err := p.sameFile(rec.Path, fi.Size(), rec.Length, want)
 	switch {
 	case err != nil:
 		p.conflict(a, "not deleted: "+err.Error())
-	case !same || len(want.Known()) == 0:
-		p.conflict(a, "not deleted: the file differs from the version rsdump wrote (changed at the Destination?)")
-	case p.u.opts.DryRun:
-		p.deleted(a, "would delete: not in the snapshot rolled back to (dry run)")
-	default:
-		if err := p.u.dest.root.Remove(rec.Path); err != nil {
-			p.conflict(a, "not deleted: "+err.Error())
-			return
-		}
-		dirs[path.Dir(rec.Path)] = true
-		p.pruneDirs(rec.Path, dirs)
-		p.recs = append(p.recs, deststate.Record{Path: rec.Path, Length: -1})
-		p.deleted(a, "not in the snapshot rolled back to")
+	case fi != nil: // gone already, else
+		p.removeOwned(a, fi, rec, dirs, "not in the snapshot rolled back to")
 	}
 }
 
