@@ -96,6 +96,24 @@ type URL struct {
 	Links      []Link
 }
 
+// ChangeTime is the time of the change that an entry of a Change List or
+// Change Dump Manifest records: its rs:md datetime (ResourceSync 1.1),
+// else its <lastmod>, which a ResourceSync 1.0 document gives that time
+// in (in 1.1 it is the resource's own last modification). ok is false
+// when the entry gives no time of change: it has neither, or it is a
+// deletion with no datetime, whose lastmod some 1.0 Sources (resync) set
+// to the deleted resource's last modification rather than to the time
+// of the deletion.
+func (u URL) ChangeTime() (t time.Time, ok bool) {
+	switch {
+	case u.MD != nil && !u.MD.Datetime.IsZero():
+		return u.MD.Datetime, true
+	case u.MD != nil && u.MD.Change == ChangeDeleted, u.Lastmod.IsZero():
+		return time.Time{}, false
+	}
+	return u.Lastmod, true
+}
+
 // Header is what a document says about itself: its root element, the
 // <rs:md> (mandatory in ResourceSync documents) and the <rs:ln> children of
 // the root.

@@ -26,18 +26,24 @@ func xmllint(t *testing.T, schema string, doc []byte) (string, error) {
 	return string(out), err
 }
 
-// schemaURL sets every attribute the 0.9.1 schema declares, within its
-// patterns: no datetime (not declared), a path with a leading slash and no
-// trailing one, a type without dots or parameters.
+// schemaURL sets every attribute the schema declares, within its
+// patterns: a path with a leading slash and no trailing one, a type
+// without dots or parameters, and the datetime of ResourceSync 1.1.
 func schemaURL(t *testing.T) URL {
 	u := fullURL(t)
 	md := *u.MD
-	md.Datetime = time.Time{}
 	md.Type = "text/plain"
 	md.Path = "/resources/ünï cödé ☃.txt"
 	u.MD = &md
 	return u
 }
+
+// The drivers of ResourceSync 1.1 (../shared/schemas/README.md): the 0.9.1
+// schema lacks the datetime every change carries.
+const (
+	urlsetSchema       = "rs-urlset-1.1.xsd"
+	sitemapIndexSchema = "rs-sitemapindex-1.1.xsd"
+)
 
 func TestSchemaURLSet(t *testing.T) {
 	u := schemaURL(t)
@@ -46,8 +52,9 @@ func TestSchemaURLSet(t *testing.T) {
 		MD:    MD{Capability: CapChangeDumpManifest, From: u.MD.From, Until: u.MD.Until},
 		Links: []Link{{Rel: "up", Href: "http://127.0.0.1/capabilitylist.xml"}, u.Links[0]},
 	}
-	doc := encodeDoc(t, h, u, URL{Loc: "http://127.0.0.1/deleted", Lastmod: u.Lastmod, MD: &MD{Change: ChangeDeleted}})
-	if out, err := xmllint(t, "rs-urlset.xsd", doc); err != nil {
+	deleted := URL{Loc: "http://127.0.0.1/deleted", MD: &MD{Change: ChangeDeleted, Datetime: u.MD.Datetime}}
+	doc := encodeDoc(t, h, u, deleted)
+	if out, err := xmllint(t, urlsetSchema, doc); err != nil {
 		t.Errorf("xmllint: %v\n%s\n%s", err, out, doc)
 	}
 }
@@ -66,19 +73,22 @@ func TestSchemaSitemapIndex(t *testing.T) {
 		Links:   []Link{{Rel: "describedby", Href: "http://127.0.0.1/about", Pri: 2, Type: "text/html"}},
 	}
 	doc := encodeDoc(t, h, u)
-	if out, err := xmllint(t, "rs-sitemapindex.xsd", doc); err != nil {
+	if out, err := xmllint(t, sitemapIndexSchema, doc); err != nil {
 		t.Errorf("xmllint: %v\n%s\n%s", err, out, doc)
 	}
 }
 
-// The schema check can fail: a datetime attribute, which the 0.9.1 schema
-// does not declare, is refused.
-func TestSchemaRejectsDatetime(t *testing.T) {
+// The schema check can fail: a relative path is refused. And the 1.1
+// driver is the one needed: the 0.9.1 one refuses every datetime.
+func TestSchemaRejects(t *testing.T) {
 	u := schemaURL(t)
-	u.MD.Datetime = u.Lastmod
-	doc := encodeDoc(t, Header{MD: MD{Capability: CapChangeList, From: u.MD.From}}, u)
-	out, err := xmllint(t, "rs-urlset.xsd", doc)
-	if err == nil || !strings.Contains(out, "datetime") {
-		t.Errorf("xmllint accepted a datetime attribute: %v\n%s", err, out)
+	u.MD.Path = "resources/a.txt"
+	doc := encodeDoc(t, Header{MD: MD{Capability: CapChangeDumpManifest, From: u.MD.From}}, u)
+	if out, err := xmllint(t, urlsetSchema, doc); err == nil || !strings.Contains(out, "path") {
+		t.Errorf("xmllint accepted a relative path: %v\n%s", err, out)
+	}
+	doc = encodeDoc(t, Header{MD: MD{Capability: CapChangeList, From: u.MD.From}}, schemaURL(t))
+	if out, err := xmllint(t, "rs-urlset.xsd", doc); err == nil || !strings.Contains(out, "datetime") {
+		t.Errorf("the 0.9.1 schema accepted a datetime attribute: %v\n%s", err, out)
 	}
 }

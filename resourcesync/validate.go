@@ -95,8 +95,8 @@ func ValidateEntry(h Header, n int, u URL) []Problem {
 	c := capabilities[h.MD.Capability]
 	r.checkLoc(u.Loc)
 	r.checkChangeFreq(h.Kind, u.ChangeFreq)
-	if listsChanges(h) && u.Lastmod.IsZero() {
-		r.errorf("no <lastmod>, which a %s requires", h.MD.Capability)
+	if listsChanges(h) && u.Lastmod.IsZero() && (u.MD == nil || u.MD.Datetime.IsZero()) {
+		r.errorf("gives no time of change (rs:md datetime, or <lastmod> in ResourceSync 1.0), which a %s requires", h.MD.Capability)
 	}
 	md := u.MD
 	if md == nil {
@@ -108,8 +108,9 @@ func ValidateEntry(h Header, n int, u URL) []Problem {
 }
 
 // listsChanges reports whether the entries of a document are changes to
-// resources, which carry a change attribute and a lastmod: those of a
-// Change List (not of its index) and of a Change Dump Manifest.
+// resources, which carry a change attribute and the time of the change
+// (a datetime, or in ResourceSync 1.0 the lastmod): those of a Change
+// List (not of its index) and of a Change Dump Manifest.
 func listsChanges(h Header) bool {
 	return h.MD.Capability == CapChangeList && h.Kind == URLSet ||
 		h.MD.Capability == CapChangeDumpManifest
