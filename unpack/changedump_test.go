@@ -206,3 +206,24 @@ func TestCreateInDirectoryEmptiedBefore(t *testing.T) {
 	}
 	equalMaps(t, "tree", contents(readTree(t, dst)), map[string]string{"dir/e.txt": "e1", "z.txt": "z1"})
 }
+
+// TestChangePackageTimeOfChange: a Change Dump package whose manifest
+// gives no until is current to its last change, the latest datetime, not
+// to its files' own (older) lastmods: it is applied, not skipped as
+// applied before, and the state moves to that change.
+func TestChangePackageTimeOfChange(t *testing.T) {
+	dst := baseline(t)
+	a := change(resourcesync.ChangeUpdated, "a.txt", "copied in with an old mtime", at(-5, 0))
+	a.Datetime = at(1, 10)
+	z, _ := verifytest.ChangeZip(t, verifytest.ChangePackage{From: at(0, 0), Changes: []verifytest.File{a}})
+	res, fs := run(t, writeFile(t, filepath.Join(t.TempDir(), "c.zip"), z), dst, unpack.Options{})
+	if res.Written != 1 || res.Problems() != 0 {
+		t.Fatalf("%+v\n%s", res, dump(fs))
+	}
+	if s := readState(t, dst); !s.ChangeDumpUntil.Equal(at(1, 10)) {
+		t.Errorf("state until %s, want the change's datetime %s", s.ChangeDumpUntil, at(1, 10))
+	}
+	if fi, err := os.Stat(filepath.Join(dst, "a.txt")); err != nil || !fi.ModTime().Equal(at(-5, 0)) {
+		t.Errorf("a.txt: %v, want mtime %s, its lastmod", err, at(-5, 0))
+	}
+}

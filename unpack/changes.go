@@ -138,8 +138,8 @@ func (u *unpacker) gap(rep *verify.Reporter, ref verify.PackageRef, msg string, 
 // state says are applied. It sets p.lastChange.
 func (p *pkgRun) changesApply() bool {
 	for _, b := range p.pkg.Bitstreams {
-		if b.URL.Lastmod.After(p.lastChange) {
-			p.lastChange = b.URL.Lastmod
+		if when, _ := b.URL.ChangeTime(); when.After(p.lastChange) {
+			p.lastChange = when
 		}
 	}
 	md := p.pkg.Header.MD

@@ -205,7 +205,10 @@ func (p *pkgRun) planList(entries []resourcesync.URL) {
 	last := map[string]*action{}
 	for i, e := range entries {
 		b := listBitstream(i+1, e)
-		when, known := changeTime(e)
+		// A change of unknown time (a 1.0 deletion) is always applied: it
+		// removes only a file that is still the version it names or the
+		// one rsdump wrote.
+		when, known := e.ChangeTime()
 		if p.listChange && when.After(p.lastChange) {
 			p.lastChange = when
 		}
@@ -237,22 +240,6 @@ func (p *pkgRun) planList(entries []resourcesync.URL) {
 		p.rep.Report(verify.Finding{Severity: verify.OK, Check: CheckSkipped, Source: p.ref.Loc,
 			Msg: fmt.Sprintf("%s at or before %s applied by an earlier run", plural.Count(p.old, "change"), resourcesync.FormatTime(p.u.state().ChangeDumpUntil))})
 	}
-}
-
-// changeTime is when a Change List entry's change happened: its datetime
-// (ResourceSync 1.1), else its lastmod. known is false for a deletion
-// with no datetime, whose lastmod is the deleted resource's last
-// modification (resync writes it so), not the time of the deletion: such
-// a deletion is always applied, which removes only a file that is still
-// the version it names or the one rsdump wrote.
-func changeTime(e resourcesync.URL) (t time.Time, known bool) {
-	if e.MD != nil && !e.MD.Datetime.IsZero() {
-		return e.MD.Datetime, true
-	}
-	if e.MD != nil && e.MD.Change == resourcesync.ChangeDeleted {
-		return time.Time{}, false
-	}
-	return e.Lastmod, true
 }
 
 // listBitstream describes a list entry as a bitstream with no ZIP entry.

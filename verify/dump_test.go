@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/pack"
@@ -101,6 +102,29 @@ func TestResyncPeer(t *testing.T) {
 	for _, check := range []string{verify.CheckTime, verify.CheckDetached, verify.CheckManifest} {
 		if _, ok := find(fs, verify.Warning, check); !ok {
 			t.Errorf("no %s warning for the resync dump:\n%s", check, dump(fs))
+		}
+	}
+}
+
+// TestChangeManifestOrderByDatetime: a Change Dump Manifest is in
+// chronological order by the time of each change, its datetime, not by
+// the resources' own times (lastmod).
+func TestChangeManifestOrderByDatetime(t *testing.T) {
+	change := func(rel string, lastmod, datetime time.Duration) verifytest.File {
+		return verifytest.File{Rel: rel, Data: rel, Change: "updated", Lastmod: fixedTime.Add(lastmod), Datetime: fixedTime.Add(datetime)}
+	}
+	for _, c := range []struct {
+		name    string
+		changes []verifytest.File
+		flagged bool
+	}{
+		{"old files changed in order", []verifytest.File{change("a", 2*time.Hour, time.Hour), change("b", -time.Hour, 2*time.Hour)}, false},
+		{"changes out of order", []verifytest.File{change("a", time.Hour, 2*time.Hour), change("b", 2*time.Hour, time.Hour)}, true},
+	} {
+		z, _ := verifytest.ChangeZip(t, verifytest.ChangePackage{From: fixedTime, Until: fixedTime.Add(3 * time.Hour), Changes: c.changes})
+		_, fs := run(t, verify.Options{}, writeFile(t, "c.zip", z))
+		if _, flagged := find(fs, verify.Error, verify.CheckOrder); flagged != c.flagged {
+			t.Errorf("%s: order reported %v, want %v\n%s", c.name, flagged, c.flagged, dump(fs))
 		}
 	}
 }

@@ -139,17 +139,18 @@ func (p *Package) checkEntry(n int, u resourcesync.URL, prev *time.Time) {
 }
 
 // checkChronology enforces §13.2: a Change Dump Manifest lists changes in
-// forward chronological order.
+// forward chronological order, by the time of each change.
 func (p *Package) checkChronology(b *Bitstream, prev *time.Time) {
-	if p.Header.MD.Capability != resourcesync.CapChangeDumpManifest || b.URL.Lastmod.IsZero() {
+	when, ok := b.URL.ChangeTime()
+	if p.Header.MD.Capability != resourcesync.CapChangeDumpManifest || !ok {
 		return
 	}
-	if b.URL.Lastmod.Before(*prev) {
+	if when.Before(*prev) {
 		p.report(Finding{Severity: Error, Check: CheckOrder, URI: b.URL.Loc, Path: entryName(b.Path),
-			Expected: "at or after " + resourcesync.FormatTime(*prev), Actual: resourcesync.FormatTime(b.URL.Lastmod),
+			Expected: "at or after " + resourcesync.FormatTime(*prev), Actual: resourcesync.FormatTime(when),
 			Msg: fmt.Sprintf("entry %d: changes are not in forward chronological order", b.N)})
 	}
-	*prev = b.URL.Lastmod
+	*prev = when
 }
 
 func (p *Package) parseHash(b *Bitstream) {

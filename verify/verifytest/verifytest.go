@@ -100,6 +100,9 @@ type File struct {
 	Change string // for Change Dump Manifests
 	// Lastmod defaults to Time.
 	Lastmod time.Time
+	// Datetime, the time of a change in ResourceSync 1.1, is written
+	// when set.
+	Datetime time.Time
 	// Loc overrides the URI derived from Rel.
 	Loc string
 }
@@ -137,7 +140,7 @@ func URLFor(f File, prefix string) resourcesync.URL {
 	if loc == "" {
 		loc = Loc(f.Rel)
 	}
-	u := resourcesync.URL{Loc: loc, Lastmod: lm, MD: &resourcesync.MD{Change: f.Change}}
+	u := resourcesync.URL{Loc: loc, Lastmod: lm, MD: &resourcesync.MD{Change: f.Change, Datetime: f.Datetime}}
 	if f.Change == resourcesync.ChangeDeleted {
 		return u
 	}
