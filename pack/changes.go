@@ -140,7 +140,7 @@ func (r *run) planChanges(ctx context.Context, out chan<- planned) error {
 
 func (r *run) changeItem(rec record) item {
 	it := item{rel: rec.Rel, abs: filepath.Join(r.src, filepath.FromSlash(rec.Rel)), size: rec.Size,
-		mtime: fromNanos(rec.Mtime), mode: fs.FileMode(rec.Mode), change: rec.Change, lastmod: fromNanos(rec.Lastmod)}
+		mtime: fromNanos(rec.Mtime), mode: fs.FileMode(rec.Mode), change: rec.Change, datetime: fromNanos(rec.Datetime)}
 	if rec.Change == resourcesync.ChangeDeleted {
 		it.oldHash = rec.Hash
 	}
@@ -223,7 +223,7 @@ func (d *differ) deleted() error {
 		return err
 	}
 	d.r.chg.found[2]++
-	old.Change, old.Lastmod, old.Mode = resourcesync.ChangeDeleted, d.at, 0
+	old.Change, old.Datetime, old.Mode = resourcesync.ChangeDeleted, d.at, 0
 	return d.changes.add(old)
 }
 
@@ -243,7 +243,7 @@ func (d *differ) compare(old record, it item) error {
 
 // changed records a creation or update. The walk state keeps the
 // baseline's version (none for a creation) with the change and the new
-// length and mtime in Change, Seq and Lastmod; finishChanges puts the new
+// length and mtime in Change, Seq and Datetime; finishChanges puts the new
 // version in the state once it is in a package, or keeps the old one when
 // --skip-changed left the file out.
 func (d *differ) changed(old record, it item, change string) error {
@@ -253,18 +253,19 @@ func (d *differ) changed(old record, it item, change string) error {
 		d.r.chg.found[1]++
 	}
 	mt := nanos(it.mtime)
-	lastmod := mt
-	if lastmod <= d.from || lastmod > d.at {
+	when := mt
+	if when <= d.from || when > d.at {
 		// The file's time is not in the interval the run covers (copied
 		// with its old time, or changed during the run): the change is
-		// placed at the run's time, when it was seen.
-		lastmod = d.at
+		// placed at the run's time, when it was seen. The file keeps its
+		// own time as the entry's lastmod.
+		when = d.at
 	}
-	c := record{Rel: it.rel, Size: it.size, Mtime: mt, Mode: uint32(it.mode), Change: change, Lastmod: lastmod}
+	c := record{Rel: it.rel, Size: it.size, Mtime: mt, Mode: uint32(it.mode), Change: change, Datetime: when}
 	if err := d.changes.add(c); err != nil {
 		return err
 	}
-	return d.state.write(&record{Rel: it.rel, Size: old.Size, Mtime: old.Mtime, Hash: old.Hash, Type: old.Type, Change: change, Lastmod: mt, Seq: it.size})
+	return d.state.write(&record{Rel: it.rel, Size: old.Size, Mtime: old.Mtime, Hash: old.Hash, Type: old.Type, Change: change, Datetime: mt, Seq: it.size})
 }
 
 // sameContent is --checksum's test: same length, and the same hash in

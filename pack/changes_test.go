@@ -114,9 +114,10 @@ func sameTree(t *testing.T, what, got, want string) {
 }
 
 // checkChangePackage checks a Change Dump package against its manifest:
-// capability, interval, chronological order, every lastmod in the
-// interval, every bitstream present under /changes/ with distinct paths,
-// no bitstream for a deletion. It returns the manifest's entries.
+// capability, interval, chronological order, every change's datetime in
+// the interval, every bitstream present under /changes/ with distinct
+// paths and the file's own time as its lastmod, no bitstream for a
+// deletion. It returns the manifest's entries.
 func checkChangePackage(t *testing.T, path string, from, until time.Time) []resourcesync.URL {
 	t.Helper()
 	zr, err := zip.OpenReader(path)
@@ -135,13 +136,13 @@ func checkChangePackage(t *testing.T, path string, from, until time.Time) []reso
 	seen := map[string]bool{}
 	var last time.Time
 	for _, u := range urls {
-		switch lm := u.Lastmod; {
-		case lm.Before(last):
-			t.Errorf("%s: %s at %s comes after a change at %s", path, u.Loc, lm, last)
-		case !lm.After(from) || lm.After(until):
-			t.Errorf("%s: %s at %s is outside (%s, %s]", path, u.Loc, lm, from, until)
+		switch dt := u.MD.Datetime; {
+		case dt.Before(last):
+			t.Errorf("%s: %s at %s comes after a change at %s", path, u.Loc, dt, last)
+		case !dt.After(from) || dt.After(until):
+			t.Errorf("%s: %s at %s is outside (%s, %s]", path, u.Loc, dt, from, until)
 		}
-		last = u.Lastmod
+		last = u.MD.Datetime
 		if u.MD.Change == resourcesync.ChangeDeleted {
 			if u.MD.Path != "" || u.MD.Hash == "" {
 				t.Errorf("%s: deletion of %s with path %q, hash %q", path, u.Loc, u.MD.Path, u.MD.Hash)
@@ -152,8 +153,15 @@ func checkChangePackage(t *testing.T, path string, from, until time.Time) []reso
 			t.Errorf("%s: %s has path %q: not under /changes/, not in the ZIP, or repeated", path, u.Loc, u.MD.Path)
 		}
 		seen[u.MD.Path] = true
+		if f, err := zr.Open(u.MD.Path[1:]); err == nil {
+			fi, _ := f.Stat()
+			if !u.Lastmod.Equal(fi.ModTime()) {
+				t.Errorf("%s: %s has lastmod %s, its bitstream's mtime is %s", path, u.Loc, u.Lastmod, fi.ModTime())
+			}
+			f.Close()
+		}
 	}
-	xmllint(t, manifestPathFor(path), "rs-urlset.xsd")
+	xmllint(t, manifestPathFor(path), urlsetSchema)
 	return urls
 }
 
@@ -207,7 +215,7 @@ func TestChangesGenerations(t *testing.T) {
 		if h.MD.Capability != resourcesync.CapChangeDump || !h.MD.From.Equal(hour(0)) || len(urls) != npkgs {
 			t.Fatalf("generation %d: changedump.xml %+v lists %d packages, want from %s and %d", k, h.MD, len(urls), hour(0), npkgs)
 		}
-		xmllint(t, filepath.Join(out, ChangeDumpName), "rs-urlset.xsd")
+		xmllint(t, filepath.Join(out, ChangeDumpName), urlsetSchema)
 		prevUntil = p.Until
 		applyTo(t, filepath.Join(out, ChangeDumpName), dst)
 		sameTree(t, "generation "+p.Name, dst, src)
@@ -253,7 +261,8 @@ func checkLists(t *testing.T, out, dst string, npkgs int) {
 		t.Fatalf("changelist.xml: %+v with %d entries, want %d (%d packages)", h.MD, len(got), len(want), len(pkgs))
 	}
 	for i := range want {
-		if got[i].Loc != want[i].Loc || !got[i].Lastmod.Equal(want[i].Lastmod) || got[i].MD.Change != want[i].MD.Change || got[i].MD.Hash != want[i].MD.Hash {
+		if got[i].Loc != want[i].Loc || !got[i].Lastmod.Equal(want[i].Lastmod) || !got[i].MD.Datetime.Equal(want[i].MD.Datetime) ||
+			got[i].MD.Change != want[i].MD.Change || got[i].MD.Hash != want[i].MD.Hash {
 			t.Errorf("changelist.xml entry %d: %+v, want %+v", i+1, got[i], want[i])
 		}
 	}
@@ -262,7 +271,74 @@ func checkLists(t *testing.T, out, dst string, npkgs int) {
 		t.Errorf("capabilitylist.xml names %d documents, want 4", len(caps))
 	}
 	for _, f := range []string{ResourceListName, ChangeListName, CapabilityListName} {
-		xmllint(t, filepath.Join(out, f), "rs-urlset.xsd")
+		xmllint(t, filepath.Join(out, f), urlsetSchema)
+	}
+}
+
+// TestChangesEntryTimes: every change entry, in the manifest and in the
+// Change List, carries the time of the change as its rs:md datetime and
+// the resource's own time as its lastmod: a file copied in with an old
+// mtime (cp -p) keeps that mtime, its change is placed at the run's time;
+// a deletion has the deleted version's mtime, or no lastmod when the
+// baseline does not know it. Both documents validate against the 1.1
+// schema, and unpack applies them, giving the files their own times.
+func TestChangesEntryTimes(t *testing.T) {
+	src, out, dst := t.TempDir(), t.TempDir(), t.TempDir()
+	put(t, src, "copied.txt", "v0", hour(-1))
+	put(t, src, "edited.txt", "v0", hour(-1))
+	put(t, src, "gone.txt", "v0", hour(-2))
+	packAt(t, src, out, chgOptions(0))
+	applyTo(t, filepath.Join(out, DumpName), dst)
+	put(t, src, "copied.txt", "copied in, with its old mtime", hour(-5))
+	put(t, src, "edited.txt", "edited", hour(0).Add(10*time.Minute))
+	put(t, src, "new.txt", "created", hour(0).Add(20*time.Minute))
+	os.Remove(filepath.Join(src, "gone.txt"))
+	list := filepath.Join(t.TempDir(), "list.xml") // the baseline, as a Resource List that gives no lastmod
+	verifytest.WriteDoc(t, list, resourcesync.Header{MD: resourcesync.MD{Capability: resourcesync.CapResourceList, At: hour(0)}},
+		[]resourcesync.URL{{Loc: chgBase + "gone.txt", MD: &resourcesync.MD{Length: resourcesync.Int64(2)}}})
+
+	type times struct{ lastmod, datetime time.Time }
+	want := map[string]times{
+		"edited.txt": {hour(0).Add(10 * time.Minute), hour(0).Add(10 * time.Minute)},
+		"new.txt":    {hour(0).Add(20 * time.Minute), hour(0).Add(20 * time.Minute)},
+		"copied.txt": {hour(-5), hour(1)},
+		"gone.txt":   {hour(-2), hour(1)},
+	}
+	order := []string{"edited.txt", "new.txt", "copied.txt", "gone.txt"}
+	for _, since := range []string{"", list} {
+		o := chgOptions(1)
+		o.Since = since
+		dir := copyDir(t, out)
+		res := packAt(t, src, dir, o)
+		if since != "" {
+			want["gone.txt"] = times{datetime: hour(1)} // the other files, not in the list, are created alike
+		}
+		manifest := filepath.Join(dir, res.Packages[0].Manifest)
+		for _, doc := range []string{manifest, filepath.Join(dir, ChangeListName)} {
+			_, urls := verifytest.ReadDoc(t, doc)
+			var got []string
+			for _, u := range urls {
+				rel := strings.TrimPrefix(u.Loc, chgBase)
+				got = append(got, rel)
+				if w := want[rel]; !u.Lastmod.Equal(w.lastmod) || !u.MD.Datetime.Equal(w.datetime) {
+					t.Errorf("since %q: %s: %s has lastmod %s, datetime %s; want %s, %s", since, filepath.Base(doc), rel,
+						u.Lastmod, u.MD.Datetime, w.lastmod, w.datetime)
+				}
+			}
+			if strings.Join(got, " ") != strings.Join(order, " ") {
+				t.Errorf("since %q: %s lists %v, want %v", since, filepath.Base(doc), got, order)
+			}
+			xmllint(t, doc, urlsetSchema)
+		}
+		if since == "" {
+			applyTo(t, filepath.Join(dir, ChangeDumpName), dst)
+			sameTree(t, "after the changes", dst, src)
+			for rel, w := range want {
+				if fi, err := os.Stat(filepath.Join(dst, rel)); err == nil && !fi.ModTime().Equal(w.lastmod) {
+					t.Errorf("the Destination's %s has mtime %s, want the Source's %s", rel, fi.ModTime(), w.lastmod)
+				}
+			}
+		}
 	}
 }
 
@@ -493,7 +569,7 @@ func TestUniqueEntryNames(t *testing.T) {
 	}
 	fi, _ := os.Stat(filepath.Join(src, "a"))
 	it := item{rel: "a", abs: filepath.Join(src, "a"), size: fi.Size(), mtime: fi.ModTime(), mode: fi.Mode(), id: fileIDOf(fi),
-		change: resourcesync.ChangeCreated, lastmod: fi.ModTime()}
+		change: resourcesync.ChangeCreated, datetime: fi.ModTime()}
 	pl := &planned{name: changeDump.packageName(1), from: hour(0), until: hour(1)}
 	w, err := newKindWriter(&o, dir, pl, changeDump, hour(1))
 	if err != nil {
@@ -504,7 +580,7 @@ func TestUniqueEntryNames(t *testing.T) {
 	}
 	put(t, src, "a", "second", hour(0).Add(2*time.Minute))
 	fi, _ = os.Stat(filepath.Join(src, "a"))
-	it.size, it.mtime, it.id, it.change, it.lastmod = fi.Size(), fi.ModTime(), fileIDOf(fi), resourcesync.ChangeUpdated, fi.ModTime()
+	it.size, it.mtime, it.id, it.change, it.datetime = fi.Size(), fi.ModTime(), fileIDOf(fi), resourcesync.ChangeUpdated, fi.ModTime()
 	if err := w.addPrepared(enc.prepare(it)); err != nil {
 		t.Fatal(err)
 	}
@@ -580,7 +656,7 @@ func TestChangesMetalink(t *testing.T) {
 	if u.Loc != "http://127.0.0.1:8081/rs/"+p.Name || dup.Href != "http://127.0.0.2:8082/x/"+p.Name || meta.Href != "http://127.0.0.1:8081/rs/"+p.Metalink {
 		t.Errorf("changedump.xml entry %+v", u)
 	}
-	xmllint(t, filepath.Join(out, ChangeDumpName), "rs-urlset.xsd")
+	xmllint(t, filepath.Join(out, ChangeDumpName), urlsetSchema)
 }
 
 // TestChangesRerunBeforeState: a run killed after it wrote changedump.xml
@@ -628,8 +704,8 @@ func TestChangeDumpIndex(t *testing.T) {
 	if !parts[0].MD.From.Equal(hour(0)) || !parts[1].MD.From.Equal(parts[0].MD.Until) || !parts[1].MD.Until.Equal(pkgs[len(pkgs)-1].Until) {
 		t.Errorf("part intervals %+v, %+v", parts[0].MD, parts[1].MD)
 	}
-	xmllint(t, filepath.Join(dir, ChangeDumpName), "rs-sitemapindex.xsd")
-	xmllint(t, filepath.Join(dir, changeDump.partName(2)), "rs-urlset.xsd")
+	xmllint(t, filepath.Join(dir, ChangeDumpName), sitemapIndexSchema)
+	xmllint(t, filepath.Join(dir, changeDump.partName(2)), urlsetSchema)
 }
 
 // TestChangesBaselineURL: a Resource Dump baseline read over HTTP, with

@@ -199,7 +199,7 @@ func mergeState(walk, packed recSource, add func(record) error) error {
 		if w.Change == "" {
 			err = add(w)
 		} else if pok && p.Rel == w.Rel {
-			err = add(record{Rel: w.Rel, Size: w.Seq, Mtime: w.Lastmod, Hash: p.Hash, Type: p.Type})
+			err = add(record{Rel: w.Rel, Size: w.Seq, Mtime: w.Datetime, Hash: p.Hash, Type: p.Type})
 		} else if w.Change == resourcesync.ChangeUpdated {
 			err = add(record{Rel: w.Rel, Size: w.Size, Mtime: w.Mtime, Hash: w.Hash, Type: w.Type})
 		}

@@ -55,9 +55,9 @@ type listWriter struct {
 
 // listPart is one part's entries on a scratch file.
 type listPart struct {
-	f           *os.File
-	enc         *resourcesync.Encoder
-	first, last time.Time // lastmod of the first and last entries
+	f    *os.File
+	enc  *resourcesync.Encoder
+	last time.Time // in a Change List: the time of its last change
 }
 
 func newListWriter(o *Options, out *output, capability, name string) *listWriter {
@@ -83,10 +83,7 @@ func (l *listWriter) add(u resourcesync.URL) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", l.name, err)
 	}
-	if p.first.IsZero() {
-		p.first = u.Lastmod
-	}
-	p.last = u.Lastmod
+	p.last, _ = u.ChangeTime()
 	return nil
 }
 

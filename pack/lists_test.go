@@ -78,7 +78,7 @@ func TestResourceListFromPack(t *testing.T) {
 		t.Errorf("resource dump rel=up %q", linkHref(dh, "up"))
 	}
 	for _, name := range []string{ResourceListName, CapabilityListName, DumpName, res.Packages[0].Manifest} {
-		xmllint(t, filepath.Join(out, name), "rs-urlset.xsd")
+		xmllint(t, filepath.Join(out, name), urlsetSchema)
 	}
 	if left, _ := filepath.Glob(filepath.Join(out, ".*.tmp")); len(left) > 0 {
 		t.Errorf("scratch files left: %q", left)
@@ -126,8 +126,9 @@ func TestListIndex(t *testing.T) {
 			for i := range n {
 				u := resourcesync.URL{Loc: fmt.Sprintf("%sf%06d", o.BaseURL, i), Lastmod: fixedTime.Add(time.Duration(i) * time.Second),
 					MD: &resourcesync.MD{Length: resourcesync.Int64(1), Hash: "md5:0cc175b9c0f1b6a831c399e269772661"}}
-				if capability == resourcesync.CapChangeList {
-					u.MD.Change = resourcesync.ChangeUpdated
+				if capability == resourcesync.CapChangeList { // changed in order, resources modified in reverse
+					u.MD.Change, u.MD.Datetime = resourcesync.ChangeUpdated, u.Lastmod
+					u.Lastmod = fixedTime.Add(-time.Duration(i) * time.Second)
 				}
 				if err := l.add(u); err != nil {
 					t.Fatal(err)
@@ -144,7 +145,7 @@ func TestListIndex(t *testing.T) {
 			if h.Kind != resourcesync.SitemapIndex || len(parts) != 2 || h.MD.Capability != capability {
 				t.Fatalf("index %+v with %d parts", h, len(parts))
 			}
-			xmllint(t, filepath.Join(dir, name), "rs-sitemapindex.xsd")
+			xmllint(t, filepath.Join(dir, name), sitemapIndexSchema)
 			total := 0
 			for i, p := range parts {
 				part := filepath.Join(dir, listPartName(name, i+1))
@@ -157,7 +158,7 @@ func TestListIndex(t *testing.T) {
 					t.Errorf("part %d links %+v", i+1, ph.Links)
 				}
 				if capability == resourcesync.CapChangeList {
-					wantFrom, wantUntil := md.From, entries[len(entries)-1].Lastmod
+					wantFrom, wantUntil := md.From, entries[len(entries)-1].MD.Datetime
 					if i > 0 {
 						wantFrom = parts[i-1].MD.Until
 					}
@@ -170,7 +171,7 @@ func TestListIndex(t *testing.T) {
 				} else if !ph.MD.At.Equal(md.At) || !p.MD.Completed.Equal(md.Completed) {
 					t.Errorf("part %d times %+v %+v", i+1, ph.MD, p.MD)
 				}
-				xmllint(t, part, "rs-urlset.xsd")
+				xmllint(t, part, urlsetSchema)
 			}
 			if total != n {
 				t.Errorf("parts hold %d entries, want %d", total, n)
@@ -214,7 +215,7 @@ func TestSourceDescription(t *testing.T) {
 	if linkHref(ch, "describedby") != o.DescribedBy {
 		t.Errorf("capability list links %+v", ch.Links)
 	}
-	xmllint(t, sd, "rs-urlset.xsd")
+	xmllint(t, sd, urlsetSchema)
 
 	os.WriteFile(sd, []byte(strings.Replace(other, `capability="description"`, `capability="resourcelist"`, 1)), 0o644)
 	_, err := Pack(context.Background(), src, t.TempDir()+"/x", o) // another output: its own well-known file

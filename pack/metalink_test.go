@@ -176,7 +176,7 @@ func checkDumpLinks(t *testing.T, out string, p PackageInfo, dumpURL string, dup
 	if l, _ := u.Link("describedby"); l.Href != dumpURL+p.Metalink || l.Type != metalink.MediaType {
 		t.Errorf("describedby %+v", l)
 	}
-	xmllint(t, filepath.Join(out, DumpName), "rs-urlset.xsd")
+	xmllint(t, filepath.Join(out, DumpName), urlsetSchema)
 }
 
 // TestPackMetalinkPieceLanes: piece hashes stay right when a large

@@ -29,8 +29,8 @@ func TestBaseURLEncoded(t *testing.T) {
 	if want := "http://127.0.0.1/dl/%C3%BCn%C3%AF/" + res.Packages[0].Name; pkgs[0].Loc != want {
 		t.Errorf("package <loc> %s, want %s", pkgs[0].Loc, want)
 	}
-	xmllint(t, filepath.Join(out, res.Packages[0].Manifest), "rs-urlset.xsd")
-	xmllint(t, filepath.Join(out, DumpName), "rs-urlset.xsd")
+	xmllint(t, filepath.Join(out, res.Packages[0].Manifest), urlsetSchema)
+	xmllint(t, filepath.Join(out, DumpName), urlsetSchema)
 }
 
 // TestBaseURLRefused: a '%' that starts no escape, and a host that is not

@@ -48,8 +48,8 @@ func TestRoundTripAndSchema(t *testing.T) {
 		}
 	}
 	checkDump(t, out, res)
-	xmllint(t, filepath.Join(out, "resourcedump-00001.manifest.xml"), "rs-urlset.xsd")
-	xmllint(t, filepath.Join(out, DumpName), "rs-urlset.xsd")
+	xmllint(t, filepath.Join(out, "resourcedump-00001.manifest.xml"), urlsetSchema)
+	xmllint(t, filepath.Join(out, DumpName), urlsetSchema)
 }
 
 // checkDump checks resourcedump.xml against the packages on disk.

@@ -118,26 +118,27 @@ func (w *pkgWriter) addPrepared(p *prepared) error {
 func (w *pkgWriter) record(it item, name, hash, typ string) {
 	w.entries = append(w.entries, resourcesync.URL{
 		Loc:     locFor(w.opts.BaseURL, it.rel),
-		Lastmod: it.modTime(),
+		Lastmod: it.mtime,
 		MD: &resourcesync.MD{
-			Hash:   hash,
-			Length: resourcesync.Int64(it.size),
-			Type:   typ,
-			Path:   "/" + name,
-			Change: it.change,
+			Hash:     hash,
+			Length:   resourcesync.Int64(it.size),
+			Type:     typ,
+			Path:     "/" + name,
+			Change:   it.change,
+			Datetime: it.datetime,
 		},
 	})
 	w.bytes += it.size
 }
 
-// addDeleted records a deletion: a manifest entry with the length and
-// hash of the version deleted, so that a Destination deletes that version
-// and no other, and no bitstream.
+// addDeleted records a deletion: a manifest entry with the length, hash
+// and lastmod of the version deleted, so that a Destination deletes that
+// version and no other, and no bitstream.
 func (w *pkgWriter) addDeleted(it item) {
 	u := resourcesync.URL{
 		Loc:     locFor(w.opts.BaseURL, it.rel),
-		Lastmod: it.lastmod,
-		MD:      &resourcesync.MD{Change: it.change, Hash: it.oldHash},
+		Lastmod: it.mtime,
+		MD:      &resourcesync.MD{Change: it.change, Hash: it.oldHash, Datetime: it.datetime},
 	}
 	if it.size >= 0 {
 		u.MD.Length = resourcesync.Int64(it.size)

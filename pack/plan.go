@@ -87,8 +87,8 @@ func manifestOverhead() int64 { return entryOverhead + 2*int64(len("manifest.xml
 // deletions seen by one run, all at its time) are the later ones moved,
 // by a nanosecond past that until.
 func (p *planner) bump(it *item) {
-	if it.lastmod.Before(p.floor) {
-		it.lastmod = p.floor
+	if it.datetime.Before(p.floor) {
+		it.datetime = p.floor
 	}
 }
 
@@ -99,13 +99,14 @@ func (p *planner) estimate(it item) (pkg, manifest int64) {
 	data := it.size + it.size/8192 + 64
 	u := resourcesync.URL{
 		Loc:     locFor(p.opts.BaseURL, it.rel),
-		Lastmod: it.modTime(),
+		Lastmod: it.mtime,
 		MD: &resourcesync.MD{
-			Hash:   placeholderHashes(p.opts.Hashes),
-			Length: resourcesync.Int64(it.size),
-			Type:   strings.Repeat("x", typeAllowance),
-			Path:   "/" + strings.Repeat("x", int(name)),
-			Change: it.change,
+			Hash:     placeholderHashes(p.opts.Hashes),
+			Length:   resourcesync.Int64(it.size),
+			Type:     strings.Repeat("x", typeAllowance),
+			Path:     "/" + strings.Repeat("x", int(name)),
+			Change:   it.change,
+			Datetime: it.datetime,
 		},
 	}
 	if it.change == resourcesync.ChangeDeleted {
@@ -137,7 +138,7 @@ func (p *planner) close(last bool) error {
 	}
 	pl := planned{seq: p.seq, name: k.packageName(p.seq), items: p.cur}
 	if p.kind.changes() {
-		pl.from, pl.until = p.from, p.cur[len(p.cur)-1].lastmod
+		pl.from, pl.until = p.from, p.cur[len(p.cur)-1].datetime
 		if last && p.until.After(pl.until) {
 			pl.until = p.until
 		}
@@ -164,7 +165,7 @@ func fingerprint(o *Options, pl *planned) string {
 	fmt.Fprintf(h, "%d\x00%d\x00", nanos(pl.from), nanos(pl.until))
 	var b [8]byte
 	for _, it := range pl.items {
-		fmt.Fprintf(h, "%s\x00%d\x00%s\x00", it.change, nanos(it.lastmod), it.oldHash)
+		fmt.Fprintf(h, "%s\x00%d\x00%s\x00", it.change, nanos(it.datetime), it.oldHash)
 		h.Write([]byte(it.rel))
 		binary.LittleEndian.PutUint64(b[:], uint64(it.size))
 		h.Write(b[:])

@@ -15,15 +15,15 @@ import (
 // files as tab-separated lines: a name pack accepts holds no tab, newline
 // or other control character (xmlSafe), so no escaping is needed.
 type record struct {
-	Rel     string
-	Size    int64
-	Mtime   int64 // unix nanoseconds; 0 when unknown
-	Mode    uint32
-	Hash    string // the hash attribute, "sha-256:..."
-	Type    string // media type
-	Change  string // created, updated or deleted; empty for a state entry
-	Lastmod int64  // unix nanoseconds: the time of the change
-	Seq     int64  // order of the changes to one file, in a change log
+	Rel      string
+	Size     int64
+	Mtime    int64 // unix nanoseconds; 0 when unknown
+	Mode     uint32
+	Hash     string // the hash attribute, "sha-256:..."
+	Type     string // media type
+	Change   string // created, updated or deleted; empty for a state entry
+	Datetime int64  // unix nanoseconds: the time of the change
+	Seq      int64  // order of the changes to one file, in a change log
 }
 
 const recordFields = 9
@@ -40,7 +40,7 @@ func (r *record) appendTo(b []byte) []byte {
 	b = append(b, r.Type...)
 	b = append(b, '\t')
 	b = append(b, r.Change...)
-	for _, n := range []int64{r.Lastmod, r.Seq} {
+	for _, n := range []int64{r.Datetime, r.Seq} {
 		b = append(b, '\t')
 		b = strconv.AppendInt(b, n, 10)
 	}
@@ -65,7 +65,7 @@ func parseRecord(line string) (record, error) {
 	}
 	r := record{Rel: f[0], Hash: f[4], Type: f[5], Change: f[6]}
 	var mode int64
-	for i, p := range [...]*int64{&r.Size, &r.Mtime, &mode, nil, nil, nil, &r.Lastmod, &r.Seq} {
+	for i, p := range [...]*int64{&r.Size, &r.Mtime, &mode, nil, nil, nil, &r.Datetime, &r.Seq} {
 		if p == nil {
 			continue
 		}
@@ -195,9 +195,9 @@ func byPath(a, b *record) int {
 // of a Change Dump.
 func byTime(a, b *record) int {
 	switch {
-	case a.Lastmod < b.Lastmod:
+	case a.Datetime < b.Datetime:
 		return -1
-	case a.Lastmod > b.Lastmod:
+	case a.Datetime > b.Datetime:
 		return 1
 	}
 	return byPath(a, b)

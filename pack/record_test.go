@@ -36,7 +36,7 @@ func TestComparePathsIsWalkOrder(t *testing.T) {
 
 func TestRecordRoundTrip(t *testing.T) {
 	r := record{Rel: "dir one/ü.txt", Size: 12, Mtime: 1700000000123456789, Mode: 0o644, Hash: "md5:00 sha-256:11", Type: "text/plain",
-		Change: "updated", Lastmod: 1700000000999, Seq: 7}
+		Change: "updated", Datetime: 1700000000999, Seq: 7}
 	got, err := parseRecord(string(r.appendTo(nil)[:len(r.appendTo(nil))-1]))
 	if err != nil || got != r {
 		t.Errorf("round trip: %+v, %v; want %+v", got, err, r)

@@ -87,7 +87,7 @@ func TestSplitAt50000Entries(t *testing.T) {
 	if st, _ := os.Stat(filepath.Join(out, res.Packages[0].Manifest)); st.Size() > resourcesync.MaxBytes {
 		t.Errorf("manifest of %d bytes exceeds the 50 MB limit", st.Size())
 	}
-	xmllint(t, filepath.Join(out, res.Packages[0].Manifest), "rs-urlset.xsd")
+	xmllint(t, filepath.Join(out, res.Packages[0].Manifest), urlsetSchema)
 }
 
 func TestDumpIndexOver50000Packages(t *testing.T) {
@@ -114,7 +114,7 @@ func TestDumpIndexOver50000Packages(t *testing.T) {
 	if l, ok := h2.Link("index"); !ok || l.Href != "http://127.0.0.1/rs/"+DumpName || len(urls) != 1 {
 		t.Errorf("second part: index link %+v, %d entries", l, len(urls))
 	}
-	xmllint(t, filepath.Join(dir, DumpName), "rs-sitemapindex.xsd")
+	xmllint(t, filepath.Join(dir, DumpName), sitemapIndexSchema)
 }
 
 // TestResume interrupts a pack after its first package and runs it again:

@@ -58,7 +58,7 @@ func (s *stateWriter) add(r record) error {
 		return fmt.Errorf("%s: %s after %s, out of walk order", StateName, r.Rel, s.last)
 	}
 	s.last, s.n = r.Rel, s.n+1
-	r.Change, r.Lastmod, r.Seq = "", 0, 0
+	r.Change, r.Datetime, r.Seq = "", 0, 0
 	return s.w.write(&r)
 }
 

@@ -24,19 +24,13 @@ type item struct {
 	mode  fs.FileMode
 	id    fileID // as walked: the file's identity, for sameFile
 
-	// In a Change Dump: the change, its time (the <lastmod>), and for a
-	// deletion the length and hash of the version deleted.
-	change  string
-	lastmod time.Time
-	oldHash string
-}
-
-// modTime is the <lastmod> of the item's manifest entry.
-func (it *item) modTime() time.Time {
-	if it.change != "" {
-		return it.lastmod
-	}
-	return it.mtime
+	// In a Change Dump: the change, its time (the rs:md datetime; the
+	// <lastmod> is mtime, the resource's own time), and for a deletion
+	// the length and hash of the version deleted, whose mtime is the
+	// baseline's, zero when it does not say.
+	change   string
+	datetime time.Time
+	oldHash  string
 }
 
 // walker lists the regular files under a root in a deterministic order:
