@@ -13,7 +13,6 @@ import (
 	"github.com/rsdump/rsdump/internal/sharedtest"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/replica"
-	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/serve"
 	"github.com/rsdump/rsdump/verify/verifytest"
 )
@@ -44,7 +43,9 @@ func servePair(t *testing.T) (a, b *httptest.Server, set func(i int, h http.Hand
 // an empty directory from the first one's base URL alone: discovery
 // through serve's /.well-known/resourcesync, packages from both mirrors.
 // resync-sync --baseline from serve's Resource List (the resources served
-// with --resources) ends with the same tree.
+// with --resources) ends with the same tree. Then the Source changes and
+// pack --changes publishes them; rsdump sync and resync-sync
+// --incremental, with its defaults, both apply its Change List.
 func TestSyncFromServeMirrors(t *testing.T) {
 	a, b, set, hits := servePair(t)
 	tree := files(60, 30000)
@@ -53,7 +54,7 @@ func TestSyncFromServeMirrors(t *testing.T) {
 	base, dumpA, dumpB := a.URL+"/res/", a.URL+"/dump/", b.URL+"/dump/"
 	mirrors := []pack.Mirror{{BaseURL: dumpA, Priority: 1}, {BaseURL: dumpB, Priority: 1}}
 	o := pack.Options{BaseURL: base, DumpURL: dumpA, SourceDescription: true, MaxPackageSize: 400 << 10, Compress: pack.Store,
-		Metalink: &pack.MetalinkOptions{Mirrors: mirrors, PieceLength: 64 << 10}}
+		Metalink: &pack.MetalinkOptions{Mirrors: mirrors, PieceLength: 64 << 10}, At: verifytest.Time.Add(time.Hour)}
 	if _, err := pack.Pack(context.Background(), src, out, o); err != nil {
 		t.Fatal(err)
 	}
@@ -101,39 +102,35 @@ func TestSyncFromServeMirrors(t *testing.T) {
 		t.Errorf("resync wrote nothing: %v\n%s", err, outp)
 	}
 
-	// Changes at the Source, published as a Change List beside the dump
-	// (resync-build writes it against serve's Resource List); serve
-	// serves it and the changed resources. Both clients apply it.
-	later := time.Now().Add(2 * time.Second)
-	for rel, data := range map[string]string{"d0/f000.txt": "updated", "n/new.txt": "created"} {
+	// Changes at the Source, one at a time in the interval, one a copy
+	// with an old mtime; pack --changes publishes them beside the dump.
+	for rel, c := range map[string]struct {
+		data  string
+		mtime time.Time
+	}{"d0/f000.txt": {"updated", o.At.Add(30 * time.Minute)}, "n/new.txt": {"created", verifytest.Time.Add(-time.Hour)}} {
 		p := filepath.Join(src, filepath.FromSlash(rel))
 		os.MkdirAll(filepath.Dir(p), 0o755)
-		os.WriteFile(p, []byte(data), 0o644)
-		os.Chtimes(p, later, later)
-		tree[rel] = data
+		os.WriteFile(p, []byte(c.data), 0o644)
+		os.Chtimes(p, c.mtime, c.mtime)
+		tree[rel] = c.data
 	}
 	os.Remove(filepath.Join(src, "d1", "f001.txt"))
 	delete(tree, "d1/f001.txt")
-	// The Change List pack --changes would write: ResourceSync 1.1
-	// datetimes, which resync-sync --incremental requires.
-	var cl []resourcesync.URL
-	for _, c := range []struct{ rel, change string }{{"d0/f000.txt", "updated"}, {"n/new.txt", "created"}, {"d1/f001.txt", "deleted"}} {
-		md := &resourcesync.MD{Change: c.change, Datetime: later}
-		if d, ok := tree[c.rel]; ok {
-			md.Hash, md.Length = "sha-256:"+verifytest.SHA256([]byte(d)), resourcesync.Int64(int64(len(d)))
-		}
-		cl = append(cl, resourcesync.URL{Loc: base + c.rel, Lastmod: later, MD: md})
+	o.Changes, o.At = true, o.At.Add(time.Hour)
+	if _, err := pack.Pack(context.Background(), src, out, o); err != nil {
+		t.Fatal(err)
 	}
-	verifytest.WriteDoc(t, filepath.Join(out, pack.ChangeListName),
-		resourcesync.Header{Kind: resourcesync.URLSet, MD: resourcesync.MD{Capability: resourcesync.CapChangeList, From: time.Now().Add(-time.Hour)}}, cl)
-	// The Capability List names the new Change List, as pack does for
-	// the documents in its output.
-	clPath := filepath.Join(out, pack.CapabilityListName)
-	h, urls := verifytest.ReadDoc(t, clPath)
-	urls = append(urls, resourcesync.URL{Loc: dumpA + pack.ChangeListName, MD: &resourcesync.MD{Capability: resourcesync.CapChangeList}})
-	verifytest.WriteDoc(t, clPath, h, urls)
+	// The Change Dump is listed but not served: rsdump sync then applies
+	// the Change List, as resync does.
+	set(0, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/dump/"+pack.ChangeDumpName {
+			http.NotFound(w, r)
+			return
+		}
+		ha.ServeHTTP(w, r)
+	}))
 	res, fs, _ = syncRun(t, "", dst, replica.Options{})
-	if res.Problems() != 0 || res.Written != 2 || res.Deleted != 1 {
+	if res.Problems() != 0 || res.Written != 2 || res.Deleted != 1 || res.Steps[0].Doc != dumpA+pack.ChangeListName {
 		t.Fatalf("incremental: %+v\n%s", res, problems(fs))
 	}
 	sameTree(t, dst, tree)

@@ -21,9 +21,9 @@ import (
 // Map.src_to_dst), so a resource at .../sp%20ace/x.txt lands in a file
 // named "sp%20ace/x.txt". That is resync's bug: the URI names the file
 // "sp ace/x.txt", as rsdump unpack, a browser or wget -x would save it.
-func decoded(t *testing.T, m map[string]string) map[string]string {
+func decoded[V any](t *testing.T, m map[string]V) map[string]V {
 	t.Helper()
-	out := map[string]string{}
+	out := map[string]V{}
 	for k, v := range m {
 		d, err := url.PathUnescape(k)
 		if err != nil {
@@ -51,11 +51,13 @@ func sameFileMaps(t *testing.T, what string, got, want map[string]string) {
 }
 
 // TestResyncIncrementalFromOurChangelist: resync 2.0.2, the reference
-// Destination, takes a baseline from our resourcelist.xml and then, after
-// each generation of the Source, applies our changelist.xml with
+// Destination, with its defaults (ResourceSync 1.1), takes a baseline
+// from our resourcelist.xml and then, after each generation of the
+// Source, applies the changelist.xml pack --changes wrote with
 // resync-sync --incremental, fetching the resources from the Source over
-// loopback HTTP. Its Destination ends where rsdump unpack's does: the
-// Source's files.
+// loopback HTTP: it needs every change's datetime. Its Destination ends
+// where rsdump unpack's does: the Source's files, with the Source's
+// mtimes (resync sets them from <lastmod>, the resource's own time).
 func TestResyncIncrementalFromOurChangelist(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the resync peer; skipped with -short")
@@ -77,7 +79,7 @@ func TestResyncIncrementalFromOurChangelist(t *testing.T) {
 	hour := func(i int) string { return resourcesync.FormatTime(verifytest.Time.Add(time.Duration(i) * time.Hour)) }
 	resync := func(args ...string) {
 		t.Helper()
-		args = append(args, "--sitemap", srv.URL+"/out/resourcelist.xml", "--spec-version", "1.0", baseURL+"="+rdst)
+		args = append(args, "--sitemap", srv.URL+"/out/resourcelist.xml", baseURL+"="+rdst)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		if outp, err := peer.Run(ctx, work, "resync-sync", args...); err != nil {
@@ -99,5 +101,7 @@ func TestResyncIncrementalFromOurChangelist(t *testing.T) {
 		resync("--incremental", "--changelist-uri", srv.URL+"/out/changelist.xml", "--delete")
 		sameFileMaps(t, what+": rsdump", treeFiles(t, dst), treeFiles(t, s.dir))
 		sameFileMaps(t, what+": resync", decoded(t, treeFiles(t, rdst)), treeFiles(t, dst))
+		sameMtimes(t, what+": rsdump", mtimes(t, dst), mtimes(t, s.dir))
+		sameMtimes(t, what+": resync", decoded(t, mtimes(t, rdst)), mtimes(t, s.dir))
 	}
 }

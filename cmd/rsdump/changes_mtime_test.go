@@ -1,0 +1,89 @@
+package main
+
+import (
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/resourcesync"
+	"github.com/rsdump/rsdump/verify/verifytest"
+)
+
+// mtimes maps every regular file under dir but rsdump's state to its
+// mtime.
+func mtimes(t *testing.T, dir string) map[string]time.Time {
+	t.Helper()
+	out := map[string]time.Time{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		switch rel, _ := filepath.Rel(dir, p); {
+		case err != nil:
+			return err
+		case d.IsDir() && rel == ".rsdump":
+			return filepath.SkipDir
+		case d.Type().IsRegular():
+			fi, err := d.Info()
+			out[filepath.ToSlash(rel)] = fi.ModTime()
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// sameMtimes fails unless every file of want has its mtime in got.
+func sameMtimes(t *testing.T, what string, got, want map[string]time.Time) {
+	t.Helper()
+	for rel, w := range want {
+		if g, ok := got[rel]; ok && !g.Equal(w) {
+			t.Errorf("%s: %s has mtime %s, the Source's has %s", what, rel, g.UTC(), w.UTC())
+		}
+	}
+}
+
+// TestChangedFileKeepsItsMtime: a file replaced at the Source by a copy
+// that keeps its old mtime (cp -p) reaches the Destination with exactly
+// that mtime, not the time of the pack that found the change: through
+// unpack changedump.xml, and through sync from the Change List of a
+// Source that publishes no Change Dump.
+func TestChangedFileKeepsItsMtime(t *testing.T) {
+	s := &srcTree{t: t, dir: t.TempDir(), now: verifytest.Time.Add(-time.Hour)}
+	s.write("a.txt", "a\n")
+	s.write("b.txt", "b\n")
+	out, dst, synced := t.TempDir(), t.TempDir(), t.TempDir()
+	mux := http.NewServeMux()
+	mux.Handle("/base/", http.StripPrefix("/base/", http.FileServer(http.Dir(s.dir))))
+	// The Capability List names the Change Dump, which is not there: sync
+	// then applies the Change List.
+	mux.Handle("/out/"+pack.ChangeDumpName, http.NotFoundHandler())
+	mux.Handle("/out/", http.StripPrefix("/out/", http.FileServer(http.Dir(out))))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	base := []string{"--base-url", srv.URL + "/base/"}
+	hour := func(i int) string { return resourcesync.FormatTime(verifytest.Time.Add(time.Duration(i) * time.Hour)) }
+	packArgs := append([]string{"-o", out, "-q", "--dump-url", srv.URL + "/out/"}, base...)
+
+	rsdumpOK(t, append([]string{"pack", s.dir, "--at", hour(0)}, packArgs...)...)
+	rsdumpOK(t, append([]string{"unpack", filepath.Join(out, pack.DumpName), "--dest", dst}, base...)...)
+	rsdumpOK(t, "sync", srv.URL+"/out/"+pack.CapabilityListName, "--dest", synced, "-q")
+
+	s.now = verifytest.Time.Add(-5 * time.Hour) // older than the Resource Dump
+	s.write("a.txt", "copied in with its old mtime\n")
+	rsdumpOK(t, append([]string{"pack", "--changes", s.dir, "--at", hour(1)}, packArgs...)...)
+	rsdumpOK(t, append([]string{"unpack", filepath.Join(out, pack.ChangeDumpName), "--dest", dst}, base...)...)
+	got := rsdumpOK(t, "sync", "--dest", synced, "-v")
+	if !strings.Contains(got, pack.ChangeListName) {
+		t.Errorf("sync did not apply the Change List:\n%s", got)
+	}
+	for what, dir := range map[string]string{"unpack changedump.xml": dst, "sync from changelist.xml": synced} {
+		sameTree(t, what, s.dir, dir)
+		sameMtimes(t, what, mtimes(t, dir), mtimes(t, s.dir))
+	}
+}
