@@ -50,16 +50,16 @@ func FutureHeader(loc string, h Header, horizon time.Time) error {
 
 // FutureEntry is the FutureError for the first time of entry n that says
 // when something happened at the Source (its <rs:md> times, and the
-// <lastmod> of a change that gives no datetime: ResourceSync 1.0's time
-// of the change) later than horizon, or nil. The <lastmod> of a resource
-// is its own time, which a Source's files may set anyhow: not checked.
+// <lastmod> a change with no datetime gives as its time: ChangeTime)
+// later than horizon, or nil. The <lastmod> of a resource is its own
+// time, which a Source's files may set anyhow: not checked.
 func FutureEntry(loc string, n int, u URL, horizon time.Time) error {
 	var attr string
 	var t time.Time
 	if u.MD != nil {
 		attr, t = laterThan(*u.MD, horizon)
-		if attr == "" && u.MD.Change != "" && u.MD.Datetime.IsZero() && u.Lastmod.After(horizon) {
-			attr, t = "lastmod", u.Lastmod
+		if when, ok := u.ChangeTime(); attr == "" && u.MD.Change != "" && ok && when.After(horizon) {
+			attr, t = "lastmod", when // a datetime after the horizon is laterThan's
 		}
 	}
 	if attr == "" {

@@ -30,6 +30,7 @@ func TestFuture(t *testing.T) {
 		{"package until", Header{}, URL{Loc: "http://127.0.0.1/p.zip", MD: &MD{From: earlier, Until: later}}, "until"},
 		{"resource lastmod", Header{}, URL{Loc: "http://127.0.0.1/a", Lastmod: later}, ""},
 		{"1.1 change lastmod", Header{}, URL{Loc: "http://127.0.0.1/a", Lastmod: later, MD: &MD{Change: ChangeUpdated, Datetime: earlier}}, ""},
+		{"1.0 deletion lastmod, not a time of change (ChangeTime)", Header{}, URL{Loc: "http://127.0.0.1/a", Lastmod: later, MD: &MD{Change: ChangeDeleted}}, ""},
 		{"within the skew", Header{MD: MD{At: now.Add(MaxSkew / 2)}}, URL{}, ""},
 	} {
 		err := FutureHeader("doc.xml", c.h, horizon)
