@@ -14,7 +14,10 @@
 //
 // Every rsdump HTTP client reads s3:// URLs (GET and HEAD, signed), so
 // whatever takes a document or package URL takes an s3:// one; the
-// settings travel in the context.
+// settings travel in the context. So does the grant: the credentials are
+// the user's, and a request is signed only under a context that Grant
+// made from an s3:// location the user gave, never because a document
+// fetched from elsewhere names an object.
 package s3
 
 import (
@@ -49,6 +52,30 @@ func ConfigFrom(ctx context.Context) Config {
 	return c
 }
 
+type grantKey struct{}
+
+// ErrNotGranted is an s3:// location to be read under a context that does
+// not grant S3.
+var ErrNotGranted = errors.New("S3 is read only when the user gives an s3:// source or base URL")
+
+// Grant returns ctx granting S3 when one of given, the locations the user
+// gave (a source, a base URL, an output), is an s3:// URL; else ctx.
+func Grant(ctx context.Context, given ...string) context.Context {
+	for _, g := range given {
+		if IsURL(g) {
+			return context.WithValue(ctx, grantKey{}, true)
+		}
+	}
+	return ctx
+}
+
+// Granted reports whether ctx grants S3: only then are s3:// requests
+// signed, and s3:// references in a document read over HTTP followed.
+func Granted(ctx context.Context) bool {
+	g, _ := ctx.Value(grantKey{}).(bool)
+	return g
+}
+
 // CheckEndpoint refuses an endpoint that is not an absolute http(s) URL
 // without a path, query or credentials.
 func CheckEndpoint(e string) error {
@@ -73,7 +100,9 @@ var ErrBadURL = errors.New("not an s3://BUCKET/KEY URL")
 // Split returns the bucket and key (without a leading slash) of an
 // s3:// URL. The key may be empty (a bucket) or end in "/" (a prefix).
 // An s3:// URL is a URL: a key's spaces, "%", "?" and "#" are
-// percent-encoded in it, and decoded here.
+// percent-encoded in it, and decoded here. A key with a "." or ".."
+// segment is refused: servers and proxies disagree on whether it names
+// another key.
 func Split(s string) (bucket, key string, err error) {
 	u, err := url.Parse(s)
 	if err != nil || u.Scheme != Scheme || u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
@@ -82,7 +111,13 @@ func Split(s string) (bucket, key string, err error) {
 	if !validBucket(u.Host) {
 		return "", "", fmt.Errorf("%q: bucket %q: %w", s, u.Host, ErrBadURL)
 	}
-	return u.Host, strings.TrimPrefix(u.Path, "/"), nil
+	key = strings.TrimPrefix(u.Path, "/")
+	for seg := range strings.SplitSeq(key, "/") {
+		if seg == "." || seg == ".." {
+			return "", "", fmt.Errorf("%q: the key has a %q segment: %w", s, seg, ErrBadURL)
+		}
+	}
+	return u.Host, key, nil
 }
 
 // Join is the URL of key in bucket, the key percent-encoded where a URL

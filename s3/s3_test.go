@@ -18,7 +18,8 @@ func TestSplit(t *testing.T) {
 			t.Errorf("Split(%q) = %q, %q, %v; want %q, %q", c.in, b, k, err, c.bucket, c.key)
 		}
 	}
-	for _, in := range []string{"http://x/y", "s3://", "s3://ab/x", "s3://Upper/x", "s3://-dash/x", "s3://dash-/x", "s3://a_b/x", "s3://b1b/k?q", "s3://b1b/k#f"} {
+	for _, in := range []string{"http://x/y", "s3://", "s3://ab/x", "s3://Upper/x", "s3://-dash/x", "s3://dash-/x", "s3://a_b/x", "s3://b1b/k?q", "s3://b1b/k#f",
+		"s3://b1b/a/../k", "s3://b1b/./k", "s3://b1b/a/%2E%2E/k", "s3://b1b/.."} {
 		if _, _, err := Split(in); !errors.Is(err, ErrBadURL) {
 			t.Errorf("Split(%q): %v, want ErrBadURL", in, err)
 		}
@@ -52,5 +53,16 @@ func TestConfigInContext(t *testing.T) {
 	c := Config{Endpoint: "http://127.0.0.1:1"}
 	if ConfigFrom(WithConfig(ctx, c)) != c {
 		t.Fatal("WithConfig lost the Config")
+	}
+}
+
+// Only a location the user gave that is an s3:// URL grants S3.
+func TestGrant(t *testing.T) {
+	ctx := context.Background()
+	if Granted(ctx) || Granted(Grant(ctx)) || Granted(Grant(ctx, "http://127.0.0.1/rs/", "/tmp/s3:/x")) {
+		t.Fatal("granted without an s3:// location")
+	}
+	if !Granted(Grant(ctx, "http://127.0.0.1/rs/", "s3://b1b/rs/")) {
+		t.Fatal("an s3:// location given grants nothing")
 	}
 }
