@@ -156,7 +156,11 @@ func (c *collector) manifest(d *resourcesync.Document, n int, u resourcesync.URL
 	l := &resourcesync.Loader{Entry: func(m *resourcesync.Document, _ int, e resourcesync.URL) error {
 		return c.add(m.Loc, e)
 	}}
-	return l.Load(c.ctx, resourcesync.Resolve(d.Loc, ln.Href))
+	m, err := resourcesync.Resolve(c.ctx, d.Loc, ln.Href)
+	if err != nil {
+		return err
+	}
+	return l.Load(c.ctx, m)
 }
 
 func (c *collector) add(doc string, u resourcesync.URL) error {
@@ -180,7 +184,10 @@ func (c *collector) add(doc string, u resourcesync.URL) error {
 // start from, which must be beside it, as pack leaves them: the
 // Destination has that dump and every change since.
 func (c *collector) changeDump(loc string, h resourcesync.Header) error {
-	base := resourcesync.Resolve(loc, DumpName)
+	base, err := resourcesync.Beside(loc, DumpName)
+	if err != nil {
+		return err
+	}
 	bh, err := resourcesync.Peek(c.ctx, base)
 	if err != nil {
 		return fmt.Errorf("a Change Dump baseline needs the Resource Dump its changes start from beside it: %w", err)

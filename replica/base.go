@@ -15,7 +15,9 @@ import (
 
 // baseURL settles the URI prefix that maps to the tree: the one given,
 // else the one the state records (so that it never moves between runs),
-// else the one the Source's documents imply.
+// else the one the Source's documents imply. An implied one is made of
+// URIs resourcesync.Ref allows the documents to name: never an s3:// one
+// from a Source read over HTTP without the user's grant.
 func (s *syncer) baseURL(ctx context.Context) (string, error) {
 	switch {
 	case s.opts.BaseURL != "":
@@ -24,14 +26,22 @@ func (s *syncer) baseURL(ctx context.Context) (string, error) {
 		return s.state.Sync.BaseURL, nil
 	}
 	if doc := s.src.Docs[resourcesync.CapResourceDump]; doc != "" {
-		if b, ok := s.dumpBase(ctx, doc); ok {
+		b, err := s.dumpBase(ctx, doc)
+		if err != nil {
+			return "", err
+		}
+		if b != "" {
 			s.note("base URL %s, from the manifest of %s", b, doc)
 			return b, nil
 		}
 	}
 	for _, c := range []string{resourcesync.CapResourceList, resourcesync.CapChangeDump, resourcesync.CapChangeList} {
 		if doc := s.src.Docs[c]; doc != "" {
-			if b, ok := s.listBase(ctx, doc); ok {
+			b, err := s.listBase(ctx, doc)
+			if err != nil {
+				return "", err
+			}
+			if b != "" {
 				s.note("base URL %s, the common prefix of the resources in %s", b, doc)
 				return b, nil
 			}
@@ -42,21 +52,25 @@ func (s *syncer) baseURL(ctx context.Context) (string, error) {
 
 // dumpBase reads the detached manifest of a Resource Dump's first package
 // and takes the base from an entry's URI and its path in the package:
-// the URI less as many segments as the path has below /resources/.
-func (s *syncer) dumpBase(ctx context.Context, doc string) (string, bool) {
+// the URI less as many segments as the path has below /resources/. The
+// error is for a dump or manifest that names what it may not.
+func (s *syncer) dumpBase(ctx context.Context, doc string) (string, error) {
 	d, err := verify.LoadDump(ctx, s.opts.Client, doc, verify.NewReporter(nil))
+	if errors.Is(err, verify.ErrRejected) {
+		return "", err
+	}
 	if err != nil || len(d.Packages) == 0 || d.Packages[0].Contents == "" {
-		return "", false
+		return "", nil
 	}
 	base := ""
-	s.scan(ctx, d.Packages[0].Contents, func(u resourcesync.URL) bool {
+	err = s.scan(ctx, d.Packages[0].Contents, func(u resourcesync.URL) bool {
 		if u.MD != nil && u.MD.Path != "" {
 			base = baseFromPath(u.Loc, u.MD.Path)
 			return false
 		}
 		return true
 	})
-	return base, base != ""
+	return base, err
 }
 
 func baseFromPath(loc, p string) string {
@@ -76,9 +90,9 @@ func baseFromPath(loc, p string) string {
 
 // listBase is the longest directory prefix of the first entries of a
 // list.
-func (s *syncer) listBase(ctx context.Context, doc string) (string, bool) {
+func (s *syncer) listBase(ctx context.Context, doc string) (string, error) {
 	prefix, n := "", 0
-	s.scan(ctx, doc, func(u resourcesync.URL) bool {
+	err := s.scan(ctx, doc, func(u resourcesync.URL) bool {
 		if n == 0 {
 			prefix = u.Loc[:strings.LastIndex(u.Loc, "/")+1]
 		}
@@ -88,27 +102,39 @@ func (s *syncer) listBase(ctx context.Context, doc string) (string, bool) {
 		n++
 		return n < 10000
 	})
-	if !strings.Contains(strings.TrimPrefix(strings.TrimPrefix(prefix, "https://"), "http://"), "/") {
-		return "", false
+	if err != nil || !strings.Contains(strings.TrimPrefix(strings.TrimPrefix(prefix, "https://"), "http://"), "/") {
+		return "", err
 	}
-	return prefix, true
+	return prefix, nil
 }
 
 var errStop = errors.New("stop")
 
 // scan hands the entries of a document (and its index's parts) to fn
-// until it returns false.
-func (s *syncer) scan(ctx context.Context, doc string, fn func(resourcesync.URL) bool) {
+// until it returns false, each with a <loc> resourcesync.Ref allows. The
+// error is for a document that names what it may not; one that cannot be
+// read just ends the scan.
+func (s *syncer) scan(ctx context.Context, doc string, fn func(resourcesync.URL) bool) error {
 	ld := resourcesync.Loader{
 		Open: opener(s.opts.Client),
 		Entry: func(d *resourcesync.Document, _ int, u resourcesync.URL) error {
-			if d.Header.Kind == resourcesync.URLSet && strings.Contains(u.Loc, "/") && !fn(u) {
+			if d.Header.Kind != resourcesync.URLSet || !strings.Contains(u.Loc, "/") {
+				return nil
+			}
+			if _, err := resourcesync.Ref(ctx, d.Loc, u.Loc); err != nil {
+				return err
+			}
+			if !fn(u) {
 				return errStop
 			}
 			return nil
 		},
 	}
-	ld.Load(ctx, doc)
+	var re *resourcesync.RefError
+	if err := ld.Load(ctx, doc); errors.As(err, &re) {
+		return err
+	}
+	return nil
 }
 
 // opener reads documents through c.

@@ -125,7 +125,11 @@ func (d *discovery) follow(ctx context.Context, loc, how string, hops int) error
 	br := bufio.NewReaderSize(body, 64<<10)
 	head, _ := br.Peek(4096)
 	if !resourcesync.LooksXML(head) || resourcesync.LooksHTML(head, header.Get("Content-Type")) {
-		if next := d.linked(loc, br, header); next != "" {
+		next, err := d.linked(ctx, loc, br, header)
+		if err != nil {
+			return err
+		}
+		if next != "" {
 			d.src.Route = append(d.src.Route, how)
 			return d.follow(ctx, next, d.linkHow(header), hops+1)
 		}
@@ -160,16 +164,29 @@ func (d *discovery) linkHow(h http.Header) string {
 	return "html link"
 }
 
-// linked is the rel="resourcesync" target of an HTTP Link header or,
-// in an HTML page, of a <link> element (§6.3.3).
-func (d *discovery) linked(loc string, r io.Reader, h http.Header) string {
+// linked is the rel="resourcesync" target of an HTTP Link header (only
+// http and https are taken from one) or, in an HTML page, of a <link>
+// element (§6.3.3).
+func (d *discovery) linked(ctx context.Context, loc string, r io.Reader, h http.Header) (string, error) {
 	if ts := linkTargets(h, loc, "resourcesync"); len(ts) > 0 {
-		return ts[0]
+		return ts[0], nil
 	}
 	if href := htmlLink(r, "resourcesync"); href != "" {
-		return resourcesync.Resolve(loc, href)
+		return htmlRef(ctx, loc, href)
 	}
-	return ""
+	return "", nil
+}
+
+// htmlRef is what a link in the HTML page at page names: a relative href
+// resolves against the page's URL, as in HTML, and the result is held to
+// resourcesync's rule for references.
+func htmlRef(ctx context.Context, page, href string) (string, error) {
+	if base, err := url.Parse(page); err == nil && resourcesync.IsURL(page) {
+		if u, err := base.Parse(href); err == nil {
+			href = u.String()
+		}
+	}
+	return resourcesync.Resolve(ctx, page, href)
 }
 
 // linkTargets are the targets of the Link header fields with relation
@@ -260,12 +277,10 @@ func (d *discovery) document(ctx context.Context, loc string, r io.Reader, hops 
 	case resourcesync.CapDescription:
 		return d.description(ctx, loc, entries, hops)
 	case resourcesync.CapCapabilityList:
-		d.capabilityList(loc, entries)
-		return nil
+		return d.capabilityList(ctx, loc, entries)
 	case resourcesync.CapResourceDump, resourcesync.CapChangeDump, resourcesync.CapResourceList, resourcesync.CapChangeList:
 		d.src.Docs[c] = loc
-		d.up(ctx, loc, h, hops)
-		return nil
+		return d.up(ctx, loc, h, hops)
 	default:
 		return fmt.Errorf("%s: capability %q: sync needs a Source Description, Capability List, dump or list", loc, c)
 	}
@@ -278,7 +293,11 @@ func (d *discovery) description(ctx context.Context, loc string, entries []resou
 	var lists []string
 	for _, e := range entries {
 		if e.MD == nil || e.MD.Capability == "" || e.MD.Capability == resourcesync.CapCapabilityList {
-			lists = append(lists, resourcesync.Resolve(loc, e.Loc))
+			cl, err := resourcesync.Resolve(ctx, loc, e.Loc)
+			if err != nil {
+				return err
+			}
+			lists = append(lists, cl)
 		}
 	}
 	if len(lists) == 0 {
@@ -288,30 +307,41 @@ func (d *discovery) description(ctx context.Context, loc string, entries []resou
 	return d.follow(ctx, lists[0], "capability list", hops+1)
 }
 
-func (d *discovery) capabilityList(loc string, entries []resourcesync.URL) {
+// capabilityList records the documents a Capability List lists; one it
+// may not name (resourcesync.Resolve) refuses the Source.
+func (d *discovery) capabilityList(ctx context.Context, loc string, entries []resourcesync.URL) error {
 	d.src.CapabilityList = loc
 	for _, e := range entries {
 		if e.MD == nil {
 			continue
 		}
 		if c := e.MD.Capability; c != "" && d.src.Docs[c] == "" {
-			d.src.Docs[c] = resourcesync.Resolve(loc, e.Loc)
+			doc, err := resourcesync.Resolve(ctx, loc, e.Loc)
+			if err != nil {
+				return err
+			}
+			d.src.Docs[c] = doc
 		}
 	}
+	return nil
 }
 
 // up reads the Capability List a document links as rel="up", for the
 // Source's other documents; the document given keeps its place. A list
-// that cannot be read leaves just the document.
-func (d *discovery) up(ctx context.Context, loc string, h resourcesync.Header, hops int) {
+// that cannot be read leaves just the document; a link or an entry the
+// document may not make (resourcesync.Resolve) refuses the Source.
+func (d *discovery) up(ctx context.Context, loc string, h resourcesync.Header, hops int) error {
 	l, ok := h.Link("up")
 	if !ok || d.src.CapabilityList != "" || hops >= maxHops {
-		return
+		return nil
 	}
-	cl := resourcesync.Resolve(loc, l.Href)
+	cl, err := resourcesync.Resolve(ctx, loc, l.Href)
+	if err != nil {
+		return err
+	}
 	body, _, err := d.open(ctx, cl)
 	if err != nil {
-		return
+		return nil
 	}
 	defer body.Close()
 	var entries []resourcesync.URL
@@ -329,6 +359,7 @@ func (d *discovery) up(ctx context.Context, loc string, h resourcesync.Header, h
 		},
 	}
 	if err := ld.Read(ctx, cl, body, nil); err == nil && isCL {
-		d.capabilityList(cl, entries)
+		return d.capabilityList(ctx, cl, entries)
 	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/replica"
 	"github.com/rsdump/rsdump/resourcesync"
+	"github.com/rsdump/rsdump/s3"
 )
 
 // TestDiscoveryRoutes finds the same Source through every route of §6.3,
@@ -104,5 +106,48 @@ func TestDiscoveryNothing(t *testing.T) {
 	_, err = replica.Discover(context.Background(), nil, s.srv.URL+"/missing.xml")
 	if !errors.Is(err, replica.ErrNotFound) {
 		t.Fatalf("err = %v, want ErrNotFound", err)
+	}
+}
+
+// TestDiscoveryRefuses: a document read over HTTP that names a Capability
+// List or a capability document by something that is not an absolute
+// http(s) URL, or by an s3:// URL the user did not grant, refuses the
+// Source, naming the document and the reference; an HTML page's relative
+// link still resolves against the page.
+func TestDiscoveryRefuses(t *testing.T) {
+	const head = `<?xml version="1.0" encoding="UTF-8"?>
+<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/">`
+	doc := func(md, urls string) []byte { return []byte(head + md + urls + "</urlset>") }
+	docs := map[string][]byte{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if d, ok := docs[r.URL.Path]; ok {
+			w.Write(d)
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	docs["/sd.xml"] = doc(`<rs:md capability="description"/>`, `<url><loc>capabilitylist.xml</loc><rs:md capability="capabilitylist"/></url>`)
+	docs["/cl.xml"] = doc(`<rs:md capability="capabilitylist"/>`, `<url><loc>s3://private/resourcelist.xml</loc><rs:md capability="resourcelist"/></url>`)
+	docs["/rl.xml"] = doc(`<rs:md capability="resourcelist" at="2026-01-01T00:00:00Z"/><rs:ln rel="up" href="s3://private/cl.xml"/>`, "")
+	docs["/bad.html"] = []byte(`<html><head><link rel="resourcesync" href="%zz"></head></html>`)
+	docs["/s3.html"] = []byte(`<html><head><link rel="resourcesync" href="s3://private/cl.xml"></head></html>`)
+	docs["/ok.html"] = []byte(`<html><head><link rel="resourcesync" href="cl.xml"></head></html>`)
+	ctx := context.Background()
+	for _, c := range []struct{ doc, ref string }{
+		{"/sd.xml", "capabilitylist.xml"},
+		{"/cl.xml", "s3://private/resourcelist.xml"},
+		{"/rl.xml", "s3://private/cl.xml"},
+		{"/bad.html", "%zz"},
+		{"/s3.html", "s3://private/cl.xml"},
+	} {
+		_, err := replica.Discover(ctx, nil, srv.URL+c.doc)
+		var re *resourcesync.RefError
+		if !errors.As(err, &re) || re.Doc != srv.URL+c.doc || re.Ref != c.ref {
+			t.Errorf("%s: %v, want a RefError naming it and %q", c.doc, err, c.ref)
+		}
+	}
+	if src, err := replica.Discover(s3.Grant(ctx, "s3://private/"), nil, srv.URL+"/ok.html"); err != nil || src.Docs["resourcelist"] != "s3://private/resourcelist.xml" {
+		t.Errorf("an HTML page's relative link to a Capability List naming s3:// under the grant: %+v, %v", src, err)
 	}
 }

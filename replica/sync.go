@@ -19,6 +19,7 @@ import (
 	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/internal/plural"
 	"github.com/rsdump/rsdump/resourcesync"
+	"github.com/rsdump/rsdump/s3"
 	"github.com/rsdump/rsdump/transfer"
 	"github.com/rsdump/rsdump/unpack"
 	"github.com/rsdump/rsdump/verify"
@@ -98,6 +99,11 @@ func Sync(ctx context.Context, source, dir string, opts Options) (*Result, error
 	}
 	defer d.Close()
 	s := &syncer{opts: opts, dir: d.Path(), tree: d, res: &Result{}}
+	if st := d.State(); source == "" && st.Sync != nil {
+		// The Source and base URL the state records were given in the run
+		// that recorded them, and so was their grant of S3.
+		ctx = s3.Grant(ctx, st.Sync.Source, st.Sync.BaseURL)
+	}
 	if err := s.prepare(ctx, source); err != nil {
 		return nil, err
 	}

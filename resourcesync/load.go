@@ -5,15 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
-	"path"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/rsdump/rsdump/internal/httpc"
-	"github.com/rsdump/rsdump/s3"
 )
 
 // OpenFunc opens the document at loc, a file path or a URL (http, https,
@@ -30,7 +26,8 @@ type Document struct {
 
 // A Loader reads a document and, when it is a <sitemapindex>, every
 // document the index lists, the same way for files and URLs: a part's
-// <loc> is resolved against the index by Resolve. Only one level of index
+// <loc> is resolved by Resolve, and an index naming one it may not is an
+// error. Only one level of index
 // is followed (sitemaps and §5.2 allow no more); a part must have the
 // index's capability. Entries are handed over as they are decoded, so
 // memory does not grow with the document.
@@ -157,7 +154,11 @@ func (l *Loader) entry(ctx context.Context, d *Document, n int, u URL) error {
 	if d.Header.Kind != SitemapIndex || l.NoParts {
 		return nil
 	}
-	err := l.load(ctx, Resolve(d.Loc, u.Loc), d)
+	part, err := Resolve(ctx, d.Loc, u.Loc)
+	if err != nil {
+		return err // the index is at fault, not the part
+	}
+	err = l.load(ctx, part, d)
 	switch {
 	case err == nil || ctx.Err() != nil:
 		return err
@@ -257,46 +258,6 @@ func (c *capped) Read(p []byte) (int, error) {
 		return 0, ErrTooLarge
 	}
 	return n, err
-}
-
-// IsURL reports whether s is a URL rather than a path: http, https, or
-// s3://BUCKET/KEY, which rsdump's HTTP client signs and reads like the
-// others (package s3).
-func IsURL(s string) bool {
-	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://") || s3.IsURL(s)
-}
-
-// Resolve finds what a <loc> or href in the document at doc names. For a
-// document fetched over HTTP that is the URL, resolved against the
-// document's. For a local document it is the file of the same name beside
-// it: a dump is published under one URL prefix and mirrored or downloaded
-// into one directory, and the Source's URLs (often not yet published, or
-// internal) are not fetched behind the user's back. An object in S3 is
-// read the same way: its neighbour under the same prefix, which is where
-// rsdump pack -o s3://BUCKET/PREFIX put it.
-func Resolve(doc, loc string) string {
-	if s3.IsURL(doc) {
-		return doc[:strings.LastIndexByte(doc, '/')+1] + url.PathEscape(BaseName(loc))
-	}
-	if IsURL(doc) {
-		base, err := url.Parse(doc)
-		ref, err2 := url.Parse(loc)
-		if err != nil || err2 != nil {
-			return loc
-		}
-		return base.ResolveReference(ref).String()
-	}
-	return filepath.Join(filepath.Dir(doc), BaseName(loc))
-}
-
-// BaseName is the last path segment of a URL, unescaped: the name a
-// package, manifest or part has in a local copy of a dump.
-func BaseName(loc string) string {
-	p := loc
-	if u, err := url.Parse(loc); err == nil {
-		p = u.Path
-	}
-	return path.Base(p)
 }
 
 // Peek reads only the header of the document at loc (a file, or a URL

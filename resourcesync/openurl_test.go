@@ -14,12 +14,7 @@ import (
 func TestLoadURL(t *testing.T) {
 	const head = `<?xml version="1.0" encoding="UTF-8"?>` + "\n"
 	const ns = `xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/"`
-	docs := map[string]string{
-		"/index.xml": head + `<sitemapindex ` + ns + `><rs:md capability="resourcelist" at="2026-01-01T00:00:00Z"/>` +
-			`<sitemap><loc>part.xml</loc></sitemap></sitemapindex>`,
-		"/part.xml": head + `<urlset ` + ns + `><rs:md capability="resourcelist" at="2026-01-01T00:00:00Z"/>` +
-			`<url><loc>http://127.0.0.1/a</loc></url><url><loc>http://127.0.0.1/b</loc></url></urlset>`,
-	}
+	docs := map[string]string{}
 	agents := make(chan string, 10)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		agents <- r.UserAgent()
@@ -31,6 +26,10 @@ func TestLoadURL(t *testing.T) {
 		w.Write([]byte(d))
 	}))
 	defer srv.Close()
+	docs["/index.xml"] = head + `<sitemapindex ` + ns + `><rs:md capability="resourcelist" at="2026-01-01T00:00:00Z"/>` +
+		`<sitemap><loc>` + srv.URL + `/part.xml</loc></sitemap></sitemapindex>`
+	docs["/part.xml"] = head + `<urlset ` + ns + `><rs:md capability="resourcelist" at="2026-01-01T00:00:00Z"/>` +
+		`<url><loc>http://127.0.0.1/a</loc></url><url><loc>http://127.0.0.1/b</loc></url></urlset>`
 	var locs []string
 	l := Loader{Entry: func(d *Document, _ int, u URL) error {
 		if d.Header.Kind == URLSet {

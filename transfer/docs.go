@@ -37,7 +37,9 @@ func (g *Getter) SaveDocuments(ctx context.Context, dir, source string) ([]strin
 	defer root.Close()
 	s := &docSaver{g: g, dir: dir, root: root, names: map[string]string{}}
 	defer s.abort()
-	l := resourcesync.Loader{Open: s.open, Entry: s.entry}
+	l := resourcesync.Loader{Open: s.open, Entry: func(d *resourcesync.Document, _ int, u resourcesync.URL) error {
+		return s.entry(ctx, d, u)
+	}}
 	if err := l.Load(ctx, source); err != nil {
 		return nil, err
 	}
@@ -118,15 +120,23 @@ func (t *teeDoc) Close() error {
 }
 
 // entry notes the documents a package entry links to.
-func (s *docSaver) entry(d *resourcesync.Document, _ int, u resourcesync.URL) error {
+func (s *docSaver) entry(ctx context.Context, d *resourcesync.Document, u resourcesync.URL) error {
 	if d.Header.Kind == resourcesync.SitemapIndex {
 		return nil
 	}
-	mirrors := entryMirrors(d.Loc, u)
+	mirrors, err := entryMirrors(ctx, d.Loc, u)
+	if err != nil {
+		return err
+	}
 	for _, l := range u.Links {
-		if l.Rel == "contents" || l.Rel == "describedby" {
-			s.links = append(s.links, docLink{hrefs: linkCopies(resourcesync.Resolve(d.Loc, l.Href), mirrors)})
+		if l.Rel != "contents" && l.Rel != "describedby" {
+			continue
 		}
+		href, err := resourcesync.Resolve(ctx, d.Loc, l.Href)
+		if err != nil {
+			return err
+		}
+		s.links = append(s.links, docLink{hrefs: linkCopies(href, mirrors)})
 	}
 	return nil
 }

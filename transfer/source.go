@@ -64,7 +64,7 @@ func (g *Getter) fromDocument(ctx context.Context, source string) ([]File, error
 	case resourcesync.LooksHTML(head, ctype):
 		return nil, notGettable(source, htmlPage(ctype))
 	case bytes.Contains(head, []byte("<metalink")):
-		return filesFromMetalink(source, io.LimitReader(br, maxDocument))
+		return filesFromMetalink(ctx, source, io.LimitReader(br, maxDocument))
 	case bytes.Contains(head, []byte("<urlset")), bytes.Contains(head, []byte("<sitemapindex")):
 		files, err := g.filesFromDump(ctx, source, br)
 		if err == nil && isURL(source) {
@@ -160,7 +160,11 @@ func (g *Getter) filesFromDump(ctx context.Context, src string, r io.Reader) ([]
 				return nil
 			}
 			f, err := g.FileFromEntry(ctx, d.Loc, u)
-			if err != nil {
+			var re *resourcesync.RefError
+			switch {
+			case errors.As(err, &re):
+				return err // it names the document
+			case err != nil:
 				return fmt.Errorf("%s: %w", d.Loc, err)
 			}
 			files = append(files, f)
@@ -190,7 +194,8 @@ func capabilityName(c string) string {
 	return fmt.Sprintf("a document of capability %q", c)
 }
 
-func filesFromMetalink(src string, r io.Reader) ([]File, error) {
+// filesFromMetalink lists the files of the Metalink at src, read from r.
+func filesFromMetalink(ctx context.Context, src string, r io.Reader) ([]File, error) {
 	ml, _, err := metalink.Decode(r)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", src, err)
@@ -201,9 +206,29 @@ func filesFromMetalink(src string, r io.Reader) ([]File, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", src, err)
 		}
+		for _, u := range mf.URLs {
+			loc, err := mirrorRef(ctx, src, u.URL)
+			if err != nil {
+				return nil, err // names src
+			}
+			if loc != "" {
+				f.Mirrors = append(f.Mirrors, Mirror{URL: loc, Priority: u.Priority, Location: u.Location})
+			}
+		}
 		files = append(files, f)
 	}
 	return files, nil
+}
+
+// mirrorRef is the URL of a mirror the document at doc names, as
+// resourcesync.Ref allows it, or "" for one rsdump does not read (ftp,
+// rsync; in a local document, anything but a URL).
+func mirrorRef(ctx context.Context, doc, ref string) (string, error) {
+	loc, err := resourcesync.Ref(ctx, doc, ref)
+	if errors.Is(err, resourcesync.ErrScheme) || err == nil && !isURL(loc) {
+		return "", nil
+	}
+	return loc, err
 }
 
 func fileFromMetalink(mf metalink.File) (File, error) {
@@ -219,20 +244,20 @@ func fileFromMetalink(mf metalink.File) (File, error) {
 		f.Pieces = Pieces{Type: p.Type, Length: p.Length, Hashes: p.Hashes}
 	}
 	f.Unverifiable = mf.UnverifiableHashes()
-	for _, u := range mf.URLs {
-		if isURL(u.URL) {
-			f.Mirrors = append(f.Mirrors, Mirror{URL: u.URL, Priority: u.Priority, Location: u.Location})
-		}
-	}
 	return f, nil
 }
 
 // FileFromEntry turns a dump document's entry for a package into a File:
 // its <loc> (resolved against the document at doc) and rel="duplicate"
 // links are mirrors, rs:md gives length and hash, and a rel="describedby"
-// Metalink adds piece hashes and its own mirrors.
+// Metalink adds piece hashes and its own mirrors. A reference the document
+// may not make (resourcesync.Ref) is an error naming it, before anything
+// is fetched.
 func (g *Getter) FileFromEntry(ctx context.Context, doc string, u resourcesync.URL) (File, error) {
-	mirrors := entryMirrors(doc, u)
+	mirrors, err := entryMirrors(ctx, doc, u)
+	if err != nil {
+		return File{}, err
+	}
 	f := File{Name: resourcesync.BaseName(mirrors[0].URL), Size: -1, Mirrors: mirrors}
 	if u.MD != nil && u.MD.Length != nil {
 		f.Size = *u.MD.Length
@@ -249,10 +274,15 @@ func (g *Getter) FileFromEntry(ctx context.Context, doc string, u resourcesync.U
 		}
 	}
 	for _, l := range u.Links {
-		if l.Rel == "describedby" && l.Type == metalink.MediaType {
-			if err := g.mergeMetalink(ctx, &f, linkCopies(resolveHref(doc, l.Href), mirrors)); err != nil {
-				return f, err
-			}
+		if l.Rel != "describedby" || l.Type != metalink.MediaType {
+			continue
+		}
+		href, err := resolveHref(ctx, doc, l.Href)
+		if err != nil {
+			return f, err
+		}
+		if err := g.mergeMetalink(ctx, &f, linkCopies(href, mirrors)); err != nil {
+			return f, err
 		}
 	}
 	if f.Size < 0 {
@@ -261,34 +291,49 @@ func (g *Getter) FileFromEntry(ctx context.Context, doc string, u resourcesync.U
 	return f, nil
 }
 
-// resolveHref resolves a link of a remote document against it; a local
-// document's links are used as they are, since its Metalinks live on the
-// Source's servers.
-func resolveHref(doc, href string) string {
+// resolveHref resolves a link of a remote document (resourcesync.Resolve);
+// a local document's links are used as they are, since its Metalinks live
+// on the Source's servers.
+func resolveHref(ctx context.Context, doc, href string) (string, error) {
 	if isURL(doc) {
-		return resourcesync.Resolve(doc, href)
+		return resourcesync.Resolve(ctx, doc, href)
 	}
-	return href
+	return href, nil
 }
 
 // entryMirrors lists where a dump entry's package is served: its <loc>,
 // resolved against a remote document, then its rel="duplicate" links.
-func entryMirrors(doc string, u resourcesync.URL) []Mirror {
-	mirrors := []Mirror{{URL: resolveHref(doc, u.Loc)}}
+func entryMirrors(ctx context.Context, doc string, u resourcesync.URL) ([]Mirror, error) {
+	loc, err := resolveHref(ctx, doc, u.Loc)
+	if err != nil {
+		return nil, err
+	}
+	mirrors := []Mirror{{URL: loc}}
 	for _, l := range u.Links {
-		if l.Rel == "duplicate" && isURL(l.Href) {
-			mirrors = append(mirrors, Mirror{URL: l.Href, Priority: l.Pri})
+		if l.Rel != "duplicate" {
+			continue
+		}
+		href, err := mirrorRef(ctx, doc, l.Href)
+		if err != nil {
+			return nil, err
+		}
+		if href != "" {
+			mirrors = append(mirrors, Mirror{URL: href, Priority: l.Pri})
 		}
 	}
-	return mirrors
+	return mirrors, nil
 }
 
 // LinkCopies lists where the document at href, which the entry u of the
 // dump document doc links to (its detached manifest, its Metalink), may be
 // read: at href, then at the same name beside each of the package's other
 // mirrors.
-func LinkCopies(doc string, u resourcesync.URL, href string) []string {
-	return linkCopies(href, entryMirrors(doc, u))
+func LinkCopies(ctx context.Context, doc string, u resourcesync.URL, href string) ([]string, error) {
+	mirrors, err := entryMirrors(ctx, doc, u)
+	if err != nil {
+		return nil, err
+	}
+	return linkCopies(href, mirrors), nil
 }
 
 // linkCopies lists where a document linked from a package's entry may be
@@ -328,7 +373,7 @@ func (g *Getter) mergeMetalink(ctx context.Context, f *File, hrefs []string) err
 		return err
 	}
 	defer rc.Close()
-	files, err := filesFromMetalink(href, io.LimitReader(rc, maxDocument))
+	files, err := filesFromMetalink(ctx, href, io.LimitReader(rc, maxDocument))
 	if err != nil {
 		return err
 	}

@@ -48,7 +48,7 @@ func ApplyList(ctx context.Context, loc, dir string, opts Options) (*Result, err
 	ld := resourcesync.Loader{
 		Open:     u.openDoc,
 		Document: func(d *resourcesync.Document) error { return l.document(ctx, d) },
-		Entry:    l.entry,
+		Entry:    func(d *resourcesync.Document, _ int, e resourcesync.URL) error { return l.entry(ctx, d, e) },
 		NotAfter: resourcesync.Horizon(),
 	}
 	if err := ld.Load(ctx, loc); err != nil {
@@ -127,10 +127,16 @@ func (l *listRun) document(ctx context.Context, d *resourcesync.Document) error 
 	return nil
 }
 
-func (l *listRun) entry(d *resourcesync.Document, _ int, u resourcesync.URL) error {
-	if d.Header.Kind == resourcesync.URLSet {
-		l.entries = append(l.entries, u)
+// entry holds a resource to apply; a list that names one it may not
+// (resourcesync.Ref) is refused.
+func (l *listRun) entry(ctx context.Context, d *resourcesync.Document, u resourcesync.URL) error {
+	if d.Header.Kind != resourcesync.URLSet {
+		return nil
 	}
+	if _, err := resourcesync.Ref(ctx, d.Loc, u.Loc); err != nil {
+		return err
+	}
+	l.entries = append(l.entries, u)
 	return nil
 }
 

@@ -249,7 +249,10 @@ func (v *verifier) openPackage(ctx context.Context, ref PackageRef) (io.ReaderAt
 func fetchLinked(ctx context.Context, client *http.Client, ref PackageRef, href string) ([]byte, error) {
 	hrefs := []string{href}
 	if ref.Doc != "" && resourcesync.IsURL(href) {
-		hrefs = transfer.LinkCopies(ref.Doc, ref.Entry, href)
+		var err error
+		if hrefs, err = transfer.LinkCopies(ctx, ref.Doc, ref.Entry, href); err != nil {
+			return nil, err
+		}
 	}
 	var err error
 	for _, h := range hrefs {

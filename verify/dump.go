@@ -47,10 +47,13 @@ func (r PackageRef) Until() time.Time {
 // index, every document it lists, checking them against §11, §13 and
 // Appendix A. Problems are reported; the error wraps ErrRejected when the
 // document is not a usable dump (reported too), and is anything else when
-// it cannot be read at all.
+// it cannot be read at all. A package or detached manifest is read where
+// resourcesync.Resolve says: a document that names one it may not (from
+// a URL: one that is not an absolute URL, or an s3:// one without the
+// user's grant) is rejected whole, before anything it names is read.
 func LoadDump(ctx context.Context, client *http.Client, loc string, rep *Reporter) (*Dump, error) {
 	d := &Dump{Source: loc}
-	l := &dumpLoader{rep: rep, dump: d}
+	l := &dumpLoader{ctx: ctx, rep: rep, dump: d}
 	open := func(ctx context.Context, loc string) (io.ReadCloser, error) { return openStream(ctx, client, loc) }
 	ld := resourcesync.Loader{Open: open, Document: l.document, Entry: l.entry, PartFailed: l.partFailed, NotAfter: resourcesync.Horizon()}
 	err := ld.Load(ctx, loc)
@@ -69,6 +72,7 @@ func LoadDump(ctx context.Context, client *http.Client, loc string, rep *Reporte
 }
 
 type dumpLoader struct {
+	ctx  context.Context // of the LoadDump call: the Loader's callbacks take none
 	rep  *Reporter
 	dump *Dump
 	doc  *resourcesync.Document // the document whose entries come in
@@ -108,7 +112,11 @@ func (l *dumpLoader) entry(d *resourcesync.Document, n int, u resourcesync.URL) 
 		return nil
 	}
 	l.checkOrder(d.Loc, n, u)
-	l.dump.Packages = append(l.dump.Packages, l.packageRef(d.Loc, n, u))
+	ref, err := l.packageRef(d.Loc, n, u)
+	if err != nil {
+		return l.reject(d.Loc, fmt.Sprintf("entry %d: %s", n, strings.TrimPrefix(err.Error(), d.Loc+": ")))
+	}
+	l.dump.Packages = append(l.dump.Packages, ref)
 	return nil
 }
 
@@ -124,7 +132,8 @@ func (l *dumpLoader) partFailed(index *resourcesync.Document, n int, u resources
 		l.rep.Report(Finding{Severity: Error, Check: CheckMissing, Source: index.Loc, URI: u.Loc, Path: oe.Loc, Msg: "document listed by the index cannot be read: " + oe.Err.Error()})
 		return nil
 	}
-	l.reject(resourcesync.Resolve(index.Loc, u.Loc), err.Error())
+	part, _ := resourcesync.Resolve(l.ctx, index.Loc, u.Loc) // resolved once already: the Loader read it
+	l.reject(part, err.Error())
 	return nil
 }
 
@@ -147,8 +156,12 @@ func (l *dumpLoader) checkOrder(src string, n int, u resourcesync.URL) {
 	}
 }
 
-func (l *dumpLoader) packageRef(src string, n int, u resourcesync.URL) PackageRef {
-	r := PackageRef{Doc: src, N: n, Entry: u, Loc: resourcesync.Resolve(src, u.Loc), Length: -1, Cap: manifestCap(l.dump.Capability)}
+func (l *dumpLoader) packageRef(src string, n int, u resourcesync.URL) (PackageRef, error) {
+	loc, err := resourcesync.Resolve(l.ctx, src, u.Loc)
+	if err != nil {
+		return PackageRef{}, err
+	}
+	r := PackageRef{Doc: src, N: n, Entry: u, Loc: loc, Length: -1, Cap: manifestCap(l.dump.Capability)}
 	if u.MD != nil {
 		if u.MD.Length != nil {
 			r.Length = *u.MD.Length
@@ -160,9 +173,11 @@ func (l *dumpLoader) packageRef(src string, n int, u resourcesync.URL) PackageRe
 		}
 	}
 	if ln, ok := u.Link("contents"); ok && ln.Href != "" {
-		r.Contents = resourcesync.Resolve(src, ln.Href)
+		if r.Contents, err = resourcesync.Resolve(l.ctx, src, ln.Href); err != nil {
+			return PackageRef{}, err
+		}
 	}
-	return r
+	return r, nil
 }
 
 func manifestCap(dumpCap string) string {

@@ -184,7 +184,9 @@ func dropListedParts(docs []string) []string {
 				return nil
 			},
 			Entry: func(doc *resourcesync.Document, _ int, u resourcesync.URL) error {
-				listed[resourcesync.Resolve(doc.Loc, u.Loc)] = true
+				if part, err := resourcesync.Resolve(context.Background(), doc.Loc, u.Loc); err == nil {
+					listed[part] = true
+				}
 				return nil
 			},
 		}

@@ -97,7 +97,7 @@ func runGet(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := parse(fs, args, getHelp, stdout); err != nil {
 		return err
 	}
-	ctx, err := withS3(ctx)
+	ctx, err := withS3(ctx, append(fs.Args(), f.baseURL)...)
 	if err != nil {
 		return err
 	}

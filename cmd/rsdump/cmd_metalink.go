@@ -14,6 +14,7 @@ import (
 	"github.com/rsdump/rsdump/metalink"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
+	"github.com/rsdump/rsdump/s3"
 )
 
 const metalinkHelp = `Usage: rsdump metalink FILE... --mirror URL... [-o OUT.meta4] [flags]
@@ -70,6 +71,7 @@ func runMetalink(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := parse(fs, args, metalinkHelp, stdout); err != nil {
 		return err
 	}
+	ctx = s3.Grant(ctx, fs.Args()...)
 	if f.check {
 		if err := f.checkUsage(fs.Args()); err != nil {
 			return err

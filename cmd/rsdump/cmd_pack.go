@@ -121,7 +121,7 @@ func runPack(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := parse(fs, args, packHelp, stdout); err != nil {
 		return err
 	}
-	ctx, err := withS3(ctx)
+	ctx, err := withS3(ctx, f.out, f.since)
 	if err != nil {
 		return err
 	}

@@ -99,7 +99,7 @@ func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := parse(fs, args, syncHelp, stdout); err != nil {
 		return err
 	}
-	ctx, err := withS3(ctx)
+	ctx, err := withS3(ctx, append(fs.Args(), f.baseURL)...)
 	if err != nil {
 		return err
 	}

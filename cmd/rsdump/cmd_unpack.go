@@ -127,7 +127,7 @@ func runUnpack(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parse(fs, args, unpackHelp, stdout); err != nil {
 		return err
 	}
-	ctx, err := withS3(ctx)
+	ctx, err := withS3(ctx, append(fs.Args(), f.baseURL)...)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/internal/plural"
+	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/transfer"
 	"github.com/rsdump/rsdump/verify"
 	"github.com/spf13/pflag"
@@ -87,7 +88,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parse(fs, args, verifyHelp, stdout); err != nil {
 		return err
 	}
-	ctx, err := withS3(ctx)
+	ctx, err := withS3(ctx, append(fs.Args(), f.against)...)
 	if err != nil {
 		return err
 	}
@@ -284,17 +285,22 @@ func (r *reportWriter) keep(err error) {
 }
 
 // fail ends the report of a run that could not go on, and returns the
-// error for the exit status it gives: 130 interrupted, else 2.
+// error for the exit status it gives: 130 interrupted, 1 for a document
+// refused, else 2.
 func (r *reportWriter) fail(err error) error {
 	r.runErr, r.runCode = err, exitUsage
-	if errors.Is(err, context.Canceled) {
+	var re *resourcesync.RefError
+	switch {
+	case errors.Is(err, context.Canceled):
 		r.runCode = exitCanceled
+	case errors.As(err, &re), errors.Is(err, verify.ErrRejected):
+		r.runCode = exitFailed // a document that is bad input, as a malformed one is
 	}
 	r.close(nil)
 	if r.runCode == exitCanceled {
 		return err
 	}
-	return exitError{exitUsage, err}
+	return exitError{r.runCode, err}
 }
 
 // close ends the JSON document with the summary (when summary is not nil)

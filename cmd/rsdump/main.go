@@ -279,7 +279,7 @@ func checkSource(what, v string) error {
 }
 
 // checkSources refuses, as usage errors, a SOURCE meant as a URL that is
-// not an absolute http(s) one, and such a --base-url.
+// not an absolute http(s) or s3:// one, and such a --base-url.
 func checkSources(args []string, baseURL string) error {
 	for _, s := range args {
 		if isURLish(s) {
@@ -288,7 +288,7 @@ func checkSources(args []string, baseURL string) error {
 			}
 		}
 	}
-	return checkURL("--base-url", baseURL)
+	return checkSource("--base-url", baseURL)
 }
 
 // isURLish says whether an argument is meant as a URL rather than a path.

@@ -10,11 +10,14 @@ import (
 
 // s3Flag registers --s3-endpoint on a command that reads or writes
 // s3://BUCKET/KEY, and returns a function giving the command's context
-// the setting once flags are parsed.
-func s3Flag(fs *pflag.FlagSet) func(context.Context) (context.Context, error) {
+// the setting once flags are parsed, and the grant of S3 when one of the
+// locations the user gave is an s3:// URL (s3.Grant): only then are
+// s3:// requests signed.
+func s3Flag(fs *pflag.FlagSet) func(ctx context.Context, given ...string) (context.Context, error) {
 	var endpoint string
 	fs.StringVar(&endpoint, "s3-endpoint", "", "reach s3://BUCKET/KEY at the S3-compatible server `URL`, path-style (default: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the AWS profile, else AWS); credentials and region come from the AWS environment and config files")
-	return func(ctx context.Context) (context.Context, error) {
+	return func(ctx context.Context, given ...string) (context.Context, error) {
+		ctx = s3.Grant(ctx, given...)
 		if endpoint == "" {
 			return ctx, nil
 		}

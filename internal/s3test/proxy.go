@@ -14,15 +14,16 @@ import (
 	"testing"
 )
 
-// Proxy sits in front of the server on loopback: it counts the upload
-// parts sent through it, the ones whose x-amz-checksum-sha256 is missing
-// or wrong, and flips one byte in the body of part Corrupt (0: none), so
-// that the server refuses it.
+// Proxy sits in front of the server on loopback: it counts the requests
+// and the upload parts sent through it, the parts whose
+// x-amz-checksum-sha256 is missing or wrong, and flips one byte in the
+// body of part Corrupt (0: none), so that the server refuses it.
 type Proxy struct {
-	URL     string // the endpoint to give clients instead of the server's
-	Parts   atomic.Int32
-	BadSums atomic.Int32
-	Corrupt atomic.Int32
+	URL      string // the endpoint to give clients instead of the server's
+	Requests atomic.Int32
+	Parts    atomic.Int32
+	BadSums  atomic.Int32
+	Corrupt  atomic.Int32
 }
 
 // NewProxy starts a proxy to s, closed when the test ends.
@@ -31,6 +32,7 @@ func (s *Server) NewProxy(t testing.TB) *Proxy {
 	target, _ := url.Parse(s.Endpoint)
 	rp := httputil.NewSingleHostReverseProxy(target)
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.Requests.Add(1)
 		if n := r.URL.Query().Get("partNumber"); n != "" && r.Method == http.MethodPut {
 			p.part(r, n)
 		}

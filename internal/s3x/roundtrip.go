@@ -18,7 +18,9 @@ import (
 // so that an s3:// URL goes wherever an http one does (documents, Range
 // requests, probes) with the same timeouts and stall watch. Registered
 // with http.Transport.RegisterProtocol, it is the one place s3:// reads
-// are turned into HTTP.
+// are turned into HTTP, and so the one place the user's credentials are
+// used for a read: only under a context that grants S3 (s3.Grant), so
+// that a URL a remote document slipped past a caller is never signed.
 type RoundTripper struct {
 	base http.RoundTripper // sends the signed request
 	hc   *http.Client      // for credential look-ups
@@ -37,11 +39,14 @@ func (t *RoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Body != nil {
 		req.Body.Close()
 	}
+	ctx := req.Context()
+	if !rs3.Granted(ctx) {
+		return nil, fmt.Errorf("%s: not signed: %w", req.URL.Redacted(), rs3.ErrNotGranted)
+	}
 	bucket, key, err := rs3.Split(req.URL.String())
 	if err != nil {
 		return nil, err
 	}
-	ctx := req.Context()
 	c, err := t.client(ctx)
 	if err != nil {
 		return nil, err

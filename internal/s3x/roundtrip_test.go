@@ -2,25 +2,55 @@ package s3x
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	rs3 "github.com/rsdump/rsdump/s3"
 )
 
-// The round tripper signs a GET of s3://BUCKET/KEY for the endpoint of the
-// request's context, path-style, keeps the caller's headers (Range), names
-// the s3:// URL in the response, and puts the S3 error code in the status.
-func TestRoundTripSignsAndExplains(t *testing.T) {
+// testEnv gives the SDK credentials and nothing of the machine's AWS
+// setup.
+func testEnv(t *testing.T) {
 	t.Setenv("AWS_ACCESS_KEY_ID", "k")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "s")
 	t.Setenv("AWS_REGION", "us-east-1")
 	t.Setenv("AWS_CONFIG_FILE", t.TempDir()+"/none")
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", t.TempDir()+"/none")
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+}
+
+// Nothing is signed or sent under a context that does not grant S3, nor
+// for a key with a "." or ".." segment: the error names the URL.
+func TestRoundTripRefuses(t *testing.T) {
+	testEnv(t)
+	var sent atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { sent.Add(1) }))
+	defer srv.Close()
+	rt := NewRoundTripper(http.DefaultTransport, srv.Client())
+	ctx := rs3.WithConfig(context.Background(), rs3.Config{Endpoint: srv.URL})
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "s3://bucket/key", nil)
+	if _, err := rt.RoundTrip(req); !errors.Is(err, rs3.ErrNotGranted) || !strings.Contains(err.Error(), "s3://bucket/key") {
+		t.Errorf("without a grant: %v", err)
+	}
+	req, _ = http.NewRequestWithContext(rs3.Grant(ctx, "s3://bucket/"), http.MethodGet, "s3://bucket/a/../key", nil)
+	if _, err := rt.RoundTrip(req); !errors.Is(err, rs3.ErrBadURL) || !strings.Contains(err.Error(), "s3://bucket/a/../key") {
+		t.Errorf("a key with a .. segment: %v", err)
+	}
+	if n := sent.Load(); n != 0 {
+		t.Errorf("%d requests sent", n)
+	}
+}
+
+// The round tripper signs a GET of s3://BUCKET/KEY for the endpoint of the
+// request's context, path-style, keeps the caller's headers (Range), names
+// the s3:// URL in the response, and puts the S3 error code in the status.
+func TestRoundTripSignsAndExplains(t *testing.T) {
+	testEnv(t)
 	var seen *http.Request
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		seen = r
@@ -33,7 +63,7 @@ func TestRoundTripSignsAndExplains(t *testing.T) {
 	}))
 	defer srv.Close()
 	rt := NewRoundTripper(http.DefaultTransport, srv.Client())
-	ctx := rs3.WithConfig(context.Background(), rs3.Config{Endpoint: srv.URL})
+	ctx := rs3.Grant(rs3.WithConfig(context.Background(), rs3.Config{Endpoint: srv.URL}), "s3://bucket/")
 
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "s3://bucket/dir/a%20b.zip", nil)
 	req.Header.Set("Range", "bytes=0-3")
