@@ -148,8 +148,9 @@ func (b *Builder) Dump(ctx context.Context, e *Encoder, loc string) (DumpStats, 
 }
 
 // packageFile turns a dump entry into a <file>: URLs, length and hashes
-// from the dump, and piece hashes from the package when it is beside the
-// document, which must then match the dump. local says whether it was.
+// from the dump, and piece hashes from the package when it is beside a
+// local document, which must then match the dump. local says whether it
+// was.
 func (b *Builder) packageFile(ctx context.Context, u resourcesync.URL, doc string) (*File, bool, error) {
 	name, err := lastSegment(u.Loc)
 	if err != nil {
@@ -163,6 +164,9 @@ func (b *Builder) packageFile(ctx context.Context, u resourcesync.URL, doc strin
 			return nil, false, fmt.Errorf("%s: package %s: hash attribute: %w", doc, name, err)
 		}
 		f.Hashes = metalinkHashes(want)
+	}
+	if resourcesync.IsURL(doc) {
+		return f, false, nil // a remote document's packages are not on this disk
 	}
 	local, err := b.addPieces(ctx, f, filepath.Join(filepath.Dir(doc), name), filepath.Base(doc), want)
 	return f, local, err

@@ -282,3 +282,21 @@ func TestS3DotSegmentsRefused(t *testing.T) {
 		t.Errorf("%d requests reached the S3 server", n)
 	}
 }
+
+// rsdump metalink of a dump read over HTTP does not look for its packages
+// on this disk, not even under the path the document's URL makes.
+func TestMetalinkOfRemoteDumpReadsNoLocalFile(t *testing.T) {
+	pkg := examplePackage(t)
+	local := t.TempDir()
+	t.Chdir(local)
+	h := newHostile(t, nil)
+	doc := h.URL + "/d/resourcedump.xml"
+	h.put("/d/resourcedump.xml", rsDoc("resourcedump", rsURL(h.URL+"/d/p.zip", pkg, "")))
+	dir := filepath.Join(local, filepath.Dir(doc)) // "http:/127.0.0.1:PORT/d"
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "p.zip"), []byte("not the package"), 0o644)
+	code, stdout, stderr := rsdump(t, "metalink", "-q", doc)
+	if code != exitOK || !strings.Contains(stdout, h.URL+"/d/p.zip") {
+		t.Errorf("metalink %s: exit %d\nstdout: %s\nstderr: %s", doc, code, stdout, stderr)
+	}
+}
