@@ -110,6 +110,9 @@ func (u *unpacker) pickList(ctx context.Context, loc string, take func(*verify.B
 			if d.Header.Kind != resourcesync.URLSet {
 				return nil
 			}
+			if _, err := resourcesync.Ref(ctx, d.Loc, e.Loc); err != nil {
+				return nil // not one this list may name: not fetched
+			}
 			n++
 			if b := listBitstream(n, e); b.Bad == "" && take(b) {
 				g.picks = append(g.picks, b)
