@@ -192,9 +192,23 @@ func (s *stage) wait() {
 	s.flushing.Wait()
 }
 
+// remove removes a staged file that will not be committed, and the
+// staging directories its path made that it leaves empty: a directory the
+// tree lacks is moved into it whole (lander.land), and must not carry
+// empty directories of bitstreams that failed.
 func (s *stage) remove(name string) {
-	if name != "" {
-		s.root.Remove(name)
+	if name == "" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.root.Remove(name)
+	for d := path.Dir(name); d != "."; d = path.Dir(d) {
+		s.dirs.forget(d) // a handle would name the removed directory
+		if s.root.Remove(d) != nil {
+			return // not empty: another bitstream is staged in it
+		}
+		delete(s.made, d)
 	}
 }
 
