@@ -1,15 +1,26 @@
 package replica_test
 
 import (
+	"bytes"
+	"context"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/rsdump/rsdump/internal/httpc/httpctest"
 	"github.com/rsdump/rsdump/replica"
+	"github.com/rsdump/rsdump/resourcesync"
+	"github.com/rsdump/rsdump/transfer"
 	"github.com/rsdump/rsdump/verify"
+	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // TestFailedResourceLeavesNoDirectory: a resource that 404s, or whose
@@ -61,4 +72,166 @@ func dirsUnder(t *testing.T, dir string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// dripOptions hold documents and resources to 100 B/s over 2 s; a byte a
+// second never reaches their 2 s stall timeout.
+var dripOptions = replica.Options{Transfer: transfer.Options{StallTimeout: 2 * time.Second, MinSpeed: 100, MinSpeedWindow: 2 * time.Second}}
+
+// dripLimit is the longest a sync may take to give up on a drip: the
+// stall timeout plus the speed window, and slack for a loaded machine.
+const dripLimit = 2*time.Second + 2*time.Second + 4*time.Second
+
+// dripping serves the Source's path drip one byte a second while on.
+func dripping(s *source, drip string, on *atomic.Bool) {
+	s.handler = func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != drip || !on.Load() {
+				h.ServeHTTP(w, r)
+				return
+			}
+			b, err := os.ReadFile(filepath.Join(s.out, filepath.FromSlash(drip)))
+			if err != nil {
+				http.NotFound(w, r)
+				return
+			}
+			httpctest.Drip(w, r, b, time.Second)
+		})
+	}
+}
+
+// syncWithin runs a sync that must end within limit (the test's own
+// bound is a few times that).
+func syncWithin(t *testing.T, src, dir string, o replica.Options, limit time.Duration) (*replica.Result, []verify.Finding, error) {
+	t.Helper()
+	var fs []verify.Finding
+	o.Report = func(f verify.Finding) { fs = append(fs, f) }
+	ctx, cancel := context.WithTimeout(t.Context(), 3*limit)
+	defer cancel()
+	start := time.Now()
+	res, err := replica.Sync(ctx, src, dir, o)
+	if el := time.Since(start); el > limit {
+		t.Errorf("sync took %s, want at most %s (%v)", el.Round(time.Millisecond), limit, err)
+	}
+	return res, fs, err
+}
+
+// TestDrippingResource: a resource that drips a byte a second is refused
+// within about the stall timeout plus the speed window, by a finding
+// naming its URL; the run ends and releases the tree, and the next sync
+// starts at once and completes.
+func TestDrippingResource(t *testing.T) {
+	s := newSource(t, files(3, 600))
+	s.publishResources()
+	var on atomic.Bool
+	on.Store(true)
+	dripping(s, "/res/d1/f001.txt", &on)
+	dst := t.TempDir()
+	res, fs, err := syncWithin(t, s.srv.URL+"/resourcelist.xml", dst, dripOptions, dripLimit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := s.base + "d1/f001.txt"
+	if res.Written != 2 || res.Refused != 1 || !findingNames(t, fs, u, "minimum speed") {
+		t.Fatalf("%+v: want a finding naming %s and its speed\n%s", res, u, problems(fs))
+	}
+	on.Store(false)
+	res, fs, err = syncWithin(t, "", dst, dripOptions, dripLimit)
+	if err != nil || res.Problems() != 0 {
+		t.Fatalf("the next sync: %v %+v\n%s", err, res, problems(fs))
+	}
+	sameTree(t, dst, s.files)
+}
+
+// TestDrippingChangeList: a Change List that drips a byte a second fails
+// the sync within about the stall timeout plus the speed window, with an
+// error naming it; the next sync starts at once and applies it.
+func TestDrippingChangeList(t *testing.T) {
+	s := newSource(t, files(3, 100))
+	s.publishResources()
+	dst := t.TempDir()
+	syncRun(t, s.srv.URL+"/capabilitylist.xml", dst, replica.Options{})
+	c := s.changeSet(t0.Add(time.Hour), change{"d0/f000.txt", "changed", resourcesync.ChangeUpdated})
+	s.changeList(t0, t0.Add(2*time.Hour), c)
+	var on atomic.Bool
+	on.Store(true)
+	dripping(s, "/changelist.xml", &on)
+	_, _, err := syncWithin(t, "", dst, dripOptions, dripLimit)
+	t.Log(err)
+	u := s.srv.URL + "/changelist.xml"
+	if err == nil || !strings.Contains(err.Error(), u) || !strings.Contains(err.Error(), "minimum speed") {
+		t.Fatalf("err %v, want one naming %s and its speed", err, u)
+	}
+	on.Store(false)
+	res, fs, err := syncWithin(t, "", dst, dripOptions, dripLimit)
+	if err != nil || res.Problems() != 0 || res.Written != 1 {
+		t.Fatalf("the next sync: %v %+v\n%s", err, res, problems(fs))
+	}
+	sameTree(t, dst, s.files)
+}
+
+// findingNames says whether an error finding's message, as a problem
+// line shows it, names url and says what.
+func findingNames(t *testing.T, fs []verify.Finding, url, what string) bool {
+	for _, f := range fs {
+		if f.Severity == verify.Error && strings.Contains(f.Msg, url) && strings.Contains(f.Msg, what) {
+			t.Log(f)
+			return true
+		}
+	}
+	return false
+}
+
+// TestResourceLengthCaps: a resource whose entry gives no length is cut
+// off at MaxResourceSize, one that gives a length at that length, each
+// refused by a finding naming its URL, however much more its server would
+// send; a resource within its cap lands.
+func TestResourceLengthCaps(t *testing.T) {
+	s := newSource(t, map[string]string{})
+	s.handler = func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch r.URL.Path {
+			case "/res/endless.txt", "/res/long.txt":
+				endless(w, r) // chunked: no Content-Length gives it away
+			case "/res/declared.txt":
+				w.Header().Set("Content-Length", strconv.Itoa(64<<20))
+				endless(w, r)
+			default:
+				h.ServeHTTP(w, r)
+			}
+		})
+	}
+	fine := "within its cap"
+	verifytest.WriteFiles(t, filepath.Join(s.out, "res"), map[string]string{"fine.txt": fine})
+	entry := func(rel, hash string, length *int64) resourcesync.URL {
+		return resourcesync.URL{Loc: s.base + rel, MD: &resourcesync.MD{Hash: "sha-256:" + hash, Length: length}}
+	}
+	zero := verifytest.SHA256(nil)
+	urls := []resourcesync.URL{entry("endless.txt", zero, nil), entry("declared.txt", zero, nil),
+		entry("long.txt", zero, resourcesync.Int64(5)), entry("fine.txt", verifytest.SHA256([]byte(fine)), nil)}
+	verifytest.WriteDoc(t, filepath.Join(s.out, "resourcelist.xml"),
+		resourcesync.Header{Kind: resourcesync.URLSet, MD: resourcesync.MD{Capability: resourcesync.CapResourceList, At: t0}}, urls)
+	o := replica.Options{MaxResourceSize: 1 << 20}
+	res, fs, err := syncWithin(t, s.srv.URL+"/resourcelist.xml", t.TempDir(), o, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Written != 1 || res.Refused != 3 {
+		t.Fatalf("%+v\n%s", res, problems(fs))
+	}
+	for _, rel := range []string{"endless.txt", "declared.txt", "long.txt"} {
+		if !findingNames(t, fs, s.base+rel, "more than") {
+			t.Errorf("no length finding naming %s\n%s", s.base+rel, problems(fs))
+		}
+	}
+}
+
+// endless answers with 'x's until the client goes away, or 256 MiB.
+func endless(w http.ResponseWriter, r *http.Request) {
+	buf := bytes.Repeat([]byte("x"), 64<<10)
+	for range 4096 {
+		if _, err := w.Write(buf); err != nil || r.Context().Err() != nil {
+			return
+		}
+	}
 }

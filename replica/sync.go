@@ -42,11 +42,15 @@ type Options struct {
 	// (unpack.Options.Rollback); without it such a baseline is refused.
 	Rollback bool
 	// Transfer tunes the engine that fetches packages; Client reads
-	// documents and resources (default transfer.NewClient(Transfer)).
+	// documents and resources (default transfer.NewClient(Transfer), so
+	// that Transfer's StallTimeout and MinSpeed hold for them too).
 	Transfer transfer.Options
 	Client   *http.Client
 	Jobs     int // packages unpacked at once
 	Fetches  int // resources fetched at once from a list
+	// MaxResourceSize is the most taken of a list's resource whose entry
+	// gives no length (unpack.Options.MaxResourceSize).
+	MaxResourceSize int64
 	verify.Limits
 
 	// Report receives every finding; Progress and Total count bytes as in
@@ -378,7 +382,7 @@ func (s *syncer) unpackOptions() (unpack.Options, error) {
 	}
 	return unpack.Options{Dir: s.tree, Mapper: m, DryRun: s.opts.DryRun, Adopt: s.opts.Adopt, Overwrite: s.opts.Overwrite, Rollback: s.opts.Rollback,
 		Limits: s.opts.Limits, Jobs: s.opts.Jobs, Client: s.opts.Client,
-		Transfer: s.opts.Transfer, ResumeDownloads: true, Fetches: s.opts.Fetches,
+		Transfer: s.opts.Transfer, ResumeDownloads: true, Fetches: s.opts.Fetches, MaxResourceSize: s.opts.MaxResourceSize,
 		Report: s.opts.Report, Progress: s.opts.Progress, Total: s.opts.Total}, nil
 }
 

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rsdump/rsdump/internal/httpc"
 )
 
 // Sentinels that errors from this package unwrap to.
@@ -17,7 +19,7 @@ var (
 	ErrNoRange    = errors.New("server does not honour range requests")
 	ErrBadRange   = errors.New("response does not match the requested range")
 	ErrStalled    = errors.New("no progress within the stall timeout")
-	ErrTooSlow    = errors.New("below the minimum speed")
+	ErrTooSlow    = httpc.ErrTooSlow
 	ErrAllMirrors = errors.New("every mirror failed")
 	// ErrUnverifiable: the source gives only hashes rsdump cannot compute,
 	// so the file is refused before any byte is fetched.
@@ -46,34 +48,8 @@ func (e *StatusError) retryable() bool {
 }
 
 // SpeedError says a mirror delivered less than Options.MinSpeed over a
-// window; it unwraps to ErrTooSlow.
-type SpeedError struct {
-	URL    string
-	Speed  float64 // bytes/s over the window
-	Min    int64
-	Window time.Duration
-}
-
-func (e *SpeedError) Error() string {
-	w := e.Window.Round(10 * time.Millisecond)
-	if w >= 10*time.Second {
-		w = w.Round(time.Second)
-	}
-	return fmt.Sprintf("%s: %s over %s: %v of %s", e.URL, rate(e.Speed), w, ErrTooSlow, rate(float64(e.Min)))
-}
-
-func (e *SpeedError) Unwrap() error { return ErrTooSlow }
-
-// rate renders bytes/s for a message.
-func rate(v float64) string {
-	switch {
-	case v >= 1<<20:
-		return fmt.Sprintf("%.1f MiB/s", v/(1<<20))
-	case v >= 1<<10:
-		return fmt.Sprintf("%.1f KiB/s", v/(1<<10))
-	}
-	return fmt.Sprintf("%.0f B/s", v)
-}
+// window; it unwraps to ErrTooSlow. It is httpc's, whose Pace judges it.
+type SpeedError = httpc.SpeedError
 
 // MirrorsError says why every mirror of a file was dropped.
 type MirrorsError struct {

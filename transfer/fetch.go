@@ -46,7 +46,7 @@ func (d *download) fetch(a *attempt, sink func(off int64, b []byte) error) error
 	if err != nil {
 		return err
 	}
-	defer a.m.pace.end()
+	defer a.m.pace.End()
 	defer watch.Stop()
 	defer resp.Body.Close()
 	h := d.pieceHash()
@@ -77,7 +77,7 @@ func (d *download) fetchInto(a *attempt, b []byte) error {
 	if err != nil {
 		return err
 	}
-	defer a.m.pace.end()
+	defer a.m.pace.End()
 	defer watch.Stop()
 	defer resp.Body.Close()
 	if err := d.readBody(a, resp.Body, watch, b); err != nil {
@@ -108,12 +108,12 @@ func (d *download) send(a *attempt) (*http.Response, *time.Timer, error) {
 	off, end := d.span(a.piece)
 	now := time.Now().UnixNano()
 	a.sent.Store(now)
-	a.m.pace.begin(now)
+	a.m.pace.Begin(now)
 	watch := time.AfterFunc(d.g.opts.StallTimeout, func() { a.cancel(ErrStalled) })
 	resp, err := d.request(a, off, end)
 	if err != nil {
 		watch.Stop()
-		a.m.pace.end()
+		a.m.pace.End()
 		if timeout(err) || errors.Is(context.Cause(a.ctx), ErrStalled) {
 			err = &noAnswerError{err}
 		}

@@ -45,19 +45,23 @@ func New(o Options) *Getter {
 	return g
 }
 
+// NewClient returns the HTTP client a Getter with o uses when o.Client is
+// nil: rsdump's, with o's stall timeout for response headers and bodies,
+// and o's minimum speed for the documents and resources it opens
+// (httpc.Open; pieces are judged per mirror by the Getter). verify,
+// unpack and sync read documents and resources with it, so that one
+// --stall-timeout and one --min-speed hold for a whole run.
+func NewClient(o Options) *http.Client { return newClient(o.withDefaults()) }
+
 // newClient is httpc's client with pools sized for the budget, no
 // transparent gzip (ranges are of the file's bytes) and the stall timeout
 // as the wait for headers and for body bytes.
-// NewClient returns the HTTP client a Getter with o uses when o.Client is
-// nil: rsdump's, with o's stall timeout for response headers and bodies.
-// verify and unpack read documents with it, so that one --stall-timeout
-// holds for a whole run.
-func NewClient(o Options) *http.Client { return newClient(o.withDefaults()) }
-
 func newClient(o Options) *http.Client {
 	return httpc.New(httpc.Options{
 		ResponseHeaderTimeout: o.StallTimeout,
 		StallTimeout:          o.StallTimeout,
+		MinSpeed:              max(o.MinSpeed, 0), // negative: off
+		MinSpeedWindow:        o.MinSpeedWindow,
 		MaxIdleConns:          2 * o.Connections,
 		MaxIdleConnsPerHost:   2 * o.PerMirror,
 		IdleConnTimeout:       90 * time.Second,

@@ -5,9 +5,9 @@ import (
 	"net"
 	"net/url"
 	"slices"
-	"sync/atomic"
 	"time"
 
+	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/s3"
 )
 
@@ -32,28 +32,8 @@ type mirror struct {
 	nRecent  int
 	bytes    int64 // verified bytes served
 	bad      int
-	pace     pace // read without the download's mutex
+	pace     httpc.Pace // what it delivered for the file in the current window; read without the download's mutex
 }
-
-// pace is what a mirror delivered for a file since the current window
-// began: the window restarts when the mirror's first request in flight
-// goes out, and each time it is judged (checkPace), so neither idle time
-// nor a wait for the connection budget counts as slow.
-type pace struct {
-	start atomic.Int64 // UnixNano
-	bytes atomic.Int64
-	busy  atomic.Int32 // requests in flight
-}
-
-// begin counts a request going out at now; end, one done.
-func (p *pace) begin(now int64) {
-	if p.busy.Add(1) == 1 {
-		p.start.Store(now)
-		p.bytes.Store(0)
-	}
-}
-
-func (p *pace) end() { p.busy.Add(-1) }
 
 func newMirrors(f File, locs []string) ([]*mirror, error) {
 	ms := slices.Clone(f.Mirrors)
@@ -201,34 +181,18 @@ func (m *mirror) observe(n int64, d time.Duration) {
 	m.rate = 0.7*m.rate + 0.3*r
 }
 
-// checkPace adds n bytes received at now to m's window and, once the
-// window is MinSpeedWindow long, judges it: a mirror below MinSpeed is
-// dropped for the file and every copy it serves is cancelled. It costs
-// two atomic operations per read.
+// checkPace adds n bytes received at now to m's window (httpc.Pace) and,
+// once the window is MinSpeedWindow long, judges it: a mirror below
+// MinSpeed is dropped for the file and every copy it serves is cancelled.
 func (d *download) checkPace(m *mirror, n int, now int64) error {
 	o := &d.g.opts
 	if o.MinSpeed < 0 {
 		return nil
 	}
-	got := m.pace.bytes.Add(int64(n))
-	start := m.pace.start.Load()
-	if start == 0 {
-		// A request counted in flight before the first one stored its
-		// time (begin adds, then stores): its window starts now, not
-		// in 1970, which would judge the first bytes over 56 years.
-		m.pace.start.CompareAndSwap(0, now)
+	err := m.pace.Add(m.url, n, now, o.MinSpeed, o.MinSpeedWindow)
+	if err == nil {
 		return nil
 	}
-	el := time.Duration(now - start)
-	if el < o.MinSpeedWindow || !m.pace.start.CompareAndSwap(start, now) {
-		return nil // too early, or another read judged this window
-	}
-	m.pace.bytes.Add(-got)
-	speed := float64(got) / el.Seconds()
-	if speed >= float64(o.MinSpeed) {
-		return nil
-	}
-	err := &SpeedError{URL: m.url, Speed: speed, Min: o.MinSpeed, Window: el}
 	d.tooSlow(m, err)
 	return err
 }

@@ -121,18 +121,3 @@ func TestMinSpeedStreamedWholeFile(t *testing.T) {
 		t.Errorf("failed after %v", el)
 	}
 }
-
-// A read whose mirror's window has no start yet (a second request went
-// out while the first was between counting itself and storing its time)
-// starts the window; it is not judged over the time since 1970.
-func TestPaceWindowNotStarted(t *testing.T) {
-	d := &download{g: &Getter{opts: Options{MinSpeed: 1024, MinSpeedWindow: time.Second}}}
-	m := &mirror{url: "http://127.0.0.1:1/f.bin"}
-	now := time.Now().UnixNano()
-	if err := d.checkPace(m, 10, now); err != nil {
-		t.Fatalf("first bytes judged before the window began: %v", err)
-	}
-	if got := m.pace.start.Load(); got != now {
-		t.Fatalf("window start %d, want %d", got, now)
-	}
-}

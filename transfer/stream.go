@@ -53,8 +53,8 @@ func (d *download) streamAll(ctx context.Context, m *mirror) error {
 		return err
 	}
 	defer resp.Body.Close()
-	m.pace.begin(time.Now().UnixNano())
-	defer m.pace.end()
+	m.pace.Begin(time.Now().UnixNano())
+	defer m.pace.End()
 	body := &watchedReader{r: resp.Body, watch: watch, stall: d.g.opts.StallTimeout, d: d, m: m}
 	for i := range d.n {
 		if err := d.streamPiece(body, m, i); err != nil {

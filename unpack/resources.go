@@ -17,6 +17,12 @@ import (
 	"github.com/rsdump/rsdump/verify"
 )
 
+// DefaultMaxResourceSize is the most ApplyList takes of a resource whose
+// entry gives no length: larger than most single files a repository
+// holds, small enough that a server that never ends its answer cannot
+// fill a disk unnoticed. An entry that gives a length is cut off there.
+const DefaultMaxResourceSize = 64 << 30
+
 // defaultFetches is how many resources ApplyList fetches at once: enough
 // to hide the latency of small files, few enough to be polite to a
 // Source that serves resources one GET at a time.
@@ -331,13 +337,12 @@ func (p *pkgRun) fetchOne(ctx context.Context, a *action) error {
 		f.Close()
 		p.st.remove(a.target)
 		return ctx.Err()
+	case errors.Is(ferr, httpc.ErrTooLarge) || a.b.Length >= 0 && n > a.b.Length:
+		check, why = verify.CheckLength, p.tooLong(a)
 	case ferr != nil:
-		check, why = verify.CheckRead, verify.MsgFor(ferr, a.b.URL.Loc)
-	case a.b.Length >= 0 && n != a.b.Length:
-		check, why = verify.CheckLength, fmt.Sprintf("%d bytes or more, the list says %d", n, a.b.Length)
-		if n < a.b.Length {
-			why = fmt.Sprintf("%d bytes, the list says %d", n, a.b.Length)
-		}
+		check, why = verify.CheckRead, ferr.Error() // naming the URL, which the finding's Source does not
+	case a.b.Length >= 0 && n < a.b.Length:
+		check, why = verify.CheckLength, fmt.Sprintf("%d bytes, the list says %d", n, a.b.Length)
 	default:
 		if _, bad, _ := digest.Check(a.b.Want, mh.Sums()); len(bad) > 0 {
 			check, why = verify.CheckHash, fmt.Sprintf("%s:%s, the list says %s:%s", bad[0].Alg, bad[0].Got, bad[0].Alg, bad[0].Want)
@@ -363,22 +368,21 @@ func (p *pkgRun) fetchOne(ctx context.Context, a *action) error {
 }
 
 // openBitstream opens the bytes of a bitstream fetched on its own: from
-// the run's source, else from its URI.
-func (p *pkgRun) openBitstream(ctx context.Context, a *action) (io.ReadCloser, error) {
+// the run's source, else from its URI, refused past limit bytes.
+func (p *pkgRun) openBitstream(ctx context.Context, a *action, limit int64) (io.ReadCloser, error) {
 	if p.source != nil {
 		return p.source(ctx, a)
 	}
-	return httpc.Open(ctx, p.u.opts.Client, a.b.URL.Loc, 0)
+	return httpc.Open(ctx, p.u.opts.Client, a.b.URL.Loc, limit)
 }
 
-// download streams a resource to w, reading at most one byte more than
-// the list's length. ferr is the fetch's failure, werr the writer's.
+// download streams a resource to w: at most its length (resourceCap),
+// and one byte more to tell a longer one. A response whose
+// Content-Length is past it is refused before its first byte. ferr is
+// the fetch's failure, werr the writer's.
 func (p *pkgRun) download(ctx context.Context, a *action, w io.Writer) (n int64, ferr, werr error) {
-	limit := int64(-1)
-	if a.b.Length >= 0 {
-		limit = a.b.Length + 1
-	}
-	rc, err := p.openBitstream(ctx, a)
+	limit := p.resourceCap(a)
+	rc, err := p.openBitstream(ctx, a, limit)
 	if err != nil {
 		return 0, err, nil
 	}
@@ -386,16 +390,33 @@ func (p *pkgRun) download(ctx context.Context, a *action, w io.Writer) (n int64,
 	if p.counted != nil {
 		defer func() { p.counted.Add(n) }()
 	}
-	var r io.Reader = rc
-	if limit >= 0 {
-		r = io.LimitReader(rc, limit)
-	}
 	ew := &errWriter{w: w}
-	n, err = io.CopyBuffer(ew, r, make([]byte, 64<<10))
+	n, err = io.CopyBuffer(ew, io.LimitReader(rc, limit+1), make([]byte, 64<<10))
 	if ew.err != nil {
 		return n, nil, ew.err
 	}
 	return n, err, nil
+}
+
+// resourceCap is the most a resource may send: the length its entry
+// declares, else Options.MaxResourceSize, so that a server that never
+// stops cannot fill the disk.
+func (p *pkgRun) resourceCap(a *action) int64 {
+	if a.b.Length >= 0 {
+		return a.b.Length
+	}
+	if m := p.u.opts.MaxResourceSize; m > 0 {
+		return m
+	}
+	return DefaultMaxResourceSize
+}
+
+// tooLong says why a resource that sent more than resourceCap is refused.
+func (p *pkgRun) tooLong(a *action) string {
+	if a.b.Length >= 0 {
+		return fmt.Sprintf("%s: more than the list's %d bytes", a.b.URL.Loc, a.b.Length)
+	}
+	return fmt.Sprintf("%s: more than %d bytes, the most a resource may have when the list gives no length (--max-resource-size)", a.b.URL.Loc, p.resourceCap(a))
 }
 
 // stagedList records a verified staging file for commit; a resource whose

@@ -59,6 +59,9 @@ type Options struct {
 	ResumeDownloads bool
 	// Fetches is how many resources ApplyList fetches at once; default 8.
 	Fetches int
+	// MaxResourceSize is the most ApplyList takes of a resource whose
+	// entry gives no length; default DefaultMaxResourceSize.
+	MaxResourceSize int64
 
 	// Report receives every finding, in verify's format, one call at a
 	// time. Progress receives package bytes done, from several

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/rsdump/rsdump/internal/plural"
 	"github.com/rsdump/rsdump/replica"
@@ -56,6 +57,11 @@ in place are not fetched again. A run that fails before it commits
 anything leaves DIR's state as it was: a wrong guess of the base URL is
 never recorded.
 
+Nothing waits forever: every document and resource, and every package
+mirror, is given up after --stall-timeout without a byte, or when it
+delivers under --min-speed over 30s, naming its URL; a resource is cut
+off at the length its list gives, or with none at --max-resource-size.
+
 A resource lands at its URI relative to --base-url; by default the base the
 state records, else the one the Source's manifests imply.
 
@@ -75,10 +81,15 @@ type syncFlags struct {
 	dest, baseURL       string
 	maxRatio            float64
 	jobs, fetches       int
+	minSpeed, maxSize   int64
 	audit, dryRun, verb bool
 	adopt, overwrite    bool
 	rollback            bool
 }
+
+// speedWindow is the window --min-speed is judged over; zero is the
+// engine's (30s). Tests shorten it.
+var speedWindow time.Duration
 
 func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var f syncFlags
@@ -89,6 +100,8 @@ func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.BoolVarP(&f.dryRun, "dry-run", "n", false, "say what would change; write nothing")
 	fs.IntVarP(&f.jobs, "jobs", "j", 0, "packages unpacked at once (default: number of CPUs)")
 	fs.IntVar(&f.fetches, "fetches", 8, "resources fetched at once from a Resource List or Change List")
+	fs.Var(newSizeValue(&f.minSpeed, 1<<10), "min-speed", "fail a document or resource, and drop a package mirror, that delivers under `SIZE` bytes per second over 30s (0: never)")
+	fs.Var(newSizeValue(&f.maxSize, unpack.DefaultMaxResourceSize), "max-resource-size", "refuse a list's resource whose entry gives no length past `SIZE` (one that gives a length is cut off at it)")
 	fs.Float64Var(&f.maxRatio, "max-ratio", verify.DefaultMaxRatio, "refuse entries that inflate more than `N` times their compressed size")
 	fs.BoolVarP(&f.verb, "verbose", "v", false, "print a line for every file written, found present or deleted")
 	fs.BoolVar(&f.adopt, "adopt", false, "take files already in DIR that hold their bitstream as rsdump's (a first sync into a DIR that has files at the resources' names refuses without it)")
@@ -122,6 +135,8 @@ func (f *syncFlags) check(args []string) (string, error) {
 		return "", usagef("--jobs must not be negative and --fetches must be positive")
 	case f.stall <= 0:
 		return "", usagef("--stall-timeout must be positive")
+	case f.maxSize <= 0:
+		return "", usagef("--max-resource-size must be positive")
 	}
 	if err := checkSources(args, f.baseURL); err != nil {
 		return "", err
@@ -140,7 +155,11 @@ func doSync(ctx context.Context, source string, f syncFlags, stdout, stderr io.W
 	p := newProgress(stderr, f.quiet || f.json, "syncing")
 	rep.msg = p.message
 	o := replica.Options{BaseURL: f.baseURL, DryRun: f.dryRun, Audit: f.audit, Jobs: f.jobs, Fetches: f.fetches, Adopt: f.adopt, Overwrite: f.overwrite, Rollback: f.rollback,
-		Limits: verify.Limits{MaxRatio: f.maxRatio}, Transfer: transfer.Options{StallTimeout: f.stall}}
+		MaxResourceSize: f.maxSize, Limits: verify.Limits{MaxRatio: f.maxRatio},
+		Transfer: transfer.Options{StallTimeout: f.stall, MinSpeed: f.minSpeed, MinSpeedWindow: speedWindow}}
+	if f.minSpeed == 0 {
+		o.Transfer.MinSpeed = -1 // off, as for get
+	}
 	o.Progress, o.Total = func(n int64) { p.add(n, "") }, p.grow
 	o.Note = func(m string) {
 		if !f.quiet && !f.json {

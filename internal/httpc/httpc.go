@@ -3,8 +3,8 @@
 // from the environment, bounds the time to connect, to shake hands and to
 // wait for response headers, fails a response body that delivers no byte
 // for the stall timeout, and follows at most a few redirects, only to http
-// and https. Open fetches a document with a size cap. Every error names
-// the URL.
+// and https. Open fetches a document with a size cap, and holds its body
+// to a minimum speed. Every error names the URL.
 package httpc
 
 import (
@@ -30,6 +30,18 @@ type Options struct {
 	StallTimeout          time.Duration // a response body delivering no byte for this long fails [60s]
 	Timeout               time.Duration // the whole exchange, body included [none]
 
+	// MinSpeed is the lowest speed, in bytes/s, of a document or resource
+	// body that Open, Do or DoResponse returns: once a read has waited
+	// MinSpeedWindow in all, and at each window after, a body that
+	// delivered less over the window fails with a *SpeedError (a drip
+	// that never stalls long enough for StallTimeout). Only time spent
+	// waiting inside Read counts: a caller busy between reads is not a
+	// slow server. Bodies read through the client's own Do are not
+	// judged: transfer judges each mirror over all its connections, with
+	// the same Pace. [0: off; the window 30s]
+	MinSpeed       int64
+	MinSpeedWindow time.Duration
+
 	MaxIdleConns        int           // idle connections kept, over all hosts [100]
 	MaxIdleConnsPerHost int           // idle connections kept per host [GOMAXPROCS, at least 4]
 	MaxConnsPerHost     int           // connections per host, 0 for no limit [0]
@@ -46,6 +58,7 @@ const (
 	DefaultTLSHandshakeTimeout = 30 * time.Second
 	DefaultHeaderTimeout       = 60 * time.Second
 	DefaultStallTimeout        = 60 * time.Second
+	DefaultMinSpeedWindow      = 30 * time.Second
 	DefaultMaxRedirects        = 10
 )
 
@@ -59,6 +72,7 @@ func (o Options) withDefaults() Options {
 	def(&o.TLSHandshakeTimeout, DefaultTLSHandshakeTimeout)
 	def(&o.ResponseHeaderTimeout, DefaultHeaderTimeout)
 	def(&o.StallTimeout, DefaultStallTimeout)
+	def(&o.MinSpeedWindow, DefaultMinSpeedWindow)
 	def(&o.IdleConnTimeout, 90*time.Second)
 	if o.MaxIdleConns <= 0 {
 		o.MaxIdleConns = 100
@@ -111,7 +125,7 @@ func NewTransport(o Options) http.RoundTripper {
 		DisableCompression:    o.DisableCompression,
 		ExpectContinueTimeout: time.Second,
 	}
-	tr := &transport{base: t, stall: o.StallTimeout, ua: version.UserAgent()}
+	tr := &transport{base: t, stall: o.StallTimeout, ua: version.UserAgent(), minSpeed: o.MinSpeed, window: o.MinSpeedWindow}
 	// s3:// URLs are signed and sent through the same transport; the
 	// SDK's credential look-ups go through it too.
 	t.RegisterProtocol(s3.Scheme, s3x.NewRoundTripper(t, &http.Client{Transport: tr, CheckRedirect: checkRedirect(o.MaxRedirects)}))

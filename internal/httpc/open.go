@@ -9,8 +9,9 @@ import (
 )
 
 // Open GETs a document and returns its body, which fails with an error
-// wrapping ErrTooLarge past maxBytes (no cap when maxBytes <= 0). A status
-// other than 2xx is a *StatusError. c nil is Default().
+// wrapping ErrTooLarge past maxBytes (no cap when maxBytes <= 0), and with
+// a *SpeedError below the client's Options.MinSpeed. A status other than
+// 2xx is a *StatusError. c nil is Default().
 func Open(ctx context.Context, c *http.Client, url string, maxBytes int64) (io.ReadCloser, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -32,6 +33,7 @@ func DoResponse(c *http.Client, req *http.Request, maxBytes int64) (*http.Respon
 	if c == nil {
 		c = Default()
 	}
+	req = req.WithContext(context.WithValue(req.Context(), judgedKey{}, true))
 	resp, err := c.Do(req)
 	if err != nil {
 		return nil, nil, err // *url.Error names the URL
@@ -81,11 +83,17 @@ func (c *capped) Read(p []byte) (int, error) {
 			return n + int(c.left), tooLarge(c.url, c.max)
 		}
 	}
-	var stall *StallError
-	if err != nil && err != io.EOF && !errors.As(err, &stall) {
+	if err != nil && err != io.EOF && !namesURL(err) {
 		err = fmt.Errorf("%s: %w", c.url, err)
 	}
 	return n, err
+}
+
+// namesURL says whether err is one of the watch's, which name the URL.
+func namesURL(err error) bool {
+	var stall *StallError
+	var slow *SpeedError
+	return errors.As(err, &stall) || errors.As(err, &slow)
 }
 
 func (c *capped) Close() error { return c.rc.Close() }

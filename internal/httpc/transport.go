@@ -11,12 +11,19 @@ import (
 // transport sets the User-Agent and watches each response body. It is
 // restic's watchdog round tripper for downloads: the request runs under a
 // context of its own, cancelled when a read of the body waits stall
-// without a byte.
+// without a byte, or, for a request DoResponse sends, when the body falls
+// below minSpeed over a window.
 type transport struct {
-	base  *http.Transport
-	stall time.Duration
-	ua    string
+	base     *http.Transport
+	stall    time.Duration
+	ua       string
+	minSpeed int64
+	window   time.Duration
 }
+
+// judgedKey marks the context of a request whose body is held to the
+// minimum speed (DoResponse's).
+type judgedKey struct{}
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx, cancel := context.WithCancel(req.Context())
@@ -29,7 +36,12 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		cancel()
 		return nil, err
 	}
-	resp.Body = newWatched(resp.Body, req.URL.Redacted(), t.stall, cancel)
+	w := newWatched(resp.Body, req.URL.Redacted(), t.stall, cancel)
+	if t.minSpeed > 0 && req.Context().Value(judgedKey{}) != nil {
+		w.floor = &floor{min: t.minSpeed, window: t.window, clock: time.Now().UnixNano()}
+		w.floor.pace.Begin(w.floor.clock)
+	}
+	resp.Body = w
 	return resp, nil
 }
 
@@ -38,8 +50,9 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 func (t *transport) CloseIdleConnections() { t.base.CloseIdleConnections() }
 
 // watched is a response body whose reads fail with a StallError after
-// waiting stall without a byte. Only time spent inside Read counts: a
-// caller busy between reads is not a stalled server.
+// waiting stall without a byte, and, with a floor, with a SpeedError
+// below its speed. Only time spent inside Read counts: a caller busy
+// between reads is not a stalled or slow server.
 type watched struct {
 	rc      io.ReadCloser
 	url     string
@@ -47,6 +60,17 @@ type watched struct {
 	cancel  context.CancelFunc
 	timer   *time.Timer
 	stalled atomic.Bool
+	floor   *floor
+	slow    error // the floor's verdict, returned by every later read
+}
+
+// floor judges a body's speed with a Pace on a clock that runs only
+// while a read waits.
+type floor struct {
+	pace   Pace
+	min    int64
+	window time.Duration
+	clock  int64 // nanoseconds: the body's arrival plus the time spent in reads
 }
 
 func newWatched(rc io.ReadCloser, url string, stall time.Duration, cancel context.CancelFunc) *watched {
@@ -60,14 +84,26 @@ func newWatched(rc io.ReadCloser, url string, stall time.Duration, cancel contex
 }
 
 func (w *watched) Read(p []byte) (int, error) {
-	if w.stalled.Load() {
+	switch {
+	case w.stalled.Load():
 		return 0, w.stallErr()
+	case w.slow != nil:
+		return 0, w.slow
 	}
+	start := time.Now()
 	w.timer.Reset(w.stall)
 	n, err := w.rc.Read(p)
 	w.timer.Stop()
 	if err != nil && err != io.EOF && w.stalled.Load() {
 		err = w.stallErr()
+	}
+	if f := w.floor; f != nil && n > 0 {
+		f.clock += int64(time.Since(start))
+		if serr := f.pace.Add(w.url, n, f.clock, f.min, f.window); serr != nil {
+			w.slow = serr
+			w.cancel()
+			return n, serr
+		}
 	}
 	return n, err
 }

@@ -1,6 +1,6 @@
 // Package httpctest has loopback servers that misbehave the way a client
 // must survive: one that accepts connections and never answers, one that
-// sends headers and then stalls the body.
+// sends headers and then stalls the body, and an answer that drips.
 package httpctest
 
 import (
@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Silent listens on 127.0.0.1, accepts every connection, reads nothing
@@ -100,4 +101,26 @@ func parseRange(v string, size int64) (first, last int64, ok bool) {
 		last = min(l, size-1)
 	}
 	return first, last, true
+}
+
+// Drip answers with body one byte at a time, a byte every `every`, with
+// its Content-Length: a server that never stalls long enough for a stall
+// timeout, yet would take len(body) times every. It stops when the client
+// goes away.
+func Drip(w http.ResponseWriter, r *http.Request, body []byte, every time.Duration) {
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for _, b := range body {
+		if _, err := w.Write([]byte{b}); err != nil {
+			return
+		}
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+			return
+		case <-t.C:
+		}
+	}
 }
