@@ -3,6 +3,7 @@ package replica_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/internal/httpc/httpctest"
 	"github.com/rsdump/rsdump/replica"
 	"github.com/rsdump/rsdump/resourcesync"
@@ -233,5 +235,84 @@ func endless(w http.ResponseWriter, r *http.Request) {
 		if _, err := w.Write(buf); err != nil || r.Context().Err() != nil {
 			return
 		}
+	}
+}
+
+// publishIndex writes name.xml, an index of the capability over one part
+// per slice of entries (name-partN.xml), and lists it in the Capability
+// List.
+func (s *source) publishIndex(name string, md resourcesync.MD, parts ...[]resourcesync.URL) {
+	t := s.t
+	var locs []resourcesync.URL
+	for i, p := range parts {
+		part := fmt.Sprintf("%s-part%05d.xml", name, i+1)
+		verifytest.WriteDoc(t, filepath.Join(s.out, part), resourcesync.Header{Kind: resourcesync.URLSet, MD: md}, p)
+		locs = append(locs, resourcesync.URL{Loc: s.srv.URL + "/" + part})
+	}
+	verifytest.WriteDoc(t, filepath.Join(s.out, name+".xml"), resourcesync.Header{Kind: resourcesync.SitemapIndex, MD: md}, locs)
+	s.caps[md.Capability] = "/" + name + ".xml"
+	s.publish()
+}
+
+// entryFor is the list entry of the Source's file rel with content data
+// (change: "" in a Resource List).
+func (s *source) entryFor(rel, data, change string, at time.Time) resourcesync.URL {
+	md := &resourcesync.MD{Change: change, Datetime: at}
+	if change != resourcesync.ChangeDeleted {
+		md.Hash, md.Length = "sha-256:"+verifytest.SHA256([]byte(data)), resourcesync.Int64(int64(len(data)))
+	}
+	return resourcesync.URL{Loc: s.base + rel, Lastmod: at, MD: md}
+}
+
+// TestChangeListLastChangeWinsAcrossParts: of the changes of one resource
+// in different parts of a Change List index, only the last applies: the
+// earlier versions, which the Source no longer serves, are not fetched.
+func TestChangeListLastChangeWinsAcrossParts(t *testing.T) {
+	s := newSource(t, map[string]string{"x.txt": "x0", "y.txt": "y0", "z.txt": "z0"})
+	s.publishResources()
+	dst := t.TempDir()
+	syncRun(t, s.srv.URL+"/capabilitylist.xml", dst, replica.Options{})
+	at := func(h int) time.Time { return t0.Add(time.Duration(h) * time.Hour) }
+	part1 := []resourcesync.URL{
+		s.entryFor("x.txt", "x1", resourcesync.ChangeUpdated, at(1)),
+		s.entryFor("y.txt", "y1", resourcesync.ChangeUpdated, at(1)),
+		s.entryFor("z.txt", "z1", resourcesync.ChangeUpdated, at(1)),
+	}
+	part2 := []resourcesync.URL{
+		s.entryFor("x.txt", "x2", resourcesync.ChangeUpdated, at(2)),
+		s.entryFor("z.txt", "", resourcesync.ChangeDeleted, at(2)),
+	}
+	s.files = map[string]string{"x.txt": "x2", "y.txt": "y1"}
+	res := filepath.Join(s.out, "res")
+	os.RemoveAll(res)
+	verifytest.WriteFiles(t, res, s.files)
+	s.publishIndex("changelist", resourcesync.MD{Capability: resourcesync.CapChangeList, From: t0, Until: at(3)}, part1, part2)
+	r, fs, _ := syncRun(t, "", dst, replica.Options{})
+	if r.Problems() != 0 || r.Written != 2 || r.Deleted != 1 {
+		t.Fatalf("%+v\n%s", r, problems(fs))
+	}
+	sameTree(t, dst, s.files)
+	if !r.Until.Equal(at(3)) {
+		t.Errorf("until %v, want %v", r.Until, at(3))
+	}
+}
+
+// TestResourceListTargetTwiceAcrossParts: a Resource List index that
+// lists one resource in two parts has the second refused, naming the
+// first, as within one document.
+func TestResourceListTargetTwiceAcrossParts(t *testing.T) {
+	s := newSource(t, map[string]string{"a.txt": "a", "b.txt": "b"})
+	verifytest.WriteFiles(t, filepath.Join(s.out, "res"), s.files)
+	part1 := []resourcesync.URL{s.entryFor("a.txt", "a", "", t0), s.entryFor("b.txt", "b", "", t0)}
+	part2 := []resourcesync.URL{s.entryFor("a.txt", "a", "", t0)}
+	s.publishIndex("resourcelist", resourcesync.MD{Capability: resourcesync.CapResourceList, At: t0}, part1, part2)
+	dst := t.TempDir()
+	r, fs, _ := syncRun(t, s.srv.URL+"/resourcelist.xml", dst, replica.Options{})
+	first := s.srv.URL + "/resourcelist-part00001.xml"
+	if r.Written != 2 || r.Refused != 1 || !findingNames(t, fs, first, "entry 1 lands on the same file as entry 1 of") {
+		t.Fatalf("%+v, want the second a.txt refused naming entry 1 of %s\n%s", r, first, problems(fs))
+	}
+	if st, _ := deststate.Read(dst); !st.Since().IsZero() {
+		t.Errorf("the state records a list with a refused entry as applied: %+v", st)
 	}
 }

@@ -9,3 +9,10 @@ func SetSpoolBudget(t interface{ Cleanup(func()) }, n int64) {
 	spoolBudget = n
 	t.Cleanup(func() { spoolBudget = old })
 }
+
+// SetListBatch sets ApplyList's batch size until the test ends.
+func SetListBatch(t interface{ Cleanup(func()) }, n int) {
+	old := listBatch
+	listBatch = n
+	t.Cleanup(func() { listBatch = old })
+}

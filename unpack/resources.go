@@ -5,12 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"sort"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/internal/digest"
+	"github.com/rsdump/rsdump/internal/entryspool"
+	"github.com/rsdump/rsdump/internal/extsort"
 	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/internal/plural"
 	"github.com/rsdump/rsdump/resourcesync"
@@ -28,6 +32,12 @@ const DefaultMaxResourceSize = 64 << 30
 // Source that serves resources one GET at a time.
 const defaultFetches = 8
 
+// listBatch is how many entries of a list are planned, fetched and
+// committed together: enough to keep Options.Fetches busy and the
+// per-batch syncs few, few enough that memory stays small whatever the
+// list's size. A variable for tests.
+var listBatch = 4096
+
 // ApplyList brings dir up to the Resource List or Change List at loc (an
 // http(s) URL or a file; an index is followed, part by part), fetching
 // each resource from its own URI through Options.Client, Options.Fetches
@@ -38,29 +48,37 @@ const defaultFetches = 8
 // resumes where it was. Deletions remove only files rsdump wrote.
 //
 // A Resource List is a baseline: once every resource is in place the
-// state records its at. A Change List applies the changes after the
-// state's until, the last change of each resource winning, and moves the
-// until to the list's (or its last change's) once all applied.
+// state records its at; a resource listed twice is refused the second
+// time. A Change List applies the changes after the state's until, the
+// last change of each resource winning (across the parts of an index
+// too), and moves the until to the list's (or its last change's) once
+// all applied.
+//
+// Memory does not grow with the list: the list is read once, its entries
+// spooled to disk and their targets sorted there (listSurvey), then
+// applied listBatch entries at a time.
 func ApplyList(ctx context.Context, loc, dir string, opts Options) (*Result, error) {
 	u, err := start(dir, opts)
 	if err != nil {
 		return nil, err
 	}
 	defer u.dest.close()
-	if err := u.guardList(ctx, loc); err != nil {
-		return nil, err
+	sv, err := newListSurvey(u.scratchDir())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", u.dest.dir, err)
 	}
-	l := &listRun{u: u, top: loc}
+	defer sv.close()
+	l := &listRun{u: u, top: loc, sv: sv, guard: u.needsGuard()}
 	ld := resourcesync.Loader{
 		Open:     u.openDoc,
-		Document: func(d *resourcesync.Document) error { return l.document(ctx, d) },
+		Document: l.document,
 		Entry:    func(d *resourcesync.Document, _ int, e resourcesync.URL) error { return l.entry(ctx, d, e) },
 		NotAfter: resourcesync.Horizon(),
 	}
 	if err := ld.Load(ctx, loc); err != nil {
 		return nil, err
 	}
-	if err := l.flush(ctx); err != nil {
+	if err := l.apply(ctx); err != nil {
 		return nil, err
 	}
 	if err := l.finish(ctx); err != nil {
@@ -77,42 +95,38 @@ func (u *unpacker) openDoc(ctx context.Context, loc string) (io.ReadCloser, erro
 	return httpc.Open(ctx, u.opts.Client, loc, resourcesync.MaxBytes)
 }
 
-// guardList is guardFresh for a Resource List: a first run into a
-// directory that holds a file at one of its resources' names refuses
-// before anything lands.
-func (u *unpacker) guardList(ctx context.Context, loc string) error {
-	if !u.needsGuard() {
-		return nil
-	}
-	ld := resourcesync.Loader{
-		Open: u.openDoc,
-		Entry: func(d *resourcesync.Document, _ int, url resourcesync.URL) error {
-			if d.Header.Kind != resourcesync.URLSet || d.Header.MD.Capability != resourcesync.CapResourceList {
-				return nil
-			}
-			return u.guardTarget(url)
-		},
-	}
-	err := ld.Load(ctx, loc)
-	if errors.Is(err, ErrForeign) || ctx.Err() != nil {
-		return err
-	}
-	return nil // a list that cannot be read fails the run itself
-}
-
-// listRun applies a list one document at a time: at most 50,000 entries
-// are held.
+// listRun applies a list: read whole into its survey, then applied batch
+// by batch.
 type listRun struct {
 	u          *unpacker
 	top        string
 	header     resourcesync.Header // of the top document
-	doc        string              // the document whose entries are held
-	entries    []resourcesync.URL
+	sv         *listSurvey
+	docs       []listDoc // the documents with entries, in list order
 	lastChange time.Time
 	failed     bool
+	// guard is guardFresh for a Resource List: a first run into a
+	// directory that holds a file at one of its resources' names refuses
+	// in the survey, before anything lands.
+	guard bool
 }
 
-func (l *listRun) document(ctx context.Context, d *resourcesync.Document) error {
+// listDoc is a document of entries and the seq of its first entry.
+type listDoc struct {
+	loc   string
+	first int64
+}
+
+// listItem is an entry to apply: n counts from 1 in its document; dup,
+// when set, is why it is refused (a Resource List's second entry of a
+// target).
+type listItem struct {
+	n   int
+	e   resourcesync.URL
+	dup string
+}
+
+func (l *listRun) document(d *resourcesync.Document) error {
 	if d.Index == nil {
 		switch c := d.Header.MD.Capability; c {
 		case resourcesync.CapResourceList, resourcesync.CapChangeList:
@@ -126,15 +140,15 @@ func (l *listRun) document(ctx context.Context, d *resourcesync.Document) error 
 			return fmt.Errorf("%s: capability %q: not a Resource List or Change List", d.Loc, c)
 		}
 	}
-	if err := l.flush(ctx); err != nil {
-		return err
+	if d.Header.Kind == resourcesync.URLSet {
+		l.docs = append(l.docs, listDoc{loc: d.Loc, first: l.sv.seq})
 	}
-	l.doc = d.Loc
 	return nil
 }
 
-// entry holds a resource to apply; a list that names one it may not
-// (resourcesync.Ref) is refused.
+// entry spools an entry, and its target for the overrides: not that of
+// a change the state says is applied, which is skipped (old). A list
+// that names a resource it may not (resourcesync.Ref) is refused.
 func (l *listRun) entry(ctx context.Context, d *resourcesync.Document, u resourcesync.URL) error {
 	if d.Header.Kind != resourcesync.URLSet {
 		return nil
@@ -142,30 +156,177 @@ func (l *listRun) entry(ctx context.Context, d *resourcesync.Document, u resourc
 	if _, err := resourcesync.Ref(ctx, d.Loc, u.Loc); err != nil {
 		return err
 	}
-	l.entries = append(l.entries, u)
-	return nil
+	if when, _ := u.ChangeTime(); l.isChange() && when.After(l.lastChange) {
+		l.lastChange = when
+	}
+	if l.guard && d.Header.MD.Capability == resourcesync.CapResourceList {
+		if err := l.u.guardTarget(u); err != nil {
+			return err
+		}
+	}
+	if l.old(u) {
+		return l.sv.add(u, "")
+	}
+	target, _ := l.u.opts.Mapper.Target(u) // refused when applied
+	return l.sv.add(u, target)
+}
+
+// old says whether u is a change at or before the state's until. A
+// change of unknown time (a 1.0 deletion) is always applied: it removes
+// only a file that is still the version it names or the one rsdump wrote.
+func (l *listRun) old(u resourcesync.URL) bool {
+	when, known := u.ChangeTime()
+	return l.isChange() && known && !l.u.state().Applies(when)
 }
 
 func (l *listRun) isChange() bool {
 	return l.header.MD.Capability == resourcesync.CapChangeList
 }
 
-// flush applies the entries held.
-func (l *listRun) flush(ctx context.Context) error {
-	if len(l.entries) == 0 {
+// apply reads the spooled entries back in order, leaves out those
+// overridden, and applies the others in batches of listBatch, a batch
+// never spanning two documents.
+func (l *listRun) apply(ctx context.Context) error {
+	over, err := l.sv.overrides(l.isChange())
+	if err != nil {
+		return fmt.Errorf("%s: sorting the list's entries: %w", l.u.dest.dir, err)
+	}
+	rd, err := entryspool.Open(l.sv.name, entryspool.Source{})
+	if err != nil {
+		return fmt.Errorf("%s: the list's entries: %w", l.u.dest.dir, err)
+	}
+	defer rd.Close()
+	b := &listBatcher{l: l, over: over, next: override{seq: -1}}
+	for seq := int64(0); ; seq++ {
+		e, err := rd.Next()
+		if err == io.EOF {
+			return b.endDoc(ctx)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: the list's entries: %w", l.u.dest.dir, err)
+		}
+		if err := b.add(ctx, seq, e); err != nil {
+			return err
+		}
+	}
+}
+
+// listBatcher gathers the entries of one document into batches.
+type listBatcher struct {
+	l     *listRun
+	over  extsort.Source[override]
+	next  override // the next entry overridden; seq -1 before the first read, maxInt64 after the last
+	doc   int      // index in l.docs of the batch's document
+	items []listItem
+	old   int  // changes of the document applied before
+	begun bool // the document has had a batch
+}
+
+func (b *listBatcher) add(ctx context.Context, seq int64, e resourcesync.URL) error {
+	if doc := b.l.docAt(seq); doc != b.doc {
+		if err := b.endDoc(ctx); err != nil {
+			return err
+		}
+		b.doc, b.begun = doc, false
+	}
+	o, err := b.override(seq)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s: sorting the list's entries: %w", b.l.u.dest.dir, err)
+	case b.l.old(e):
+		b.old++
+		return nil
+	case o != nil && o.of < 0:
+		return nil // superseded by a later change of its resource
+	}
+	it := listItem{n: int(seq - b.l.docs[b.doc].first + 1), e: e}
+	if o != nil {
+		it.dup = b.l.duplicate(b.doc, it.n, o.of)
+	}
+	b.items = append(b.items, it)
+	if len(b.items) < listBatch {
 		return nil
 	}
-	p := &pkgRun{u: l.u, ref: verify.PackageRef{Loc: l.doc, Length: -1}, rep: verify.NewReporter(l.u.rep.Report),
-		byBits: map[*verify.Bitstream]*action{}, m: verify.NewMeter(nil, verify.PackageRef{Length: 0}), listChange: l.isChange()}
-	p.planList(l.entries)
-	l.entries = nil
+	return b.flush(ctx)
+}
+
+// override returns the override of entry seq, if there is one.
+func (b *listBatcher) override(seq int64) (*override, error) {
+	for b.next.seq < seq {
+		o, ok, err := b.over.Next()
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			o.seq = math.MaxInt64
+		}
+		b.next = o
+	}
+	if b.next.seq == seq {
+		return &b.next, nil
+	}
+	return nil, nil
+}
+
+// flush applies the batch held.
+func (b *listBatcher) flush(ctx context.Context) error {
+	if len(b.items) == 0 {
+		return nil
+	}
+	if err := b.l.applyBatch(ctx, b.l.docs[b.doc].loc, b.items, !b.begun); err != nil {
+		return err
+	}
+	clear(b.items) // drop what the entries point to
+	b.items, b.begun = b.items[:0], true
+	return nil
+}
+
+// endDoc applies the document's last batch and reports its changes
+// skipped as applied before.
+func (b *listBatcher) endDoc(ctx context.Context) error {
+	if err := b.flush(ctx); err != nil {
+		return err
+	}
+	if b.old > 0 {
+		b.l.u.rep.Report(verify.Finding{Severity: verify.OK, Check: CheckSkipped, Source: b.l.docs[b.doc].loc,
+			Msg: fmt.Sprintf("%s at or before %s applied by an earlier run", plural.Count(b.old, "change"), resourcesync.FormatTime(b.l.u.state().ChangeDumpUntil))})
+		b.old = 0
+	}
+	return nil
+}
+
+// docAt is the index of the document entry seq is in.
+func (l *listRun) docAt(seq int64) int {
+	return sort.Search(len(l.docs), func(i int) bool { return l.docs[i].first > seq }) - 1
+}
+
+// duplicate says why entry n of document doc, which lands on the target
+// of entry of, is refused.
+func (l *listRun) duplicate(doc, n int, of int64) string {
+	od := l.docAt(of)
+	msg := fmt.Sprintf("entry %d lands on the same file as entry %d", n, of-l.docs[od].first+1)
+	if od != doc {
+		msg += " of " + l.docs[od].loc
+	}
+	return msg
+}
+
+// applyBatch applies a batch of entries of the document doc, as a
+// package's bitstreams are applied; first says it is the document's
+// first.
+func (l *listRun) applyBatch(ctx context.Context, doc string, items []listItem, first bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p := &pkgRun{u: l.u, ref: verify.PackageRef{Loc: doc, Length: -1}, rep: verify.NewReporter(l.u.rep.Report),
+		m: verify.NewMeter(nil, verify.PackageRef{Length: 0}), listChange: l.isChange()}
+	p.planList(items)
 	if r := l.u.rollback; r != nil {
 		r.hold(p.actions)
 	}
-	if p.lastChange.After(l.lastChange) {
-		l.lastChange = p.lastChange
+	if first {
+		l.u.count(func(r *Result) { r.Packages++ })
 	}
-	l.u.count(func(r *Result) { r.Packages++ })
 	if l.u.dest.root != nil {
 		p.dirs = newDirs(l.u.dest.root)
 	}
@@ -212,45 +373,25 @@ func (l *listRun) finish(ctx context.Context) error {
 	return l.u.finishState(s)
 }
 
-// planList turns list entries into actions, as plan does for a manifest.
-func (p *pkgRun) planList(entries []resourcesync.URL) {
-	last := map[string]*action{}
-	for i, e := range entries {
-		b := listBitstream(i+1, e)
-		// A change of unknown time (a 1.0 deletion) is always applied: it
-		// removes only a file that is still the version it names or the
-		// one rsdump wrote.
-		when, known := e.ChangeTime()
-		if p.listChange && when.After(p.lastChange) {
-			p.lastChange = when
-		}
-		if p.listChange && known && !p.u.state().Applies(when) {
-			p.old++
-			continue
-		}
-		target, err := p.u.opts.Mapper.Target(e)
+// planList turns list entries into actions, as plan does for a manifest;
+// the survey has left out the changes superseded.
+func (p *pkgRun) planList(items []listItem) {
+	for _, it := range items {
+		b := listBitstream(it.n, it.e)
+		target, err := p.u.opts.Mapper.Target(it.e)
 		if err != nil {
 			p.refuse(&action{b: b}, CheckTarget, err.Error())
 			continue
 		}
 		a := &action{b: b, target: target}
-		switch prev := last[target]; {
-		case prev != nil && !p.listChange:
-			p.refuse(a, CheckTarget, fmt.Sprintf("entry %d lands on the same file as entry %d", b.N, prev.b.N))
+		if it.dup != "" {
+			p.refuse(a, CheckTarget, it.dup)
 			continue
-		case prev != nil:
-			prev.superseded = true
 		}
 		if b.Bad != "" {
 			p.refuse(a, CheckRefused, "not written: "+b.Bad)
 		}
-		last[target] = a
 		p.actions = append(p.actions, a)
-		p.byBits[b] = a
-	}
-	if p.old > 0 {
-		p.rep.Report(verify.Finding{Severity: verify.OK, Check: CheckSkipped, Source: p.ref.Loc,
-			Msg: fmt.Sprintf("%s at or before %s applied by an earlier run", plural.Count(p.old, "change"), resourcesync.FormatTime(p.u.state().ChangeDumpUntil))})
 	}
 }
 
