@@ -24,10 +24,10 @@ import (
 // count from 0 over the whole list.
 type listSurvey struct {
 	spool   *entryspool.Writer
-	name    string                    // the spool's file, once written
+	name    string                     // the spool's file, once written
 	targets *extsort.Sorter[targetRec] // (target, seq), added in seq order
 	over    *extsort.Sorter[override]  // by seq
-	seq     int64                     // entries spooled
+	seq     int64                      // entries spooled
 }
 
 // targetRec is an entry's target; the sort keeps entries of one target in
