@@ -2,6 +2,7 @@ package unpack
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -57,7 +58,7 @@ func newListSurvey(dir string) (*listSurvey, error) {
 		return nil, err
 	}
 	byTarget := func(a, b *targetRec) int { return strings.Compare(a.target, b.target) }
-	bySeq := func(a, b *override) int { return cmpInt(a.seq, b.seq) }
+	bySeq := func(a, b *override) int { return cmp.Compare(a.seq, b.seq) }
 	return &listSurvey{spool: sp,
 		targets: extsort.New(dir, listTargetsPattern, listSortRun, byTarget, extsort.Codec[targetRec]{Append: appendTargetRec, Read: readTargetRec}),
 		over:    extsort.New(dir, listOverPattern, listSortRun, bySeq, extsort.Codec[override]{Append: appendOverride, Read: readOverride}).Total(),
@@ -101,51 +102,31 @@ func (s *listSurvey) overrides(lastWins bool) (extsort.Source[override], error) 
 	if err != nil {
 		return nil, err
 	}
-	var group []int64 // one target's entries: bounded by the number of entries that name it
-	flush := func() error {
-		for i, seq := range group {
-			o := override{seq: seq, of: -1}
-			switch {
-			case lastWins && i == len(group)-1, !lastWins && i == 0:
-				continue
-			case !lastWins:
-				o.of = group[0]
-			}
-			if err := s.over.Add(o); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	prev := ""
+	var prev targetRec // targets are never ""
+	var first int64    // the seq of prev's target's first entry
 	for {
 		r, ok, err := sorted.Next()
 		if err != nil {
 			return nil, err
 		}
-		if !ok || r.target != prev {
-			if err := flush(); err != nil {
-				return nil, err
-			}
-			group = group[:0]
-		}
 		if !ok {
 			break
 		}
-		prev, group = r.target, append(group, r.seq)
+		switch {
+		case r.target != prev.target:
+			first = r.seq
+		case lastWins:
+			err = s.over.Add(override{seq: prev.seq, of: -1})
+		default:
+			err = s.over.Add(override{seq: r.seq, of: first})
+		}
+		if err != nil {
+			return nil, err
+		}
+		prev = r
 	}
 	s.targets.Close()
 	return s.over.Sorted()
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func appendTargetRec(b []byte, r *targetRec) []byte {
