@@ -1,7 +1,9 @@
 package unpack_test
 
 import (
+	"archive/zip"
 	"context"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -82,5 +84,42 @@ func TestListBatches(t *testing.T) {
 	}
 	if s := readState(t, dir); !s.ChangeDumpUntil.Equal(until) {
 		t.Errorf("until %v, want %v", s.ChangeDumpUntil, until)
+	}
+}
+
+// TestFailedBitstreamLeavesNoDirectory: a package's bitstream that fails
+// its hash leaves no directory behind, also where it shares a new
+// directory with a bitstream that lands (which moves it into the tree
+// whole).
+func TestFailedBitstreamLeavesNoDirectory(t *testing.T) {
+	files := []verifytest.File{{Rel: "a/ok.txt", Data: "lands"}, {Rel: "a/b/c/bad.txt", Data: "fails its hash"}}
+	var urls []resourcesync.URL
+	for _, f := range files {
+		urls = append(urls, verifytest.URLFor(f, "/resources/"))
+	}
+	manifest := verifytest.Manifest(t, verifytest.ResourceMD(), urls)
+	z := verifytest.Zip(t, []verifytest.Entry{
+		{Name: "resources/a/ok.txt", Data: []byte("lands"), Method: zip.Store},
+		{Name: "resources/a/b/c/bad.txt", Data: []byte("fails its HASH"), Method: zip.Store},
+		{Name: "manifest.xml", Data: manifest, Method: zip.Deflate},
+	})
+	dir := t.TempDir()
+	r, found := run(t, writeFile(t, filepath.Join(t.TempDir(), "p.zip"), z), dir, unpack.Options{})
+	if r.Written != 1 || r.Refused != 1 {
+		t.Fatalf("%+v\n%s", r, dump(found))
+	}
+	var dirs []string
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		switch rel, _ := filepath.Rel(dir, p); {
+		case err != nil || rel == "." || !d.IsDir():
+		case rel == verify.StateDir:
+			return filepath.SkipDir
+		default:
+			dirs = append(dirs, filepath.ToSlash(rel))
+		}
+		return err
+	})
+	if len(dirs) != 1 || dirs[0] != "a" {
+		t.Errorf("directories in the tree: %v, want [a]", dirs)
 	}
 }
