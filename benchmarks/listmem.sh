@@ -3,12 +3,13 @@
 # a Change List (every entry an update) of N entries (default 805,000) in
 # parts of 50,000 under an index, read from disk, into a tree that holds
 # every resource already (benchmarks/listmem gen), so that the run is the
-# list's work and not the network's. Each is applied RUNS times (default
-# 3) by benchmarks/listmem built at BEFORE (default: where this branch
-# left main) and at this tree,
-# the order alternating run by run, each in a process of its own, under
-# the CLI's soft memory limit: peak heap in use (sampled every 5 ms), peak
-# RSS (VmHWM) and wall time, one row per run, then the medians.
+# list's work and not the network's. A run applies the Resource List to
+# the tree with no state (adopting its files), then the Change List over
+# it; RUNS runs (default 3) by benchmarks/listmem built at BEFORE
+# (default: where this branch left main) and at this tree, the order
+# alternating run by run, each apply in a process of its own, under the
+# CLI's soft memory limit: peak heap in use (sampled every 5 ms), peak RSS
+# (VmHWM) and wall time, one row per apply, then the medians.
 # Usage: benchmarks/listmem.sh [RUNS]   (N=entries; data in $BENCH_DIR,
 #   default /tmp/rsdump-bench-listmem-N: the lists, about 475 B an entry,
 #   and the tree)
@@ -40,10 +41,12 @@ for run in $(seq "$RUNS"); do
   order="$REV after"
   [ $((run % 2)) = 0 ] && order="after $REV"
   for build in $order; do
-    for list in resourcelist.xml changelist.xml; do
-      printf '%s\t%s\t' "$run" "$build" >>"$out"
-      "$W/listmem-$build" apply -list "$list" "$W/work" >>"$out"
-    done
+    # Each run starts from no state: the Resource List (adopting the tree),
+    # then the Change List over it.
+    printf '%s\t%s\t' "$run" "$build" >>"$out"
+    "$W/listmem-$build" apply -fresh -list resourcelist.xml "$W/work" >>"$out"
+    printf '%s\t%s\t' "$run" "$build" >>"$out"
+    "$W/listmem-$build" apply -list changelist.xml "$W/work" >>"$out"
   done
 done
 cat "$out"

@@ -33,10 +33,13 @@ const DefaultMaxResourceSize = 64 << 30
 const defaultFetches = 8
 
 // listBatch is how many entries of a list are planned, fetched and
-// committed together: enough to keep Options.Fetches busy and the
-// per-batch syncs few, few enough that memory stays small whatever the
-// list's size. A variable for tests.
-var listBatch = 4096
+// committed together: a third of a full list document, so that memory
+// stays some 60 MB whatever the list's size (about 1.8 KB an entry held),
+// while the costs paid once a batch (the written log is read through for
+// the targets a batch replaces, deletes or adopts; the syncs) stay few:
+// 4,096 took half as much memory and 1.5 times as long to adopt 805,000
+// files. A variable for tests.
+var listBatch = 16384
 
 // ApplyList brings dir up to the Resource List or Change List at loc (an
 // http(s) URL or a file; an index is followed, part by part), fetching

@@ -18,7 +18,9 @@
 // for the Change List) into WORK/dest (-dest DIR for another) under the
 // CLI's soft memory limit, samples the heap in use every 5 ms, and prints
 // a line: the list, the counts, the time, the peak heap in use and the
-// process's peak RSS (VmHWM), tab-separated. Run each apply in a process
+// process's peak RSS (VmHWM), tab-separated. -fresh starts from a
+// destination with no state (a Resource List is refused over a tree
+// whose state is later than its at), adopting the files there. Run each apply in a process
 // of its own: gen's memory is not apply's. benchmarks/listmem.sh runs
 // it before and after a change, side by side.
 package main
@@ -189,6 +191,7 @@ func apply(args []string) error {
 	list := fs.String("list", "resourcelist.xml", "the list in WORK/list to apply")
 	dest := fs.String("dest", "", "the destination (default WORK/dest)")
 	limit := fs.Int64("memlimit", 200<<20, "soft memory limit in bytes, as the CLI sets (0: none)")
+	fresh := fs.Bool("fresh", false, "first remove the destination's state (DEST/.rsdump), and adopt the files there")
 	fs.Parse(args)
 	if fs.NArg() != 1 {
 		return fmt.Errorf("apply takes WORK")
@@ -196,6 +199,11 @@ func apply(args []string) error {
 	work := fs.Arg(0)
 	if *dest == "" {
 		*dest = filepath.Join(work, "dest")
+	}
+	if *fresh {
+		if err := os.RemoveAll(filepath.Join(*dest, ".rsdump")); err != nil {
+			return err
+		}
 	}
 	if *limit > 0 {
 		debug.SetMemoryLimit(*limit)
@@ -207,7 +215,7 @@ func apply(args []string) error {
 	var peak atomic.Uint64
 	stop := sample(&peak)
 	start := time.Now()
-	res, err := unpack.ApplyList(context.Background(), filepath.Join(work, "list", *list), *dest, unpack.Options{Mapper: m})
+	res, err := unpack.ApplyList(context.Background(), filepath.Join(work, "list", *list), *dest, unpack.Options{Mapper: m, Adopt: *fresh})
 	el := time.Since(start)
 	stop()
 	if err != nil {
