@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/internal/httpc/httpctest"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/verify/verifytest"
@@ -40,7 +41,8 @@ func TestSyncDrippingResource(t *testing.T) {
 	verifytest.WriteDoc(t, filepath.Join(out, "resourcelist.xml"),
 		resourcesync.Header{Kind: resourcesync.URLSet, MD: resourcesync.MD{Capability: resourcesync.CapResourceList, At: verifytest.Time}}, urls)
 	start := time.Now()
-	code, stdout, stderr := rsdump(t, "sync", srv.URL+"/resourcelist.xml", "--dest", t.TempDir(), "--stall-timeout", "2s", "--min-speed", "100", "-q")
+	dst := t.TempDir()
+	code, stdout, stderr := rsdump(t, "sync", srv.URL+"/resourcelist.xml", "--dest", dst, "--stall-timeout", "2s", "--min-speed", "100", "-q")
 	if el := time.Since(start); el > 8*time.Second {
 		t.Errorf("took %s, want at most the stall timeout, the window and slack", el.Round(time.Millisecond))
 	}
@@ -48,4 +50,10 @@ func TestSyncDrippingResource(t *testing.T) {
 	if code != exitFailed || !strings.Contains(stderr, u+": ") || !strings.Contains(stderr, "below the minimum speed of 100 B/s") {
 		t.Errorf("exit %d, want %d and an error naming %s and its speed\n%s%s", code, exitFailed, u, stdout, stderr)
 	}
+	// The failed run released its lock: the next run may take the tree.
+	d, err := deststate.Open(dst, deststate.Options{Command: "test"})
+	if err != nil {
+		t.Fatalf("after the failed sync: %v", err)
+	}
+	d.Close()
 }
