@@ -16,3 +16,11 @@ func SetListBatch(t interface{ Cleanup(func()) }, n int) {
 	listBatch = n
 	t.Cleanup(func() { listBatch = old })
 }
+
+// SetListSortRun sets the records each of ApplyList's sorts holds in
+// memory until the test ends: small, the sorts spill to disk.
+func SetListSortRun(t interface{ Cleanup(func()) }, n int) {
+	old := listSortRun
+	listSortRun = n
+	t.Cleanup(func() { listSortRun = old })
+}

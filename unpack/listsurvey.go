@@ -44,7 +44,8 @@ type targetRec struct {
 type override struct{ seq, of int64 }
 
 // listSortRun is how many records each sort holds in memory: a few MB.
-const listSortRun = 1 << 16
+// A variable for tests.
+var listSortRun = 1 << 16
 
 const (
 	listSpoolPattern   = ".rsdump-list-*.spool"
