@@ -24,3 +24,12 @@ func SetListSortRun(t interface{ Cleanup(func()) }, n int) {
 	listSortRun = n
 	t.Cleanup(func() { listSortRun = old })
 }
+
+// SetFsyncEach makes staged files synced each, on the syncer, as where
+// there is no syncfs(2), and starts an early writeback every n files
+// staged, until the test ends.
+func SetFsyncEach(t interface{ Cleanup(func()) }, n int64) {
+	oldWorks, oldEvery := syncfsWorks, flushEvery
+	syncfsWorks, flushEvery = false, n
+	t.Cleanup(func() { syncfsWorks, flushEvery = oldWorks, oldEvery })
+}

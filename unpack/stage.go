@@ -43,8 +43,8 @@ type stage struct {
 }
 
 // flushEvery is how many files are staged between two early writebacks
-// (see flush).
-const flushEvery = 4096
+// (see flush). A variable for tests.
+var flushEvery int64 = 4096
 
 // newStage makes a staging directory for one package.
 func (d *dest) newStage() (*stage, error) {
