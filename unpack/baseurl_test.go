@@ -2,7 +2,9 @@ package unpack_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/rsdump/rsdump/pack"
@@ -30,4 +32,26 @@ func TestBaseURLAsTyped(t *testing.T) {
 		t.Fatalf("%+v\n%s", res, dump(fs))
 	}
 	equalMaps(t, "tree", contents(readTree(t, dst)), files)
+}
+
+// TestWrongBaseURL: a base URL no bitstream is under is an error before
+// anything lands, naming the base URL the Source packed with.
+func TestWrongBaseURL(t *testing.T) {
+	out := t.TempDir()
+	if _, err := pack.Pack(context.Background(), tree(t, map[string]string{"a.txt": "a", "d/b.txt": "b"}), out,
+		pack.Options{BaseURL: "http://127.0.0.1:1/packed/", At: fixedTime}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := verify.NewMapper(verify.ByURI, "http://127.0.0.1:1/other/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := t.TempDir()
+	_, err = unpack.Unpack(context.Background(), filepath.Join(out, pack.DumpName), dst, unpack.Options{Mapper: m})
+	if !errors.Is(err, unpack.ErrBaseURL) || !strings.Contains(err.Error(), "the Source's base URL is http://127.0.0.1:1/packed/") {
+		t.Fatalf("%v, want ErrBaseURL naming the Source's base URL", err)
+	}
+	if got := readTree(t, dst); len(got) != 0 {
+		t.Errorf("files landed: %v", got)
+	}
 }

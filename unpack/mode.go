@@ -31,16 +31,3 @@ func recordedPerm(f *zip.File) (fs.FileMode, bool) {
 	}
 	return fs.FileMode(mode & 0o777), true
 }
-
-// setPerm gives the file at name (a staged file, or a target already
-// present) the permission bits its entry records, if any.
-func (d *dest) setPerm(name string, f *zip.File) error {
-	perm, ok := recordedPerm(f)
-	if !ok {
-		return nil
-	}
-	if fi, err := d.root.Lstat(name); err == nil && fi.Mode().Perm() == perm {
-		return nil
-	}
-	return d.root.Chmod(name, perm)
-}
