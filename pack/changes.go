@@ -20,7 +20,68 @@ type changeRun struct {
 	seq0    int                // number of the last package written before
 	walk    string             // temporary file: the walked files, in walk order
 	changes *sorter            // the changes found, to sort chronologically
+	packed  *sorter            // the files packed, as published, to sort by path for the state
 	found   [3]int             // created, updated, deleted
+}
+
+// changesMode writes a Change Dump of what changed since a baseline: the
+// state of an earlier run, or a document --since names. Its state is the
+// walk's, with the files packed as the run recorded them.
+type changesMode struct {
+	noHooks
+	c *changeRun
+}
+
+func (*changesMode) kind() *dumpKind { return changeDump }
+
+// open reads the baseline and the Change Dump already in the output
+// directory, before anything is written; the journal's key names the
+// baseline, so that a resumed run has the same one.
+func (m *changesMode) open(ctx context.Context, r *run, key string) (string, string, error) {
+	r.removeStaleTemps()
+	if err := r.prepareChanges(ctx); err != nil {
+		return "", "", err
+	}
+	m.c = r.chg
+	return journalName, key + fmt.Sprintf("|changes|%v|%s", r.opts.Checksum, r.chg.base.key), nil
+}
+
+// start compares the walk with the baseline before the journal replaces
+// an interrupted run's: a bad baseline fails the run first.
+func (*changesMode) start(ctx context.Context, r *run) error { return r.findChanges(ctx) }
+
+// begin starts the Change List with the entries of the earlier packages;
+// this run's follow as they are published.
+func (*changesMode) begin(ctx context.Context, r *run) error {
+	r.list = newListWriter(r.opts, r.out, resourcesync.CapChangeList, ChangeListName)
+	return r.listPrevious(ctx)
+}
+
+func (*changesMode) plan(ctx context.Context, r *run, emit func(planned) error) error {
+	return r.planChanges(ctx, emit)
+}
+
+// packed gives the Change List the package's entries, and records its
+// bitstreams (not deletions) for the state.
+func (*changesMode) packed(r *run, info PackageInfo, entries []resourcesync.URL) error {
+	return r.eachEntry(info, entries, func(u resourcesync.URL, rec record) error {
+		if rec.Rel != "" {
+			if err := r.chg.packed.add(rec); err != nil {
+				return err
+			}
+		}
+		return r.list.add(listEntry(u))
+	})
+}
+
+func (*changesMode) previous(r *run) ([]resourcesync.URL, bool) { return r.chg.prev, len(r.pkgs) > 0 }
+
+// close removes the scratch files: the walk and the sorters' runs.
+func (m *changesMode) close() {
+	m.c.base.close()
+	os.Remove(m.c.walk)
+	m.c.changes.close()
+	m.c.packed.close()
 }
 
 // prepareChanges reads the baseline and the Change Dump already in the
@@ -37,7 +98,7 @@ func (r *run) prepareChanges(ctx context.Context) error {
 	if key != "" {
 		b.key = fmt.Sprintf("%s|%s|%s", b.kind, key, resourcesync.FormatTime(b.time))
 	}
-	r.chg = &changeRun{base: b, changes: newSorter(r.out.scratch, byTime)}
+	r.chg = &changeRun{base: b, changes: newSorter(r.out.scratch, byTime), packed: newSorter(r.out.scratch, byPath)}
 	if err := r.readPrevious(ctx); err != nil {
 		b.close()
 		return err
@@ -117,13 +178,12 @@ func (r *run) findChanges(ctx context.Context) error {
 
 // planChanges plans the changes findChanges found, in chronological
 // order, into packages.
-func (r *run) planChanges(ctx context.Context, out chan<- planned) error {
+func (r *run) planChanges(ctx context.Context, emit func(planned) error) error {
 	src, err := r.chg.changes.sorted()
 	if err != nil {
 		return err
 	}
-	p := &planner{opts: r.opts, kind: changeDump, seq: r.chg.seq0, from: r.chg.base.time, until: r.at,
-		emit: func(pl planned) error { return send(ctx, out, pl) }}
+	p := &planner{opts: r.opts, kind: changeDump, seq: r.chg.seq0, from: r.chg.base.time, until: r.at, emit: emit}
 	for {
 		rec, ok, err := src.next()
 		if err != nil {

@@ -22,11 +22,12 @@ type dumpKind struct {
 	capability string
 	manifest   string // capability of the package manifests
 	shard      string // "shard2of3" for the packages of a shard, else ""
+	list       string // prefix of the parts of the run's list; "" for a shard, which writes none
 }
 
 var (
-	resourceDump = &dumpKind{DumpName, "resourcedump", "resources", resourcesync.CapResourceDump, resourcesync.CapResourceDumpManifest, ""}
-	changeDump   = &dumpKind{ChangeDumpName, "changedump", "changes", resourcesync.CapChangeDump, resourcesync.CapChangeDumpManifest, ""}
+	resourceDump = &dumpKind{DumpName, "resourcedump", "resources", resourcesync.CapResourceDump, resourcesync.CapResourceDumpManifest, "", "resourcelist"}
+	changeDump   = &dumpKind{ChangeDumpName, "changedump", "changes", resourcesync.CapChangeDump, resourcesync.CapChangeDumpManifest, "", "changelist"}
 )
 
 func (k *dumpKind) packageName(seq int) string { return fmt.Sprintf("%s-%05d.zip", k.prefix, seq) }

@@ -9,15 +9,18 @@ import (
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
-// finishChanges writes the Change Dump document, listing the packages of
+// finish writes the Change Dump document, listing the packages of
 // earlier runs and this one's, and the new state. A run that found no
 // change writes no document and leaves the state's time where it was.
-func (r *run) finishChanges() error {
-	defer os.Remove(r.chg.walk)
-	until := r.chg.base.time
+func (m *changesMode) finish(r *run, _ time.Time, res *Result) error {
+	c := r.chg
+	res.Created, res.Updated, res.Deleted = c.found[0], c.found[1], c.found[2]
+	res.From, res.Until = c.base.time, c.base.time
+	until := c.base.time
 	if len(r.pkgs) > 0 {
 		until = r.pkgs[len(r.pkgs)-1].Until
-		urls := append(r.chg.prev, dumpEntries(r.opts, r.pkgs)...)
+		res.Until = until
+		urls := append(c.prev, dumpEntries(r.opts, r.pkgs)...)
 		md := resourcesync.MD{From: urls[0].MD.From}
 		if err := r.list.commit(resourcesync.MD{From: md.From, Until: until}); err != nil {
 			return err
@@ -26,7 +29,15 @@ func (r *run) finishChanges() error {
 			return err
 		}
 	}
-	return r.writeChangeState(until)
+	if err := r.writeChangeState(until); err != nil {
+		return err
+	}
+	if len(r.pkgs) == 0 {
+		if ok, _ := r.out.exists(r.kind.doc); !ok {
+			res.Document = ""
+		}
+	}
+	return nil
 }
 
 // listPrevious gives the Change List the entries of the packages the run
@@ -44,17 +55,10 @@ func (r *run) listPrevious(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// writeChangeState merges the walk state with the hashes of the files
-// this run packed, read back from its manifests.
+// writeChangeState merges the walk state with the files this run
+// packed, as it recorded them while it published their packages.
 func (r *run) writeChangeState(until time.Time) error {
-	hashes := newSorter(r.out.scratch, byPath)
-	defer hashes.close()
-	for _, p := range r.pkgs {
-		if err := r.manifestRecords(p.Manifest, hashes.add); err != nil {
-			return err
-		}
-	}
-	packed, err := hashes.sorted()
+	packed, err := r.chg.packed.sorted()
 	if err != nil {
 		return err
 	}
@@ -209,52 +213,19 @@ func mergeState(walk, packed recSource, add func(record) error) error {
 	}
 }
 
-// manifestRecords reads a detached manifest this run wrote, handing over
-// each bitstream (not deletions) as a record.
-func (r *run) manifestRecords(name string, add func(record) error) error {
-	l := &resourcesync.Loader{Entry: func(d *resourcesync.Document, _ int, u resourcesync.URL) error {
-		rec, err := r.recordOf(d, u)
-		if err != nil || rec.Rel == "" {
-			return err
-		}
-		return add(rec)
-	}}
-	return r.out.load(l, name)
-}
-
 // recordOf is a manifest entry as a state record; a deletion is the zero
 // record.
-func (r *run) recordOf(d *resourcesync.Document, u resourcesync.URL) (record, error) {
+func (r *run) recordOf(manifest string, u resourcesync.URL) (record, error) {
 	if u.MD == nil || u.MD.Change == resourcesync.ChangeDeleted {
 		return record{}, nil
 	}
 	rel, err := relOf(r.opts.BaseURL, u.Loc)
 	if err != nil {
-		return record{}, fmt.Errorf("%s: %w", d.Loc, err)
+		return record{}, fmt.Errorf("%s: %w", manifest, err)
 	}
 	rec := record{Rel: rel, Mtime: nanos(u.Lastmod), Hash: u.MD.Hash, Type: u.MD.Type, Size: -1}
 	if u.MD.Length != nil {
 		rec.Size = *u.MD.Length
 	}
 	return rec, nil
-}
-
-// finishResources writes the Resource Dump document and the state: every
-// file packed, read back from the manifests, which list them in walk
-// order.
-func (r *run) finishResources(completed time.Time) error {
-	if err := r.finishDocuments(resourcesync.MD{At: r.at, Completed: completed}); err != nil {
-		return err
-	}
-	sw, err := newStateWriter(r.out, stateHead{Version: 1, Kind: resourcesync.CapResourceDump, Time: r.at, BaseURL: r.opts.BaseURL})
-	if err != nil {
-		return err
-	}
-	for _, p := range r.pkgs {
-		if err := r.manifestRecords(p.Manifest, sw.add); err != nil {
-			sw.abort()
-			return err
-		}
-	}
-	return sw.commit()
 }

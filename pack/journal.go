@@ -184,8 +184,12 @@ func (j *journal) reusable(p planned) (PackageInfo, bool) {
 }
 
 // finish removes the journal once the run is complete, and aborts any
-// upload still open: none of them will be finished.
+// upload still open: none of them will be finished. A merge has no
+// journal.
 func (j *journal) finish() error {
+	if j == nil {
+		return nil
+	}
 	if err := j.out.discardPending(j.owns); err != nil {
 		return err
 	}

@@ -182,8 +182,20 @@ func (l *listWriter) writeDoc(name string, h resourcesync.Header, body io.ReadSe
 	return f.Commit()
 }
 
-// abort removes the scratch files; the documents are never touched.
+// files are the documents commit wrote; none without a list.
+func (l *listWriter) files() []string {
+	if l == nil {
+		return nil
+	}
+	return l.written
+}
+
+// abort removes the scratch files; the documents are never touched. A
+// run with no list (a shard's) has nothing to remove.
 func (l *listWriter) abort() {
+	if l == nil {
+		return
+	}
 	for _, p := range l.parts {
 		p.f.Close()
 		os.Remove(p.f.Name())
@@ -191,24 +203,8 @@ func (l *listWriter) abort() {
 	l.parts = nil
 }
 
-// listPackage adds a published package's bitstreams to the Resource List:
-// its manifest's entries without their path. A package reused from an
-// interrupted run is read back from its detached manifest.
-func (r *run) listPackage(info PackageInfo, entries []resourcesync.URL) error {
-	if r.opts.Shards > 0 {
-		return nil // a shard writes no list: the merge does, from every shard
-	}
-	if entries == nil {
-		return r.listManifest(info)
-	}
-	for _, u := range entries {
-		if err := r.list.add(listEntry(u)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
+// listManifest gives the Resource List (or Change List) the entries of a
+// package's detached manifest.
 func (r *run) listManifest(info PackageInfo) error {
 	l := resourcesync.Loader{
 		Entry: func(_ *resourcesync.Document, _ int, u resourcesync.URL) error {

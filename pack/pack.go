@@ -50,32 +50,18 @@ func Pack(ctx context.Context, src, outDir string, opts Options) (*Result, error
 		return nil, err
 	}
 	defer out.close()
-	if out.dir != "" && o.Shards == 0 { // other shards may be writing here
-		removeStaleTemps(outDir)
-	}
 	at, pinned := o.At.UTC(), !o.At.IsZero()
 	if !pinned {
 		at = start.UTC().Truncate(time.Millisecond)
 	}
-	r := &run{opts: &o, src: src, dir: outDir, out: out, pinned: pinned, kind: resourceDump}
+	m := newMode(&o)
+	r := &run{opts: &o, src: src, dir: outDir, out: out, pinned: pinned, mode: m, end: m, kind: m.kind()}
 	r.events = serialize(o.Events)
-	key := optionsKey(&o, src)
-	jname := journalName
-	if o.Shards > 0 {
-		r.kind = shardKind(o.Shard, o.Shards)
-		key += "|" + r.kind.shard
-		jname += "-" + r.kind.shard
+	jname, key, err := m.open(ctx, r, optionsKey(&o, src))
+	if err != nil {
+		return nil, err
 	}
-	if o.Changes {
-		r.kind = changeDump
-		if err := r.prepareChanges(ctx); err != nil {
-			return nil, err
-		}
-		defer r.chg.base.close()
-		defer func() { os.Remove(r.chg.walk) }()
-		defer r.chg.changes.close()
-		key += fmt.Sprintf("|changes|%v|%s", o.Checksum, r.chg.base.key)
-	}
+	defer m.close()
 	j, err := loadJournal(out, jname, r.ownsPending, key, at, pinned, r.kind)
 	if err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
@@ -84,28 +70,15 @@ func Pack(ctx context.Context, src, outDir string, opts Options) (*Result, error
 	// Resuming, the interrupted run's time, so that its packages are
 	// planned again alike.
 	r.journal, r.at = j, j.head.At
-	if o.Changes {
-		if err := r.findChanges(ctx); err != nil {
-			return nil, err
-		}
+	if err := m.start(ctx, r); err != nil {
+		return nil, err
 	}
 	if err := j.begin(); err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
-	if o.Shards > 0 {
-		if err := r.startShard(); err != nil {
-			return nil, err
-		}
-	}
-	r.list = newListWriter(&o, out, resourcesync.CapResourceList, ResourceListName)
 	defer func() { r.list.abort() }()
-	if o.Changes {
-		// The Change List has the Change Dump's entries: the earlier
-		// packages' first, then this run's as they are published.
-		r.list = newListWriter(&o, out, resourcesync.CapChangeList, ChangeListName)
-		if err := r.listPrevious(ctx); err != nil {
-			return nil, err
-		}
+	if err := m.begin(ctx, r); err != nil {
+		return nil, err
 	}
 	switch {
 	case o.dumpFromMirror:
@@ -164,7 +137,9 @@ type run struct {
 	events  func(Event)
 	sem     *semaphore.Weighted
 	kind    *dumpKind
-	chg     *changeRun // a --changes run
+	mode    mode       // what kind of run: the pipeline's points of difference
+	end     finisher   // mode, or a merge's
+	chg     *changeRun // a --changes run's state
 
 	pkgs    []PackageInfo
 	list    *listWriter // the Resource List, fed as packages are published
@@ -213,27 +188,7 @@ func (r *run) pipeline(parent context.Context) error {
 }
 
 func (r *run) plan(ctx context.Context, out chan<- planned) error {
-	if r.chg != nil {
-		return r.planChanges(ctx, out)
-	}
-	p := &planner{opts: r.opts, kind: r.kind, emit: func(pl planned) error { return send(ctx, out, pl) }}
-	visit := p.add
-	if n := r.opts.Shards; n > 0 {
-		visit = func(it item) error {
-			if ShardOf(it.rel, n) != r.opts.Shard {
-				return nil // another shard's
-			}
-			return p.add(it)
-		}
-	}
-	w := &walker{ctx: ctx, follow: r.opts.FollowSymlinks, visit: visit, warn: r.skip}
-	if r.out.dir != "" {
-		w.exclude, _ = filepath.EvalSymlinks(r.dir)
-	}
-	if err := w.walk(r.src); err != nil {
-		return err
-	}
-	return p.flush()
+	return r.mode.plan(ctx, r, func(pl planned) error { return send(ctx, out, pl) })
 }
 
 // skip reports a file the walk leaves out.
@@ -320,23 +275,7 @@ func (r *run) finish(start time.Time) (*Result, error) {
 		completed = r.at
 	}
 	res := &Result{Packages: r.pkgs, Skipped: int(r.skipped.Load()), Document: r.out.Loc(r.kind.doc), DumpURL: r.opts.DumpURL}
-	var err error
-	if r.chg != nil {
-		err = r.finishChanges()
-		res.Created, res.Updated, res.Deleted = r.chg.found[0], r.chg.found[1], r.chg.found[2]
-		res.From, res.Until = r.chg.base.time, r.chg.base.time
-		if len(r.pkgs) > 0 {
-			res.Until = r.pkgs[len(r.pkgs)-1].Until
-		} else if ok, _ := r.out.exists(r.kind.doc); !ok {
-			res.Document = ""
-		}
-	} else if r.opts.Shards > 0 {
-		err = r.finishShard(completed)
-		res.Document = r.out.Loc(shardRecordName(r.opts.Shard, r.opts.Shards))
-	} else {
-		err = r.finishResources(completed)
-	}
-	if err != nil {
+	if err := r.end.finish(r, completed, res); err != nil {
 		return nil, err
 	}
 	if err := r.journal.finish(); err != nil {

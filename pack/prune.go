@@ -40,7 +40,11 @@ func IsOutput(name string) bool {
 // is empty. Otherwise they are reported. It runs once the new dump
 // document is in place. Failures are warnings: the dump is complete.
 func (r *run) prune() {
-	stale, err := r.stale()
+	prev, wrote := r.previous()
+	if !wrote {
+		return // nothing was written, and the dump is as it was
+	}
+	stale, err := r.stale(prev)
 	if err != nil {
 		r.warn(r.dir, "looking for files of an earlier run: "+err.Error())
 		return
@@ -48,7 +52,7 @@ func (r *run) prune() {
 	switch {
 	case len(stale) == 0:
 		return
-	case !r.opts.Prune || len(r.pkgs) == 0 && (r.chg == nil || len(r.chg.prev) == 0):
+	case !r.opts.Prune || len(r.pkgs) == 0 && len(prev) == 0:
 		why := "remove them, or run with --prune"
 		if r.opts.Prune {
 			why = "not pruned: the new dump is empty"
@@ -74,28 +78,22 @@ func (r *run) prune() {
 
 // stale lists the files in the output directory named as pack names its
 // files that the new dump does not name.
-func (r *run) stale() ([]string, error) {
+func (r *run) stale(prev []resourcesync.URL) ([]string, error) {
 	keep := map[string]bool{}
 	for _, p := range r.pkgs {
 		keep[p.Name], keep[p.Manifest], keep[p.Metalink] = true, true, true
 	}
-	listed := len(r.pkgs)
-	if r.chg != nil {
-		if len(r.pkgs) == 0 {
-			return nil, nil // nothing was written, and the Change Dump is as it was
-		}
-		listed += len(r.chg.prev)
-		for _, u := range r.chg.prev {
-			keep[resourcesync.BaseName(u.Loc)] = true
-			for _, l := range u.Links {
-				keep[resourcesync.BaseName(l.Href)] = true
-			}
+	listed := len(r.pkgs) + len(prev)
+	for _, u := range prev {
+		keep[resourcesync.BaseName(u.Loc)] = true
+		for _, l := range u.Links {
+			keep[resourcesync.BaseName(l.Href)] = true
 		}
 	}
 	for i := range dumpParts(listed) {
 		keep[r.dumpKind().partName(i+1)] = true
 	}
-	for _, name := range r.list.written {
+	for _, name := range r.list.files() {
 		keep[name] = true
 	}
 	var stale []string
@@ -110,18 +108,22 @@ func (r *run) stale() ([]string, error) {
 	return stale, err
 }
 
+// previous is the packages of earlier runs the new dump document lists,
+// and whether the run wrote one; a run without a finisher (a test's) is
+// a Resource Dump's.
+func (r *run) previous() ([]resourcesync.URL, bool) {
+	if r.end == nil {
+		return nil, true
+	}
+	return r.end.previous(r)
+}
+
 // ownsName reports whether name is of the kind this run writes: a
-// Resource Dump run leaves the files of Change Dumps alone, and a Change
-// Dump run those of the Resource Dump.
+// Resource Dump run leaves the files of Change Dumps alone, a Change
+// Dump run those of the Resource Dump, and a shard those of the others.
 func (r *run) ownsName(name string) bool {
-	if r.kind != nil && r.kind.shard != "" {
-		return packNames.MatchString(name) && strings.HasPrefix(name, r.kind.prefix+"-")
-	}
-	dump, list := "resourcedump-", "resourcelist-"
-	if r.kind.changes() {
-		dump, list = "changedump-", "changelist-"
-	}
-	return packNames.MatchString(name) && (strings.HasPrefix(name, dump) || strings.HasPrefix(name, list))
+	k := r.dumpKind()
+	return packNames.MatchString(name) && (strings.HasPrefix(name, k.prefix+"-") || k.list != "" && strings.HasPrefix(name, k.list+"-"))
 }
 
 func (r *run) dumpKind() *dumpKind {

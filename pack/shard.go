@@ -39,6 +39,7 @@ func shardKind(k, n int) *dumpKind {
 	c := *resourceDump
 	c.shard = shardTag(k, n)
 	c.prefix = resourceDump.prefix + "-" + c.shard
+	c.list = ""
 	return &c
 }
 
@@ -90,7 +91,6 @@ func (r *run) startShard() error {
 // finishShard writes the shard's record, the last thing it writes: no
 // dump document, list, Capability List or state, which Merge writes.
 func (r *run) finishShard(completed time.Time) error {
-	r.list.abort()
 	rec := shardRecord{Version: 1, Options: mergeKey(r.opts), Shard: r.opts.Shard, Shards: r.opts.Shards,
 		At: r.at, Completed: completed, Packages: r.pkgs}
 	b, err := json.Marshal(rec)
@@ -200,33 +200,39 @@ func Merge(ctx context.Context, outDir string, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &run{opts: &o, dir: outDir, out: out, kind: resourceDump, pinned: true, events: serialize(o.Events)}
+	m := &mergeMode{ctx: ctx, recs: recs, completed: recs[0].Completed}
+	r := &run{opts: &o, dir: outDir, out: out, kind: resourceDump, pinned: true, end: m, events: serialize(o.Events)}
 	r.at, r.list = recs[0].At, newListWriter(&o, out, resourcesync.CapResourceList, ResourceListName)
 	defer r.list.abort()
-	completed := recs[0].Completed
 	for _, rec := range recs {
 		if rec.At.Before(r.at) {
 			r.at = rec.At
 		}
-		if rec.Completed.After(completed) {
-			completed = rec.Completed
+		if rec.Completed.After(m.completed) {
+			m.completed = rec.Completed
 		}
 		r.pkgs = append(r.pkgs, rec.Packages...)
 	}
 	if err := r.checkPackages(); err != nil {
 		return nil, err
 	}
-	if err := r.mergeShards(ctx, recs, completed); err != nil {
-		return nil, err
-	}
-	r.prune()
-	res := &Result{Packages: r.pkgs, Document: out.Loc(DumpName), DumpURL: o.DumpURL, Elapsed: time.Since(start)}
-	for _, p := range r.pkgs {
-		res.Bitstreams += p.Bitstreams
-		res.Bytes += p.Bytes
-	}
-	return res, nil
+	return r.finish(start)
 }
+
+// mergeMode is the end of a Resource Dump written by shards: its
+// packages are theirs, and its documents and state are written from
+// their manifests, as one unsharded run writes them.
+type mergeMode struct {
+	ctx       context.Context // the merge's: a merge has no publishing to finish when it is interrupted
+	recs      []shardRecord
+	completed time.Time // the last shard's
+}
+
+func (m *mergeMode) finish(r *run, _ time.Time, _ *Result) error {
+	return r.mergeShards(m.ctx, m.recs, m.completed)
+}
+
+func (*mergeMode) previous(*run) ([]resourcesync.URL, bool) { return nil, true }
 
 // checkPackages: every package a shard recorded is there, with the
 // length recorded, and its manifest and Metalink beside it.
@@ -362,7 +368,7 @@ func (r *run) readShard(ctx context.Context, rec shardRecord, c chan<- shardEntr
 	}
 	for _, p := range rec.Packages {
 		l := &resourcesync.Loader{NoParts: true, Entry: func(d *resourcesync.Document, _ int, u resourcesync.URL) error {
-			rc, err := r.recordOf(d, u)
+			rc, err := r.recordOf(d.Loc, u)
 			if err != nil || rc.Rel == "" {
 				return err
 			}

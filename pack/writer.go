@@ -128,7 +128,7 @@ func (r *run) publish(dones <-chan done, cancel func()) error {
 		switch {
 		case d.reused:
 			if err == nil {
-				if err = r.listPackage(d.info, nil); err != nil {
+				if err = r.mode.packed(r, d.info, nil); err != nil {
 					cancel()
 					continue
 				}
@@ -146,7 +146,7 @@ func (r *run) publish(dones <-chan done, cancel func()) error {
 				cancel()
 				continue
 			}
-			if err = r.listPackage(d.info, d.w.entries); err != nil {
+			if err = r.mode.packed(r, d.info, d.w.entries); err != nil {
 				cancel()
 				continue
 			}
