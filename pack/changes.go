@@ -303,7 +303,7 @@ func (d *differ) compare(old record, it item) error {
 
 // changed records a creation or update. The walk state keeps the
 // baseline's version (none for a creation) with the change and the new
-// length and mtime in Change, Seq and Datetime; finishChanges puts the new
+// length and mtime in Change, Seq and Datetime; writeChangeState puts the new
 // version in the state once it is in a package, or keeps the old one when
 // --skip-changed left the file out.
 func (d *differ) changed(old record, it item, change string) error {

@@ -68,9 +68,6 @@ type noHooks struct{}
 func (noHooks) start(context.Context, *run) error        { return nil }
 func (noHooks) previous(*run) ([]resourcesync.URL, bool) { return nil, true }
 func (noHooks) close()                                   {}
-func (noHooks) open(_ context.Context, _ *run, key string) (string, string, error) {
-	return journalName, key, nil
-}
 
 // resourceMode writes a Resource Dump of the whole source, with its
 // Resource List, Capability List and state.
