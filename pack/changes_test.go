@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/sharedtest"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/unpack"
@@ -62,8 +63,8 @@ func applyTo(t *testing.T, doc, dst string) {
 		t.Fatal(err)
 	}
 	var problems []string
-	opts := unpack.Options{Mapper: m, Report: func(f verify.Finding) {
-		if f.Severity >= verify.Warning {
+	opts := unpack.Options{Mapper: m, Report: func(f finding.Finding) {
+		if f.Severity >= finding.Warning {
 			problems = append(problems, f.String())
 		}
 	}}
@@ -241,8 +242,8 @@ func checkLists(t *testing.T, out, dst string, npkgs int) {
 	t.Helper()
 	m, _ := verify.NewMapper(verify.ByURI, chgBase)
 	var bad []string
-	sum, err := verify.Audit(context.Background(), dst, filepath.Join(out, ResourceListName), m, verify.Options{Report: func(f verify.Finding) {
-		if f.Severity >= verify.Warning {
+	sum, err := verify.Audit(context.Background(), dst, filepath.Join(out, ResourceListName), m, verify.Options{Report: func(f finding.Finding) {
+		if f.Severity >= finding.Warning {
 			bad = append(bad, f.String())
 		}
 	}})

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/ziptest"
 	"github.com/rsdump/rsdump/verify"
 )
@@ -21,8 +22,8 @@ import (
 func verifyClean(t *testing.T, out string) *verify.Summary {
 	t.Helper()
 	var problems []string
-	sum, err := verify.Verify(context.Background(), []string{out}, verify.Options{Report: func(f verify.Finding) {
-		if f.Severity != verify.OK {
+	sum, err := verify.Verify(context.Background(), []string{out}, verify.Options{Report: func(f finding.Finding) {
+		if f.Severity != finding.OK {
 			problems = append(problems, f.String())
 		}
 	}})

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/ziptest"
 	"github.com/rsdump/rsdump/verify"
 )
@@ -36,9 +37,9 @@ func TestPackOver4GiB(t *testing.T) {
 
 	// big.bin fills the package alone; verify finds manifest.xml's local
 	// header, past 4 GiB, from the ZIP64 field of its central record.
-	var problems []verify.Finding
-	sum, err := verify.Verify(context.Background(), []string{path}, verify.Options{Report: func(f verify.Finding) {
-		if f.Severity != verify.OK {
+	var problems []finding.Finding
+	sum, err := verify.Verify(context.Background(), []string{path}, verify.Options{Report: func(f finding.Finding) {
+		if f.Severity != finding.OK {
 			problems = append(problems, f)
 		}
 	}})

@@ -8,9 +8,10 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/httpc"
+	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/resourcesync"
-	"github.com/rsdump/rsdump/verify"
 )
 
 // baseURL settles the URI prefix that maps to the tree: the one given,
@@ -55,8 +56,8 @@ func (s *syncer) baseURL(ctx context.Context) (string, error) {
 // the URI less as many segments as the path has below /resources/. The
 // error is for a dump or manifest that names what it may not.
 func (s *syncer) dumpBase(ctx context.Context, doc string) (string, error) {
-	d, err := verify.LoadDump(ctx, s.opts.Client, doc, verify.NewReporter(nil))
-	if errors.Is(err, verify.ErrRejected) {
+	d, err := pkgread.LoadDump(ctx, s.opts.Client, doc, finding.NewReporter(nil))
+	if errors.Is(err, pkgread.ErrRejected) {
 		return "", err
 	}
 	if err != nil || len(d.Packages) == 0 || d.Packages[0].Contents == "" {

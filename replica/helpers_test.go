@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/replica"
 	"github.com/rsdump/rsdump/resourcesync"
@@ -185,11 +186,11 @@ func sortedKeys(m map[string]string) []string {
 }
 
 // syncRun syncs and returns the result and the findings.
-func syncRun(t testing.TB, src, dir string, o replica.Options) (*replica.Result, []verify.Finding, []string) {
+func syncRun(t testing.TB, src, dir string, o replica.Options) (*replica.Result, []finding.Finding, []string) {
 	t.Helper()
-	var fs []verify.Finding
+	var fs []finding.Finding
 	var notes []string
-	o.Report = func(f verify.Finding) { fs = append(fs, f) }
+	o.Report = func(f finding.Finding) { fs = append(fs, f) }
 	o.Note = func(m string) { notes = append(notes, m) }
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -200,10 +201,10 @@ func syncRun(t testing.TB, src, dir string, o replica.Options) (*replica.Result,
 	return res, fs, notes
 }
 
-func problems(fs []verify.Finding) string {
+func problems(fs []finding.Finding) string {
 	var b strings.Builder
 	for _, f := range fs {
-		if f.Severity != verify.OK {
+		if f.Severity != finding.OK {
 			b.WriteString("  " + f.String() + "\n")
 		}
 	}

@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/deststate"
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/replica"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify"
 )
 
 // TestMain lets the kill test re-run this test binary as the sync
@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 
 // childSync syncs and prints a line for each file written, unbuffered.
 func childSync(src, dst string) {
-	opts := replica.Options{Jobs: 1, Report: func(f verify.Finding) {
+	opts := replica.Options{Jobs: 1, Report: func(f finding.Finding) {
 		if f.Check == unpack.CheckWritten {
 			fmt.Println("written", f.Path)
 		}

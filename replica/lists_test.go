@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/deststate"
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/httpc/httpctest"
 	"github.com/rsdump/rsdump/replica"
 	"github.com/rsdump/rsdump/resourcesync"
@@ -43,7 +44,7 @@ func TestFailedResourceLeavesNoDirectory(t *testing.T) {
 	os.WriteFile(filepath.Join(res, "a", "c", "d", "bad.txt"), []byte("fails its HASH"), 0o644)
 	dst := t.TempDir()
 	r, fs, _ := syncRun(t, s.srv.URL+"/resourcelist.xml", dst, replica.Options{})
-	if r.Written != 1 || r.Refused != 3 || !hasFinding(fs, verify.Error, verify.CheckHash) {
+	if r.Written != 1 || r.Refused != 3 || !hasFinding(fs, finding.Error, finding.CheckHash) {
 		t.Fatalf("%+v\n%s", r, problems(fs))
 	}
 	if got, want := dirsUnder(t, dst), []string{"a"}; !slices.Equal(got, want) {
@@ -104,10 +105,10 @@ func dripping(s *source, drip string, on *atomic.Bool) {
 
 // syncWithin runs a sync that must end within limit (the test's own
 // bound is a few times that).
-func syncWithin(t *testing.T, src, dir string, o replica.Options, limit time.Duration) (*replica.Result, []verify.Finding, error) {
+func syncWithin(t *testing.T, src, dir string, o replica.Options, limit time.Duration) (*replica.Result, []finding.Finding, error) {
 	t.Helper()
-	var fs []verify.Finding
-	o.Report = func(f verify.Finding) { fs = append(fs, f) }
+	var fs []finding.Finding
+	o.Report = func(f finding.Finding) { fs = append(fs, f) }
 	ctx, cancel := context.WithTimeout(t.Context(), 3*limit)
 	defer cancel()
 	start := time.Now()
@@ -174,9 +175,9 @@ func TestDrippingChangeList(t *testing.T) {
 
 // findingNames says whether an error finding's message, as a problem
 // line shows it, names url and says what.
-func findingNames(t *testing.T, fs []verify.Finding, url, what string) bool {
+func findingNames(t *testing.T, fs []finding.Finding, url, what string) bool {
 	for _, f := range fs {
-		if f.Severity == verify.Error && strings.Contains(f.Msg, url) && strings.Contains(f.Msg, what) {
+		if f.Severity == finding.Error && strings.Contains(f.Msg, url) && strings.Contains(f.Msg, what) {
 			t.Log(f)
 			return true
 		}

@@ -7,10 +7,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/replica"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify"
 )
 
 // randomFiles are n files of size random (incompressible) bytes.
@@ -124,18 +124,18 @@ func TestRepairDryRunAndUnrepaired(t *testing.T) {
 	p.runs = 0
 	p.pack(false, pack.Options{})
 	res, fs, _ = syncRun(t, "", dst, replica.Options{})
-	f, ok := findingAt(fs, verify.Error, unpack.CheckDamaged, "d0/f000.txt")
+	f, ok := findingAt(fs, finding.Error, unpack.CheckDamaged, "d0/f000.txt")
 	if !ok || res.Repair.Repaired != 0 {
 		t.Fatalf("unrepairable file not reported: %+v repair %+v\n%s", res, res.Repair, problems(fs))
 	}
 	t.Logf("%s", f.Msg)
 }
 
-func findingAt(fs []verify.Finding, sev verify.Severity, check, path string) (verify.Finding, bool) {
+func findingAt(fs []finding.Finding, sev finding.Severity, check, path string) (finding.Finding, bool) {
 	for _, f := range fs {
 		if f.Severity == sev && f.Check == check && f.Path == path {
 			return f, true
 		}
 	}
-	return verify.Finding{}, false
+	return finding.Finding{}, false
 }

@@ -16,8 +16,10 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/deststate"
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/internal/plural"
+	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/s3"
 	"github.com/rsdump/rsdump/transfer"
@@ -51,11 +53,11 @@ type Options struct {
 	// MaxResourceSize is the most taken of a list's resource whose entry
 	// gives no length (unpack.Options.MaxResourceSize).
 	MaxResourceSize int64
-	verify.Limits
+	pkgread.Limits
 
 	// Report receives every finding; Progress and Total count bytes as in
 	// unpack.Options; Note receives each step sync takes, in words.
-	Report   func(verify.Finding)
+	Report   func(finding.Finding)
 	Progress func(n int64)
 	Total    func(n int64)
 	Note     func(msg string)

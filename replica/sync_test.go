@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/deststate"
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/replica"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify"
 	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
@@ -93,7 +93,7 @@ func TestDeletesOnlyWhatSyncWrote(t *testing.T) {
 	if b, err := os.ReadFile(mine); err != nil || string(b) != "the user's own" {
 		t.Fatalf("a file sync did not write was deleted or changed: %q %v", b, err)
 	}
-	if res.Refused != 1 || !hasFinding(fs, verify.Error, unpack.CheckConflict) {
+	if res.Refused != 1 || !hasFinding(fs, finding.Error, unpack.CheckConflict) {
 		t.Errorf("conflict not reported: %+v\n%s", res, problems(fs))
 	}
 	if _, err := os.Stat(edited); !os.IsNotExist(err) || res.Repair.Repaired != 1 || res.Deleted != 1 {
@@ -166,7 +166,7 @@ func TestResourceListBadResource(t *testing.T) {
 	os.WriteFile(filepath.Join(s.out, "res", "d3", "f003.txt"), []byte("short"), 0o644)
 	dst := t.TempDir()
 	res, fs, _ := syncRun(t, s.srv.URL+"/", dst, replica.Options{})
-	if res.Refused != 2 || res.Written != 3 || !hasFinding(fs, verify.Error, verify.CheckHash) || !hasFinding(fs, verify.Error, verify.CheckLength) {
+	if res.Refused != 2 || res.Written != 3 || !hasFinding(fs, finding.Error, finding.CheckHash) || !hasFinding(fs, finding.Error, finding.CheckLength) {
 		t.Fatalf("%+v\n%s", res, problems(fs))
 	}
 	want := maps.Clone(s.files)
@@ -192,7 +192,7 @@ func TestDryRun(t *testing.T) {
 	}
 }
 
-func hasFinding(fs []verify.Finding, sev verify.Severity, check string) bool {
+func hasFinding(fs []finding.Finding, sev finding.Severity, check string) bool {
 	for _, f := range fs {
 		if f.Severity == sev && f.Check == check {
 			return true

@@ -13,11 +13,11 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/deststate"
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/httpc/httpctest"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/replica"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify"
 	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
@@ -140,7 +140,7 @@ func TestForeignFileSurvives(t *testing.T) {
 	if res.Problems() != 0 || res.Audit == nil || res.Audit.Errors != 0 || res.Audit.Extras != 1 {
 		t.Fatalf("%+v audit %+v\n%s", res, res.Audit, problems(fs))
 	}
-	if !hasFinding(fs, verify.Warning, verify.CheckExtra) {
+	if !hasFinding(fs, finding.Warning, finding.CheckExtra) {
 		t.Errorf("README.txt not listed as an extra:\n%s", problems(fs))
 	}
 	want := readTree(t, p.src)

@@ -82,7 +82,7 @@ type Options struct {
 	MinSpeedWindow time.Duration
 
 	// Scratch says the files are working copies that are checked again
-	// before any use and removed after it (verify.Remote's packages): the
+	// before any use and removed after it (pkgfetch.Remote's packages): the
 	// .part is not fsynced before its state is saved nor when it is
 	// published. Nothing is lost by it: a later run trusts no byte the
 	// state claims without hashing it again (resume, alreadyComplete),

@@ -10,9 +10,10 @@ import (
 	"strings"
 
 	"github.com/rsdump/rsdump/deststate"
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/internal/plural"
-	"github.com/rsdump/rsdump/verify"
+	"github.com/rsdump/rsdump/pkgread"
 )
 
 // apply commits the staged bitstreams and carries out the deletions,
@@ -95,7 +96,7 @@ func (p *pkgRun) commitOne(a *action, l *lander) {
 	}
 	a.staged = false
 	p.u.count(func(r *Result) { r.Written++; r.Bytes += a.length }) // only bytes that landed count
-	p.report(a, verify.OK, CheckWritten, "", verify.Describe(a.b.Length, a.b.Want))
+	p.report(a, finding.OK, CheckWritten, "", pkgread.Describe(a.b.Length, a.b.Want))
 }
 
 // lander moves a package's staged bitstreams into the tree.
@@ -369,14 +370,14 @@ func (p *pkgRun) remove(a *action, dirs map[string]bool, why string) {
 
 func (p *pkgRun) deleted(a *action, msg string) {
 	p.u.count(func(r *Result) { r.Deleted++ })
-	p.rep.Report(verify.Finding{Severity: verify.OK, Check: CheckDeleted, Source: p.ref.Loc, URI: a.b.URL.Loc, Path: a.target, Msg: msg})
+	p.rep.Report(finding.Finding{Severity: finding.OK, Check: CheckDeleted, Source: p.ref.Loc, URI: a.b.URL.Loc, Path: a.target, Msg: msg})
 }
 
 func (p *pkgRun) conflict(a *action, msg string) {
 	a.failed = true
 	p.failed++
 	p.u.count(func(r *Result) { r.Refused++ })
-	p.rep.Report(verify.Finding{Severity: verify.Error, Check: CheckConflict, Source: p.ref.Loc, URI: a.b.URL.Loc, Path: a.target, Msg: msg})
+	p.rep.Report(finding.Finding{Severity: finding.Error, Check: CheckConflict, Source: p.ref.Loc, URI: a.b.URL.Loc, Path: a.target, Msg: msg})
 }
 
 // dryRun reports what a run would change, from the manifest and the tree
@@ -394,7 +395,7 @@ func (p *pkgRun) dryRun() error {
 			p.delete(a, recs, map[string]bool{})
 		default:
 			p.u.count(func(r *Result) { r.Written++; r.Bytes += max(a.b.Length, 0) })
-			p.report(a, verify.OK, CheckWritten, "would write (dry run)", "")
+			p.report(a, finding.OK, CheckWritten, "would write (dry run)", "")
 		}
 	}
 	return nil

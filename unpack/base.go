@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/verify"
 )
 
@@ -37,7 +38,7 @@ func (p *pkgRun) wrongBase() error {
 // sourceBase is the base URL the Source packed with, when every bitstream
 // says the same: its URI less as many trailing segments as its name in
 // the package has below resources/ or changes/.
-func sourceBase(bs []*verify.Bitstream) (string, bool) {
+func sourceBase(bs []*pkgread.Bitstream) (string, bool) {
 	base := ""
 	for _, b := range bs {
 		loc := b.URL.Loc

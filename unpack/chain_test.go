@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/unpack"
@@ -21,7 +22,7 @@ import (
 
 // findMsg returns the first finding of check whose message holds every
 // one of parts.
-func findMsg(fs []verify.Finding, check string, parts ...string) (verify.Finding, bool) {
+func findMsg(fs []finding.Finding, check string, parts ...string) (finding.Finding, bool) {
 	for _, f := range fs {
 		if f.Check != check {
 			continue
@@ -34,7 +35,7 @@ func findMsg(fs []verify.Finding, check string, parts ...string) (verify.Finding
 			return f, true
 		}
 	}
-	return verify.Finding{}, false
+	return finding.Finding{}, false
 }
 
 var baselineTree = map[string]string{"a.txt": "a1", "b.txt": "b1", "c.txt": "c1"}
@@ -49,7 +50,7 @@ func TestChangeDumpGap(t *testing.T) {
 	before := readTree(t, dst)
 	res, fs := run(t, doc, dst, unpack.Options{})
 	f, ok := findMsg(fs, unpack.CheckGap, resourcesync.FormatTime(fixedTime), resourcesync.FormatTime(at(2, 0)), "changedump-00001.zip")
-	if !ok || f.Severity != verify.Error || res.Errors == 0 || res.Written+res.Deleted != 0 {
+	if !ok || f.Severity != finding.Error || res.Errors == 0 || res.Written+res.Deleted != 0 {
 		t.Fatalf("gap not an error naming both times: %+v\n%s", res, dump(fs))
 	}
 	equalMaps(t, "tree after a refused gap", readTree(t, dst), before)
@@ -59,7 +60,7 @@ func TestChangeDumpGap(t *testing.T) {
 
 	res, fs = run(t, doc, dst, unpack.Options{AllowGap: true})
 	f, ok = findMsg(fs, unpack.CheckGap, "--allow-gap", resourcesync.FormatTime(at(2, 0)))
-	if !ok || f.Severity != verify.Warning || res.Problems() != 0 || res.Packages != 2 {
+	if !ok || f.Severity != finding.Warning || res.Problems() != 0 || res.Packages != 2 {
 		t.Fatalf("--allow-gap: %+v, gap finding %+v\n%s", res, f, dump(fs))
 	}
 	if s := readState(t, dst); !s.ChangeDumpUntil.Equal(at(4, 0)) {
@@ -97,9 +98,9 @@ func TestChangeDumpChain(t *testing.T) {
 		check string
 		parts []string
 	}{
-		{"overlap", []verifytest.ChangePackage{pkg1, overlap}, verify.CheckOrder,
+		{"overlap", []verifytest.ChangePackage{pkg1, overlap}, finding.CheckOrder,
 			[]string{"overlap", "changedump-00002.zip", "changedump-00001.zip", resourcesync.FormatTime(at(1, 30)), resourcesync.FormatTime(at(2, 0))}},
-		{"order", []verifytest.ChangePackage{pkg1, pkg3, pkg2}, verify.CheckOrder,
+		{"order", []verifytest.ChangePackage{pkg1, pkg3, pkg2}, finding.CheckOrder,
 			[]string{"out of order", "changedump-00003.zip", "changedump-00002.zip"}},
 		{"gap", []verifytest.ChangePackage{pkg1, pkg3}, unpack.CheckGap,
 			[]string{"changedump-00001.zip", "changedump-00002.zip", resourcesync.FormatTime(at(2, 0)), resourcesync.FormatTime(at(3, 0))}},
@@ -110,7 +111,7 @@ func TestChangeDumpChain(t *testing.T) {
 			dst := baseline(t)
 			before := readTree(t, dst)
 			res, fs := run(t, doc, dst, unpack.Options{})
-			if f, ok := findMsg(fs, c.check, c.parts...); !ok || f.Severity != verify.Error {
+			if f, ok := findMsg(fs, c.check, c.parts...); !ok || f.Severity != finding.Error {
 				t.Errorf("no %s error naming %q: %+v\n%s", c.check, c.parts, res, dump(fs))
 			}
 			if res.Packages != 0 {
@@ -154,7 +155,7 @@ func TestChangeDumpTwice(t *testing.T) {
 	}
 	skipped := 0
 	for _, f := range fs {
-		if f.Check == unpack.CheckSkipped && f.Severity == verify.OK {
+		if f.Check == unpack.CheckSkipped && f.Severity == finding.OK {
 			skipped++
 		}
 	}
@@ -436,7 +437,7 @@ func TestObstacleNamedInWords(t *testing.T) {
 		t.Fatalf("%+v\n%s", res, dump(fs))
 	}
 	for path, words := range map[string]string{"a.txt": "a.txt exists and is a directory", "b/c.txt": "b is a file, where a directory is needed"} {
-		f, ok := find(fs, verify.Error, unpack.CheckTarget, path)
+		f, ok := find(fs, finding.Error, unpack.CheckTarget, path)
 		if !ok || !strings.Contains(f.Msg, words) || strings.Contains(f.Msg, "---") {
 			t.Errorf("%s: %+v, want it to say %q", path, f, words)
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/deststate"
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/unpack"
@@ -113,7 +114,7 @@ func TestChangeDumpContinues(t *testing.T) {
 		t.Errorf("want only the third package applied: %+v\n%s", res, dump(fs))
 	}
 	for _, p := range []string{"c.txt", "local.txt"} {
-		if _, ok := find(fs, verify.Error, unpack.CheckConflict, p); !ok {
+		if _, ok := find(fs, finding.Error, unpack.CheckConflict, p); !ok {
 			t.Errorf("deleting %s not refused:\n%s", p, dump(fs))
 		}
 	}
@@ -129,7 +130,7 @@ func TestChangeDumpDeletesWhatItWrote(t *testing.T) {
 	doc := verifytest.ChangeDump(t, t.TempDir(), []verifytest.ChangePackage{pkg1, pkg2, pkg3})
 	writeFile(t, filepath.Join(dst, "local.txt"), []byte("never from the Source"))
 	res, fs := run(t, doc, dst, unpack.Options{})
-	if _, ok := find(fs, verify.OK, unpack.CheckDeleted, "c.txt"); !ok {
+	if _, ok := find(fs, finding.OK, unpack.CheckDeleted, "c.txt"); !ok {
 		t.Errorf("c.txt, written by the baseline and unchanged, not deleted: %+v\n%s", res, dump(fs))
 	}
 	if _, err := os.Stat(filepath.Join(dst, "c.txt")); err == nil {
@@ -141,10 +142,10 @@ func TestChangeManifestOrder(t *testing.T) {
 	p := pkg1
 	p.Changes = []verifytest.File{pkg1.Changes[2], pkg1.Changes[0]}
 	z, _ := verifytest.ChangeZip(t, p)
-	var fs []verify.Finding
+	var fs []finding.Finding
 	zp := writeFile(t, filepath.Join(t.TempDir(), "c.zip"), z)
-	verify.Verify(t.Context(), []string{zp}, verify.Options{Report: func(f verify.Finding) { fs = append(fs, f) }})
-	if _, ok := find(fs, verify.Error, verify.CheckOrder, "changes/2/a.txt"); !ok {
+	verify.Verify(t.Context(), []string{zp}, verify.Options{Report: func(f finding.Finding) { fs = append(fs, f) }})
+	if _, ok := find(fs, finding.Error, finding.CheckOrder, "changes/2/a.txt"); !ok {
 		t.Errorf("changes out of order not reported:\n%s", dump(fs))
 	}
 }
@@ -162,7 +163,7 @@ func TestSnapshotPackageRewindsState(t *testing.T) {
 	run(t, doc, dst, unpack.Options{})
 	before, stBefore := readTree(t, dst), readState(t, dst)
 	res, fs := run(t, filepath.Join(out, "resourcedump-00001.zip"), dst, unpack.Options{})
-	f, ok := find(fs, verify.Error, unpack.CheckRollback, "")
+	f, ok := find(fs, finding.Error, unpack.CheckRollback, "")
 	if !ok || res.Written != 0 || !strings.Contains(f.Msg, ftime(fixedTime)) || !strings.Contains(f.Msg, ftime(at(2, 0))) {
 		t.Fatalf("older snapshot package not refused naming both times: %+v\n%s", res, dump(fs))
 	}

@@ -6,9 +6,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/plural"
+	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/resourcesync"
-	"github.com/rsdump/rsdump/verify"
 )
 
 // CheckGap is a finding about the chain of changes: a Change Dump package
@@ -38,7 +39,7 @@ const CheckGap = "gap"
 //     trusted to tell which of them were applied.
 
 // refWindow is the interval the dump document gives for a package.
-func refWindow(ref verify.PackageRef) (from, until time.Time) {
+func refWindow(ref pkgread.PackageRef) (from, until time.Time) {
 	if ref.Entry.MD == nil {
 		return time.Time{}, time.Time{}
 	}
@@ -46,7 +47,7 @@ func refWindow(ref verify.PackageRef) (from, until time.Time) {
 }
 
 // pkgName is the last segment of a package's URI, to name it in messages.
-func pkgName(ref verify.PackageRef) string {
+func pkgName(ref pkgread.PackageRef) string {
 	loc := ref.Entry.Loc
 	if loc == "" {
 		loc = ref.Loc
@@ -59,7 +60,7 @@ func ftime(t time.Time) string { return resourcesync.FormatTime(t) }
 // checkChain checks that the packages of a Change Dump follow one
 // another, as far as the document gives their intervals. It reports
 // every break and says whether the packages may be applied.
-func (u *unpacker) checkChain(d *verify.Dump) bool {
+func (u *unpacker) checkChain(d *pkgread.Dump) bool {
 	ok := true
 	for i, ref := range d.Packages {
 		from, until := refWindow(ref)
@@ -87,8 +88,8 @@ func (u *unpacker) checkChain(d *verify.Dump) bool {
 	return ok
 }
 
-func (u *unpacker) chainError(ref verify.PackageRef, msg string) bool {
-	u.rep.Report(verify.Finding{Severity: verify.Error, Check: verify.CheckOrder, Source: ref.Doc, URI: ref.Entry.Loc,
+func (u *unpacker) chainError(ref pkgread.PackageRef, msg string) bool {
+	u.rep.Report(finding.Finding{Severity: finding.Error, Check: finding.CheckOrder, Source: ref.Doc, URI: ref.Entry.Loc,
 		Msg: msg + "; nothing of the Change Dump is applied"})
 	return false
 }
@@ -96,7 +97,7 @@ func (u *unpacker) chainError(ref verify.PackageRef, msg string) bool {
 // continues says whether a package that starts at from (zero when not
 // known) may be applied to the tree as its state stands, reporting the
 // gap when not.
-func (u *unpacker) continues(rep *verify.Reporter, ref verify.PackageRef, from time.Time) bool {
+func (u *unpacker) continues(rep *finding.Reporter, ref pkgread.PackageRef, from time.Time) bool {
 	since := u.state().Since()
 	switch {
 	case since.IsZero():
@@ -118,13 +119,13 @@ func fromText(from time.Time) string {
 
 // gap reports a gap: an error, or with AllowGap a warning that says the
 // package is applied anyway.
-func (u *unpacker) gap(rep *verify.Reporter, ref verify.PackageRef, msg string, from time.Time) bool {
-	f := verify.Finding{Severity: verify.Error, Check: CheckGap, Source: ref.Loc, URI: ref.Entry.Loc, Actual: ftime(from)}
+func (u *unpacker) gap(rep *finding.Reporter, ref pkgread.PackageRef, msg string, from time.Time) bool {
+	f := finding.Finding{Severity: finding.Error, Check: CheckGap, Source: ref.Loc, URI: ref.Entry.Loc, Actual: ftime(from)}
 	if since := u.state().Since(); !since.IsZero() {
 		f.Expected = "from at or before " + ftime(since)
 	}
 	if u.opts.AllowGap {
-		f.Severity, f.Msg = verify.Warning, msg+"; applied anyway (--allow-gap)"
+		f.Severity, f.Msg = finding.Warning, msg+"; applied anyway (--allow-gap)"
 	} else {
 		f.Msg = msg + " (--allow-gap applies it anyway)"
 	}
@@ -152,7 +153,7 @@ func (p *pkgRun) changesApply() bool {
 		return true
 	}
 	p.old = len(p.pkg.Bitstreams)
-	p.rep.Report(verify.Finding{Severity: verify.OK, Check: CheckSkipped, Source: p.ref.Loc,
+	p.rep.Report(finding.Finding{Severity: finding.OK, Check: CheckSkipped, Source: p.ref.Loc,
 		Msg: fmt.Sprintf("package skipped: its %s, until %s, applied by an earlier run", plural.Count(p.old, "change"), ftime(until))})
 	return false
 }

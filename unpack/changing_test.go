@@ -6,8 +6,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify"
 	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
@@ -36,8 +36,8 @@ func TestUnpackRefusesPackageChangedDuringRun(t *testing.T) {
 	// This package is read in one read ahead, before it changes, so
 	// what unpack used is the evil package throughout, whose hash is not
 	// the document's; a larger one read in parts finds the change.
-	f, changed := find(fs, verify.Error, verify.CheckRead, "")
-	_, hashBad := find(fs, verify.Error, verify.CheckHash, "")
+	f, changed := find(fs, finding.Error, finding.CheckRead, "")
+	_, hashBad := find(fs, finding.Error, finding.CheckHash, "")
 	if !(changed && strings.Contains(f.Msg, "changed")) && !hashBad {
 		t.Errorf("no finding that the package changed or differs from the document:\n%s", dump(fs))
 	}

@@ -14,24 +14,25 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/rsdump/rsdump/deststate"
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/internal/entryspool"
 	"github.com/rsdump/rsdump/internal/httpc"
+	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/resourcesync"
-	"github.com/rsdump/rsdump/verify"
 )
 
 // claimed is a package's place in the survey of the targets its dump's
 // packages carry; the zero value is a package unpacked on its own.
 type claimed struct {
-	clashes map[entryRef]verify.Clash // of every package of the dump; read only
+	clashes map[entryRef]pkgread.Clash // of every package of the dump; read only
 	pkg     int
 	// late is the table, for a package the survey could not read: it
 	// claims its targets as it is unpacked.
-	late *verify.Claims
+	late *pkgread.Claims
 	// dec is the package's manifest as the survey decoded it, so that
 	// staging need not decode it again; nil when the survey could not.
-	dec *verify.Decoded
+	dec *pkgread.Decoded
 }
 
 // entryRef names a manifest entry of one of the dump's packages.
@@ -42,18 +43,18 @@ type entryRef struct{ pkg, n int }
 // carry a target with different content, both are refused it, rather than
 // the one that happens to finish last winning, and names that differ only
 // by case or Unicode normalisation are warned of. The table is on disk
-// (verify.Claims); only the clashes stay in memory. A package that cannot
+// (pkgread.Claims); only the clashes stay in memory. A package that cannot
 // be read now (a remote one without a detached manifest) claims its
 // targets when it is unpacked, so only the later of two clashing packages
 // is refused. The entries decoded are spooled to disk beside the table,
 // for staging to read instead of decoding each manifest a second time.
 // Call the function returned once every package is unpacked.
-func (u *unpacker) survey(ctx context.Context, refs []verify.PackageRef) ([]claimed, func(), error) {
+func (u *unpacker) survey(ctx context.Context, refs []pkgread.PackageRef) ([]claimed, func(), error) {
 	out := make([]claimed, len(refs))
 	if len(refs) < 2 {
 		return out, func() {}, nil
 	}
-	c := verify.NewClaims(u.scratchDir())
+	c := pkgread.NewClaims(u.scratchDir())
 	for i, ref := range refs {
 		out[i].pkg = c.AddPackage(ref.Loc)
 	}
@@ -81,8 +82,8 @@ func (u *unpacker) survey(ctx context.Context, refs []verify.PackageRef) ([]clai
 	if slices.Contains(read, false) {
 		c.KeepIndex()
 	}
-	clashes := map[entryRef]verify.Clash{}
-	err := c.Resolve(func(cl verify.Claimed, clash verify.Clash) {
+	clashes := map[entryRef]pkgread.Clash{}
+	err := c.Resolve(func(cl pkgread.Claimed, clash pkgread.Clash) {
 		clashes[entryRef{cl.Pkg, cl.N}] = clash
 	})
 	if err != nil {
@@ -114,7 +115,7 @@ func (u *unpacker) scratchDir() string {
 // downloaded later, once. It reports whether it read the manifest to its
 // end, and the spool of its entries (nil when it did not, or could not
 // spool them).
-func (u *unpacker) surveyOne(ctx context.Context, ref verify.PackageRef, c *verify.Claims, pkg int) (*verify.Decoded, bool) {
+func (u *unpacker) surveyOne(ctx context.Context, ref pkgread.PackageRef, c *pkgread.Claims, pkg int) (*pkgread.Decoded, bool) {
 	errOther := errors.New("not a Resource Dump Manifest")
 	var sp *entryspool.Writer
 	if !u.opts.DryRun && u.spooled.Load() < spoolBudget { // a dry run's scratch is the system's, often in memory
@@ -163,7 +164,7 @@ func (u *unpacker) surveyOne(ctx context.Context, ref verify.PackageRef, c *veri
 		return nil, true
 	}
 	u.spooled.Add(sp.Size())
-	return &verify.Decoded{Spool: sp.Name()}, true
+	return &pkgread.Decoded{Spool: sp.Name()}, true
 }
 
 // manifestSpoolPattern names the survey's spools in the scratch directory.
@@ -188,7 +189,7 @@ func hashing(rc io.ReadCloser, h hash.Hash) io.ReadCloser {
 }
 
 // claimEntry claims the target of one manifest entry.
-func (u *unpacker) claimEntry(c *verify.Claims, pkg, n int, url resourcesync.URL) {
+func (u *unpacker) claimEntry(c *pkgread.Claims, pkg, n int, url resourcesync.URL) {
 	if url.MD != nil && url.MD.Change == resourcesync.ChangeDeleted {
 		return
 	}
@@ -203,7 +204,7 @@ func (u *unpacker) claimEntry(c *verify.Claims, pkg, n int, url resourcesync.URL
 	if url.MD != nil {
 		want, _ = digest.Parse(url.MD.Hash)
 	}
-	c.Claim(verify.Target{Pkg: pkg, N: n, Name: target, Length: length, Want: want})
+	c.Claim(pkgread.Target{Pkg: pkg, N: n, Name: target, Length: length, Want: want})
 }
 
 // surveyLocal streams the manifest inside a local package, through h.
@@ -224,7 +225,7 @@ func openManifest(loc string) (io.ReadCloser, error) {
 		return nil, err
 	}
 	for _, f := range zr.File {
-		if f.Name != verify.ManifestName {
+		if f.Name != pkgread.ManifestName {
 			continue
 		}
 		rc, err := f.Open()
@@ -258,14 +259,14 @@ func (p *pkgRun) claim(a *action) bool {
 	}
 	c := cl.clashes[entryRef{cl.pkg, a.b.N}]
 	if cl.late != nil {
-		c = cl.late.Late(verify.Target{Pkg: cl.pkg, N: a.b.N, Name: a.target, Length: a.b.Length, Want: a.b.Want})
+		c = cl.late.Late(pkgread.Target{Pkg: cl.pkg, N: a.b.N, Name: a.target, Length: a.b.Length, Want: a.b.Want})
 	}
 	switch c.Kind {
-	case verify.ClashContent:
-		p.refuse(a, verify.CheckClash, "not written: "+c.Message())
+	case pkgread.ClashContent:
+		p.refuse(a, finding.CheckClash, "not written: "+c.Message())
 		return false
-	case verify.ClashFold:
-		p.rep.Report(verify.Finding{Severity: verify.Warning, Check: verify.CheckClash, Source: p.ref.Loc, URI: a.b.URL.Loc, Path: a.target, Msg: c.Message()})
+	case pkgread.ClashFold:
+		p.rep.Report(finding.Finding{Severity: finding.Warning, Check: finding.CheckClash, Source: p.ref.Loc, URI: a.b.URL.Loc, Path: a.target, Msg: c.Message()})
 	}
 	return true
 }

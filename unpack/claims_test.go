@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/resourcesync"
 
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify"
 	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
@@ -28,10 +28,10 @@ func TestUnpackRefusesTargetInTwoPackages(t *testing.T) {
 		equalMaps(t, "tree", contents(readTree(t, dir)), map[string]string{"b.txt": "same", "c.txt": "c"})
 		named := map[string]bool{}
 		for _, f := range fs {
-			if f.Check != verify.CheckClash {
+			if f.Check != finding.CheckClash {
 				continue
 			}
-			if f.Severity != verify.Error || f.Path != "a.txt" {
+			if f.Severity != finding.Error || f.Path != "a.txt" {
 				t.Errorf("unexpected clash finding: %s", f)
 			}
 			for _, p := range []string{"resourcedump-00001.zip", "resourcedump-00002.zip"} {
@@ -59,9 +59,9 @@ func TestUnpackWarnsNamesThatCollideOnMacOSAndWindows(t *testing.T) {
 	_, fs := run(t, doc, t.TempDir(), unpack.Options{DryRun: true})
 	n := 0
 	for _, f := range fs {
-		if f.Check == verify.CheckClash {
+		if f.Check == finding.CheckClash {
 			n++
-			if f.Severity != verify.Warning {
+			if f.Severity != finding.Warning {
 				t.Errorf("not a warning: %s", f)
 			}
 		}
@@ -99,9 +99,9 @@ func TestUnpackRefusesLateClaimOfRemotePackage(t *testing.T) {
 	// One package at a time, in document order: p1 lands first.
 	res, fs := run(t, srv.URL+"/resourcedump.xml", dst, unpack.Options{Client: client, Jobs: 1})
 	equalMaps(t, "tree", contents(readTree(t, dst)), map[string]string{"a.txt": "one", "b.txt": "same"})
-	var clashes []verify.Finding
+	var clashes []finding.Finding
 	for _, f := range fs {
-		if f.Check == verify.CheckClash {
+		if f.Check == finding.CheckClash {
 			clashes = append(clashes, f)
 		}
 	}

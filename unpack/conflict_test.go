@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify"
 	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
@@ -26,7 +26,7 @@ func TestStagingConflicts(t *testing.T) {
 	res, fs := run(t, src, dst, unpack.Options{})
 	equalMaps(t, "tree", contents(readTree(t, dst)), map[string]string{"x": large, "p/q.txt": "small", "m.txt": "m"})
 	for _, p := range []string{"x/y.txt", "p"} {
-		if f, ok := find(fs, verify.Error, unpack.CheckRefused, p); !ok || !strings.Contains(f.Msg, "another bitstream of the package") {
+		if f, ok := find(fs, finding.Error, unpack.CheckRefused, p); !ok || !strings.Contains(f.Msg, "another bitstream of the package") {
 			t.Errorf("%s not refused, or not named\n%s", p, dump(fs))
 		}
 	}

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify"
 	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
@@ -45,7 +45,7 @@ func checkBroken(t *testing.T, c verifytest.Case, atomic bool) {
 	before := listAll(t, parent)
 	// The older versions were never written by rsdump: they are to be
 	// replaced, by what verifies only (--overwrite).
-	res, fs := run(t, zp, dst, unpack.Options{AtomicPackage: atomic, Overwrite: true, Limits: verify.Limits{MaxRatio: c.MaxRatio}})
+	res, fs := run(t, zp, dst, unpack.Options{AtomicPackage: atomic, Overwrite: true, Limits: pkgread.Limits{MaxRatio: c.MaxRatio}})
 	if res.Problems() == 0 {
 		t.Errorf("no problem reported:\n%s", dump(fs))
 	}

@@ -12,7 +12,7 @@ import (
 // directory are looked up and renamed relative to it rather than through
 // the whole path each time. Each is opened through the tree's os.Root, so
 // the rules that keep unpack inside the tree hold; only a final name, one
-// component checked by verify.SafeName, is then resolved in it.
+// component checked by pkgread.SafeName, is then resolved in it.
 type dirs struct {
 	tree *os.Root
 	open map[string]*dirHandle // nil: known not to exist

@@ -6,8 +6,9 @@ import (
 	"io"
 	"io/fs"
 
+	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/transfer"
-	"github.com/rsdump/rsdump/verify"
 )
 
 // source is an opened package.
@@ -25,7 +26,7 @@ type source struct {
 // dump document's length and hash before anything in it is used.
 // Problems are reported and give ok=false; the error is for a cancelled
 // context.
-func (u *unpacker) open(ctx context.Context, ref verify.PackageRef, rep *verify.Reporter) (src source, ok bool, err error) {
+func (u *unpacker) open(ctx context.Context, ref pkgread.PackageRef, rep *finding.Reporter) (src source, ok bool, err error) {
 	ra, size, checked, closeFn, err := u.remote.Open(ctx, ref)
 	if err != nil {
 		return source{}, false, u.openFailed(ctx, ref, rep, err)
@@ -33,16 +34,16 @@ func (u *unpacker) open(ctx context.Context, ref verify.PackageRef, rep *verify.
 	return source{ra: ra, size: size, verified: checked, close: func() { closeFn() }}, true, nil
 }
 
-func (u *unpacker) openFailed(ctx context.Context, ref verify.PackageRef, rep *verify.Reporter, err error) error {
+func (u *unpacker) openFailed(ctx context.Context, ref pkgread.PackageRef, rep *finding.Reporter, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	f := verify.Finding{Severity: verify.Error, Check: verify.CheckRead, Source: ref.Loc, URI: ref.Entry.Loc, Msg: verify.MsgFor(err, ref.Loc)}
+	f := finding.Finding{Severity: finding.Error, Check: finding.CheckRead, Source: ref.Loc, URI: ref.Entry.Loc, Msg: finding.MsgFor(err, ref.Loc)}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		f.Check, f.Msg = verify.CheckMissing, "package is missing"
+		f.Check, f.Msg = finding.CheckMissing, "package is missing"
 	case errors.Is(err, transfer.ErrFileHash):
-		f.Check = verify.CheckHash
+		f.Check = finding.CheckHash
 	}
 	rep.Report(f)
 	return nil

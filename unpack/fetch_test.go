@@ -12,8 +12,9 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/deststate"
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/digest"
-	"github.com/rsdump/rsdump/verify"
+	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
@@ -39,8 +40,8 @@ func TestDownloadsOfOneURLDoNotShareACacheFile(t *testing.T) {
 	defer d.close()
 	u := newUnpacker(Options{Client: srv.Client()}, d)
 	want, _ := digest.Parse("sha-256:" + verifytest.SHA256(z))
-	ref := verify.PackageRef{Loc: srv.URL + "/p.zip", Length: int64(len(z)), Want: want}
-	rep := verify.NewReporter(nil)
+	ref := pkgread.PackageRef{Loc: srv.URL + "/p.zip", Length: int64(len(z)), Want: want}
+	rep := finding.NewReporter(nil)
 	first, ok, err := u.open(context.Background(), ref, rep)
 	if !ok || err != nil {
 		t.Fatalf("first download: ok %v, %v", ok, err)

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/httpc"
+	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/verify"
 )
@@ -34,12 +36,12 @@ func (e *ForeignError) Unwrap() error { return ErrForeign }
 // that holds a file at one of the targets of refs: rsdump did not write
 // it. It reads the packages' manifests only (planManifest), quietly: the
 // run itself reports their problems.
-func (u *unpacker) guardFresh(ctx context.Context, refs []verify.PackageRef) error {
+func (u *unpacker) guardFresh(ctx context.Context, refs []pkgread.PackageRef) error {
 	if !u.needsGuard() {
 		return nil
 	}
 	for _, ref := range refs {
-		pkg, err := u.planManifest(ctx, ref, verify.NewReporter(nil))
+		pkg, err := u.planManifest(ctx, ref, finding.NewReporter(nil))
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -100,21 +102,21 @@ func (u *unpacker) guardTarget(url resourcesync.URL) error {
 // (rel="contents"), else from the package read by ranges, its central
 // directory and manifest entry only. It is nil when the manifest was
 // reported unusable.
-func (u *unpacker) planManifest(ctx context.Context, ref verify.PackageRef, rep *verify.Reporter) (*verify.Package, error) {
+func (u *unpacker) planManifest(ctx context.Context, ref pkgread.PackageRef, rep *finding.Reporter) (*pkgread.Package, error) {
 	lim := u.opts.Limits
 	if !resourcesync.IsURL(ref.Loc) {
-		ra, size, closeFn, err := verify.OpenLocation(ref.Loc)
+		ra, size, closeFn, err := pkgread.OpenLocation(ref.Loc)
 		if err != nil {
 			return nil, err
 		}
 		defer closeFn()
-		return rejected(verify.OpenPackage(ra, size, ref.Loc, ref.Cap, lim, rep))
+		return rejected(pkgread.OpenPackage(ra, size, ref.Loc, ref.Cap, lim, rep))
 	}
 	if ref.Contents != "" {
 		rc, err := httpc.Open(ctx, u.opts.Client, ref.Contents, resourcesync.MaxBytes)
 		if err == nil {
 			defer rc.Close()
-			return rejected(verify.ReadManifest(rc, ref.Loc, ref.Cap, lim, rep))
+			return rejected(pkgread.ReadManifest(rc, ref.Loc, ref.Cap, lim, rep))
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -124,13 +126,13 @@ func (u *unpacker) planManifest(ctx context.Context, ref verify.PackageRef, rep 
 	if err != nil {
 		return nil, err
 	}
-	return rejected(verify.OpenPackage(rng, rng.Size(), ref.Loc, ref.Cap, lim, rep))
+	return rejected(pkgread.OpenPackage(rng, rng.Size(), ref.Loc, ref.Cap, lim, rep))
 }
 
 // rejected turns a manifest reported unusable into no package and no
 // error.
-func rejected(pkg *verify.Package, err error) (*verify.Package, error) {
-	if errors.Is(err, verify.ErrRejected) {
+func rejected(pkg *pkgread.Package, err error) (*pkgread.Package, error) {
+	if errors.Is(err, pkgread.ErrRejected) {
 		return nil, nil
 	}
 	return pkg, err

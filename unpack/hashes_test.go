@@ -15,15 +15,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/digest"
-	"github.com/rsdump/rsdump/verify"
+	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // fetchWith downloads a package served as body, described by want, and
 // returns whether it was accepted, the findings and the requests made.
 // The server sends the Digest header digestHdr, if not "".
-func fetchWith(t *testing.T, body []byte, want, digestHdr string) (bool, []verify.Finding, int64) {
+func fetchWith(t *testing.T, body []byte, want, digestHdr string) (bool, []finding.Finding, int64) {
 	t.Helper()
 	var n atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -44,9 +45,9 @@ func fetchWith(t *testing.T, body []byte, want, digestHdr string) (bool, []verif
 	if err != nil {
 		t.Fatal(err)
 	}
-	var fs []verify.Finding
-	rep := verify.NewReporter(func(f verify.Finding) { fs = append(fs, f) })
-	src, ok, err := u.open(context.Background(), verify.PackageRef{Loc: srv.URL + "/p.zip", Length: int64(len(body)), Want: set}, rep)
+	var fs []finding.Finding
+	rep := finding.NewReporter(func(f finding.Finding) { fs = append(fs, f) })
+	src, ok, err := u.open(context.Background(), pkgread.PackageRef{Loc: srv.URL + "/p.zip", Length: int64(len(body)), Want: set}, rep)
 	if err != nil {
 		t.Fatal(err)
 	}

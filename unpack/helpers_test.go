@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/unpack"
 	"github.com/rsdump/rsdump/verify"
@@ -34,10 +35,10 @@ func mapper(t testing.TB) verify.Mapper {
 }
 
 // run unpacks source into dir and returns the result and every finding.
-func run(t testing.TB, source, dir string, opts unpack.Options) (*unpack.Result, []verify.Finding) {
+func run(t testing.TB, source, dir string, opts unpack.Options) (*unpack.Result, []finding.Finding) {
 	t.Helper()
-	var fs []verify.Finding
-	opts.Report = func(f verify.Finding) { fs = append(fs, f) }
+	var fs []finding.Finding
+	opts.Report = func(f finding.Finding) { fs = append(fs, f) }
 	if opts.Mapper == (verify.Mapper{}) {
 		opts.Mapper = mapper(t)
 	}
@@ -48,23 +49,23 @@ func run(t testing.TB, source, dir string, opts unpack.Options) (*unpack.Result,
 	return res, fs
 }
 
-func dump(fs []verify.Finding) string {
+func dump(fs []finding.Finding) string {
 	var b strings.Builder
 	for _, f := range fs {
-		if f.Severity != verify.OK {
+		if f.Severity != finding.OK {
 			b.WriteString("  " + f.String() + "\n")
 		}
 	}
 	return b.String()
 }
 
-func find(fs []verify.Finding, sev verify.Severity, check, path string) (verify.Finding, bool) {
+func find(fs []finding.Finding, sev finding.Severity, check, path string) (finding.Finding, bool) {
 	for _, f := range fs {
 		if f.Severity == sev && f.Check == check && (path == "" || f.Path == path) {
 			return f, true
 		}
 	}
-	return verify.Finding{}, false
+	return finding.Finding{}, false
 }
 
 // readTree returns every regular file under dir but rsdump's state, as
@@ -157,10 +158,10 @@ func equalMaps(t testing.TB, what string, got, want map[string]string) {
 	}
 }
 
-func verifyTree(t testing.TB, dir, against string) (*verify.Summary, []verify.Finding) {
+func verifyTree(t testing.TB, dir, against string) (*verify.Summary, []finding.Finding) {
 	t.Helper()
-	var fs []verify.Finding
-	sum, err := verify.Audit(context.Background(), dir, against, mapper(t), verify.Options{Report: func(f verify.Finding) { fs = append(fs, f) }})
+	var fs []finding.Finding
+	sum, err := verify.Audit(context.Background(), dir, against, mapper(t), verify.Options{Report: func(f finding.Finding) { fs = append(fs, f) }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify"
 	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
@@ -52,7 +52,7 @@ func TestCorruptDownload(t *testing.T) {
 	os.WriteFile(zp, verifytest.Flip(z, 100), 0o644)
 	dst := t.TempDir()
 	res, fs := run(t, srv.URL+"/"+pack.DumpName, dst, unpack.Options{Client: client})
-	if _, ok := find(fs, verify.Error, verify.CheckHash, ""); !ok || res.Written != 0 {
+	if _, ok := find(fs, finding.Error, finding.CheckHash, ""); !ok || res.Written != 0 {
 		t.Errorf("corrupt download not refused: %+v\n%s", res, dump(fs))
 	}
 	if got := contents(readTree(t, dst)); len(got) != 0 {

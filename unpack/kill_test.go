@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/deststate"
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/unpack"
@@ -45,7 +46,7 @@ func childUnpack(src, dst string) {
 	m, _ := verify.NewMapper(verify.ByURI, verifytest.BaseURL)
 	opts := unpack.Options{Mapper: m, Jobs: 1,
 		Progress: func(int64) { fmt.Println("staged") },
-		Report: func(f verify.Finding) {
+		Report: func(f finding.Finding) {
 			if f.Check == unpack.CheckWritten || f.Check == unpack.CheckDeleted {
 				fmt.Println(f.Check, f.Path)
 			}

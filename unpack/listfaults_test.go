@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/unpack"
 	"github.com/rsdump/rsdump/verify"
@@ -53,15 +54,15 @@ func (s *listSource) doc(name string, h resourcesync.Header, urls []resourcesync
 	return s.srv.URL + "/" + name
 }
 
-func (s *listSource) apply(loc, dir string, opts unpack.Options) (*unpack.Result, []verify.Finding) {
+func (s *listSource) apply(loc, dir string, opts unpack.Options) (*unpack.Result, []finding.Finding) {
 	s.t.Helper()
 	m, err := verify.NewMapper(verify.ByURI, s.base)
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	var fs []verify.Finding
+	var fs []finding.Finding
 	opts.Mapper, opts.Client = m, s.srv.Client()
-	opts.Report = func(f verify.Finding) { fs = append(fs, f) }
+	opts.Report = func(f finding.Finding) { fs = append(fs, f) }
 	r, err := unpack.ApplyList(context.Background(), loc, dir, opts)
 	if err != nil {
 		s.t.Fatalf("ApplyList %s: %v", loc, err)
@@ -97,17 +98,17 @@ func TestListResourceFaults(t *testing.T) {
 		t.Errorf("%+v, want 2 written and 5 refused\n%s", r, dump(fs))
 	}
 	for _, c := range []struct{ path, check, msg string }{
-		{"long/x.txt", verify.CheckLength, "more than the list's 4 bytes"},
-		{"short/x.txt", verify.CheckLength, "5 bytes, the list says 19"},
-		{"badhash.txt", verify.CheckHash, "the list says sha-256:" + verifytest.SHA256([]byte("right"))},
-		{"gone/a/404.txt", verify.CheckRead, s.base + "gone/a/404.txt"},
-		{"nolen/big.txt", verify.CheckLength, "more than 10 bytes, the most a resource may have when the list gives no length"},
+		{"long/x.txt", finding.CheckLength, "more than the list's 4 bytes"},
+		{"short/x.txt", finding.CheckLength, "5 bytes, the list says 19"},
+		{"badhash.txt", finding.CheckHash, "the list says sha-256:" + verifytest.SHA256([]byte("right"))},
+		{"gone/a/404.txt", finding.CheckRead, s.base + "gone/a/404.txt"},
+		{"nolen/big.txt", finding.CheckLength, "more than 10 bytes, the most a resource may have when the list gives no length"},
 	} {
-		if f, ok := find(fs, verify.Error, c.check, c.path); !ok || !strings.Contains(f.Msg, c.msg) {
+		if f, ok := find(fs, finding.Error, c.check, c.path); !ok || !strings.Contains(f.Msg, c.msg) {
 			t.Errorf("%s: no %s error saying %q\n%s", c.path, c.check, c.msg, dump(fs))
 		}
 	}
-	if f, ok := find(fs, verify.Unverified, verify.CheckHash, "nohash.txt"); !ok || !strings.Contains(f.Msg, "no hash") {
+	if f, ok := find(fs, finding.Unverified, finding.CheckHash, "nohash.txt"); !ok || !strings.Contains(f.Msg, "no hash") {
 		t.Errorf("nohash.txt not reported unverified\n%s", dump(fs))
 	}
 	equalMaps(t, "tree", contents(readTree(t, dst)), map[string]string{"good.txt": "good", "nohash.txt": "no hash given"})
@@ -147,7 +148,7 @@ func TestListSortsSpill(t *testing.T) {
 	want := "lands on the same file as entry 1 of " + s.srv.URL + "/part1.xml"
 	n := 0
 	for _, f := range fs {
-		if f.Severity == verify.Error && f.Path == "a.txt" && strings.Contains(f.Msg, want) {
+		if f.Severity == finding.Error && f.Path == "a.txt" && strings.Contains(f.Msg, want) {
 			n++
 		}
 	}

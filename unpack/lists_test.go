@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/unpack"
 	"github.com/rsdump/rsdump/verify"
@@ -40,15 +41,15 @@ func TestListBatches(t *testing.T) {
 		}
 		return resourcesync.URL{Loc: base + rel, Lastmod: when, MD: md}
 	}
-	apply := func(name string, md resourcesync.MD, served map[string]string, urls ...resourcesync.URL) (*unpack.Result, []verify.Finding) {
+	apply := func(name string, md resourcesync.MD, served map[string]string, urls ...resourcesync.URL) (*unpack.Result, []finding.Finding) {
 		t.Helper()
 		os.RemoveAll(filepath.Join(res, "res"))
 		writeFiles(t, filepath.Join(res, "res"), served)
 		doc := filepath.Join(t.TempDir(), name)
 		verifytest.WriteDoc(t, doc, resourcesync.Header{Kind: resourcesync.URLSet, MD: md}, urls)
-		var fs []verify.Finding
+		var fs []finding.Finding
 		r, err := unpack.ApplyList(context.Background(), doc, dir, unpack.Options{Mapper: m, Client: srv.Client(),
-			Report: func(f verify.Finding) { fs = append(fs, f) }})
+			Report: func(f finding.Finding) { fs = append(fs, f) }})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"path"
 
+	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/resourcesync"
-	"github.com/rsdump/rsdump/verify"
 )
 
 // CheckOnlyPatterns checks Options.Only's patterns, for a caller to
@@ -24,7 +24,7 @@ func CheckOnlyPatterns(patterns []string) error {
 // Options.Only picks, each package's read from inside it by ranges
 // (applyPicks): its manifest comes from the detached copy, else from the
 // package's central directory and manifest entry.
-func (u *unpacker) only(ctx context.Context, doc, capability string, refs []verify.PackageRef) error {
+func (u *unpacker) only(ctx context.Context, doc, capability string, refs []pkgread.PackageRef) error {
 	if capability == resourcesync.CapChangeDump {
 		return fmt.Errorf("%s: --only restores part of a Resource Dump; a Change Dump's changes apply in order, whole", doc)
 	}

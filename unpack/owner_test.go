@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/rsdump/rsdump/deststate"
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/unpack"
@@ -97,7 +98,7 @@ func TestAdoptAndOverwrite(t *testing.T) {
 	if res.Present != 1 || res.Written != 1 || res.Refused != 1 {
 		t.Fatalf("%+v\n%s", res, dump(fs))
 	}
-	if f, ok := find(fs, verify.Error, unpack.CheckConflict, "b.txt"); !ok || !strings.Contains(f.Msg, "--overwrite") {
+	if f, ok := find(fs, finding.Error, unpack.CheckConflict, "b.txt"); !ok || !strings.Contains(f.Msg, "--overwrite") {
 		t.Errorf("b.txt not refused with a hint:\n%s", dump(fs))
 	}
 	equalMaps(t, "tree", contents(readTree(t, dst)), map[string]string{"a.txt": "a1", "b.txt": "the user's b", "sub/c.txt": "c1"})
@@ -137,7 +138,7 @@ func TestForeignFileNotReplaced(t *testing.T) {
 	doc := verifytest.ChangeDump(t, t.TempDir(), []verifytest.ChangePackage{p})
 	res, fs := run(t, doc, dst, unpack.Options{})
 	for _, rel := range []string{"x.txt", "y.txt"} {
-		if _, ok := find(fs, verify.Error, unpack.CheckConflict, rel); !ok {
+		if _, ok := find(fs, finding.Error, unpack.CheckConflict, rel); !ok {
 			t.Errorf("%s: no conflict reported: %+v\n%s", rel, res, dump(fs))
 		}
 	}

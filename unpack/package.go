@@ -13,9 +13,10 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/deststate"
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/digest"
+	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/resourcesync"
-	"github.com/rsdump/rsdump/verify"
 )
 
 // outcome is what unpacking one package came to.
@@ -23,13 +24,13 @@ type outcome struct {
 	ok         bool // no problem at all: every bitstream applied or present
 	header     resourcesync.Header
 	lastChange time.Time
-	refused    int           // bitstreams refused
-	counts     verify.Counts // the package's own findings
+	refused    int            // bitstreams refused
+	counts     finding.Counts // the package's own findings
 }
 
 // action is what one manifest entry asks of the tree.
 type action struct {
-	b          *verify.Bitstream
+	b          *pkgread.Bitstream
 	target     string // slash-separated, relative to the tree
 	superseded bool   // a later entry of the package has the same target
 	present    bool   // the target already holds the bitstream
@@ -46,25 +47,25 @@ type action struct {
 // pkgRun is the unpacking of one package.
 type pkgRun struct {
 	u           *unpacker
-	ref         verify.PackageRef
-	rep         *verify.Reporter // counts this package's findings
-	pkg         *verify.Package
+	ref         pkgread.PackageRef
+	rep         *finding.Reporter // counts this package's findings
+	pkg         *pkgread.Package
 	actions     []*action // in manifest order
-	byBits      map[*verify.Bitstream]*action
+	byBits      map[*pkgread.Bitstream]*action
 	failed      int
 	old         int // changes of a package the state says is applied
 	lastChange  time.Time
 	recs        []deststate.Record
-	m           *verify.Meter // progress
-	claimed     claimed       // in the survey of the dump's targets
-	st          *stage        // where the bitstreams are staged
-	dirs        *dirs         // the tree's directories, open
-	listChange  bool          // a Change List's run (no package)
-	speculative bool          // staged before the packages ahead committed; see stagePackage
-	ready       bool          // staged and checked, to be applied
-	untrusted   bool          // refused whole: its manifest contradicts its dump document, or it is older than the tree
-	src         source        // the package, open
-	recMu       sync.Mutex    // recs and failed, when resources are fetched at once
+	m           *pkgread.Meter // progress
+	claimed     claimed        // in the survey of the dump's targets
+	st          *stage         // where the bitstreams are staged
+	dirs        *dirs          // the tree's directories, open
+	listChange  bool           // a Change List's run (no package)
+	speculative bool           // staged before the packages ahead committed; see stagePackage
+	ready       bool           // staged and checked, to be applied
+	untrusted   bool           // refused whole: its manifest contradicts its dump document, or it is older than the tree
+	src         source         // the package, open
+	recMu       sync.Mutex     // recs and failed, when resources are fetched at once
 	// source opens a bitstream's bytes when they are not read from the
 	// package in order: from inside it by ranges (repair, --only); nil
 	// fetches an action's URI. fetches caps how many at once; counted,
@@ -78,7 +79,7 @@ type pkgRun struct {
 // then commits in manifest order. The error is for a cancelled context or
 // a destination that cannot be written; problems with the package are
 // findings, and make the outcome not ok.
-func (u *unpacker) unpackPackage(ctx context.Context, ref verify.PackageRef, cl claimed) (outcome, error) {
+func (u *unpacker) unpackPackage(ctx context.Context, ref pkgread.PackageRef, cl claimed) (outcome, error) {
 	p, err := u.stagePackage(ctx, ref, cl, false)
 	if err != nil {
 		return outcome{}, err
@@ -95,9 +96,9 @@ func (u *unpacker) unpackPackage(ctx context.Context, ref verify.PackageRef, cl 
 // for no file already in place, and a Change Dump package decides whether
 // its changes apply only when it commits. Call release when done with the
 // run.
-func (u *unpacker) stagePackage(ctx context.Context, ref verify.PackageRef, cl claimed, speculative bool) (*pkgRun, error) {
-	p := &pkgRun{u: u, ref: ref, rep: verify.NewReporter(u.rep.Report), byBits: map[*verify.Bitstream]*action{},
-		m: verify.NewMeter(u.opts.Progress, ref), claimed: cl, speculative: speculative}
+func (u *unpacker) stagePackage(ctx context.Context, ref pkgread.PackageRef, cl claimed, speculative bool) (*pkgRun, error) {
+	p := &pkgRun{u: u, ref: ref, rep: finding.NewReporter(u.rep.Report), byBits: map[*pkgread.Bitstream]*action{},
+		m: pkgread.NewMeter(u.opts.Progress, ref), claimed: cl, speculative: speculative}
 	if u.opts.DryRun && resourcesync.IsURL(ref.Loc) {
 		if err := p.planRemote(ctx); err != nil {
 			p.release()
@@ -159,13 +160,13 @@ func (p *pkgRun) prepare(ctx context.Context) error {
 	if !p.checkLength(src.size) {
 		return nil
 	}
-	ra, ph, mh := src.ra, (*verify.PassHasher)(nil), (*digest.Multi)(nil)
+	ra, ph, mh := src.ra, (*pkgread.PassHasher)(nil), (*digest.Multi)(nil)
 	if !src.verified && len(p.ref.Want.Known()) > 0 {
 		mh, _ = digest.NewMulti(p.ref.Want.Known()...)
-		ph = verify.NewPassHasher(src.ra, src.size, mh)
+		ph = pkgread.NewPassHasher(src.ra, src.size, mh)
 		ra = ph
 	}
-	pkg, err := verify.OpenPackageDecoded(ra, src.size, p.ref.Loc, p.ref.Cap, p.u.opts.Limits, p.rep, p.claimed.dec)
+	pkg, err := pkgread.OpenPackageDecoded(ra, src.size, p.ref.Loc, p.ref.Cap, p.u.opts.Limits, p.rep, p.claimed.dec)
 	if dec := p.claimed.dec; dec != nil {
 		os.Remove(dec.Spool) // read, or of no use: the package's manifest is not the one surveyed
 	}
@@ -193,7 +194,7 @@ func (p *pkgRun) prepare(ctx context.Context) error {
 
 // planPackage plans an open package's actions against the tree; in a dry
 // run it is all there is to do.
-func (p *pkgRun) planPackage(pkg *verify.Package) error {
+func (p *pkgRun) planPackage(pkg *pkgread.Package) error {
 	p.pkg = pkg
 	pkg.Manifest = nil // unpack has no use for its bytes: up to 50 MB less per package in flight
 	if !p.trusted() {
@@ -225,7 +226,7 @@ func (p *pkgRun) checkLength(size int64) bool {
 	if p.ref.Length < 0 || p.ref.Length == size {
 		return true
 	}
-	p.rep.Report(verify.Finding{Severity: verify.Error, Check: verify.CheckLength, Source: p.ref.Loc, URI: p.ref.Entry.Loc,
+	p.rep.Report(finding.Finding{Severity: finding.Error, Check: finding.CheckLength, Source: p.ref.Loc, URI: p.ref.Entry.Loc,
 		Expected: itoa(p.ref.Length), Actual: itoa(size), Msg: "package length differs from " + p.ref.Doc + "; nothing unpacked"})
 	return false
 }
@@ -258,7 +259,7 @@ func (p *pkgRun) plan() {
 	}
 }
 
-func (p *pkgRun) actionFor(b *verify.Bitstream, last map[string]*action) *action {
+func (p *pkgRun) actionFor(b *pkgread.Bitstream, last map[string]*action) *action {
 	target, err := p.u.opts.Mapper.Target(b.URL)
 	if err != nil {
 		p.refuse(&action{b: b}, CheckTarget, err.Error())
@@ -286,7 +287,7 @@ func (p *pkgRun) refuse(a *action, check, msg string) {
 	a.failed = true
 	p.failed++
 	p.u.count(func(r *Result) { r.Refused++ })
-	p.rep.Report(verify.Finding{Severity: verify.Error, Check: check, Source: p.ref.Loc, URI: a.b.URL.Loc, Path: a.target, Msg: msg})
+	p.rep.Report(finding.Finding{Severity: finding.Error, Check: check, Source: p.ref.Loc, URI: a.b.URL.Loc, Path: a.target, Msg: msg})
 }
 
 // checkPresent finds the targets that already hold their bitstream: they
@@ -328,7 +329,7 @@ func (p *pkgRun) markPresent(a *action, fi fs.FileInfo, sums digest.Set) {
 		p.recs = append(p.recs, deststate.Record{Path: a.target, Length: a.b.Length, Hash: sums.String(), Mtime: a.b.URL.Lastmod})
 	}
 	p.u.count(func(r *Result) { r.Present++ })
-	p.report(a, verify.OK, CheckPresent, "already present", verify.Describe(a.b.Length, sums))
+	p.report(a, finding.OK, CheckPresent, "already present", pkgread.Describe(a.b.Length, sums))
 }
 
 // recordsPresent says whether the run records the bitstreams it finds in
@@ -338,9 +339,9 @@ func (p *pkgRun) markPresent(a *action, fi fs.FileInfo, sums digest.Set) {
 // each time.
 func (p *pkgRun) recordsPresent() bool { return p.isChange() || p.u.resuming }
 
-func (p *pkgRun) report(a *action, sev verify.Severity, check, msg, actual string) {
-	p.rep.Report(verify.Finding{Severity: sev, Check: check, Source: p.ref.Loc, URI: a.b.URL.Loc, Path: a.target,
-		Expected: verify.Describe(a.b.Length, a.b.Want), Actual: actual, Msg: msg})
+func (p *pkgRun) report(a *action, sev finding.Severity, check, msg, actual string) {
+	p.rep.Report(finding.Finding{Severity: sev, Check: check, Source: p.ref.Loc, URI: a.b.URL.Loc, Path: a.target,
+		Expected: pkgread.Describe(a.b.Length, a.b.Want), Actual: actual, Msg: msg})
 }
 
 // stage reads every bitstream still needed, in ZIP order, into staging
@@ -387,7 +388,7 @@ func (p *pkgRun) stageOne(a *action) error {
 	w, done := p.m.Bitstream(a.b)
 	res := p.pkg.Read(a.b, io.MultiWriter(f, w))
 	done()
-	if res.WriteErr != nil || res.Severity == verify.Error {
+	if res.WriteErr != nil || res.Severity == finding.Error {
 		f.Close()
 		p.st.remove(a.target)
 		if res.WriteErr != nil {
@@ -416,12 +417,12 @@ func refused(err error) bool {
 
 // packageHashBad finishes the package's hash and says why the package
 // must not be committed, or "" when its hash matches the dump document.
-func (p *pkgRun) packageHashBad(ph *verify.PassHasher, mh *digest.Multi) string {
-	base := verify.Finding{Severity: verify.Error, Source: p.ref.Loc, URI: p.ref.Entry.Loc}
+func (p *pkgRun) packageHashBad(ph *pkgread.PassHasher, mh *digest.Multi) string {
+	base := finding.Finding{Severity: finding.Error, Source: p.ref.Loc, URI: p.ref.Entry.Loc}
 	if err := ph.Finish(); err != nil {
-		base.Check, base.Msg = verify.CheckRead, err.Error()
+		base.Check, base.Msg = finding.CheckRead, err.Error()
 		p.rep.Report(base)
-		if errors.Is(err, verify.ErrChanged) {
+		if errors.Is(err, pkgread.ErrChanged) {
 			return "the package changed while it was read"
 		}
 		return "the package cannot be read to its end"
@@ -429,7 +430,7 @@ func (p *pkgRun) packageHashBad(ph *verify.PassHasher, mh *digest.Multi) string 
 	_, bad, _ := digest.Check(p.ref.Want, mh.Sums())
 	for _, m := range bad {
 		f := base
-		f.Check, f.Expected, f.Actual, f.Msg = verify.CheckHash, m.Alg+":"+m.Want, m.Alg+":"+m.Got, "package differs from "+p.ref.Doc
+		f.Check, f.Expected, f.Actual, f.Msg = finding.CheckHash, m.Alg+":"+m.Want, m.Alg+":"+m.Got, "package differs from "+p.ref.Doc
 		p.rep.Report(f)
 	}
 	if len(bad) > 0 {

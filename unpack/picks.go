@@ -8,18 +8,19 @@ import (
 	"sync/atomic"
 
 	"github.com/rsdump/rsdump/deststate"
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/ziprange"
+	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/resourcesync"
-	"github.com/rsdump/rsdump/verify"
 )
 
 // A pickGroup is bitstreams restored on their own, rather than with their
 // whole package: those of one package, read from inside it by ranges, or
 // (ref.Loc a list, pkg nil) resources fetched from their URIs.
 type pickGroup struct {
-	ref   verify.PackageRef
-	pkg   *verify.Package // the package's manifest, for the order of its entries; nil for URIs
-	picks []*verify.Bitstream
+	ref   pkgread.PackageRef
+	pkg   *pkgread.Package // the package's manifest, for the order of its entries; nil for URIs
+	picks []*pkgread.Bitstream
 }
 
 // locate finds, for each damaged file, a document that names exactly the
@@ -28,7 +29,7 @@ type pickGroup struct {
 func (u *unpacker) locate(ctx context.Context, damaged map[string]deststate.Record, ro RepairOptions) ([]*pickGroup, error) {
 	left := len(damaged)
 	found := map[string]bool{}
-	take := func(b *verify.Bitstream) bool {
+	take := func(b *pkgread.Bitstream) bool {
 		target, err := u.opts.Mapper.Target(b.URL)
 		if err != nil || found[target] {
 			return false
@@ -42,9 +43,9 @@ func (u *unpacker) locate(ctx context.Context, damaged map[string]deststate.Reco
 		return true
 	}
 	var groups []*pickGroup
-	quiet := verify.NewReporter(nil)
+	quiet := finding.NewReporter(nil)
 	for _, doc := range ro.Dumps {
-		d, err := verify.LoadDump(ctx, u.opts.Client, doc, quiet)
+		d, err := pkgread.LoadDump(ctx, u.opts.Client, doc, quiet)
 		if err != nil {
 			continue // a dump that cannot be read carries nothing
 		}
@@ -83,8 +84,8 @@ func (u *unpacker) locate(ctx context.Context, damaged map[string]deststate.Reco
 // pickPackage takes the bitstreams of a package that take wants, from its
 // manifest alone (planManifest): the last entry of a target first, which
 // in a Change Dump package is its last change.
-func (u *unpacker) pickPackage(ctx context.Context, ref verify.PackageRef, take func(*verify.Bitstream) bool) *pickGroup {
-	pkg, err := u.planManifest(ctx, ref, verify.NewReporter(nil))
+func (u *unpacker) pickPackage(ctx context.Context, ref pkgread.PackageRef, take func(*pkgread.Bitstream) bool) *pickGroup {
+	pkg, err := u.planManifest(ctx, ref, finding.NewReporter(nil))
 	if err != nil || pkg == nil {
 		return nil
 	}
@@ -102,8 +103,8 @@ func (u *unpacker) pickPackage(ctx context.Context, ref verify.PackageRef, take 
 
 // pickList takes the resources of a list (and its index's parts) that
 // take wants, to fetch from their URIs.
-func (u *unpacker) pickList(ctx context.Context, loc string, take func(*verify.Bitstream) bool) (*pickGroup, error) {
-	g := &pickGroup{ref: verify.PackageRef{Loc: loc, Length: -1}}
+func (u *unpacker) pickList(ctx context.Context, loc string, take func(*pkgread.Bitstream) bool) (*pickGroup, error) {
+	g := &pickGroup{ref: pkgread.PackageRef{Loc: loc, Length: -1}}
 	n := 0
 	ld := resourcesync.Loader{Open: u.openDoc, NotAfter: resourcesync.Horizon(),
 		Entry: func(d *resourcesync.Document, _ int, e resourcesync.URL) error {
@@ -133,8 +134,8 @@ func (u *unpacker) pickList(ctx context.Context, loc string, take func(*verify.B
 // against its hashes and length, then committed with apply. It returns
 // how many landed and the bytes fetched.
 func (u *unpacker) applyPicks(ctx context.Context, g *pickGroup) (int, int64, error) {
-	p := &pkgRun{u: u, ref: g.ref, rep: verify.NewReporter(u.rep.Report), byBits: map[*verify.Bitstream]*action{},
-		m: verify.NewMeter(nil, verify.PackageRef{Length: 0})}
+	p := &pkgRun{u: u, ref: g.ref, rep: finding.NewReporter(u.rep.Report), byBits: map[*pkgread.Bitstream]*action{},
+		m: pkgread.NewMeter(nil, pkgread.PackageRef{Length: 0})}
 	for _, b := range g.picks {
 		target, _ := u.opts.Mapper.Target(b.URL) // locate mapped it
 		a := &action{b: b, target: target}
@@ -149,7 +150,7 @@ func (u *unpacker) applyPicks(ctx context.Context, g *pickGroup) (int, int64, er
 	defer p.close()
 	if u.opts.DryRun {
 		for _, a := range p.actions {
-			p.report(a, verify.OK, CheckRepaired, "would repair (dry run)", "")
+			p.report(a, finding.OK, CheckRepaired, "would repair (dry run)", "")
 		}
 		return len(p.actions), 0, nil
 	}
@@ -160,7 +161,7 @@ func (u *unpacker) applyPicks(ctx context.Context, g *pickGroup) (int, int64, er
 		src, done, err := u.openEntries(ctx, g)
 		if err != nil {
 			for _, a := range p.actions {
-				p.refuse(a, CheckDamaged, "not repaired: "+verify.MsgFor(err, g.ref.Loc))
+				p.refuse(a, CheckDamaged, "not repaired: "+finding.MsgFor(err, g.ref.Loc))
 			}
 			return 0, 0, ctx.Err()
 		}
@@ -194,21 +195,21 @@ func (u *unpacker) openEntries(ctx context.Context, g *pickGroup) (func(context.
 	var order, names []string
 	for _, b := range g.pkg.Bitstreams {
 		if b.Path != "" {
-			order = append(order, verify.EntryName(b.Path))
+			order = append(order, pkgread.EntryName(b.Path))
 		}
 	}
 	for _, b := range g.picks {
-		names = append(names, verify.EntryName(b.Path))
+		names = append(names, pkgread.EntryName(b.Path))
 	}
-	entries, err := zd.Find(names, ziprange.ListOrder(append(order, verify.ManifestName)))
+	entries, err := zd.Find(names, ziprange.ListOrder(append(order, pkgread.ManifestName)))
 	if err != nil {
 		done(new(atomic.Int64))
 		return nil, nil, fmt.Errorf("%s: %w", g.ref.Loc, err)
 	}
 	src := func(_ context.Context, a *action) (io.ReadCloser, error) {
-		e, ok := entries[verify.EntryName(a.b.Path)]
+		e, ok := entries[pkgread.EntryName(a.b.Path)]
 		if !ok {
-			return nil, fmt.Errorf("%s: no entry %s", g.ref.Loc, verify.EntryName(a.b.Path))
+			return nil, fmt.Errorf("%s: no entry %s", g.ref.Loc, pkgread.EntryName(a.b.Path))
 		}
 		return zd.Open(e)
 	}
@@ -218,7 +219,7 @@ func (u *unpacker) openEntries(ctx context.Context, g *pickGroup) (func(context.
 // openRanges opens a package for reading at any offset: a remote one by
 // ranges from its mirrors, a local one where it is. fetched says how many
 // bytes came over the network.
-func (u *unpacker) openRanges(ctx context.Context, ref verify.PackageRef) (io.ReaderAt, int64, func() int64, func(), error) {
+func (u *unpacker) openRanges(ctx context.Context, ref pkgread.PackageRef) (io.ReaderAt, int64, func() int64, func(), error) {
 	if resourcesync.IsURL(ref.Loc) {
 		rng, err := u.remote.Ranges(ctx, ref)
 		if err != nil {
@@ -226,7 +227,7 @@ func (u *unpacker) openRanges(ctx context.Context, ref verify.PackageRef) (io.Re
 		}
 		return rng, rng.Size(), rng.Fetched, func() {}, nil
 	}
-	ra, size, closeFn, err := verify.OpenLocation(ref.Loc)
+	ra, size, closeFn, err := pkgread.OpenLocation(ref.Loc)
 	if err != nil {
 		return nil, 0, nil, nil, err
 	}

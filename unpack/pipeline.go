@@ -3,8 +3,8 @@ package unpack
 import (
 	"context"
 
+	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/resourcesync"
-	"github.com/rsdump/rsdump/verify"
 )
 
 // pipeline stages packages that commit in order, up to Jobs at once: the
@@ -12,12 +12,12 @@ import (
 // first staged is staged speculatively (see stagePackage).
 type pipeline struct {
 	u     *unpacker
-	refs  []verify.PackageRef
+	refs  []pkgread.PackageRef
 	queue []*ahead // packages after the current one, staging, in order
 	next  int      // the next package to start
 }
 
-func (u *unpacker) newPipeline(refs []verify.PackageRef) *pipeline {
+func (u *unpacker) newPipeline(refs []pkgread.PackageRef) *pipeline {
 	return &pipeline{u: u, refs: refs, next: 1}
 }
 
@@ -71,7 +71,7 @@ type ahead struct {
 // stageAhead starts staging the package at index i, unless it would not
 // apply anyway (its until is at or before the state's), or this is a dry
 // run, which stages nothing.
-func (u *unpacker) stageAhead(ctx context.Context, i int, ref verify.PackageRef) *ahead {
+func (u *unpacker) stageAhead(ctx context.Context, i int, ref pkgread.PackageRef) *ahead {
 	if until := ref.Until(); u.opts.DryRun || !until.IsZero() && !u.state().Applies(until) {
 		return nil
 	}
@@ -85,7 +85,7 @@ func (u *unpacker) stageAhead(ctx context.Context, i int, ref verify.PackageRef)
 
 // wait returns the staged package, staging it now when nothing was
 // staged ahead.
-func (a *ahead) wait(ctx context.Context, u *unpacker, ref verify.PackageRef) (*pkgRun, error) {
+func (a *ahead) wait(ctx context.Context, u *unpacker, ref pkgread.PackageRef) (*pkgRun, error) {
 	if a == nil {
 		return u.stagePackage(ctx, ref, claimed{}, false)
 	}
@@ -123,11 +123,11 @@ func UnpackInOrder(ctx context.Context, paths []string, dir string, opts Options
 		return err
 	}
 	defer u.dest.close()
-	refs := make([]verify.PackageRef, len(paths))
+	refs := make([]pkgread.PackageRef, len(paths))
 	for i, p := range paths {
-		refs[i] = verify.PackageRef{Loc: p, Length: -1}
+		refs[i] = pkgread.PackageRef{Loc: p, Length: -1}
 	}
-	verify.Announce(refs, u.opts.Total)
+	pkgread.Announce(refs, u.opts.Total)
 	pl := u.newPipeline(refs)
 	defer pl.close()
 	for i := range refs {

@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/rsdump/rsdump/deststate"
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify"
 )
 
 // TestPackageOfOtherLength: a package whose length is not the one the
@@ -32,7 +32,7 @@ func TestPackageOfOtherLength(t *testing.T) {
 	f.Close()
 	dst := t.TempDir()
 	res, fs := run(t, filepath.Join(out, pack.DumpName), dst, unpack.Options{})
-	f0, ok := find(fs, verify.Error, verify.CheckLength, "")
+	f0, ok := find(fs, finding.Error, finding.CheckLength, "")
 	if !ok || res.Written != 0 || !strings.Contains(f0.Msg, "package length differs from "+filepath.Join(out, pack.DumpName)) ||
 		f0.Actual != itoa(fi.Size()+8) || f0.Expected != itoa(fi.Size()) {
 		t.Fatalf("%+v, want the package refused naming both lengths\n%s", res, dump(fs))

@@ -9,8 +9,9 @@ import (
 	"slices"
 
 	"github.com/rsdump/rsdump/deststate"
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/digest"
-	"github.com/rsdump/rsdump/verify"
+	"github.com/rsdump/rsdump/pkgread"
 )
 
 // CheckRepaired is a file rsdump wrote that differed or was missing, and
@@ -227,8 +228,8 @@ func Unrepaired(ctx context.Context, dir string, recs []deststate.Record, opts O
 			continue
 		}
 		n++
-		u.rep.Report(verify.Finding{Severity: verify.Error, Check: CheckDamaged, Source: u.dest.dir, Path: r.Path,
-			Expected: verify.Describe(r.Length, mustParse(r.Hash)),
+		u.rep.Report(finding.Finding{Severity: finding.Error, Check: CheckDamaged, Source: u.dest.dir, Path: r.Path,
+			Expected: pkgread.Describe(r.Length, mustParse(r.Hash)),
 			Msg:      "missing or damaged, and no dump or list of the Source carries the version rsdump wrote: not repaired"})
 	}
 	return n, nil
@@ -242,7 +243,7 @@ func mustParse(h string) digest.Set {
 // sameVersion says whether entry b is the version rec records: the same
 // length, when both give one, and no hash both give differing, at least
 // one agreeing.
-func sameVersion(rec deststate.Record, b *verify.Bitstream) bool {
+func sameVersion(rec deststate.Record, b *pkgread.Bitstream) bool {
 	if b.Deleted() || b.Length >= 0 && b.Length != rec.Length {
 		return false
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/unpack"
 	"github.com/rsdump/rsdump/verify"
@@ -64,10 +65,10 @@ func damagedTree(t *testing.T, doc string, m verify.Mapper) (string, time.Time) 
 	return dst, fi.ModTime()
 }
 
-func repair(t *testing.T, dst string, ro unpack.RepairOptions, opts unpack.Options) (*unpack.RepairResult, []verify.Finding) {
+func repair(t *testing.T, dst string, ro unpack.RepairOptions, opts unpack.Options) (*unpack.RepairResult, []finding.Finding) {
 	t.Helper()
-	var fs []verify.Finding
-	opts.Report = func(f verify.Finding) { fs = append(fs, f) }
+	var fs []finding.Finding
+	opts.Report = func(f finding.Finding) { fs = append(fs, f) }
 	if opts.Mapper == (verify.Mapper{}) {
 		opts.Mapper = mapper(t)
 	}
@@ -145,17 +146,17 @@ func TestRepairUnrepaired(t *testing.T) {
 	writeFile(t, filepath.Join(dst, "short.txt"), []byte(repairFiles["short.txt"]))
 
 	fs = nil
-	opts := unpack.Options{Mapper: mapper(t), Report: func(f verify.Finding) { fs = append(fs, f) }}
+	opts := unpack.Options{Mapper: mapper(t), Report: func(f finding.Finding) { fs = append(fs, f) }}
 	n, err := unpack.Unrepaired(context.Background(), dst, res.Unrepaired, opts)
 	if err != nil || n != 2 {
 		t.Fatalf("Unrepaired: %d, %v, want 2\n%s", n, err, dump(fs))
 	}
 	for _, p := range []string{"flipped.txt", "gone/missing.txt"} {
-		if f, ok := find(fs, verify.Error, unpack.CheckDamaged, p); !ok || !strings.Contains(f.Msg, "not repaired") {
+		if f, ok := find(fs, finding.Error, unpack.CheckDamaged, p); !ok || !strings.Contains(f.Msg, "not repaired") {
 			t.Errorf("no error names %s\n%s", p, dump(fs))
 		}
 	}
-	if _, ok := find(fs, verify.Error, unpack.CheckDamaged, "short.txt"); ok {
+	if _, ok := find(fs, finding.Error, unpack.CheckDamaged, "short.txt"); ok {
 		t.Errorf("short.txt, put back by hand, reported\n%s", dump(fs))
 	}
 }

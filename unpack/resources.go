@@ -12,13 +12,14 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/rsdump/rsdump/deststate"
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/internal/entryspool"
 	"github.com/rsdump/rsdump/internal/extsort"
 	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/internal/plural"
+	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/resourcesync"
-	"github.com/rsdump/rsdump/verify"
 )
 
 // DefaultMaxResourceSize is the most ApplyList takes of a resource whose
@@ -291,7 +292,7 @@ func (b *listBatcher) endDoc(ctx context.Context) error {
 		return err
 	}
 	if b.old > 0 {
-		b.l.u.rep.Report(verify.Finding{Severity: verify.OK, Check: CheckSkipped, Source: b.l.docs[b.doc].loc,
+		b.l.u.rep.Report(finding.Finding{Severity: finding.OK, Check: CheckSkipped, Source: b.l.docs[b.doc].loc,
 			Msg: fmt.Sprintf("%s at or before %s applied by an earlier run", plural.Count(b.old, "change"), resourcesync.FormatTime(b.l.u.state().ChangeDumpUntil))})
 		b.old = 0
 	}
@@ -321,8 +322,8 @@ func (l *listRun) applyBatch(ctx context.Context, doc string, items []listItem, 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	p := &pkgRun{u: l.u, ref: verify.PackageRef{Loc: doc, Length: -1}, rep: verify.NewReporter(l.u.rep.Report),
-		m: verify.NewMeter(nil, verify.PackageRef{Length: 0}), listChange: l.isChange()}
+	p := &pkgRun{u: l.u, ref: pkgread.PackageRef{Loc: doc, Length: -1}, rep: finding.NewReporter(l.u.rep.Report),
+		m: pkgread.NewMeter(nil, pkgread.PackageRef{Length: 0}), listChange: l.isChange()}
 	p.planList(items)
 	if r := l.u.rollback; r != nil {
 		r.hold(p.actions)
@@ -399,8 +400,8 @@ func (p *pkgRun) planList(items []listItem) {
 }
 
 // listBitstream describes a list entry as a bitstream with no ZIP entry.
-func listBitstream(n int, e resourcesync.URL) *verify.Bitstream {
-	b := &verify.Bitstream{N: n, URL: e, Length: -1}
+func listBitstream(n int, e resourcesync.URL) *pkgread.Bitstream {
+	b := &pkgread.Bitstream{N: n, URL: e, Length: -1}
 	if e.MD == nil {
 		return b
 	}
@@ -482,14 +483,14 @@ func (p *pkgRun) fetchOne(ctx context.Context, a *action) error {
 		p.st.remove(a.target)
 		return ctx.Err()
 	case errors.Is(ferr, httpc.ErrTooLarge) || a.b.Length >= 0 && n > a.b.Length:
-		check, why = verify.CheckLength, p.tooLong(a)
+		check, why = finding.CheckLength, p.tooLong(a)
 	case ferr != nil:
-		check, why = verify.CheckRead, ferr.Error() // naming the URL, which the finding's Source does not
+		check, why = finding.CheckRead, ferr.Error() // naming the URL, which the finding's Source does not
 	case a.b.Length >= 0 && n < a.b.Length:
-		check, why = verify.CheckLength, fmt.Sprintf("%d bytes, the list says %d", n, a.b.Length)
+		check, why = finding.CheckLength, fmt.Sprintf("%d bytes, the list says %d", n, a.b.Length)
 	default:
 		if _, bad, _ := digest.Check(a.b.Want, mh.Sums()); len(bad) > 0 {
-			check, why = verify.CheckHash, fmt.Sprintf("%s:%s, the list says %s:%s", bad[0].Alg, bad[0].Got, bad[0].Alg, bad[0].Want)
+			check, why = finding.CheckHash, fmt.Sprintf("%s:%s, the list says %s:%s", bad[0].Alg, bad[0].Got, bad[0].Alg, bad[0].Want)
 		}
 	}
 	if why != "" {
@@ -572,8 +573,8 @@ func (p *pkgRun) stagedList(a *action, n int64, sums digest.Set) {
 	a.staged, a.length = true, n
 	p.recs = append(p.recs, deststate.Record{Path: a.target, Length: n, Hash: sums.String(), Mtime: a.b.URL.Lastmod})
 	if len(a.b.Want.Known()) == 0 {
-		p.rep.Report(verify.Finding{Severity: verify.Unverified, Check: verify.CheckHash, Source: p.ref.Loc, URI: a.b.URL.Loc, Path: a.target,
-			Actual: verify.Describe(n, sums), Msg: "the list gives no hash rsdump can compute; only the length was checked"})
+		p.rep.Report(finding.Finding{Severity: finding.Unverified, Check: finding.CheckHash, Source: p.ref.Loc, URI: a.b.URL.Loc, Path: a.target,
+			Actual: pkgread.Describe(n, sums), Msg: "the list gives no hash rsdump can compute; only the length was checked"})
 	}
 }
 

@@ -11,9 +11,10 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/deststate"
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/extsort"
+	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/resourcesync"
-	"github.com/rsdump/rsdump/verify"
 )
 
 // CheckRollback is a finding about a snapshot older than the tree.
@@ -101,7 +102,7 @@ func (u *unpacker) finishRollback(ctx context.Context, s *deststate.State) error
 	if err != nil {
 		return err
 	}
-	p := &pkgRun{u: u, ref: verify.PackageRef{Loc: r.doc}, rep: verify.NewReporter(u.rep.Report)}
+	p := &pkgRun{u: u, ref: pkgread.PackageRef{Loc: r.doc}, rep: finding.NewReporter(u.rep.Report)}
 	if u.dest.root != nil {
 		p.dirs = newDirs(u.dest.root)
 		defer p.dirs.close()
@@ -138,7 +139,7 @@ func (u *unpacker) finishRollback(ctx context.Context, s *deststate.State) error
 // removeLater deletes a file of the tree's later state, when it is still
 // the one rsdump wrote.
 func (p *pkgRun) removeLater(rec deststate.Record, dirs map[string]bool) {
-	a := &action{b: &verify.Bitstream{}, target: rec.Path}
+	a := &action{b: &pkgread.Bitstream{}, target: rec.Path}
 	fi, err := p.u.dest.checkTarget(rec.Path)
 	switch {
 	case err != nil:
@@ -181,7 +182,7 @@ func (p *pkgRun) trusted() bool {
 			doc, mine time.Time
 		}{{"at", e.At, md.At}, {"from", e.From, md.From}, {"until", e.Until, md.Until}} {
 			if !c.doc.IsZero() && !c.mine.IsZero() && !c.doc.Equal(c.mine) {
-				p.rep.Report(verify.Finding{Severity: verify.Error, Check: CheckWindow, Source: ref.Loc, URI: ref.Entry.Loc,
+				p.rep.Report(finding.Finding{Severity: finding.Error, Check: CheckWindow, Source: ref.Loc, URI: ref.Entry.Loc,
 					Expected: c.name + " " + ftime(c.doc), Actual: c.name + " " + ftime(c.mine),
 					Msg: fmt.Sprintf("package refused: its manifest says %s %s, %s says %s", c.name, ftime(c.mine), ref.Doc, ftime(c.doc))})
 				return false
@@ -193,6 +194,6 @@ func (p *pkgRun) trusted() bool {
 		return true
 	}
 	err := &RollbackError{Dir: u.dest.dir, Snapshot: orText(ref.Loc, "the package"), At: md.At, Tree: u.state()}
-	p.rep.Report(verify.Finding{Severity: verify.Error, Check: CheckRollback, Source: ref.Loc, Msg: "package refused: " + err.Error()})
+	p.rep.Report(finding.Finding{Severity: finding.Error, Check: CheckRollback, Source: ref.Loc, Msg: "package refused: " + err.Error()})
 	return false
 }

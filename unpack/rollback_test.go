@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify"
 	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
@@ -75,7 +75,7 @@ func TestManifestContradictsDocument(t *testing.T) {
 	verifytest.WriteDoc(t, doc, h, urls)
 	dst := t.TempDir()
 	res, fs := run(t, doc, dst, unpack.Options{})
-	f, ok := find(fs, verify.Error, unpack.CheckWindow, "")
+	f, ok := find(fs, finding.Error, unpack.CheckWindow, "")
 	if !ok || res.Written != 0 || !strings.Contains(f.Msg, ftime(fixedTime)) || !strings.Contains(f.Msg, ftime(fixedTime.Add(time.Hour))) {
 		t.Fatalf("%+v\n%s", res, dump(fs))
 	}

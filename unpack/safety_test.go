@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/unpack"
 	"github.com/rsdump/rsdump/verify"
@@ -33,7 +34,7 @@ func TestSymlinkOutside(t *testing.T) {
 	before := readTree(t, outsideDir)
 	res, fs := run(t, intactZip(t), dst, unpack.Options{Overwrite: true}) // not even told to replace what is there
 	for _, p := range []string{"a.txt", "dir/c.txt"} {
-		f, ok := find(fs, verify.Error, unpack.CheckTarget, p)
+		f, ok := find(fs, finding.Error, unpack.CheckTarget, p)
 		if !ok || !strings.Contains(f.Msg, p) && !strings.Contains(f.Msg, "symbolic link") {
 			t.Errorf("%s not refused:\n%s", p, dump(fs))
 		}
@@ -53,12 +54,12 @@ func TestSymlinkOutside(t *testing.T) {
 func TestURIOutsideBase(t *testing.T) {
 	m, _ := verify.NewMapper(verify.ByURI, "http://other.example/rs/")
 	dst := t.TempDir()
-	var fs []verify.Finding
-	_, err := unpack.Unpack(context.Background(), intactZip(t), dst, unpack.Options{Mapper: m, Report: func(f verify.Finding) { fs = append(fs, f) }})
+	var fs []finding.Finding
+	_, err := unpack.Unpack(context.Background(), intactZip(t), dst, unpack.Options{Mapper: m, Report: func(f finding.Finding) { fs = append(fs, f) }})
 	if !errors.Is(err, unpack.ErrBaseURL) || !strings.Contains(err.Error(), "base URL is http://127.0.0.1/rs/") || !strings.Contains(err.Error(), "http://other.example/rs/") {
 		t.Errorf("error %v, want one naming both prefixes", err)
 	}
-	if _, ok := find(fs, verify.Error, unpack.CheckTarget, ""); ok {
+	if _, ok := find(fs, finding.Error, unpack.CheckTarget, ""); ok {
 		t.Errorf("a refusal per bitstream:\n%s", dump(fs))
 	}
 	if got := contents(readTree(t, dst)); len(got) != 0 {
@@ -81,11 +82,11 @@ func TestResyncSiblingBug(t *testing.T) {
 	os.Mkdir(filepath.Dir(dst), 0o755) // where notes2 would be
 	before := listAll(t, parent)
 	res, fs := run(t, zp, dst, unpack.Options{})
-	f, ok := find(fs, verify.Error, verify.CheckName, "../notes2/x")
+	f, ok := find(fs, finding.Error, finding.CheckName, "../notes2/x")
 	if !ok || !strings.Contains(f.Msg, "leaves the root") { // find matched the entry name in f.Path
 		t.Errorf("sibling entry not refused with a clear error:\n%s", dump(fs))
 	}
-	if _, ok := find(fs, verify.Error, unpack.CheckRefused, "notes2/x"); !ok {
+	if _, ok := find(fs, finding.Error, unpack.CheckRefused, "notes2/x"); !ok {
 		t.Errorf("no refusal naming the bitstream's target:\n%s", dump(fs))
 	}
 	equalMaps(t, "tree", contents(readTree(t, dst)), map[string]string{"a.txt": "in the dumped directory"})

@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify"
 	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
@@ -40,7 +40,7 @@ func TestUnpackDirectory(t *testing.T) {
 	if res.Errors != 0 || res.Written != 9 {
 		t.Fatalf("%+v\n%s", res, dump(fs))
 	}
-	if _, ok := find(fs, verify.Warning, unpack.CheckSkipped, ""); !ok {
+	if _, ok := find(fs, finding.Warning, unpack.CheckSkipped, ""); !ok {
 		t.Errorf("the stray package was not reported:\n%s", dump(fs))
 	}
 	equalMaps(t, "tree", readTree(t, dst), readTree(t, src))
@@ -51,8 +51,8 @@ func TestUnpackSeveralPackages(t *testing.T) {
 	src, out := packSmall(t)
 	zips, _ := filepath.Glob(filepath.Join(out, "*.zip"))
 	dst := t.TempDir()
-	var fs []verify.Finding
-	res, err := unpack.UnpackAll(context.Background(), zips, dst, unpack.Options{Mapper: mapper(t), Report: func(f verify.Finding) { fs = append(fs, f) }})
+	var fs []finding.Finding
+	res, err := unpack.UnpackAll(context.Background(), zips, dst, unpack.Options{Mapper: mapper(t), Report: func(f finding.Finding) { fs = append(fs, f) }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/entryspool"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
@@ -43,7 +44,7 @@ func checkScratchEmpty(t *testing.T, dst string) {
 // spoolTest packs 12 files into 3 packages and unpacks them into a new
 // directory, letting meddle change the survey's spools of their entries
 // before any package is opened.
-func spoolTest(t *testing.T, meddle func(spools []string)) (src, dst string, res *unpack.Result, fs []verify.Finding) {
+func spoolTest(t *testing.T, meddle func(spools []string)) (src, dst string, res *unpack.Result, fs []finding.Finding) {
 	t.Helper()
 	src = tree(t, manyFiles(12, 10))
 	out := packDir(t, src, pack.Options{MaxEntries: 4})
@@ -230,7 +231,7 @@ func TestSurveyIndexManifest(t *testing.T) {
 		t.Errorf("%d spools, want one: the index's part is not the package's manifest", spools)
 	}
 	equalMaps(t, "tree", contents(readTree(t, dst)), map[string]string{"c.txt": "c"})
-	if _, ok := find(fs, verify.Error, verify.CheckOrphan, "resources/a.txt"); !ok || res.Written != 1 {
+	if _, ok := find(fs, finding.Error, finding.CheckOrphan, "resources/a.txt"); !ok || res.Written != 1 {
 		t.Errorf("want a.txt reported as in no manifest, c.txt alone written: %+v\n%s", res, dump(fs))
 	}
 }

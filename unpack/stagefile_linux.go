@@ -18,7 +18,7 @@ import (
 // file (fcntl to set and check non-blocking mode, epoll_ctl to register
 // it with the poller, which refuses a regular file) that a write of a few
 // bytes, a chmod and a close have no use for; a package of small files
-// creates 50,000. The name is one component, checked by verify.SafeName,
+// creates 50,000. The name is one component, checked by pkgread.SafeName,
 // in a staging directory: nothing to resolve.
 func createFile(h *dirHandle, base string) (stagedFile, error) {
 	fd, err := unix.Openat(h.fd, base, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)

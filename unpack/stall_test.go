@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/internal/httpc/httpctest"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/transfer"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify"
 	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
@@ -22,8 +22,8 @@ import (
 func TestUnpackUnansweredDocument(t *testing.T) {
 	for name, base := range httpctest.Unanswering(t) {
 		u := base + "/" + pack.DumpName
-		var fs []verify.Finding
-		opts := unpack.Options{Client: shortClient, Mapper: mapper(t), Report: func(f verify.Finding) { fs = append(fs, f) }}
+		var fs []finding.Finding
+		opts := unpack.Options{Client: shortClient, Mapper: mapper(t), Report: func(f finding.Finding) { fs = append(fs, f) }}
 		start := time.Now()
 		_, err := unpack.Unpack(context.Background(), u, t.TempDir(), opts)
 		if el := time.Since(start); el > 3*time.Second {
@@ -80,12 +80,12 @@ func TestUnpackDefaultClient(t *testing.T) {
 }
 
 // namesURL reports whether err, or else an error finding, names url.
-func namesURL(err error, fs []verify.Finding, url string) bool {
+func namesURL(err error, fs []finding.Finding, url string) bool {
 	if err != nil {
 		return strings.Contains(err.Error(), url)
 	}
 	for _, f := range fs {
-		if f.Severity == verify.Error && strings.Contains(f.Source+" "+f.Msg, url) {
+		if f.Severity == finding.Error && strings.Contains(f.Source+" "+f.Msg, url) {
 			return true
 		}
 	}

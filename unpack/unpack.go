@@ -27,8 +27,11 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/rsdump/rsdump/deststate"
+	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/transfer"
+	"github.com/rsdump/rsdump/transfer/pkgfetch"
 	"github.com/rsdump/rsdump/verify"
 )
 
@@ -47,7 +50,7 @@ type Options struct {
 	// baseline, reporting a warning instead of an error. The changes in
 	// the gap are missing from the tree; the state moves past them.
 	AllowGap bool
-	verify.Limits
+	pkgread.Limits
 	Jobs   int          // Resource Dump packages unpacked at once; default GOMAXPROCS
 	Client *http.Client // for documents read over HTTP; default transfer.NewClient(Transfer)
 	// Transfer tunes the engine that fetches remote packages from all
@@ -70,7 +73,7 @@ type Options struct {
 	// document or the file system before any package is read, and later
 	// the size of a package that only opening it tells. Progress's bytes
 	// add up to Total's when the run is complete.
-	Report   func(verify.Finding)
+	Report   func(finding.Finding)
 	Progress func(n int64)
 	Total    func(n int64)
 
@@ -111,7 +114,7 @@ type Result struct {
 	Deleted  int   `json:"deleted"`
 	Refused  int   `json:"refused"`
 	Bytes    int64 `json:"bytes"` // of the files written (or, in a dry run, to be written)
-	verify.Counts
+	finding.Counts
 }
 
 // The checks unpack adds to verify's.
@@ -171,8 +174,8 @@ func start(dir string, opts Options) (*unpacker, error) {
 }
 
 func newUnpacker(opts Options, d *dest) *unpacker {
-	u := &unpacker{opts: opts, dest: d, rep: verify.NewReporter(opts.Report),
-		remote: &verify.Remote{Transfer: opts.Transfer, Client: opts.Client}}
+	u := &unpacker{opts: opts, dest: d, rep: finding.NewReporter(opts.Report),
+		remote: &pkgfetch.Remote{Transfer: opts.Transfer, Client: opts.Client}}
 	if !opts.DryRun {
 		u.remote.TempDir = filepath.Join(d.dir, deststate.DirName, deststate.CacheDir)
 		u.remote.Resume = opts.ResumeDownloads
@@ -183,15 +186,15 @@ func newUnpacker(opts Options, d *dest) *unpacker {
 type unpacker struct {
 	opts Options
 	dest *dest
-	rep  *verify.Reporter
+	rep  *finding.Reporter
 	// resuming is set when the last run was interrupted: files it
 	// committed may lack their record in the written log.
 	resuming bool
-	logMu    sync.Mutex     // appends to the written log
-	commitMu sync.Mutex     // packages staged at once commit one at a time
-	remote   *verify.Remote // opens packages, fetching remote ones
-	spooled  atomic.Int64   // bytes of the survey's spools (spoolBudget)
-	rollback *rollback      // set while a snapshot older than the tree is applied
+	logMu    sync.Mutex       // appends to the written log
+	commitMu sync.Mutex       // packages staged at once commit one at a time
+	remote   *pkgfetch.Remote // opens packages, fetching remote ones
+	spooled  atomic.Int64     // bytes of the survey's spools (spoolBudget)
+	rollback *rollback        // set while a snapshot older than the tree is applied
 
 	mu  sync.Mutex
 	res Result
@@ -218,8 +221,8 @@ func (u *unpacker) run(ctx context.Context, source string) error {
 	if isZip(source) {
 		return u.standalone(ctx, source)
 	}
-	d, err := verify.LoadDump(ctx, u.opts.Client, source, u.rep)
-	if errors.Is(err, verify.ErrRejected) {
+	d, err := pkgread.LoadDump(ctx, u.opts.Client, source, u.rep)
+	if errors.Is(err, pkgread.ErrRejected) {
 		return nil // reported
 	}
 	if err != nil {
@@ -287,7 +290,7 @@ func (u *unpacker) skipSnapshot(ctx context.Context, doc string) bool {
 	if err != nil || h.MD.Capability != resourcesync.CapResourceDump || !u.snapshotHeld(h.MD.At) {
 		return false
 	}
-	u.rep.Report(verify.Finding{Severity: verify.OK, Check: CheckSkipped, Source: doc,
+	u.rep.Report(finding.Finding{Severity: finding.OK, Check: CheckSkipped, Source: doc,
 		Msg: fmt.Sprintf("Resource Dump at %s not applied: the tree already holds %s; only the changes after it apply", ftime(h.MD.At), u.state().Describe())})
 	return true
 }
@@ -297,7 +300,7 @@ func (u *unpacker) skipSnapshot(ctx context.Context, doc string) bool {
 func (u *unpacker) reportUnlisted(ctx context.Context, docs, zips []string) {
 	listed := map[string]bool{}
 	for _, d := range docs {
-		if dump, err := verify.LoadDump(ctx, u.opts.Client, d, verify.NewReporter(nil)); err == nil {
+		if dump, err := pkgread.LoadDump(ctx, u.opts.Client, d, finding.NewReporter(nil)); err == nil {
 			for _, p := range dump.Packages {
 				listed[filepath.Clean(p.Loc)] = true
 			}
@@ -305,7 +308,7 @@ func (u *unpacker) reportUnlisted(ctx context.Context, docs, zips []string) {
 	}
 	for _, z := range zips {
 		if !listed[filepath.Clean(z)] {
-			u.rep.Report(verify.Finding{Severity: verify.Warning, Check: CheckSkipped, Source: z, Msg: "package not listed by any dump document beside it; not applied"})
+			u.rep.Report(finding.Finding{Severity: finding.Warning, Check: CheckSkipped, Source: z, Msg: "package not listed by any dump document beside it; not applied"})
 		}
 	}
 }
@@ -323,14 +326,14 @@ func (u *unpacker) standalone(ctx context.Context, path string) error {
 			return err
 		}
 	}
-	ref := verify.PackageRef{Loc: path, Length: -1}
+	ref := pkgread.PackageRef{Loc: path, Length: -1}
 	if len(u.opts.Only) > 0 {
-		return u.only(ctx, path, resourcesync.CapResourceDump, []verify.PackageRef{ref})
+		return u.only(ctx, path, resourcesync.CapResourceDump, []pkgread.PackageRef{ref})
 	}
-	if err := u.guardFresh(ctx, []verify.PackageRef{ref}); err != nil {
+	if err := u.guardFresh(ctx, []pkgread.PackageRef{ref}); err != nil {
 		return err
 	}
-	verify.Announce([]verify.PackageRef{ref}, u.opts.Total)
+	pkgread.Announce([]pkgread.PackageRef{ref}, u.opts.Total)
 	out, err := u.unpackPackage(ctx, ref, claimed{})
 	if err != nil {
 		return err
@@ -373,7 +376,7 @@ func (u *unpacker) rewind(at time.Time) error {
 
 // resourceDump unpacks the packages in parallel. The state records the
 // dump's at once every package has been applied without a problem.
-func (u *unpacker) resourceDump(ctx context.Context, d *verify.Dump) error {
+func (u *unpacker) resourceDump(ctx context.Context, d *pkgread.Dump) error {
 	claims, done, err := u.survey(ctx, d.Packages)
 	if err != nil {
 		return err
@@ -383,7 +386,7 @@ func (u *unpacker) resourceDump(ctx context.Context, d *verify.Dump) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(u.opts.Jobs)
 	var failed sync.Map
-	verify.Announce(d.Packages, u.opts.Total)
+	pkgread.Announce(d.Packages, u.opts.Total)
 	for i, ref := range d.Packages {
 		g.Go(func() error {
 			out, err := u.unpackPackage(gctx, ref, claims[i])
@@ -443,8 +446,8 @@ func (u *unpacker) markPending() error {
 // leaves a gap: applying later changes over a missing one could leave a
 // state no Source ever had, and the state must not move past it. Up to
 // Jobs packages stage at once (see pipeline); the commits stay in order.
-func (u *unpacker) changeDump(ctx context.Context, d *verify.Dump) error {
-	verify.Announce(d.Packages, u.opts.Total)
+func (u *unpacker) changeDump(ctx context.Context, d *pkgread.Dump) error {
+	pkgread.Announce(d.Packages, u.opts.Total)
 	if !u.checkChain(d) {
 		u.stopAfter(d.Packages, "the Change Dump's packages do not follow one another")
 		return nil
@@ -479,16 +482,16 @@ func (u *unpacker) changeDump(ctx context.Context, d *verify.Dump) error {
 	return u.finishState(s)
 }
 
-func (u *unpacker) skipPackage(ref verify.PackageRef, why string) {
-	verify.NewMeter(u.opts.Progress, ref).Finish()
-	u.rep.Report(verify.Finding{Severity: verify.OK, Check: CheckSkipped, Source: ref.Loc, URI: ref.Entry.Loc, Msg: "package skipped: " + why})
+func (u *unpacker) skipPackage(ref pkgread.PackageRef, why string) {
+	pkgread.NewMeter(u.opts.Progress, ref).Finish()
+	u.rep.Report(finding.Finding{Severity: finding.OK, Check: CheckSkipped, Source: ref.Loc, URI: ref.Entry.Loc, Msg: "package skipped: " + why})
 }
 
 // stopAfter reports the packages left unapplied, and why.
-func (u *unpacker) stopAfter(rest []verify.PackageRef, why string) {
+func (u *unpacker) stopAfter(rest []pkgread.PackageRef, why string) {
 	for _, ref := range rest {
-		verify.NewMeter(u.opts.Progress, ref).Finish()
-		u.rep.Report(verify.Finding{Severity: verify.Error, Check: CheckSkipped, Source: ref.Loc, URI: ref.Entry.Loc,
+		pkgread.NewMeter(u.opts.Progress, ref).Finish()
+		u.rep.Report(finding.Finding{Severity: finding.Error, Check: CheckSkipped, Source: ref.Loc, URI: ref.Entry.Loc,
 			Msg: "package not applied: " + why})
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/verify"
@@ -20,14 +21,14 @@ var auditFiles = map[string]string{"a.txt": "alpha\n", "d/b.txt": "bravo\n", "d/
 
 // audit runs verify.Audit of dir against the document at against, mapping
 // URIs under verifytest.BaseURL.
-func audit(t *testing.T, dir, against string) (*verify.Summary, []verify.Finding) {
+func audit(t *testing.T, dir, against string) (*verify.Summary, []finding.Finding) {
 	t.Helper()
 	m, err := verify.NewMapper(verify.ByURI, verifytest.BaseURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var fs []verify.Finding
-	sum, err := verify.Audit(context.Background(), dir, against, m, verify.Options{Client: client, Report: func(f verify.Finding) { fs = append(fs, f) }})
+	var fs []finding.Finding
+	sum, err := verify.Audit(context.Background(), dir, against, m, verify.Options{Client: client, Report: func(f finding.Finding) { fs = append(fs, f) }})
 	if err != nil {
 		t.Fatalf("Audit: %v", err)
 	}
@@ -123,7 +124,7 @@ func TestAuditFindsDifferences(t *testing.T) {
 	if sum.Verified != 1 {
 		t.Errorf("%d verified, want 1 (same.txt)", sum.Verified)
 	}
-	if f, ok := find(fs, verify.Error, verify.CheckHash); !ok || f.Expected == f.Actual || !strings.HasPrefix(f.Expected, "sha-256:") {
+	if f, ok := find(fs, finding.Error, finding.CheckHash); !ok || f.Expected == f.Actual || !strings.HasPrefix(f.Expected, "sha-256:") {
 		t.Errorf("hash finding does not give both digests: %+v", f)
 	}
 }

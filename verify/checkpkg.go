@@ -9,40 +9,21 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
-	"strings"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/digest"
+	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/transfer"
 )
-
-// OpenLocation opens a package file and returns it with its size and a
-// function that closes it. Remote packages are opened by Remote.
-func OpenLocation(loc string) (io.ReaderAt, int64, func() error, error) {
-	f, err := os.Open(loc)
-	if err != nil {
-		return nil, 0, nil, err
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, 0, nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, 0, nil, fmt.Errorf("%s: not a regular file", loc)
-	}
-	return newReadAhead(f, fi.Size()), fi.Size(), f.Close, nil
-}
 
 // checkPackage verifies one package: its length and hash against the dump
 // document, its archive and manifest, every bitstream in one front-to-back
 // pass, and the detached manifest.
 func (v *verifier) checkPackage(ctx context.Context, j job) error {
 	ref := j.ref
-	m := NewMeter(v.opts.Progress, ref)
+	m := pkgread.NewMeter(v.opts.Progress, ref)
 	defer m.Finish()
 	ra, size, closeFn, err := v.openPackage(ctx, ref)
 	if err != nil {
@@ -56,13 +37,13 @@ func (v *verifier) checkPackage(ctx context.Context, j job) error {
 	m.Opened(size, v.opts.Total)
 	v.packages.Add(1)
 	v.checkLength(ref, size)
-	var ph *PassHasher
+	var ph *pkgread.PassHasher
 	mh, _ := digest.NewMulti(ref.Want.Known()...)
 	if len(ref.Want) > 0 {
-		ph = NewPassHasher(ra, size, mh)
+		ph = pkgread.NewPassHasher(ra, size, mh)
 		ra = ph
 	}
-	pkg, err := OpenPackage(ra, size, ref.Loc, ref.Cap, v.opts.Limits, v.rep)
+	pkg, err := pkgread.OpenPackage(ra, size, ref.Loc, ref.Cap, v.opts.Limits, v.rep)
 	var manifestSum [sha256.Size]byte
 	if err == nil {
 		// Its hash is enough to find the detached copy the same; the bytes,
@@ -76,7 +57,7 @@ func (v *verifier) checkPackage(ctx context.Context, j job) error {
 	if ph != nil {
 		v.checkPackageHash(ref, ph, mh)
 	} else if ref.Doc != "" {
-		v.rep.Report(Finding{Severity: Warning, Check: CheckPackage, Source: ref.Loc, URI: ref.Entry.Loc, Msg: ref.Doc + " gives no hash for the package"})
+		v.rep.Report(finding.Finding{Severity: finding.Warning, Check: finding.CheckPackage, Source: ref.Loc, URI: ref.Entry.Loc, Msg: ref.Doc + " gives no hash for the package"})
 	}
 	if pkg != nil && ref.Contents != "" {
 		v.checkDetached(ctx, ref, pkg, manifestSum)
@@ -86,7 +67,7 @@ func (v *verifier) checkPackage(ctx context.Context, j job) error {
 
 // claim records the targets of a Resource Dump's package, for
 // reportClashes. A target is the bitstream's URI, percent-decoded.
-func (v *verifier) claim(j job, pkg *Package) {
+func (v *verifier) claim(j job, pkg *pkgread.Package) {
 	if j.ref.Doc == "" || pkg.Header.MD.Capability != resourcesync.CapResourceDumpManifest {
 		return
 	}
@@ -98,7 +79,7 @@ func (v *verifier) claim(j job, pkg *Package) {
 		if err != nil {
 			target = b.URL.Loc
 		}
-		j.claims.Claim(Target{Pkg: j.pkg, N: b.N, Name: target, Length: b.Length, Want: b.Want, URI: b.URL.Loc, Path: entryName(b.Path)})
+		j.claims.Claim(pkgread.Target{Pkg: j.pkg, N: b.N, Name: target, Length: b.Length, Want: b.Want, URI: b.URL.Loc, Path: pkgread.EntryName(b.Path)})
 	}
 }
 
@@ -106,43 +87,43 @@ func (v *verifier) claim(j job, pkg *Package) {
 // targets, each one another package carries with other content (but the
 // first claim, which the others name) and each name that differs from
 // another only by case or Unicode normalisation.
-func (v *verifier) reportClashes(c *Claims) error {
-	return c.Resolve(func(cl Claimed, clash Clash) {
-		sev := Warning
+func (v *verifier) reportClashes(c *pkgread.Claims) error {
+	return c.Resolve(func(cl pkgread.Claimed, clash pkgread.Clash) {
+		sev := finding.Warning
 		switch {
-		case clash.Kind == ClashContent && clash.First:
+		case clash.Kind == pkgread.ClashContent && clash.First:
 			return
-		case clash.Kind == ClashContent:
-			sev = Error
+		case clash.Kind == pkgread.ClashContent:
+			sev = finding.Error
 		}
-		v.rep.Report(Finding{Severity: sev, Check: CheckClash, Source: cl.Package, URI: cl.URI, Path: cl.Path, Msg: clash.Message()})
+		v.rep.Report(finding.Finding{Severity: sev, Check: finding.CheckClash, Source: cl.Package, URI: cl.URI, Path: cl.Path, Msg: clash.Message()})
 	})
 }
 
 // missing reports a package that cannot be opened. A package listed by a
 // dump document but absent is a finding; so is any other failure to open
 // it, since the run can go on with the other packages.
-func (v *verifier) missing(ref PackageRef, err error) {
-	f := Finding{Severity: Error, Check: CheckRead, Source: ref.Loc, URI: ref.Entry.Loc, Msg: MsgFor(err, ref.Loc)}
+func (v *verifier) missing(ref pkgread.PackageRef, err error) {
+	f := finding.Finding{Severity: finding.Error, Check: finding.CheckRead, Source: ref.Loc, URI: ref.Entry.Loc, Msg: finding.MsgFor(err, ref.Loc)}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		f.Check, f.Msg = CheckMissing, "package listed in "+ref.Doc+" is missing"
+		f.Check, f.Msg = finding.CheckMissing, "package listed in "+ref.Doc+" is missing"
 	case errors.Is(err, transfer.ErrFileHash):
-		f.Check = CheckHash
+		f.Check = finding.CheckHash
 	}
 	v.rep.Report(f)
 }
 
-func (v *verifier) checkLength(ref PackageRef, size int64) {
+func (v *verifier) checkLength(ref pkgread.PackageRef, size int64) {
 	if ref.Length >= 0 && ref.Length != size {
-		v.rep.Report(Finding{Severity: Error, Check: CheckLength, Source: ref.Loc, URI: ref.Entry.Loc,
-			Expected: itoa(ref.Length), Actual: itoa(size), Msg: "package length differs from " + ref.Doc})
+		v.rep.Report(finding.Finding{Severity: finding.Error, Check: finding.CheckLength, Source: ref.Loc, URI: ref.Entry.Loc,
+			Expected: strconv.FormatInt(ref.Length, 10), Actual: strconv.FormatInt(size, 10), Msg: "package length differs from " + ref.Doc})
 	}
 }
 
 // readAll reads every bitstream in ZIP order, which is the order of the
 // data in the file, and records an OK finding for each one verified.
-func (v *verifier) readAll(ctx context.Context, pkg *Package, ph *PassHasher, m *Meter) error {
+func (v *verifier) readAll(ctx context.Context, pkg *pkgread.Package, ph *pkgread.PassHasher, m *pkgread.Meter) error {
 	if ph != nil {
 		ph.Start()
 	}
@@ -157,69 +138,44 @@ func (v *verifier) readAll(ctx context.Context, pkg *Package, ph *PassHasher, m 
 		v.bytes.Add(res.Length)
 		if !res.Severity.Problem() {
 			v.verified.Add(1)
-			v.rep.Report(Finding{Severity: OK, Check: CheckBitstream, Source: pkg.Source, URI: b.URL.Loc, Path: b.File.Name,
-				Expected: Describe(b.Length, b.Want), Actual: Describe(res.Length, res.Sums)})
+			v.rep.Report(finding.Finding{Severity: finding.OK, Check: finding.CheckBitstream, Source: pkg.Source, URI: b.URL.Loc, Path: b.File.Name,
+				Expected: pkgread.Describe(b.Length, b.Want), Actual: pkgread.Describe(res.Length, res.Sums)})
 		}
 	}
 	pkg.CheckLayout()
 	return nil
 }
 
-// Describe writes a length and digests as one report field.
-func Describe(length int64, sums resourcesync.HashSet) string {
-	// One allocation: unpack describes every bitstream it writes.
-	n := len("length=") + 20
-	for _, s := range sums {
-		n += 2 + len(s.Alg) + len(s.Hex)
-	}
-	var b strings.Builder
-	b.Grow(n)
-	if length >= 0 {
-		var num [20]byte
-		b.WriteString("length=")
-		b.Write(strconv.AppendInt(num[:0], length, 10))
-	}
-	for _, s := range sums {
-		if b.Len() > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(s.Alg)
-		b.WriteByte(':')
-		b.WriteString(s.Hex)
-	}
-	return b.String()
-}
-
-func (v *verifier) checkPackageHash(ref PackageRef, ph *PassHasher, mh *digest.Multi) {
-	base := Finding{Source: ref.Loc, URI: ref.Entry.Loc}
+func (v *verifier) checkPackageHash(ref pkgread.PackageRef, ph *pkgread.PassHasher, mh *digest.Multi) {
+	base := finding.Finding{Source: ref.Loc, URI: ref.Entry.Loc}
 	if err := ph.Finish(); err != nil {
-		base.Severity, base.Check, base.Msg = Error, CheckRead, err.Error()
+		base.Severity, base.Check, base.Msg = finding.Error, finding.CheckRead, err.Error()
 		v.rep.Report(base)
 		return
 	}
 	ok, bad, unchecked := digest.Check(ref.Want, mh.Sums())
 	for _, m := range bad {
 		f := base
-		f.Severity, f.Check, f.Expected, f.Actual, f.Msg = Error, CheckHash, m.Alg+":"+m.Want, m.Alg+":"+m.Got, "package "+m.Alg+" differs from "+ref.Doc
+		f.Severity, f.Check, f.Expected, f.Actual, f.Msg = finding.Error, finding.CheckHash, m.Alg+":"+m.Want, m.Alg+":"+m.Got, "package "+m.Alg+" differs from "+ref.Doc
 		v.rep.Report(f)
 	}
 	switch {
 	case len(bad) > 0:
 	case len(ok) == 0:
 		f := base
-		f.Severity, f.Check, f.Msg = Unverified, CheckPackage, fmt.Sprintf("rsdump cannot compute the package hashes %v", unchecked)
+		f.Severity, f.Check, f.Msg = finding.Unverified, finding.CheckPackage, fmt.Sprintf("rsdump cannot compute the package hashes %v", unchecked)
 		v.rep.Report(f)
 	default:
 		f := base
-		f.Severity, f.Check, f.Expected, f.Actual = OK, CheckPackage, Describe(ref.Length, ref.Want), Describe(mh.Len(), mh.Sums())
+		f.Severity, f.Check, f.Expected, f.Actual = finding.OK, finding.CheckPackage, pkgread.Describe(ref.Length, ref.Want), pkgread.Describe(mh.Len(), mh.Sums())
 		v.rep.Report(f)
 	}
 }
 
-func (v *verifier) checkDetached(ctx context.Context, ref PackageRef, pkg *Package, sum [sha256.Size]byte) {
+func (v *verifier) checkDetached(ctx context.Context, ref pkgread.PackageRef, pkg *pkgread.Package, sum [sha256.Size]byte) {
 	data, err := fetchLinked(ctx, v.opts.Client, ref, ref.Contents)
 	if err != nil {
-		v.rep.Report(Finding{Severity: Error, Check: CheckDetached, Source: ref.Loc, URI: ref.Entry.Loc, Path: ref.Contents, Msg: "detached manifest cannot be read: " + err.Error()})
+		v.rep.Report(finding.Finding{Severity: finding.Error, Check: finding.CheckDetached, Source: ref.Loc, URI: ref.Entry.Loc, Path: ref.Contents, Msg: "detached manifest cannot be read: " + err.Error()})
 		return
 	}
 	if sha256.Sum256(data) == sum {
@@ -227,7 +183,7 @@ func (v *verifier) checkDetached(ctx context.Context, ref PackageRef, pkg *Packa
 	}
 	inside, err := pkg.ReadManifest()
 	if err != nil {
-		v.rep.Report(Finding{Severity: Error, Check: CheckDetached, Source: ref.Loc, URI: ref.Entry.Loc, Path: ref.Contents, Msg: "detached manifest differs from manifest.xml, which cannot be read again to compare: " + err.Error()})
+		v.rep.Report(finding.Finding{Severity: finding.Error, Check: finding.CheckDetached, Source: ref.Loc, URI: ref.Entry.Loc, Path: ref.Contents, Msg: "detached manifest differs from manifest.xml, which cannot be read again to compare: " + err.Error()})
 		return
 	}
 	if f, differ := CompareManifests(inside, data); differ {
@@ -238,7 +194,7 @@ func (v *verifier) checkDetached(ctx context.Context, ref PackageRef, pkg *Packa
 
 // openPackage opens a local package where it is, and a remote one once
 // the transfer engine fetched it from every mirror into a temporary copy.
-func (v *verifier) openPackage(ctx context.Context, ref PackageRef) (io.ReaderAt, int64, func() error, error) {
+func (v *verifier) openPackage(ctx context.Context, ref pkgread.PackageRef) (io.ReaderAt, int64, func() error, error) {
 	ra, size, _, closeFn, err := v.remote.Open(ctx, ref)
 	return ra, size, closeFn, err
 }
@@ -246,7 +202,7 @@ func (v *verifier) openPackage(ctx context.Context, ref PackageRef) (io.ReaderAt
 // fetchLinked reads a document the package's entry links to, from the
 // first place that answers: the link itself, or the same name beside one
 // of the package's other mirrors.
-func fetchLinked(ctx context.Context, client *http.Client, ref PackageRef, href string) ([]byte, error) {
+func fetchLinked(ctx context.Context, client *http.Client, ref pkgread.PackageRef, href string) ([]byte, error) {
 	hrefs := []string{href}
 	if ref.Doc != "" && resourcesync.IsURL(href) {
 		var err error
@@ -257,7 +213,7 @@ func fetchLinked(ctx context.Context, client *http.Client, ref PackageRef, href 
 	var err error
 	for _, h := range hrefs {
 		var data []byte
-		if data, err = fetch(ctx, client, h); err == nil || ctx.Err() != nil {
+		if data, err = pkgread.ReadDocument(ctx, client, h); err == nil || ctx.Err() != nil {
 			return data, err
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/verify"
 	"github.com/rsdump/rsdump/verify/verifytest"
 )
@@ -15,13 +16,13 @@ func TestVerifyReportsTargetInTwoPackages(t *testing.T) {
 	z2, _ := verifytest.Package(t, []verifytest.File{{Rel: "a.txt", Data: "two"}, {Rel: "b.txt", Data: "same"}})
 	doc := verifytest.ResourceDump(t, t.TempDir(), z1, z2)
 	sum, fs := run(t, verify.Options{}, doc)
-	var clashes []verify.Finding
+	var clashes []finding.Finding
 	for _, f := range fs {
-		if f.Check == verify.CheckClash {
+		if f.Check == finding.CheckClash {
 			clashes = append(clashes, f)
 		}
 	}
-	if len(clashes) != 1 || clashes[0].Severity != verify.Error {
+	if len(clashes) != 1 || clashes[0].Severity != finding.Error {
 		t.Fatalf("want one clash error, got:\n%s", dump(fs))
 	}
 	f := clashes[0]
@@ -44,8 +45,8 @@ func TestVerifyWarnsNamesThatCollideOnMacOSAndWindows(t *testing.T) {
 	sum, fs := run(t, verify.Options{Jobs: 1}, doc)
 	var warned []string
 	for _, f := range fs {
-		if f.Check == verify.CheckClash {
-			if f.Severity != verify.Warning {
+		if f.Check == finding.CheckClash {
+			if f.Severity != finding.Warning {
 				t.Errorf("not a warning: %s", f)
 			}
 			warned = append(warned, f.Path)

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/verify"
 	"github.com/rsdump/rsdump/verify/verifytest"
 )
@@ -25,7 +26,7 @@ func TestBrokenCorpus(t *testing.T) {
 	for _, c := range verifytest.Corpus(t) {
 		t.Run(c.Name, func(t *testing.T) {
 			p := writeFile(t, "p.zip", c.Zip)
-			sum, fs := run(t, verify.Options{Limits: verify.Limits{MaxRatio: c.MaxRatio}}, p)
+			sum, fs := run(t, verify.Options{Limits: pkgread.Limits{MaxRatio: c.MaxRatio}}, p)
 			got, want := errorsOf(fs), wantsOf(c.Errors)
 			if !slices.Equal(got, want) {
 				t.Errorf("errors:\n got  %q\n want %q\nfindings:\n%s", got, want, dump(fs))

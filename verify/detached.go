@@ -6,6 +6,7 @@ import (
 	"io"
 	"reflect"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
@@ -17,14 +18,14 @@ import (
 // detached copy, which a Destination never uses. Anything else is an
 // error, since a Destination choosing packages by their detached manifest
 // would be misled. It reports whether the copies differ and how.
-func CompareManifests(inside, detached []byte) (Finding, bool) {
+func CompareManifests(inside, detached []byte) (finding.Finding, bool) {
 	if bytes.Equal(inside, detached) {
-		return Finding{}, false
+		return finding.Finding{}, false
 	}
 	msg, pathsOnly := describeDifference(inside, detached)
-	f := Finding{Severity: Error, Check: CheckDetached, Msg: "detached manifest differs from manifest.xml: " + msg}
+	f := finding.Finding{Severity: finding.Error, Check: finding.CheckDetached, Msg: "detached manifest differs from manifest.xml: " + msg}
 	if pathsOnly {
-		f.Severity = Warning
+		f.Severity = finding.Warning
 		f.Msg = "detached manifest differs from manifest.xml only in path attributes (" + msg + ")"
 	}
 	return f, true

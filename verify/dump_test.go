@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/verify"
@@ -25,7 +26,7 @@ func TestPackedExample(t *testing.T) {
 		}
 	}
 	_, fs := run(t, verify.Options{}, out)
-	if f, ok := find(fs, verify.OK, verify.CheckPackage); !ok || !strings.Contains(f.Actual, "sha-256:") {
+	if f, ok := find(fs, finding.OK, finding.CheckPackage); !ok || !strings.Contains(f.Actual, "sha-256:") {
 		t.Errorf("no OK finding for the package hash: %+v", f)
 	}
 }
@@ -57,7 +58,7 @@ func TestDumpPackageMissingAndTruncated(t *testing.T) {
 	out, zp := damagedDump(t)
 	os.Rename(zp, zp+".gone")
 	_, fs := run(t, verify.Options{}, filepath.Join(out, pack.DumpName))
-	if f, ok := find(fs, verify.Error, verify.CheckMissing); !ok || !strings.Contains(f.Msg, "is missing") {
+	if f, ok := find(fs, finding.Error, finding.CheckMissing); !ok || !strings.Contains(f.Msg, "is missing") {
 		t.Errorf("missing package not reported:\n%s", dump(fs))
 	}
 	z, _ := os.ReadFile(zp + ".gone")
@@ -75,12 +76,12 @@ func TestDetachedManifestDiffers(t *testing.T) {
 	m, _ := os.ReadFile(mp)
 	os.WriteFile(mp, []byte(strings.Replace(string(m), "length=\"240\"", "length=\"241\"", 1)), 0o644)
 	_, fs := run(t, verify.Options{}, out)
-	if f, ok := find(fs, verify.Error, verify.CheckDetached); !ok || !strings.Contains(f.Msg, "entry 1") {
+	if f, ok := find(fs, finding.Error, finding.CheckDetached); !ok || !strings.Contains(f.Msg, "entry 1") {
 		t.Errorf("detached manifest difference not reported as an error:\n%s", dump(fs))
 	}
 	os.WriteFile(mp, []byte(strings.Replace(string(m), "/resources/a.txt", "/srv/a.txt", 1)), 0o644)
 	_, fs = run(t, verify.Options{}, out)
-	if _, ok := find(fs, verify.Warning, verify.CheckDetached); !ok || len(errorsOf(fs)) != 0 {
+	if _, ok := find(fs, finding.Warning, finding.CheckDetached); !ok || len(errorsOf(fs)) != 0 {
 		t.Errorf("a path-only difference should be a warning:\n%s", dump(fs))
 	}
 }
@@ -99,8 +100,8 @@ func TestResyncPeer(t *testing.T) {
 	if sum.Bitstreams != 8 || sum.Packages != 1 {
 		t.Errorf("%d bitstreams in %d packages, want 8 in 1", sum.Bitstreams, sum.Packages)
 	}
-	for _, check := range []string{verify.CheckTime, verify.CheckDetached, verify.CheckManifest} {
-		if _, ok := find(fs, verify.Warning, check); !ok {
+	for _, check := range []string{finding.CheckTime, finding.CheckDetached, finding.CheckManifest} {
+		if _, ok := find(fs, finding.Warning, check); !ok {
 			t.Errorf("no %s warning for the resync dump:\n%s", check, dump(fs))
 		}
 	}
@@ -123,7 +124,7 @@ func TestChangeManifestOrderByDatetime(t *testing.T) {
 	} {
 		z, _ := verifytest.ChangeZip(t, verifytest.ChangePackage{From: fixedTime, Until: fixedTime.Add(3 * time.Hour), Changes: c.changes})
 		_, fs := run(t, verify.Options{}, writeFile(t, "c.zip", z))
-		if _, flagged := find(fs, verify.Error, verify.CheckOrder); flagged != c.flagged {
+		if _, flagged := find(fs, finding.Error, finding.CheckOrder); flagged != c.flagged {
 			t.Errorf("%s: order reported %v, want %v\n%s", c.name, flagged, c.flagged, dump(fs))
 		}
 	}

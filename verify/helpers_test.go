@@ -8,16 +8,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/verify"
 	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // run verifies targets and returns the summary and every finding.
-func run(t testing.TB, opts verify.Options, targets ...string) (*verify.Summary, []verify.Finding) {
+func run(t testing.TB, opts verify.Options, targets ...string) (*verify.Summary, []finding.Finding) {
 	t.Helper()
-	var fs []verify.Finding
-	opts.Report = func(f verify.Finding) { fs = append(fs, f) }
+	var fs []finding.Finding
+	opts.Report = func(f finding.Finding) { fs = append(fs, f) }
 	sum, err := verify.Verify(context.Background(), targets, opts)
 	if err != nil {
 		t.Fatalf("Verify: %v", err)
@@ -37,13 +38,13 @@ func writeFile(t testing.TB, name string, data []byte) string {
 
 // errorsOf returns the error findings as sorted "check path" strings, and
 // unverified ones as "unverified check path".
-func errorsOf(fs []verify.Finding) []string {
+func errorsOf(fs []finding.Finding) []string {
 	var out []string
 	for _, f := range fs {
 		switch f.Severity {
-		case verify.Error:
+		case finding.Error:
 			out = append(out, f.Check+" "+f.Path)
-		case verify.Unverified:
+		case finding.Unverified:
 			out = append(out, "unverified "+f.Check+" "+f.Path)
 		}
 	}
@@ -60,10 +61,10 @@ func wantsOf(ws []verifytest.Want) []string {
 	return out
 }
 
-func dump(fs []verify.Finding) string {
+func dump(fs []finding.Finding) string {
 	var b strings.Builder
 	for _, f := range fs {
-		if f.Severity != verify.OK {
+		if f.Severity != finding.OK {
 			b.WriteString("  " + f.String() + "\n")
 		}
 	}
@@ -71,13 +72,13 @@ func dump(fs []verify.Finding) string {
 }
 
 // find returns the first finding with the given severity and check.
-func find(fs []verify.Finding, sev verify.Severity, check string) (verify.Finding, bool) {
+func find(fs []finding.Finding, sev finding.Severity, check string) (finding.Finding, bool) {
 	for _, f := range fs {
 		if f.Severity == sev && f.Check == check {
 			return f, true
 		}
 	}
-	return verify.Finding{}, false
+	return finding.Finding{}, false
 }
 
 var fixedTime = verifytest.Time

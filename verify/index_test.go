@@ -9,7 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/verify"
 	"github.com/rsdump/rsdump/verify/verifytest"
@@ -70,7 +72,7 @@ func TestVerifyIndex(t *testing.T) {
 			t.Errorf("%s: %+v\n%s", target, sum, dump(fs))
 		}
 	}
-	d, err := verify.LoadDump(t.Context(), client, filepath.Join(out, pack.DumpName), verify.NewReporter(nil))
+	d, err := pkgread.LoadDump(t.Context(), client, filepath.Join(out, pack.DumpName), finding.NewReporter(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,21 +99,21 @@ func TestVerifyIndexBadParts(t *testing.T) {
 		pkgs   int
 	}{
 		{"missing", func(t *testing.T, out, part string) { os.Remove(filepath.Join(out, part)) },
-			verify.CheckMissing, "cannot be read", 2},
+			finding.CheckMissing, "cannot be read", 2},
 		{"nested index", func(t *testing.T, out, part string) {
 			h, urls := verifytest.ReadDoc(t, filepath.Join(out, pack.DumpName))
 			verifytest.WriteDoc(t, filepath.Join(out, part), h, urls)
-		}, verify.CheckDocument, "an index listed by", 2},
+		}, finding.CheckDocument, "an index listed by", 2},
 		{"other capability", func(t *testing.T, out, part string) {
 			h, urls := verifytest.ReadDoc(t, filepath.Join(out, part))
 			h.MD.Capability = resourcesync.CapChangeDump
 			verifytest.WriteDoc(t, filepath.Join(out, part), h, urls)
-		}, verify.CheckDocument, "differs from", 2},
+		}, finding.CheckDocument, "differs from", 2},
 		{"damaged package", func(t *testing.T, out, part string) {
 			zp := filepath.Join(out, "resourcedump-00003.zip")
 			z, _ := os.ReadFile(zp)
 			os.WriteFile(zp, verifytest.Flip(z, verifytest.MustIndex(t, z, []byte("ccc"))), 0o644)
-		}, verify.CheckHash, "", 3},
+		}, finding.CheckHash, "", 3},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -119,11 +121,11 @@ func TestVerifyIndexBadParts(t *testing.T) {
 			parts := packIndexed(t, out, localDumpURL, 2)
 			c.damage(t, out, parts[1])
 			sum, fs := run(t, verify.Options{}, filepath.Join(out, pack.DumpName))
-			f, ok := find(fs, verify.Error, c.check)
+			f, ok := find(fs, finding.Error, c.check)
 			if !ok || !strings.Contains(f.Msg, c.msg) {
 				t.Fatalf("no %s error with %q:\n%s", c.check, c.msg, dump(fs))
 			}
-			if c.check != verify.CheckHash && !strings.Contains(f.Source+f.Path, parts[1]) {
+			if c.check != finding.CheckHash && !strings.Contains(f.Source+f.Path, parts[1]) {
 				t.Errorf("the error does not name %s: %+v", parts[1], f)
 			}
 			if sum.Packages != c.pkgs {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/rsdump/rsdump/deststate"
+	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
@@ -71,7 +72,7 @@ func (m Mapper) Target(u resourcesync.URL) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := SafeName(rel); err != nil {
+	if err := pkgread.SafeName(rel); err != nil {
 		return "", fmt.Errorf("%s resolves to %q: %w", u.Loc, rel, err)
 	}
 	// EqualFold: on a case-insensitive file system (macOS, Windows)

@@ -56,19 +56,6 @@ func TestMapperByPath(t *testing.T) {
 	}
 }
 
-func TestSafeName(t *testing.T) {
-	for _, ok := range []string{"a", "a/b.txt", "dir/", "ünï ☃.txt", "a..b", "..a"} {
-		if err := verify.SafeName(ok); err != nil {
-			t.Errorf("SafeName(%q) = %v", ok, err)
-		}
-	}
-	for _, bad := range []string{"", "/", "/etc/passwd", "../x", "a/../b", "a/./b", "a//b", `a\b`, "C:x", "c:/x", "a\x00b", "a\nb", "\xff"} {
-		if err := verify.SafeName(bad); err == nil {
-			t.Errorf("SafeName(%q) accepted", bad)
-		}
-	}
-}
-
 // TestMapperBaseEncoded: a base URL given as typed (a space, non-ASCII)
 // maps the URIs pack wrote under it, which carry it percent-encoded.
 func TestMapperBaseEncoded(t *testing.T) {

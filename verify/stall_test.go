@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/internal/httpc/httpctest"
 	"github.com/rsdump/rsdump/pack"
@@ -25,8 +26,8 @@ func TestVerifyUnansweredDocument(t *testing.T) {
 		"stalled": httpctest.Stalling(t, httpctest.StalledDoc, 300).URL,
 	} {
 		u := base + "/" + pack.DumpName
-		var fs []verify.Finding
-		opts := verify.Options{Client: shortClient, Report: func(f verify.Finding) { fs = append(fs, f) }}
+		var fs []finding.Finding
+		opts := verify.Options{Client: shortClient, Report: func(f finding.Finding) { fs = append(fs, f) }}
 		start := time.Now()
 		_, err := verify.Verify(context.Background(), []string{u}, opts)
 		if el := time.Since(start); el > 3*time.Second {
@@ -60,7 +61,7 @@ func TestVerifyUnansweredPackage(t *testing.T) {
 		u := base + "/resourcedump-00001.zip"
 		found := false
 		for _, f := range fs {
-			found = found || f.Severity == verify.Error && strings.Contains(f.Source+" "+f.Msg, u)
+			found = found || f.Severity == finding.Error && strings.Contains(f.Source+" "+f.Msg, u)
 		}
 		if !found || sum.Problems() == 0 {
 			t.Errorf("%s: no error naming %s: %+v\n%s", name, u, sum, dump(fs))
@@ -96,12 +97,12 @@ func TestVerifyDefaultClient(t *testing.T) {
 }
 
 // namesURL reports whether err, or else an error finding, names url.
-func namesURL(err error, fs []verify.Finding, url string) bool {
+func namesURL(err error, fs []finding.Finding, url string) bool {
 	if err != nil {
 		return strings.Contains(err.Error(), url)
 	}
 	for _, f := range fs {
-		if f.Severity == verify.Error && strings.Contains(f.Source+" "+f.Msg, url) {
+		if f.Severity == finding.Error && strings.Contains(f.Source+" "+f.Msg, url) {
 			return true
 		}
 	}

@@ -9,20 +9,22 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/sink"
+	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/s3"
 )
 
 // expand turns a target into the packages to verify, loading and checking
 // dump documents on the way.
-func (v *verifier) expand(ctx context.Context, t string) ([]PackageRef, error) {
+func (v *verifier) expand(ctx context.Context, t string) ([]pkgread.PackageRef, error) {
 	if s3Prefix(t) {
 		return v.scanBucket(ctx, t)
 	}
 	if resourcesync.IsURL(t) {
 		if isZip(t) {
-			return []PackageRef{standalone(t)}, nil
+			return []pkgread.PackageRef{standalone(t)}, nil
 		}
 		return v.loadDump(ctx, t)
 	}
@@ -33,7 +35,7 @@ func (v *verifier) expand(ctx context.Context, t string) ([]PackageRef, error) {
 	case fi.IsDir():
 		return v.scanDir(ctx, t)
 	case isZip(t):
-		return []PackageRef{standalone(t)}, nil
+		return []pkgread.PackageRef{standalone(t)}, nil
 	}
 	return v.loadDump(ctx, t)
 }
@@ -42,13 +44,13 @@ func isZip(name string) bool { return strings.HasSuffix(strings.ToLower(name), "
 
 // standalone is a package given without a dump document: nothing is known
 // of its length or hash, and either manifest capability is accepted.
-func standalone(loc string) PackageRef { return PackageRef{Loc: loc, Length: -1} }
+func standalone(loc string) pkgread.PackageRef { return pkgread.PackageRef{Loc: loc, Length: -1} }
 
 // scanDir verifies the dump documents in dir and the packages they list.
 // Packages no document lists are verified on their own, with a warning
 // when there were documents: a package left behind by an interrupted
 // publication, or one the document forgot.
-func (v *verifier) scanDir(ctx context.Context, dir string) ([]PackageRef, error) {
+func (v *verifier) scanDir(ctx context.Context, dir string) ([]pkgread.PackageRef, error) {
 	docs, zips, err := ListDir(dir)
 	if err != nil {
 		return nil, err
@@ -65,7 +67,7 @@ func s3Prefix(t string) bool {
 
 // scanBucket is scanDir for s3://BUCKET/PREFIX, a pack output in a
 // bucket: the objects directly under the prefix.
-func (v *verifier) scanBucket(ctx context.Context, loc string) ([]PackageRef, error) {
+func (v *verifier) scanBucket(ctx context.Context, loc string) ([]pkgread.PackageRef, error) {
 	b, err := sink.OpenBucket(ctx, loc, v.opts.Client)
 	if err != nil {
 		return nil, err
@@ -86,11 +88,11 @@ func (v *verifier) scanBucket(ctx context.Context, loc string) ([]PackageRef, er
 
 // scanned is the packages of a pack output's documents and, with a
 // warning, those no document lists.
-func (v *verifier) scanned(ctx context.Context, dir string, docs, zips []string) ([]PackageRef, error) {
+func (v *verifier) scanned(ctx context.Context, dir string, docs, zips []string) ([]pkgread.PackageRef, error) {
 	if len(docs) == 0 && len(zips) == 0 {
 		return nil, fmt.Errorf("%s: no dump document and no package", dir)
 	}
-	var refs []PackageRef
+	var refs []pkgread.PackageRef
 	covered := map[string]bool{}
 	for _, d := range docs {
 		rs, err := v.loadDump(ctx, d)
@@ -107,7 +109,7 @@ func (v *verifier) scanned(ctx context.Context, dir string, docs, zips []string)
 			continue
 		}
 		if len(docs) > 0 {
-			v.rep.Report(Finding{Severity: Warning, Check: CheckDocument, Source: z, Msg: "package is not listed in any dump document in " + dir})
+			v.rep.Report(finding.Finding{Severity: finding.Warning, Check: finding.CheckDocument, Source: z, Msg: "package is not listed in any dump document in " + dir})
 		}
 		refs = append(refs, standalone(z))
 	}

@@ -11,13 +11,16 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/internal/httpc"
+	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
@@ -50,7 +53,7 @@ func Audit(ctx context.Context, dir, against string, mapper Mapper, opts Options
 	if err != nil && badDocument(ctx, err) {
 		// Read and found malformed or too large: a finding, as in Verify.
 		// The tree is not searched for extras against a partial listing.
-		a.rep.Report(Finding{Severity: Error, Check: CheckDocument, Source: against, Msg: strings.TrimPrefix(err.Error(), against+": ")})
+		a.rep.Report(finding.Finding{Severity: finding.Error, Check: finding.CheckDocument, Source: against, Msg: strings.TrimPrefix(err.Error(), against+": ")})
 		return a.summary(), nil
 	}
 	if err != nil {
@@ -99,7 +102,7 @@ func (a *auditor) listing(ctx context.Context, loc string, fn func(string, resou
 	errDump := errors.New("a Resource Dump")
 	ld := resourcesync.Loader{
 		Open: func(ctx context.Context, loc string) (io.ReadCloser, error) {
-			return openStream(ctx, a.opts.Client, loc)
+			return pkgread.OpenDocument(ctx, a.opts.Client, loc)
 		},
 		Document: func(d *resourcesync.Document) error {
 			a.documents.Add(1)
@@ -130,14 +133,14 @@ func (a *auditor) listing(ctx context.Context, loc string, fn func(string, resou
 // its detached copy when linked (no package needs to be read) or else
 // from the package.
 func (a *auditor) dumpListing(ctx context.Context, loc string, fn func(string, resourcesync.URL)) error {
-	d, err := LoadDump(ctx, a.opts.Client, loc, NewReporter(nil))
+	d, err := pkgread.LoadDump(ctx, a.opts.Client, loc, finding.NewReporter(nil))
 	if err != nil {
 		return err
 	}
 	for _, ref := range d.Packages {
 		m, err := a.manifestOf(ctx, ref)
 		if err != nil {
-			a.rep.Report(Finding{Severity: Error, Check: CheckManifest, Source: ref.Loc, URI: ref.Entry.Loc, Msg: err.Error()})
+			a.rep.Report(finding.Finding{Severity: finding.Error, Check: finding.CheckManifest, Source: ref.Loc, URI: ref.Entry.Loc, Msg: err.Error()})
 			continue
 		}
 		dec, err := resourcesync.NewDecoder(bytes.NewReader(m))
@@ -151,7 +154,7 @@ func (a *auditor) dumpListing(ctx context.Context, loc string, fn func(string, r
 	return nil
 }
 
-func (a *auditor) manifestOf(ctx context.Context, ref PackageRef) ([]byte, error) {
+func (a *auditor) manifestOf(ctx context.Context, ref pkgread.PackageRef) ([]byte, error) {
 	if ref.Contents != "" {
 		if m, err := fetchLinked(ctx, a.opts.Client, ref, ref.Contents); err == nil {
 			return m, nil
@@ -162,7 +165,7 @@ func (a *auditor) manifestOf(ctx context.Context, ref PackageRef) ([]byte, error
 		return nil, err
 	}
 	defer closeFn()
-	p, err := OpenPackage(ra, size, ref.Loc, "", a.opts.Limits, NewReporter(nil))
+	p, err := pkgread.OpenPackage(ra, size, ref.Loc, "", a.opts.Limits, finding.NewReporter(nil))
 	if err != nil {
 		return nil, err
 	}
@@ -186,10 +189,10 @@ func (a *auditor) wasSeen(rel string) bool {
 
 // checkFile compares one file with the entry describing it.
 func (a *auditor) checkFile(src string, u resourcesync.URL) {
-	base := Finding{Source: src, URI: u.Loc}
+	base := finding.Finding{Source: src, URI: u.Loc}
 	rel, err := a.mapper.Target(u)
 	if err != nil {
-		a.report(base, Error, CheckPath, "", "", err.Error())
+		a.report(base, finding.Error, finding.CheckPath, "", "", err.Error())
 		return
 	}
 	a.markSeen(rel)
@@ -198,15 +201,15 @@ func (a *auditor) checkFile(src string, u resourcesync.URL) {
 	n, sums, err := hashFile(a.root, rel, want.Known(), length)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		a.report(base, Error, CheckMissing, Describe(length, want), "", "file is missing")
+		a.report(base, finding.Error, finding.CheckMissing, pkgread.Describe(length, want), "", "file is missing")
 	case err != nil:
-		a.report(base, Error, CheckRead, "", "", err.Error())
+		a.report(base, finding.Error, finding.CheckRead, "", "", err.Error())
 	default:
 		a.judge(base, length, want, n, sums)
 	}
 }
 
-func (a *auditor) report(base Finding, sev Severity, check, expected, actual, msg string) {
+func (a *auditor) report(base finding.Finding, sev finding.Severity, check, expected, actual, msg string) {
 	base.Severity, base.Check, base.Expected, base.Actual, base.Msg = sev, check, expected, actual, msg
 	a.rep.Report(base)
 }
@@ -224,28 +227,28 @@ func expectation(u resourcesync.URL) (digest.Set, int64) {
 }
 
 // judge compares a file's length and digests with the entry.
-func (a *auditor) judge(base Finding, length int64, want digest.Set, n int64, sums digest.Set) {
+func (a *auditor) judge(base finding.Finding, length int64, want digest.Set, n int64, sums digest.Set) {
 	a.bitstreams.Add(1)
 	a.bytes.Add(n)
 	if length >= 0 && n != length {
-		a.report(base, Error, CheckLength, itoa(length), itoa(n), "length differs")
+		a.report(base, finding.Error, finding.CheckLength, strconv.FormatInt(length, 10), strconv.FormatInt(n, 10), "length differs")
 		return
 	}
 	ok, bad, unchecked := digest.Check(want, sums)
 	for _, m := range bad {
-		a.report(base, Error, CheckHash, m.Alg+":"+m.Want, m.Alg+":"+m.Got, m.Alg+" mismatch")
+		a.report(base, finding.Error, finding.CheckHash, m.Alg+":"+m.Want, m.Alg+":"+m.Got, m.Alg+" mismatch")
 	}
 	if len(bad) > 0 {
 		return
 	}
-	if sev, check, msg := coverage(len(want), length, len(ok), unchecked); sev != OK {
+	if sev, check, msg := pkgread.Coverage(len(want), length, len(ok), unchecked); sev != finding.OK {
 		a.report(base, sev, check, "", "", msg)
-		if sev != Warning {
+		if sev != finding.Warning {
 			return
 		}
 	}
 	a.verified.Add(1)
-	a.report(base, OK, CheckBitstream, Describe(length, want), Describe(n, sums), "")
+	a.report(base, finding.OK, finding.CheckBitstream, pkgread.Describe(length, want), pkgread.Describe(n, sums), "")
 }
 
 // hashFile reads a file of the tree once, through os.Root so that a
@@ -271,7 +274,7 @@ func hashFile(root *os.Root, rel string, algs []string, length int64) (int64, di
 	if err != nil {
 		return 0, nil, err
 	}
-	if _, err := io.CopyBuffer(mh, f, make([]byte, bufSize)); err != nil {
+	if _, err := io.CopyBuffer(mh, f, make([]byte, 256<<10)); err != nil {
 		return 0, nil, fmt.Errorf("%s: %w", rel, err)
 	}
 	return mh.Len(), mh.Sums(), nil
@@ -280,9 +283,9 @@ func hashFile(root *os.Root, rel string, algs []string, length int64) (int64, di
 // extra reports a file no entry listed.
 func (a *auditor) extra(rel string) {
 	a.nExtras++
-	f := Finding{Severity: Error, Check: CheckExtra, Source: a.dir, Path: rel, Msg: "file is not listed"}
+	f := finding.Finding{Severity: finding.Error, Check: finding.CheckExtra, Source: a.dir, Path: rel, Msg: "file is not listed"}
 	if a.opts.AllowExtras {
-		f.Severity, f.Msg = Warning, "file is not listed: the Source never had it; left as it is"
+		f.Severity, f.Msg = finding.Warning, "file is not listed: the Source never had it; left as it is"
 	}
 	a.rep.Report(f)
 }

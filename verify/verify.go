@@ -1,13 +1,15 @@
 // Package verify checks ResourceSync Resource Dumps and Change Dumps and
 // the trees restored from them, and writes nothing. It reports every
-// problem it finds as a Finding, rather than stopping at the first, and an
-// OK Finding for each bitstream and package that verified, so that a
-// caller can keep the ok and notOK logs of the D-Lib transfer process.
+// problem it finds as a finding.Finding, rather than stopping at the first,
+// and an OK Finding for each bitstream and package that verified, so that
+// a caller can keep the ok and notOK logs of the D-Lib transfer process.
 //
-// A package is read in one pass, front to back: the central directory and
-// manifest.xml first, then each entry once, its CRC-32 and every manifest
-// hash computed together, while the package's own hash is computed over
-// the same reads (PassHasher). Packages are verified in parallel.
+// Packages are read by pkgread, in one pass, front to back (its
+// PassHasher computes the package's own hash over the same reads), remote
+// ones once transfer/pkgfetch fetched them; verify adds what only a check
+// of a whole dump needs: the package against its dump document, the
+// detached manifest, the clashes between packages. Packages are verified
+// in parallel.
 package verify
 
 import (
@@ -19,12 +21,15 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/transfer"
+	"github.com/rsdump/rsdump/transfer/pkgfetch"
 )
 
 // Options configure Verify.
 type Options struct {
-	Limits
+	pkgread.Limits
 	Jobs   int          // packages verified at once; default GOMAXPROCS
 	Client *http.Client // for URL targets; default transfer.NewClient(Transfer)
 	// Transfer tunes the engine that fetches remote packages from all
@@ -40,7 +45,7 @@ type Options struct {
 	AllowExtras bool
 
 	// Report receives every finding, OK ones included, one call at a time.
-	Report func(Finding)
+	Report func(finding.Finding)
 	// Progress receives the number of package bytes read, from several
 	// goroutines at once. It must be safe for concurrent use. Total
 	// receives bytes added to the work ahead, before Progress counts
@@ -60,13 +65,13 @@ type Summary struct {
 	Verified   int   `json:"verified"` // bitstreams whose length and hashes matched
 	Bytes      int64 `json:"bytes"`
 	Extras     int   `json:"extras,omitempty"` // files of an audited tree that the listing lacks
-	Counts
+	finding.Counts
 }
 
 type verifier struct {
 	opts       Options
-	remote     *Remote // opens packages, fetching remote ones
-	rep        *Reporter
+	remote     *pkgfetch.Remote // opens packages, fetching remote ones
+	rep        *finding.Reporter
 	documents  atomic.Int64
 	packages   atomic.Int64
 	bitstreams atomic.Int64
@@ -82,14 +87,14 @@ type verifier struct {
 func Verify(ctx context.Context, targets []string, opts Options) (*Summary, error) {
 	v := newVerifier(opts)
 	var jobs []job
-	var all []PackageRef
-	var tables []*Claims
+	var all []pkgread.PackageRef
+	var tables []*pkgread.Claims
 	for _, t := range targets {
 		refs, err := v.expand(ctx, t)
 		if err != nil {
 			return nil, err
 		}
-		claims := NewClaims(opts.TempDir) // one per target: the packages of one dump
+		claims := pkgread.NewClaims(opts.TempDir) // one per target: the packages of one dump
 		defer claims.Close()
 		tables = append(tables, claims)
 		for _, ref := range refs {
@@ -97,7 +102,7 @@ func Verify(ctx context.Context, targets []string, opts Options) (*Summary, erro
 		}
 		all = append(all, refs...)
 	}
-	Announce(all, v.opts.Total)
+	pkgread.Announce(all, v.opts.Total)
 	if err := v.run(ctx, jobs); err != nil {
 		return nil, err
 	}
@@ -116,14 +121,14 @@ func newVerifier(opts Options) *verifier {
 	if opts.Client == nil {
 		opts.Client = transfer.NewClient(opts.Transfer)
 	}
-	return &verifier{opts: opts, rep: NewReporter(opts.Report), remote: &Remote{Transfer: opts.Transfer, Client: opts.Client, TempDir: opts.TempDir}}
+	return &verifier{opts: opts, rep: finding.NewReporter(opts.Report), remote: &pkgfetch.Remote{Transfer: opts.Transfer, Client: opts.Client, TempDir: opts.TempDir}}
 }
 
 // job is one package to check, with the table of the targets its dump's
 // packages carry.
 type job struct {
-	ref    PackageRef
-	claims *Claims
+	ref    pkgread.PackageRef
+	claims *pkgread.Claims
 	pkg    int // its number in claims
 }
 
@@ -145,9 +150,9 @@ func (v *verifier) summary() *Summary {
 
 // loadDump loads a document, counting a rejected one as a finding rather
 // than a failure to run.
-func (v *verifier) loadDump(ctx context.Context, loc string) ([]PackageRef, error) {
-	d, err := LoadDump(ctx, v.opts.Client, loc, v.rep)
-	if errors.Is(err, ErrRejected) {
+func (v *verifier) loadDump(ctx context.Context, loc string) ([]pkgread.PackageRef, error) {
+	d, err := pkgread.LoadDump(ctx, v.opts.Client, loc, v.rep)
+	if errors.Is(err, pkgread.ErrRejected) {
 		return nil, nil
 	}
 	if err != nil {

@@ -6,11 +6,12 @@ import (
 	"io"
 	"time"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/plural"
+	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/replica"
 	"github.com/rsdump/rsdump/transfer"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify"
 )
 
 const syncHelp = `Usage: rsdump sync SOURCE --dest DIR [flags]
@@ -102,7 +103,7 @@ func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.IntVar(&f.fetches, "fetches", 8, "resources fetched at once from a Resource List or Change List")
 	fs.Var(newSizeValue(&f.minSpeed, 1<<10), "min-speed", "fail a document or resource, and drop a package mirror, that delivers under `SIZE` bytes per second over 30s (0: never)")
 	fs.Var(newSizeValue(&f.maxSize, unpack.DefaultMaxResourceSize), "max-resource-size", "refuse a list's resource whose entry gives no length past `SIZE` (one that gives a length is cut off at it)")
-	fs.Float64Var(&f.maxRatio, "max-ratio", verify.DefaultMaxRatio, "refuse entries that inflate more than `N` times their compressed size")
+	fs.Float64Var(&f.maxRatio, "max-ratio", pkgread.DefaultMaxRatio, "refuse entries that inflate more than `N` times their compressed size")
 	fs.BoolVarP(&f.verb, "verbose", "v", false, "print a line for every file written, found present or deleted")
 	fs.BoolVar(&f.adopt, "adopt", false, "take files already in DIR that hold their bitstream as rsdump's (a first sync into a DIR that has files at the resources' names refuses without it)")
 	fs.BoolVar(&f.overwrite, "overwrite", false, "replace files rsdump did not write (implies --adopt)")
@@ -155,7 +156,7 @@ func doSync(ctx context.Context, source string, f syncFlags, stdout, stderr io.W
 	p := newProgress(stderr, f.quiet || f.json, "syncing")
 	rep.msg = p.message
 	o := replica.Options{BaseURL: f.baseURL, DryRun: f.dryRun, Audit: f.audit, Jobs: f.jobs, Fetches: f.fetches, Adopt: f.adopt, Overwrite: f.overwrite, Rollback: f.rollback,
-		MaxResourceSize: f.maxSize, Limits: verify.Limits{MaxRatio: f.maxRatio},
+		MaxResourceSize: f.maxSize, Limits: pkgread.Limits{MaxRatio: f.maxRatio},
 		Transfer: transfer.Options{StallTimeout: f.stall, MinSpeed: f.minSpeed, MinSpeedWindow: speedWindow}}
 	if f.minSpeed == 0 {
 		o.Transfer.MinSpeed = -1 // off, as for get
@@ -166,8 +167,8 @@ func doSync(ctx context.Context, source string, f syncFlags, stdout, stderr io.W
 			p.message("%s", escapeControl(m))
 		}
 	}
-	o.Report = func(fd verify.Finding) {
-		if f.verb && fd.Severity == verify.OK && !f.json && !f.quiet {
+	o.Report = func(fd finding.Finding) {
+		if f.verb && fd.Severity == finding.OK && !f.json && !f.quiet {
 			fmt.Fprintf(stdout, "%s: %s\n", fd.Check, escapeControl(orText(fd.Path, fd.Source)))
 		}
 		rep.finding(fd)

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/plural"
+	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/transfer"
 	"github.com/rsdump/rsdump/unpack"
 	"github.com/rsdump/rsdump/verify"
@@ -119,7 +121,7 @@ func runUnpack(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringArrayVar(&f.only, "only", nil, "restore only the files whose path in DIR, or a directory above it, matches `GLOB` (path.Match; repeatable), each read from inside its package: no whole package is downloaded")
 	fs.BoolVar(&f.rollback, "rollback", false, "apply a snapshot older than DIR's state: DIR becomes exactly that snapshot, later files rsdump wrote removed")
 	fs.BoolVarP(&f.dryRun, "dry-run", "n", false, "read the manifests and DIR and report what would change; write nothing")
-	fs.Float64Var(&f.maxRatio, "max-ratio", verify.DefaultMaxRatio, "refuse entries that inflate more than `N` times their compressed size")
+	fs.Float64Var(&f.maxRatio, "max-ratio", pkgread.DefaultMaxRatio, "refuse entries that inflate more than `N` times their compressed size")
 	fs.IntVarP(&f.jobs, "jobs", "j", 0, "Resource Dump packages unpacked at once (default: number of CPUs)")
 	fs.BoolVarP(&f.verb, "verbose", "v", false, "print a line for every file written, found present or deleted")
 	f.register(fs)
@@ -171,7 +173,7 @@ func (f *unpackFlags) options(args []string) (unpack.Options, error) {
 		return o, usageError{err}
 	}
 	return unpack.Options{Mapper: m, AtomicPackage: f.atomic, DryRun: f.dryRun, AllowGap: f.allowGap, Adopt: f.adopt, Overwrite: f.overwrite, Rollback: f.rollback, Only: f.only,
-		Limits: verify.Limits{MaxRatio: f.maxRatio}, Jobs: f.jobs, Transfer: transfer.Options{StallTimeout: f.stall}}, nil
+		Limits: pkgread.Limits{MaxRatio: f.maxRatio}, Jobs: f.jobs, Transfer: transfer.Options{StallTimeout: f.stall}}, nil
 }
 
 func doUnpack(ctx context.Context, sources []string, f unpackFlags, o unpack.Options, stdout, stderr io.Writer) error {
@@ -182,8 +184,8 @@ func doUnpack(ctx context.Context, sources []string, f unpackFlags, o unpack.Opt
 	p := newProgress(stderr, f.quiet || f.json, "unpacking")
 	rep.msg = p.message
 	o.Progress, o.Total = func(n int64) { p.add(n, "") }, p.grow
-	o.Report = func(fd verify.Finding) {
-		if f.verb && fd.Severity == verify.OK && !f.json && !f.quiet {
+	o.Report = func(fd finding.Finding) {
+		if f.verb && fd.Severity == finding.OK && !f.json && !f.quiet {
 			fmt.Fprintf(stdout, "%s: %s\n", fd.Check, escapeControl(orText(fd.Path, fd.Source)))
 		}
 		rep.finding(fd)

@@ -12,7 +12,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/plural"
+	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/transfer"
 	"github.com/rsdump/rsdump/verify"
@@ -82,7 +84,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	pathVarP(fs, &f.against, "against", "", "", "`DOCUMENT` to audit the tree against: Resource Dump, its manifest, or Resource List")
 	fs.StringVar(&f.baseURL, "base-url", "", "with --tree: `URL` prefix the Source used; a file's path is its URI relative to it")
 	fs.StringVar(&f.layout, "layout", "url", "with --tree: where files are, by `url` (relative to --base-url) or manifest path")
-	fs.Float64Var(&f.maxRatio, "max-ratio", verify.DefaultMaxRatio, "refuse entries that inflate more than `N` times their compressed size")
+	fs.Float64Var(&f.maxRatio, "max-ratio", pkgread.DefaultMaxRatio, "refuse entries that inflate more than `N` times their compressed size")
 	fs.IntVarP(&f.jobs, "jobs", "j", 0, "packages verified at once (default: number of CPUs)")
 	withS3 := s3Flag(fs)
 	if err := parse(fs, args, verifyHelp, stdout); err != nil {
@@ -134,7 +136,7 @@ func doVerify(ctx context.Context, f verifyFlags, targets []string, stdout, stde
 	}
 	p := newProgress(stderr, f.quiet || f.json, "verifying")
 	rep.msg = p.message
-	opts := verify.Options{Limits: verify.Limits{MaxRatio: f.maxRatio}, Jobs: f.jobs, Report: rep.finding, Transfer: transfer.Options{StallTimeout: f.stall},
+	opts := verify.Options{Limits: pkgread.Limits{MaxRatio: f.maxRatio}, Jobs: f.jobs, Report: rep.finding, Transfer: transfer.Options{StallTimeout: f.stall},
 		Progress: func(n int64) { p.add(n, "") }, Total: p.grow}
 	var sum *verify.Summary
 	if f.tree != "" {
@@ -172,7 +174,7 @@ func verifySummaryLine(s *verify.Summary) string {
 
 // finishReport writes the summary and chooses the exit status: 1 when any
 // finding is a problem.
-func finishReport(rep *reportWriter, summary any, c verify.Counts, line string) error {
+func finishReport(rep *reportWriter, summary any, c finding.Counts, line string) error {
 	if err := rep.close(summary); err != nil {
 		return err
 	}
@@ -236,18 +238,18 @@ func (r *reportWriter) createCSV(name string) (*csv.Writer, error) {
 	return w, w.Write(csvHeader)
 }
 
-func (r *reportWriter) finding(f verify.Finding) {
+func (r *reportWriter) finding(f finding.Finding) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.ok != nil {
 		w := r.bad
-		if f.Severity == verify.OK {
+		if f.Severity == finding.OK {
 			w = r.ok
 		}
 		r.keep(w.Write([]string{f.URI, f.Path, f.Check, f.Expected, f.Actual, f.Severity.String(), f.Msg, f.Source}))
 	}
 	switch {
-	case f.Severity == verify.OK:
+	case f.Severity == finding.OK:
 	case r.flags.json:
 		r.writeJSON(f)
 	case f.Severity.Problem() || !r.flags.quiet:
@@ -268,7 +270,7 @@ type jsonFinding struct {
 
 // writeJSON streams one finding into the findings array, so that a run
 // with a million problems does not hold them in memory.
-func (r *reportWriter) writeJSON(f verify.Finding) {
+func (r *reportWriter) writeJSON(f finding.Finding) {
 	b, err := json.Marshal(jsonFinding{f.Severity.String(), f.Check, f.Source, f.URI, f.Path, f.Expected, f.Actual, f.Msg})
 	r.keep(err)
 	if r.jsonSeen {
@@ -293,7 +295,7 @@ func (r *reportWriter) fail(err error) error {
 	switch {
 	case errors.Is(err, context.Canceled):
 		r.runCode = exitCanceled
-	case errors.As(err, &re), errors.Is(err, verify.ErrRejected):
+	case errors.As(err, &re), errors.Is(err, pkgread.ErrRejected):
 		r.runCode = exitFailed // a document that is bad input, as a malformed one is
 	}
 	r.close(nil)

@@ -9,8 +9,8 @@ import (
 
 	"github.com/rsdump/rsdump/internal/safepath"
 	"github.com/rsdump/rsdump/metalink"
+	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/resourcesync"
-	"github.com/rsdump/rsdump/verify"
 )
 
 // hostile names every reader must refuse, with the kind of problem.
@@ -56,9 +56,9 @@ func TestVerifyAndMetalinkAgree(t *testing.T) {
 			t.Errorf("Check(%q) = %v, want kind %d", c.name, err, c.kind)
 			continue
 		}
-		verr := verify.SafeName(c.name)
+		verr := pkgread.SafeName(c.name)
 		if verr == nil || !strings.Contains(verr.Error(), e.Reason) {
-			t.Errorf("verify.SafeName(%q) = %v, want %q", c.name, verr, e.Reason)
+			t.Errorf("pkgread.SafeName(%q) = %v, want %q", c.name, verr, e.Reason)
 		}
 		merr := metalink.CheckName(c.name)
 		var p *metalink.Problem
@@ -74,8 +74,8 @@ func TestVerifyAndMetalinkAgree(t *testing.T) {
 		}
 	}
 	for _, name := range fine {
-		if err := verify.SafeName(name); err != nil {
-			t.Errorf("verify.SafeName(%q) = %v", name, err)
+		if err := pkgread.SafeName(name); err != nil {
+			t.Errorf("pkgread.SafeName(%q) = %v", name, err)
 		}
 		if err := metalink.CheckName(name); err != nil {
 			t.Errorf("metalink.CheckName(%q) = %v", name, err)

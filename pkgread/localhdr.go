@@ -1,4 +1,4 @@
-package verify
+package pkgread
 
 import (
 	"archive/zip"
@@ -10,6 +10,8 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+
+	"github.com/rsdump/rsdump/finding"
 )
 
 // archive/zip reads each entry's local header to find its data but never
@@ -62,7 +64,7 @@ var headerOffsetField = sync.OnceValues(func() (int, bool) {
 // data descriptor follows the data, the same CRC-32 and sizes.
 func (r *reading) checkLocal() bool {
 	if err := checkLocal(r.p.ra, r.f); err != nil {
-		r.fail(CheckZip, "", "", err.Error())
+		r.fail(finding.CheckZip, "", "", err.Error())
 		return false
 	}
 	return true
@@ -178,10 +180,10 @@ func (p *Package) checkDirectories() {
 	}
 	for _, f := range inFileOrder(dirs) {
 		if f.CompressedSize64 != 0 || f.UncompressedSize64 != 0 {
-			p.report(Finding{Severity: Error, Check: CheckZip, Path: f.Name,
+			p.report(finding.Finding{Severity: finding.Error, Check: finding.CheckZip, Path: f.Name,
 				Msg: fmt.Sprintf("directory entry carries data (%d bytes, %d compressed), which a reader may extract as a file", f.UncompressedSize64, f.CompressedSize64)})
 		} else if err := checkLocal(p.ra, f); err != nil {
-			p.report(Finding{Severity: Error, Check: CheckZip, Path: f.Name, Msg: err.Error()})
+			p.report(finding.Finding{Severity: finding.Error, Check: finding.CheckZip, Path: f.Name, Msg: err.Error()})
 		}
 	}
 }

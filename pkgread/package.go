@@ -1,4 +1,4 @@
-package verify
+package pkgread
 
 import (
 	"archive/zip"
@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/resourcesync"
 )
@@ -53,7 +54,7 @@ type Package struct {
 	size  int64
 	spans []span             // data of the entries read, for the overlap check
 	tiles map[*zip.File]tile // bytes of the entries read, for checkTiling
-	rep   *Reporter
+	rep   *finding.Reporter
 	lim   Limits
 	index map[*zip.File]int // central directory position
 	mf    *zip.File         // manifest.xml
@@ -88,7 +89,7 @@ func (b *Bitstream) Deleted() bool { return b.Change() == resourcesync.ChangeDel
 // manifest to rep, and fails with ErrRejected when the package cannot be
 // used: no readable central directory, no usable manifest. wantCap, when
 // not empty, is the manifest capability the dump document implies.
-func OpenPackage(ra io.ReaderAt, size int64, src, wantCap string, lim Limits, rep *Reporter) (*Package, error) {
+func OpenPackage(ra io.ReaderAt, size int64, src, wantCap string, lim Limits, rep *finding.Reporter) (*Package, error) {
 	return OpenPackageDecoded(ra, size, src, wantCap, lim, rep, nil)
 }
 
@@ -104,10 +105,10 @@ type Decoded struct {
 // dec instead of decoding them again, when the spool was made from the
 // manifest.xml it reads (the same SHA-256): the same bytes decode to the
 // same entries, and are checked the same way. dec may be nil.
-func OpenPackageDecoded(ra io.ReaderAt, size int64, src, wantCap string, lim Limits, rep *Reporter, dec *Decoded) (*Package, error) {
+func OpenPackageDecoded(ra io.ReaderAt, size int64, src, wantCap string, lim Limits, rep *finding.Reporter, dec *Decoded) (*Package, error) {
 	zr, err := zip.NewReader(ra, size)
 	if err != nil && !errors.Is(err, zip.ErrInsecurePath) {
-		return nil, reject(rep, Finding{Severity: Error, Check: CheckZip, Source: src, Msg: "unreadable central directory: " + err.Error()})
+		return nil, reject(rep, finding.Finding{Severity: finding.Error, Check: finding.CheckZip, Source: src, Msg: "unreadable central directory: " + err.Error()})
 	}
 	p := &Package{Source: src, zr: zr, ra: ra, size: size, rep: rep, lim: lim, index: make(map[*zip.File]int, len(zr.File)), tiles: map[*zip.File]tile{}}
 	files := p.indexEntries()
@@ -130,13 +131,13 @@ func OpenPackageDecoded(ra io.ReaderAt, size int64, src, wantCap string, lim Lim
 // (a detached copy): a Package whose bitstreams have no ZIP entry to
 // read, for planning what the package would change without reading it.
 // The manifest is bounded by the sitemap size limit.
-func ReadManifest(r io.Reader, src, wantCap string, lim Limits, rep *Reporter) (*Package, error) {
+func ReadManifest(r io.Reader, src, wantCap string, lim Limits, rep *finding.Reporter) (*Package, error) {
 	b, err := io.ReadAll(io.LimitReader(r, resourcesync.MaxBytes+1))
 	switch {
 	case err != nil:
-		return nil, reject(rep, Finding{Severity: Error, Check: CheckManifest, Source: src, Path: ManifestName, Msg: "manifest: " + err.Error()})
+		return nil, reject(rep, finding.Finding{Severity: finding.Error, Check: finding.CheckManifest, Source: src, Path: ManifestName, Msg: "manifest: " + err.Error()})
 	case len(b) > resourcesync.MaxBytes:
-		return nil, reject(rep, Finding{Severity: Error, Check: CheckManifest, Source: src, Path: ManifestName,
+		return nil, reject(rep, finding.Finding{Severity: finding.Error, Check: finding.CheckManifest, Source: src, Path: ManifestName,
 			Msg: fmt.Sprintf("manifest larger than %d bytes", resourcesync.MaxBytes)})
 	}
 	p := &Package{Source: src, Manifest: b, rep: rep, lim: lim}
@@ -150,12 +151,12 @@ func ReadManifest(r io.Reader, src, wantCap string, lim Limits, rep *Reporter) (
 // (ReadManifest): its bitstreams cannot be read.
 func (p *Package) ManifestOnly() bool { return p.zr == nil && p.ra == nil }
 
-func reject(rep *Reporter, f Finding) error {
+func reject(rep *finding.Reporter, f finding.Finding) error {
 	rep.Report(f)
 	return fmt.Errorf("%s: %w: %s", f.Source, ErrRejected, f.Msg)
 }
 
-func (p *Package) report(f Finding) {
+func (p *Package) report(f finding.Finding) {
 	f.Source = p.Source
 	p.rep.Report(f)
 }
@@ -168,10 +169,10 @@ func (p *Package) indexEntries() map[string][]*zip.File {
 	for i, f := range p.zr.File {
 		p.index[f] = i
 		if err := SafeName(f.Name); err != nil {
-			p.report(Finding{Severity: Error, Check: CheckName, Path: f.Name, Msg: fmt.Sprintf("%v%s", err, hint(f.Name))})
+			p.report(finding.Finding{Severity: finding.Error, Check: finding.CheckName, Path: f.Name, Msg: fmt.Sprintf("%v%s", err, hint(f.Name))})
 		}
 		if len(files[f.Name]) == 1 {
-			p.report(Finding{Severity: Error, Check: CheckDuplicate, Path: f.Name, Msg: "more than one entry has this name"})
+			p.report(finding.Finding{Severity: finding.Error, Check: finding.CheckDuplicate, Path: f.Name, Msg: "more than one entry has this name"})
 		}
 		files[f.Name] = append(files[f.Name], f)
 	}
@@ -195,9 +196,9 @@ func (p *Package) manifestEntry(files map[string][]*zip.File) (*zip.File, error)
 		if alt := findManifestElsewhere(files); alt != "" {
 			msg += " (found " + alt + ")"
 		}
-		return nil, reject(p.rep, Finding{Severity: Error, Check: CheckManifest, Source: p.Source, Path: ManifestName, Msg: msg})
+		return nil, reject(p.rep, finding.Finding{Severity: finding.Error, Check: finding.CheckManifest, Source: p.Source, Path: ManifestName, Msg: msg})
 	}
-	return nil, reject(p.rep, Finding{Severity: Error, Check: CheckManifest, Source: p.Source, Path: ManifestName, Msg: "more than one manifest.xml"})
+	return nil, reject(p.rep, finding.Finding{Severity: finding.Error, Check: finding.CheckManifest, Source: p.Source, Path: ManifestName, Msg: "more than one manifest.xml"})
 }
 
 func findManifestElsewhere(files map[string][]*zip.File) string {
@@ -216,8 +217,8 @@ func (p *Package) readManifest(f *zip.File) error {
 	buf.Grow(int(min(f.UncompressedSize64, resourcesync.MaxBytes+1))) // one allocation, not a dozen
 	b := &Bitstream{Path: "/" + ManifestName, Length: -1, File: f}
 	res := p.read(b, &buf, resourcesync.MaxBytes)
-	if res.Severity == Error {
-		return reject(p.rep, Finding{Severity: Error, Check: CheckManifest, Source: p.Source, Path: ManifestName, Msg: "manifest.xml cannot be read"})
+	if res.Severity == finding.Error {
+		return reject(p.rep, finding.Finding{Severity: finding.Error, Check: finding.CheckManifest, Source: p.Source, Path: ManifestName, Msg: "manifest.xml cannot be read"})
 	}
 	p.Manifest = buf.Bytes()
 	return nil
@@ -234,7 +235,7 @@ func (p *Package) resolve(files map[string][]*zip.File) {
 		name := entryName(b.Path)
 		if n, dup := used[name]; dup {
 			b.Bad = fmt.Sprintf("manifest entry %d has this path too", n)
-			p.report(Finding{Severity: Error, Check: CheckPath, URI: b.URL.Loc, Path: name, Msg: b.Bad})
+			p.report(finding.Finding{Severity: finding.Error, Check: finding.CheckPath, URI: b.URL.Loc, Path: name, Msg: b.Bad})
 			continue
 		}
 		used[name] = b.N
@@ -244,7 +245,7 @@ func (p *Package) resolve(files map[string][]*zip.File) {
 		var check string
 		b.File, check, b.Bad = pick(files[name], name)
 		if b.Bad != "" {
-			p.report(Finding{Severity: Error, Check: check, URI: b.URL.Loc, Path: name, Msg: b.Bad})
+			p.report(finding.Finding{Severity: finding.Error, Check: check, URI: b.URL.Loc, Path: name, Msg: b.Bad})
 		}
 	}
 	p.reportOrphans(used)
@@ -263,13 +264,13 @@ func EntryName(path string) string { return entryName(path) }
 func pick(fs []*zip.File, name string) (*zip.File, string, string) {
 	switch {
 	case len(fs) == 0:
-		return nil, CheckMissing, "the package has no entry of this name"
+		return nil, finding.CheckMissing, "the package has no entry of this name"
 	case len(fs) > 1:
-		return nil, CheckDuplicate, fmt.Sprintf("%d entries have this name; refusing to choose one", len(fs))
+		return nil, finding.CheckDuplicate, fmt.Sprintf("%d entries have this name; refusing to choose one", len(fs))
 	case SafeName(name) != nil:
-		return nil, CheckName, SafeName(name).Error()
+		return nil, finding.CheckName, SafeName(name).Error()
 	case strings.HasSuffix(name, "/"):
-		return nil, CheckPath, "the entry is a directory"
+		return nil, finding.CheckPath, "the entry is a directory"
 	}
 	return fs[0], "", ""
 }
@@ -280,7 +281,7 @@ func (p *Package) reportOrphans(used map[string]int) {
 			continue
 		}
 		if _, ok := used[f.Name]; !ok {
-			p.report(Finding{Severity: Error, Check: CheckOrphan, Path: f.Name, Msg: "entry is not listed in the manifest"})
+			p.report(finding.Finding{Severity: finding.Error, Check: finding.CheckOrphan, Path: f.Name, Msg: "entry is not listed in the manifest"})
 		}
 	}
 }

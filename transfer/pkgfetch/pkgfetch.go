@@ -1,4 +1,11 @@
-package verify
+// Package pkgfetch fetches remote packages for reading: Remote opens a
+// package where it is when it is local, and otherwise downloads it first,
+// through the transfer engine, from every mirror its dump document names,
+// into a temporary directory, so that what pkgread then reads and checks
+// is one stable local copy; Ranges reads a remote package by byte ranges
+// instead (transfer.Ranges), for one bitstream. verify and unpack open
+// every package through it.
+package pkgfetch
 
 import (
 	"context"
@@ -12,6 +19,7 @@ import (
 	"sync"
 
 	"github.com/rsdump/rsdump/internal/digest"
+	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/transfer"
 )
@@ -40,9 +48,9 @@ type Remote struct {
 // and returns it with its size, whether the download checked every hash
 // the document gives (so that reading need not hash it again), and a
 // function that closes it.
-func (r *Remote) Open(ctx context.Context, ref PackageRef) (ra io.ReaderAt, size int64, checked bool, closeFn func() error, err error) {
+func (r *Remote) Open(ctx context.Context, ref pkgread.PackageRef) (ra io.ReaderAt, size int64, checked bool, closeFn func() error, err error) {
 	if !resourcesync.IsURL(ref.Loc) {
-		ra, size, closeFn, err = OpenLocation(ref.Loc)
+		ra, size, closeFn, err = pkgread.OpenLocation(ref.Loc)
 		return ra, size, false, closeFn, err
 	}
 	dir, err := r.downloadDir(ref.Loc)
@@ -53,7 +61,7 @@ func (r *Remote) Open(ctx context.Context, ref PackageRef) (ra io.ReaderAt, size
 	d, err := Download(ctx, r.getter(), ref, dir)
 	if err == nil {
 		var closeFile func() error
-		if ra, size, closeFile, err = OpenLocation(d.Path); err == nil {
+		if ra, size, closeFile, err = pkgread.OpenLocation(d.Path); err == nil {
 			return ra, size, d.Checked, func() error { closeFile(); return drop() }, nil
 		}
 	}
@@ -66,7 +74,7 @@ func (r *Remote) Open(ctx context.Context, ref PackageRef) (ra io.ReaderAt, size
 // Ranges opens the remote package ref for reading by byte ranges from its
 // <loc>, mirrors and Metalink (transfer.Ranges), without downloading it:
 // for its central directory and manifest, or one bitstream.
-func (r *Remote) Ranges(ctx context.Context, ref PackageRef) (*transfer.Ranges, error) {
+func (r *Remote) Ranges(ctx context.Context, ref pkgread.PackageRef) (*transfer.Ranges, error) {
 	g := r.getter()
 	f, err := remoteFile(ctx, g, ref)
 	if err != nil {
@@ -122,7 +130,7 @@ type Downloaded struct {
 // for, and publishes the file only when its length and strongest hash
 // match. Everything verify and unpack then read is this local copy, so
 // the bytes checked are the bytes used.
-func Download(ctx context.Context, g *transfer.Getter, ref PackageRef, dir string) (*Downloaded, error) {
+func Download(ctx context.Context, g *transfer.Getter, ref pkgread.PackageRef, dir string) (*Downloaded, error) {
 	f, err := remoteFile(ctx, g, ref)
 	if err != nil {
 		return nil, err
@@ -137,7 +145,7 @@ func Download(ctx context.Context, g *transfer.Getter, ref PackageRef, dir strin
 // remoteFile describes a remote package to the transfer engine: from its
 // dump document's entry, or for a package given on its own from what its
 // server says, with what the caller knows of its length and hash.
-func remoteFile(ctx context.Context, g *transfer.Getter, ref PackageRef) (transfer.File, error) {
+func remoteFile(ctx context.Context, g *transfer.Getter, ref pkgread.PackageRef) (transfer.File, error) {
 	if ref.Doc != "" {
 		return g.FileFromEntry(ctx, ref.Doc, ref.Entry)
 	}

@@ -1,4 +1,4 @@
-package verify_test
+package pkgread_test
 
 import (
 	"archive/zip"
@@ -11,8 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/resourcesync"
-	"github.com/rsdump/rsdump/verify"
 	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
@@ -53,8 +54,8 @@ func TestReadHashesEachBitstreamAlone(t *testing.T) {
 	manifest := verifytest.Manifest(t, verifytest.ResourceMD(), urls)
 	entries = append(entries, verifytest.Entry{Name: "manifest.xml", Data: manifest, Method: zip.Deflate})
 	z := verifytest.Zip(t, entries)
-	var fs []verify.Finding
-	p, err := verify.OpenPackage(bytes.NewReader(z), int64(len(z)), "p.zip", "", verify.Limits{}, verify.NewReporter(func(f verify.Finding) { fs = append(fs, f) }))
+	var fs []finding.Finding
+	p, err := pkgread.OpenPackage(bytes.NewReader(z), int64(len(z)), "p.zip", "", pkgread.Limits{}, finding.NewReporter(func(f finding.Finding) { fs = append(fs, f) }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,12 +65,12 @@ func TestReadHashesEachBitstreamAlone(t *testing.T) {
 		for _, s := range res.Sums {
 			algs = append(algs, s.Alg)
 		}
-		if res.Severity == verify.Error || strings.Join(algs, " ") != strings.Join(b.Want.Known(), " ") {
+		if res.Severity == finding.Error || strings.Join(algs, " ") != strings.Join(b.Want.Known(), " ") {
 			t.Errorf("entry %d (%s): severity %v, sums %v, want %v", b.N, urls[b.N-1].MD.Hash, res.Severity, res.Sums, b.Want.Known())
 		}
 	}
 	for _, f := range fs {
-		if f.Severity == verify.Error {
+		if f.Severity == finding.Error {
 			t.Errorf("finding: %s", f)
 		}
 	}

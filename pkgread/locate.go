@@ -1,4 +1,4 @@
-package verify
+package pkgread
 
 import (
 	"bytes"
@@ -12,11 +12,11 @@ import (
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
-// fetch reads a whole document, local or remote, of at most
+// ReadDocument reads a whole document, local or remote, of at most
 // resourcesync.MaxBytes: documents and detached manifests are bounded by the
 // sitemap limits, and a larger one is refused rather than buffered.
-func fetch(ctx context.Context, client *http.Client, loc string) ([]byte, error) {
-	rc, err := openStream(ctx, client, loc)
+func ReadDocument(ctx context.Context, client *http.Client, loc string) ([]byte, error) {
+	rc, err := OpenDocument(ctx, client, loc)
 	if err != nil {
 		return nil, err
 	}
@@ -37,8 +37,9 @@ func fetch(ctx context.Context, client *http.Client, loc string) ([]byte, error)
 	return buf.Bytes(), nil
 }
 
-// openStream opens a local file or GETs a URL.
-func openStream(ctx context.Context, client *http.Client, loc string) (io.ReadCloser, error) {
+// OpenDocument opens a document or detached manifest: a local file, or
+// a GET of a URL.
+func OpenDocument(ctx context.Context, client *http.Client, loc string) (io.ReadCloser, error) {
 	if !resourcesync.IsURL(loc) {
 		return os.Open(loc)
 	}

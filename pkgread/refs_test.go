@@ -1,15 +1,18 @@
-package verify_test
+package pkgread_test
 
 import (
 	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/s3"
-	"github.com/rsdump/rsdump/verify"
+	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // LoadDump reads a package and its detached manifest where
@@ -36,7 +39,9 @@ func TestLoadDumpRefs(t *testing.T) {
 	docs["/s3.xml"] = entry("s3://private/p.zip", "")
 	docs["/contents.xml"] = entry(srv.URL+"/p.zip", `<rs:ln rel="contents" href="p.manifest.xml" type="application/xml"/>`)
 	docs["/s3contents.xml"] = entry(srv.URL+"/p.zip", `<rs:ln rel="contents" href="s3://private/p.manifest.xml" type="application/xml"/>`)
-	local := writeFile(t, "resourcedump.xml", []byte(entry("http://127.0.0.1/rs/..", "")))
+	dir := t.TempDir()
+	verifytest.WriteFiles(t, dir, map[string]string{"resourcedump.xml": entry("http://127.0.0.1/rs/..", "")})
+	local := filepath.Join(dir, "resourcedump.xml")
 	ctx := context.Background()
 	for _, c := range []struct{ doc, ref string }{
 		{srv.URL + "/s3.xml", "s3://private/p.zip"},
@@ -44,9 +49,9 @@ func TestLoadDumpRefs(t *testing.T) {
 		{srv.URL + "/s3contents.xml", "s3://private/p.manifest.xml"},
 		{local, "http://127.0.0.1/rs/.."},
 	} {
-		var fs []verify.Finding
-		_, err := verify.LoadDump(ctx, nil, c.doc, verify.NewReporter(func(f verify.Finding) { fs = append(fs, f) }))
-		if !errors.Is(err, verify.ErrRejected) || len(fs) == 0 {
+		var fs []finding.Finding
+		_, err := pkgread.LoadDump(ctx, nil, c.doc, finding.NewReporter(func(f finding.Finding) { fs = append(fs, f) }))
+		if !errors.Is(err, pkgread.ErrRejected) || len(fs) == 0 {
 			t.Errorf("%s: %v, want it rejected", c.doc, err)
 			continue
 		}
@@ -54,7 +59,7 @@ func TestLoadDumpRefs(t *testing.T) {
 			t.Errorf("%s: %+v, want the document, entry 1 and %q named", c.doc, f, c.ref)
 		}
 	}
-	d, err := verify.LoadDump(s3.Grant(ctx, "s3://private/"), nil, srv.URL+"/s3.xml", verify.NewReporter(nil))
+	d, err := pkgread.LoadDump(s3.Grant(ctx, "s3://private/"), nil, srv.URL+"/s3.xml", finding.NewReporter(nil))
 	if err != nil || d.Packages[0].Loc != "s3://private/p.zip" {
 		t.Errorf("under the grant: %+v, %v", d, err)
 	}

@@ -1,9 +1,31 @@
-package verify
+package pkgread
 
 import (
+	"fmt"
 	"io"
+	"os"
 	"sync"
 )
+
+// OpenLocation opens a package file and returns it with its size and a
+// function that closes it. Remote packages are fetched first
+// (transfer/pkgfetch).
+func OpenLocation(loc string) (io.ReaderAt, int64, func() error, error) {
+	f, err := os.Open(loc)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, 0, nil, fmt.Errorf("%s: not a regular file", loc)
+	}
+	return newReadAhead(f, fi.Size()), fi.Size(), f.Close, nil
+}
 
 // readAhead serves the small reads a package's entries cost (a local
 // header, a few bytes of data, a data descriptor: several per entry) from

@@ -1,12 +1,14 @@
-package verify
+package pkgread
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"fmt"
 	"io"
 	"time"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/internal/entryspool"
 	"github.com/rsdump/rsdump/resourcesync"
@@ -60,7 +62,7 @@ func (p *Package) decodeManifest(wantCap string, dec *Decoded) error {
 }
 
 func (p *Package) rejectManifest(err error) error {
-	return reject(p.rep, Finding{Severity: Error, Check: CheckManifest, Source: p.Source, Path: ManifestName, Msg: "manifest.xml: " + err.Error()})
+	return reject(p.rep, finding.Finding{Severity: finding.Error, Check: finding.CheckManifest, Source: p.Source, Path: ManifestName, Msg: "manifest.xml: " + err.Error()})
 }
 
 // checkHeader applies the manifest rules to the header. A missing at (or
@@ -70,16 +72,16 @@ func (p *Package) checkHeader(wantCap string) error {
 	md := p.Header.MD
 	switch {
 	case md.Capability != resourcesync.CapResourceDumpManifest && md.Capability != resourcesync.CapChangeDumpManifest:
-		return reject(p.rep, Finding{Severity: Error, Check: CheckManifest, Source: p.Source, Path: ManifestName,
-			Expected: "resourcedump-manifest or changedump-manifest", Actual: orDash(md.Capability), Msg: "manifest.xml has the wrong capability"})
+		return reject(p.rep, finding.Finding{Severity: finding.Error, Check: finding.CheckManifest, Source: p.Source, Path: ManifestName,
+			Expected: "resourcedump-manifest or changedump-manifest", Actual: cmp.Or(md.Capability, "-"), Msg: "manifest.xml has the wrong capability"})
 	case wantCap != "" && md.Capability != wantCap:
-		return reject(p.rep, Finding{Severity: Error, Check: CheckManifest, Source: p.Source, Path: ManifestName,
+		return reject(p.rep, finding.Finding{Severity: finding.Error, Check: finding.CheckManifest, Source: p.Source, Path: ManifestName,
 			Expected: wantCap, Actual: md.Capability, Msg: "manifest capability does not match the dump document"})
 	}
 	h := p.Header
 	h.MD = lenientTimes(p, md)
 	for _, pr := range resourcesync.ValidateHeader(h) {
-		p.report(problemFinding(pr, CheckManifest, ManifestName))
+		p.report(problemFinding(pr, finding.CheckManifest, ManifestName))
 	}
 	return nil
 }
@@ -96,26 +98,26 @@ func lenientTimes(p *Package, md resourcesync.MD) resourcesync.MD {
 		stand = time.Unix(0, 0).UTC()
 	}
 	if md.Capability == resourcesync.CapResourceDumpManifest && md.At.IsZero() {
-		p.report(Finding{Severity: Warning, Check: CheckTime, Path: ManifestName, Msg: "manifest <rs:md> has no at, which Appendix A requires (resync writes none)"})
+		p.report(finding.Finding{Severity: finding.Warning, Check: finding.CheckTime, Path: ManifestName, Msg: "manifest <rs:md> has no at, which Appendix A requires (resync writes none)"})
 		md.At = stand
 	}
 	if md.Capability == resourcesync.CapChangeDumpManifest && md.From.IsZero() {
-		p.report(Finding{Severity: Warning, Check: CheckTime, Path: ManifestName, Msg: "manifest <rs:md> has no from, which Appendix A requires"})
+		p.report(finding.Finding{Severity: finding.Warning, Check: finding.CheckTime, Path: ManifestName, Msg: "manifest <rs:md> has no from, which Appendix A requires"})
 		md.From = stand
 	}
 	return md
 }
 
-func problemFinding(pr resourcesync.Problem, check, path string) Finding {
-	sev := Warning
+func problemFinding(pr resourcesync.Problem, check, path string) finding.Finding {
+	sev := finding.Warning
 	if pr.Severity == resourcesync.Error {
-		sev = Error
+		sev = finding.Error
 	}
 	msg := pr.Msg
 	if pr.Entry > 0 {
 		msg = fmt.Sprintf("entry %d: %s", pr.Entry, pr.Msg)
 	}
-	return Finding{Severity: sev, Check: check, URI: pr.Loc, Path: path, Msg: msg}
+	return finding.Finding{Severity: sev, Check: check, URI: pr.Loc, Path: path, Msg: msg}
 }
 
 // checkEntry validates entry n and adds it to the package's bitstreams.
@@ -128,7 +130,7 @@ func (p *Package) checkEntry(n int, u resourcesync.URL, prev *time.Time) {
 		}
 	}
 	for _, pr := range resourcesync.ValidateEntry(p.Header, n, u) {
-		p.report(problemFinding(pr, CheckManifest, entryName(b.Path)))
+		p.report(problemFinding(pr, finding.CheckManifest, entryName(b.Path)))
 	}
 	p.checkChronology(b, prev)
 	p.parseHash(b)
@@ -146,7 +148,7 @@ func (p *Package) checkChronology(b *Bitstream, prev *time.Time) {
 		return
 	}
 	if when.Before(*prev) {
-		p.report(Finding{Severity: Error, Check: CheckOrder, URI: b.URL.Loc, Path: entryName(b.Path),
+		p.report(finding.Finding{Severity: finding.Error, Check: finding.CheckOrder, URI: b.URL.Loc, Path: entryName(b.Path),
 			Expected: "at or after " + resourcesync.FormatTime(*prev), Actual: resourcesync.FormatTime(when),
 			Msg: fmt.Sprintf("entry %d: changes are not in forward chronological order", b.N)})
 	}
@@ -160,7 +162,7 @@ func (p *Package) parseHash(b *Bitstream) {
 	set, err := digest.Parse(b.URL.MD.Hash)
 	if err != nil {
 		b.Bad = "hash attribute: " + err.Error()
-		p.report(Finding{Severity: Error, Check: CheckHash, URI: b.URL.Loc, Path: entryName(b.Path), Msg: b.Bad})
+		p.report(finding.Finding{Severity: finding.Error, Check: finding.CheckHash, URI: b.URL.Loc, Path: entryName(b.Path), Msg: b.Bad})
 		return
 	}
 	b.Want = set

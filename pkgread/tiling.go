@@ -1,4 +1,4 @@
-package verify
+package pkgread
 
 import (
 	"archive/zip"
@@ -8,6 +8,8 @@ import (
 	"io"
 	"reflect"
 	"sort"
+
+	"github.com/rsdump/rsdump/finding"
 )
 
 // Bytes that no entry accounts for are where a second archive hides: a
@@ -47,18 +49,18 @@ type zipEnd struct {
 func (p *Package) checkTiling() {
 	end, err := p.readEnd()
 	if err != nil {
-		p.report(Finding{Severity: Error, Check: CheckZip, Msg: err.Error()})
+		p.report(finding.Finding{Severity: finding.Error, Check: finding.CheckZip, Msg: err.Error()})
 		return
 	}
 	for _, e := range p.checkEndRecords(end) {
-		p.report(Finding{Severity: Error, Check: CheckZip, Msg: e})
+		p.report(finding.Finding{Severity: finding.Error, Check: finding.CheckZip, Msg: e})
 	}
 	ranges, problems := p.entryRanges()
 	for _, f := range problems {
 		p.report(f)
 	}
 	for _, gap := range gaps(ranges, end.dirStart) {
-		p.report(Finding{Severity: Error, Check: CheckZip, Msg: gap})
+		p.report(finding.Finding{Severity: finding.Error, Check: finding.CheckZip, Msg: gap})
 	}
 }
 
@@ -237,16 +239,16 @@ type tile struct {
 // entryRanges returns the bytes of every entry, reporting the entries
 // whose data descriptor is missing or disagrees with the central record.
 // Entries read as bitstreams were measured then (addSpan).
-func (p *Package) entryRanges() ([]byteRange, []Finding) {
+func (p *Package) entryRanges() ([]byteRange, []finding.Finding) {
 	var out []byteRange
-	var bad []Finding
+	var bad []finding.Finding
 	for _, f := range p.zr.File {
 		t, ok := p.tiles[f]
 		if !ok {
 			t.r, t.err = p.entryRange(f)
 		}
 		if t.err != nil {
-			bad = append(bad, Finding{Severity: Error, Check: CheckZip, Path: f.Name, Msg: t.err.Error()})
+			bad = append(bad, finding.Finding{Severity: finding.Error, Check: finding.CheckZip, Path: f.Name, Msg: t.err.Error()})
 		}
 		if t.r.end > t.r.start {
 			out = append(out, t.r)

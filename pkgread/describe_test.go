@@ -1,10 +1,10 @@
-package verify_test
+package pkgread_test
 
 import (
 	"testing"
 
+	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/resourcesync"
-	"github.com/rsdump/rsdump/verify"
 )
 
 // TestDescribe: a length and digests as one report field.
@@ -21,7 +21,7 @@ func TestDescribe(t *testing.T) {
 		{43, sums, "length=43 md5:ab sha-256:cd"},
 		{1 << 62, sums[:1], "length=4611686018427387904 md5:ab"},
 	} {
-		if got := verify.Describe(c.length, c.sums); got != c.want {
+		if got := pkgread.Describe(c.length, c.sums); got != c.want {
 			t.Errorf("Describe(%d, %v) = %q, want %q", c.length, c.sums, got, c.want)
 		}
 	}

@@ -1,4 +1,4 @@
-package verify
+package pkgread
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/resourcesync"
@@ -51,10 +52,10 @@ func (r PackageRef) Until() time.Time {
 // resourcesync.Resolve says: a document that names one it may not (from
 // a URL: one that is not an absolute URL, or an s3:// one without the
 // user's grant) is rejected whole, before anything it names is read.
-func LoadDump(ctx context.Context, client *http.Client, loc string, rep *Reporter) (*Dump, error) {
+func LoadDump(ctx context.Context, client *http.Client, loc string, rep *finding.Reporter) (*Dump, error) {
 	d := &Dump{Source: loc}
 	l := &dumpLoader{ctx: ctx, rep: rep, dump: d}
-	open := func(ctx context.Context, loc string) (io.ReadCloser, error) { return openStream(ctx, client, loc) }
+	open := func(ctx context.Context, loc string) (io.ReadCloser, error) { return OpenDocument(ctx, client, loc) }
 	ld := resourcesync.Loader{Open: open, Document: l.document, Entry: l.entry, PartFailed: l.partFailed, NotAfter: resourcesync.Horizon()}
 	err := ld.Load(ctx, loc)
 	var oe *resourcesync.OpenError
@@ -73,14 +74,14 @@ func LoadDump(ctx context.Context, client *http.Client, loc string, rep *Reporte
 
 type dumpLoader struct {
 	ctx  context.Context // of the LoadDump call: the Loader's callbacks take none
-	rep  *Reporter
+	rep  *finding.Reporter
 	dump *Dump
 	doc  *resourcesync.Document // the document whose entries come in
 	prev time.Time              // the last until seen in it
 }
 
 func (l *dumpLoader) reject(src, msg string) error {
-	return reject(l.rep, Finding{Severity: Error, Check: CheckDocument, Source: src, Msg: msg})
+	return reject(l.rep, finding.Finding{Severity: finding.Error, Check: finding.CheckDocument, Source: src, Msg: msg})
 }
 
 // document checks a document's header: the top one must be a dump; the
@@ -94,7 +95,7 @@ func (l *dumpLoader) document(d *resourcesync.Document) error {
 		l.dump.Header, l.dump.Capability = h, h.MD.Capability
 	}
 	for _, pr := range resourcesync.ValidateHeader(h) {
-		f := problemFinding(pr, CheckDocument, "")
+		f := problemFinding(pr, finding.CheckDocument, "")
 		f.Source = d.Loc
 		l.rep.Report(f)
 	}
@@ -104,7 +105,7 @@ func (l *dumpLoader) document(d *resourcesync.Document) error {
 
 func (l *dumpLoader) entry(d *resourcesync.Document, n int, u resourcesync.URL) error {
 	for _, pr := range resourcesync.ValidateEntry(d.Header, n, u) {
-		f := problemFinding(pr, CheckDocument, "")
+		f := problemFinding(pr, finding.CheckDocument, "")
 		f.Source = d.Loc
 		l.rep.Report(f)
 	}
@@ -129,7 +130,7 @@ func (l *dumpLoader) partFailed(index *resourcesync.Document, n int, u resources
 	}
 	var oe *resourcesync.OpenError
 	if errors.As(err, &oe) {
-		l.rep.Report(Finding{Severity: Error, Check: CheckMissing, Source: index.Loc, URI: u.Loc, Path: oe.Loc, Msg: "document listed by the index cannot be read: " + oe.Err.Error()})
+		l.rep.Report(finding.Finding{Severity: finding.Error, Check: finding.CheckMissing, Source: index.Loc, URI: u.Loc, Path: oe.Loc, Msg: "document listed by the index cannot be read: " + oe.Err.Error()})
 		return nil
 	}
 	part, _ := resourcesync.Resolve(l.ctx, index.Loc, u.Loc) // resolved once already: the Loader read it
@@ -148,7 +149,7 @@ func (l *dumpLoader) checkOrder(src string, n int, u resourcesync.URL) {
 		t = u.MD.Until
 	}
 	if !t.IsZero() && t.Before(l.prev) {
-		l.rep.Report(Finding{Severity: Warning, Check: CheckOrder, Source: src, URI: u.Loc, Expected: "from at or after " + resourcesync.FormatTime(l.prev),
+		l.rep.Report(finding.Finding{Severity: finding.Warning, Check: finding.CheckOrder, Source: src, URI: u.Loc, Expected: "from at or after " + resourcesync.FormatTime(l.prev),
 			Actual: resourcesync.FormatTime(t), Msg: fmt.Sprintf("entry %d: packages are not in forward chronological order", n)})
 	}
 	if !u.MD.Until.IsZero() {
@@ -169,7 +170,7 @@ func (l *dumpLoader) packageRef(src string, n int, u resourcesync.URL) (PackageR
 		if set, err := digest.Parse(u.MD.Hash); err == nil {
 			r.Want = set
 		} else {
-			l.rep.Report(Finding{Severity: Error, Check: CheckHash, Source: src, URI: u.Loc, Msg: "package hash attribute: " + err.Error()})
+			l.rep.Report(finding.Finding{Severity: finding.Error, Check: finding.CheckHash, Source: src, URI: u.Loc, Msg: "package hash attribute: " + err.Error()})
 		}
 	}
 	if ln, ok := u.Link("contents"); ok && ln.Href != "" {

@@ -1,4 +1,4 @@
-package verify
+package pkgread
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/verify/verifytest"
 )
@@ -39,7 +40,7 @@ func FuzzManifest(f *testing.F) {
 	p, _ := verifytest.ChangeZip(f, verifytest.ChangePackage{Changes: []verifytest.File{{Rel: "x", Data: "y", Change: "created"}}})
 	f.Add(p)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p := &Package{Source: "fuzz", Manifest: data, rep: NewReporter(nil)}
+		p := &Package{Source: "fuzz", Manifest: data, rep: finding.NewReporter(nil)}
 		if err := p.decodeManifest("", nil); err != nil {
 			return
 		}
@@ -63,7 +64,7 @@ func FuzzPackage(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p, err := OpenPackage(bytes.NewReader(data), int64(len(data)), "fuzz", "", Limits{MaxRatio: 50}, NewReporter(nil))
+		p, err := OpenPackage(bytes.NewReader(data), int64(len(data)), "fuzz", "", Limits{MaxRatio: 50}, finding.NewReporter(nil))
 		if err != nil {
 			return
 		}
@@ -75,7 +76,7 @@ func FuzzPackage(f *testing.F) {
 			if b.File.Method == 8 && res.Length > ratioLimit(int64(b.File.CompressedSize64), 50)+1 {
 				t.Fatalf("%s: inflated %d bytes from %d", b.File.Name, res.Length, b.File.CompressedSize64)
 			}
-			if res.Severity == OK && b.Length >= 0 && res.Length != b.Length {
+			if res.Severity == finding.OK && b.Length >= 0 && res.Length != b.Length {
 				t.Fatalf("%s: OK with length %d, manifest %d", b.File.Name, res.Length, b.Length)
 			}
 		}

@@ -1,4 +1,4 @@
-package verify
+package pkgread
 
 import (
 	"archive/zip"
@@ -12,7 +12,9 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/resourcesync"
 )
@@ -21,7 +23,7 @@ const bufSize = 256 << 10
 
 // Result is what reading one bitstream found.
 type Result struct {
-	Severity Severity             // OK, Unverified or Error: the worst finding
+	Severity finding.Severity     // OK, Unverified or Error: the worst finding
 	Length   int64                // bytes read, after inflating
 	Sums     resourcesync.HashSet // the digests computed, in the manifest's order
 	WriteErr error                // the destination writer failed; the bitstream was not judged
@@ -34,7 +36,7 @@ type Result struct {
 // honest entry. The caller reports the OK verdict.
 func (p *Package) Read(b *Bitstream, dst io.Writer) Result {
 	if b.File == nil {
-		return Result{Severity: Error} // the reason was reported by OpenPackage
+		return Result{Severity: finding.Error} // the reason was reported by OpenPackage
 	}
 	return p.read(b, dst, -1)
 }
@@ -56,7 +58,7 @@ func (p *Package) read(b *Bitstream, dst io.Writer, max int64) Result {
 	}
 	mh, err := p.hasher(b.Want)
 	if err != nil { // cannot happen: Known filters
-		r.fail(CheckHash, "", "", err.Error())
+		r.fail(finding.CheckHash, "", "", err.Error())
 		return r.res
 	}
 	crc := crc32.NewIEEE()
@@ -100,11 +102,11 @@ func sameKnown(algs []string, want digest.Set) bool {
 }
 
 func (r *reading) fail(check, expected, actual, msg string) {
-	r.note(Error, check, expected, actual, msg)
+	r.note(finding.Error, check, expected, actual, msg)
 }
 
-func (r *reading) note(sev Severity, check, expected, actual, msg string) {
-	r.p.report(Finding{Severity: sev, Check: check, URI: r.b.URL.Loc, Path: r.f.Name, Expected: expected, Actual: actual, Msg: msg})
+func (r *reading) note(sev finding.Severity, check, expected, actual, msg string) {
+	r.p.report(finding.Finding{Severity: sev, Check: check, URI: r.b.URL.Loc, Path: r.f.Name, Expected: expected, Actual: actual, Msg: msg})
 	r.res.Severity = max(r.res.Severity, sev)
 }
 
@@ -116,22 +118,22 @@ func (r *reading) precheck(maxLen int64) bool {
 	declared := clampInt64(f.UncompressedSize64)
 	compressed := clampInt64(f.CompressedSize64)
 	if r.b.Length >= 0 && declared != r.b.Length {
-		r.fail(CheckSize, itoa(r.b.Length), itoa(declared), "the central directory declares a size other than the manifest length")
+		r.fail(finding.CheckSize, itoa(r.b.Length), itoa(declared), "the central directory declares a size other than the manifest length")
 	}
 	ratioCap := int64(math.MaxInt64)
 	switch f.Method {
 	case zip.Store:
 		if compressed != declared {
-			r.fail(CheckSize, itoa(declared), itoa(compressed), "stored entry whose compressed size differs from its size")
+			r.fail(finding.CheckSize, itoa(declared), itoa(compressed), "stored entry whose compressed size differs from its size")
 		}
 	case zip.Deflate:
 		ratioCap = ratioLimit(compressed, r.p.lim.ratio())
 		if declared > ratioCap {
-			r.fail(CheckBomb, "at most "+itoa(ratioCap), itoa(declared), fmt.Sprintf("declared size is more than %g times the compressed size; not inflated", r.p.lim.ratio()))
+			r.fail(finding.CheckBomb, "at most "+itoa(ratioCap), itoa(declared), fmt.Sprintf("declared size is more than %g times the compressed size; not inflated", r.p.lim.ratio()))
 			return false
 		}
 	default:
-		r.fail(CheckCompressed, "0 (store) or 8 (deflate)", strconv.Itoa(int(f.Method)), "unsupported compression method")
+		r.fail(finding.CheckCompressed, "0 (store) or 8 (deflate)", strconv.Itoa(int(f.Method)), "unsupported compression method")
 		return false
 	}
 	r.setLimit(declared, ratioCap, maxLen)
@@ -139,14 +141,14 @@ func (r *reading) precheck(maxLen int64) bool {
 }
 
 func (r *reading) setLimit(declared, ratioCap, maxLen int64) {
-	r.limit, r.capBy = declared, CheckSize
+	r.limit, r.capBy = declared, finding.CheckSize
 	if r.b.Length >= 0 {
-		r.limit, r.capBy = r.b.Length, CheckLength
+		r.limit, r.capBy = r.b.Length, finding.CheckLength
 	} else if maxLen >= 0 {
-		r.limit, r.capBy = maxLen, CheckLength
+		r.limit, r.capBy = maxLen, finding.CheckLength
 	}
 	if ratioCap < r.limit {
-		r.limit, r.capBy = ratioCap, CheckBomb
+		r.limit, r.capBy = ratioCap, finding.CheckBomb
 	}
 	if r.limit < math.MaxInt64 {
 		r.limit++
@@ -171,7 +173,7 @@ func (r *reading) copy(dst io.Writer, mh *digest.Multi, crc io.Writer) (int64, b
 	}
 	raw, err := r.f.OpenRaw()
 	if err != nil {
-		r.fail(CheckZip, "", "", "local header: "+err.Error())
+		r.fail(finding.CheckZip, "", "", "local header: "+err.Error())
 		return 0, false
 	}
 	src := raw
@@ -205,19 +207,19 @@ func (r *reading) copy(dst io.Writer, mh *digest.Multi, crc io.Writer) (int64, b
 	n, err := io.CopyBuffer(io.MultiWriter(ws...), lr, r.p.buf)
 	r.p.addSpan(r.f)
 	if dw != nil && dw.err != nil {
-		r.res.WriteErr, r.res.Severity = dw.err, Error
+		r.res.WriteErr, r.res.Severity = dw.err, finding.Error
 		return n, false
 	}
 	if !r.readOK(n, err) {
 		return n, false
 	}
 	if scan != nil && scan.at >= 0 {
-		r.fail(CheckZip, "", "", fmt.Sprintf("stored entry with a data descriptor holds a descriptor signature at data offset %d: a streaming reader (bsdtar from a pipe) would end the entry there and read what follows as other entries", scan.at))
+		r.fail(finding.CheckZip, "", "", fmt.Sprintf("stored entry with a data descriptor holds a descriptor signature at data offset %d: a streaming reader (bsdtar from a pipe) would end the entry there and read what follows as other entries", scan.at))
 		return n, false
 	}
 	if cr != nil {
 		if used := cr.n - int64(br.Buffered()); used < clampInt64(r.f.CompressedSize64) {
-			r.fail(CheckZip, "", "", fmt.Sprintf("%d bytes after the end of the deflate stream, inside the entry's compressed size, belong to nothing: a streaming reader reads them as what follows the entry", clampInt64(r.f.CompressedSize64)-used))
+			r.fail(finding.CheckZip, "", "", fmt.Sprintf("%d bytes after the end of the deflate stream, inside the entry's compressed size, belong to nothing: a streaming reader reads them as what follows the entry", clampInt64(r.f.CompressedSize64)-used))
 			return n, false
 		}
 	}
@@ -229,11 +231,11 @@ func (r *reading) readOK(n int64, err error) bool {
 	var ce flate.CorruptInputError
 	switch {
 	case errors.As(err, &ce):
-		r.fail(CheckInflate, "", "", "deflate stream is corrupt: "+err.Error())
+		r.fail(finding.CheckInflate, "", "", "deflate stream is corrupt: "+err.Error())
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		r.fail(CheckSize, "", "", "compressed data ends early (truncated entry)")
+		r.fail(finding.CheckSize, "", "", "compressed data ends early (truncated entry)")
 	case err != nil:
-		r.fail(CheckRead, "", "", err.Error())
+		r.fail(finding.CheckRead, "", "", err.Error())
 	case n == r.limit && r.limit > 0:
 		r.overflow(n - 1)
 	default:
@@ -245,13 +247,13 @@ func (r *reading) readOK(n int64, err error) bool {
 func (r *reading) overflow(allowed int64) {
 	switch {
 	case r.b.N == 0: // manifest.xml, bounded by the sitemap limit
-		r.fail(CheckManifest, "at most "+itoa(allowed), "more", "manifest.xml is larger than the sitemap limit; reading stopped")
-	case r.capBy == CheckLength:
-		r.fail(CheckLength, itoa(allowed), "more than "+itoa(allowed), "entry holds more bytes than the manifest length; reading stopped")
-	case r.capBy == CheckBomb:
-		r.fail(CheckBomb, "at most "+itoa(allowed), "more", fmt.Sprintf("entry inflates to more than %g times its compressed size; reading stopped", r.p.lim.ratio()))
+		r.fail(finding.CheckManifest, "at most "+itoa(allowed), "more", "manifest.xml is larger than the sitemap limit; reading stopped")
+	case r.capBy == finding.CheckLength:
+		r.fail(finding.CheckLength, itoa(allowed), "more than "+itoa(allowed), "entry holds more bytes than the manifest length; reading stopped")
+	case r.capBy == finding.CheckBomb:
+		r.fail(finding.CheckBomb, "at most "+itoa(allowed), "more", fmt.Sprintf("entry inflates to more than %g times its compressed size; reading stopped", r.p.lim.ratio()))
 	default:
-		r.fail(CheckSize, itoa(allowed), "more than "+itoa(allowed), "entry inflates past its declared size; reading stopped")
+		r.fail(finding.CheckSize, itoa(allowed), "more than "+itoa(allowed), "entry inflates past its declared size; reading stopped")
 	}
 }
 
@@ -259,10 +261,10 @@ func (r *reading) overflow(allowed int64) {
 // declares, including a data descriptor's CRC when there is one.
 func (r *reading) checkEnd(n int64, crc uint32) {
 	if declared := clampInt64(r.f.UncompressedSize64); n != declared {
-		r.fail(CheckSize, itoa(declared), itoa(n), "entry size differs from the size the central directory declares")
+		r.fail(finding.CheckSize, itoa(declared), itoa(n), "entry size differs from the size the central directory declares")
 	}
 	if crc != r.f.CRC32 {
-		r.fail(CheckCRC, hex32(r.f.CRC32), hex32(crc), "CRC-32 mismatch")
+		r.fail(finding.CheckCRC, hex32(r.f.CRC32), hex32(crc), "CRC-32 mismatch")
 	}
 	if r.f.Flags&0x8 == 0 {
 		return
@@ -270,9 +272,9 @@ func (r *reading) checkEnd(n int64, crc uint32) {
 	d, err := r.p.descriptorCRC(r.f)
 	switch {
 	case err != nil:
-		r.fail(CheckZip, "", "", "data descriptor: "+err.Error())
+		r.fail(finding.CheckZip, "", "", "data descriptor: "+err.Error())
 	case d != crc && d != r.f.CRC32: // one record agreeing with the data, or both agreeing, is one error at most
-		r.fail(CheckCRC, hex32(crc), hex32(d), "data descriptor CRC-32 differs from the data and the central directory")
+		r.fail(finding.CheckCRC, hex32(crc), hex32(d), "data descriptor CRC-32 differs from the data and the central directory")
 	}
 }
 
@@ -284,12 +286,12 @@ func (r *reading) checkDigests(n int64, mh *digest.Multi) {
 		return // manifest.xml itself
 	}
 	if r.b.Length >= 0 && n != r.b.Length {
-		r.fail(CheckLength, itoa(r.b.Length), itoa(n), "length differs from the manifest")
+		r.fail(finding.CheckLength, itoa(r.b.Length), itoa(n), "length differs from the manifest")
 	}
 	r.res.Sums = mh.Sums()
 	ok, bad, unchecked := digest.Check(r.b.Want, r.res.Sums)
 	for _, m := range bad {
-		r.fail(CheckHash, m.Alg+":"+m.Want, m.Alg+":"+m.Got, m.Alg+" mismatch")
+		r.fail(finding.CheckHash, m.Alg+":"+m.Want, m.Alg+":"+m.Got, m.Alg+" mismatch")
 	}
 	if len(bad) == 0 {
 		r.checkCoverage(len(ok), unchecked)
@@ -297,26 +299,26 @@ func (r *reading) checkDigests(n int64, mh *digest.Multi) {
 }
 
 func (r *reading) checkCoverage(verified int, unchecked []string) {
-	if sev, check, msg := coverage(len(r.b.Want), r.b.Length, verified, unchecked); sev != OK {
+	if sev, check, msg := Coverage(len(r.b.Want), r.b.Length, verified, unchecked); sev != finding.OK {
 		r.note(sev, check, "", "", msg)
 	}
 }
 
-// coverage says how far a bitstream of the right length and with no hash
+// Coverage says how far a bitstream of the right length and with no hash
 // mismatch was verified, given how many hashes were listed and verified
 // and which could not be computed.
-func coverage(listed int, length int64, verified int, unchecked []string) (Severity, string, string) {
+func Coverage(listed int, length int64, verified int, unchecked []string) (finding.Severity, string, string) {
 	switch {
 	case listed == 0 && length < 0:
-		return Unverified, CheckHash, "manifest gives neither length nor hash: unverified"
+		return finding.Unverified, finding.CheckHash, "manifest gives neither length nor hash: unverified"
 	case listed == 0:
-		return Unverified, CheckHash, "manifest gives no hash: length-only"
+		return finding.Unverified, finding.CheckHash, "manifest gives no hash: length-only"
 	case verified == 0:
-		return Unverified, CheckHashAlg, fmt.Sprintf("rsdump cannot compute %v: unverifiable", unchecked)
+		return finding.Unverified, finding.CheckHashAlg, fmt.Sprintf("rsdump cannot compute %v: unverifiable", unchecked)
 	case len(unchecked) > 0:
-		return Warning, CheckHashAlg, fmt.Sprintf("rsdump cannot compute %v: unverifiable (other hashes verified)", unchecked)
+		return finding.Warning, finding.CheckHashAlg, fmt.Sprintf("rsdump cannot compute %v: unverifiable (other hashes verified)", unchecked)
 	}
-	return OK, "", ""
+	return finding.OK, "", ""
 }
 
 // descriptorCRC reads the CRC-32 of the data descriptor that follows an
@@ -397,4 +399,29 @@ func (s *sigScan) Write(p []byte) (int, error) {
 	}
 	s.n += int64(len(p))
 	return len(p), nil
+}
+
+// Describe writes a length and digests as one report field.
+func Describe(length int64, sums resourcesync.HashSet) string {
+	// One allocation: unpack describes every bitstream it writes.
+	n := len("length=") + 20
+	for _, s := range sums {
+		n += 2 + len(s.Alg) + len(s.Hex)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	if length >= 0 {
+		var num [20]byte
+		b.WriteString("length=")
+		b.Write(strconv.AppendInt(num[:0], length, 10))
+	}
+	for _, s := range sums {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(s.Alg)
+		b.WriteByte(':')
+		b.WriteString(s.Hex)
+	}
+	return b.String()
 }
