@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/resourcesync"
-	"github.com/rsdump/rsdump/verify"
 )
 
 // ErrForeign is a first run into a directory that holds files at the
@@ -72,7 +72,7 @@ func (u *unpacker) needsGuard() bool {
 	for {
 		names, err := f.Readdirnames(16)
 		for _, n := range names {
-			if n != verify.StateDir {
+			if n != deststate.DirName {
 				return true
 			}
 		}

@@ -37,7 +37,8 @@ import (
 
 // Options configure Unpack.
 type Options struct {
-	// Mapper says where each bitstream lands; see verify.Mapper.
+	// Mapper says where each bitstream lands (verify.Mapper, which Audit
+	// shares).
 	Mapper verify.Mapper
 	// AtomicPackage commits nothing from a package unless every
 	// bitstream in it verified: the D-Lib all-or-nothing rule.
@@ -66,7 +67,7 @@ type Options struct {
 	// entry gives no length; default DefaultMaxResourceSize.
 	MaxResourceSize int64
 
-	// Report receives every finding, in verify's format, one call at a
+	// Report receives every finding, as verify reports them, one call at a
 	// time. Progress receives package bytes done, from several
 	// goroutines. Total receives bytes added to the work ahead, before
 	// Progress counts them: the packages' lengths, known from the dump
@@ -117,7 +118,7 @@ type Result struct {
 	finding.Counts
 }
 
-// The checks unpack adds to verify's.
+// The checks unpack adds to those of finding (the reader's and verify's).
 const (
 	CheckWritten  = "written"  // a bitstream committed
 	CheckPresent  = "present"  // a bitstream already in place
@@ -218,7 +219,7 @@ func (u *unpacker) run(ctx context.Context, source string) error {
 	if fi, err := os.Stat(source); err == nil && fi.IsDir() {
 		return u.directory(ctx, source)
 	}
-	if isZip(source) {
+	if pkgread.IsZip(source) {
 		return u.standalone(ctx, source)
 	}
 	d, err := pkgread.LoadDump(ctx, u.opts.Client, source, u.rep)
@@ -248,7 +249,7 @@ func (u *unpacker) run(ctx context.Context, source string) error {
 // one. A package no document lists is not applied: it may be left over
 // from an earlier, larger dump.
 func (u *unpacker) directory(ctx context.Context, dir string) error {
-	docs, zips, err := verify.ListDir(dir)
+	docs, zips, err := pkgread.ListDir(dir)
 	if err != nil {
 		return err
 	}
@@ -311,10 +312,6 @@ func (u *unpacker) reportUnlisted(ctx context.Context, docs, zips []string) {
 			u.rep.Report(finding.Finding{Severity: finding.Warning, Check: CheckSkipped, Source: z, Msg: "package not listed by any dump document beside it; not applied"})
 		}
 	}
-}
-
-func isZip(s string) bool {
-	return len(s) > 4 && (s[len(s)-4:] == ".zip" || s[len(s)-4:] == ".ZIP")
 }
 
 // standalone unpacks one package given without its dump document. The

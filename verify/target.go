@@ -2,11 +2,9 @@ package verify
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/rsdump/rsdump/finding"
@@ -23,7 +21,7 @@ func (v *verifier) expand(ctx context.Context, t string) ([]pkgread.PackageRef, 
 		return v.scanBucket(ctx, t)
 	}
 	if resourcesync.IsURL(t) {
-		if isZip(t) {
+		if pkgread.IsZip(t) {
 			return []pkgread.PackageRef{standalone(t)}, nil
 		}
 		return v.loadDump(ctx, t)
@@ -34,13 +32,11 @@ func (v *verifier) expand(ctx context.Context, t string) ([]pkgread.PackageRef, 
 		return nil, err
 	case fi.IsDir():
 		return v.scanDir(ctx, t)
-	case isZip(t):
+	case pkgread.IsZip(t):
 		return []pkgread.PackageRef{standalone(t)}, nil
 	}
 	return v.loadDump(ctx, t)
 }
-
-func isZip(name string) bool { return strings.HasSuffix(strings.ToLower(name), ".zip") }
 
 // standalone is a package given without a dump document: nothing is known
 // of its length or hash, and either manifest capability is accepted.
@@ -51,7 +47,7 @@ func standalone(loc string) pkgread.PackageRef { return pkgread.PackageRef{Loc: 
 // when there were documents: a package left behind by an interrupted
 // publication, or one the document forgot.
 func (v *verifier) scanDir(ctx context.Context, dir string) ([]pkgread.PackageRef, error) {
-	docs, zips, err := ListDir(dir)
+	docs, zips, err := pkgread.ListDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +58,7 @@ func (v *verifier) scanDir(ctx context.Context, dir string) ([]pkgread.PackageRe
 // rather than a document or package object.
 func s3Prefix(t string) bool {
 	lower := strings.ToLower(t)
-	return strings.HasPrefix(lower, s3.Scheme+"://") && !strings.HasSuffix(lower, ".xml") && !isZip(lower)
+	return strings.HasPrefix(lower, s3.Scheme+"://") && !strings.HasSuffix(lower, ".xml") && !pkgread.IsZip(lower)
 }
 
 // scanBucket is scanDir for s3://BUCKET/PREFIX, a pack output in a
@@ -82,7 +78,7 @@ func (v *verifier) scanBucket(ctx context.Context, loc string) ([]pkgread.Packag
 	if err != nil {
 		return nil, err
 	}
-	docs, zips := classify(locs)
+	docs, zips := pkgread.Classify(locs)
 	return v.scanned(ctx, loc, docs, zips)
 }
 
@@ -114,91 +110,4 @@ func (v *verifier) scanned(ctx context.Context, dir string, docs, zips []string)
 		refs = append(refs, standalone(z))
 	}
 	return refs, nil
-}
-
-// ListDir finds the dump documents in dir, a local copy of a dump, and
-// the packages: the top documents (not the parts of an index, which the
-// index covers), Resource Dumps before Change Dumps, each in name order.
-func ListDir(dir string) (docs, zips []string, err error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	var files []string
-	for _, e := range entries {
-		if e.Type().IsRegular() {
-			files = append(files, filepath.Join(dir, e.Name()))
-		}
-	}
-	docs, zips = classify(files)
-	return docs, zips, nil
-}
-
-// classify sorts the files of a pack output, paths or URLs, into its top
-// dump documents, in the order they apply, and its packages.
-func classify(files []string) (docs, zips []string) {
-	var parts []string
-	caps := map[string]string{}
-	for _, p := range files {
-		switch {
-		case isZip(p):
-			zips = append(zips, p)
-		case strings.HasSuffix(p, ".xml"):
-			h, err := resourcesync.Peek(context.Background(), p)
-			if err != nil || !resourcesync.IsDump(h) {
-				continue
-			}
-			caps[p] = h.MD.Capability
-			if _, isPart := h.Link("index"); isPart {
-				parts = append(parts, p)
-			} else {
-				docs = append(docs, p)
-			}
-		}
-	}
-	if len(docs) == 0 {
-		docs = parts
-	}
-	docs = dropListedParts(docs)
-	sort.Slice(docs, func(i, j int) bool {
-		if caps[docs[i]] != caps[docs[j]] {
-			return caps[docs[i]] == resourcesync.CapResourceDump
-		}
-		return docs[i] < docs[j]
-	})
-	return docs, zips
-}
-
-var errNotIndex = errors.New("not an index")
-
-// dropListedParts leaves out the documents an index among docs lists:
-// parts that do not link back to their index with rel="index" look like
-// top documents, and would be read twice.
-func dropListedParts(docs []string) []string {
-	listed := map[string]bool{}
-	for _, d := range docs {
-		l := resourcesync.Loader{
-			NoParts: true,
-			Document: func(doc *resourcesync.Document) error {
-				if doc.Header.Kind != resourcesync.SitemapIndex {
-					return errNotIndex // no need to read its entries
-				}
-				return nil
-			},
-			Entry: func(doc *resourcesync.Document, _ int, u resourcesync.URL) error {
-				if part, err := resourcesync.Resolve(context.Background(), doc.Loc, u.Loc); err == nil {
-					listed[part] = true
-				}
-				return nil
-			},
-		}
-		l.Load(context.Background(), d) // a document that fails is reported when it is verified
-	}
-	var top []string
-	for _, d := range docs {
-		if !listed[d] {
-			top = append(top, d)
-		}
-	}
-	return top
 }
