@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/internal/ziprange"
 )
 
 // archive/zip reads each entry's local header to find its data but never
@@ -23,8 +24,6 @@ import (
 // refuses such a package; so does verify.
 
 const (
-	sigLocal     = 0x04034b50
-	localLen     = 30
 	flagEncrypt  = 0x1
 	flagStrong   = 0x40   // strong encryption
 	flagMasked   = 0x2000 // encrypted central directory, masked local headers
@@ -83,17 +82,17 @@ func checkLocal(ra io.ReaderAt, f *zip.File) error {
 	if off < 0 {
 		return fmt.Errorf("local header at negative offset %d", off)
 	}
-	b := make([]byte, localLen+len(f.Name))
+	b := make([]byte, ziprange.LocalLen+len(f.Name))
 	if _, err := ra.ReadAt(b, off); err != nil {
 		return fmt.Errorf("local header at offset %d: %v", off, err)
 	}
-	if binary.LittleEndian.Uint32(b) != sigLocal {
+	if binary.LittleEndian.Uint32(b) != ziprange.SigLocal {
 		return fmt.Errorf("no local header at offset %d, where the central directory points", off)
 	}
 	flags, method := binary.LittleEndian.Uint16(b[6:]), binary.LittleEndian.Uint16(b[8:])
 	nameLen := int(binary.LittleEndian.Uint16(b[26:]))
-	if nameLen != len(f.Name) || string(b[localLen:]) != f.Name {
-		return fmt.Errorf("the local header names the entry %s, the central directory %q", localName(ra, off, nameLen), f.Name)
+	if nameLen != len(f.Name) || string(b[ziprange.LocalLen:]) != f.Name {
+		return fmt.Errorf("the local header names the entry %s, the central directory %q", ziprange.LocalName(ra, off, nameLen), f.Name)
 	}
 	if method != f.Method || flags&flagsCompared != f.Flags&flagsCompared {
 		return fmt.Errorf("the local header gives method %d, flags %#x; the central directory method %d, flags %#x", method, flags, f.Method, f.Flags)
@@ -144,8 +143,8 @@ func checkLocalSums(ra io.ReaderAt, off int64, b []byte, f *zip.File) error {
 func localZip64(ra io.ReaderAt, off int64, b []byte) ([]byte, error) {
 	nameLen, extraLen := int64(binary.LittleEndian.Uint16(b[26:])), int(binary.LittleEndian.Uint16(b[28:]))
 	ex := make([]byte, extraLen)
-	if _, err := ra.ReadAt(ex, off+localLen+nameLen); err != nil {
-		return nil, fmt.Errorf("local extra field at offset %d: %v", off+localLen+nameLen, err)
+	if _, err := ra.ReadAt(ex, off+ziprange.LocalLen+nameLen); err != nil {
+		return nil, fmt.Errorf("local extra field at offset %d: %v", off+ziprange.LocalLen+nameLen, err)
 	}
 	for len(ex) >= 4 {
 		id, n := binary.LittleEndian.Uint16(ex), int(binary.LittleEndian.Uint16(ex[2:]))
@@ -158,15 +157,6 @@ func localZip64(ra io.ReaderAt, off int64, b []byte) ([]byte, error) {
 		ex = ex[4+n:]
 	}
 	return nil, nil
-}
-
-// localName reads the name in the local header at off, for a message.
-func localName(ra io.ReaderAt, off int64, n int) string {
-	b := make([]byte, min(n, 1024))
-	if _, err := ra.ReadAt(b, off+localLen); err != nil {
-		return "?"
-	}
-	return fmt.Sprintf("%q", b)
 }
 
 // checkDirectories compares the local headers of the directory entries,

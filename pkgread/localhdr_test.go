@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"testing"
+
+	"github.com/rsdump/rsdump/internal/ziprange"
 )
 
 // TestHeaderOffset checks the local header offsets taken from archive/zip:
@@ -32,8 +34,8 @@ func TestHeaderOffset(t *testing.T) {
 				}
 				h := z[off:]
 				n, e := int64(binary.LittleEndian.Uint16(h[26:])), int64(binary.LittleEndian.Uint16(h[28:]))
-				if data, _ := f.DataOffset(); binary.LittleEndian.Uint32(h) != sigLocal || off+localLen+n+e != data || string(h[localLen:localLen+n]) != f.Name {
-					t.Fatalf("%s: header at %d names %q and leads to %d, data at %d", f.Name, off, h[localLen:localLen+n], off+localLen+n+e, data)
+				if data, _ := f.DataOffset(); binary.LittleEndian.Uint32(h) != ziprange.SigLocal || off+ziprange.LocalLen+n+e != data || string(h[ziprange.LocalLen:ziprange.LocalLen+n]) != f.Name {
+					t.Fatalf("%s: header at %d names %q and leads to %d, data at %d", f.Name, off, h[ziprange.LocalLen:ziprange.LocalLen+n], off+ziprange.LocalLen+n+e, data)
 				}
 			}
 		})

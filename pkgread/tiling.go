@@ -3,13 +3,13 @@ package pkgread
 import (
 	"archive/zip"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"reflect"
 	"sort"
 
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/internal/ziprange"
 )
 
 // Bytes that no entry accounts for are where a second archive hides: a
@@ -22,26 +22,14 @@ import (
 // directory archive/zip read: counts and sizes that lie, or more than one
 // disk, make readers see different archives.
 
-const (
-	sigCentral    = 0x02014b50
-	sigEnd        = 0x06054b50
-	sigEnd64      = 0x06064b50
-	sigEnd64Loc   = 0x07064b50
-	sigDescriptor = 0x08074b50
-	centralLen    = 46
-	endLen        = 22
-	end64LocLen   = 20
-	end64Len      = 56
-)
+const sigDescriptor = 0x08074b50
 
 // zipEnd is what the end records say, where they are.
 type zipEnd struct {
-	endOff     int64 // the end of central directory record
-	end64Off   int64 // the ZIP64 end record, -1 when absent
-	dirStart   int64 // the central directory, as archive/zip read it
-	dirSize    int64
-	records    uint64
-	commentLen int
+	ziprange.End       // the records as stored, where they are
+	dirStart     int64 // the central directory, as archive/zip read it
+	dirSize      int64
+	records      uint64
 }
 
 // checkTiling reports bytes that no entry, directory record or end record
@@ -74,43 +62,21 @@ func baseOffset(zr *zip.Reader) int64 {
 	return v.Int()
 }
 
-// readEnd finds the end record where archive/zip finds it: the last
-// signature in the final 64 KiB whose comment fits the file.
+// readEnd reads the end records where archive/zip finds them
+// (ziprange.ReadEnd), and takes from them where the central directory is
+// and how many entries it holds, by archive/zip's rules: a ZIP64 value
+// replaces a saturated one.
 func (p *Package) readEnd() (zipEnd, error) {
-	n := min(p.size, 65*1024+endLen)
-	b := make([]byte, n)
-	if _, err := p.ra.ReadAt(b, p.size-n); err != nil && err != io.EOF {
-		return zipEnd{}, fmt.Errorf("end of central directory: %v", err)
+	raw, err := ziprange.ReadEnd(p.ra, p.size)
+	if err != nil {
+		return zipEnd{End: raw}, err
 	}
-	i := len(b) - endLen
-	for ; i >= 0; i-- {
-		if binary.LittleEndian.Uint32(b[i:]) == sigEnd {
-			break
-		}
-	}
-	if i < 0 {
-		return zipEnd{}, errors.New("no end of central directory record")
-	}
-	e := zipEnd{endOff: p.size - n + int64(i), end64Off: -1}
-	r := b[i:]
+	e := zipEnd{End: raw}
+	r := raw.Record
 	e.records = uint64(binary.LittleEndian.Uint16(r[10:]))
 	e.dirSize = int64(binary.LittleEndian.Uint32(r[12:]))
 	dirOff := int64(binary.LittleEndian.Uint32(r[16:]))
-	e.commentLen = int(binary.LittleEndian.Uint16(r[20:]))
-	if e.endOff >= end64LocLen {
-		var loc [end64LocLen]byte
-		if _, err := p.ra.ReadAt(loc[:], e.endOff-end64LocLen); err == nil && binary.LittleEndian.Uint32(loc[:]) == sigEnd64Loc {
-			e.end64Off = int64(binary.LittleEndian.Uint64(loc[8:]))
-		}
-	}
-	if e.end64Off >= 0 {
-		var r64 [end64Len]byte
-		if e.end64Off > e.endOff-end64LocLen-end64Len {
-			return e, fmt.Errorf("the ZIP64 end locator points to offset %d, past where the record can be", e.end64Off)
-		}
-		if _, err := p.ra.ReadAt(r64[:], e.end64Off); err != nil || binary.LittleEndian.Uint32(r64[:]) != sigEnd64 {
-			return e, fmt.Errorf("no ZIP64 end record at offset %d, where the locator points", e.end64Off)
-		}
+	if r64 := raw.Record64; r64 != nil {
 		if e.records == 0xffff {
 			e.records = binary.LittleEndian.Uint64(r64[32:])
 		}
@@ -131,8 +97,7 @@ func (p *Package) readEnd() (zipEnd, error) {
 func (p *Package) checkEndRecords(e zipEnd) []string {
 	var errs []string
 	add := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
-	var r [endLen]byte
-	p.ra.ReadAt(r[:], e.endOff)
+	r := e.Record
 	entries := uint64(len(p.zr.File))
 	disk, dirDisk := binary.LittleEndian.Uint16(r[4:]), binary.LittleEndian.Uint16(r[6:])
 	here, total := binary.LittleEndian.Uint16(r[8:]), binary.LittleEndian.Uint16(r[10:])
@@ -145,15 +110,15 @@ func (p *Package) checkEndRecords(e zipEnd) []string {
 	if e.records != entries {
 		add("the end records count %d entries, the central directory holds %d", e.records, entries)
 	}
-	if from := e.endOff + endLen + int64(e.commentLen); !p.zeros(from, p.size) {
+	if from := e.Off + ziprange.EndLen + int64(e.Comment); !p.zeros(from, p.size) {
 		// bsdtar writing to a pipe pads with zeros to its block size;
 		// anything else there is hidden.
 		add("bytes %d-%d, after the end record and its comment, belong to nothing", from, p.size-1)
 	}
-	next := e.endOff
-	if e.end64Off >= 0 {
-		errs = append(errs, p.checkEnd64(e, r[:])...)
-		next = e.end64Off
+	next := e.Off
+	if e.Record64 != nil {
+		errs = append(errs, p.checkEnd64(e)...)
+		next = e.Off64
 	}
 	if dirEnd := e.dirStart + e.dirSize; dirEnd != next {
 		add("the central directory ends at offset %d but the end records start at %d", dirEnd, next)
@@ -167,21 +132,18 @@ func (p *Package) checkEndRecords(e zipEnd) []string {
 // checkEnd64 checks the ZIP64 end record and locator: one disk, the same
 // counts, size and offset as the plain record where that one is not
 // saturated, and the locator right after the record.
-func (p *Package) checkEnd64(e zipEnd, plain []byte) []string {
+func (p *Package) checkEnd64(e zipEnd) []string {
 	var errs []string
 	add := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
-	var loc [end64LocLen]byte
-	p.ra.ReadAt(loc[:], e.endOff-end64LocLen)
-	var r [end64Len]byte
-	p.ra.ReadAt(r[:], e.end64Off)
+	plain, loc, r := e.Record, e.Locator, e.Record64
 	if d, n := binary.LittleEndian.Uint32(loc[4:]), binary.LittleEndian.Uint32(loc[16:]); d != 0 || n != 1 {
 		add("the ZIP64 end locator gives directory disk %d of %d disks; a package is one disk", d, n)
 	}
 	if d, dd := binary.LittleEndian.Uint32(r[16:]), binary.LittleEndian.Uint32(r[20:]); d != 0 || dd != 0 {
 		add("the ZIP64 end record gives disk %d, directory disk %d; a package is one disk", d, dd)
 	}
-	if recEnd := e.end64Off + 12 + int64(binary.LittleEndian.Uint64(r[4:])); recEnd != e.endOff-end64LocLen {
-		add("the ZIP64 end record ends at offset %d, the locator starts at %d", recEnd, e.endOff-end64LocLen)
+	if recEnd := e.Off64 + 12 + int64(binary.LittleEndian.Uint64(r[4:])); recEnd != e.Off-ziprange.End64LocLen {
+		add("the ZIP64 end record ends at offset %d, the locator starts at %d", recEnd, e.Off-ziprange.End64LocLen)
 	}
 	here, total := binary.LittleEndian.Uint64(r[24:]), binary.LittleEndian.Uint64(r[32:])
 	size, off := binary.LittleEndian.Uint64(r[40:]), binary.LittleEndian.Uint64(r[48:])
@@ -208,15 +170,15 @@ func (p *Package) checkEnd64(e zipEnd, plain []byte) []string {
 // read, fill the directory exactly.
 func (p *Package) walkDirectory(e zipEnd) error {
 	off := e.dirStart
-	var h [centralLen]byte
+	var h [ziprange.CentralLen]byte
 	for i := range p.zr.File {
-		if _, err := p.ra.ReadAt(h[:], off); err != nil || binary.LittleEndian.Uint32(h[:]) != sigCentral {
+		if _, err := p.ra.ReadAt(h[:], off); err != nil || binary.LittleEndian.Uint32(h[:]) != ziprange.SigCentral {
 			return fmt.Errorf("no central directory record %d at offset %d", i+1, off)
 		}
 		if d := binary.LittleEndian.Uint16(h[34:]); d != 0 {
 			return fmt.Errorf("central directory record %d (%s) starts on disk %d; a package is one disk", i+1, p.zr.File[i].Name, d)
 		}
-		off += centralLen + int64(binary.LittleEndian.Uint16(h[28:])) + int64(binary.LittleEndian.Uint16(h[30:])) + int64(binary.LittleEndian.Uint16(h[32:]))
+		off += ziprange.CentralLen + int64(binary.LittleEndian.Uint16(h[28:])) + int64(binary.LittleEndian.Uint16(h[30:])) + int64(binary.LittleEndian.Uint16(h[32:]))
 	}
 	if end := e.dirStart + e.dirSize; off != end {
 		return fmt.Errorf("the central directory records end at offset %d, the directory at %d: bytes %d-%d belong to no record", off, end, min(off, end), max(off, end)-1)

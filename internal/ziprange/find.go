@@ -74,29 +74,29 @@ func (d *Dir) Find(names []string, hint Order) (map[string]Entry, error) {
 // end records count.
 func (d *Dir) scan(want map[string]bool, found map[string]Entry) error {
 	br := bufio.NewReaderSize(io.NewSectionReader(d.ra, d.off, d.len), int(min(d.len, smallDir)))
-	rec := make([]byte, centralLen)
+	rec := make([]byte, CentralLen)
 	var records uint64
 	for pos := int64(0); pos < d.len; {
 		if len(found) == len(want) {
 			return nil
 		}
 		at := d.off + pos
-		if d.len-pos < centralLen {
+		if d.len-pos < CentralLen {
 			return fmt.Errorf("central directory record at offset %d: runs past the directory's end at offset %d", at, d.off+d.len)
 		}
-		rec = rec[:centralLen]
+		rec = rec[:CentralLen]
 		if _, err := io.ReadFull(br, rec); err != nil {
 			return fmt.Errorf("reading the central directory at offset %d: %w", at, err)
 		}
-		if u32(rec) != sigCentral {
+		if u32(rec) != SigCentral {
 			return fmt.Errorf("central directory record at offset %d: no record signature", at)
 		}
 		n := recordLen(rec)
 		if int64(n) > d.len-pos {
-			return fmt.Errorf("central directory record at offset %d: its name, extra field and comment (%d bytes) run past the directory's end at offset %d", at, n-centralLen, d.off+d.len)
+			return fmt.Errorf("central directory record at offset %d: its name, extra field and comment (%d bytes) run past the directory's end at offset %d", at, n-CentralLen, d.off+d.len)
 		}
-		rec = slices.Grow(rec, n-centralLen)[:n]
-		if _, err := io.ReadFull(br, rec[centralLen:]); err != nil {
+		rec = slices.Grow(rec, n-CentralLen)[:n]
+		if _, err := io.ReadFull(br, rec[CentralLen:]); err != nil {
 			return fmt.Errorf("reading the central directory at offset %d: %w", at, err)
 		}
 		if err := d.keep(rec, at, want, found); err != nil {
@@ -114,7 +114,7 @@ func (d *Dir) scan(want map[string]bool, found map[string]Entry) error {
 // keep parses the record rec, found at offset at, if it names an entry
 // wanted and not yet found.
 func (d *Dir) keep(rec []byte, at int64, want map[string]bool, found map[string]Entry) error {
-	name := rec[centralLen : centralLen+int(u16(rec[28:]))]
+	name := rec[CentralLen : CentralLen+int(u16(rec[28:]))]
 	if !want[string(name)] {
 		return nil
 	}
@@ -132,14 +132,14 @@ func (d *Dir) keep(rec []byte, at int64, want map[string]bool, found map[string]
 // recordLen is the length of the central directory record whose fixed
 // part is h.
 func recordLen(h []byte) int {
-	return centralLen + int(u16(h[28:])) + int(u16(h[30:])) + int(u16(h[32:]))
+	return CentralLen + int(u16(h[28:])) + int(u16(h[30:])) + int(u16(h[32:]))
 }
 
 // parseRecord decodes the whole record rec.
 func parseRecord(rec []byte) (Entry, error) {
 	n, m := int(u16(rec[28:])), int(u16(rec[30:]))
 	e := Entry{
-		Name:             string(rec[centralLen : centralLen+n]),
+		Name:             string(rec[CentralLen : CentralLen+n]),
 		Flags:            u16(rec[8:]),
 		Method:           u16(rec[10:]),
 		CRC32:            u32(rec[16:]),
@@ -147,7 +147,7 @@ func parseRecord(rec []byte) (Entry, error) {
 		UncompressedSize: uint64(u32(rec[24:])),
 	}
 	off := uint64(u32(rec[42:]))
-	if err := zip64Fields(rec[centralLen+n:centralLen+n+m], &e.UncompressedSize, &e.CompressedSize, &off); err != nil {
+	if err := zip64Fields(rec[CentralLen+n:CentralLen+n+m], &e.UncompressedSize, &e.CompressedSize, &off); err != nil {
 		return Entry{}, err
 	}
 	if off > math.MaxInt64 {

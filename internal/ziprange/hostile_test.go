@@ -14,23 +14,23 @@ import (
 // one: a ZIP64 end record and locator, and a plain end record whose
 // count, size and offset are saturated.
 func toZip64(data []byte) []byte {
-	end := data[len(data)-endLen:]
+	end := data[len(data)-EndLen:]
 	count, size, off := u16(end[10:]), u32(end[12:]), u32(end[16:])
-	out := bytes.Clone(data[:len(data)-endLen])
+	out := bytes.Clone(data[:len(data)-EndLen])
 	z := len(out)
-	out = binary.LittleEndian.AppendUint32(out, sigEnd64)
-	out = binary.LittleEndian.AppendUint64(out, end64Len-12)
+	out = binary.LittleEndian.AppendUint32(out, SigEnd64)
+	out = binary.LittleEndian.AppendUint64(out, End64Len-12)
 	out = binary.LittleEndian.AppendUint32(out, 45<<16|45)
 	out = binary.LittleEndian.AppendUint64(out, 0) // disks
 	out = binary.LittleEndian.AppendUint64(out, uint64(count))
 	out = binary.LittleEndian.AppendUint64(out, uint64(count))
 	out = binary.LittleEndian.AppendUint64(out, uint64(size))
 	out = binary.LittleEndian.AppendUint64(out, uint64(off))
-	out = binary.LittleEndian.AppendUint32(out, sigEnd64Loc)
+	out = binary.LittleEndian.AppendUint32(out, SigEnd64Loc)
 	out = binary.LittleEndian.AppendUint32(out, 0)
 	out = binary.LittleEndian.AppendUint64(out, uint64(z))
 	out = binary.LittleEndian.AppendUint32(out, 1)
-	out = binary.LittleEndian.AppendUint32(out, sigEnd)
+	out = binary.LittleEndian.AppendUint32(out, SigEnd)
 	out = binary.LittleEndian.AppendUint32(out, 0)
 	out = binary.LittleEndian.AppendUint32(out, 0xffffffff)
 	out = binary.LittleEndian.AppendUint64(out, 0xffffffffffffffff)
@@ -122,7 +122,7 @@ func TestTruncated(t *testing.T) {
 func TestLocatorAnywhere(t *testing.T) {
 	data := toZip64(zipwBytes(t, smallFiles()))
 	orig, names := want(t, data)
-	loc := len(data) - endLen - end64LocLen
+	loc := len(data) - EndLen - End64LocLen
 	right := int64(u64(data[loc+8:]))
 	for _, off := range append(offsets(len(data)+100), math.MaxInt64, math.MaxUint64, 1<<63+5) {
 		bad := bytes.Clone(data)
@@ -152,8 +152,8 @@ func TestLies(t *testing.T) {
 	files := smallFiles()
 	data := zipwBytes(t, files)
 	cd := int(u32(data[len(data)-6:]))
-	local := func(b []byte, name string) int { return bytes.Index(b, []byte(name)) - localLen }
-	central := func(b []byte, name string) int { return cd + bytes.Index(b[cd:], []byte(name)) - centralLen }
+	local := func(b []byte, name string) int { return bytes.Index(b, []byte(name)) - LocalLen }
+	central := func(b []byte, name string) int { return cd + bytes.Index(b[cd:], []byte(name)) - CentralLen }
 	put32 := func(b []byte, at int, v uint32) { binary.LittleEndian.PutUint32(b[at:], v) }
 	put16 := func(b []byte, at int, v uint16) { binary.LittleEndian.PutUint16(b[at:], v) }
 	bLen := uint32(len(files[1].data))
@@ -189,7 +189,7 @@ func TestLies(t *testing.T) {
 		{"count too large", func(b []byte) { put16(b, len(b)-12, 60) }, "the end records count 60 entries, more than a central directory of"},
 		{"directory past its end", func(b []byte) { put32(b, len(b)-10, uint32(len(b))) }, "past the end records at offset"},
 		{"directory offset", func(b []byte) { put32(b, len(b)-6, uint32(cd-1)) }, "no record signature"},
-		{"name missing", func(b []byte) { b[central(b, "dir/b.txt")+centralLen] = 'D' }, "dir/b.txt: " + ErrNotFound.Error()},
+		{"name missing", func(b []byte) { b[central(b, "dir/b.txt")+CentralLen] = 'D' }, "dir/b.txt: " + ErrNotFound.Error()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			bad := bytes.Clone(data)
@@ -240,7 +240,7 @@ func TestBomb(t *testing.T) {
 	files := []file{{"bomb", make([]byte, 64<<20), Deflate}, {"after", []byte("x"), Store}}
 	data := zipwBytes(t, files)
 	cd := int(u32(data[len(data)-6:]))
-	rec := cd + bytes.Index(data[cd:], []byte("bomb")) - centralLen
+	rec := cd + bytes.Index(data[cd:], []byte("bomb")) - CentralLen
 	binary.LittleEndian.PutUint32(data[rec+24:], 1000)
 	c := &counter{ra: bytes.NewReader(data)}
 	d, err := ReadDir(c, int64(len(data)))
@@ -279,7 +279,7 @@ func TestBomb(t *testing.T) {
 func TestCommentWithEnd(t *testing.T) {
 	for _, fakeComment := range []uint16{1000, 0} {
 		data := zipwBytes(t, smallFiles())
-		fake := binary.LittleEndian.AppendUint32(nil, sigEnd)
+		fake := binary.LittleEndian.AppendUint32(nil, SigEnd)
 		fake = append(fake, make([]byte, 16)...) // no entries
 		fake = binary.LittleEndian.AppendUint16(fake, fakeComment)
 		binary.LittleEndian.PutUint16(data[len(data)-2:], uint16(len(fake)))

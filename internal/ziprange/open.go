@@ -55,21 +55,21 @@ type Sectioned interface {
 // dataOffset reads e's local header and returns where its data starts.
 func (d *Dir) dataOffset(e Entry) (int64, error) {
 	h := e.HeaderOffset
-	if h < 0 || h > d.off-localLen-int64(len(e.Name)) {
+	if h < 0 || h > d.off-LocalLen-int64(len(e.Name)) {
 		return 0, fmt.Errorf("%s: local header offset %d is not before the central directory at offset %d", e.Name, h, d.off)
 	}
-	b := make([]byte, localLen+len(e.Name))
+	b := make([]byte, LocalLen+len(e.Name))
 	if s, ok := d.ra.(Sectioned); ok {
 		s.Section(h, int64(len(b)))
 	}
 	if err := readAt(d.ra, b, h); err != nil {
 		return 0, fmt.Errorf("%s: reading the local header at offset %d: %w", e.Name, h, err)
 	}
-	if u32(b) != sigLocal {
+	if u32(b) != SigLocal {
 		return 0, fmt.Errorf("%s: no local header at offset %d", e.Name, h)
 	}
-	if n := int(u16(b[26:])); n != len(e.Name) || string(b[localLen:]) != e.Name {
-		return 0, fmt.Errorf("%s: the local header at offset %d names %s", e.Name, h, d.localName(h, n))
+	if n := int(u16(b[26:])); n != len(e.Name) || string(b[LocalLen:]) != e.Name {
+		return 0, fmt.Errorf("%s: the local header at offset %d names %s", e.Name, h, LocalName(d.ra, h, n))
 	}
 	if flags := u16(b[6:]); flags&flagsEncrypted != 0 {
 		return 0, fmt.Errorf("%s: the local header flags the entry as encrypted (flags %#x)", e.Name, flags)
@@ -84,11 +84,11 @@ func (d *Dir) dataOffset(e Entry) (int64, error) {
 	return off, nil
 }
 
-// localName reads the name of n bytes in the local header at off, for
-// a message.
-func (d *Dir) localName(off int64, n int) string {
+// LocalName reads the name of n bytes in the local header at off, for a
+// message.
+func LocalName(ra io.ReaderAt, off int64, n int) string {
 	b := make([]byte, min(n, 1024))
-	if err := readAt(d.ra, b, off+localLen); err != nil {
+	if err := readAt(ra, b, off+LocalLen); err != nil {
 		return fmt.Sprintf("a name of %d bytes", n)
 	}
 	return fmt.Sprintf("%q", b)

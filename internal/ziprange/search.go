@@ -72,7 +72,7 @@ func (s *search) look(at int64) (seen, error) {
 		return w, nil
 	}
 	w.start = at + int64(p)
-	for p+centralLen <= len(b) && u32(b[p:]) == sigCentral {
+	for p+CentralLen <= len(b) && u32(b[p:]) == SigCentral {
 		q := p + recordLen(b[p:])
 		if q > len(b) {
 			break
@@ -80,7 +80,7 @@ func (s *search) look(at int64) (seen, error) {
 		if err := d.keep(b[p:q], at+int64(p), s.want, s.found); err != nil {
 			return w, err
 		}
-		if pos, _, ok := s.hint(string(b[p+centralLen : p+centralLen+int(u16(b[p+28:]))])); ok {
+		if pos, _, ok := s.hint(string(b[p+CentralLen : p+CentralLen+int(u16(b[p+28:]))])); ok {
 			k := known{pos: pos, start: at + int64(p), end: at + int64(q), ok: true}
 			if !w.first.ok {
 				w.first = k
@@ -126,7 +126,7 @@ func syncRecords(b []byte) int {
 			return -1
 		}
 		p += i
-		if p+centralLen > len(b) {
+		if p+CentralLen > len(b) {
 			return -1
 		}
 		q := p + recordLen(b[p:])

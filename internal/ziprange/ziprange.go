@@ -12,6 +12,10 @@
 // format's 16-bit lengths, never by a count or size the archive gives;
 // an entry's bytes are checked against its CRC-32 and size as they are
 // read.
+//
+// Its parse of the end records (ReadEnd), the records' signatures and
+// lengths and LocalName are pkgread's too, whose layout check reads a
+// package's end records where archive/zip found its directory.
 package ziprange
 
 import (
@@ -22,24 +26,25 @@ import (
 	"io"
 )
 
+// The signatures of the ZIP records and the lengths of their fixed parts
+// (APPNOTE 4.3), for every reader of them (pkgread's layout check too).
 const (
-	sigLocal    = 0x04034b50
-	sigCentral  = 0x02014b50
-	sigEnd      = 0x06054b50
-	sigEnd64    = 0x06064b50
-	sigEnd64Loc = 0x07064b50
+	SigLocal    = 0x04034b50
+	SigCentral  = 0x02014b50
+	SigEnd      = 0x06054b50
+	SigEnd64    = 0x06064b50
+	SigEnd64Loc = 0x07064b50
 
-	localLen    = 30
-	centralLen  = 46
-	endLen      = 22
-	end64LocLen = 20
-	end64Len    = 56
-	maxComment  = 1<<16 - 1
-
-	// The flags of encrypted entries: traditional or strong encryption,
-	// and local headers masked by an encrypted central directory.
-	flagsEncrypted = 0x1 | 0x40 | 0x2000
+	LocalLen    = 30
+	CentralLen  = 46
+	EndLen      = 22
+	End64LocLen = 20
+	End64Len    = 56
 )
+
+// The flags of encrypted entries: traditional or strong encryption, and
+// local headers masked by an encrypted central directory.
+const flagsEncrypted = 0x1 | 0x40 | 0x2000
 
 // Compression methods Open reads.
 const (
@@ -50,9 +55,13 @@ const (
 const (
 	// tailGuess is the first read of the archive's end: the end record
 	// with a short comment and the ZIP64 end records. Only a longer
-	// comment makes ReadDir read the most the end can take, maxTail.
+	// comment (or bytes after the end record) makes ReadEnd read as far
+	// back as archive/zip looks for the end record, maxTail: the most
+	// the end can take (the ZIP64 end records, the end record and the
+	// longest comment, 65,633 bytes) and a little more, so that both find
+	// the same record.
 	tailGuess = 4 << 10
-	maxTail   = end64Len + end64LocLen + endLen + maxComment
+	maxTail   = 65 << 10
 
 	smallDir    = 256 << 10 // a directory this small is read whole, in one read
 	window      = 64 << 10  // what one step of the search reads
@@ -93,31 +102,72 @@ func (d *Dir) Count() uint64 { return d.count }
 
 // ReadDir reads the end records of the archive of size bytes that ra
 // reads: only its tail, the end of central directory record and, when
-// the archive has them, the ZIP64 end locator and record. It checks that
-// the central directory they place lies within the archive, before them.
+// the archive has them, the ZIP64 end locator and record (ReadEnd). It
+// checks that the central directory they place lies within the archive,
+// before them.
 func ReadDir(ra io.ReaderAt, size int64) (*Dir, error) {
-	if size < endLen {
-		return nil, fmt.Errorf("not a ZIP archive: %d bytes, fewer than an end record", size)
+	e, err := ReadEnd(ra, size)
+	if err != nil {
+		return nil, err
+	}
+	d := &Dir{ra: ra, small: smallDir, window: window}
+	return d, d.readEnd(e)
+}
+
+// End is where an archive's end records are and what they hold, as they
+// are stored: the one parse of them, which ReadDir and pkgread's layout
+// check each judge by their own rules.
+type End struct {
+	Off     int64  // of the end of central directory record
+	Record  []byte // its fixed EndLen bytes
+	Comment int    // the length of the comment after it
+	// Off64 is the ZIP64 end record's offset, where the locator before
+	// the end record points; -1 when there is no locator.
+	Off64    int64
+	Locator  []byte // the ZIP64 end locator's End64LocLen bytes; nil when none
+	Record64 []byte // the ZIP64 end record's End64Len bytes; nil when none
+}
+
+// ReadEnd finds the end record where archive/zip finds it, the last
+// signature in the archive's last 65 KiB, reading 4 KiB first, and reads
+// the ZIP64 end locator before it and the record it points to, if any.
+// It fails when there is no end record, when its comment runs past the
+// archive's end, or when a locator points where no ZIP64 end record is.
+func ReadEnd(ra io.ReaderAt, size int64) (End, error) {
+	if size < EndLen {
+		return End{}, fmt.Errorf("not a ZIP archive: %d bytes, fewer than an end record", size)
 	}
 	t, err := readTail(ra, size, tailGuess)
 	if err != nil {
-		return nil, err
+		return End{}, err
 	}
 	i := lastEnd(t.b)
 	if i < 0 && t.off > 0 && len(t.b) < maxTail {
 		if t, err = readTail(ra, size, maxTail); err != nil {
-			return nil, err
+			return End{}, err
 		}
 		i = lastEnd(t.b)
 	}
 	if i < 0 {
-		return nil, fmt.Errorf("not a ZIP archive: no end of central directory record in its last %d bytes", len(t.b))
+		return End{}, fmt.Errorf("not a ZIP archive: no end of central directory record in its last %d bytes", len(t.b))
 	}
-	if c := int(u16(t.b[i+20:])); i+endLen+c > len(t.b) {
-		return nil, fmt.Errorf("the end record's comment of %d bytes runs past the archive's end", c)
+	e := End{Off: t.off + int64(i), Record: t.b[i : i+EndLen], Comment: int(u16(t.b[i+20:])), Off64: -1}
+	if i+EndLen+e.Comment > len(t.b) {
+		return e, fmt.Errorf("the end record's comment of %d bytes runs past the archive's end", e.Comment)
 	}
-	d := &Dir{ra: ra, small: smallDir, window: window}
-	return d, d.readEnd(t, t.off+int64(i))
+	if e.Off < End64LocLen {
+		return e, nil
+	}
+	loc, err := t.at(e.Off-End64LocLen, End64LocLen)
+	if err != nil {
+		return e, fmt.Errorf("ZIP64 end locator: %w", err)
+	}
+	if u32(loc) != SigEnd64Loc {
+		return e, nil
+	}
+	e.Locator, e.Off64 = loc, int64(u64(loc[8:]))
+	e.Record64, err = readEnd64(t, loc, e.Off-End64LocLen)
+	return e, err
 }
 
 // tail is the bytes read at the archive's end.
@@ -153,39 +203,28 @@ func (t tail) at(off int64, n int) ([]byte, error) {
 // both read the same entries of an archive whose comment holds a
 // signature.
 func lastEnd(b []byte) int {
-	return bytes.LastIndex(b[:len(b)-endLen+4], []byte("PK\x05\x06"))
+	return bytes.LastIndex(b[:len(b)-EndLen+4], []byte("PK\x05\x06"))
 }
 
-// readEnd reads the end record at endOff and the ZIP64 end records before
-// it, if any, and checks where they place the directory.
-func (d *Dir) readEnd(t tail, endOff int64) error {
-	e := t.b[endOff-t.off:]
-	count, dlen, doff := uint64(u16(e[10:])), uint64(u32(e[12:])), uint64(u32(e[16:]))
-	limit := endOff // where the directory must end
-	if endOff >= end64LocLen {
-		loc, err := t.at(endOff-end64LocLen, end64LocLen)
-		if err != nil {
-			return fmt.Errorf("ZIP64 end locator: %w", err)
+// readEnd takes from the end records where the directory is, and checks
+// that it lies before them.
+func (d *Dir) readEnd(e End) error {
+	count, dlen, doff := uint64(u16(e.Record[10:])), uint64(u32(e.Record[12:])), uint64(u32(e.Record[16:]))
+	limit := e.Off // where the directory must end
+	if z := e.Record64; z != nil {
+		limit, d.zip64 = e.Off64, true
+		count = u64(z[32:]) // a count under 0xffff can still be the rest of a larger one
+		if dlen == 0xffffffff {
+			dlen = u64(z[40:])
 		}
-		if u32(loc) == sigEnd64Loc {
-			z, zoff, err := readEnd64(t, loc, endOff-end64LocLen)
-			if err != nil {
-				return err
-			}
-			limit, d.zip64 = zoff, true
-			count = u64(z[32:]) // a count under 0xffff can still be the rest of a larger one
-			if dlen == 0xffffffff {
-				dlen = u64(z[40:])
-			}
-			if doff == 0xffffffff {
-				doff = u64(z[48:])
-			}
+		if doff == 0xffffffff {
+			doff = u64(z[48:])
 		}
 	}
 	if doff > uint64(limit) || dlen > uint64(limit)-doff {
 		return fmt.Errorf("the end records place the central directory at offset %d, %d bytes long, past the end records at offset %d", doff, dlen, limit)
 	}
-	if count > dlen/centralLen {
+	if count > dlen/CentralLen {
 		return fmt.Errorf("the end records count %d entries, more than a central directory of %d bytes holds", count, dlen)
 	}
 	d.off, d.len, d.count = int64(doff), int64(dlen), count
@@ -194,19 +233,19 @@ func (d *Dir) readEnd(t tail, endOff int64) error {
 
 // readEnd64 reads the ZIP64 end record that the locator loc, at locOff,
 // points to.
-func readEnd64(t tail, loc []byte, locOff int64) ([]byte, int64, error) {
+func readEnd64(t tail, loc []byte, locOff int64) ([]byte, error) {
 	zoff := u64(loc[8:])
-	if locOff < end64Len || zoff > uint64(locOff-end64Len) {
-		return nil, 0, fmt.Errorf("the ZIP64 end locator points to offset %d, where no ZIP64 end record fits before it at offset %d", zoff, locOff)
+	if locOff < End64Len || zoff > uint64(locOff-End64Len) {
+		return nil, fmt.Errorf("the ZIP64 end locator points to offset %d, where no ZIP64 end record fits before it at offset %d", zoff, locOff)
 	}
-	z, err := t.at(int64(zoff), end64Len)
+	z, err := t.at(int64(zoff), End64Len)
 	if err != nil {
-		return nil, 0, fmt.Errorf("ZIP64 end record: %w", err)
+		return nil, fmt.Errorf("ZIP64 end record: %w", err)
 	}
-	if u32(z) != sigEnd64 {
-		return nil, 0, fmt.Errorf("no ZIP64 end record at offset %d, where the locator points", zoff)
+	if u32(z) != SigEnd64 {
+		return nil, fmt.Errorf("no ZIP64 end record at offset %d, where the locator points", zoff)
 	}
-	return z, int64(zoff), nil
+	return z, nil
 }
 
 // readAt fills p with the bytes at off. A read that fills p is no error,

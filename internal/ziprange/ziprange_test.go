@@ -204,10 +204,10 @@ func TestBytesRead(t *testing.T) {
 			if findRead > tc.maxRead {
 				t.Errorf("%s: finding entry %d read %d bytes of the directory, more than %d", tc.name, i, findRead, tc.maxRead)
 			}
-			if tc.hint == nil && findRead < int64(i)*centralLen {
+			if tc.hint == nil && findRead < int64(i)*CentralLen {
 				t.Errorf("%s: found entry %d in %d bytes of the directory without a hint", tc.name, i, findRead)
 			}
-			if max := int64(localLen+len(want.name)) + int64(found[want.name].CompressedSize); c.total > max {
+			if max := int64(LocalLen+len(want.name)) + int64(found[want.name].CompressedSize); c.total > max {
 				t.Errorf("%s: Open read %d bytes, more than the local header and data (%d)", tc.name, c.total, max)
 			}
 		}
@@ -309,4 +309,29 @@ func (r eofAtEnd) ReadAt(p []byte, off int64) (int, error) {
 func TestEOFAtEnd(t *testing.T) {
 	data := zipwBytes(t, smallFiles())
 	checkAgainst(t, eofAtEnd{data}, int64(len(data)), inOrder, 1)
+}
+
+// TestEndWhereArchiveZipFindsIt: an end record followed by bytes that are
+// no comment (a writer's zero padding) is found as long as archive/zip
+// finds it, in the archive's last 65 KiB, and not further back.
+func TestEndWhereArchiveZipFindsIt(t *testing.T) {
+	data := zipwBytes(t, smallFiles())
+	for _, c := range []struct {
+		pad   int
+		found bool
+	}{{0, true}, {100, true}, {65<<10 - EndLen, true}, {65<<10 - EndLen + 1, false}} {
+		padded := append(slices.Clip(data), make([]byte, c.pad)...)
+		_, zerr := zip.NewReader(bytes.NewReader(padded), int64(len(padded)))
+		e, err := ReadEnd(bytes.NewReader(padded), int64(len(padded)))
+		if (err == nil) != c.found || (zerr == nil) != c.found {
+			t.Errorf("%d bytes of padding: ReadEnd error %v, archive/zip error %v; want found %v", c.pad, err, zerr, c.found)
+			continue
+		}
+		if c.found && e.Off != int64(len(data)-EndLen) {
+			t.Errorf("%d bytes of padding: end record at offset %d, want %d", c.pad, e.Off, len(data)-EndLen)
+		}
+		if _, err := ReadDir(bytes.NewReader(padded), int64(len(padded))); (err == nil) != c.found {
+			t.Errorf("%d bytes of padding: ReadDir error %v, want found %v", c.pad, err, c.found)
+		}
+	}
 }
