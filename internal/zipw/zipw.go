@@ -178,6 +178,9 @@ func (w *Writer) writeDirect(p []byte) error {
 	}
 	n, err := w.sink.Write(p)
 	w.off += int64(n)
+	if err == nil && n < len(p) {
+		err = io.ErrShortWrite // as bufio.Writer reports it
+	}
 	return err
 }
 
