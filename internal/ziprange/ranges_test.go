@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/internal/ziptest"
 	"github.com/rsdump/rsdump/internal/zipw"
 	"github.com/rsdump/rsdump/transfer"
 	"github.com/rsdump/rsdump/transfer/mirrortest"
@@ -17,15 +18,15 @@ import (
 // sparsePackage is a package as pack writes it, held sparse: n stored
 // bitstreams of size zeros each, in manifest order, then manifest.xml.
 // It returns the manifest's names.
-func sparsePackage(t *testing.T, n int, size int64) (*sparse, []string) {
+func sparsePackage(t *testing.T, n int, size int64) (*ziptest.Sparse, []string) {
 	t.Helper()
-	s := &sparse{}
+	s := &ziptest.Sparse{}
 	w := zipw.NewWriter(s, 1)
-	crc := crcOfZeros(size)
+	crc := ziptest.ZerosCRC(size)
 	var manifest []string
 	for i := range n {
 		name := fmt.Sprintf("resources/collection/item-%05d/file.bin", i)
-		if err := w.WriteRaw(zipw.Header{Name: name, Modified: mtime}, crc, size, size, &zeros{size}); err != nil {
+		if err := w.WriteRaw(zipw.Header{Name: name, Modified: mtime}, crc, size, size, ziptest.Zeros(size)); err != nil {
 			t.Fatal(err)
 		}
 		manifest = append(manifest, name)
@@ -43,13 +44,13 @@ func sparsePackage(t *testing.T, n int, size int64) (*sparse, []string) {
 // fetchOne reads the manifest's i-th bitstream of the package s through
 // transfer.Ranges from a loopback HTTP mirror, and returns the bytes
 // fetched.
-func fetchOne(t *testing.T, s *sparse, manifest []string, i int) int64 {
+func fetchOne(t *testing.T, s *ziptest.Sparse, manifest []string, i int) int64 {
 	t.Helper()
-	srv, _ := mirrortest.Server(io.NewSectionReader(s, 0, s.size), s.size, "p.zip")
+	srv, _ := mirrortest.Server(io.NewSectionReader(s, 0, s.Size()), s.Size(), "p.zip")
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	r, err := transfer.New(transfer.Options{}).Ranges(ctx, transfer.File{Name: "p.zip", Size: s.size, Mirrors: []transfer.Mirror{{URL: srv.URL + "/p.zip"}}})
+	r, err := transfer.New(transfer.Options{}).Ranges(ctx, transfer.File{Name: "p.zip", Size: s.Size(), Mirrors: []transfer.Mirror{{URL: srv.URL + "/p.zip"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

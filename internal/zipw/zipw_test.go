@@ -238,11 +238,7 @@ func TestZip64Large(t *testing.T) {
 	if err := ew.Close(); err != nil {
 		t.Fatal(err)
 	}
-	small := []byte("after the 4 GiB mark")
-	w.WriteRaw(Header{Name: "small.txt", Modified: mtime}, crc32.ChecksumIEEE(small), int64(len(small)), int64(len(small)), bytes.NewReader(small))
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	writeRawClose(t, w, "small.txt", []byte("after the 4 GiB mark"))
 	f.Close()
 	ziptest.CheckTools(t, path)
 }
