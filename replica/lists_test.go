@@ -88,17 +88,13 @@ const dripLimit = 2*time.Second + 2*time.Second + 4*time.Second
 // dripping serves the Source's path drip one byte a second while on.
 func dripping(s *source, drip string, on *atomic.Bool) {
 	s.handler = func(h http.Handler) http.Handler {
+		dripped := httpctest.DripPath(h, drip, time.Second)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path != drip || !on.Load() {
+			if on.Load() {
+				dripped.ServeHTTP(w, r)
+			} else {
 				h.ServeHTTP(w, r)
-				return
 			}
-			b, err := os.ReadFile(filepath.Join(s.out, filepath.FromSlash(drip)))
-			if err != nil {
-				http.NotFound(w, r)
-				return
-			}
-			httpctest.Drip(w, r, b, time.Second)
 		})
 	}
 }

@@ -13,21 +13,11 @@ import (
 	"github.com/rsdump/rsdump/internal/httpc/httpctest"
 )
 
-// unanswering returns the base URLs of a server that accepts and never
-// answers and of one that sends headers and then stalls the body, which
-// serves the first bytes of data (so a probe for byte 0 is answered).
-func unanswering(t *testing.T, data []byte) map[string]string {
-	return map[string]string{
-		"silent":  httpctest.Silent(t),
-		"stalled": httpctest.Stalling(t, data, 1000).URL,
-	}
-}
-
 // TestUnansweredMirror: a file whose only mirror never answers, or stalls
 // in the body, fails within a few stall timeouts, naming the URL.
 func TestUnansweredMirror(t *testing.T) {
 	data := payload(256<<10, 7)
-	for name, base := range unanswering(t, data) {
+	for name, base := range httpctest.UnansweringData(t, data, 1000) {
 		u := base + "/f.bin"
 		o := fastOptions()
 		o.MaxFailures = 1
@@ -49,7 +39,7 @@ func TestUnansweredSource(t *testing.T) {
 	data := []byte(`<?xml version="1.0" encoding="UTF-8"?>
 <urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/">
 ` + strings.Repeat("<!-- padding -->\n", 1000))
-	for name, base := range unanswering(t, data) {
+	for name, base := range httpctest.UnansweringData(t, data, 1000) {
 		urls := []string{base + "/resourcedump.xml", base + "/f.meta4"}
 		if name == "silent" {
 			urls = append(urls, base+"/f.bin")

@@ -21,10 +21,7 @@ import (
 // accepts and never answers, or that stalls in the body, fails Verify
 // within the timeout, with an error naming the URL.
 func TestVerifyUnansweredDocument(t *testing.T) {
-	for name, base := range map[string]string{
-		"silent":  httpctest.Silent(t),
-		"stalled": httpctest.Stalling(t, httpctest.StalledDoc, 300).URL,
-	} {
+	for name, base := range httpctest.Unanswering(t) {
 		u := base + "/" + pack.DumpName
 		var fs []finding.Finding
 		opts := verify.Options{Client: shortClient, Report: func(f finding.Finding) { fs = append(fs, f) }}
@@ -42,10 +39,7 @@ func TestVerifyUnansweredDocument(t *testing.T) {
 // TestVerifyUnansweredPackage: a dump whose package is on such a server
 // reports the package, naming its URL, within the timeout.
 func TestVerifyUnansweredPackage(t *testing.T) {
-	for name, base := range map[string]string{
-		"silent":  httpctest.Silent(t),
-		"stalled": httpctest.Stalling(t, make([]byte, 1<<20), 100).URL,
-	} {
+	for name, base := range httpctest.UnansweringData(t, make([]byte, 1<<20), 100) {
 		out := t.TempDir()
 		o := pack.Options{BaseURL: verifytest.BaseURL, DumpURL: base + "/", At: fixedTime}
 		if _, err := pack.Pack(t.Context(), tree(t, exampleFiles(t)), out, o); err != nil {

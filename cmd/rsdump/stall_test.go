@@ -11,16 +11,6 @@ import (
 	"github.com/rsdump/rsdump/transfer"
 )
 
-// unanswering returns the base URLs of a server that accepts and never
-// answers and of one that sends headers and then stalls the body after
-// its first 1000 bytes of data.
-func unanswering(t *testing.T, data []byte) map[string]string {
-	return map[string]string{
-		"silent":  httpctest.Silent(t),
-		"stalled": httpctest.Stalling(t, data, 1000).URL,
-	}
-}
-
 // TestMetalinkCheckUnanswered: --check of a URL on such a server fails
 // within the timeout, on a line naming the URL and the stall or timeout.
 func TestMetalinkCheckUnanswered(t *testing.T) {
@@ -29,7 +19,7 @@ func TestMetalinkCheckUnanswered(t *testing.T) {
 	defer func() { fetcher = saved }()
 	doc := `<?xml version="1.0" encoding="UTF-8"?><metalink xmlns="urn:ietf:params:xml:ns:metalink">` +
 		strings.Repeat("<!-- padding -->\n", 1000)
-	for name, base := range unanswering(t, []byte(doc)) {
+	for name, base := range httpctest.UnansweringData(t, []byte(doc), 1000) {
 		u := base + "/f.meta4"
 		start := time.Now()
 		code, stdout, stderr := rsdump(t, "metalink", "--check", u)
@@ -45,7 +35,7 @@ func TestMetalinkCheckUnanswered(t *testing.T) {
 // TestGetUnanswered: get of a URL on such a server fails within a few
 // stall timeouts, naming the URL.
 func TestGetUnanswered(t *testing.T) {
-	for name, base := range unanswering(t, mlRandom(3, 256<<10)) {
+	for name, base := range httpctest.UnansweringData(t, mlRandom(3, 256<<10), 1000) {
 		u := base + "/f.bin"
 		start := time.Now()
 		code, stdout, stderr := rsdump(t, "get", "--stall-timeout", "300ms", "--max-failures", "1", "-q", "-o", t.TempDir(), u)

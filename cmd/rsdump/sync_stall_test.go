@@ -24,13 +24,7 @@ func TestSyncDrippingResource(t *testing.T) {
 	data := map[string]string{"a.txt": "arrives", "slow.txt": strings.Repeat("s", 30)}
 	verifytest.WriteFiles(t, filepath.Join(out, "res"), data)
 	files := http.FileServer(http.Dir(out))
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/res/slow.txt" {
-			httpctest.Drip(w, r, []byte(data["slow.txt"]), time.Second)
-			return
-		}
-		files.ServeHTTP(w, r)
-	}))
+	srv := httptest.NewServer(httpctest.DripPath(files, "/res/slow.txt", time.Second))
 	defer srv.Close()
 	var urls []resourcesync.URL
 	for _, rel := range []string{"a.txt", "slow.txt"} {

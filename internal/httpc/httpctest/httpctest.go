@@ -5,6 +5,7 @@ package httpctest
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -123,4 +124,28 @@ func Drip(w http.ResponseWriter, r *http.Request, body []byte, every time.Durati
 		case <-t.C:
 		}
 	}
+}
+
+// DripPath serves path with the body h answers a plain GET of it with
+// (its Range and conditional headers left out), through Drip, a byte
+// every `every`; an answer of h other than 200 goes out as it is. h
+// serves every other path.
+func DripPath(h http.Handler, path string, every time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != path {
+			h.ServeHTTP(w, r)
+			return
+		}
+		plain := r.Clone(r.Context())
+		plain.Method, plain.Header = http.MethodGet, http.Header{}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, plain)
+		if rec.Code != http.StatusOK {
+			maps.Copy(w.Header(), rec.Header())
+			w.WriteHeader(rec.Code)
+			w.Write(rec.Body.Bytes())
+			return
+		}
+		Drip(w, r, rec.Body.Bytes(), every)
+	})
 }

@@ -20,9 +20,17 @@ var StalledDoc = []byte(`<?xml version="1.0" encoding="UTF-8"?>
 // Unanswering returns the base URLs of a server on 127.0.0.1 that accepts
 // and never answers, and of one that sends headers and then stalls the
 // body of StalledDoc.
-func Unanswering(t *testing.T) map[string]string {
+func Unanswering(t testing.TB) map[string]string {
+	return UnansweringData(t, StalledDoc, 300)
+}
+
+// UnansweringData is Unanswering with the stalling server serving data
+// (honouring a Range header) and stalling at offset after, keyed "silent"
+// and "stalled".
+func UnansweringData(t testing.TB, data []byte, after int64) map[string]string {
+	t.Helper()
 	return map[string]string{
 		"silent":  Silent(t),
-		"stalled": Stalling(t, StalledDoc, 300).URL,
+		"stalled": Stalling(t, data, after).URL,
 	}
 }
