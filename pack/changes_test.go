@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -74,44 +73,9 @@ func applyTo(t *testing.T, doc, dst string) {
 	}
 }
 
-// readTree maps every file under dir but rsdump's state to its content.
-func readTree(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	files := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		if d.IsDir() && rel == verify.StateDir {
-			return filepath.SkipDir
-		}
-		if d.Type().IsRegular() {
-			b, err := os.ReadFile(p)
-			files[filepath.ToSlash(rel)] = string(b)
-			return err
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return files
-}
-
 func sameTree(t *testing.T, what, got, want string) {
 	t.Helper()
-	g, w := readTree(t, got), readTree(t, want)
-	for rel, data := range w {
-		if g[rel] != data {
-			t.Errorf("%s: %s is %q, want %q", what, rel, g[rel], data)
-		}
-	}
-	for rel := range g {
-		if _, ok := w[rel]; !ok {
-			t.Errorf("%s: %s should not be there", what, rel)
-		}
-	}
+	verifytest.SameFiles(t, what, verifytest.ReadTree(t, got), verifytest.ReadTree(t, want))
 }
 
 // checkChangePackage checks a Change Dump package against its manifest:

@@ -1,10 +1,8 @@
 package replica_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,7 +16,6 @@ import (
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/replica"
 	"github.com/rsdump/rsdump/resourcesync"
-	"github.com/rsdump/rsdump/verify"
 	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
@@ -211,54 +208,10 @@ func problems(fs []finding.Finding) string {
 	return b.String()
 }
 
-// readTree is every regular file under dir but rsdump's state.
-func readTree(t testing.TB, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		if d.IsDir() && rel == verify.StateDir {
-			return filepath.SkipDir
-		}
-		if d.Type().IsRegular() {
-			b, err := os.ReadFile(p)
-			out[filepath.ToSlash(rel)] = string(b)
-			return err
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // sameTree fails unless dir holds exactly the files, byte for byte.
 func sameTree(t testing.TB, dir string, want map[string]string) {
 	t.Helper()
-	got := readTree(t, dir)
-	for k, v := range want {
-		if g, ok := got[k]; !ok {
-			t.Errorf("%s missing", k)
-		} else if !bytes.Equal([]byte(g), []byte(v)) {
-			t.Errorf("%s differs: %q, want %q", k, trim(g), trim(v))
-		}
-	}
-	for k := range got {
-		if _, ok := want[k]; !ok {
-			t.Errorf("%s should not be there", k)
-		}
-	}
-}
-
-func trim(s string) string {
-	if len(s) > 40 {
-		return s[:40] + "..."
-	}
-	return s
+	verifytest.SameFiles(t, dir, verifytest.ReadTree(t, dir), want)
 }
 
 func files(n, size int) map[string]string {

@@ -11,6 +11,7 @@ import (
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/replica"
 	"github.com/rsdump/rsdump/unpack"
+	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // randomFiles are n files of size random (incompressible) bytes.
@@ -63,7 +64,7 @@ func TestSyncRepairs(t *testing.T) {
 	if res.Problems() != 0 || res.Repair == nil || res.Repair.Damaged != 1 || res.Repair.Repaired != 1 {
 		t.Fatalf("%+v repair %+v\n%s", res, res.Repair, problems(fs))
 	}
-	sameTree(t, dst, readTree(t, p.src))
+	sameTree(t, dst, verifytest.ReadTree(t, p.src))
 	if served > fi.Size()/100 || served != res.Repair.Fetched {
 		t.Errorf("served %d bytes of a %d-byte package (reported %d) to repair 100,000", served, fi.Size(), res.Repair.Fetched)
 	}
@@ -73,7 +74,7 @@ func TestSyncRepairs(t *testing.T) {
 	if res, fs, _ := syncRun(t, "", dst, replica.Options{}); res.Problems() != 0 || res.Repair.Repaired != 1 {
 		t.Fatalf("missing file: %+v repair %+v\n%s", res, res.Repair, problems(fs))
 	}
-	sameTree(t, dst, readTree(t, p.src))
+	sameTree(t, dst, verifytest.ReadTree(t, p.src))
 
 	// A damaged file of the same length and mtime shows only in its hash:
 	// --audit reads every file.
@@ -85,7 +86,7 @@ func TestSyncRepairs(t *testing.T) {
 	if res.Problems() != 0 || res.Repair.Repaired != 1 || res.Audit == nil || res.Audit.Errors != 0 {
 		t.Fatalf("--audit: %+v repair %+v audit %+v\n%s", res, res.Repair, res.Audit, problems(fs))
 	}
-	sameTree(t, dst, readTree(t, p.src))
+	sameTree(t, dst, verifytest.ReadTree(t, p.src))
 }
 
 // TestRepairFromResourceURI: a Source with no dump: a damaged file is

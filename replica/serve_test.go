@@ -97,7 +97,7 @@ func TestSyncFromServeMirrors(t *testing.T) {
 	if err != nil {
 		t.Fatalf("resync-sync --baseline: %v\n%s", err, outp)
 	}
-	sameTree(t, rdst, readTree(t, dst))
+	sameTree(t, rdst, verifytest.ReadTree(t, dst))
 	if _, err := os.Stat(filepath.Join(rdst, "d0")); err != nil {
 		t.Errorf("resync wrote nothing: %v\n%s", err, outp)
 	}

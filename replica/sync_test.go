@@ -227,7 +227,7 @@ func TestDryRunIncremental(t *testing.T) {
 	s.packDump(pack.Options{})
 	dst := t.TempDir()
 	syncRun(t, s.srv.URL+"/", dst, replica.Options{})
-	before := readTree(t, dst)
+	before := verifytest.ReadTree(t, dst)
 	stBefore, _ := deststate.Read(dst)
 	c := s.changeSet(t0.Add(time.Hour),
 		change{"d0/f000.txt", "new zero", resourcesync.ChangeUpdated},

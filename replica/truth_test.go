@@ -113,7 +113,7 @@ func TestDryRunPlansWholeChain(t *testing.T) {
 	if len(dry.Steps) != len(real.Steps) || len(real.Steps) != 2 {
 		t.Errorf("steps: dry %d, real %d, want 2 (baseline and incremental)", len(dry.Steps), len(real.Steps))
 	}
-	sameTree(t, dst, readTree(t, p.src))
+	sameTree(t, dst, verifytest.ReadTree(t, p.src))
 }
 
 // TestForeignFileSurvives: a file of the user's own in the destination,
@@ -143,7 +143,7 @@ func TestForeignFileSurvives(t *testing.T) {
 	if !hasFinding(fs, finding.Warning, finding.CheckExtra) {
 		t.Errorf("README.txt not listed as an extra:\n%s", problems(fs))
 	}
-	want := readTree(t, p.src)
+	want := verifytest.ReadTree(t, p.src)
 	want["README.txt"] = "the user's own"
 	sameTree(t, dst, want)
 }
@@ -174,7 +174,7 @@ func TestWrongGuessNotRecorded(t *testing.T) {
 	if res.Problems() != 0 || res.BaseURL != p.base {
 		t.Fatalf("honest Source: %+v base %s\n%s", res, res.BaseURL, problems(fs))
 	}
-	sameTree(t, dst, readTree(t, p.src))
+	sameTree(t, dst, verifytest.ReadTree(t, p.src))
 }
 
 // TestDryRunWithoutDetachedManifests: a Source that publishes no detached

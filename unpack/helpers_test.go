@@ -7,10 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/pack/packtest"
 	"github.com/rsdump/rsdump/unpack"
 	"github.com/rsdump/rsdump/verify"
 	"github.com/rsdump/rsdump/verify/verifytest"
@@ -68,55 +68,13 @@ func find(fs []finding.Finding, sev finding.Severity, check, path string) (findi
 	return finding.Finding{}, false
 }
 
-// readTree returns every regular file under dir but rsdump's state, as
-// content plus mtime.
-func readTree(t testing.TB, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		if d.IsDir() && rel == verify.StateDir {
-			return filepath.SkipDir
-		}
-		if d.IsDir() {
-			return nil
-		}
-		fi, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		b, _ := os.ReadFile(p)
-		out[filepath.ToSlash(rel)] = string(b) + "@" + fi.ModTime().UTC().Format(time.RFC3339Nano) + " " + fi.Mode().String()
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
+// readTree is every file under dir but rsdump's state, as content plus
+// mtime and mode.
+func readTree(t testing.TB, dir string) map[string]string { return verifytest.ReadTreeStat(t, dir) }
 
-// contents drops the mtimes and modes readTree adds.
-func contents(m map[string]string) map[string]string {
-	out := map[string]string{}
-	for k, v := range m {
-		out[k] = v[:strings.LastIndex(v, "@")]
-	}
-	return out
-}
+func contents(m map[string]string) map[string]string { return verifytest.Contents(m) }
 
-// packDir packs src into a new directory.
-func packDir(t testing.TB, src string, o pack.Options) string {
-	t.Helper()
-	out := t.TempDir()
-	o.BaseURL, o.At = verifytest.BaseURL, fixedTime
-	if _, err := pack.Pack(context.Background(), src, out, o); err != nil {
-		t.Fatalf("Pack: %v", err)
-	}
-	return out
-}
+func packDir(t testing.TB, src string, o pack.Options) string { return packtest.PackDir(t, src, o) }
 
 func writeFile(t testing.TB, p string, data []byte) string {
 	t.Helper()
@@ -144,18 +102,7 @@ func listAll(t testing.TB, dir string) []string {
 
 func equalMaps(t testing.TB, what string, got, want map[string]string) {
 	t.Helper()
-	for k, w := range want {
-		if g, ok := got[k]; !ok {
-			t.Errorf("%s: %s missing", what, k)
-		} else if g != w {
-			t.Errorf("%s: %s = %.80q, want %.80q", what, k, g, w)
-		}
-	}
-	for k := range got {
-		if _, ok := want[k]; !ok {
-			t.Errorf("%s: unexpected %s", what, k)
-		}
-	}
+	verifytest.SameFiles(t, what, got, want)
 }
 
 func verifyTree(t testing.TB, dir, against string) (*verify.Summary, []finding.Finding) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/pack/packtest"
 	"github.com/rsdump/rsdump/verify"
 	"github.com/rsdump/rsdump/verify/verifytest"
 )
@@ -87,16 +88,4 @@ func tree(t testing.TB, files map[string]string) string { return verifytest.Tree
 
 func exampleFiles(t testing.TB) map[string]string { return verifytest.ExampleFiles(t) }
 
-// packDir packs src into a new directory with pack's defaults plus md5.
-func packDir(t testing.TB, src string, o pack.Options) string {
-	t.Helper()
-	out := t.TempDir()
-	if o.BaseURL == "" {
-		o.BaseURL = verifytest.BaseURL
-	}
-	o.At = fixedTime
-	if _, err := pack.Pack(context.Background(), src, out, o); err != nil {
-		t.Fatalf("Pack: %v", err)
-	}
-	return out
-}
+func packDir(t testing.TB, src string, o pack.Options) string { return packtest.PackDir(t, src, o) }

@@ -116,15 +116,9 @@ func metalinkFor(t *testing.T, name string, data []byte, urls ...string) []byte 
 // out.
 func destFiles(t *testing.T, dir string) []string {
 	var out []string
-	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && d.IsDir() && d.Name() == ".rsdump" {
-			return filepath.SkipDir
-		}
-		if err == nil && !d.IsDir() {
-			out = append(out, p)
-		}
-		return err
-	})
+	for rel := range verifytest.ReadTreeFiles(t, dir) {
+		out = append(out, filepath.Join(dir, filepath.FromSlash(rel)))
+	}
 	return out
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -59,27 +58,10 @@ func (s *srcTree) rename(from, to string) {
 func treeFiles(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	for rel, f := range verifytest.ReadTreeFiles(t, dir) {
+		if f.Mode.IsRegular() {
+			out[rel] = f.Mode.Perm().String() + " " + f.Data
 		}
-		rel, _ := filepath.Rel(dir, p)
-		switch {
-		case d.IsDir() && rel == ".rsdump":
-			return filepath.SkipDir
-		case d.IsDir():
-			return nil
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		out[filepath.ToSlash(rel)] = fi.Mode().Perm().String() + " " + string(b)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	return out
 }
@@ -87,7 +69,7 @@ func treeFiles(t *testing.T, dir string) map[string]string {
 // sameTree fails unless dst holds exactly src's files, byte for byte.
 func sameTree(t *testing.T, what, src, dst string) {
 	t.Helper()
-	sameFileMaps(t, what, treeFiles(t, dst), treeFiles(t, src))
+	verifytest.SameFiles(t, what, treeFiles(t, dst), treeFiles(t, src))
 }
 
 func rsdumpOK(t *testing.T, args ...string) string {

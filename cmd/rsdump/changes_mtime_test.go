@@ -1,7 +1,6 @@
 package main
 
 import (
-	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -19,21 +18,10 @@ import (
 func mtimes(t *testing.T, dir string) map[string]time.Time {
 	t.Helper()
 	out := map[string]time.Time{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		switch rel, _ := filepath.Rel(dir, p); {
-		case err != nil:
-			return err
-		case d.IsDir() && rel == ".rsdump":
-			return filepath.SkipDir
-		case d.Type().IsRegular():
-			fi, err := d.Info()
-			out[filepath.ToSlash(rel)] = fi.ModTime()
-			return err
+	for rel, f := range verifytest.ReadTreeFiles(t, dir) {
+		if f.Mode.IsRegular() {
+			out[rel] = f.ModTime
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	return out
 }

@@ -34,22 +34,6 @@ func decoded[V any](t *testing.T, m map[string]V) map[string]V {
 	return out
 }
 
-func sameFileMaps(t *testing.T, what string, got, want map[string]string) {
-	t.Helper()
-	for k, w := range want {
-		if g, ok := got[k]; !ok {
-			t.Errorf("%s: %s missing", what, k)
-		} else if g != w {
-			t.Errorf("%s: %s = %.60q, want %.60q", what, k, g, w)
-		}
-	}
-	for k := range got {
-		if _, ok := want[k]; !ok {
-			t.Errorf("%s: %s is not at the Source", what, k)
-		}
-	}
-}
-
 // TestResyncIncrementalFromOurChangelist: resync 2.0.2, the reference
 // Destination, with its defaults (ResourceSync 1.1), takes a baseline
 // from our resourcelist.xml and then, after each generation of the
@@ -90,7 +74,7 @@ func TestResyncIncrementalFromOurChangelist(t *testing.T) {
 	rsdumpOK(t, append([]string{"pack", s.dir, "-o", out, "-q", "--at", hour(0)}, base...)...)
 	rsdumpOK(t, append([]string{"unpack", filepath.Join(out, pack.DumpName), "--dest", dst}, base...)...)
 	resync("--baseline")
-	sameFileMaps(t, "resync baseline", decoded(t, treeFiles(t, rdst)), treeFiles(t, s.dir))
+	verifytest.SameFiles(t, "resync baseline", decoded(t, treeFiles(t, rdst)), treeFiles(t, s.dir))
 
 	for i, g := range srcGenerations {
 		s.now = verifytest.Time.Add(time.Duration(i)*time.Hour + 30*time.Minute)
@@ -99,8 +83,8 @@ func TestResyncIncrementalFromOurChangelist(t *testing.T) {
 		rsdumpOK(t, append([]string{"pack", "--changes", s.dir, "-o", out, "-q", "--at", hour(i + 1)}, base...)...)
 		rsdumpOK(t, append([]string{"unpack", filepath.Join(out, "changedump.xml"), "--dest", dst}, base...)...)
 		resync("--incremental", "--changelist-uri", srv.URL+"/out/changelist.xml", "--delete")
-		sameFileMaps(t, what+": rsdump", treeFiles(t, dst), treeFiles(t, s.dir))
-		sameFileMaps(t, what+": resync", decoded(t, treeFiles(t, rdst)), treeFiles(t, dst))
+		verifytest.SameFiles(t, what+": rsdump", treeFiles(t, dst), treeFiles(t, s.dir))
+		verifytest.SameFiles(t, what+": resync", decoded(t, treeFiles(t, rdst)), treeFiles(t, dst))
 		sameMtimes(t, what+": rsdump", mtimes(t, dst), mtimes(t, s.dir))
 		sameMtimes(t, what+": resync", decoded(t, mtimes(t, rdst)), mtimes(t, s.dir))
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/csv"
 	"encoding/json"
 	"os"
@@ -10,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/pack/packtest"
 	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
@@ -17,24 +17,8 @@ import (
 // output directory.
 func packedExample(t *testing.T) string {
 	t.Helper()
-	src := t.TempDir()
-	root := filepath.Join("..", "..", "testdata", "example")
-	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		b, _ := os.ReadFile(p)
-		dst := filepath.Join(src, rel)
-		os.MkdirAll(filepath.Dir(dst), 0o755)
-		os.WriteFile(dst, b, 0o644)
-		return os.Chtimes(dst, verifytest.Time, verifytest.Time)
-	})
-	out := t.TempDir()
-	if _, err := pack.Pack(context.Background(), src, out, pack.Options{BaseURL: verifytest.BaseURL, At: verifytest.Time}); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	src := verifytest.Tree(t, verifytest.ExampleFiles(t))
+	return packtest.PackDir(t, src, pack.Options{})
 }
 
 func readCSV(t *testing.T, path string) [][]string {

@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/rsdump/rsdump/internal/s3test"
+	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // s3Objects reads every object under prefix in bucket, by name relative
@@ -38,20 +39,14 @@ func s3Objects(t *testing.T, srv *s3test.Server, bucket, prefix string) map[stri
 	return objs
 }
 
-// dirFiles reads every file under dir, by slash-separated relative name.
+// dirFiles reads every file under dir but rsdump's state, by
+// slash-separated relative name.
 func dirFiles(t *testing.T, dir string) map[string][]byte {
 	t.Helper()
 	files := map[string][]byte{}
-	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && d.IsDir() && d.Name() == ".rsdump" {
-			return filepath.SkipDir // unpack's own state
-		}
-		if err == nil && !d.IsDir() {
-			rel, _ := filepath.Rel(dir, p)
-			files[filepath.ToSlash(rel)], _ = os.ReadFile(p)
-		}
-		return err
-	})
+	for rel, f := range verifytest.ReadTreeFiles(t, dir) {
+		files[rel] = []byte(f.Data)
+	}
 	return files
 }
 

@@ -39,29 +39,7 @@ func publishedToS3(t *testing.T) *s3test.Server {
 // treeEquals compares a tree with the files map, both ways.
 func treeEquals(t *testing.T, dir string, want map[string]string) {
 	t.Helper()
-	got := map[string]string{}
-	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			if d != nil && d.IsDir() && d.Name() == ".rsdump" {
-				return filepath.SkipDir
-			}
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		b, _ := os.ReadFile(p)
-		got[filepath.ToSlash(rel)] = string(b)
-		return nil
-	})
-	for name, w := range want {
-		if g, ok := got[name]; !ok || g != w {
-			t.Errorf("%s: missing or different in %s", name, dir)
-		}
-	}
-	for name := range got {
-		if _, ok := want[name]; !ok {
-			t.Errorf("%s: in %s and not in the source", name, dir)
-		}
-	}
+	verifytest.SameFiles(t, dir, verifytest.ReadTree(t, dir), want)
 }
 
 // verify, unpack and get read a dump from s3:// with --s3-endpoint: the

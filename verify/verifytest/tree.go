@@ -1,10 +1,17 @@
 package verifytest
 
 import (
+	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/rsdump/rsdump/deststate"
 )
 
 // WriteFiles writes files (slash-separated relative path → content) under
@@ -53,4 +60,97 @@ func ExampleFiles(t testing.TB) map[string]string {
 		t.Fatal(err)
 	}
 	return files
+}
+
+// TreeFile is what ReadTreeFiles found at a path.
+type TreeFile struct {
+	Data    string      // the content, through a symbolic link
+	Mode    fs.FileMode // of the entry itself, not of a link's target
+	ModTime time.Time
+}
+
+// ReadTreeFiles returns every entry under dir but directories, by
+// slash-separated relative path, leaving out rsdump's state directory
+// (deststate.DirName) at dir's top. A symbolic link is listed with its
+// target's content, or none when the target is unreadable.
+func ReadTreeFiles(t testing.TB, dir string) map[string]TreeFile {
+	t.Helper()
+	out := map[string]TreeFile{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if d.IsDir() && rel == deststate.DirName {
+			return filepath.SkipDir
+		}
+		if d.IsDir() {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil && fi.Mode().IsRegular() {
+			return err
+		}
+		out[filepath.ToSlash(rel)] = TreeFile{Data: string(b), Mode: fi.Mode(), ModTime: fi.ModTime()}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// ReadTree is the regular files of ReadTreeFiles: path → content.
+func ReadTree(t testing.TB, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for rel, f := range ReadTreeFiles(t, dir) {
+		if f.Mode.IsRegular() {
+			out[rel] = f.Data
+		}
+	}
+	return out
+}
+
+// ReadTreeStat is ReadTreeFiles as path → "content@mtime mode", the
+// mtime in UTC RFC 3339 with nanoseconds: one string to compare holds
+// all three. Contents takes the contents back.
+func ReadTreeStat(t testing.TB, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for rel, f := range ReadTreeFiles(t, dir) {
+		out[rel] = f.Data + "@" + f.ModTime.UTC().Format(time.RFC3339Nano) + " " + f.Mode.String()
+	}
+	return out
+}
+
+// Contents drops the mtimes and modes ReadTreeStat adds.
+func Contents(m map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range m {
+		out[k] = v[:strings.LastIndex(v, "@")]
+	}
+	return out
+}
+
+// SameFiles fails t unless got holds exactly the paths of want, each with
+// want's content; what names the tree in the messages.
+func SameFiles(t testing.TB, what string, got, want map[string]string) {
+	t.Helper()
+	for _, k := range slices.Sorted(maps.Keys(want)) {
+		if g, ok := got[k]; !ok {
+			t.Errorf("%s: %s missing", what, k)
+		} else if g != want[k] {
+			t.Errorf("%s: %s = %.60q, want %.60q", what, k, g, want[k])
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(got)) {
+		if _, ok := want[k]; !ok {
+			t.Errorf("%s: %s should not be there", what, k)
+		}
+	}
 }
