@@ -3,6 +3,7 @@ package pack
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/resourcesync"
+	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // stateRecords reads the state a run left in out: its header and files.
@@ -72,21 +74,13 @@ func manifestFiles(t *testing.T, out, base string, pkgs []PackageInfo) (map[stri
 func sourceHashes(t *testing.T, src string, algs []string) map[string]string {
 	t.Helper()
 	sums := map[string]string{}
-	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
+	for rel, data := range verifytest.ReadTree(t, src) {
 		mh, err := digest.NewMulti(algs...)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
-		mh.Write(readFile(t, p))
-		rel, _ := filepath.Rel(src, p)
-		sums[filepath.ToSlash(rel)] = mh.Sums().String()
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+		io.WriteString(mh, data)
+		sums[rel] = mh.Sums().String()
 	}
 	return sums
 }
