@@ -13,7 +13,9 @@ import (
 
 // journalName is the file in the output directory that lets an
 // interrupted pack resume: one JSON line per committed package. It is
-// removed when the dump document has been written.
+// removed when the dump document has been written; a shard's (see
+// shardJournalName) is kept instead, ended by its completion line, as the
+// shard's record for Merge.
 const journalName = ".rsdump-pack.journal"
 
 type journalHead struct {
@@ -27,6 +29,17 @@ type journalEntry struct {
 	Info PackageInfo `json:"info"`
 }
 
+// journalDone is the line a shard's journal ends with once the shard
+// completed: its packages are the first Packages of the shard's names,
+// each as the journal's last entry for it records it.
+type journalDone struct {
+	Completed time.Time `json:"completed"`
+	Shard     int       `json:"shard"`
+	Shards    int       `json:"shards"`
+	Options   string    `json:"options"` // mergeKey: what every shard and the merge share
+	Packages  int       `json:"packages"`
+}
+
 type journal struct {
 	out     *output
 	name    string            // journalName, or a shard's own
@@ -36,6 +49,9 @@ type journal struct {
 	fresh   bool                    // a new journal, not yet begun
 	entries map[string]journalEntry // by package name
 	uploads map[string]journalUpload
+	done    *journalDone // the completion line read back: a shard that completed
+	cut     bool         // the last line read back was cut short by a crash
+	kept    bool         // completed: finish keeps the journal
 }
 
 // journalUpload is a package whose upload began: a rerun that plans the
@@ -55,26 +71,47 @@ const maxJournal = 256 << 20
 // journal, and what it replaces, waits for begin. A --changes run reads
 // its whole baseline in between, so that a bad one fails the run before
 // an interrupted run's journal is lost.
+//
+// A shard's journal that ends with its completion line is not resumed: a
+// shard packed again is a new run, as an unsharded pack after a complete
+// one is.
 func loadJournal(out *output, name string, owns func(string) bool, options string, at time.Time, pinned bool, k *dumpKind) (*journal, error) {
-	j := &journal{out: out, name: name, owns: owns, kind: k, entries: map[string]journalEntry{}, uploads: map[string]journalUpload{}}
-	b, err := out.readSmall(name, maxJournal)
+	j, ok, err := openJournal(out, name)
 	if err != nil {
 		return nil, err
 	}
-	if old, ok := j.read(b); ok && old.Options == options && (!pinned || old.At.Equal(at)) {
-		j.head = old
+	j.owns, j.kind = owns, k
+	if ok && j.done == nil && j.head.Options == options && (!pinned || j.head.At.Equal(at)) {
 		return j, nil
 	}
-	j.entries, j.uploads = map[string]journalEntry{}, map[string]journalUpload{}
+	j.entries, j.uploads, j.done = map[string]journalEntry{}, map[string]journalUpload{}, nil
 	j.head = journalHead{Version: 1, Options: options, At: at}
 	j.fresh = true
 	return j, nil
 }
 
+// openJournal reads the journal name in out; ok is false when it is
+// missing or not a journal.
+func openJournal(out *output, name string) (j *journal, ok bool, err error) {
+	j = &journal{out: out, name: name, entries: map[string]journalEntry{}, uploads: map[string]journalUpload{}}
+	b, err := out.readSmall(name, maxJournal)
+	if err != nil {
+		return nil, false, err
+	}
+	j.head, ok = j.read(b)
+	j.cut = len(b) > 0 && b[len(b)-1] != '\n'
+	return j, ok, nil
+}
+
 // begin starts the new journal loadJournal planned, replacing what an
-// earlier run left; a resumed journal is kept as it is.
+// earlier run left; a resumed journal is kept as it is, its last line
+// ended if a crash cut it short, so that the next is not glued to it.
 func (j *journal) begin() error {
 	if !j.fresh {
+		if j.cut {
+			j.cut = false
+			return j.write([]byte("\n"))
+		}
 		return nil
 	}
 	j.fresh = false
@@ -98,7 +135,7 @@ func (j *journal) begin() error {
 }
 
 // read loads a journal's lines; ok is false when it is missing or
-// unreadable.
+// unreadable. A completion line counts only as the last line.
 func (j *journal) read(b []byte) (head journalHead, ok bool) {
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(nil, 1<<20)
@@ -108,13 +145,21 @@ func (j *journal) read(b []byte) (head journalHead, ok bool) {
 	for sc.Scan() {
 		var e journalEntry
 		var u journalUpload
+		var d journalDone
+		j.done = nil
 		switch {
 		case json.Unmarshal(sc.Bytes(), &u) == nil && u.Upload != "":
 			j.uploads[u.Upload] = u
 		case json.Unmarshal(sc.Bytes(), &e) == nil && e.Info.Name != "":
 			j.entries[e.Info.Name] = e
+		case json.Unmarshal(sc.Bytes(), &d) == nil && d.Shards > 0:
+			j.done = &d
 		}
-		// else a line cut short by a crash: that package is redone
+		// else a line cut short by a crash: that package is redone, or
+		// the shard is not complete
+	}
+	if sc.Err() != nil {
+		j.done = nil // lines were left unread
 	}
 	return head, true
 }
@@ -124,9 +169,13 @@ func (j *journal) append(v any) error {
 	if err != nil {
 		return err
 	}
+	return j.write(append(b, '\n'))
+}
+
+func (j *journal) write(b []byte) error {
 	// Appended, not rewritten: the cost of a record does not grow with
 	// the number of packages before it.
-	if err := j.out.Append(j.out.ctx, j.name, append(b, '\n')); err != nil {
+	if err := j.out.Append(j.out.ctx, j.name, b); err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
 	return nil
@@ -183,11 +232,26 @@ func (j *journal) reusable(p planned) (PackageInfo, bool) {
 	return e.Info, true
 }
 
+// complete ends a shard's journal with its completion line, once every
+// package is published, and aborts any upload still open: none of them
+// will be finished. The journal is kept: it is the shard's record for
+// Merge.
+func (j *journal) complete(d journalDone) error {
+	if err := j.out.discardPending(j.owns); err != nil {
+		return err
+	}
+	if err := j.append(d); err != nil {
+		return err
+	}
+	j.kept = true
+	return nil
+}
+
 // finish removes the journal once the run is complete, and aborts any
 // upload still open: none of them will be finished. A merge has no
-// journal.
+// journal; a shard's, completed, is kept.
 func (j *journal) finish() error {
-	if j == nil {
+	if j == nil || j.kept {
 		return nil
 	}
 	if err := j.out.discardPending(j.owns); err != nil {

@@ -42,8 +42,8 @@ type mode interface {
 // finisher is the end of a run: what it writes once its packages are all
 // published, and what the new dump document lists besides them.
 type finisher interface {
-	// finish writes the documents and the state, or a shard's record, and
-	// completes res.
+	// finish writes the documents and the state, or a shard's completion
+	// line, and completes res.
 	finish(r *run, completed time.Time, res *Result) error
 	// previous is the packages of earlier runs the new dump document goes
 	// on listing. wrote is false when the run wrote no dump document, so
@@ -127,9 +127,10 @@ func (m *resourceMode) finish(r *run, completed time.Time, _ *Result) error {
 
 func (m *resourceMode) close() { m.files.close() }
 
-// shardMode writes the packages of one shard of a Resource Dump, and a
-// record of them for Merge: no dump document, list, Capability List or
-// state, which Merge writes from every shard's manifests.
+// shardMode writes the packages of one shard of a Resource Dump, and
+// keeps its journal, ended by a completion line, as their record for
+// Merge: no dump document, list, Capability List or state, which Merge
+// writes from every shard's manifests.
 type shardMode struct {
 	noHooks
 	k *dumpKind
@@ -139,8 +140,8 @@ func (m *shardMode) kind() *dumpKind { return m.k }
 
 // open: the journal is the shard's own, since other shards may be writing
 // into the same directory, and so are their temporary files.
-func (m *shardMode) open(_ context.Context, _ *run, key string) (string, string, error) {
-	return journalName + "-" + m.k.shard, key + "|" + m.k.shard, nil
+func (m *shardMode) open(_ context.Context, r *run, key string) (string, string, error) {
+	return shardJournalName(r.opts.Shard, r.opts.Shards), key + "|" + m.k.shard, nil
 }
 
 func (m *shardMode) begin(_ context.Context, r *run) error { return r.startShard() }
@@ -153,8 +154,8 @@ func (m *shardMode) plan(ctx context.Context, r *run, emit func(planned) error) 
 func (*shardMode) packed(*run, PackageInfo, []resourcesync.URL) error { return nil }
 
 func (m *shardMode) finish(r *run, completed time.Time, res *Result) error {
-	res.Document = r.out.Loc(shardRecordName(r.opts.Shard, r.opts.Shards))
-	return r.finishShard(completed)
+	res.Document = r.out.Loc(r.journal.name)
+	return r.completeShard(completed)
 }
 
 // walkPlan walks the source into packages; mine, when given, picks the

@@ -1,8 +1,8 @@
 package pack
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -43,21 +43,11 @@ func shardKind(k, n int) *dumpKind {
 	return &c
 }
 
-// shardRecordName is the record a shard writes once all its packages are
-// published: the proof, for Merge, that it completed.
-func shardRecordName(k, n int) string { return ".rsdump-" + shardTag(k, n) + ".json" }
-
-const shardRecordPrefix = ".rsdump-shard"
-
-type shardRecord struct {
-	Version   int           `json:"version"`
-	Options   string        `json:"options"` // mergeKey: the flags every shard and the merge must share
-	Shard     int           `json:"shard"`
-	Shards    int           `json:"shards"`
-	At        time.Time     `json:"at"`
-	Completed time.Time     `json:"completed"`
-	Packages  []PackageInfo `json:"packages"`
-}
+// shardJournalName is a shard's journal: its own, since other shards may
+// be writing into the same output. Once it ends with its completion line
+// it is the shard's record for Merge: the proof that the shard completed,
+// and its packages.
+func shardJournalName(k, n int) string { return journalName + "-" + shardTag(k, n) }
 
 // mergeKey is what must be the same for every shard and the merge: the
 // options that shape the packages and documents, not the source path,
@@ -67,37 +57,45 @@ func mergeKey(o *Options) string {
 	return k[strings.IndexByte(k, '|')+1:]
 }
 
-// startShard removes this shard's record, since the shard is being packed
-// again, and the records of sharded runs with another number of shards,
-// which a merge of this run must not meet.
-func (r *run) startShard() error {
-	mine := shardRecordName(r.opts.Shard, r.opts.Shards)
-	suffix := fmt.Sprintf("of%d.json", r.opts.Shards)
-	var stale []string
-	err := r.out.List(r.out.ctx, shardRecordPrefix, func(fi sink.Info) error {
-		if fi.Name == mine || !strings.Contains(fi.Name, "/") && !strings.HasSuffix(fi.Name, suffix) {
-			stale = append(stale, fi.Name)
+// shardJournals lists the shards' journals in out, each with its shard k
+// and number of shards n.
+func shardJournals(out *output) (map[string][2]int, error) {
+	prefix := journalName + "-shard"
+	found := map[string][2]int{}
+	err := out.List(out.ctx, prefix, func(fi sink.Info) error {
+		var k, n int
+		if _, err := fmt.Sscanf(strings.TrimPrefix(fi.Name, prefix), "%dof%d", &k, &n); err != nil || k < 1 || k > n {
+			return nil
+		}
+		// A file, or on S3 the segments of one (NAME.seg/...).
+		if name := shardJournalName(k, n); fi.Name == name || strings.HasPrefix(fi.Name, name+".") {
+			found[name] = [2]int{k, n}
 		}
 		return nil
 	})
-	for _, name := range stale {
-		if err == nil {
+	return found, err
+}
+
+// startShard removes the journals of sharded runs with another number of
+// shards, completed or not, which a merge of this run must not meet. This
+// shard's own journal, when it is not resumed, the journal's begin
+// replaced.
+func (r *run) startShard() error {
+	js, err := shardJournals(r.out)
+	for name, kn := range js {
+		if err == nil && kn[1] != r.opts.Shards {
 			err = r.out.remove(name)
 		}
 	}
 	return err
 }
 
-// finishShard writes the shard's record, the last thing it writes: no
-// dump document, list, Capability List or state, which Merge writes.
-func (r *run) finishShard(completed time.Time) error {
-	rec := shardRecord{Version: 1, Options: mergeKey(r.opts), Shard: r.opts.Shard, Shards: r.opts.Shards,
-		At: r.at, Completed: completed, Packages: r.pkgs}
-	b, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
-	return r.out.write(shardRecordName(rec.Shard, rec.Shards), b)
+// completeShard ends the shard's journal with its completion line, the
+// last thing it writes: no dump document, list, Capability List or state,
+// which Merge writes.
+func (r *run) completeShard(completed time.Time) error {
+	return r.journal.complete(journalDone{Completed: completed, Shard: r.opts.Shard, Shards: r.opts.Shards,
+		Options: mergeKey(r.opts), Packages: len(r.pkgs)})
 }
 
 // ShardError is a merge refused because a shard is missing, unfinished,
@@ -114,68 +112,94 @@ func (e *ShardError) Error() string {
 	return fmt.Sprintf("merge: shard %d of %d: %s", e.Shard, e.Shards, e.Msg)
 }
 
-// maxShardRecord bounds a shard record read back: a line per package.
-const maxShardRecord = 256 << 20
+// shardRun is a completed shard, as its journal records it.
+type shardRun struct {
+	journal       string // its name
+	shard, shards int
+	at, completed time.Time
+	options       string // mergeKey
+	pkgs          []PackageInfo
+}
 
-// readShards reads every shard record in out and checks that they are
+// readShards reads every shard's journal in out and checks that they are
 // one complete set packed with the options of key.
-func readShards(out *output, key string) ([]shardRecord, error) {
-	var names []string
-	err := out.List(out.ctx, shardRecordPrefix, func(fi sink.Info) error {
-		if !strings.Contains(fi.Name, "/") && strings.HasSuffix(fi.Name, ".json") {
-			names = append(names, fi.Name)
-		}
-		return nil
-	})
+func readShards(out *output, key string) ([]shardRun, error) {
+	js, err := shardJournals(out)
 	if err != nil {
 		return nil, err
 	}
-	if len(names) == 0 {
-		return nil, &ShardError{Msg: fmt.Sprintf("no shard has completed in %s (no %s*.json)", out.Loc(""), shardRecordPrefix)}
+	if len(js) == 0 {
+		return nil, &ShardError{Msg: fmt.Sprintf("no shard has completed in %s (no %s-shard*)", out.Loc(""), journalName)}
 	}
-	var recs []shardRecord
-	for _, name := range names {
-		b, err := sink.ReadFile(out.ctx, out, name, maxShardRecord)
+	var runs []shardRun
+	for name, kn := range js {
+		s, err := readShardJournal(out, name, kn[0], kn[1])
 		if err != nil {
 			return nil, err
 		}
-		var rec shardRecord
-		if err := json.Unmarshal(b, &rec); err != nil || rec.Version != 1 || rec.Shards < 1 || rec.Shard < 1 || rec.Shard > rec.Shards || name != shardRecordName(rec.Shard, rec.Shards) {
-			return nil, &ShardError{Msg: fmt.Sprintf("%s: not a shard record rsdump wrote", out.Loc(name))}
-		}
-		recs = append(recs, rec)
+		runs = append(runs, s)
 	}
-	return recs, checkShards(recs, key)
+	sort.Slice(runs, func(i, j int) bool {
+		return runs[i].shards < runs[j].shards || runs[i].shards == runs[j].shards && runs[i].shard < runs[j].shard
+	})
+	return runs, checkShards(runs, key)
+}
+
+// readShardJournal reads shard k of n's journal, which must end with the shard's
+// completion line, and takes the packages that line counts from it.
+func readShardJournal(out *output, name string, k, n int) (shardRun, error) {
+	j, ok, err := openJournal(out, name)
+	if err != nil {
+		return shardRun{}, err
+	}
+	loc := out.Loc(name)
+	switch {
+	case !ok:
+		return shardRun{}, &ShardError{k, n, fmt.Sprintf("%s: not a journal rsdump wrote", loc)}
+	case j.done == nil:
+		return shardRun{}, &ShardError{k, n, fmt.Sprintf("has not completed (%s does not end with its completion line)", loc)}
+	case j.done.Shard != k || j.done.Shards != n:
+		return shardRun{}, &ShardError{k, n, fmt.Sprintf("%s: its completion line is shard %d of %d's", loc, j.done.Shard, j.done.Shards)}
+	}
+	s := shardRun{journal: name, shard: k, shards: n, at: j.head.At, completed: j.done.Completed, options: j.done.Options}
+	kind := shardKind(k, n)
+	for i := 1; i <= j.done.Packages; i++ {
+		e, ok := j.entries[kind.packageName(i)]
+		if !ok {
+			return shardRun{}, &ShardError{k, n, fmt.Sprintf("%s records no package %s", loc, kind.packageName(i))}
+		}
+		s.pkgs = append(s.pkgs, e.Info)
+	}
+	return s, nil
 }
 
 // checkShards: one number of shards, each shard once, all of them, all
 // packed with the merge's options.
-func checkShards(recs []shardRecord, key string) error {
-	n := recs[0].Shards
+func checkShards(runs []shardRun, key string) error {
+	n := runs[0].shards
 	have := map[int]bool{}
-	for _, rec := range recs {
+	for _, s := range runs {
 		switch {
-		case rec.Shards != n:
-			return &ShardError{rec.Shard, rec.Shards, fmt.Sprintf("of %d shards, another of %d: shards of two runs", rec.Shards, n)}
-		case rec.Options != key:
-			return &ShardError{rec.Shard, rec.Shards, "packed with other options than the merge's (give --merge the shards' flags)"}
+		case s.shards != n:
+			return &ShardError{s.shard, s.shards, fmt.Sprintf("of %d shards, another of %d: shards of two runs", s.shards, n)}
+		case s.options != key:
+			return &ShardError{s.shard, s.shards, fmt.Sprintf("packed with other options than the merge's, says %s (give --merge the shards' flags)", s.journal)}
 		}
-		have[rec.Shard] = true
+		have[s.shard] = true
 	}
 	var missing []string
+	first := 0
 	for k := 1; k <= n; k++ {
 		if !have[k] {
 			missing = append(missing, strconv.Itoa(k))
+			first = cmp.Or(first, k)
 		}
 	}
 	if len(missing) > 0 {
-		return &ShardError{Msg: fmt.Sprintf("shard %s of %d has not completed (no %s)", strings.Join(missing, ", "), n, shardRecordName(mustAtoi(missing[0]), n))}
+		return &ShardError{Msg: fmt.Sprintf("shard %s of %d has not completed (no %s)", strings.Join(missing, ", "), n, shardJournalName(first, n))}
 	}
-	sort.Slice(recs, func(i, j int) bool { return recs[i].Shard < recs[j].Shard })
 	return nil
 }
-
-func mustAtoi(s string) int { n, _ := strconv.Atoi(s); return n }
 
 // Merge writes, into outDir (a directory or s3://BUCKET/PREFIX), the one
 // Resource Dump of the packages every shard (Options.Shard of Shards)
@@ -196,22 +220,22 @@ func Merge(ctx context.Context, outDir string, opts Options) (*Result, error) {
 		return nil, err
 	}
 	defer out.close()
-	recs, err := readShards(out, mergeKey(&o))
+	shards, err := readShards(out, mergeKey(&o))
 	if err != nil {
 		return nil, err
 	}
-	m := &mergeMode{ctx: ctx, recs: recs, completed: recs[0].Completed}
+	m := &mergeMode{ctx: ctx, shards: shards, completed: shards[0].completed}
 	r := &run{opts: &o, dir: outDir, out: out, kind: resourceDump, pinned: true, end: m, events: serialize(o.Events)}
-	r.at, r.list = recs[0].At, newListWriter(&o, out, resourcesync.CapResourceList, ResourceListName)
+	r.at, r.list = shards[0].at, newListWriter(&o, out, resourcesync.CapResourceList, ResourceListName)
 	defer r.list.abort()
-	for _, rec := range recs {
-		if rec.At.Before(r.at) {
-			r.at = rec.At
+	for _, s := range shards {
+		if s.at.Before(r.at) {
+			r.at = s.at
 		}
-		if rec.Completed.After(m.completed) {
-			m.completed = rec.Completed
+		if s.completed.After(m.completed) {
+			m.completed = s.completed
 		}
-		r.pkgs = append(r.pkgs, rec.Packages...)
+		r.pkgs = append(r.pkgs, s.pkgs...)
 	}
 	if err := r.checkPackages(); err != nil {
 		return nil, err
@@ -224,12 +248,25 @@ func Merge(ctx context.Context, outDir string, opts Options) (*Result, error) {
 // their manifests, as one unsharded run writes them.
 type mergeMode struct {
 	ctx       context.Context // the merge's: a merge has no publishing to finish when it is interrupted
-	recs      []shardRecord
+	shards    []shardRun
 	completed time.Time // the last shard's
 }
 
+// finish writes the documents and the state, then removes the shards'
+// journals: the dump document and the state now record what they did,
+// as after an unsharded pack, whose journal is removed at its end. A
+// later merge then needs every shard packed again, and cannot take a
+// shard packed again alone with the others' older packages.
 func (m *mergeMode) finish(r *run, _ time.Time, _ *Result) error {
-	return r.mergeShards(m.ctx, m.recs, m.completed)
+	if err := r.mergeShards(m.ctx, m.shards, m.completed); err != nil {
+		return err
+	}
+	for _, s := range m.shards {
+		if err := r.out.remove(s.journal); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (*mergeMode) previous(*run) ([]resourcesync.URL, bool) { return nil, true }
@@ -260,12 +297,12 @@ func (r *run) checkPackages() error {
 // mergeShards reads every shard's manifests at once and takes their
 // entries in the order of the sorted walk, as one unsharded run lists
 // them, into the Resource List and the state; then writes the documents.
-func (r *run) mergeShards(ctx context.Context, recs []shardRecord, completed time.Time) error {
+func (r *run) mergeShards(ctx context.Context, shards []shardRun, completed time.Time) error {
 	sw, err := newStateWriter(r.out, stateHead{Version: 1, Kind: resourcesync.CapResourceDump, Time: r.at, BaseURL: r.opts.BaseURL})
 	if err != nil {
 		return err
 	}
-	err = r.walkShards(ctx, recs, func(u resourcesync.URL, rec record) error {
+	err = r.walkShards(ctx, shards, func(u resourcesync.URL, rec record) error {
 		if err := sw.add(rec); err != nil {
 			return err
 		}
@@ -304,14 +341,14 @@ type shardEntry struct {
 // the sorted walk: a k-way merge of the shards' manifests, each already
 // in that order. A path seen twice, or in a shard ShardOf does not give
 // it, fails the merge: the shards overlap.
-func (r *run) walkShards(ctx context.Context, recs []shardRecord, fn func(resourcesync.URL, record) error) error {
+func (r *run) walkShards(ctx context.Context, shards []shardRun, fn func(resourcesync.URL, record) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	heads := make([]*shardEntry, len(recs))
-	chans := make([]chan shardEntry, len(recs))
-	for i, rec := range recs {
+	heads := make([]*shardEntry, len(shards))
+	chans := make([]chan shardEntry, len(shards))
+	for i, s := range shards {
 		chans[i] = make(chan shardEntry, 256)
-		go r.readShard(ctx, rec, chans[i])
+		go r.readShard(ctx, s, chans[i])
 	}
 	next := func(i int) error {
 		e, ok := <-chans[i]
@@ -322,7 +359,7 @@ func (r *run) walkShards(ctx context.Context, recs []shardRecord, fn func(resour
 		heads[i] = &e
 		return e.err
 	}
-	for i := range recs {
+	for i := range shards {
 		if err := next(i); err != nil {
 			return err
 		}
@@ -338,17 +375,17 @@ func (r *run) walkShards(ctx context.Context, recs []shardRecord, fn func(resour
 		if min < 0 {
 			return ctx.Err()
 		}
-		h, rec := heads[min], recs[min]
+		h, s := heads[min], shards[min]
 		if lastShard != 0 && comparePaths(last, h.rec.Rel) >= 0 {
-			return &ShardError{rec.Shard, rec.Shards, fmt.Sprintf("%s is also in shard %d: the shards overlap", h.rec.Rel, lastShard)}
+			return &ShardError{s.shard, s.shards, fmt.Sprintf("%s is also in shard %d: the shards overlap", h.rec.Rel, lastShard)}
 		}
-		if k := ShardOf(h.rec.Rel, rec.Shards); k != rec.Shard {
-			return &ShardError{rec.Shard, rec.Shards, fmt.Sprintf("%s belongs to shard %d", h.rec.Rel, k)}
+		if k := ShardOf(h.rec.Rel, s.shards); k != s.shard {
+			return &ShardError{s.shard, s.shards, fmt.Sprintf("%s belongs to shard %d", h.rec.Rel, k)}
 		}
 		if err := fn(h.u, h.rec); err != nil {
 			return err
 		}
-		last, lastShard = h.rec.Rel, rec.Shard
+		last, lastShard = h.rec.Rel, s.shard
 		if err := next(min); err != nil {
 			return err
 		}
@@ -356,7 +393,7 @@ func (r *run) walkShards(ctx context.Context, recs []shardRecord, fn func(resour
 }
 
 // readShard sends the bitstreams of a shard's packages, in order.
-func (r *run) readShard(ctx context.Context, rec shardRecord, c chan<- shardEntry) {
+func (r *run) readShard(ctx context.Context, s shardRun, c chan<- shardEntry) {
 	defer close(c)
 	send := func(e shardEntry) error {
 		select {
@@ -366,7 +403,7 @@ func (r *run) readShard(ctx context.Context, rec shardRecord, c chan<- shardEntr
 			return ctx.Err()
 		}
 	}
-	for _, p := range rec.Packages {
+	for _, p := range s.pkgs {
 		l := &resourcesync.Loader{NoParts: true, Entry: func(d *resourcesync.Document, _ int, u resourcesync.URL) error {
 			rc, err := r.recordOf(d.Loc, u)
 			if err != nil || rc.Rel == "" {

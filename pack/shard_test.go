@@ -1,6 +1,7 @@
 package pack
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,13 +26,13 @@ func TestShardOfIsDisjointAndCovers(t *testing.T) {
 			t.Errorf("shard %d got %d of 3000 paths", k, counts[k])
 		}
 	}
-	if shardTag(2, 12) != "shard02of12" || !IsOutput("resourcedump-shard02of12-00001.zip") || IsOutput(shardRecordName(2, 12)) {
+	if shardTag(2, 12) != "shard02of12" || !IsOutput("resourcedump-shard02of12-00001.zip") || IsOutput(shardJournalName(2, 12)) {
 		t.Error("shard names")
 	}
 }
 
-// A shard record that claims another shard's files is refused: the merge
-// checks each path's shard as it meets it.
+// A shard whose journal claims another shard's files is refused: the
+// merge checks each path's shard as it meets it.
 func TestMergeRefusesOverlap(t *testing.T) {
 	src := t.TempDir()
 	for i := range 20 {
@@ -44,17 +45,24 @@ func TestMergeRefusesOverlap(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Shard 2's record now lists shard 1's packages as well.
-	read := func(k int) shardRecord {
-		var rec shardRecord
-		b, _ := os.ReadFile(filepath.Join(out, shardRecordName(k, 2)))
-		json.Unmarshal(b, &rec)
-		return rec
+	// Shard 2's journal now records shard 1's package as one more of its
+	// own, copied under shard 2's next name.
+	one, two := journalLines(t, out, 1, 2), journalLines(t, out, 2, 2)
+	var e journalEntry
+	var done journalDone
+	json.Unmarshal(one[1], &e)
+	json.Unmarshal(two[len(two)-1], &done)
+	if e.Info.Name != "resourcedump-shard1of2-00001.zip" || done.Shards != 2 {
+		t.Fatalf("journals: %s, %s", one[1], two[len(two)-1])
 	}
-	one, two := read(1), read(2)
-	two.Packages = append(two.Packages, one.Packages...)
-	b, _ := json.Marshal(two)
-	os.WriteFile(filepath.Join(out, shardRecordName(2, 2)), b, 0o644)
+	name := shardKind(2, 2).packageName(done.Packages + 1)
+	for from, to := range map[string]string{e.Info.Name: name, e.Info.Manifest: manifestName(name)} {
+		os.WriteFile(filepath.Join(out, to), readFile(t, filepath.Join(out, from)), 0o644)
+	}
+	e.Info.Name, e.Info.Manifest = name, manifestName(name)
+	done.Packages++
+	lines := append(two[:len(two)-1:len(two)-1], mustJSON(t, e), mustJSON(t, done))
+	os.WriteFile(filepath.Join(out, shardJournalName(2, 2)), append(bytes.Join(lines, []byte("\n")), '\n'), 0o644)
 	_, err := Merge(ctx, out, Options{BaseURL: "http://127.0.0.1/"})
 	var se *ShardError
 	if !errors.As(err, &se) || se.Shard != 2 || !strings.Contains(err.Error(), "belongs to shard 1") && !strings.Contains(err.Error(), "overlap") {
@@ -62,6 +70,155 @@ func TestMergeRefusesOverlap(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(out, DumpName)); err == nil {
 		t.Fatal("a refused merge wrote the dump document")
+	}
+}
+
+// journalLines is shard k of n's journal in out, a line each.
+func journalLines(t *testing.T, out string, k, n int) [][]byte {
+	t.Helper()
+	return bytes.Split(bytes.TrimSuffix(readFile(t, filepath.Join(out, shardJournalName(k, n))), []byte("\n")), []byte("\n"))
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// A shard keeps its journal, ended by its completion line, as its record
+// for the merge: no other file. A completion line cut short (a crash as it
+// was written) makes the merge refuse, naming the journal, and the shard
+// run again resumes, reusing its packages; the merge, once done, removes
+// the journals, and a second merge finds no shard.
+func TestShardJournalIsItsRecord(t *testing.T) {
+	src := t.TempDir()
+	for i := range 16 {
+		os.WriteFile(filepath.Join(src, "h"+string(rune('a'+i))), []byte(strings.Repeat("w", 300+i)), 0o644)
+	}
+	out := t.TempDir()
+	ctx := context.Background()
+	o := Options{BaseURL: "http://127.0.0.1/", MaxEntries: 3}
+	packs := map[int]*Result{}
+	for k := 1; k <= 2; k++ {
+		o.Shard, o.Shards = k, 2
+		res, err := Pack(ctx, src, out, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		packs[k] = res
+		if want := filepath.Join(out, shardJournalName(k, 2)); res.Document != want {
+			t.Errorf("shard %d: Result.Document %s, want %s", k, res.Document, want)
+		}
+	}
+	if recs, _ := filepath.Glob(filepath.Join(out, ".rsdump-shard*")); len(recs) != 0 {
+		t.Errorf("shard records beside the journals: %v", recs)
+	}
+	var dones [3]journalDone
+	for k := 1; k <= 2; k++ {
+		done := &dones[k]
+		lines := journalLines(t, out, k, 2)
+		if err := json.Unmarshal(lines[len(lines)-1], done); err != nil || done.Shard != k || done.Shards != 2 ||
+			done.Packages != len(packs[k].Packages) || done.Packages < 2 || done.Options != dones[1].Options || done.Options == "" || done.Completed.IsZero() {
+			t.Errorf("shard %d of 2: the journal ends with %s, want its completion line (%d packages)", k, lines[len(lines)-1], len(packs[k].Packages))
+		}
+	}
+
+	// Shard 1's completion line cut short.
+	path := filepath.Join(out, shardJournalName(1, 2))
+	b := readFile(t, path)
+	os.WriteFile(path, b[:len(b)-20], 0o644)
+	_, err := Merge(ctx, out, o)
+	var se *ShardError
+	if !errors.As(err, &se) || se.Shard != 1 || !strings.Contains(err.Error(), "has not completed") || !strings.Contains(err.Error(), path) {
+		t.Fatalf("merge with shard 1's completion line cut: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(out, DumpName)); err == nil {
+		t.Fatal("a refused merge wrote the dump document")
+	}
+	o.Shard = 1
+	res, err := Pack(ctx, src, out, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range res.Packages {
+		if !p.Reused {
+			t.Errorf("shard 1 run again after its completion line was cut: %s not reused", p.Name)
+		}
+	}
+	if len(res.Packages) != len(packs[1].Packages) {
+		t.Errorf("shard 1 run again: %d packages, want %d", len(res.Packages), len(packs[1].Packages))
+	}
+	merged, err := Merge(ctx, out, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if merged.Bitstreams != 16 || len(merged.Packages) != len(packs[1].Packages)+len(packs[2].Packages) {
+		t.Errorf("merged %d bitstreams in %d packages", merged.Bitstreams, len(merged.Packages))
+	}
+	if js, _ := filepath.Glob(filepath.Join(out, journalName+"*")); len(js) != 0 {
+		t.Errorf("journals left after the merge: %v", js)
+	}
+	if _, err := Merge(ctx, out, o); !errors.As(err, &se) || !strings.Contains(err.Error(), "no shard has completed") {
+		t.Errorf("a second merge: %v", err)
+	}
+}
+
+// A shard packed again after it completed is a new run: its completed
+// journal is not resumed but replaced, and ends with one completion line.
+// Packed again with other options, the merge with the first options
+// refuses it, naming the shard and its journal.
+func TestShardPackedAgain(t *testing.T) {
+	src := t.TempDir()
+	for i := range 10 {
+		os.WriteFile(filepath.Join(src, "k"+string(rune('a'+i))), []byte(strings.Repeat("v", 200+i)), 0o644)
+	}
+	out := t.TempDir()
+	ctx := context.Background()
+	o := Options{BaseURL: "http://127.0.0.1/", MaxEntries: 2}
+	for k := 1; k <= 2; k++ {
+		o.Shard, o.Shards = k, 2
+		if _, err := Pack(ctx, src, out, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o.Shard = 2
+	res, err := Pack(ctx, src, out, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range res.Packages {
+		if p.Reused {
+			t.Errorf("shard 2 packed again after it completed: %s reused from the completed run", p.Name)
+		}
+	}
+	n := 0
+	for _, l := range journalLines(t, out, 2, 2) {
+		if bytes.Contains(l, []byte(`"completed":`)) && bytes.Contains(l, []byte(`"shards":`)) {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("shard 2's journal has %d completion lines, want 1", n)
+	}
+	other := o
+	other.Hashes = []string{"md5", "sha-256"}
+	if _, err := Pack(ctx, src, out, other); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Merge(ctx, out, o)
+	var se *ShardError
+	if !errors.As(err, &se) || se.Shard != 2 || !strings.Contains(err.Error(), "packed with other options") || !strings.Contains(err.Error(), shardJournalName(2, 2)) {
+		t.Fatalf("merge of a shard packed with other options: %v", err)
+	}
+	o.Shard = 2
+	if _, err := Pack(ctx, src, out, o); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := Merge(ctx, out, o); err != nil || res.Bitstreams != 10 {
+		t.Fatalf("merge: %v", err)
 	}
 }
 
@@ -81,6 +238,11 @@ func TestReshard(t *testing.T) {
 			if _, err := Pack(ctx, src, out, o); err != nil {
 				t.Fatal(err)
 			}
+		}
+	}
+	for _, k := range []int{1, 2} {
+		if _, err := os.Stat(filepath.Join(out, shardJournalName(k, 2))); err == nil {
+			t.Errorf("shard %d of 2's journal left beside the shards of 3", k)
 		}
 	}
 	res, err := Merge(ctx, out, o)

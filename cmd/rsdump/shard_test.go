@@ -50,8 +50,27 @@ func TestShardsToS3ThenMerge(t *testing.T) {
 			t.Fatalf("shard %d wrote no package", k)
 		}
 	}
+	// Each shard's record is its journal, ended by its completion line.
+	journals := func(objs map[string][]byte) (shards map[string]bool, records []string) {
+		shards = map[string]bool{}
+		for name := range objs {
+			if j, _, ok := strings.Cut(name, ".seg/"); ok && strings.HasPrefix(j, ".rsdump-pack.journal-shard") {
+				shards[j] = true
+			}
+			if strings.HasPrefix(name, ".rsdump-shard") {
+				records = append(records, name)
+			}
+		}
+		return shards, records
+	}
+	if js, recs := journals(objs); len(js) != 3 || len(recs) != 0 {
+		t.Fatalf("shards' journals %v, records %v; want 3 journals and no record", js, recs)
+	}
 	if code, _, stderr := rsdump(t, append([]string{"pack", "--merge", "-o", "s3://pub/sharded"}, flags...)...); code != exitOK {
 		t.Fatalf("merge: exit %d\n%s", code, stderr)
+	}
+	if js, _ := journals(s3Objects(t, srv, "pub", "sharded/")); len(js) != 0 {
+		t.Errorf("journals left after the merge: %v", js)
 	}
 	code, stdout, stderr := rsdump(t, "verify", "-q", "--s3-endpoint", srv.Endpoint, "s3://pub/sharded/resourcedump.xml")
 	if code != exitOK || !strings.Contains(stdout, "30 verified, 0 unverified, 0 errors, 0 warnings") {
