@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,17 +35,8 @@ func TestShardOfIsDisjointAndCovers(t *testing.T) {
 // A shard whose journal claims another shard's files is refused: the
 // merge checks each path's shard as it meets it.
 func TestMergeRefusesOverlap(t *testing.T) {
-	src := t.TempDir()
-	for i := range 20 {
-		os.WriteFile(filepath.Join(src, "f"+string(rune('a'+i))), []byte(strings.Repeat("y", 100+i)), 0o644)
-	}
-	out := t.TempDir()
+	_, out, _ := packShards(t, 20, 2, Options{BaseURL: "http://127.0.0.1/"})
 	ctx := context.Background()
-	for k := 1; k <= 2; k++ {
-		if _, err := Pack(ctx, src, out, Options{BaseURL: "http://127.0.0.1/", Shard: k, Shards: 2}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	// Shard 2's journal now records shard 1's package as one more of its
 	// own, copied under shard 2's next name.
 	one, two := journalLines(t, out, 1, 2), journalLines(t, out, 2, 2)
@@ -73,6 +65,25 @@ func TestMergeRefusesOverlap(t *testing.T) {
 	}
 }
 
+// packShards packs a source of files, each of its own length, as shards
+// 1..n of o into a new output directory, and returns the results by shard.
+func packShards(t *testing.T, files, n int, o Options) (src, out string, res map[int]*Result) {
+	t.Helper()
+	src, out, res = t.TempDir(), t.TempDir(), map[int]*Result{}
+	for i := range files {
+		os.WriteFile(filepath.Join(src, fmt.Sprintf("f%02d", i)), []byte(strings.Repeat("y", 100+i)), 0o644)
+	}
+	for k := 1; k <= n; k++ {
+		o.Shard, o.Shards = k, n
+		r, err := Pack(context.Background(), src, out, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res[k] = r
+	}
+	return src, out, res
+}
+
 // journalLines is shard k of n's journal in out, a line each.
 func journalLines(t *testing.T, out string, k, n int) [][]byte {
 	t.Helper()
@@ -94,23 +105,12 @@ func mustJSON(t *testing.T, v any) []byte {
 // run again resumes, reusing its packages; the merge, once done, removes
 // the journals, and a second merge finds no shard.
 func TestShardJournalIsItsRecord(t *testing.T) {
-	src := t.TempDir()
-	for i := range 16 {
-		os.WriteFile(filepath.Join(src, "h"+string(rune('a'+i))), []byte(strings.Repeat("w", 300+i)), 0o644)
-	}
-	out := t.TempDir()
-	ctx := context.Background()
 	o := Options{BaseURL: "http://127.0.0.1/", MaxEntries: 3}
-	packs := map[int]*Result{}
+	src, out, packs := packShards(t, 16, 2, o)
+	ctx := context.Background()
 	for k := 1; k <= 2; k++ {
-		o.Shard, o.Shards = k, 2
-		res, err := Pack(ctx, src, out, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		packs[k] = res
-		if want := filepath.Join(out, shardJournalName(k, 2)); res.Document != want {
-			t.Errorf("shard %d: Result.Document %s, want %s", k, res.Document, want)
+		if want := filepath.Join(out, shardJournalName(k, 2)); packs[k].Document != want {
+			t.Errorf("shard %d: Result.Document %s, want %s", k, packs[k].Document, want)
 		}
 	}
 	if recs, _ := filepath.Glob(filepath.Join(out, ".rsdump-shard*")); len(recs) != 0 {
@@ -138,7 +138,7 @@ func TestShardJournalIsItsRecord(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, DumpName)); err == nil {
 		t.Fatal("a refused merge wrote the dump document")
 	}
-	o.Shard = 1
+	o.Shard, o.Shards = 1, 2
 	res, err := Pack(ctx, src, out, o)
 	if err != nil {
 		t.Fatal(err)
@@ -171,20 +171,10 @@ func TestShardJournalIsItsRecord(t *testing.T) {
 // Packed again with other options, the merge with the first options
 // refuses it, naming the shard and its journal.
 func TestShardPackedAgain(t *testing.T) {
-	src := t.TempDir()
-	for i := range 10 {
-		os.WriteFile(filepath.Join(src, "k"+string(rune('a'+i))), []byte(strings.Repeat("v", 200+i)), 0o644)
-	}
-	out := t.TempDir()
-	ctx := context.Background()
 	o := Options{BaseURL: "http://127.0.0.1/", MaxEntries: 2}
-	for k := 1; k <= 2; k++ {
-		o.Shard, o.Shards = k, 2
-		if _, err := Pack(ctx, src, out, o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	o.Shard = 2
+	src, out, _ := packShards(t, 10, 2, o)
+	ctx := context.Background()
+	o.Shard, o.Shards = 2, 2
 	res, err := Pack(ctx, src, out, o)
 	if err != nil {
 		t.Fatal(err)
