@@ -6,7 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -78,8 +79,7 @@ func shardJournals(out *output) (map[string][2]int, error) {
 
 // startShard removes the journals of sharded runs with another number of
 // shards, completed or not, which a merge of this run must not meet. This
-// shard's own journal, when it is not resumed, the journal's begin
-// replaced.
+// shard's own, unless resumed, the journal's begin has already replaced.
 func (r *run) startShard() error {
 	js, err := shardJournals(r.out)
 	for name, kn := range js {
@@ -131,22 +131,22 @@ func readShards(out *output, key string) ([]shardRun, error) {
 	if len(js) == 0 {
 		return nil, &ShardError{Msg: fmt.Sprintf("no shard has completed in %s (no %s-shard*)", out.Loc(""), journalName)}
 	}
+	names := slices.SortedFunc(maps.Keys(js), func(a, b string) int {
+		return cmp.Or(cmp.Compare(js[a][1], js[b][1]), cmp.Compare(js[a][0], js[b][0]))
+	})
 	var runs []shardRun
-	for name, kn := range js {
-		s, err := readShardJournal(out, name, kn[0], kn[1])
+	for _, name := range names {
+		s, err := readShardJournal(out, name, js[name][0], js[name][1])
 		if err != nil {
 			return nil, err
 		}
 		runs = append(runs, s)
 	}
-	sort.Slice(runs, func(i, j int) bool {
-		return runs[i].shards < runs[j].shards || runs[i].shards == runs[j].shards && runs[i].shard < runs[j].shard
-	})
 	return runs, checkShards(runs, key)
 }
 
-// readShardJournal reads shard k of n's journal, which must end with the shard's
-// completion line, and takes the packages that line counts from it.
+// readShardJournal reads shard k of n's journal, which must end with the
+// shard's completion line, and takes from it the packages that line counts.
 func readShardJournal(out *output, name string, k, n int) (shardRun, error) {
 	j, ok, err := openJournal(out, name)
 	if err != nil {
