@@ -16,8 +16,10 @@ import (
 // signs only under the user's grant, s3.Grant) fetched through Client.
 // A fetch that fails for a reason that passes (a connection reset, a 5xx,
 // a 429 or 503, after the wait its Retry-After asks for) is tried again,
-// a bounded number of times within a bounded time (internal/httpc's
-// DoRetry; the bounds are the client's); a 404 or another 4xx is not.
+// and a body cut while it is read is resumed where it broke when the
+// server named its version, a bounded number of times within a bounded
+// time (internal/httpc's DoRetry; the bounds are the client's); a 404 or
+// another 4xx is not.
 // Errors name the document, and, once it was asked for more than once,
 // the number of attempts. A document larger than MaxBytes fails, a file
 // as it is opened, a URL by its Content-Length or as its body is read; a

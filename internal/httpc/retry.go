@@ -17,7 +17,7 @@ import (
 // Retry bounds the attempts of a fetch that failed for a reason that
 // passes (restic's RetryBackend around a backend operation): a connection
 // reset or closed before the response, 408, 429 and 5xx other than 501
-// and 505. The wait doubles from Base after
+// and 505; and the resumptions of a body cut while it is read (DoRetry). The wait doubles from Base after
 // each failure; a 429 or 503 that says Retry-After waits that long
 // instead. No wait is longer than MaxWait, and no retry starts once
 // MaxTime has passed since the first attempt, or would pass in its wait.
@@ -72,42 +72,142 @@ func (e *RetryError) Unwrap() error { return e.Err }
 // which must have no body, is sent again after a failure that passes
 // until it succeeds, fails for good, or the bounds are reached; a failure
 // after more than one attempt is a *RetryError. A wait ends early, with
-// the context's error, when the request's context is done. Only the
-// exchange up to the response headers is retried: a body that fails
-// while it is read fails its reader, as with DoResponse.
+// the context's error, when the request's context is done. A body whose
+// connection is reset or cut while it is read is resumed where it broke,
+// within the same bounds, when the server named its version (a strong
+// ETag, else Last-Modified): the rest is asked for with Range and
+// If-Range, and taken only as the 206 of exactly that rest; else the
+// read fails as with DoResponse.
 func DoRetry(c *http.Client, req *http.Request, maxBytes int64) (*http.Response, io.ReadCloser, error) {
 	if c == nil {
 		c = Default()
 	}
-	r := Retry{}.withDefaults()
-	if t, ok := c.Transport.(*transport); ok {
-		r = t.retry
+	t := &retrier{c: c, r: Retry{}.withDefaults(), start: time.Now()}
+	if tr, ok := c.Transport.(*transport); ok {
+		t.r = tr.retry
 	}
+	t.wait = t.r.Base
+	resp, rc, err := t.do(req, maxBytes)
+	if err != nil {
+		return nil, nil, err
+	}
+	if v := validator(resp); v != "" && resp.StatusCode == http.StatusOK && !resp.Uncompressed {
+		rc = &resumable{t: t, req: req, max: maxBytes, url: req.URL.Redacted(), version: v, rc: rc}
+	}
+	return resp, rc, nil
+}
+
+// retrier is the state of one DoRetry: its attempts, over the request and
+// the resumptions of its body.
+type retrier struct {
+	c     *http.Client
+	r     Retry
+	start time.Time
+	n     int           // attempts made
+	wait  time.Duration // the next backoff
+}
+
+// do sends req, a clone of it for each attempt, until it succeeds or
+// pause gives up.
+func (t *retrier) do(req *http.Request, maxBytes int64) (*http.Response, io.ReadCloser, error) {
 	ctx := req.Context()
-	start := time.Now()
-	wait := r.Base
-	for n := 1; ; n++ {
-		resp, rc, err := DoResponse(c, req.Clone(ctx), maxBytes)
+	for {
+		t.n++
+		resp, rc, err := DoResponse(t.c, req.Clone(ctx), maxBytes)
 		if err == nil || ctx.Err() != nil {
 			return resp, rc, err
 		}
-		d, ok := retryAfter(err, wait, r.MaxWait)
-		if !ok || n >= r.Attempts || time.Since(start)+d > r.MaxTime {
-			if n == 1 {
-				return nil, nil, err
-			}
-			return nil, nil, &RetryError{Attempts: n, Err: err}
+		if err := t.pause(req, err); err != nil {
+			return nil, nil, err
 		}
-		t := time.NewTimer(d)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, nil, fmt.Errorf("%s: %w (waiting to try again after %v)", req.URL.Redacted(), ctx.Err(), err)
-		case <-t.C:
-		}
-		wait = min(2*wait, r.MaxWait)
 	}
 }
+
+// pause waits before the attempt after the failure err, or returns the
+// error to give up with: err itself after one attempt, else a
+// *RetryError.
+func (t *retrier) pause(req *http.Request, err error) error {
+	d, ok := retryAfter(err, t.wait, t.r.MaxWait)
+	if !ok || t.n >= t.r.Attempts || time.Since(t.start)+d > t.r.MaxTime {
+		if t.n == 1 {
+			return err
+		}
+		return &RetryError{Attempts: t.n, Err: err}
+	}
+	ctx := req.Context()
+	timer := time.NewTimer(d)
+	select {
+	case <-ctx.Done():
+		timer.Stop()
+		return fmt.Errorf("%s: %w (waiting to try again after %v)", req.URL.Redacted(), ctx.Err(), err)
+	case <-timer.C:
+	}
+	t.wait = min(2*t.wait, t.r.MaxWait)
+	return nil
+}
+
+// validator is what names the version of a response's body for If-Range:
+// its ETag when strong, else its Last-Modified; "" for neither.
+func validator(resp *http.Response) string {
+	if e := resp.Header.Get("ETag"); e != "" && !strings.HasPrefix(e, "W/") {
+		return e
+	}
+	return resp.Header.Get("Last-Modified")
+}
+
+// resumable is a body that, when its connection is reset or cut, asks for
+// the rest of the same version, and reads on from it.
+type resumable struct {
+	t       *retrier
+	req     *http.Request // the first request, whose headers every resumption sends
+	max     int64         // the cap over the whole body; <= 0: none
+	url     string
+	version string // If-Range's validator
+	rc      io.ReadCloser
+	off     int64 // bytes read
+}
+
+func (b *resumable) Read(p []byte) (int, error) {
+	for {
+		n, err := b.rc.Read(p)
+		b.off += int64(n)
+		if b.max > 0 && b.off > b.max { // each response is capped from where it starts
+			return n - int(b.off-b.max), tooLarge(b.url, b.max)
+		}
+		if err == nil || err == io.EOF || !transient(err) {
+			return n, err
+		}
+		if rerr := b.resume(err); rerr != nil {
+			return n, rerr
+		}
+		if n > 0 {
+			return n, nil
+		}
+	}
+}
+
+// resume replaces the broken body by the rest of it, or says why not.
+func (b *resumable) resume(cause error) error {
+	if err := b.t.pause(b.req, cause); err != nil {
+		return err
+	}
+	req := b.req.Clone(b.req.Context())
+	req.Header.Set("Range", fmt.Sprintf("bytes=%d-", b.off))
+	req.Header.Set("If-Range", b.version)
+	resp, rc, err := b.t.do(req, b.max)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusPartialContent || !strings.HasPrefix(resp.Header.Get("Content-Range"), fmt.Sprintf("bytes %d-", b.off)) {
+		rc.Close()
+		return &RetryError{Attempts: b.t.n, Err: fmt.Errorf("%w; the rest was not served (HTTP %s)", cause, resp.Status)}
+	}
+	b.rc.Close()
+	b.rc = rc
+	return nil
+}
+
+func (b *resumable) Close() error { return b.rc.Close() }
 
 // retryAfter says whether err passes, and how long to wait before the
 // next attempt: the server's Retry-After when it gave one, else backoff;

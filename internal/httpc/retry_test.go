@@ -3,10 +3,12 @@ package httpc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -228,6 +230,76 @@ func TestParseRetryAfter(t *testing.T) {
 	} {
 		if got := parseRetryAfter(v, now); got != want {
 			t.Errorf("parseRetryAfter(%q) = %v, want %v", v, got, want)
+		}
+	}
+}
+
+// cutting serves doc with the fields set (ETag, Last-Modified;
+// http.ServeContent honours Range and If-Range, unless ranges is false),
+// but resets the connection of the first response after half of it.
+func cutting(t *testing.T, doc string, fields map[string]string, ranges bool) (url string, hits *atomic.Int64, asked *atomic.Pointer[string]) {
+	asked = new(atomic.Pointer[string])
+	url, hits = counted(t, func(n int64, w http.ResponseWriter, r *http.Request) {
+		for k, v := range fields {
+			w.Header().Set(k, v)
+		}
+		if n == 1 {
+			w.Header().Set("Content-Length", strconv.Itoa(len(doc)))
+			w.WriteHeader(http.StatusOK)
+			io.WriteString(w, doc[:len(doc)/2])
+			w.(http.Flusher).Flush()
+			c, _, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			c.(*net.TCPConn).SetLinger(0)
+			c.Close()
+			return
+		}
+		rng := r.Header.Get("Range") + " If-Range: " + r.Header.Get("If-Range")
+		asked.Store(&rng)
+		if !ranges {
+			r.Header.Del("Range")
+		}
+		http.ServeContent(w, r, "doc.xml", time.Time{}, strings.NewReader(doc))
+	})
+	return url, hits, asked
+}
+
+// A body reset half way is resumed where it broke, with Range and
+// If-Range naming the version, and reads whole.
+func TestRetryResumesBody(t *testing.T) {
+	doc := strings.Repeat("<url><loc>http://127.0.0.1/x</loc></url>\n", 4000)
+	url, hits, asked := cutting(t, doc, map[string]string{"ETag": `"v1"`}, true)
+	body, err := get(fast(Retry{Base: 10 * time.Millisecond}), t.Context(), url)
+	if err != nil || body != doc || hits.Load() != 2 {
+		t.Fatalf("%d bytes, %v after %d requests; want the %d bytes after 2", len(body), err, hits.Load(), len(doc))
+	}
+	if want := fmt.Sprintf("bytes=%d- If-Range: \"v1\"", len(doc)/2); *asked.Load() != want {
+		t.Errorf("asked %q, want %q", *asked.Load(), want)
+	}
+}
+
+// Without a version to resume, or from a server that answers the whole
+// document again, the cut fails the read, naming the URL.
+func TestRetryNoResume(t *testing.T) {
+	doc := strings.Repeat("<url/>\n", 20000)
+	for _, c := range []struct {
+		name   string
+		fields map[string]string
+		ranges bool
+		hits   int64
+	}{
+		{"no validator", nil, true, 1},
+		{"weak ETag", map[string]string{"ETag": `W/"v1"`}, true, 1},
+		{"range ignored", map[string]string{"ETag": `"v1"`}, false, 2},
+	} {
+		url, hits, _ := cutting(t, doc, c.fields, c.ranges)
+		body, err := get(fast(Retry{Base: 10 * time.Millisecond}), t.Context(), url)
+		t.Logf("%s: %v", c.name, err)
+		if err == nil || !strings.Contains(err.Error(), url) || hits.Load() != c.hits {
+			t.Errorf("%s: %d bytes, %v after %d requests; want a failure naming the URL after %d", c.name, len(body), err, hits.Load(), c.hits)
 		}
 	}
 }
