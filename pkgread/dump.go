@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -55,8 +54,7 @@ func (r PackageRef) Until() time.Time {
 func LoadDump(ctx context.Context, client *http.Client, loc string, rep *finding.Reporter) (*Dump, error) {
 	d := &Dump{Source: loc}
 	l := &dumpLoader{ctx: ctx, rep: rep, dump: d}
-	open := func(ctx context.Context, loc string) (io.ReadCloser, error) { return OpenDocument(ctx, client, loc) }
-	ld := resourcesync.Loader{Open: open, Document: l.document, Entry: l.entry, PartFailed: l.partFailed, NotAfter: resourcesync.Horizon()}
+	ld := resourcesync.Loader{Open: resourcesync.Opener{Client: client}.Open, Document: l.document, Entry: l.entry, PartFailed: l.partFailed, NotAfter: resourcesync.Horizon()}
 	err := ld.Load(ctx, loc)
 	var oe *resourcesync.OpenError
 	switch {

@@ -16,7 +16,7 @@ import (
 // resourcesync.MaxBytes: documents and detached manifests are bounded by the
 // sitemap limits, and a larger one is refused rather than buffered.
 func ReadDocument(ctx context.Context, client *http.Client, loc string) ([]byte, error) {
-	rc, err := OpenDocument(ctx, client, loc)
+	rc, err := resourcesync.Opener{Client: client}.Open(ctx, loc)
 	if err != nil {
 		return nil, err
 	}
@@ -35,15 +35,6 @@ func ReadDocument(ctx context.Context, client *http.Client, loc string) ([]byte,
 		return nil, fmt.Errorf("%s: larger than the sitemap limit of %d bytes", loc, resourcesync.MaxBytes)
 	}
 	return buf.Bytes(), nil
-}
-
-// OpenDocument opens a document or detached manifest: a local file, or
-// a GET of a URL.
-func OpenDocument(ctx context.Context, client *http.Client, loc string) (io.ReadCloser, error) {
-	if !resourcesync.IsURL(loc) {
-		return os.Open(loc)
-	}
-	return httpc.Open(ctx, client, loc, resourcesync.MaxBytes)
 }
 
 // Get sends a GET request for loc, with a Range header when rng is set.

@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
 	"github.com/rsdump/rsdump/finding"
-	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/resourcesync"
 )
@@ -117,7 +115,7 @@ var errStop = errors.New("stop")
 // read just ends the scan.
 func (s *syncer) scan(ctx context.Context, doc string, fn func(resourcesync.URL) bool) error {
 	ld := resourcesync.Loader{
-		Open: opener(s.opts.Client),
+		Open: resourcesync.Opener{Client: s.opts.Client}.Open,
 		Entry: func(d *resourcesync.Document, _ int, u resourcesync.URL) error {
 			if d.Header.Kind != resourcesync.URLSet || !strings.Contains(u.Loc, "/") {
 				return nil
@@ -138,20 +136,10 @@ func (s *syncer) scan(ctx context.Context, doc string, fn func(resourcesync.URL)
 	return nil
 }
 
-// opener reads documents through c.
-func opener(c *http.Client) resourcesync.OpenFunc {
-	return func(ctx context.Context, loc string) (io.ReadCloser, error) {
-		if !resourcesync.IsURL(loc) {
-			return resourcesync.OpenLocal(ctx, loc)
-		}
-		return httpc.Open(ctx, c, loc, resourcesync.MaxBytes)
-	}
-}
-
 // peek reads the header of the document at loc.
 func peek(ctx context.Context, c *http.Client, loc string) (resourcesync.Header, error) {
 	var h resourcesync.Header
-	ld := resourcesync.Loader{Open: opener(c), NoParts: true, NotAfter: resourcesync.Horizon(),
+	ld := resourcesync.Loader{Open: resourcesync.Opener{Client: c}.Open, NoParts: true, NotAfter: resourcesync.Horizon(),
 		Document: func(d *resourcesync.Document) error { h = d.Header; return errStop }}
 	if err := ld.Load(ctx, loc); err != nil && !errors.Is(err, errStop) {
 		return h, err

@@ -141,20 +141,8 @@ func (d *discovery) follow(ctx context.Context, loc, how string, hops int) error
 
 // open GETs a URL, keeping its headers, or opens a file.
 func (d *discovery) open(ctx context.Context, loc string) (io.ReadCloser, http.Header, error) {
-	if !resourcesync.IsURL(loc) {
-		rc, err := resourcesync.OpenLocal(ctx, loc)
-		return rc, http.Header{}, err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, loc, nil)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", loc, err)
-	}
-	req.Header.Set("Accept", "application/xml, text/xml;q=0.9, text/html;q=0.5, */*;q=0.1")
-	resp, rc, err := httpc.DoResponse(d.c, req, resourcesync.MaxBytes)
-	if err != nil {
-		return nil, nil, err
-	}
-	return rc, resp.Header, nil
+	o := resourcesync.Opener{Client: d.c, Accept: "application/xml, text/xml;q=0.9, text/html;q=0.5, */*;q=0.1"}
+	return o.OpenHeader(ctx, loc)
 }
 
 func (d *discovery) linkHow(h http.Header) string {

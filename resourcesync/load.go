@@ -8,8 +8,6 @@ import (
 	"os"
 	"strings"
 	"time"
-
-	"github.com/rsdump/rsdump/internal/httpc"
 )
 
 // OpenFunc opens the document at loc, a file path or a URL (http, https,
@@ -32,8 +30,8 @@ type Document struct {
 // index's capability. Entries are handed over as they are decoded, so
 // memory does not grow with the document.
 type Loader struct {
-	// Open opens a document. Nil opens local files, and URLs through
-	// OpenURL.
+	// Open opens a document. Nil is Open, the one opener with its
+	// defaults.
 	Open OpenFunc
 	// Document is called with each document's header before its entries:
 	// the top document first, then each part of an index.
@@ -54,14 +52,6 @@ type Loader struct {
 	// FutureEntry): a Destination sets Horizon(), so that no time from a
 	// Source's future reaches its state.
 	NotAfter time.Time
-}
-
-// OpenURL is the OpenFunc a Loader uses for URLs when it has no Open of
-// its own: a GET through rsdump's HTTP client (internal/httpc: timeouts,
-// a stall watch, User-Agent, redirects only to http and https), refusing
-// a document over MaxBytes.
-func OpenURL(ctx context.Context, loc string) (io.ReadCloser, error) {
-	return httpc.Open(ctx, nil, loc, MaxBytes)
 }
 
 // OpenError is a document that could not be opened or read, as opposed to
@@ -185,7 +175,7 @@ func checkPart(d *Document) error {
 func (l *Loader) open(ctx context.Context, loc string) (io.ReadCloser, error) {
 	open := l.Open
 	if open == nil {
-		open = OpenLocal
+		open = Open
 	}
 	rc, err := open(ctx, loc)
 	if err != nil {
@@ -196,22 +186,6 @@ func (l *Loader) open(ctx context.Context, loc string) (io.ReadCloser, error) {
 		return nil, &OpenError{Loc: loc, Err: stripLoc(err, loc)}
 	}
 	return rc, nil
-}
-
-// OpenLocal opens a local file, and a URL through OpenURL.
-func OpenLocal(ctx context.Context, loc string) (io.ReadCloser, error) {
-	if IsURL(loc) {
-		return OpenURL(ctx, loc)
-	}
-	f, err := os.Open(loc)
-	if err != nil {
-		return nil, err
-	}
-	if fi, err := f.Stat(); err == nil && !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, errors.New("not a regular file")
-	}
-	return f, nil
 }
 
 // stripLoc removes a leading "loc: " or the *os.PathError wrapping, so that
@@ -260,10 +234,9 @@ func (c *capped) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// Peek reads only the header of the document at loc (a file, or a URL
-// through OpenURL).
+// Peek reads only the header of the document at loc (Open).
 func Peek(ctx context.Context, loc string) (Header, error) {
-	rc, err := OpenLocal(ctx, loc)
+	rc, err := Open(ctx, loc)
 	if err != nil {
 		return Header{}, err
 	}

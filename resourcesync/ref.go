@@ -124,11 +124,16 @@ func Beside(doc, name string) (string, error) {
 	return filepath.Join(filepath.Dir(doc), name), nil
 }
 
-// IsURL reports whether s is a URL rather than a path: http, https, or
-// s3://BUCKET/KEY, which rsdump's HTTP client signs and reads like the
-// others (package s3).
+// IsURL reports whether s is meant as a URL rather than a path: it starts
+// with the scheme http, https or s3 (in any case, as RFC 3986 compares
+// schemes) and a colon. It is the one rule, for the command line and the
+// library alike: a location that is meant as a URL is read as one (an
+// s3://BUCKET/KEY by rsdump's HTTP client, which signs it, package s3),
+// and one that is not a valid URL ("http:/host", "s3:bucket") fails as a
+// URL, never becoming a path on the disk.
 func IsURL(s string) bool {
-	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://") || s3.IsURL(s)
+	scheme, _, ok := strings.Cut(s, ":")
+	return ok && (strings.EqualFold(scheme, "http") || strings.EqualFold(scheme, "https")) || s3.IsURL(s)
 }
 
 // BaseName is the last path segment of a URL, unescaped: the name a

@@ -32,7 +32,12 @@ func TestResolve(t *testing.T) {
 			t.Errorf("Resolve(%q, %q) = %q, %v; want %q", c.doc, c.loc, got, err, c.want)
 		}
 	}
-	for s, want := range map[string]bool{"s3://b1b/k": true, "http://h/": true, "https://h/": true, "/tmp/x": false, "s3:/x": false} {
+	// One rule for the command line and the library: the scheme, in any
+	// case, and a colon. "s3:/x" and "http:/h" are meant as URLs and fail
+	// as URLs (s3.Split, the HTTP client), never as files of those names.
+	for s, want := range map[string]bool{"s3://b1b/k": true, "http://h/": true, "https://h/": true, "/tmp/x": false,
+		"s3:/x": true, "http:/h": true, "HTTPS://h/": true, "S3://b/k": true, "http": false, "./http:/h": false,
+		"s3": false, "ftp://h/": false, "httpx://h/": false, "": false} {
 		if IsURL(s) != want {
 			t.Errorf("IsURL(%q) = %v", s, !want)
 		}

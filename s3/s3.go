@@ -91,8 +91,14 @@ func CheckEndpoint(e string) error {
 	return nil
 }
 
-// IsURL reports whether s names an object or prefix: s3://BUCKET[/KEY].
-func IsURL(s string) bool { return strings.HasPrefix(s, Scheme+"://") }
+// IsURL reports whether s is meant to name an object or prefix,
+// s3://BUCKET[/KEY]: it starts with the scheme s3, in any case, and a
+// colon (resourcesync.IsURL's rule). Split refuses one that does not
+// name a bucket.
+func IsURL(s string) bool {
+	scheme, _, ok := strings.Cut(s, ":")
+	return ok && strings.EqualFold(scheme, Scheme)
+}
 
 // ErrBadURL is an s3:// URL without a valid bucket.
 var ErrBadURL = errors.New("not an s3://BUCKET/KEY URL")

@@ -7,14 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
-	"os"
 	"path"
 	"strings"
 
 	"github.com/rsdump/rsdump/internal/digest"
-	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/metalink"
 	"github.com/rsdump/rsdump/resourcesync"
 )
@@ -33,7 +30,7 @@ const maxDocument = 256 << 20
 // or its document header. A URL is told by what it answers, not by its
 // name: a plain URL that answers a document is read as one.
 func (g *Getter) Resolve(ctx context.Context, source string) ([]File, error) {
-	if isURL(source) && !documentName(source) {
+	if resourcesync.IsURL(source) && !documentName(source) {
 		files, err := g.fromPlainURL(ctx, source)
 		if !errors.Is(err, errDocument) {
 			return files, err
@@ -67,7 +64,7 @@ func (g *Getter) fromDocument(ctx context.Context, source string) ([]File, error
 		return filesFromMetalink(ctx, source, io.LimitReader(br, maxDocument))
 	case bytes.Contains(head, []byte("<urlset")), bytes.Contains(head, []byte("<sitemapindex")):
 		files, err := g.filesFromDump(ctx, source, br)
-		if err == nil && isURL(source) {
+		if err == nil && resourcesync.IsURL(source) {
 			g.mu.Lock()
 			g.dumps[source] = true
 			g.mu.Unlock()
@@ -92,8 +89,9 @@ func htmlPage(ctype string) string {
 }
 
 // OpenDocument opens a Metalink or ResourceSync document, a file or a
-// URL fetched with the Getter's client, refusing one too large to be a
-// document (a package given by mistake, say).
+// URL fetched with the Getter's client (resourcesync.Opener: a transient
+// failure is retried), refusing one too large to be a document (a
+// package given by mistake, say).
 func (g *Getter) OpenDocument(ctx context.Context, loc string) (io.ReadCloser, error) {
 	rc, _, err := g.openDocument(ctx, loc)
 	return rc, err
@@ -102,39 +100,13 @@ func (g *Getter) OpenDocument(ctx context.Context, loc string) (io.ReadCloser, e
 // openDocument is OpenDocument that also returns the Content-Type a
 // server gave the document ("" for a file).
 func (g *Getter) openDocument(ctx context.Context, loc string) (io.ReadCloser, string, error) {
-	if !isURL(loc) {
-		rc, err := openLocalDoc(loc)
-		return rc, "", err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, loc, nil)
-	if err != nil {
-		return nil, "", fmt.Errorf("%s: %w", loc, err)
-	}
-	req.Header.Set("Accept", metalink.MediaType+", application/xml;q=0.5, */*;q=0.1")
-	resp, rc, err := httpc.DoResponse(g.client, req, maxDocument)
+	o := resourcesync.Opener{Client: g.client, Accept: metalink.MediaType + ", application/xml;q=0.5, */*;q=0.1", MaxBytes: maxDocument}
+	rc, h, err := o.OpenHeader(ctx, loc)
 	if err != nil {
 		return nil, "", err
 	}
-	return rc, resp.Header.Get("Content-Type"), nil
+	return rc, h.Get("Content-Type"), nil
 }
-
-func openLocalDoc(path string) (io.ReadCloser, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	fi, err := f.Stat()
-	if err == nil && fi.Size() > maxDocument {
-		err = fmt.Errorf("%s: %d bytes: too large for a Metalink or dump document", path, fi.Size())
-	}
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
-}
-
-func isURL(s string) bool { return resourcesync.IsURL(s) }
 
 func urlPath(s string) string {
 	if u, err := url.Parse(s); err == nil {
@@ -225,7 +197,7 @@ func filesFromMetalink(ctx context.Context, src string, r io.Reader) ([]File, er
 // rsync; in a local document, anything but a URL).
 func mirrorRef(ctx context.Context, doc, ref string) (string, error) {
 	loc, err := resourcesync.Ref(ctx, doc, ref)
-	if errors.Is(err, resourcesync.ErrScheme) || err == nil && !isURL(loc) {
+	if errors.Is(err, resourcesync.ErrScheme) || err == nil && !resourcesync.IsURL(loc) {
 		return "", nil
 	}
 	return loc, err
@@ -295,7 +267,7 @@ func (g *Getter) FileFromEntry(ctx context.Context, doc string, u resourcesync.U
 // a local document's links are used as they are, since its Metalinks live
 // on the Source's servers.
 func resolveHref(ctx context.Context, doc, href string) (string, error) {
-	if isURL(doc) {
+	if resourcesync.IsURL(doc) {
 		return resourcesync.Resolve(ctx, doc, href)
 	}
 	return href, nil

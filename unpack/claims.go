@@ -17,7 +17,6 @@ import (
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/internal/entryspool"
-	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/resourcesync"
 )
@@ -148,7 +147,7 @@ func (u *unpacker) surveyOne(ctx context.Context, ref pkgread.PackageRef, c *pkg
 		ok = u.surveyLocal(ctx, ref.Loc, &ld, h) == nil
 	case ref.Contents != "":
 		ld.Open = func(ctx context.Context, loc string) (io.ReadCloser, error) {
-			rc, err := httpc.Open(ctx, u.opts.Client, loc, resourcesync.MaxBytes)
+			rc, err := u.docs.Open(ctx, loc)
 			return hashing(rc, h), err
 		}
 		ok = ld.Load(ctx, ref.Contents) == nil

@@ -8,7 +8,6 @@ import (
 
 	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
-	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/resourcesync"
 )
@@ -113,7 +112,7 @@ func (u *unpacker) planManifest(ctx context.Context, ref pkgread.PackageRef, rep
 		return rejected(pkgread.OpenPackage(ra, size, ref.Loc, ref.Cap, lim, rep))
 	}
 	if ref.Contents != "" {
-		rc, err := httpc.Open(ctx, u.opts.Client, ref.Contents, resourcesync.MaxBytes)
+		rc, err := u.docs.Open(ctx, ref.Contents)
 		if err == nil {
 			defer rc.Close()
 			return rejected(pkgread.ReadManifest(rc, ref.Loc, ref.Cap, lim, rep))

@@ -6,10 +6,12 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/internal/httpc/httpctest"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/unpack"
 	"github.com/rsdump/rsdump/verify/verifytest"
@@ -92,4 +94,37 @@ func deadURL(t *testing.T) string {
 	}
 	l.Close()
 	return "http://" + l.Addr().String()
+}
+
+// TestUnpackRetriesDocuments unpacks a dump whose document and detached
+// manifests each answer 503 once: every one is asked again, and a dry
+// run (which reads the detached manifests) and then the unpack (which
+// reads the document again, and the packages) find and write the whole
+// tree. Before the one opener, the first 503 failed the run. Packages
+// are not refused by the wrapper: the transfer engine has its own
+// retries.
+func TestUnpackRetriesDocuments(t *testing.T) {
+	out := t.TempDir()
+	f := httpctest.FailingFirst(http.FileServer(http.Dir(out)), http.StatusServiceUnavailable, 1,
+		func(p string) bool { return strings.HasSuffix(p, ".xml") })
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	o := pack.Options{BaseURL: verifytest.BaseURL, DumpURL: srv.URL + "/", At: fixedTime}
+	if _, err := pack.Pack(t.Context(), tree(t, exampleFiles(t)), out, o); err != nil {
+		t.Fatal(err)
+	}
+	dst := t.TempDir()
+	res, fs := run(t, srv.URL+"/"+pack.DumpName, dst, unpack.Options{Client: client, DryRun: true})
+	if res.Problems() != 0 || res.Written != 9 {
+		t.Fatalf("dry run: %+v\n%s", res, dump(fs))
+	}
+	f.Reset()
+	res, fs = run(t, srv.URL+"/"+pack.DumpName, dst, unpack.Options{Client: client})
+	if res.Problems() != 0 || res.Written != 9 {
+		t.Fatalf("%+v\n%s", res, dump(fs))
+	}
+	equalMaps(t, "tree", readTree(t, dst), readTree(t, tree(t, exampleFiles(t))))
+	if n := f.Refused.Load(); n < 3 {
+		t.Errorf("%d documents answered 503, want the dump document twice and its manifest", n)
+	}
 }

@@ -106,7 +106,7 @@ func (u *unpacker) pickPackage(ctx context.Context, ref pkgread.PackageRef, take
 func (u *unpacker) pickList(ctx context.Context, loc string, take func(*pkgread.Bitstream) bool) (*pickGroup, error) {
 	g := &pickGroup{ref: pkgread.PackageRef{Loc: loc, Length: -1}}
 	n := 0
-	ld := resourcesync.Loader{Open: u.openDoc, NotAfter: resourcesync.Horizon(),
+	ld := resourcesync.Loader{Open: u.docs.Open, NotAfter: resourcesync.Horizon(),
 		Entry: func(d *resourcesync.Document, _ int, e resourcesync.URL) error {
 			if d.Header.Kind != resourcesync.URLSet {
 				return nil

@@ -74,7 +74,7 @@ func ApplyList(ctx context.Context, loc, dir string, opts Options) (*Result, err
 	defer sv.close()
 	l := &listRun{u: u, top: loc, sv: sv, guard: u.needsGuard()}
 	ld := resourcesync.Loader{
-		Open:     u.openDoc,
+		Open:     u.docs.Open,
 		Document: l.document,
 		Entry:    func(d *resourcesync.Document, _ int, e resourcesync.URL) error { return l.entry(ctx, d, e) },
 		NotAfter: resourcesync.Horizon(),
@@ -89,14 +89,6 @@ func ApplyList(ctx context.Context, loc, dir string, opts Options) (*Result, err
 		return nil, err
 	}
 	return u.result(), nil
-}
-
-// openDoc opens a document, local or remote, through the run's client.
-func (u *unpacker) openDoc(ctx context.Context, loc string) (io.ReadCloser, error) {
-	if !resourcesync.IsURL(loc) {
-		return resourcesync.OpenLocal(ctx, loc)
-	}
-	return httpc.Open(ctx, u.opts.Client, loc, resourcesync.MaxBytes)
 }
 
 // listRun applies a list: read whole into its survey, then applied batch

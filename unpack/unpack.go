@@ -176,7 +176,8 @@ func start(dir string, opts Options) (*unpacker, error) {
 
 func newUnpacker(opts Options, d *dest) *unpacker {
 	u := &unpacker{opts: opts, dest: d, rep: finding.NewReporter(opts.Report),
-		remote: &pkgfetch.Remote{Transfer: opts.Transfer, Client: opts.Client}}
+		remote: &pkgfetch.Remote{Transfer: opts.Transfer, Client: opts.Client},
+		docs:   resourcesync.Opener{Client: opts.Client}}
 	if !opts.DryRun {
 		u.remote.TempDir = filepath.Join(d.dir, deststate.DirName, deststate.CacheDir)
 		u.remote.Resume = opts.ResumeDownloads
@@ -191,11 +192,12 @@ type unpacker struct {
 	// resuming is set when the last run was interrupted: files it
 	// committed may lack their record in the written log.
 	resuming bool
-	logMu    sync.Mutex       // appends to the written log
-	commitMu sync.Mutex       // packages staged at once commit one at a time
-	remote   *pkgfetch.Remote // opens packages, fetching remote ones
-	spooled  atomic.Int64     // bytes of the survey's spools (spoolBudget)
-	rollback *rollback        // set while a snapshot older than the tree is applied
+	logMu    sync.Mutex          // appends to the written log
+	commitMu sync.Mutex          // packages staged at once commit one at a time
+	remote   *pkgfetch.Remote    // opens packages, fetching remote ones
+	docs     resourcesync.Opener // opens documents and detached manifests, through the run's client
+	spooled  atomic.Int64        // bytes of the survey's spools (spoolBudget)
+	rollback *rollback           // set while a snapshot older than the tree is applied
 
 	mu  sync.Mutex
 	res Result

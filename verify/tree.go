@@ -101,9 +101,7 @@ func badDocument(ctx context.Context, err error) bool {
 func (a *auditor) listing(ctx context.Context, loc string, fn func(string, resourcesync.URL)) error {
 	errDump := errors.New("a Resource Dump")
 	ld := resourcesync.Loader{
-		Open: func(ctx context.Context, loc string) (io.ReadCloser, error) {
-			return pkgread.OpenDocument(ctx, a.opts.Client, loc)
-		},
+		Open: resourcesync.Opener{Client: a.opts.Client}.Open,
 		Document: func(d *resourcesync.Document) error {
 			a.documents.Add(1)
 			switch c := d.Header.MD.Capability; c {

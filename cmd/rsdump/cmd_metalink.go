@@ -181,7 +181,7 @@ func totalSize(paths []string) int64 {
 // will read. It is a first, cheap pass over the document, for the
 // progress total.
 func localPackagesSize(ctx context.Context, doc string) int64 {
-	if isURLish(doc) {
+	if resourcesync.IsURL(doc) {
 		return 0
 	}
 	var n int64

@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/rsdump/rsdump/internal/plural"
 	"github.com/rsdump/rsdump/metalink"
+	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/transfer"
 )
 
@@ -160,20 +160,24 @@ func (c *checked) toJSON() checkJSON {
 	return j
 }
 
-// maxFetch bounds a document fetched over HTTP (a million piece hashes
-// take about 80 MB); a local one has Decode's default limit, 1 GiB.
+// maxFetch bounds a document fetched over HTTP or from S3 (a million
+// piece hashes take about 80 MB); a local one has maxLocal.
 const maxFetch = 256 << 20
 
 // fetcher fetches documents the way get does: rsdump's HTTP client, with
 // get's default stall timeout.
 var fetcher = transfer.New(transfer.Options{})
 
-// openDoc opens a local document or fetches an http(s) one, and returns
-// the most bytes Decode may read from it.
+// maxLocal bounds a local document: Decode's default limit.
+const maxLocal = 1 << 30
+
+// openDoc opens a local document or fetches an http(s) or s3:// one
+// (both through resourcesync.Opener, the one document opener), and
+// returns the most bytes Decode may read from it.
 func openDoc(ctx context.Context, src string) (io.ReadCloser, int64, error) {
-	if !strings.HasPrefix(src, "http://") && !strings.HasPrefix(src, "https://") {
-		f, err := os.Open(src)
-		return f, 0, err
+	if !resourcesync.IsURL(src) {
+		rc, err := resourcesync.Opener{MaxBytes: maxLocal}.Open(ctx, src)
+		return rc, maxLocal, err
 	}
 	rc, err := fetcher.OpenDocument(ctx, src)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -71,12 +72,20 @@ func TestMetalinkCheckURL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var flaky atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/ok.meta4":
 			w.Write(doc)
 		case "/huge.meta4":
 			w.Header().Set("Content-Length", "1000000000")
+		case "/flaky.meta4":
+			if flaky.Add(1) == 1 {
+				w.Header().Set("Retry-After", "1")
+				http.Error(w, "later", http.StatusServiceUnavailable)
+				return
+			}
+			w.Write(doc)
 		default:
 			http.NotFound(w, r)
 		}
@@ -90,11 +99,25 @@ func TestMetalinkCheckURL(t *testing.T) {
 		{"/ok.meta4", exitOK, "/ok.meta4: valid: 4 files, 0 errors, 0 warnings"},
 		{"/gone.meta4", exitFailed, "unreadable: HTTP 404"},
 		{"/huge.meta4", exitFailed, "larger than"},
+		{"/flaky.meta4", exitOK, "/flaky.meta4: valid: 4 files"}, // a 503 with Retry-After: 1, then the document
 	}
 	for _, c := range cases {
 		code, stdout, stderr := rsdump(t, "metalink", "--check", srv.URL+c.path)
 		if code != c.code || !strings.Contains(stdout, c.want) {
 			t.Errorf("%s: exit %d, want %d; output lacks %q:\n%s%s", c.path, code, c.code, c.want, stdout, stderr)
 		}
+	}
+	if n := flaky.Load(); n != 2 {
+		t.Errorf("/flaky.meta4 asked %d times, want 2", n)
+	}
+	// One rule for what is a URL (resourcesync.IsURL): a scheme in capitals
+	// is a URL, read over HTTP, and "s3:" without a bucket fails as an
+	// s3:// URL; neither is opened as a file of that name.
+	upper := "HTTP://" + strings.TrimPrefix(srv.URL, "http://") + "/ok.meta4"
+	if code, stdout, stderr := rsdump(t, "metalink", "--check", upper); code != exitOK || !strings.Contains(stdout, "valid: 4 files") {
+		t.Errorf("%s: exit %d, want it read over HTTP:\n%s%s", upper, code, stdout, stderr)
+	}
+	if code, stdout, stderr := rsdump(t, "metalink", "--check", "s3:nobucket"); code == exitOK || strings.Contains(stdout+stderr, "no such file") {
+		t.Errorf("s3:nobucket: exit %d, want a failure as an s3:// URL, not as a file:\n%s%s", code, stdout, stderr)
 	}
 }

@@ -143,7 +143,7 @@ func (f *packFlags) options(args []string) (pack.Options, error) {
 	if f.out == "" || f.baseURL == "" {
 		return o, usagef("pack needs -o OUTDIR and --base-url URL")
 	}
-	if isURLish(f.out) {
+	if resourcesync.IsURL(f.out) {
 		if err := checkOutput(f.out); err != nil {
 			return o, err
 		}

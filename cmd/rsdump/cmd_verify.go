@@ -117,7 +117,7 @@ func (f *verifyFlags) check(args []string) error {
 		return usagef("--stall-timeout must be positive")
 	}
 	for _, t := range args {
-		if isURLish(t) {
+		if resourcesync.IsURL(t) {
 			if err := checkSource("TARGET", t); err != nil {
 				return err
 			}

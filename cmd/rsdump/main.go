@@ -18,6 +18,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/s3"
 )
 
@@ -282,18 +283,13 @@ func checkSource(what, v string) error {
 // not an absolute http(s) or s3:// one, and such a --base-url.
 func checkSources(args []string, baseURL string) error {
 	for _, s := range args {
-		if isURLish(s) {
+		if resourcesync.IsURL(s) {
 			if err := checkSource("SOURCE", s); err != nil {
 				return err
 			}
 		}
 	}
 	return checkSource("--base-url", baseURL)
-}
-
-// isURLish says whether an argument is meant as a URL rather than a path.
-func isURLish(s string) bool {
-	return strings.HasPrefix(s, "http:") || strings.HasPrefix(s, "https:") || strings.HasPrefix(s, s3.Scheme+":")
 }
 
 // newFlags returns a FlagSet whose errors the caller reports.

@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/pflag"
+
+	"github.com/rsdump/rsdump/resourcesync"
 )
 
 // Local paths given on the command line are made absolute as they are
@@ -13,7 +15,7 @@ import (
 
 // absLocal is p absolute, when it is a local path.
 func absLocal(p string) string {
-	if p == "" || p == "-" || isURLish(p) {
+	if p == "" || p == "-" || resourcesync.IsURL(p) {
 		return p
 	}
 	if abs, err := filepath.Abs(p); err == nil {

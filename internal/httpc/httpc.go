@@ -4,7 +4,8 @@
 // wait for response headers, fails a response body that delivers no byte
 // for the stall timeout, and follows at most a few redirects, only to http
 // and https. Open fetches a document with a size cap, and holds its body
-// to a minimum speed. Every error names the URL.
+// to a minimum speed; DoRetry does it again after a failure that passes,
+// a bounded number of times. Every error names the URL.
 package httpc
 
 import (
@@ -50,6 +51,10 @@ type Options struct {
 	DisableCompression  bool          // send no Accept-Encoding: gzip of our own
 
 	MaxRedirects int // redirects followed [10]
+
+	// Retry bounds the retries of a document fetched through DoRetry
+	// (the one document opener, resourcesync.Opener) with this client.
+	Retry Retry
 }
 
 // Defaults.
@@ -125,7 +130,7 @@ func NewTransport(o Options) http.RoundTripper {
 		DisableCompression:    o.DisableCompression,
 		ExpectContinueTimeout: time.Second,
 	}
-	tr := &transport{base: t, stall: o.StallTimeout, ua: version.UserAgent(), minSpeed: o.MinSpeed, window: o.MinSpeedWindow}
+	tr := &transport{base: t, stall: o.StallTimeout, ua: version.UserAgent(), minSpeed: o.MinSpeed, window: o.MinSpeedWindow, retry: o.Retry.withDefaults()}
 	// s3:// URLs are signed and sent through the same transport; the
 	// SDK's credential look-ups go through it too.
 	t.RegisterProtocol(s3.Scheme, s3x.NewRoundTripper(t, &http.Client{Transport: tr, CheckRedirect: checkRedirect(o.MaxRedirects)}))
@@ -169,6 +174,9 @@ type StatusError struct {
 	Final  string // the URL that answered, after redirects
 	Code   int
 	Status string // "404 Not Found"
+	// RetryAfter is the wait a 429 or 503 asked for in its Retry-After
+	// field; 0 without one.
+	RetryAfter time.Duration
 }
 
 func (e *StatusError) Error() string {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 )
 
 // Open GETs a document and returns its body, which fails with an error
@@ -42,7 +43,11 @@ func DoResponse(c *http.Client, req *http.Request, maxBytes int64) (*http.Respon
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		io.CopyN(io.Discard, resp.Body, 4<<10) // so the connection can be reused
 		resp.Body.Close()
-		return nil, nil, &StatusError{URL: u, Final: final, Code: resp.StatusCode, Status: resp.Status}
+		se := &StatusError{URL: u, Final: final, Code: resp.StatusCode, Status: resp.Status}
+		if se.Code == http.StatusTooManyRequests || se.Code == http.StatusServiceUnavailable {
+			se.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		}
+		return nil, nil, se
 	}
 	if final != u {
 		u += " (redirected to " + final + ")"

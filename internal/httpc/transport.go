@@ -19,6 +19,7 @@ type transport struct {
 	ua       string
 	minSpeed int64
 	window   time.Duration
+	retry    Retry // DoRetry's, for this client's requests
 }
 
 // judgedKey marks the context of a request whose body is held to the

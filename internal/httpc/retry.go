@@ -1,0 +1,261 @@
+package httpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rsdump/rsdump/internal/plural"
+)
+
+// Retry bounds the attempts of a fetch that failed for a reason that
+// passes (restic's RetryBackend around a backend operation): a connection
+// reset or closed before the response, 408, 429 and 5xx other than 501
+// and 505; and the resumptions of a body cut while it is read (DoRetry). The wait doubles from Base after
+// each failure; a 429 or 503 that says Retry-After waits that long
+// instead. No wait is longer than MaxWait, and no retry starts once
+// MaxTime has passed since the first attempt, or would pass in its wait.
+// Zero values take the defaults in brackets.
+type Retry struct {
+	Attempts int           // in all, the first included [5]
+	Base     time.Duration // the first wait [500ms]
+	MaxWait  time.Duration // one wait at most, Retry-After included [15s]
+	MaxTime  time.Duration // from the first attempt to the start of the last [60s]
+}
+
+// Retry's defaults.
+const (
+	DefaultAttempts     = 5
+	DefaultRetryBase    = 500 * time.Millisecond
+	DefaultRetryMaxWait = 15 * time.Second
+	DefaultRetryMaxTime = 60 * time.Second
+)
+
+func (r Retry) withDefaults() Retry {
+	if r.Attempts <= 0 {
+		r.Attempts = DefaultAttempts
+	}
+	if r.Base <= 0 {
+		r.Base = DefaultRetryBase
+	}
+	if r.MaxWait <= 0 {
+		r.MaxWait = DefaultRetryMaxWait
+	}
+	if r.MaxTime <= 0 {
+		r.MaxTime = DefaultRetryMaxTime
+	}
+	return r
+}
+
+// RetryError is a fetch that failed on every one of its Attempts, or
+// whose last failure was not retried because the time bound was reached;
+// Err is the last failure, which names the URL.
+type RetryError struct {
+	Attempts int
+	Err      error
+}
+
+func (e *RetryError) Error() string {
+	return fmt.Sprintf("%v (%s)", e.Err, plural.Count(e.Attempts, "attempt"))
+}
+
+func (e *RetryError) Unwrap() error { return e.Err }
+
+// DoRetry is DoResponse, with the retries the client's Options.Retry
+// allows (the defaults for a client New did not build): the request,
+// which must have no body, is sent again after a failure that passes
+// until it succeeds, fails for good, or the bounds are reached; a failure
+// after more than one attempt is a *RetryError. A wait ends early, with
+// the context's error, when the request's context is done. A body whose
+// connection is reset or cut while it is read is resumed where it broke,
+// within the same bounds, when the server named its version (a strong
+// ETag, else Last-Modified): the rest is asked for with Range and
+// If-Range, and taken only as the 206 of exactly that rest; else the
+// read fails as with DoResponse.
+func DoRetry(c *http.Client, req *http.Request, maxBytes int64) (*http.Response, io.ReadCloser, error) {
+	if c == nil {
+		c = Default()
+	}
+	t := &retrier{c: c, r: Retry{}.withDefaults(), start: time.Now()}
+	if tr, ok := c.Transport.(*transport); ok {
+		t.r = tr.retry
+	}
+	t.wait = t.r.Base
+	resp, rc, err := t.do(req, maxBytes)
+	if err != nil {
+		return nil, nil, err
+	}
+	if v := validator(resp); v != "" && resp.StatusCode == http.StatusOK && !resp.Uncompressed {
+		rc = &resumable{t: t, req: req, max: maxBytes, url: req.URL.Redacted(), version: v, rc: rc}
+	}
+	return resp, rc, nil
+}
+
+// retrier is the state of one DoRetry: its attempts, over the request and
+// the resumptions of its body.
+type retrier struct {
+	c     *http.Client
+	r     Retry
+	start time.Time
+	n     int           // attempts made
+	wait  time.Duration // the next backoff
+}
+
+// do sends req, a clone of it for each attempt, until it succeeds or
+// pause gives up.
+func (t *retrier) do(req *http.Request, maxBytes int64) (*http.Response, io.ReadCloser, error) {
+	ctx := req.Context()
+	for {
+		t.n++
+		resp, rc, err := DoResponse(t.c, req.Clone(ctx), maxBytes)
+		if err == nil || ctx.Err() != nil {
+			return resp, rc, err
+		}
+		if err := t.pause(req, err); err != nil {
+			return nil, nil, err
+		}
+	}
+}
+
+// pause waits before the attempt after the failure err, or returns the
+// error to give up with: err itself after one attempt, else a
+// *RetryError.
+func (t *retrier) pause(req *http.Request, err error) error {
+	d, ok := retryAfter(err, t.wait, t.r.MaxWait)
+	if !ok || t.n >= t.r.Attempts || time.Since(t.start)+d > t.r.MaxTime {
+		if t.n == 1 {
+			return err
+		}
+		return &RetryError{Attempts: t.n, Err: err}
+	}
+	ctx := req.Context()
+	timer := time.NewTimer(d)
+	select {
+	case <-ctx.Done():
+		timer.Stop()
+		return fmt.Errorf("%s: %w (waiting to try again after %v)", req.URL.Redacted(), ctx.Err(), err)
+	case <-timer.C:
+	}
+	t.wait = min(2*t.wait, t.r.MaxWait)
+	return nil
+}
+
+// validator is what names the version of a response's body for If-Range:
+// its ETag when strong, else its Last-Modified; "" for neither.
+func validator(resp *http.Response) string {
+	if e := resp.Header.Get("ETag"); e != "" && !strings.HasPrefix(e, "W/") {
+		return e
+	}
+	return resp.Header.Get("Last-Modified")
+}
+
+// resumable is a body that, when its connection is reset or cut, asks for
+// the rest of the same version, and reads on from it.
+type resumable struct {
+	t       *retrier
+	req     *http.Request // the first request, whose headers every resumption sends
+	max     int64         // the cap over the whole body; <= 0: none
+	url     string
+	version string // If-Range's validator
+	rc      io.ReadCloser
+	off     int64 // bytes read
+}
+
+func (b *resumable) Read(p []byte) (int, error) {
+	for {
+		n, err := b.rc.Read(p)
+		b.off += int64(n)
+		if b.max > 0 && b.off > b.max { // each response is capped from where it starts
+			return n - int(b.off-b.max), tooLarge(b.url, b.max)
+		}
+		if err == nil || err == io.EOF || !transient(err) {
+			return n, err
+		}
+		if rerr := b.resume(err); rerr != nil {
+			return n, rerr
+		}
+		if n > 0 {
+			return n, nil
+		}
+	}
+}
+
+// resume replaces the broken body by the rest of it, or says why not.
+func (b *resumable) resume(cause error) error {
+	if err := b.t.pause(b.req, cause); err != nil {
+		return err
+	}
+	req := b.req.Clone(b.req.Context())
+	req.Header.Set("Range", fmt.Sprintf("bytes=%d-", b.off))
+	req.Header.Set("If-Range", b.version)
+	resp, rc, err := b.t.do(req, b.max)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusPartialContent || !strings.HasPrefix(resp.Header.Get("Content-Range"), fmt.Sprintf("bytes %d-", b.off)) {
+		rc.Close()
+		return &RetryError{Attempts: b.t.n, Err: fmt.Errorf("%w; the rest was not served (HTTP %s)", cause, resp.Status)}
+	}
+	b.rc.Close()
+	b.rc = rc
+	return nil
+}
+
+func (b *resumable) Close() error { return b.rc.Close() }
+
+// retryAfter says whether err passes, and how long to wait before the
+// next attempt: the server's Retry-After when it gave one, else backoff;
+// never more than max.
+func retryAfter(err error, backoff, max time.Duration) (time.Duration, bool) {
+	var se *StatusError
+	if errors.As(err, &se) {
+		switch {
+		case se.Code == http.StatusRequestTimeout, se.Code == http.StatusTooManyRequests,
+			se.Code >= 500 && se.Code != http.StatusNotImplemented && se.Code != http.StatusHTTPVersionNotSupported:
+		default:
+			return 0, false
+		}
+		if se.RetryAfter > 0 {
+			return min(se.RetryAfter, max), true
+		}
+		return min(backoff, max), true
+	}
+	return min(backoff, max), transient(err)
+}
+
+// transient says whether a failure before a response passes: the
+// connection was reset or closed under the request. A host that refuses
+// connections, a name that does not resolve, a certificate, a redirect
+// rule, a cancelled context do not; nor does a server that sent no
+// headers within the timeout, whose wait the stall timeout bounds once.
+func transient(err error) bool {
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, ErrScheme), errors.Is(err, ErrRedirects):
+		return false
+	}
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// parseRetryAfter reads a Retry-After field: seconds, or an HTTP date; 0
+// when absent, unreadable or past.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return time.Duration(max(0, min(s, 86400))) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
