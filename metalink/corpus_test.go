@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/rsdump/rsdump/finding"
 )
 
 type outcome int
@@ -104,7 +106,7 @@ func decodeCorpusFile(t testing.TB, name string) *Metalink {
 	return m
 }
 
-func asProblem(err error, p **Problem) bool { return errors.As(err, p) }
+func asProblem(err error, p **finding.Finding) bool { return errors.As(err, p) }
 
 func TestCorpusTableCoversCorpus(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(sharedDir(t), "metalink", "corpus", "*"))
@@ -153,16 +155,16 @@ func TestCorpus(t *testing.T) {
 
 // classify checks Decode's contract and returns the outcome and the
 // distinct codes.
-func classify(t *testing.T, m *Metalink, ps Problems, err error) (outcome, []string) {
+func classify(t *testing.T, m *Metalink, ps []finding.Finding, err error) (outcome, []string) {
 	t.Helper()
 	if m == nil {
-		var p *Problem
+		var p *finding.Finding
 		if !asProblem(err, &p) {
-			t.Fatalf("no document and error %v is not a *Problem", err)
+			t.Fatalf("no document and error %v is not a *finding.Finding", err)
 		}
 		return unreadable, []string{p.Code}
 	}
-	if (err != nil) != ps.HasErrors() {
+	if (err != nil) != finding.HasErrors(ps) {
 		t.Errorf("error %v does not match problems %v", err, ps)
 	}
 	var codes []string
@@ -188,7 +190,7 @@ func sameSet(a, b []string) bool {
 }
 
 // FuzzDecode checks that Decode never panics, always explains a missing
-// document with a *Problem, and that any document it accepts survives
+// document with a *finding.Finding, and that any document it accepts survives
 // Encode and a second Decode unchanged.
 func FuzzDecode(f *testing.F) {
 	for _, dir := range []string{filepath.Join("..", "..", "shared", "metalink", "corpus"), "testdata"} {
@@ -202,13 +204,13 @@ func FuzzDecode(f *testing.F) {
 	lim := Limits{MaxBytes: 1 << 20, MaxFiles: 1000, MaxPieceHashes: 10000}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, ps, err := DecodeLimits(bytes.NewReader(data), lim)
-		var p *Problem
+		var p *finding.Finding
 		switch {
 		case m == nil && !asProblem(err, &p):
-			t.Fatalf("no document and error %v is not a *Problem", err)
+			t.Fatalf("no document and error %v is not a *finding.Finding", err)
 		case m == nil:
 			return
-		case (err != nil) != ps.HasErrors():
+		case (err != nil) != finding.HasErrors(ps):
 			t.Fatalf("error %v does not match problems %v", err, ps)
 		case err != nil:
 			return
@@ -222,7 +224,7 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("re-decoding gave %v\n%s", err, buf.Bytes())
 		}
 		for _, p := range ps2 {
-			if !ps.Has(p.Code) {
+			if !hasCode(ps, p.Code) {
 				t.Fatalf("encoding introduced a problem: %v (first pass %v)\n%s", p, ps, buf.Bytes())
 			}
 		}

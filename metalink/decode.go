@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/rsdump/rsdump/finding"
 )
 
 // Limits bound the work Decode does, so that a hostile document cannot
@@ -54,24 +56,25 @@ func (l Limits) withDefaults() Limits {
 
 // Decode reads a Metalink 4 or Metalink 3 document with DefaultLimits.
 // See DecodeLimits.
-func Decode(r io.Reader) (*Metalink, Problems, error) {
+func Decode(r io.Reader) (*Metalink, []finding.Finding, error) {
 	return DecodeLimits(r, Limits{})
 }
 
 // DecodeLimits reads a document, validates it, and returns it with every
-// problem found. The error is a *Problem (code CodeRead, CodeSyntax,
-// CodeNotMetalink or CodeLimit*) when the document cannot be read at all;
-// then the Metalink is nil. Otherwise the error is Problems.Err(): non-nil
-// when the document is unsafe or unusable, in which case the Metalink is
-// still returned so that a caller can report on it, but must not act on it.
-func DecodeLimits(r io.Reader, lim Limits) (*Metalink, Problems, error) {
+// finding, in document order. When the document cannot be read at all,
+// the Metalink is nil and the error wraps a *finding.Finding (code
+// CodeRead, CodeSyntax, CodeNotMetalink or CodeLimit*). Otherwise the
+// error is finding.Err of the findings: non-nil when the document is unsafe
+// or unusable, in which case the Metalink is still returned so that a
+// caller can report on it, but must not act on it.
+func DecodeLimits(r io.Reader, lim Limits) (*Metalink, []finding.Finding, error) {
 	d := newDecoder(r, lim.withDefaults())
 	m, err := d.document()
 	if err != nil {
-		return nil, d.sink.done(), err
+		return nil, d.sink.done(), fmt.Errorf("metalink: %w", err)
 	}
 	ps := mergeProblems(d.sink.done(), m.Validate())
-	return m, ps, ps.Err()
+	return m, ps, finding.Err("metalink: ", ps)
 }
 
 type decoder struct {
@@ -140,7 +143,7 @@ func (d *decoder) notMetalink(n xml.Name) error {
 	if n.Space != "" {
 		ns = "namespace " + n.Space
 	}
-	return &Problem{Severity: Error, Code: CodeNotMetalink, Line: d.line(), Err: ErrNotMetalink,
+	return &finding.Finding{Severity: finding.Error, Code: CodeNotMetalink, Line: d.line(), Err: ErrNotMetalink,
 		Msg: fmt.Sprintf("root element <%s> in %s; want <metalink> in %s or %s", n.Local, ns, Namespace, NamespaceV3)}
 }
 
@@ -331,42 +334,45 @@ func (d *decoder) line() int {
 	return l
 }
 
-func (d *decoder) report(sev Severity, code string, ref elemRef, msg string) {
-	p := Problem{Severity: sev, Code: code, Line: d.line(), Msg: msg}
+func (d *decoder) report(sev finding.Severity, code string, ref elemRef, msg string) {
+	p := finding.Finding{Severity: sev, Code: code, Line: d.line(), Msg: msg}
 	locate(&p, d.fileIdx, d.fileName, ref)
 	d.sink.add(p)
 }
 
-func (d *decoder) warn(code string, ref elemRef, msg string) { d.report(Warning, code, ref, msg) }
-func (d *decoder) fail(code string, ref elemRef, msg string) { d.report(Error, code, ref, msg) }
+func (d *decoder) warn(code string, ref elemRef, msg string) {
+	d.report(finding.Warning, code, ref, msg)
+}
+func (d *decoder) fail(code string, ref elemRef, msg string) { d.report(finding.Error, code, ref, msg) }
 
 func (d *decoder) syntax(msg string) error {
-	return &Problem{Severity: Error, Code: CodeSyntax, Line: d.line(), Msg: msg}
+	return &finding.Finding{Severity: finding.Error, Code: CodeSyntax, Line: d.line(), Msg: msg}
 }
 
 func (d *decoder) limit(code, msg string) error {
-	return &Problem{Severity: Error, Code: code, Line: d.line(), Msg: msg, Err: ErrLimit}
+	return &finding.Finding{Severity: finding.Error, Code: code, Line: d.line(), Msg: msg, Err: ErrLimit}
 }
 
-// fatal turns an error from encoding/xml or the reader into a *Problem.
+// fatal turns an error from encoding/xml or the reader into a fatal
+// *finding.Finding.
 func (d *decoder) fatal(err error) error {
-	var p *Problem
+	var p *finding.Finding
 	if errors.As(err, &p) {
 		q := *p // the reader's problem has no position yet
 		q.Line = d.line()
 		return &q
 	}
 	if d.src.err != nil {
-		return &Problem{Severity: Error, Code: CodeRead, Msg: "reading: " + err.Error(), Err: err}
+		return &finding.Finding{Severity: finding.Error, Code: CodeRead, Msg: "reading: " + err.Error(), Err: err}
 	}
 	if err == io.EOF {
 		return d.syntax("no root element")
 	}
 	var se *xml.SyntaxError
 	if errors.As(err, &se) {
-		return &Problem{Severity: Error, Code: CodeSyntax, Line: se.Line, Msg: se.Msg, Err: err}
+		return &finding.Finding{Severity: finding.Error, Code: CodeSyntax, Line: se.Line, Msg: se.Msg, Err: err}
 	}
-	return &Problem{Severity: Error, Code: CodeSyntax, Line: d.line(), Msg: err.Error(), Err: err}
+	return &finding.Finding{Severity: finding.Error, Code: CodeSyntax, Line: d.line(), Msg: err.Error(), Err: err}
 }
 
 // limitReader caps the bytes read and the longest run of bytes without a
@@ -393,7 +399,7 @@ func (l *limitReader) Read(p []byte) (int, error) {
 	}
 	l.n += int64(k)
 	if l.n > l.max {
-		l.fail = &Problem{Severity: Error, Code: CodeLimitBytes, Err: ErrLimit,
+		l.fail = &finding.Finding{Severity: finding.Error, Code: CodeLimitBytes, Err: ErrLimit,
 			Msg: fmt.Sprintf("document larger than %d bytes", l.max)}
 		return 0, l.fail
 	}
@@ -418,7 +424,7 @@ func (l *limitReader) scan(b []byte) error {
 		b = b[i+1:]
 	}
 	if l.run > l.maxRun {
-		return &Problem{Severity: Error, Code: CodeLimitToken, Err: ErrLimit,
+		return &finding.Finding{Severity: finding.Error, Code: CodeLimitToken, Err: ErrLimit,
 			Msg: fmt.Sprintf("a text, tag or comment longer than %d bytes", l.maxRun)}
 	}
 	return nil

@@ -14,9 +14,11 @@ import (
 	"testing"
 	"testing/iotest"
 	"time"
+
+	"github.com/rsdump/rsdump/finding"
 )
 
-func decodeString(t *testing.T, doc string) (*Metalink, Problems, error) {
+func decodeString(t *testing.T, doc string) (*Metalink, []finding.Finding, error) {
 	t.Helper()
 	return Decode(strings.NewReader(doc))
 }
@@ -62,7 +64,7 @@ func TestDecodeRefusesOtherRoots(t *testing.T) {
 		"v3 namespace v4?": `<metalink4 xmlns="` + NamespaceV3 + `"/>`,
 	} {
 		_, _, err := decodeString(t, doc)
-		var p *Problem
+		var p *finding.Finding
 		if !asProblem(err, &p) || p.Code != CodeNotMetalink || !errors.Is(err, ErrNotMetalink) {
 			t.Errorf("%s: err %v, want %s", name, err, CodeNotMetalink)
 		}
@@ -72,7 +74,7 @@ func TestDecodeRefusesOtherRoots(t *testing.T) {
 // A file element in no namespace is foreign markup, not a file.
 func TestDecodeUnqualifiedFileIsForeign(t *testing.T) {
 	m, ps, _ := decodeString(t, `<metalink xmlns="`+Namespace+`"><file xmlns="" name="x"><url>http://x/</url></file></metalink>`)
-	if len(m.Files) != 0 || len(m.Extensions) != 1 || !ps.Has(CodeNoFiles) {
+	if len(m.Files) != 0 || len(m.Extensions) != 1 || !hasCode(ps, CodeNoFiles) {
 		t.Errorf("files %v, extensions %v, problems %v", m.Files, m.Extensions, ps)
 	}
 }
@@ -101,13 +103,13 @@ func TestDecodeFatal(t *testing.T) {
 		{"entity", `<!DOCTYPE metalink [<!ENTITY x "y">]>` + v4(`<url>&x;</url>`), CodeSyntax},
 	} {
 		m, _, err := decodeString(t, tt.doc)
-		var p *Problem
+		var p *finding.Finding
 		if m != nil || !asProblem(err, &p) || p.Code != tt.code {
 			t.Errorf("%s: m=%v err=%v, want %s", tt.name, m != nil, err, tt.code)
 		}
 	}
 	_, _, err := Decode(iotest.ErrReader(io.ErrClosedPipe))
-	var p *Problem
+	var p *finding.Finding
 	if !asProblem(err, &p) || p.Code != CodeRead || !errors.Is(err, io.ErrClosedPipe) {
 		t.Errorf("read error: %v", err)
 	}
@@ -120,58 +122,58 @@ func TestDecodeRepairs(t *testing.T) {
 		name  string
 		doc   string
 		code  string
-		sev   Severity
+		sev   finding.Severity
 		check func(*Metalink) bool
 	}{
-		{"size whitespace", v4("<size> 42\n</size>" + u), CodeWhitespace, Warning,
+		{"size whitespace", v4("<size> 42\n</size>" + u), CodeWhitespace, finding.Warning,
 			func(m *Metalink) bool { return *m.Files[0].Size == 42 }},
-		{"size not a number", v4("<size>4 2</size>" + u), CodeSizeInvalid, Error,
+		{"size not a number", v4("<size>4 2</size>" + u), CodeSizeInvalid, finding.Error,
 			func(m *Metalink) bool { return m.Files[0].Size == nil }},
-		{"size too big", v4("<size>9223372036854775808</size>" + u), CodeSizeInvalid, Error, nil},
-		{"two sizes", v4("<size>1</size><size>2</size>" + u), CodeSizeDuplicate, Error,
+		{"size too big", v4("<size>9223372036854775808</size>" + u), CodeSizeInvalid, finding.Error, nil},
+		{"two sizes", v4("<size>1</size><size>2</size>" + u), CodeSizeDuplicate, finding.Error,
 			func(m *Metalink) bool { return *m.Files[0].Size == 1 }},
-		{"two descriptions", v4("<description>a</description><description>b</description>" + u), CodeDuplicate, Warning,
+		{"two descriptions", v4("<description>a</description><description>b</description>" + u), CodeDuplicate, finding.Warning,
 			func(m *Metalink) bool { return m.Files[0].Description == "a" }},
-		{"uppercase hash", v4(`<hash type="md5">` + strings.ToUpper(hex32) + `</hash>` + u), CodeHashUppercase, Warning,
+		{"uppercase hash", v4(`<hash type="md5">` + strings.ToUpper(hex32) + `</hash>` + u), CodeHashUppercase, finding.Warning,
 			func(m *Metalink) bool { return m.Files[0].Hashes[0].Value == hex32 }},
-		{"priority 0", v4(`<url priority="0">http://x.example/f</url>`), CodePriorityInvalid, Warning,
+		{"priority 0", v4(`<url priority="0">http://x.example/f</url>`), CodePriorityInvalid, finding.Warning,
 			func(m *Metalink) bool { return m.Files[0].URLs[0].Priority == 0 }},
-		{"priority A", v4(`<url priority="A">http://x.example/f</url>`), CodePriorityInvalid, Warning, nil},
-		{"location usa", v4(`<url location="usa">http://x.example/f</url>`), CodeLocationInvalid, Warning,
+		{"priority A", v4(`<url priority="A">http://x.example/f</url>`), CodePriorityInvalid, finding.Warning, nil},
+		{"location usa", v4(`<url location="usa">http://x.example/f</url>`), CodeLocationInvalid, finding.Warning,
 			func(m *Metalink) bool { return m.Files[0].URLs[0].Location == "" }},
-		{"foreign attribute", v4(`<url xmlns:e="urn:e" e:priority="7">http://x.example/f</url>`), "", Warning,
+		{"foreign attribute", v4(`<url xmlns:e="urn:e" e:priority="7">http://x.example/f</url>`), "", finding.Warning,
 			func(m *Metalink) bool { return m.Files[0].URLs[0].Priority == 0 }},
-		{"url whitespace", v4("<url>\n  http://x.example/f</url>"), CodeWhitespace, Warning,
+		{"url whitespace", v4("<url>\n  http://x.example/f</url>"), CodeWhitespace, finding.Warning,
 			func(m *Metalink) bool { return m.Files[0].URLs[0].URL == "http://x.example/f" }},
-		{"description kept verbatim", v4("<description>\n a \n</description>" + u), "", Warning,
+		{"description kept verbatim", v4("<description>\n a \n</description>" + u), "", finding.Warning,
 			func(m *Metalink) bool { return m.Files[0].Description == "\n a \n" }},
-		{"child in a text element", v4(`<description>a<b xmlns="urn:x">c</b>d</description>` + u), CodeTextChildren, Warning,
+		{"child in a text element", v4(`<description>a<b xmlns="urn:x">c</b>d</description>` + u), CodeTextChildren, finding.Warning,
 			func(m *Metalink) bool { return m.Files[0].Description == "ad" }},
-		{"unknown metalink element", v4(`<mirror>x</mirror>` + u), CodeUnknownElement, Warning, nil},
-		{"unbound prefix", v4(`<x:y>z</x:y>` + u), CodeUnboundPrefix, Warning,
+		{"unknown metalink element", v4(`<mirror>x</mirror>` + u), CodeUnknownElement, finding.Warning, nil},
+		{"unbound prefix", v4(`<x:y>z</x:y>` + u), CodeUnboundPrefix, finding.Warning,
 			func(m *Metalink) bool { return len(m.Files[0].Extensions) == 0 }},
 		{"piece hash whitespace and case", v4("<size>1</size><pieces type=\"md5\" length=\"4\"><hash>\n " + strings.ToUpper(hex32) + "\n</hash></pieces>" + u),
-			CodeWhitespace, Warning, func(m *Metalink) bool { return m.Files[0].Pieces[0].Hashes[0] == hex32 }},
+			CodeWhitespace, finding.Warning, func(m *Metalink) bool { return m.Files[0].Pieces[0].Hashes[0] == hex32 }},
 		{"typed piece hash", v4(`<size>1</size><pieces type="md5" length="4"><hash type="md5">` + hex32 + `</hash></pieces>` + u),
-			CodePieceHashType, Warning, nil},
+			CodePieceHashType, finding.Warning, nil},
 		{"conflicting piece hash type", v4(`<size>1</size><pieces type="md5" length="4"><hash type="sha-1">` + hex32 + `</hash></pieces>` + u),
-			CodePieceHashType, Error, nil},
+			CodePieceHashType, finding.Error, nil},
 		{"pieces length huge", v4(`<size>1</size><pieces type="md5" length="5222222222222222222"><hash>` + hex32 + `</hash></pieces>` + u),
-			"", Warning, func(m *Metalink) bool { return m.Files[0].Pieces[0].Length == 5222222222222222222 }},
+			"", finding.Warning, func(m *Metalink) bool { return m.Files[0].Pieces[0].Length == 5222222222222222222 }},
 		{"pieces length overflow", v4(`<pieces type="md5" length="52222222222222222222"><hash>` + hex32 + `</hash></pieces>` + u),
-			CodePiecesLength, Error, nil},
-		{"signature without mediatype", v4(`<signature>sig</signature>` + u), CodeSignatureMedia, Warning,
+			CodePiecesLength, finding.Error, nil},
+		{"signature without mediatype", v4(`<signature>sig</signature>` + u), CodeSignatureMedia, finding.Warning,
 			func(m *Metalink) bool { return m.Files[0].Signature == nil }},
-		{"publisher child form", v4(`<publisher><name>N</name><url>http://n/</url></publisher>` + u), CodePublisherV3, Warning,
+		{"publisher child form", v4(`<publisher><name>N</name><url>http://n/</url></publisher>` + u), CodePublisherV3, finding.Warning,
 			func(m *Metalink) bool { return *m.Files[0].Publisher == Publisher{"N", "http://n/"} }},
 		{"dynamic 1", `<metalink xmlns="` + Namespace + `"><origin dynamic="1">http://o/</origin><file name="f">` + u + `</file></metalink>`,
-			CodeOriginDynamic, Warning, func(m *Metalink) bool { return *m.Dynamic }},
+			CodeOriginDynamic, finding.Warning, func(m *Metalink) bool { return *m.Dynamic }},
 		{"date without zone", `<metalink xmlns="` + Namespace + `"><published>2009-05-15T12:23:23</published><file name="f">` + u + `</file></metalink>`,
-			CodeDateInvalid, Warning, func(m *Metalink) bool { return m.Published.IsZero() }},
+			CodeDateInvalid, finding.Warning, func(m *Metalink) bool { return m.Published.IsZero() }},
 		{"fractional date", `<metalink xmlns="` + Namespace + `"><updated>2010-05-01T12:15:02.25+01:00</updated><file name="f">` + u + `</file></metalink>`,
-			"", Warning, func(m *Metalink) bool { return m.Updated.Equal(time.Date(2010, 5, 1, 11, 15, 2, 250e6, time.UTC)) }},
+			"", finding.Warning, func(m *Metalink) bool { return m.Updated.Equal(time.Date(2010, 5, 1, 11, 15, 2, 250e6, time.UTC)) }},
 		{"signature on the root", `<metalink xmlns="` + Namespace + `"><Signature xmlns="http://www.w3.org/2000/09/xmldsig#"><SignedInfo/></Signature><file name="f">` + u + `</file></metalink>`,
-			"", Warning, func(m *Metalink) bool { return len(m.Extensions) == 1 }},
+			"", finding.Warning, func(m *Metalink) bool { return len(m.Extensions) == 1 }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			m, ps, _ := decodeString(t, tt.doc)
@@ -192,8 +194,8 @@ func TestDecodeRepairs(t *testing.T) {
 	}
 }
 
-func withoutCodes(ps Problems, codes ...string) Problems {
-	var out Problems
+func withoutCodes(ps []finding.Finding, codes ...string) []finding.Finding {
+	var out []finding.Finding
 	for _, p := range ps {
 		if !strings.Contains(strings.Join(codes, " "), p.Code) {
 			out = append(out, p)
@@ -274,7 +276,7 @@ func TestDecodeLimits(t *testing.T) {
 		{"depth", v4(strings.Repeat(`<a xmlns="urn:a">`, 20) + strings.Repeat(`</a>`, 20)), Limits{MaxDepth: 10}, CodeLimitDepth},
 	} {
 		m, _, err := DecodeLimits(strings.NewReader(tt.doc), tt.lim)
-		var p *Problem
+		var p *finding.Finding
 		if m != nil || !asProblem(err, &p) || p.Code != tt.code || !errors.Is(err, ErrLimit) {
 			t.Errorf("%s: err %v, want %s", tt.name, err, tt.code)
 		}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/resourcesync"
 )
@@ -24,8 +25,9 @@ type Builder struct {
 	// Mirrors are base URLs: each adds a <url> of the base URL followed by
 	// the file name, with the mirror's priority and location.
 	Mirrors []URL
-	// Progress, when set, is told of every n bytes of file read.
-	Progress func(name string, n int64)
+	// Events, when set, receives a finding.Progress for every read of a
+	// file, its Unit the file's name.
+	Events func(finding.Event)
 }
 
 // HashFile reads path once into a File named name: size, sha-256 and
@@ -47,7 +49,7 @@ func (b *Builder) HashFile(ctx context.Context, path, name string, extra io.Writ
 	if pl == 0 {
 		pl = DefaultPieceLength(st.Size())
 	}
-	var r io.Reader = &hashReader{ctx: ctx, r: fh, progress: b.Progress, name: name}
+	var r io.Reader = &hashReader{ctx: ctx, r: fh, events: b.Events, name: name}
 	if extra != nil {
 		r = io.TeeReader(r, extra)
 	}
@@ -80,10 +82,10 @@ func appendURL(urls []URL, u URL) []URL {
 
 // hashReader stops reading when ctx is canceled and counts progress.
 type hashReader struct {
-	ctx      context.Context
-	r        io.Reader
-	progress func(string, int64)
-	name     string
+	ctx    context.Context
+	r      io.Reader
+	events func(finding.Event)
+	name   string
 }
 
 func (c *hashReader) Read(p []byte) (int, error) {
@@ -91,8 +93,8 @@ func (c *hashReader) Read(p []byte) (int, error) {
 		return 0, err
 	}
 	n, err := c.r.Read(p)
-	if c.progress != nil && n > 0 {
-		c.progress(c.name, int64(n))
+	if c.events != nil && n > 0 {
+		c.events(finding.Progress{Bytes: int64(n), Unit: c.name})
 	}
 	return n, err
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rsdump/rsdump/finding"
 )
 
 // Encode writes m as a Metalink 4 document: UTF-8, two-space indentation,
@@ -24,7 +26,7 @@ func Encode(w io.Writer, m *Metalink) error {
 	if m == nil {
 		return errors.New("metalink: nil document")
 	}
-	if err := m.Validate().Err(); err != nil {
+	if err := finding.Err("metalink: ", m.Validate()); err != nil {
 		return fmt.Errorf("metalink: refusing to encode: %w", err)
 	}
 	x := &xmlWriter{w: bufio.NewWriter(w)}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rsdump/rsdump/finding"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/full.meta4")
@@ -167,7 +169,7 @@ func TestEncodeRefusesInvalid(t *testing.T) {
 	m.Files[0].Name = "../escape.zip"
 	var buf bytes.Buffer
 	err := Encode(&buf, m)
-	var p *Problem
+	var p *finding.Finding
 	if err == nil || !asProblem(err, &p) || p.Code != CodeNameTraversal {
 		t.Fatalf("Encode = %v, want a %s problem", err, CodeNameTraversal)
 	}

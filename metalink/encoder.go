@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/rsdump/rsdump/finding"
 )
 
 // Encoder writes a Metalink 4 document one file at a time, so that a
@@ -34,13 +36,13 @@ func NewEncoder(w io.Writer, head *Metalink) (*Encoder, error) {
 	}
 	v := &validator{}
 	v.root(head)
-	var ps Problems
+	var ps []finding.Finding
 	for _, p := range v.sink.done() {
 		if p.Code != CodeNoFiles {
 			ps = append(ps, p)
 		}
 	}
-	if err := ps.Err(); err != nil {
+	if err := finding.Err("metalink: ", ps); err != nil {
 		return nil, fmt.Errorf("metalink: refusing to encode: %w", err)
 	}
 	e := &Encoder{x: &xmlWriter{w: bufio.NewWriter(w)}, exts: head.Extensions, names: map[string]int{}}
@@ -79,9 +81,9 @@ func (e *Encoder) check(f *File) error {
 	v := &validator{fileIdx: e.n + 1, name: f.Name}
 	v.file(f)
 	if j, dup := e.names[f.Name]; dup {
-		v.add(Error, CodeNameDuplicate, elemRef{name: "file", attr: "name"}, "file[%d] has the same name (§4.1.2.1 MUST be unique)", j)
+		v.add(finding.Error, CodeNameDuplicate, elemRef{name: "file", attr: "name"}, "file[%d] has the same name (§4.1.2.1 MUST be unique)", j)
 	}
-	return v.sink.done().Err()
+	return finding.Err("metalink: ", v.sink.done())
 }
 
 // Count returns the number of files written.

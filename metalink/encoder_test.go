@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/rsdump/rsdump/finding"
 )
 
 // TestEncoderMatchesEncode: file by file, the Encoder writes the bytes
@@ -62,7 +64,7 @@ func TestEncoderRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	m, ps, err := Decode(&buf)
-	if err != nil || ps.HasErrors() || len(m.Files) != 1 || m.Files[0].Name != "a.zip" {
+	if err != nil || finding.HasErrors(ps) || len(m.Files) != 1 || m.Files[0].Name != "a.zip" {
 		t.Errorf("decoded %v %v %v:\n%s", m, ps, err, buf.String())
 	}
 }

@@ -5,18 +5,20 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/safepath"
 )
 
-// CheckName returns a *Problem if name is not a safe relative file path
-// under RFC 5854 §4.1.2.1, else nil. Callers that turn a file or metaurl
-// name into a local path must call it (Decode already does).
+// CheckName returns an error wrapping a *finding.Finding if name is not a
+// safe relative file path under RFC 5854 §4.1.2.1, else nil. Callers that
+// turn a file or metaurl name into a local path must call it (Decode
+// already does).
 func CheckName(name string) error {
 	sev, code, msg := nameProblem(name)
-	if code == "" || sev != Error {
+	if code == "" || sev != finding.Error {
 		return nil
 	}
-	return &Problem{Severity: Error, Code: code, Element: "file@name", Msg: msg}
+	return fmt.Errorf("metalink: %w", &finding.Finding{Severity: finding.Error, Code: code, Element: "file@name", Msg: msg})
 }
 
 func (v *validator) fileName(ref elemRef, name string) {
@@ -33,7 +35,7 @@ func (v *validator) fileName(ref elemRef, name string) {
 // leave the download directory). On top of them a Metalink name must be
 // XML text and must not start with a "~" segment, which a shell expands;
 // names that are only awkward get a warning.
-func nameProblem(name string) (Severity, string, string) {
+func nameProblem(name string) (finding.Severity, string, string) {
 	var e *safepath.Error
 	if errors.As(safepath.Check(name), &e) {
 		shown := name
@@ -42,18 +44,18 @@ func nameProblem(name string) (Severity, string, string) {
 		}
 		switch e.Kind {
 		case safepath.Missing:
-			return Error, CodeNameMissing, "file has no name (§4.1.2.1 REQUIRED)"
+			return finding.Error, CodeNameMissing, "file has no name (§4.1.2.1 REQUIRED)"
 		case safepath.Traversal:
-			return Error, CodeNameTraversal, fmt.Sprintf("name %q %s", shown, e.Reason)
+			return finding.Error, CodeNameTraversal, fmt.Sprintf("name %q %s", shown, e.Reason)
 		}
-		return Error, CodeNameInvalid, fmt.Sprintf("name %q %s", shown, e.Reason)
+		return finding.Error, CodeNameInvalid, fmt.Sprintf("name %q %s", shown, e.Reason)
 	}
 	if !isXMLText(name) {
-		return Error, CodeNameInvalid, fmt.Sprintf("name %q contains a character XML does not allow", name)
+		return finding.Error, CodeNameInvalid, fmt.Sprintf("name %q contains a character XML does not allow", name)
 	}
 	segs := strings.Split(name, "/")
 	if strings.HasPrefix(segs[0], "~") && (segs[0] == "~" || len(segs) > 1) {
-		return Error, CodeNameTraversal, fmt.Sprintf("name %q starts with a home-directory reference", name)
+		return finding.Error, CodeNameTraversal, fmt.Sprintf("name %q starts with a home-directory reference", name)
 	}
 	return questionableName(name, segs)
 }
@@ -61,7 +63,7 @@ func nameProblem(name string) (Severity, string, string) {
 // questionableName warns about names that are safe but will not survive
 // every file system or shell: hidden files, characters Windows forbids,
 // trailing dots or spaces and reserved device names.
-func questionableName(name string, segs []string) (Severity, string, string) {
+func questionableName(name string, segs []string) (finding.Severity, string, string) {
 	for _, s := range segs {
 		var why string
 		switch {
@@ -78,9 +80,9 @@ func questionableName(name string, segs []string) (Severity, string, string) {
 		default:
 			continue
 		}
-		return Warning, CodeNameQuestionable, fmt.Sprintf("name %q has %s", name, why)
+		return finding.Warning, CodeNameQuestionable, fmt.Sprintf("name %q has %s", name, why)
 	}
-	return Warning, "", ""
+	return finding.Warning, "", ""
 }
 
 func isReservedDevice(s string) bool {

@@ -3,26 +3,16 @@ package metalink
 import (
 	"errors"
 	"fmt"
-	"strings"
+
+	"github.com/rsdump/rsdump/finding"
 )
 
-// Severity says whether a Problem only deserves attention (Warning) or
-// makes the document unsafe or impossible to use (Error).
-type Severity int
-
-const (
-	Warning Severity = iota
-	Error
-)
-
-func (s Severity) String() string {
-	if s == Error {
-		return "error"
-	}
-	return "warning"
-}
-
-// Problem codes. A code names a rule and is stable; Msg explains the case.
+// The codes of metalink's findings (finding.Finding.Code). A code names a
+// rule and is stable; Msg explains the case. A finding's Path is the
+// file's name ("" for the document itself or a nameless file, which
+// Element then addresses by position: "file[2]/url[1]"); Element locates
+// the element or attribute XPath-style within the file, e.g.
+// "url[2]@priority"; Line is set for findings of the decoder.
 // The decoder reports some rules as warnings when it repaired the document
 // by ignoring the offending value (an invalid priority, a signature
 // without a media type); Validate reports the same rule as an error when
@@ -94,92 +84,11 @@ const (
 	CodeTooManyProblems   = "too-many-problems"
 )
 
-// Sentinel errors that fatal Problems unwrap to.
+// Sentinel errors that fatal findings unwrap to.
 var (
 	ErrNotMetalink = errors.New("not a metalink document")
 	ErrLimit       = errors.New("document exceeds a decoding limit")
 )
-
-// Problem is one finding about a document. File is the file's name ("" for
-// the document itself or a nameless file); Element locates the element or
-// attribute XPath-style within the file, e.g. "url[2]@priority"; Line is
-// set for problems found while decoding.
-type Problem struct {
-	Severity Severity
-	Code     string
-	File     string
-	Element  string
-	Line     int
-	Msg      string
-	Err      error // cause of a fatal decode error, if any
-}
-
-func (p *Problem) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "metalink: %s %s: ", p.Severity, p.Code)
-	if p.File != "" {
-		fmt.Fprintf(&b, "file %q: ", p.File)
-	}
-	if p.Element != "" {
-		b.WriteString(p.Element + ": ")
-	}
-	b.WriteString(p.Msg)
-	if p.Line > 0 {
-		fmt.Fprintf(&b, " (line %d)", p.Line)
-	}
-	return b.String()
-}
-
-func (p *Problem) Unwrap() error { return p.Err }
-
-// Problems is a list of findings in document order.
-type Problems []Problem
-
-// HasErrors reports whether any problem is an Error.
-func (ps Problems) HasErrors() bool {
-	for i := range ps {
-		if ps[i].Severity == Error {
-			return true
-		}
-	}
-	return false
-}
-
-// Has reports whether a problem with the code is present.
-func (ps Problems) Has(code string) bool {
-	for i := range ps {
-		if ps[i].Code == code {
-			return true
-		}
-	}
-	return false
-}
-
-// Err returns nil when no problem is an Error, else an error whose
-// message names the first one and which unwraps to every *Problem.
-func (ps Problems) Err() error {
-	var errs []error
-	for i := range ps {
-		if ps[i].Severity == Error {
-			errs = append(errs, &ps[i])
-		}
-	}
-	if len(errs) == 0 {
-		return nil
-	}
-	return problemsError(errs)
-}
-
-type problemsError []error
-
-func (e problemsError) Error() string {
-	if len(e) == 1 {
-		return e[0].Error()
-	}
-	return fmt.Sprintf("%s (and %d more errors)", e[0].Error(), len(e)-1)
-}
-
-func (e problemsError) Unwrap() []error { return e }
 
 // maxProblems caps each severity so that a hostile document cannot make
 // the problem list grow without bound.
@@ -188,14 +97,14 @@ const maxProblems = 1000
 // sink collects problems under the cap and remembers what it dropped, so
 // that an error is never lost without trace.
 type sink struct {
-	list             Problems
+	list             []finding.Finding
 	nWarn, nErr      int
 	dropWarn, dropEr int
 }
 
-func (s *sink) add(p Problem) {
+func (s *sink) add(p finding.Finding) {
 	n, drop := &s.nWarn, &s.dropWarn
-	if p.Severity == Error {
+	if p.Severity == finding.Error {
 		n, drop = &s.nErr, &s.dropEr
 	}
 	if *n >= maxProblems {
@@ -206,15 +115,15 @@ func (s *sink) add(p Problem) {
 	s.list = append(s.list, p)
 }
 
-func (s *sink) done() Problems {
+func (s *sink) done() []finding.Finding {
 	if s.dropWarn+s.dropEr == 0 {
 		return s.list
 	}
-	sev := Warning
+	sev := finding.Warning
 	if s.dropEr > 0 {
-		sev = Error
+		sev = finding.Error
 	}
-	return append(s.list, Problem{Severity: sev, Code: CodeTooManyProblems,
+	return append(s.list, finding.Finding{Severity: sev, Code: CodeTooManyProblems,
 		Msg: fmt.Sprintf("%d more errors and %d more warnings not listed", s.dropEr, s.dropWarn)})
 }
 
@@ -240,17 +149,17 @@ func (r elemRef) String() string {
 // locate fills File and Element for a reference inside file number fileIdx
 // (1-based; 0 is the document level). A nameless file is addressed by
 // position so that its problems can still be found.
-func locate(p *Problem, fileIdx int, fileName string, r elemRef) {
+func locate(p *finding.Finding, fileIdx int, fileName string, r elemRef) {
 	switch {
 	case fileIdx == 0:
 		p.Element = r.String()
 	case r.name == "file":
-		p.File = fileName
+		p.Path = fileName
 		p.Element = elemRef{"file", fileIdx, r.attr}.String()
 	case fileName == "":
 		p.Element = fmt.Sprintf("file[%d]/%s", fileIdx, r)
 	default:
-		p.File = fileName
+		p.Path = fileName
 		p.Element = r.String()
 	}
 }
@@ -264,18 +173,18 @@ var supersededBy = map[string]string{
 
 // mergeProblems appends Validate's findings to the decoder's, dropping any
 // that repeat or are superseded by a decoder finding at the same place.
-func mergeProblems(dec, val Problems) Problems {
+func mergeProblems(dec, val []finding.Finding) []finding.Finding {
 	if len(val) == 0 {
 		return dec
 	}
 	type key struct{ code, file, elem string }
 	seen := make(map[key]bool, len(dec))
 	for _, p := range dec {
-		seen[key{p.Code, p.File, p.Element}] = true
+		seen[key{p.Code, p.Path, p.Element}] = true
 	}
 	out := dec
 	for _, p := range val {
-		if seen[key{p.Code, p.File, p.Element}] || seen[key{supersededBy[p.Code], p.File, p.Element}] {
+		if seen[key{p.Code, p.Path, p.Element}] || seen[key{supersededBy[p.Code], p.Path, p.Element}] {
 			continue
 		}
 		out = append(out, p)

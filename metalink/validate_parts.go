@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/rsdump/rsdump/finding"
 )
 
 func (v *validator) urls(us []URL) {
@@ -12,7 +14,7 @@ func (v *validator) urls(us []URL) {
 		ref := elemRef{"url", i + 1, ""}
 		v.mirror(ref, u.URL, u.Priority)
 		if u.Location != "" && !isLocation(u.Location) {
-			v.add(Error, CodeLocationInvalid, elemRef{ref.name, ref.idx, "location"},
+			v.add(finding.Error, CodeLocationInvalid, elemRef{ref.name, ref.idx, "location"},
 				"location %q is not an ISO 3166-1 alpha-2 code (§4.2.16.2)", u.Location)
 		}
 	}
@@ -26,11 +28,11 @@ func (v *validator) metaURLs(us []MetaURL) {
 		v.text(mt, u.MediaType)
 		switch {
 		case u.MediaType == "":
-			v.add(Error, CodeMetaURLMediaType, mt, "a metaurl must have a mediatype (§4.2.8.2)")
+			v.add(finding.Error, CodeMetaURLMediaType, mt, "a metaurl must have a mediatype (§4.2.8.2)")
 		case u.MediaType == "application/x-bittorrent":
-			v.add(Warning, CodeMetaURLMediaType, mt, "BitTorrent metaurls must use mediatype \"torrent\" (§4.2.8.2)")
+			v.add(finding.Warning, CodeMetaURLMediaType, mt, "BitTorrent metaurls must use mediatype \"torrent\" (§4.2.8.2)")
 		case u.MediaType != "torrent" && !isMediaType(u.MediaType):
-			v.add(Warning, CodeMetaURLMediaType, mt, "mediatype %q is neither type/subtype nor \"torrent\"", u.MediaType)
+			v.add(finding.Warning, CodeMetaURLMediaType, mt, "mediatype %q is neither type/subtype nor \"torrent\"", u.MediaType)
 		}
 		if u.Name != "" {
 			v.fileName(elemRef{ref.name, ref.idx, "name"}, u.Name)
@@ -41,10 +43,10 @@ func (v *validator) metaURLs(us []MetaURL) {
 // mirror checks what url and metaurl share: the IRI and the priority.
 func (v *validator) mirror(ref elemRef, iri string, prio int) {
 	if prio < 0 || prio > DefaultPriority {
-		v.add(Error, CodePriorityInvalid, elemRef{ref.name, ref.idx, "priority"}, "priority %d is not in 1..999999 (0 means absent)", prio)
+		v.add(finding.Error, CodePriorityInvalid, elemRef{ref.name, ref.idx, "priority"}, "priority %d is not in 1..999999 (0 means absent)", prio)
 	}
 	if iri == "" {
-		v.add(Warning, CodeURLEmpty, ref, "empty IRI: this source is unusable")
+		v.add(finding.Warning, CodeURLEmpty, ref, "empty IRI: this source is unusable")
 		return
 	}
 	if !v.text(ref, iri) {
@@ -53,9 +55,9 @@ func (v *validator) mirror(ref elemRef, iri string, prio int) {
 	u, err := url.Parse(iri)
 	switch {
 	case err != nil || strings.ContainsAny(iri, " \t\r\n"):
-		v.add(Warning, CodeURLInvalid, ref, "%q is not a valid IRI: this source is unusable", shorten(iri))
+		v.add(finding.Warning, CodeURLInvalid, ref, "%q is not a valid IRI: this source is unusable", shorten(iri))
 	case !u.IsAbs():
-		v.add(Warning, CodeURLRelative, ref, "relative IRI %q must be resolved against the metalink's own URL", shorten(iri))
+		v.add(finding.Warning, CodeURLRelative, ref, "relative IRI %q must be resolved against the metalink's own URL", shorten(iri))
 	}
 }
 
@@ -66,7 +68,7 @@ func (v *validator) iri(ref elemRef, s string, absolute bool) {
 	}
 	u, err := url.Parse(s)
 	if err != nil || strings.ContainsAny(s, " \t\r\n") || absolute && !u.IsAbs() {
-		v.add(Warning, CodeIRIInvalid, ref, "%q is not a valid IRI", shorten(s))
+		v.add(finding.Warning, CodeIRIInvalid, ref, "%q is not a valid IRI", shorten(s))
 	}
 }
 
@@ -82,7 +84,7 @@ func (v *validator) metadata(f *File) {
 	}
 	for i, l := range f.Languages {
 		if v.text(elemRef{"language", i + 1, ""}, l) && !isLanguageTag(l) {
-			v.add(Warning, CodeLanguageInvalid, elemRef{"language", i + 1, ""}, "%q is not an RFC 5646 language tag", l)
+			v.add(finding.Warning, CodeLanguageInvalid, elemRef{"language", i + 1, ""}, "%q is not an RFC 5646 language tag", l)
 		}
 	}
 	for i, o := range f.OS {
@@ -90,7 +92,7 @@ func (v *validator) metadata(f *File) {
 	}
 	if p := f.Publisher; p != nil {
 		if p.Name == "" {
-			v.add(Error, CodePublisherName, elemRef{name: "publisher", attr: "name"}, "a publisher must have a name (§4.2.12.1)")
+			v.add(finding.Error, CodePublisherName, elemRef{name: "publisher", attr: "name"}, "a publisher must have a name (§4.2.12.1)")
 		}
 		v.text(elemRef{name: "publisher", attr: "name"}, p.Name)
 		if p.URL != "" {
@@ -101,9 +103,9 @@ func (v *validator) metadata(f *File) {
 		ref := elemRef{name: "signature", attr: "mediatype"}
 		v.text(ref, s.MediaType)
 		if s.MediaType == "" {
-			v.add(Error, CodeSignatureMedia, ref, "a signature must have a mediatype (§4.2.13.1)")
+			v.add(finding.Error, CodeSignatureMedia, ref, "a signature must have a mediatype (§4.2.13.1)")
 		} else if !isMediaType(s.MediaType) {
-			v.add(Warning, CodeSignatureMedia, ref, "mediatype %q is not type/subtype", s.MediaType)
+			v.add(finding.Warning, CodeSignatureMedia, ref, "mediatype %q is not type/subtype", s.MediaType)
 		}
 		v.text(elemRef{name: "signature"}, s.Value)
 	}
@@ -115,11 +117,11 @@ func (v *validator) extensions(ref elemRef, es []Extension) {
 	for i, e := range es {
 		r := elemRef{ref.name, i + 1, ""}
 		if e.Name.Space == Namespace {
-			v.add(Error, CodeExtensionInvalid, r, "<%s> is in the Metalink namespace, which is reserved (§5.2)", e.Name.Local)
+			v.add(finding.Error, CodeExtensionInvalid, r, "<%s> is in the Metalink namespace, which is reserved (§5.2)", e.Name.Local)
 			continue
 		}
 		if !validExtension(e, 0) {
-			v.add(Error, CodeExtensionInvalid, r, "<%s> has an invalid name, attribute or character", e.Name.Local)
+			v.add(finding.Error, CodeExtensionInvalid, r, "<%s> has an invalid name, attribute or character", e.Name.Local)
 		}
 	}
 }
@@ -149,7 +151,7 @@ func (v *validator) text(ref elemRef, s string) bool {
 	if isXMLText(s) {
 		return true
 	}
-	v.add(Error, CodeXMLChar, ref, "contains a character XML 1.0 cannot represent")
+	v.add(finding.Error, CodeXMLChar, ref, "contains a character XML 1.0 cannot represent")
 	return false
 }
 

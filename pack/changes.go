@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/resourcesync"
 )
@@ -148,7 +149,7 @@ func (r *run) readPrevious(ctx context.Context) error {
 		return nil
 	}
 	if len(urls) > 0 {
-		r.events(Notice{Msg: fmt.Sprintf("%s ends at a time other than the baseline's %s: a new Change Dump replaces it, and its packages are no longer listed",
+		r.events(finding.Note{Msg: fmt.Sprintf("%s ends at a time other than the baseline's %s: a new Change Dump replaces it, and its packages are no longer listed",
 			doc, resourcesync.FormatTime(r.chg.base.time))})
 	}
 	return nil

@@ -62,11 +62,11 @@ func applyTo(t *testing.T, doc, dst string) {
 		t.Fatal(err)
 	}
 	var problems []string
-	opts := unpack.Options{Mapper: m, Report: func(f finding.Finding) {
+	opts := unpack.Options{Mapper: m, Events: finding.OnFindings(func(f finding.Finding) {
 		if f.Severity >= finding.Warning {
 			problems = append(problems, f.String())
 		}
-	}}
+	})}
 	res, err := unpack.Unpack(context.Background(), doc, dst, opts)
 	if err != nil || res.Problems() != 0 || len(problems) > 0 {
 		t.Fatalf("unpack %s: %v %+v\n%s", doc, err, res, strings.Join(problems, "\n"))
@@ -206,11 +206,11 @@ func checkLists(t *testing.T, out, dst string, npkgs int) {
 	t.Helper()
 	m, _ := verify.NewMapper(verify.ByURI, chgBase)
 	var bad []string
-	sum, err := verify.Audit(context.Background(), dst, filepath.Join(out, ResourceListName), m, verify.Options{Report: func(f finding.Finding) {
+	sum, err := verify.Audit(context.Background(), dst, filepath.Join(out, ResourceListName), m, verify.Options{Events: finding.OnFindings(func(f finding.Finding) {
 		if f.Severity >= finding.Warning {
 			bad = append(bad, f.String())
 		}
-	}})
+	})})
 	if err != nil || sum.Problems() != 0 || len(bad) > 0 {
 		t.Errorf("verify --tree against resourcelist.xml: %v\n%s", err, strings.Join(bad, "\n"))
 	}
@@ -710,7 +710,7 @@ func TestChangesPrune(t *testing.T) {
 	o := chgOptions(2)
 	o.Prune = true
 	var removed []string
-	o.Events = func(e Event) {
+	o.Events = func(e finding.Event) {
 		if r, ok := e.(Removed); ok {
 			removed = append(removed, r.Name)
 		}

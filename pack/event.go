@@ -5,46 +5,17 @@ import (
 	"time"
 )
 
-// Event is something Pack reports while it works. Library code never
-// prints; the CLI renders these.
-type Event interface{ event() }
-
-// FileDone reports a bitstream written to a package (or reused).
-type FileDone struct {
-	Path  string // relative to the source directory
-	Bytes int64
-}
-
-// PackageDone reports a finished package.
+// PackageDone is the event (finding.Event) of a finished package.
 type PackageDone struct {
 	Package PackageInfo
 }
 
-// Warning reports something left out or odd, which did not stop the run.
-type Warning struct {
-	Path string
-	Msg  string
-}
-
-// Removed reports a file of an earlier run in the output directory that
-// the new dump no longer names, deleted once the new dump was in place.
+// Removed is the event (finding.Event) of a file of an earlier run in the
+// output directory that the new dump no longer names, deleted once the
+// new dump was in place.
 type Removed struct {
 	Name string
 }
-
-// Notice reports a choice Pack made that the user may want to know of,
-// such as which URLs the dump document gives the packages.
-type Notice struct {
-	Msg string
-}
-
-func (FileDone) event()    {}
-func (PackageDone) event() {}
-func (Warning) event()     {}
-func (Removed) event()     {}
-func (Notice) event()      {}
-
-func (w Warning) String() string { return fmt.Sprintf("%s: %s", w.Path, w.Msg) }
 
 // PackageInfo describes a written package.
 type PackageInfo struct {

@@ -22,11 +22,11 @@ import (
 func verifyClean(t *testing.T, out string) *verify.Summary {
 	t.Helper()
 	var problems []string
-	sum, err := verify.Verify(context.Background(), []string{out}, verify.Options{Report: func(f finding.Finding) {
+	sum, err := verify.Verify(context.Background(), []string{out}, verify.Options{Events: finding.OnFindings(func(f finding.Finding) {
 		if f.Severity != finding.OK {
 			problems = append(problems, f.String())
 		}
-	}})
+	})})
 	if err != nil || len(problems) > 0 {
 		t.Errorf("verify %s: %v\n%s", out, err, strings.Join(problems, "\n"))
 	}
@@ -84,8 +84,8 @@ func TestFollowSymlinksSharedTarget(t *testing.T) {
 	var warnings []string
 	o := testOptions()
 	o.FollowSymlinks = true
-	o.Events = func(e Event) {
-		if w, ok := e.(Warning); ok {
+	o.Events = func(e finding.Event) {
+		if w, ok := e.(finding.Finding); ok {
 			warnings = append(warnings, w.String())
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/metalink"
 	"github.com/rsdump/rsdump/resourcesync"
 )
@@ -29,8 +30,8 @@ func TestPackMetalink(t *testing.T) {
 		{BaseURL: "http://127.0.0.12/x/"},
 	}}
 	var notices []string
-	o.Events = func(e Event) {
-		if n, ok := e.(Notice); ok {
+	o.Events = func(e finding.Event) {
+		if n, ok := e.(finding.Note); ok {
 			notices = append(notices, n.Msg)
 		}
 	}
@@ -236,8 +237,8 @@ func TestPackMetalinkNoPlace(t *testing.T) {
 	o := testOptions()
 	o.Metalink = &MetalinkOptions{}
 	var notices []string
-	o.Events = func(e Event) {
-		if n, ok := e.(Notice); ok {
+	o.Events = func(e finding.Event) {
+		if n, ok := e.(finding.Note); ok {
 			notices = append(notices, n.Msg)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/resourcesync"
 )
@@ -104,9 +105,13 @@ type Options struct {
 	// MetalinkOptions.
 	Metalink *MetalinkOptions
 
-	// Events receives progress and warnings. It is called from several
-	// goroutines, one call at a time, and must not block for long.
-	Events func(Event)
+	// Events receives the run's events: finding.Progress for each
+	// bitstream written (its bytes, Unit its path), a finding.Finding
+	// (a warning) for each file left out or odd, finding.Note for a choice
+	// the user may want to know of, PackageDone and Removed. It is called
+	// from several goroutines, one call at a time, and must not block for
+	// long.
+	Events func(finding.Event)
 
 	dumpFromMirror bool // DumpURL was taken from the first mirror
 }
@@ -216,7 +221,7 @@ func (o *Options) setLimits() error {
 		o.Jobs = runtime.GOMAXPROCS(0)
 	}
 	if o.Events == nil {
-		o.Events = func(Event) {}
+		o.Events = func(finding.Event) {}
 	}
 	return nil
 }

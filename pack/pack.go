@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/semaphore"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
@@ -82,9 +83,9 @@ func Pack(ctx context.Context, src, outDir string, opts Options) (*Result, error
 	}
 	switch {
 	case o.dumpFromMirror:
-		r.events(Notice{Msg: fmt.Sprintf("the packages' <loc> is the first mirror, %s: no --dump-url was given, and the base URL only names bitstreams", o.DumpURL)})
+		r.events(finding.Note{Msg: fmt.Sprintf("the packages' <loc> is the first mirror, %s: no --dump-url was given, and the base URL only names bitstreams", o.DumpURL)})
 	case o.Metalink != nil && opts.DumpURL == "":
-		r.events(Notice{Msg: fmt.Sprintf("the packages' <loc> and .meta4 URLs are under the base URL, %s, the only place known: give --dump-url or --mirror where they will be served", o.DumpURL)})
+		r.events(finding.Note{Msg: fmt.Sprintf("the packages' <loc> and .meta4 URLs are under the base URL, %s, the only place known: give --dump-url or --mirror where they will be served", o.DumpURL)})
 	}
 	if err := r.pipeline(ctx); err != nil {
 		return nil, err
@@ -116,9 +117,9 @@ func optionsKey(o *Options, src string) string {
 		o.Hashes, o.Compress, o.Level, o.MaxPackageSize, o.MaxEntries, mirrors, pieceLength(o))
 }
 
-func serialize(f func(Event)) func(Event) {
+func serialize(f func(finding.Event)) func(finding.Event) {
 	var mu sync.Mutex
-	return func(e Event) {
+	return func(e finding.Event) {
 		mu.Lock()
 		defer mu.Unlock()
 		f(e)
@@ -134,7 +135,7 @@ type run struct {
 	at      time.Time
 	pinned  bool
 	journal *journal
-	events  func(Event)
+	events  func(finding.Event)
 	sem     *semaphore.Weighted
 	kind    *dumpKind
 	mode    mode       // what kind of run: the pipeline's points of difference
@@ -198,7 +199,7 @@ func (r *run) skip(path, msg string) {
 }
 
 func (r *run) warn(path, msg string) {
-	r.events(Warning{Path: path, Msg: msg})
+	r.events(finding.Finding{Severity: finding.Warning, Path: path, Msg: msg})
 }
 
 func send[T any](ctx context.Context, c chan<- T, v T) error {

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
@@ -162,8 +163,8 @@ func TestSymlinksAndSpecialFiles(t *testing.T) {
 	}
 	var warnings []string
 	o := testOptions()
-	o.Events = func(e Event) {
-		if w, ok := e.(Warning); ok {
+	o.Events = func(e finding.Event) {
+		if w, ok := e.(finding.Finding); ok {
 			warnings = append(warnings, w.String())
 		}
 	}
@@ -384,11 +385,11 @@ func TestRerunRemovesStaleFiles(t *testing.T) {
 	os.Remove(filepath.Join(src, "c"))
 	o.Metalink = nil
 	var removed, warnings []string
-	o.Events = func(e Event) {
+	o.Events = func(e finding.Event) {
 		switch e := e.(type) {
 		case Removed:
 			removed = append(removed, e.Name)
-		case Warning:
+		case finding.Finding:
 			warnings = append(warnings, e.Msg)
 		}
 	}
@@ -433,7 +434,7 @@ func TestPruneIndexParts(t *testing.T) {
 		for i := 1; i <= 3; i++ {
 			os.WriteFile(filepath.Join(dir, dumpPartName(i)), nil, 0o644)
 		}
-		r := &run{dir: dir, out: dirOutput(t, dir), pkgs: make([]PackageInfo, n), events: func(Event) {}, opts: &Options{Prune: true}, list: &listWriter{}}
+		r := &run{dir: dir, out: dirOutput(t, dir), pkgs: make([]PackageInfo, n), events: func(finding.Event) {}, opts: &Options{Prune: true}, list: &listWriter{}}
 		r.prune()
 		var left []string
 		entries, _ := os.ReadDir(dir)
@@ -459,8 +460,8 @@ func TestPruneRefusesEmptyDump(t *testing.T) {
 	_, out := mustPack(t, src, o)
 	o.Prune = true
 	var warned bool
-	o.Events = func(e Event) {
-		if w, ok := e.(Warning); ok && strings.Contains(w.Msg, "the new dump is empty") {
+	o.Events = func(e finding.Event) {
+		if w, ok := e.(finding.Finding); ok && strings.Contains(w.Msg, "the new dump is empty") {
 			warned = true
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/verify/verifytest"
@@ -174,7 +175,7 @@ func TestStateNotReadBack(t *testing.T) {
 		put(t, src, rel, "v0 of "+rel, old)
 	}
 	tampered := 0
-	tamper := func(e Event) {
+	tamper := func(e finding.Event) {
 		pd, ok := e.(PackageDone)
 		if !ok {
 			return
@@ -245,7 +246,7 @@ func TestStateAfterResume(t *testing.T) {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		o.Events = func(e Event) {
+		o.Events = func(e finding.Event) {
 			if _, ok := e.(PackageDone); ok {
 				cancel()
 			}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
@@ -134,7 +135,7 @@ func TestResume(t *testing.T) {
 
 	out := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
-	o.Events = func(e Event) {
+	o.Events = func(e finding.Event) {
 		if _, ok := e.(PackageDone); ok {
 			cancel()
 		}
@@ -178,7 +179,7 @@ func TestResumeDamagedPackage(t *testing.T) {
 	o.MaxPackageSize = 4000
 	out := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
-	o.Events = func(e Event) {
+	o.Events = func(e finding.Event) {
 		if _, ok := e.(PackageDone); ok {
 			cancel()
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
@@ -73,7 +74,7 @@ func (r *run) now() time.Time {
 func (r *run) append(ctx context.Context, w *pkgWriter, t task) error {
 	if t.it.change == resourcesync.ChangeDeleted {
 		w.addDeleted(t.it)
-		r.events(FileDone{Path: t.it.rel})
+		r.events(finding.Progress{Unit: t.it.rel})
 		return nil
 	}
 	if t.fut == nil {
@@ -83,7 +84,7 @@ func (r *run) append(ctx context.Context, w *pkgWriter, t task) error {
 			return err
 		}
 		if err == nil {
-			r.events(FileDone{Path: t.it.rel, Bytes: t.it.size})
+			r.events(finding.Progress{Bytes: t.it.size, Unit: t.it.rel})
 		}
 		return err
 	}
@@ -105,7 +106,7 @@ func (r *run) append(ctx context.Context, w *pkgWriter, t task) error {
 	if err := w.addPrepared(p); err != nil {
 		return err
 	}
-	r.events(FileDone{Path: t.it.rel, Bytes: t.it.size})
+	r.events(finding.Progress{Bytes: t.it.size, Unit: t.it.rel})
 	return nil
 }
 

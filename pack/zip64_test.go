@@ -38,11 +38,11 @@ func TestPackOver4GiB(t *testing.T) {
 	// big.bin fills the package alone; verify finds manifest.xml's local
 	// header, past 4 GiB, from the ZIP64 field of its central record.
 	var problems []finding.Finding
-	sum, err := verify.Verify(context.Background(), []string{path}, verify.Options{Report: func(f finding.Finding) {
+	sum, err := verify.Verify(context.Background(), []string{path}, verify.Options{Events: finding.OnFindings(func(f finding.Finding) {
 		if f.Severity != finding.OK {
 			problems = append(problems, f)
 		}
-	}})
+	})})
 	if err != nil || sum.OK != 1 || len(problems) > 0 {
 		t.Errorf("verify: %d verified, %v, %v", sum.OK, err, problems)
 	}

@@ -106,7 +106,7 @@ func (r *reading) fail(check, expected, actual, msg string) {
 }
 
 func (r *reading) note(sev finding.Severity, check, expected, actual, msg string) {
-	r.p.report(finding.Finding{Severity: sev, Check: check, URI: r.b.URL.Loc, Path: r.f.Name, Expected: expected, Actual: actual, Msg: msg})
+	r.p.report(finding.Finding{Severity: sev, Code: check, URI: r.b.URL.Loc, Path: r.f.Name, Expected: expected, Actual: actual, Msg: msg})
 	r.res.Severity = max(r.res.Severity, sev)
 }
 

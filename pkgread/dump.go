@@ -79,7 +79,7 @@ type dumpLoader struct {
 }
 
 func (l *dumpLoader) reject(src, msg string) error {
-	return reject(l.rep, finding.Finding{Severity: finding.Error, Check: finding.CheckDocument, Source: src, Msg: msg})
+	return reject(l.rep, finding.Finding{Severity: finding.Error, Code: finding.CheckDocument, Source: src, Msg: msg})
 }
 
 // document checks a document's header: the top one must be a dump; the
@@ -128,7 +128,7 @@ func (l *dumpLoader) partFailed(index *resourcesync.Document, n int, u resources
 	}
 	var oe *resourcesync.OpenError
 	if errors.As(err, &oe) {
-		l.rep.Report(finding.Finding{Severity: finding.Error, Check: finding.CheckMissing, Source: index.Loc, URI: u.Loc, Path: oe.Loc, Msg: "document listed by the index cannot be read: " + oe.Err.Error()})
+		l.rep.Report(finding.Finding{Severity: finding.Error, Code: finding.CheckMissing, Source: index.Loc, URI: u.Loc, Path: oe.Loc, Msg: "document listed by the index cannot be read: " + oe.Err.Error()})
 		return nil
 	}
 	part, _ := resourcesync.Resolve(l.ctx, index.Loc, u.Loc) // resolved once already: the Loader read it
@@ -147,7 +147,7 @@ func (l *dumpLoader) checkOrder(src string, n int, u resourcesync.URL) {
 		t = u.MD.Until
 	}
 	if !t.IsZero() && t.Before(l.prev) {
-		l.rep.Report(finding.Finding{Severity: finding.Warning, Check: finding.CheckOrder, Source: src, URI: u.Loc, Expected: "from at or after " + resourcesync.FormatTime(l.prev),
+		l.rep.Report(finding.Finding{Severity: finding.Warning, Code: finding.CheckOrder, Source: src, URI: u.Loc, Expected: "from at or after " + resourcesync.FormatTime(l.prev),
 			Actual: resourcesync.FormatTime(t), Msg: fmt.Sprintf("entry %d: packages are not in forward chronological order", n)})
 	}
 	if !u.MD.Until.IsZero() {
@@ -168,7 +168,7 @@ func (l *dumpLoader) packageRef(src string, n int, u resourcesync.URL) (PackageR
 		if set, err := digest.Parse(u.MD.Hash); err == nil {
 			r.Want = set
 		} else {
-			l.rep.Report(finding.Finding{Severity: finding.Error, Check: finding.CheckHash, Source: src, URI: u.Loc, Msg: "package hash attribute: " + err.Error()})
+			l.rep.Report(finding.Finding{Severity: finding.Error, Code: finding.CheckHash, Source: src, URI: u.Loc, Msg: "package hash attribute: " + err.Error()})
 		}
 	}
 	if ln, ok := u.Link("contents"); ok && ln.Href != "" {

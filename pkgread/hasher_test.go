@@ -55,7 +55,7 @@ func TestReadHashesEachBitstreamAlone(t *testing.T) {
 	entries = append(entries, verifytest.Entry{Name: "manifest.xml", Data: manifest, Method: zip.Deflate})
 	z := verifytest.Zip(t, entries)
 	var fs []finding.Finding
-	p, err := pkgread.OpenPackage(bytes.NewReader(z), int64(len(z)), "p.zip", "", pkgread.Limits{}, finding.NewReporter(func(f finding.Finding) { fs = append(fs, f) }))
+	p, err := pkgread.OpenPackage(bytes.NewReader(z), int64(len(z)), "p.zip", "", pkgread.Limits{}, finding.NewReporter(finding.OnFindings(func(f finding.Finding) { fs = append(fs, f) })))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -170,10 +170,10 @@ func (p *Package) checkDirectories() {
 	}
 	for _, f := range inFileOrder(dirs) {
 		if f.CompressedSize64 != 0 || f.UncompressedSize64 != 0 {
-			p.report(finding.Finding{Severity: finding.Error, Check: finding.CheckZip, Path: f.Name,
+			p.report(finding.Finding{Severity: finding.Error, Code: finding.CheckZip, Path: f.Name,
 				Msg: fmt.Sprintf("directory entry carries data (%d bytes, %d compressed), which a reader may extract as a file", f.UncompressedSize64, f.CompressedSize64)})
 		} else if err := checkLocal(p.ra, f); err != nil {
-			p.report(finding.Finding{Severity: finding.Error, Check: finding.CheckZip, Path: f.Name, Msg: err.Error()})
+			p.report(finding.Finding{Severity: finding.Error, Code: finding.CheckZip, Path: f.Name, Msg: err.Error()})
 		}
 	}
 }

@@ -62,7 +62,7 @@ func (p *Package) decodeManifest(wantCap string, dec *Decoded) error {
 }
 
 func (p *Package) rejectManifest(err error) error {
-	return reject(p.rep, finding.Finding{Severity: finding.Error, Check: finding.CheckManifest, Source: p.Source, Path: ManifestName, Msg: "manifest.xml: " + err.Error()})
+	return reject(p.rep, finding.Finding{Severity: finding.Error, Code: finding.CheckManifest, Source: p.Source, Path: ManifestName, Msg: "manifest.xml: " + err.Error()})
 }
 
 // checkHeader applies the manifest rules to the header. A missing at (or
@@ -72,10 +72,10 @@ func (p *Package) checkHeader(wantCap string) error {
 	md := p.Header.MD
 	switch {
 	case md.Capability != resourcesync.CapResourceDumpManifest && md.Capability != resourcesync.CapChangeDumpManifest:
-		return reject(p.rep, finding.Finding{Severity: finding.Error, Check: finding.CheckManifest, Source: p.Source, Path: ManifestName,
+		return reject(p.rep, finding.Finding{Severity: finding.Error, Code: finding.CheckManifest, Source: p.Source, Path: ManifestName,
 			Expected: "resourcedump-manifest or changedump-manifest", Actual: cmp.Or(md.Capability, "-"), Msg: "manifest.xml has the wrong capability"})
 	case wantCap != "" && md.Capability != wantCap:
-		return reject(p.rep, finding.Finding{Severity: finding.Error, Check: finding.CheckManifest, Source: p.Source, Path: ManifestName,
+		return reject(p.rep, finding.Finding{Severity: finding.Error, Code: finding.CheckManifest, Source: p.Source, Path: ManifestName,
 			Expected: wantCap, Actual: md.Capability, Msg: "manifest capability does not match the dump document"})
 	}
 	h := p.Header
@@ -98,26 +98,24 @@ func lenientTimes(p *Package, md resourcesync.MD) resourcesync.MD {
 		stand = time.Unix(0, 0).UTC()
 	}
 	if md.Capability == resourcesync.CapResourceDumpManifest && md.At.IsZero() {
-		p.report(finding.Finding{Severity: finding.Warning, Check: finding.CheckTime, Path: ManifestName, Msg: "manifest <rs:md> has no at, which Appendix A requires (resync writes none)"})
+		p.report(finding.Finding{Severity: finding.Warning, Code: finding.CheckTime, Path: ManifestName, Msg: "manifest <rs:md> has no at, which Appendix A requires (resync writes none)"})
 		md.At = stand
 	}
 	if md.Capability == resourcesync.CapChangeDumpManifest && md.From.IsZero() {
-		p.report(finding.Finding{Severity: finding.Warning, Check: finding.CheckTime, Path: ManifestName, Msg: "manifest <rs:md> has no from, which Appendix A requires"})
+		p.report(finding.Finding{Severity: finding.Warning, Code: finding.CheckTime, Path: ManifestName, Msg: "manifest <rs:md> has no from, which Appendix A requires"})
 		md.From = stand
 	}
 	return md
 }
 
-func problemFinding(pr resourcesync.Problem, check, path string) finding.Finding {
-	sev := finding.Warning
-	if pr.Severity == resourcesync.Error {
-		sev = finding.Error
+// problemFinding is a finding of resourcesync's rules in verify's terms:
+// a finding of check about path, whose message names the entry.
+func problemFinding(f finding.Finding, check, path string) finding.Finding {
+	if f.Entry > 0 {
+		f.Msg, f.Entry = fmt.Sprintf("entry %d: %s", f.Entry, f.Msg), 0
 	}
-	msg := pr.Msg
-	if pr.Entry > 0 {
-		msg = fmt.Sprintf("entry %d: %s", pr.Entry, pr.Msg)
-	}
-	return finding.Finding{Severity: sev, Check: check, URI: pr.Loc, Path: path, Msg: msg}
+	f.Code, f.Path = check, path
+	return f
 }
 
 // checkEntry validates entry n and adds it to the package's bitstreams.
@@ -148,7 +146,7 @@ func (p *Package) checkChronology(b *Bitstream, prev *time.Time) {
 		return
 	}
 	if when.Before(*prev) {
-		p.report(finding.Finding{Severity: finding.Error, Check: finding.CheckOrder, URI: b.URL.Loc, Path: entryName(b.Path),
+		p.report(finding.Finding{Severity: finding.Error, Code: finding.CheckOrder, URI: b.URL.Loc, Path: entryName(b.Path),
 			Expected: "at or after " + resourcesync.FormatTime(*prev), Actual: resourcesync.FormatTime(when),
 			Msg: fmt.Sprintf("entry %d: changes are not in forward chronological order", b.N)})
 	}
@@ -162,7 +160,7 @@ func (p *Package) parseHash(b *Bitstream) {
 	set, err := digest.Parse(b.URL.MD.Hash)
 	if err != nil {
 		b.Bad = "hash attribute: " + err.Error()
-		p.report(finding.Finding{Severity: finding.Error, Check: finding.CheckHash, URI: b.URL.Loc, Path: entryName(b.Path), Msg: b.Bad})
+		p.report(finding.Finding{Severity: finding.Error, Code: finding.CheckHash, URI: b.URL.Loc, Path: entryName(b.Path), Msg: b.Bad})
 		return
 	}
 	b.Want = set

@@ -108,7 +108,7 @@ type Decoded struct {
 func OpenPackageDecoded(ra io.ReaderAt, size int64, src, wantCap string, lim Limits, rep *finding.Reporter, dec *Decoded) (*Package, error) {
 	zr, err := zip.NewReader(ra, size)
 	if err != nil && !errors.Is(err, zip.ErrInsecurePath) {
-		return nil, reject(rep, finding.Finding{Severity: finding.Error, Check: finding.CheckZip, Source: src, Msg: "unreadable central directory: " + err.Error()})
+		return nil, reject(rep, finding.Finding{Severity: finding.Error, Code: finding.CheckZip, Source: src, Msg: "unreadable central directory: " + err.Error()})
 	}
 	p := &Package{Source: src, zr: zr, ra: ra, size: size, rep: rep, lim: lim, index: make(map[*zip.File]int, len(zr.File)), tiles: map[*zip.File]tile{}}
 	files := p.indexEntries()
@@ -135,9 +135,9 @@ func ReadManifest(r io.Reader, src, wantCap string, lim Limits, rep *finding.Rep
 	b, err := io.ReadAll(io.LimitReader(r, resourcesync.MaxBytes+1))
 	switch {
 	case err != nil:
-		return nil, reject(rep, finding.Finding{Severity: finding.Error, Check: finding.CheckManifest, Source: src, Path: ManifestName, Msg: "manifest: " + err.Error()})
+		return nil, reject(rep, finding.Finding{Severity: finding.Error, Code: finding.CheckManifest, Source: src, Path: ManifestName, Msg: "manifest: " + err.Error()})
 	case len(b) > resourcesync.MaxBytes:
-		return nil, reject(rep, finding.Finding{Severity: finding.Error, Check: finding.CheckManifest, Source: src, Path: ManifestName,
+		return nil, reject(rep, finding.Finding{Severity: finding.Error, Code: finding.CheckManifest, Source: src, Path: ManifestName,
 			Msg: fmt.Sprintf("manifest larger than %d bytes", resourcesync.MaxBytes)})
 	}
 	p := &Package{Source: src, Manifest: b, rep: rep, lim: lim}
@@ -169,10 +169,10 @@ func (p *Package) indexEntries() map[string][]*zip.File {
 	for i, f := range p.zr.File {
 		p.index[f] = i
 		if err := SafeName(f.Name); err != nil {
-			p.report(finding.Finding{Severity: finding.Error, Check: finding.CheckName, Path: f.Name, Msg: fmt.Sprintf("%v%s", err, hint(f.Name))})
+			p.report(finding.Finding{Severity: finding.Error, Code: finding.CheckName, Path: f.Name, Msg: fmt.Sprintf("%v%s", err, hint(f.Name))})
 		}
 		if len(files[f.Name]) == 1 {
-			p.report(finding.Finding{Severity: finding.Error, Check: finding.CheckDuplicate, Path: f.Name, Msg: "more than one entry has this name"})
+			p.report(finding.Finding{Severity: finding.Error, Code: finding.CheckDuplicate, Path: f.Name, Msg: "more than one entry has this name"})
 		}
 		files[f.Name] = append(files[f.Name], f)
 	}
@@ -196,9 +196,9 @@ func (p *Package) manifestEntry(files map[string][]*zip.File) (*zip.File, error)
 		if alt := findManifestElsewhere(files); alt != "" {
 			msg += " (found " + alt + ")"
 		}
-		return nil, reject(p.rep, finding.Finding{Severity: finding.Error, Check: finding.CheckManifest, Source: p.Source, Path: ManifestName, Msg: msg})
+		return nil, reject(p.rep, finding.Finding{Severity: finding.Error, Code: finding.CheckManifest, Source: p.Source, Path: ManifestName, Msg: msg})
 	}
-	return nil, reject(p.rep, finding.Finding{Severity: finding.Error, Check: finding.CheckManifest, Source: p.Source, Path: ManifestName, Msg: "more than one manifest.xml"})
+	return nil, reject(p.rep, finding.Finding{Severity: finding.Error, Code: finding.CheckManifest, Source: p.Source, Path: ManifestName, Msg: "more than one manifest.xml"})
 }
 
 func findManifestElsewhere(files map[string][]*zip.File) string {
@@ -218,7 +218,7 @@ func (p *Package) readManifest(f *zip.File) error {
 	b := &Bitstream{Path: "/" + ManifestName, Length: -1, File: f}
 	res := p.read(b, &buf, resourcesync.MaxBytes)
 	if res.Severity == finding.Error {
-		return reject(p.rep, finding.Finding{Severity: finding.Error, Check: finding.CheckManifest, Source: p.Source, Path: ManifestName, Msg: "manifest.xml cannot be read"})
+		return reject(p.rep, finding.Finding{Severity: finding.Error, Code: finding.CheckManifest, Source: p.Source, Path: ManifestName, Msg: "manifest.xml cannot be read"})
 	}
 	p.Manifest = buf.Bytes()
 	return nil
@@ -235,7 +235,7 @@ func (p *Package) resolve(files map[string][]*zip.File) {
 		name := entryName(b.Path)
 		if n, dup := used[name]; dup {
 			b.Bad = fmt.Sprintf("manifest entry %d has this path too", n)
-			p.report(finding.Finding{Severity: finding.Error, Check: finding.CheckPath, URI: b.URL.Loc, Path: name, Msg: b.Bad})
+			p.report(finding.Finding{Severity: finding.Error, Code: finding.CheckPath, URI: b.URL.Loc, Path: name, Msg: b.Bad})
 			continue
 		}
 		used[name] = b.N
@@ -245,7 +245,7 @@ func (p *Package) resolve(files map[string][]*zip.File) {
 		var check string
 		b.File, check, b.Bad = pick(files[name], name)
 		if b.Bad != "" {
-			p.report(finding.Finding{Severity: finding.Error, Check: check, URI: b.URL.Loc, Path: name, Msg: b.Bad})
+			p.report(finding.Finding{Severity: finding.Error, Code: check, URI: b.URL.Loc, Path: name, Msg: b.Bad})
 		}
 	}
 	p.reportOrphans(used)
@@ -281,7 +281,7 @@ func (p *Package) reportOrphans(used map[string]int) {
 			continue
 		}
 		if _, ok := used[f.Name]; !ok {
-			p.report(finding.Finding{Severity: finding.Error, Check: finding.CheckOrphan, Path: f.Name, Msg: "entry is not listed in the manifest"})
+			p.report(finding.Finding{Severity: finding.Error, Code: finding.CheckOrphan, Path: f.Name, Msg: "entry is not listed in the manifest"})
 		}
 	}
 }

@@ -4,25 +4,26 @@ import (
 	"io"
 	"os"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
-// A Meter counts one package's share of a Progress callback in package
-// bytes, so that the bytes reported add up to the totals Announce and
-// Opened give a Total callback: each bitstream's compressed size as it is
+// A Meter counts one package's share of a run's finding.Progress events in
+// package bytes, so that they add up to the finding.Planned events of
+// Announce and Opened: each bitstream's compressed size as it is
 // read, and the rest (headers, manifest, central directory, bitstreams
 // not read; a package missing or refused) when the package is done.
 // verify and unpack both count this way.
 type Meter struct {
-	progress func(int64)
-	want     int64 // bytes announced for the package; -1 until known
-	got      int64
+	events func(finding.Event)
+	want   int64 // bytes announced for the package; -1 until known
+	got    int64
 }
 
-// NewMeter returns the Meter of the package ref for progress (which may be
+// NewMeter returns the Meter of the package ref for events (which may be
 // nil).
-func NewMeter(progress func(int64), ref PackageRef) *Meter {
-	return &Meter{progress: progress, want: PlannedSize(ref)}
+func NewMeter(events func(finding.Event), ref PackageRef) *Meter {
+	return &Meter{events: events, want: PlannedSize(ref)}
 }
 
 // PlannedSize is what a package will count toward the total: the length
@@ -40,25 +41,24 @@ func PlannedSize(ref PackageRef) int64 {
 	return -1
 }
 
-// Announce gives total (which may be nil) the bytes of the packages known
-// up front.
-func Announce(refs []PackageRef, total func(int64)) {
+// Announce sends events (which may be nil) the finding.Planned bytes of the
+// packages known up front.
+func Announce(refs []PackageRef, events func(finding.Event)) {
 	var n int64
 	for _, r := range refs {
 		n += max(PlannedSize(r), 0)
 	}
-	if total != nil && n > 0 {
-		total(n)
+	if n > 0 {
+		finding.Send(events, finding.Planned{Bytes: n})
 	}
 }
 
-// Opened learns the size of a package that was not announced.
-func (m *Meter) Opened(size int64, total func(int64)) {
+// Opened learns the size of a package that was not announced, and sends
+// it to events as finding.Planned bytes.
+func (m *Meter) Opened(size int64, events func(finding.Event)) {
 	if m.want < 0 {
 		m.want = size
-		if total != nil {
-			total(size)
-		}
+		finding.Send(events, finding.Planned{Bytes: size})
 	}
 }
 
@@ -67,8 +67,8 @@ func (m *Meter) Add(n int64) {
 	if m.want >= 0 {
 		n = min(n, m.want-m.got)
 	}
-	if m.progress != nil && n > 0 {
-		m.progress(n)
+	if m.events != nil && n > 0 {
+		m.events(finding.Progress{Bytes: n})
 		m.got += n
 	}
 }

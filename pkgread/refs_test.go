@@ -50,7 +50,7 @@ func TestLoadDumpRefs(t *testing.T) {
 		{local, "http://127.0.0.1/rs/.."},
 	} {
 		var fs []finding.Finding
-		_, err := pkgread.LoadDump(ctx, nil, c.doc, finding.NewReporter(func(f finding.Finding) { fs = append(fs, f) }))
+		_, err := pkgread.LoadDump(ctx, nil, c.doc, finding.NewReporter(finding.OnFindings(func(f finding.Finding) { fs = append(fs, f) })))
 		if !errors.Is(err, pkgread.ErrRejected) || len(fs) == 0 {
 			t.Errorf("%s: %v, want it rejected", c.doc, err)
 			continue

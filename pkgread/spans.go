@@ -42,10 +42,10 @@ func (p *Package) CheckLayout() {
 	})
 	for i := range s {
 		if s[i].end > p.size {
-			p.report(finding.Finding{Severity: finding.Error, Check: finding.CheckSize, Path: s[i].name, Msg: "entry data runs past the end of the file (truncated package)"})
+			p.report(finding.Finding{Severity: finding.Error, Code: finding.CheckSize, Path: s[i].name, Msg: "entry data runs past the end of the file (truncated package)"})
 		}
 		if i > 0 && s[i].start < s[i-1].end {
-			p.report(finding.Finding{Severity: finding.Error, Check: finding.CheckOverlap, Path: s[i].name, Msg: fmt.Sprintf("entry data overlaps that of %s", s[i-1].name)})
+			p.report(finding.Finding{Severity: finding.Error, Code: finding.CheckOverlap, Path: s[i].name, Msg: fmt.Sprintf("entry data overlaps that of %s", s[i-1].name)})
 		}
 	}
 	p.spans = p.spans[:0]

@@ -37,18 +37,18 @@ type zipEnd struct {
 func (p *Package) checkTiling() {
 	end, err := p.readEnd()
 	if err != nil {
-		p.report(finding.Finding{Severity: finding.Error, Check: finding.CheckZip, Msg: err.Error()})
+		p.report(finding.Finding{Severity: finding.Error, Code: finding.CheckZip, Msg: err.Error()})
 		return
 	}
 	for _, e := range p.checkEndRecords(end) {
-		p.report(finding.Finding{Severity: finding.Error, Check: finding.CheckZip, Msg: e})
+		p.report(finding.Finding{Severity: finding.Error, Code: finding.CheckZip, Msg: e})
 	}
 	ranges, problems := p.entryRanges()
 	for _, f := range problems {
 		p.report(f)
 	}
 	for _, gap := range gaps(ranges, end.dirStart) {
-		p.report(finding.Finding{Severity: finding.Error, Check: finding.CheckZip, Msg: gap})
+		p.report(finding.Finding{Severity: finding.Error, Code: finding.CheckZip, Msg: gap})
 	}
 }
 
@@ -210,7 +210,7 @@ func (p *Package) entryRanges() ([]byteRange, []finding.Finding) {
 			t.r, t.err = p.entryRange(f)
 		}
 		if t.err != nil {
-			bad = append(bad, finding.Finding{Severity: finding.Error, Check: finding.CheckZip, Path: f.Name, Msg: t.err.Error()})
+			bad = append(bad, finding.Finding{Severity: finding.Error, Code: finding.CheckZip, Path: f.Name, Msg: t.err.Error()})
 		}
 		if t.r.end > t.r.start {
 			out = append(out, t.r)

@@ -187,8 +187,14 @@ func syncRun(t testing.TB, src, dir string, o replica.Options) (*replica.Result,
 	t.Helper()
 	var fs []finding.Finding
 	var notes []string
-	o.Report = func(f finding.Finding) { fs = append(fs, f) }
-	o.Note = func(m string) { notes = append(notes, m) }
+	o.Events = func(e finding.Event) {
+		switch e := e.(type) {
+		case finding.Finding:
+			fs = append(fs, e)
+		case finding.Note:
+			notes = append(notes, e.Msg)
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	res, err := replica.Sync(ctx, src, dir, o)

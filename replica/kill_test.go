@@ -32,11 +32,11 @@ func TestMain(m *testing.M) {
 
 // childSync syncs and prints a line for each file written, unbuffered.
 func childSync(src, dst string) {
-	opts := replica.Options{Jobs: 1, Report: func(f finding.Finding) {
-		if f.Check == unpack.CheckWritten {
+	opts := replica.Options{Jobs: 1, Events: finding.OnFindings(func(f finding.Finding) {
+		if f.Code == unpack.CheckWritten {
 			fmt.Println("written", f.Path)
 		}
-	}}
+	})}
 	if _, err := replica.Sync(context.Background(), src, dst, opts); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)

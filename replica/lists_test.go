@@ -104,7 +104,7 @@ func dripping(s *source, drip string, on *atomic.Bool) {
 func syncWithin(t *testing.T, src, dir string, o replica.Options, limit time.Duration) (*replica.Result, []finding.Finding, error) {
 	t.Helper()
 	var fs []finding.Finding
-	o.Report = func(f finding.Finding) { fs = append(fs, f) }
+	o.Events = finding.OnFindings(func(f finding.Finding) { fs = append(fs, f) })
 	ctx, cancel := context.WithTimeout(t.Context(), 3*limit)
 	defer cancel()
 	start := time.Now()

@@ -134,7 +134,7 @@ func TestRepairDryRunAndUnrepaired(t *testing.T) {
 
 func findingAt(fs []finding.Finding, sev finding.Severity, check, path string) (finding.Finding, bool) {
 	for _, f := range fs {
-		if f.Severity == sev && f.Check == check && f.Path == path {
+		if f.Severity == sev && f.Code == check && f.Path == path {
 			return f, true
 		}
 	}

@@ -55,12 +55,10 @@ type Options struct {
 	MaxResourceSize int64
 	pkgread.Limits
 
-	// Report receives every finding; Progress and Total count bytes as in
-	// unpack.Options; Note receives each step sync takes, in words.
-	Report   func(finding.Finding)
-	Progress func(n int64)
-	Total    func(n int64)
-	Note     func(msg string)
+	// Events receives the events of unpack.Options.Events (every finding,
+	// and the progress in bytes), and a finding.Note for each step sync
+	// takes, in words.
+	Events func(finding.Event)
 }
 
 // Step is one document sync applied.
@@ -139,9 +137,7 @@ type syncer struct {
 func (s *syncer) note(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	s.res.Notes = append(s.res.Notes, msg)
-	if s.opts.Note != nil {
-		s.opts.Note(msg)
-	}
+	finding.Send(s.opts.Events, finding.Note{Msg: msg})
 }
 
 // prepare discovers the Source and settles the base URL.
@@ -385,7 +381,7 @@ func (s *syncer) unpackOptions() (unpack.Options, error) {
 	return unpack.Options{Dir: s.tree, Mapper: m, DryRun: s.opts.DryRun, Adopt: s.opts.Adopt, Overwrite: s.opts.Overwrite, Rollback: s.opts.Rollback,
 		Limits: s.opts.Limits, Jobs: s.opts.Jobs, Client: s.opts.Client,
 		Transfer: s.opts.Transfer, ResumeDownloads: true, Fetches: s.opts.Fetches, MaxResourceSize: s.opts.MaxResourceSize,
-		Report: s.opts.Report, Progress: s.opts.Progress, Total: s.opts.Total}, nil
+		Events: s.opts.Events}, nil
 }
 
 func (s *syncer) add(r *unpack.Result) {
@@ -449,7 +445,7 @@ func (s *syncer) audit(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sum, err := verify.Audit(ctx, s.dir, against, m, verify.Options{Client: s.opts.Client, Report: s.opts.Report, Jobs: s.opts.Jobs, AllowExtras: true})
+	sum, err := verify.Audit(ctx, s.dir, against, m, verify.Options{Client: s.opts.Client, Events: s.opts.Events, Jobs: s.opts.Jobs, AllowExtras: true})
 	if err != nil {
 		return err
 	}

@@ -194,7 +194,7 @@ func TestDryRun(t *testing.T) {
 
 func hasFinding(fs []finding.Finding, sev finding.Severity, check string) bool {
 	for _, f := range fs {
-		if f.Severity == sev && f.Check == check {
+		if f.Severity == sev && f.Code == check {
 			return true
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rsdump/rsdump/finding"
 )
 
 func TestDecodePeerFiles(t *testing.T) {
@@ -30,7 +32,7 @@ func TestDecodePeerFiles(t *testing.T) {
 					t.Errorf("entry %d incomplete: %+v", i+1, u)
 				}
 				for _, p := range ValidateEntry(h, i+1, u) {
-					if p.Severity == Error {
+					if p.Severity == finding.Error {
 						t.Errorf("entry %d: %v", i+1, p)
 					}
 				}
@@ -63,7 +65,7 @@ func TestDecodeResyncManifest(t *testing.T) {
 	}
 	var warned, failed bool
 	for _, p := range append(ValidateHeader(h), ValidateEntry(h, 3, u)...) {
-		warned = warned || p.Severity == Warning && strings.Contains(p.Msg, "leading slash")
+		warned = warned || p.Severity == finding.Warning && strings.Contains(p.Msg, "leading slash")
 		failed = failed || strings.Contains(p.Msg, "no at")
 	}
 	if !warned || !failed {

@@ -6,28 +6,29 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/safepath"
 )
 
-// report collects the problems of the header or of one entry.
-type report struct {
+// checker collects the findings of the header or of one entry.
+type checker struct {
 	entry    int
 	loc      string
-	problems []Problem
+	findings []finding.Finding
 }
 
-func (r *report) errorf(format string, args ...any) { r.add(Error, format, args...) }
+func (r *checker) errorf(format string, args ...any) { r.add(finding.Error, format, args...) }
 
-func (r *report) warnf(format string, args ...any) { r.add(Warning, format, args...) }
+func (r *checker) warnf(format string, args ...any) { r.add(finding.Warning, format, args...) }
 
-func (r *report) add(s Severity, format string, args ...any) {
-	r.problems = append(r.problems, Problem{Severity: s, Entry: r.entry, Loc: r.loc, Msg: fmt.Sprintf(format, args...)})
+func (r *checker) add(s finding.Severity, format string, args ...any) {
+	r.findings = append(r.findings, finding.Finding{Severity: s, Entry: r.entry, URI: r.loc, Msg: fmt.Sprintf(format, args...)})
 }
 
 // checkLoc requires an absolute URI. A loc with characters a URI cannot
 // hold unescaped (resync writes spaces and non-ASCII as they are) is only
 // a warning: the intended URI is clear, but other tools may differ on it.
-func (r *report) checkLoc(loc string) {
+func (r *checker) checkLoc(loc string) {
 	if loc == "" {
 		r.errorf("no <loc>")
 		return
@@ -53,7 +54,7 @@ var changeFreqs = map[string]bool{
 	"monthly": true, "yearly": true, "never": true,
 }
 
-func (r *report) checkChangeFreq(k Kind, cf string) {
+func (r *checker) checkChangeFreq(k Kind, cf string) {
 	switch {
 	case cf == "":
 	case k == SitemapIndex:
@@ -63,13 +64,13 @@ func (r *report) checkChangeFreq(k Kind, cf string) {
 	}
 }
 
-func (r *report) checkLinks(links []Link) {
+func (r *checker) checkLinks(links []Link) {
 	for i := range links {
 		r.checkLink(&links[i])
 	}
 }
 
-func (r *report) checkLink(l *Link) {
+func (r *checker) checkLink(l *Link) {
 	if l.Rel == "" {
 		r.errorf("<rs:ln> has no rel")
 	}
@@ -83,7 +84,7 @@ func (r *report) checkLink(l *Link) {
 	r.checkRepresentation("rs:ln", l.Length, l.Hash)
 }
 
-func (r *report) checkRepresentation(elem string, length *int64, hash string) {
+func (r *checker) checkRepresentation(elem string, length *int64, hash string) {
 	if length != nil && *length < 0 {
 		r.errorf("<%s> length %d is negative", elem, *length)
 	}
@@ -94,7 +95,7 @@ func (r *report) checkRepresentation(elem string, length *int64, hash string) {
 
 // checkHash checks the syntax of §7: whitespace-separated alg:hex tokens.
 // Hex must be lowercase, as DESIGN.md requires for what rsdump compares.
-func (r *report) checkHash(elem, hash string) {
+func (r *checker) checkHash(elem, hash string) {
 	tokens := strings.Fields(hash)
 	if len(tokens) == 0 {
 		r.errorf("<%s> hash %q has no alg:hex token", elem, hash)
@@ -125,7 +126,7 @@ func isLowerHex(s string) bool {
 // segment or a backslash (a separator on Windows) could leave it. A path
 // without the leading slash the spec shows is only a warning, since
 // resync writes paths that way and their meaning is the same.
-func (r *report) checkPathSyntax(elem, p string) {
+func (r *checker) checkPathSyntax(elem, p string) {
 	if p == "" {
 		return
 	}

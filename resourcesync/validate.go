@@ -1,45 +1,10 @@
 package resourcesync
 
 import (
-	"fmt"
 	"time"
+
+	"github.com/rsdump/rsdump/finding"
 )
-
-// Severity ranks a Problem. An Error breaks a rule of the specification
-// or the schema; a Warning marks something other tools may read
-// differently, or a recommendation not followed.
-type Severity int
-
-const (
-	Warning Severity = iota
-	Error
-)
-
-func (s Severity) String() string {
-	if s == Error {
-		return "error"
-	}
-	return "warning"
-}
-
-// Problem is one broken rule in a document.
-type Problem struct {
-	Severity Severity
-	Entry    int    // 0 for the document header, else the 1-based entry number
-	Loc      string // the entry's <loc>, if any
-	Msg      string
-}
-
-func (p Problem) Error() string {
-	where := "document header"
-	if p.Entry > 0 {
-		where = fmt.Sprintf("entry %d", p.Entry)
-	}
-	if p.Loc != "" {
-		where += " (" + p.Loc + ")"
-	}
-	return fmt.Sprintf("%s: %s: %s", p.Severity, where, p.Msg)
-}
 
 // family groups capabilities by the time attributes their documents use
 // (Appendix A).
@@ -70,9 +35,12 @@ var capabilities = map[string]capInfo{
 }
 
 // ValidateHeader checks the root <rs:md> and <rs:ln> elements of a
-// document.
-func ValidateHeader(h Header) []Problem {
-	r := &report{}
+// document, and returns a finding for each rule broken: a finding.Error
+// breaks a rule of the specification or the schema, a finding.Warning
+// marks something other tools may read differently or a recommendation
+// not followed. Its findings have no Code and no Entry.
+func ValidateHeader(h Header) []finding.Finding {
+	r := &checker{}
 	c, known := capabilities[h.MD.Capability]
 	switch {
 	case h.MD.Capability == "":
@@ -84,14 +52,16 @@ func ValidateHeader(h Header) []Problem {
 	}
 	r.checkHeaderTimes(c, h.MD)
 	r.checkLinks(h.Links)
-	return r.problems
+	return r.findings
 }
 
 // ValidateEntry checks entry number n (1-based) of the document whose
 // header is h. It does not repeat the checks of ValidateHeader; with an
-// unknown capability only the rules common to all documents apply.
-func ValidateEntry(h Header, n int, u URL) []Problem {
-	r := &report{entry: n, loc: u.Loc}
+// unknown capability only the rules common to all documents apply. Its
+// findings are those of ValidateHeader, with Entry n and URI the entry's
+// <loc>.
+func ValidateEntry(h Header, n int, u URL) []finding.Finding {
+	r := &checker{entry: n, loc: u.Loc}
 	c := capabilities[h.MD.Capability]
 	r.checkLoc(u.Loc)
 	r.checkChangeFreq(h.Kind, u.ChangeFreq)
@@ -104,7 +74,7 @@ func ValidateEntry(h Header, n int, u URL) []Problem {
 	}
 	r.checkEntryMD(h, c, md)
 	r.checkLinks(u.Links)
-	return r.problems
+	return r.findings
 }
 
 // listsChanges reports whether the entries of a document are changes to
@@ -117,7 +87,7 @@ func listsChanges(h Header) bool {
 }
 
 // checkHeaderTimes applies Appendix A to the root <rs:md>.
-func (r *report) checkHeaderTimes(c capInfo, m MD) {
+func (r *checker) checkHeaderTimes(c capInfo, m MD) {
 	switch c.family {
 	case snapshotFamily:
 		if m.At.IsZero() {
@@ -133,7 +103,7 @@ func (r *report) checkHeaderTimes(c capInfo, m MD) {
 
 // checkTimeFamily rejects the time attributes of the other family, and
 // intervals that end before they start.
-func (r *report) checkTimeFamily(f family, m *MD) {
+func (r *checker) checkTimeFamily(f family, m *MD) {
 	if f == snapshotFamily && (!m.From.IsZero() || !m.Until.IsZero()) {
 		r.errorf("<rs:md> has from or until, which a %s does not use", m.Capability)
 	}
@@ -144,13 +114,13 @@ func (r *report) checkTimeFamily(f family, m *MD) {
 	r.checkOrder("until", m.Until, "from", m.From)
 }
 
-func (r *report) checkOrder(endName string, end time.Time, startName string, start time.Time) {
+func (r *checker) checkOrder(endName string, end time.Time, startName string, start time.Time) {
 	if !end.IsZero() && !start.IsZero() && end.Before(start) {
 		r.errorf("<rs:md> %s %s is before %s %s", endName, FormatTime(end), startName, FormatTime(start))
 	}
 }
 
-func (r *report) checkEntryMD(h Header, c capInfo, m *MD) {
+func (r *checker) checkEntryMD(h Header, c capInfo, m *MD) {
 	r.checkEntryCapability(c, h.MD.Capability, m.Capability)
 	r.checkChange(h, m.Change)
 	r.checkPath(c, m)
@@ -161,7 +131,7 @@ func (r *report) checkEntryMD(h Header, c capInfo, m *MD) {
 	r.checkRepresentation("rs:md", m.Length, m.Hash)
 }
 
-func (r *report) checkEntryCapability(c capInfo, docCap, entryCap string) {
+func (r *checker) checkEntryCapability(c capInfo, docCap, entryCap string) {
 	if _, known := capabilities[entryCap]; entryCap != "" && !known {
 		r.errorf("<rs:md> capability %q is not one of the values of §7", entryCap)
 	}
@@ -170,7 +140,7 @@ func (r *report) checkEntryCapability(c capInfo, docCap, entryCap string) {
 	}
 }
 
-func (r *report) checkChange(h Header, change string) {
+func (r *checker) checkChange(h Header, change string) {
 	switch {
 	case change == "" && listsChanges(h):
 		r.errorf("<rs:md> has no change, which a %s requires", h.MD.Capability)
@@ -184,7 +154,7 @@ func (r *report) checkChange(h Header, change string) {
 
 // checkPath applies §13.2: a manifest entry names its bitstream in the
 // package, unless the resource was deleted.
-func (r *report) checkPath(c capInfo, m *MD) {
+func (r *checker) checkPath(c capInfo, m *MD) {
 	switch {
 	case !c.manifest && m.Path != "":
 		r.warnf("<rs:md> path is used only in dump manifests")

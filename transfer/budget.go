@@ -17,7 +17,7 @@ type budget struct {
 	changed wakeup
 }
 
-// hostStat counts one host:port's connections and bytes for Progress.
+// hostStat counts one host:port's connections and bytes for Getter.Mirrors.
 type hostStat struct {
 	active   int
 	received atomic.Int64

@@ -273,7 +273,6 @@ func (d *download) failWrite(err error) error {
 
 func (d *download) received(m *mirror, n int) {
 	d.fetched.Add(int64(n))
-	d.g.fetched.Add(int64(n))
 	m.stat.received.Add(int64(n))
 }
 

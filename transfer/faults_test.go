@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/finding"
 	mt "github.com/rsdump/rsdump/transfer/mirrortest"
 )
 
@@ -333,8 +334,8 @@ func TestNoRangeNotDropped(t *testing.T) {
 	good, _ := serve(t, data, mt.RateLimit(8<<20))
 	o := fastOptions()
 	var mu sync.Mutex
-	var events []Event
-	o.Events = func(e Event) { mu.Lock(); events = append(events, e); mu.Unlock() }
+	var events []finding.Event
+	o.Events = func(e finding.Event) { mu.Lock(); events = append(events, e); mu.Unlock() }
 	dir := t.TempDir()
 	res, err := get(t, o, dir, fileFor("f.bin", data, plen, nr.URL, good.URL))
 	if err != nil {

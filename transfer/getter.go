@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/internal/safepath"
 )
@@ -21,24 +22,20 @@ import (
 // Getter downloads files within one connection budget. Its methods are
 // safe for concurrent use.
 type Getter struct {
-	opts    Options
-	client  *http.Client
-	budget  *budget
-	fetched atomic.Int64
-	parked  atomic.Int64 // bytes of pieces waiting for their whole-file hash
+	opts   Options
+	client *http.Client
+	budget *budget
+	parked atomic.Int64 // bytes of pieces waiting for their whole-file hash
 
-	mu     sync.Mutex
-	active map[*download]bool
-	total  int64           // bytes of every file handed to Get
-	done   int64           // bytes of finished and skipped files
-	dumps  map[string]bool // URLs Resolve read as dump documents
+	mu    sync.Mutex
+	dumps map[string]bool // URLs Resolve read as dump documents
 }
 
 // New returns a Getter with o's settings.
 func New(o Options) *Getter {
 	o = o.withDefaults()
 	g := &Getter{opts: o, client: o.Client, budget: newBudget(o.Connections, o.PerMirror),
-		active: map[*download]bool{}, dumps: map[string]bool{}}
+		dumps: map[string]bool{}}
 	if g.client == nil {
 		g.client = newClient(o)
 	}
@@ -87,13 +84,15 @@ func (g *Getter) Get(ctx context.Context, dir string, files []File) ([]*Result, 
 	}
 	defer root.Close()
 	results := make([]*Result, len(files))
-	g.mu.Lock()
+	var total int64
 	for _, f := range files {
 		// All of them before any starts: Files at a time start later,
 		// and a total that grew as each did made the share done fall.
-		g.total += max(f.Size, 0)
+		total += max(f.Size, 0)
 	}
-	g.mu.Unlock()
+	if total > 0 {
+		g.opts.Events(finding.Planned{Bytes: total})
+	}
 	var eg errgroup.Group
 	eg.SetLimit(g.opts.Files)
 	for i, f := range files {
@@ -165,13 +164,12 @@ func (g *Getter) getOne(ctx context.Context, root *os.Root, dir string, f File) 
 		return r
 	}
 	d.root = root
-	g.track(d, true)
 	err = d.run(ctx)
 	if startOver(ctx, d, err) {
 		d = g.again(d)
 		err = d.run(ctx)
 	}
-	g.track(d, false)
+	d.finished()
 	r := d.result(err)
 	if err == nil && g.opts.Completed != nil {
 		r.Err = g.opts.Completed(ctx, r)
@@ -188,28 +186,25 @@ func startOver(ctx context.Context, d *download, err error) bool {
 	return errors.Is(err, ErrFileHash) && d.f.Pieces.Hashes == nil && d.res.Resumed > 0 && ctx.Err() == nil
 }
 
-// again replaces d, in the progress counters too, with a fresh download
-// of the same file that counts the bytes d fetched.
+// again replaces d with a fresh download of the same file that counts
+// the bytes d fetched. The bytes d verified are to be verified again: they
+// are more work ahead (finding.Planned).
 func (g *Getter) again(d *download) *download {
 	n, _ := g.newDownload(d.dir, d.f) // d.f passed newDownload once
 	n.root = d.root
 	n.fetched.Add(d.fetched.Load())
-	g.mu.Lock()
-	delete(g.active, d)
-	g.active[n] = true
-	g.mu.Unlock()
+	if v := d.verified.Load(); v > 0 {
+		g.opts.Events(finding.Planned{Bytes: v})
+	}
 	return n
 }
 
-func (g *Getter) track(d *download, on bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if on {
-		g.active[d] = true
-		return
+// finished counts as done (finding.Progress) what is left of the file's
+// size once its download ended, complete, skipped or failed.
+func (d *download) finished() {
+	if rest := d.f.Size - d.verified.Load(); rest > 0 {
+		d.g.opts.Events(finding.Progress{Bytes: rest, Unit: d.f.Name})
 	}
-	delete(g.active, d)
-	g.done += d.f.Size
 }
 
 func (d *download) result(err error) *Result {
@@ -230,24 +225,6 @@ func (d *download) mirrorResults() []MirrorResult {
 	return out
 }
 
-// Progress is a snapshot of a Getter's work.
-type Progress struct {
-	Total    int64 // bytes of every file handed to Get
-	Done     int64 // bytes verified, resumed or skipped
-	Received int64 // bytes received over the network
-	Files    int   // files in progress
-	Mirrors  []MirrorProgress
-}
-
-// Progress returns counters that a caller polls to draw progress.
-func (g *Getter) Progress() Progress {
-	g.mu.Lock()
-	p := Progress{Total: g.total, Done: g.done, Files: len(g.active)}
-	for d := range g.active {
-		p.Done += d.verified.Load()
-	}
-	g.mu.Unlock()
-	p.Received = g.fetched.Load()
-	p.Mirrors = g.budget.snapshot()
-	return p
-}
+// Mirrors returns the state of each mirror host now, for a caller that
+// shows it.
+func (g *Getter) Mirrors() []MirrorProgress { return g.budget.snapshot() }

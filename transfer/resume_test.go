@@ -8,9 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/finding"
 	mt "github.com/rsdump/rsdump/transfer/mirrortest"
 )
 
@@ -23,13 +25,7 @@ func TestCancelThenResume(t *testing.T) {
 		f := fileFor("f.bin", data, plen, s.URL)
 		dir := t.TempDir()
 		ctx, cancel := context.WithCancel(context.Background())
-		g := New(fastOptions())
-		go func() {
-			for g.Progress().Done < int64(len(data))/2 {
-				time.Sleep(5 * time.Millisecond)
-			}
-			cancel()
-		}()
+		g := New(cancelAtHalf(fastOptions(), int64(len(data)), cancel))
 		_, err := g.Get(ctx, dir, []File{f})
 		if err == nil {
 			t.Fatal("no error after cancel")
@@ -280,13 +276,7 @@ func TestScratchLostBytesAreNotTrusted(t *testing.T) {
 		o := fastOptions()
 		o.Scratch = true
 		ctx, cancel := context.WithCancel(context.Background())
-		g := New(o)
-		go func() {
-			for g.Progress().Done < int64(len(data))/2 {
-				time.Sleep(2 * time.Millisecond)
-			}
-			cancel()
-		}()
+		g := New(cancelAtHalf(o, int64(len(data)), cancel))
 		if _, err := g.Get(ctx, dir, []File{f}); err == nil {
 			t.Fatalf("piece length %d: no error after cancel", pl)
 		}
@@ -316,4 +306,16 @@ func zero(t *testing.T, name string, n int) {
 	if err := os.WriteFile(name, make([]byte, n), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// cancelAtHalf returns o with Events that cancel once half of size bytes
+// are done.
+func cancelAtHalf(o Options, size int64, cancel context.CancelFunc) Options {
+	var done atomic.Int64
+	o.Events = func(e finding.Event) {
+		if p, ok := e.(finding.Progress); ok && done.Add(p.Bytes) >= size/2 {
+			cancel()
+		}
+	}
+	return o
 }

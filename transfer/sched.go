@@ -394,7 +394,7 @@ func (d *download) complete(a *attempt, p *piece) {
 	p.from = a.m.idx + 1
 	d.remaining--
 	d.dirty = true
-	d.verified.Add(end - off)
+	d.verifiedBytes(end - off)
 	m := a.m
 	m.fails, m.notUntil = 0, time.Time{}
 	m.bytes += end - off

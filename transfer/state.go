@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/atomic"
 	"github.com/rsdump/rsdump/internal/digest"
 )
@@ -268,7 +269,13 @@ func (d *download) markDone(i int) {
 	d.pieces[i].done = true
 	d.remaining--
 	d.res.Resumed += end - off
-	d.verified.Add(end - off)
+	d.verifiedBytes(end - off)
+}
+
+// verifiedBytes counts n bytes of the file verified, toward the progress too.
+func (d *download) verifiedBytes(n int64) {
+	d.verified.Add(n)
+	d.g.opts.Events(finding.Progress{Bytes: n, Unit: d.f.Name})
 }
 
 // loadState reads the state, at most the size one for this file takes.

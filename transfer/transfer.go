@@ -20,14 +20,17 @@
 // from another mirror and the mirror whose copies spoil the hash is found
 // and dropped (repair.go), or the error names the mirrors that disagreed.
 //
-// The package never prints: progress is polled with Getter.Progress and
-// announced through Options.Events.
+// The package never prints: it tells its progress and news through
+// Options.Events; Getter.Mirrors is the state of each mirror host, for a
+// caller that shows it.
 package transfer
 
 import (
 	"context"
 	"net/http"
 	"time"
+
+	"github.com/rsdump/rsdump/finding"
 )
 
 // Mirror is one URL a file can be fetched from.
@@ -90,9 +93,15 @@ type Options struct {
 	// (rsdump get) must leave it false.
 	Scratch bool
 
-	// Events receives file-level events; it is called from download
-	// goroutines and must not block for long.
-	Events func(Event)
+	// Events receives the progress in bytes (finding.Planned: every file's
+	// size, when Get starts, and the bytes of a file fetched again from
+	// its start; finding.Progress: bytes verified, resumed or skipped, and
+	// what is left of a file's size when it ends, failed or not) and the
+	// news of each file: *FileStart, *Result (a file finished, failed or
+	// was skipped), *MirrorDropped, *MirrorNoRange. It is called from
+	// download goroutines, must be safe for concurrent use and must not
+	// block for long.
+	Events func(finding.Event)
 	// Completed is called with each file as soon as it is published under
 	// its final name (to unpack it, say); its error fails that file.
 	Completed func(ctx context.Context, r *Result) error
@@ -136,14 +145,10 @@ func (o Options) withDefaults() Options {
 		o.MinSpeedWindow = defaultSpeedWindow
 	}
 	if o.Events == nil {
-		o.Events = func(Event) {}
+		o.Events = func(finding.Event) {}
 	}
 	return o
 }
-
-// Event is a file-level happening: *FileStart, *Result (a file finished,
-// failed or was skipped), *MirrorDropped, *MirrorNoRange.
-type Event interface{ event() }
 
 // FileStart announces a download; Resumed bytes were already verified.
 type FileStart struct {
@@ -164,12 +169,6 @@ type MirrorDropped struct {
 type MirrorNoRange struct {
 	File, URL, Reason string
 }
-
-func (*MirrorNoRange) event() {}
-
-func (*FileStart) event()     {}
-func (*Result) event()        {}
-func (*MirrorDropped) event() {}
 
 // Result describes one file's download.
 type Result struct {

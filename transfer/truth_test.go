@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/finding"
 	mt "github.com/rsdump/rsdump/transfer/mirrortest"
 )
 
@@ -121,10 +122,10 @@ func TestSaveDocumentsHostGone(t *testing.T) {
 	}
 }
 
-// TestProgressTotalAtStart: the total Progress gives is every file's
-// bytes from the moment Get starts, and the share done never falls back,
-// however few files are fetched at a time. (It used to grow as each file
-// started, so the share done fell each time one did.)
+// TestProgressTotalAtStart: the bytes Get plans (finding.Planned) are
+// every file's, all of them before any progress, and the progress adds up
+// to them, however few files are fetched at a time. (The total used to
+// grow as each file started, so the share done fell each time one did.)
 func TestProgressTotalAtStart(t *testing.T) {
 	var files []File
 	var want int64
@@ -136,47 +137,42 @@ func TestProgressTotalAtStart(t *testing.T) {
 	}
 	o := fastOptions()
 	o.Files = 1
-	g := New(o)
 	var mu sync.Mutex
 	var problems []string
-	var polls int
+	var planned, done int64
+	var steps int
+	o.Events = func(e finding.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch e := e.(type) {
+		case finding.Planned:
+			planned += e.Bytes
+			if done > 0 {
+				problems = append(problems, fmt.Sprintf("%d bytes planned after %d done", e.Bytes, done))
+			}
+		case finding.Progress:
+			steps++
+			done += e.Bytes
+			if planned != want || done > want {
+				problems = append(problems, fmt.Sprintf("%d done of %d planned", done, planned))
+			}
+		}
+	}
+	g := New(o)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	stop := make(chan struct{})
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		last := 0.0
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(time.Millisecond):
-			}
-			p := g.Progress()
-			if p.Total == 0 {
-				continue // Get has not started
-			}
-			mu.Lock()
-			polls++
-			share := float64(p.Done) / float64(p.Total)
-			if p.Total != want || share < last {
-				problems = append(problems, fmt.Sprintf("%d of %d (%.2f after %.2f)", p.Done, p.Total, share, last))
-			}
-			last = share
-			mu.Unlock()
-		}
-	}()
-	_, err := g.Get(ctx, t.TempDir(), files)
-	close(stop)
-	<-watched
-	if err != nil {
+	if _, err := g.Get(ctx, t.TempDir(), files); err != nil {
 		t.Fatal(err)
 	}
-	if polls < 10 {
-		t.Fatalf("only %d polls during the transfer", polls)
+	mu.Lock()
+	defer mu.Unlock()
+	if steps < 10 {
+		t.Fatalf("only %d progress events during the transfer", steps)
+	}
+	if planned != want || done != want {
+		t.Errorf("planned %d, done %d, want %d", planned, done, want)
 	}
 	if len(problems) > 0 {
-		t.Errorf("total %d; %d of %d polls went wrong, the first: %s", want, len(problems), polls, problems[0])
+		t.Errorf("total %d; %d of %d events went wrong, the first: %s", want, len(problems), steps, problems[0])
 	}
 }

@@ -370,14 +370,14 @@ func (p *pkgRun) remove(a *action, dirs map[string]bool, why string) {
 
 func (p *pkgRun) deleted(a *action, msg string) {
 	p.u.count(func(r *Result) { r.Deleted++ })
-	p.rep.Report(finding.Finding{Severity: finding.OK, Check: CheckDeleted, Source: p.ref.Loc, URI: a.b.URL.Loc, Path: a.target, Msg: msg})
+	p.rep.Report(finding.Finding{Severity: finding.OK, Code: CheckDeleted, Source: p.ref.Loc, URI: a.b.URL.Loc, Path: a.target, Msg: msg})
 }
 
 func (p *pkgRun) conflict(a *action, msg string) {
 	a.failed = true
 	p.failed++
 	p.u.count(func(r *Result) { r.Refused++ })
-	p.rep.Report(finding.Finding{Severity: finding.Error, Check: CheckConflict, Source: p.ref.Loc, URI: a.b.URL.Loc, Path: a.target, Msg: msg})
+	p.rep.Report(finding.Finding{Severity: finding.Error, Code: CheckConflict, Source: p.ref.Loc, URI: a.b.URL.Loc, Path: a.target, Msg: msg})
 }
 
 // dryRun reports what a run would change, from the manifest and the tree

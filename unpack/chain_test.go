@@ -24,7 +24,7 @@ import (
 // one of parts.
 func findMsg(fs []finding.Finding, check string, parts ...string) (finding.Finding, bool) {
 	for _, f := range fs {
-		if f.Check != check {
+		if f.Code != check {
 			continue
 		}
 		ok := true
@@ -155,7 +155,7 @@ func TestChangeDumpTwice(t *testing.T) {
 	}
 	skipped := 0
 	for _, f := range fs {
-		if f.Check == unpack.CheckSkipped && f.Severity == finding.OK {
+		if f.Code == unpack.CheckSkipped && f.Severity == finding.OK {
 			skipped++
 		}
 	}

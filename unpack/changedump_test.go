@@ -144,7 +144,7 @@ func TestChangeManifestOrder(t *testing.T) {
 	z, _ := verifytest.ChangeZip(t, p)
 	var fs []finding.Finding
 	zp := writeFile(t, filepath.Join(t.TempDir(), "c.zip"), z)
-	verify.Verify(t.Context(), []string{zp}, verify.Options{Report: func(f finding.Finding) { fs = append(fs, f) }})
+	verify.Verify(t.Context(), []string{zp}, verify.Options{Events: finding.OnFindings(func(f finding.Finding) { fs = append(fs, f) })})
 	if _, ok := find(fs, finding.Error, finding.CheckOrder, "changes/2/a.txt"); !ok {
 		t.Errorf("changes out of order not reported:\n%s", dump(fs))
 	}

@@ -89,7 +89,7 @@ func (u *unpacker) checkChain(d *pkgread.Dump) bool {
 }
 
 func (u *unpacker) chainError(ref pkgread.PackageRef, msg string) bool {
-	u.rep.Report(finding.Finding{Severity: finding.Error, Check: finding.CheckOrder, Source: ref.Doc, URI: ref.Entry.Loc,
+	u.rep.Report(finding.Finding{Severity: finding.Error, Code: finding.CheckOrder, Source: ref.Doc, URI: ref.Entry.Loc,
 		Msg: msg + "; nothing of the Change Dump is applied"})
 	return false
 }
@@ -120,7 +120,7 @@ func fromText(from time.Time) string {
 // gap reports a gap: an error, or with AllowGap a warning that says the
 // package is applied anyway.
 func (u *unpacker) gap(rep *finding.Reporter, ref pkgread.PackageRef, msg string, from time.Time) bool {
-	f := finding.Finding{Severity: finding.Error, Check: CheckGap, Source: ref.Loc, URI: ref.Entry.Loc, Actual: ftime(from)}
+	f := finding.Finding{Severity: finding.Error, Code: CheckGap, Source: ref.Loc, URI: ref.Entry.Loc, Actual: ftime(from)}
 	if since := u.state().Since(); !since.IsZero() {
 		f.Expected = "from at or before " + ftime(since)
 	}
@@ -153,7 +153,7 @@ func (p *pkgRun) changesApply() bool {
 		return true
 	}
 	p.old = len(p.pkg.Bitstreams)
-	p.rep.Report(finding.Finding{Severity: finding.OK, Check: CheckSkipped, Source: p.ref.Loc,
+	p.rep.Report(finding.Finding{Severity: finding.OK, Code: CheckSkipped, Source: p.ref.Loc,
 		Msg: fmt.Sprintf("package skipped: its %s, until %s, applied by an earlier run", plural.Count(p.old, "change"), ftime(until))})
 	return false
 }

@@ -21,8 +21,10 @@ func TestUnpackRefusesPackageChangedDuringRun(t *testing.T) {
 	zipPath := filepath.Join(src, "resourcedump-00001.zip")
 	writeFile(t, zipPath, evil)
 	var once sync.Once
-	opts := unpack.Options{Jobs: 1, Progress: func(int64) {
-		once.Do(func() { writeFile(t, zipPath, good) }) // in place: the open file sees it
+	opts := unpack.Options{Jobs: 1, Events: func(e finding.Event) {
+		if _, ok := e.(finding.Progress); ok {
+			once.Do(func() { writeFile(t, zipPath, good) }) // in place: the open file sees it
+		}
 	}}
 	dir := t.TempDir()
 	res, fs := run(t, doc, dir, opts)

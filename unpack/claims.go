@@ -265,7 +265,7 @@ func (p *pkgRun) claim(a *action) bool {
 		p.refuse(a, finding.CheckClash, "not written: "+c.Message())
 		return false
 	case pkgread.ClashFold:
-		p.rep.Report(finding.Finding{Severity: finding.Warning, Check: finding.CheckClash, Source: p.ref.Loc, URI: a.b.URL.Loc, Path: a.target, Msg: c.Message()})
+		p.rep.Report(finding.Finding{Severity: finding.Warning, Code: finding.CheckClash, Source: p.ref.Loc, URI: a.b.URL.Loc, Path: a.target, Msg: c.Message()})
 	}
 	return true
 }

@@ -28,7 +28,7 @@ func TestUnpackRefusesTargetInTwoPackages(t *testing.T) {
 		equalMaps(t, "tree", contents(readTree(t, dir)), map[string]string{"b.txt": "same", "c.txt": "c"})
 		named := map[string]bool{}
 		for _, f := range fs {
-			if f.Check != finding.CheckClash {
+			if f.Code != finding.CheckClash {
 				continue
 			}
 			if f.Severity != finding.Error || f.Path != "a.txt" {
@@ -59,7 +59,7 @@ func TestUnpackWarnsNamesThatCollideOnMacOSAndWindows(t *testing.T) {
 	_, fs := run(t, doc, t.TempDir(), unpack.Options{DryRun: true})
 	n := 0
 	for _, f := range fs {
-		if f.Check == finding.CheckClash {
+		if f.Code == finding.CheckClash {
 			n++
 			if f.Severity != finding.Warning {
 				t.Errorf("not a warning: %s", f)
@@ -101,7 +101,7 @@ func TestUnpackRefusesLateClaimOfRemotePackage(t *testing.T) {
 	equalMaps(t, "tree", contents(readTree(t, dst)), map[string]string{"a.txt": "one", "b.txt": "same"})
 	var clashes []finding.Finding
 	for _, f := range fs {
-		if f.Check == finding.CheckClash {
+		if f.Code == finding.CheckClash {
 			clashes = append(clashes, f)
 		}
 	}

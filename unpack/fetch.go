@@ -38,12 +38,12 @@ func (u *unpacker) openFailed(ctx context.Context, ref pkgread.PackageRef, rep *
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	f := finding.Finding{Severity: finding.Error, Check: finding.CheckRead, Source: ref.Loc, URI: ref.Entry.Loc, Msg: finding.MsgFor(err, ref.Loc)}
+	f := finding.Finding{Severity: finding.Error, Code: finding.CheckRead, Source: ref.Loc, URI: ref.Entry.Loc, Msg: finding.MsgFor(err, ref.Loc)}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		f.Check, f.Msg = finding.CheckMissing, "package is missing"
+		f.Code, f.Msg = finding.CheckMissing, "package is missing"
 	case errors.Is(err, transfer.ErrFileHash):
-		f.Check = finding.CheckHash
+		f.Code = finding.CheckHash
 	}
 	rep.Report(f)
 	return nil

@@ -46,7 +46,7 @@ func fetchWith(t *testing.T, body []byte, want, digestHdr string) (bool, []findi
 		t.Fatal(err)
 	}
 	var fs []finding.Finding
-	rep := finding.NewReporter(func(f finding.Finding) { fs = append(fs, f) })
+	rep := finding.NewReporter(finding.OnFindings(func(f finding.Finding) { fs = append(fs, f) }))
 	src, ok, err := u.open(context.Background(), pkgread.PackageRef{Loc: srv.URL + "/p.zip", Length: int64(len(body)), Want: set}, rep)
 	if err != nil {
 		t.Fatal(err)

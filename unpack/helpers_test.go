@@ -38,7 +38,13 @@ func mapper(t testing.TB) verify.Mapper {
 func run(t testing.TB, source, dir string, opts unpack.Options) (*unpack.Result, []finding.Finding) {
 	t.Helper()
 	var fs []finding.Finding
-	opts.Report = func(f finding.Finding) { fs = append(fs, f) }
+	events := opts.Events // the test's own, if any
+	opts.Events = func(e finding.Event) {
+		if f, ok := e.(finding.Finding); ok {
+			fs = append(fs, f)
+		}
+		finding.Send(events, e)
+	}
 	if opts.Mapper == (verify.Mapper{}) {
 		opts.Mapper = mapper(t)
 	}
@@ -61,7 +67,7 @@ func dump(fs []finding.Finding) string {
 
 func find(fs []finding.Finding, sev finding.Severity, check, path string) (finding.Finding, bool) {
 	for _, f := range fs {
-		if f.Severity == sev && f.Check == check && (path == "" || f.Path == path) {
+		if f.Severity == sev && f.Code == check && (path == "" || f.Path == path) {
 			return f, true
 		}
 	}
@@ -108,7 +114,7 @@ func equalMaps(t testing.TB, what string, got, want map[string]string) {
 func verifyTree(t testing.TB, dir, against string) (*verify.Summary, []finding.Finding) {
 	t.Helper()
 	var fs []finding.Finding
-	sum, err := verify.Audit(context.Background(), dir, against, mapper(t), verify.Options{Report: func(f finding.Finding) { fs = append(fs, f) }})
+	sum, err := verify.Audit(context.Background(), dir, against, mapper(t), verify.Options{Events: finding.OnFindings(func(f finding.Finding) { fs = append(fs, f) })})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,10 +45,14 @@ func TestMain(m *testing.M) {
 func childUnpack(src, dst string) {
 	m, _ := verify.NewMapper(verify.ByURI, verifytest.BaseURL)
 	opts := unpack.Options{Mapper: m, Jobs: 1,
-		Progress: func(int64) { fmt.Println("staged") },
-		Report: func(f finding.Finding) {
-			if f.Check == unpack.CheckWritten || f.Check == unpack.CheckDeleted {
-				fmt.Println(f.Check, f.Path)
+		Events: func(e finding.Event) {
+			switch e := e.(type) {
+			case finding.Progress:
+				fmt.Println("staged")
+			case finding.Finding:
+				if e.Code == unpack.CheckWritten || e.Code == unpack.CheckDeleted {
+					fmt.Println(e.Code, e.Path)
+				}
 			}
 		}}
 	if _, err := unpack.Unpack(context.Background(), src, dst, opts); err != nil {

@@ -62,7 +62,7 @@ func (s *listSource) apply(loc, dir string, opts unpack.Options) (*unpack.Result
 	}
 	var fs []finding.Finding
 	opts.Mapper, opts.Client = m, s.srv.Client()
-	opts.Report = func(f finding.Finding) { fs = append(fs, f) }
+	opts.Events = finding.OnFindings(func(f finding.Finding) { fs = append(fs, f) })
 	r, err := unpack.ApplyList(context.Background(), loc, dir, opts)
 	if err != nil {
 		s.t.Fatalf("ApplyList %s: %v", loc, err)

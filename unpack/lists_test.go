@@ -49,7 +49,7 @@ func TestListBatches(t *testing.T) {
 		verifytest.WriteDoc(t, doc, resourcesync.Header{Kind: resourcesync.URLSet, MD: md}, urls)
 		var fs []finding.Finding
 		r, err := unpack.ApplyList(context.Background(), doc, dir, unpack.Options{Mapper: m, Client: srv.Client(),
-			Report: func(f finding.Finding) { fs = append(fs, f) }})
+			Events: finding.OnFindings(func(f finding.Finding) { fs = append(fs, f) })})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -76,7 +76,7 @@ func TestListBatches(t *testing.T) {
 	equalMaps(t, "tree", contents(readTree(t, dir)), map[string]string{"a": "a2", "c": "c0", "d": "d1"})
 	skipped := 0
 	for _, f := range fs {
-		if f.Check == unpack.CheckSkipped {
+		if f.Code == unpack.CheckSkipped {
 			skipped++
 		}
 	}

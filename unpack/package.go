@@ -97,8 +97,8 @@ func (u *unpacker) unpackPackage(ctx context.Context, ref pkgread.PackageRef, cl
 // its changes apply only when it commits. Call release when done with the
 // run.
 func (u *unpacker) stagePackage(ctx context.Context, ref pkgread.PackageRef, cl claimed, speculative bool) (*pkgRun, error) {
-	p := &pkgRun{u: u, ref: ref, rep: finding.NewReporter(u.rep.Report), byBits: map[*pkgread.Bitstream]*action{},
-		m: pkgread.NewMeter(u.opts.Progress, ref), claimed: cl, speculative: speculative}
+	p := &pkgRun{u: u, ref: ref, rep: finding.NewReporter(u.rep.Send), byBits: map[*pkgread.Bitstream]*action{},
+		m: pkgread.NewMeter(u.opts.Events, ref), claimed: cl, speculative: speculative}
 	if u.opts.DryRun && resourcesync.IsURL(ref.Loc) {
 		if err := p.planRemote(ctx); err != nil {
 			p.release()
@@ -115,7 +115,7 @@ func (u *unpacker) stagePackage(ctx context.Context, ref pkgread.PackageRef, cl 
 		return p, nil
 	}
 	p.src = src
-	p.m.Opened(src.size, u.opts.Total)
+	p.m.Opened(src.size, u.opts.Events)
 	u.count(func(r *Result) { r.Packages++ })
 	if err := p.prepare(ctx); err != nil {
 		p.release()
@@ -226,7 +226,7 @@ func (p *pkgRun) checkLength(size int64) bool {
 	if p.ref.Length < 0 || p.ref.Length == size {
 		return true
 	}
-	p.rep.Report(finding.Finding{Severity: finding.Error, Check: finding.CheckLength, Source: p.ref.Loc, URI: p.ref.Entry.Loc,
+	p.rep.Report(finding.Finding{Severity: finding.Error, Code: finding.CheckLength, Source: p.ref.Loc, URI: p.ref.Entry.Loc,
 		Expected: itoa(p.ref.Length), Actual: itoa(size), Msg: "package length differs from " + p.ref.Doc + "; nothing unpacked"})
 	return false
 }
@@ -287,7 +287,7 @@ func (p *pkgRun) refuse(a *action, check, msg string) {
 	a.failed = true
 	p.failed++
 	p.u.count(func(r *Result) { r.Refused++ })
-	p.rep.Report(finding.Finding{Severity: finding.Error, Check: check, Source: p.ref.Loc, URI: a.b.URL.Loc, Path: a.target, Msg: msg})
+	p.rep.Report(finding.Finding{Severity: finding.Error, Code: check, Source: p.ref.Loc, URI: a.b.URL.Loc, Path: a.target, Msg: msg})
 }
 
 // checkPresent finds the targets that already hold their bitstream: they
@@ -340,7 +340,7 @@ func (p *pkgRun) markPresent(a *action, fi fs.FileInfo, sums digest.Set) {
 func (p *pkgRun) recordsPresent() bool { return p.isChange() || p.u.resuming }
 
 func (p *pkgRun) report(a *action, sev finding.Severity, check, msg, actual string) {
-	p.rep.Report(finding.Finding{Severity: sev, Check: check, Source: p.ref.Loc, URI: a.b.URL.Loc, Path: a.target,
+	p.rep.Report(finding.Finding{Severity: sev, Code: check, Source: p.ref.Loc, URI: a.b.URL.Loc, Path: a.target,
 		Expected: pkgread.Describe(a.b.Length, a.b.Want), Actual: actual, Msg: msg})
 }
 
@@ -420,7 +420,7 @@ func refused(err error) bool {
 func (p *pkgRun) packageHashBad(ph *pkgread.PassHasher, mh *digest.Multi) string {
 	base := finding.Finding{Severity: finding.Error, Source: p.ref.Loc, URI: p.ref.Entry.Loc}
 	if err := ph.Finish(); err != nil {
-		base.Check, base.Msg = finding.CheckRead, err.Error()
+		base.Code, base.Msg = finding.CheckRead, err.Error()
 		p.rep.Report(base)
 		if errors.Is(err, pkgread.ErrChanged) {
 			return "the package changed while it was read"
@@ -430,7 +430,7 @@ func (p *pkgRun) packageHashBad(ph *pkgread.PassHasher, mh *digest.Multi) string
 	_, bad, _ := digest.Check(p.ref.Want, mh.Sums())
 	for _, m := range bad {
 		f := base
-		f.Check, f.Expected, f.Actual, f.Msg = finding.CheckHash, m.Alg+":"+m.Want, m.Alg+":"+m.Got, "package differs from "+p.ref.Doc
+		f.Code, f.Expected, f.Actual, f.Msg = finding.CheckHash, m.Alg+":"+m.Want, m.Alg+":"+m.Got, "package differs from "+p.ref.Doc
 		p.rep.Report(f)
 	}
 	if len(bad) > 0 {

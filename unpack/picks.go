@@ -134,7 +134,7 @@ func (u *unpacker) pickList(ctx context.Context, loc string, take func(*pkgread.
 // against its hashes and length, then committed with apply. It returns
 // how many landed and the bytes fetched.
 func (u *unpacker) applyPicks(ctx context.Context, g *pickGroup) (int, int64, error) {
-	p := &pkgRun{u: u, ref: g.ref, rep: finding.NewReporter(u.rep.Report), byBits: map[*pkgread.Bitstream]*action{},
+	p := &pkgRun{u: u, ref: g.ref, rep: finding.NewReporter(u.rep.Send), byBits: map[*pkgread.Bitstream]*action{},
 		m: pkgread.NewMeter(nil, pkgread.PackageRef{Length: 0})}
 	for _, b := range g.picks {
 		target, _ := u.opts.Mapper.Target(b.URL) // locate mapped it

@@ -127,7 +127,7 @@ func UnpackInOrder(ctx context.Context, paths []string, dir string, opts Options
 	for i, p := range paths {
 		refs[i] = pkgread.PackageRef{Loc: p, Length: -1}
 	}
-	pkgread.Announce(refs, u.opts.Total)
+	pkgread.Announce(refs, u.opts.Events)
 	pl := u.newPipeline(refs)
 	defer pl.close()
 	for i := range refs {

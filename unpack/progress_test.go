@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/unpack"
 )
@@ -28,10 +29,15 @@ func TestProgressTotal(t *testing.T) {
 	for _, src := range []string{filepath.Join(out, pack.DumpName), filepath.Join(out, pack.DumpName), zips[0]} {
 		var total, done atomic.Int64
 		var early atomic.Bool
-		o := unpack.Options{
-			Total:    func(n int64) { total.Add(n) },
-			Progress: func(n int64) { early.Store(early.Load() || total.Load() == 0); done.Add(n) },
-		}
+		o := unpack.Options{Events: func(e finding.Event) {
+			switch e := e.(type) {
+			case finding.Planned:
+				total.Add(e.Bytes)
+			case finding.Progress:
+				early.Store(early.Load() || total.Load() == 0)
+				done.Add(e.Bytes)
+			}
+		}}
 		run(t, src, dst, o)
 		want := size
 		if src == zips[0] {

@@ -228,7 +228,7 @@ func Unrepaired(ctx context.Context, dir string, recs []deststate.Record, opts O
 			continue
 		}
 		n++
-		u.rep.Report(finding.Finding{Severity: finding.Error, Check: CheckDamaged, Source: u.dest.dir, Path: r.Path,
+		u.rep.Report(finding.Finding{Severity: finding.Error, Code: CheckDamaged, Source: u.dest.dir, Path: r.Path,
 			Expected: pkgread.Describe(r.Length, mustParse(r.Hash)),
 			Msg:      "missing or damaged, and no dump or list of the Source carries the version rsdump wrote: not repaired"})
 	}

@@ -68,7 +68,7 @@ func damagedTree(t *testing.T, doc string, m verify.Mapper) (string, time.Time) 
 func repair(t *testing.T, dst string, ro unpack.RepairOptions, opts unpack.Options) (*unpack.RepairResult, []finding.Finding) {
 	t.Helper()
 	var fs []finding.Finding
-	opts.Report = func(f finding.Finding) { fs = append(fs, f) }
+	opts.Events = finding.OnFindings(func(f finding.Finding) { fs = append(fs, f) })
 	if opts.Mapper == (verify.Mapper{}) {
 		opts.Mapper = mapper(t)
 	}
@@ -146,7 +146,7 @@ func TestRepairUnrepaired(t *testing.T) {
 	writeFile(t, filepath.Join(dst, "short.txt"), []byte(repairFiles["short.txt"]))
 
 	fs = nil
-	opts := unpack.Options{Mapper: mapper(t), Report: func(f finding.Finding) { fs = append(fs, f) }}
+	opts := unpack.Options{Mapper: mapper(t), Events: finding.OnFindings(func(f finding.Finding) { fs = append(fs, f) })}
 	n, err := unpack.Unrepaired(context.Background(), dst, res.Unrepaired, opts)
 	if err != nil || n != 2 {
 		t.Fatalf("Unrepaired: %d, %v, want 2\n%s", n, err, dump(fs))

@@ -284,7 +284,7 @@ func (b *listBatcher) endDoc(ctx context.Context) error {
 		return err
 	}
 	if b.old > 0 {
-		b.l.u.rep.Report(finding.Finding{Severity: finding.OK, Check: CheckSkipped, Source: b.l.docs[b.doc].loc,
+		b.l.u.rep.Report(finding.Finding{Severity: finding.OK, Code: CheckSkipped, Source: b.l.docs[b.doc].loc,
 			Msg: fmt.Sprintf("%s at or before %s applied by an earlier run", plural.Count(b.old, "change"), resourcesync.FormatTime(b.l.u.state().ChangeDumpUntil))})
 		b.old = 0
 	}
@@ -314,7 +314,7 @@ func (l *listRun) applyBatch(ctx context.Context, doc string, items []listItem, 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	p := &pkgRun{u: l.u, ref: pkgread.PackageRef{Loc: doc, Length: -1}, rep: finding.NewReporter(l.u.rep.Report),
+	p := &pkgRun{u: l.u, ref: pkgread.PackageRef{Loc: doc, Length: -1}, rep: finding.NewReporter(l.u.rep.Send),
 		m: pkgread.NewMeter(nil, pkgread.PackageRef{Length: 0}), listChange: l.isChange()}
 	p.planList(items)
 	if r := l.u.rollback; r != nil {
@@ -416,8 +416,8 @@ func (p *pkgRun) fetchAll(ctx context.Context) error {
 			total += max(a.b.Length, 0)
 		}
 	}
-	if p.u.opts.Total != nil && total > 0 {
-		p.u.opts.Total(total)
+	if total > 0 {
+		finding.Send(p.u.opts.Events, finding.Planned{Bytes: total})
 	}
 	n := p.u.opts.Fetches
 	if n <= 0 {
@@ -461,7 +461,7 @@ func (p *pkgRun) fetchOne(ctx context.Context, a *action) error {
 		return fmt.Errorf("%s: staging %s: %w", p.u.dest.dir, a.target, err)
 	}
 	mh, _ := digest.NewMulti(a.b.Want.Known()...)
-	pw := &progressWriter{fn: p.u.opts.Progress, left: max(a.b.Length, 0)}
+	pw := &progressWriter{events: p.u.opts.Events, left: max(a.b.Length, 0)}
 	n, ferr, werr := p.download(ctx, a, io.MultiWriter(f, mh, pw))
 	pw.finish()
 	check, why := "", ""
@@ -565,29 +565,29 @@ func (p *pkgRun) stagedList(a *action, n int64, sums digest.Set) {
 	a.staged, a.length = true, n
 	p.recs = append(p.recs, deststate.Record{Path: a.target, Length: n, Hash: sums.String(), Mtime: a.b.URL.Lastmod})
 	if len(a.b.Want.Known()) == 0 {
-		p.rep.Report(finding.Finding{Severity: finding.Unverified, Check: finding.CheckHash, Source: p.ref.Loc, URI: a.b.URL.Loc, Path: a.target,
+		p.rep.Report(finding.Finding{Severity: finding.Unverified, Code: finding.CheckHash, Source: p.ref.Loc, URI: a.b.URL.Loc, Path: a.target,
 			Actual: pkgread.Describe(n, sums), Msg: "the list gives no hash rsdump can compute; only the length was checked"})
 	}
 }
 
-// progressWriter counts a resource's bytes toward Progress, never more
+// progressWriter counts a resource's bytes as finding.Progress, never more
 // than its length, and the rest of the length when it is done.
 type progressWriter struct {
-	fn   func(int64)
-	left int64
+	events func(finding.Event)
+	left   int64
 }
 
 func (w *progressWriter) Write(b []byte) (int, error) {
-	if n := min(int64(len(b)), w.left); n > 0 && w.fn != nil {
-		w.fn(n)
+	if n := min(int64(len(b)), w.left); n > 0 && w.events != nil {
+		w.events(finding.Progress{Bytes: n})
 		w.left -= n
 	}
 	return len(b), nil
 }
 
 func (w *progressWriter) finish() {
-	if w.left > 0 && w.fn != nil {
-		w.fn(w.left)
+	if w.left > 0 && w.events != nil {
+		w.events(finding.Progress{Bytes: w.left})
 	}
 	w.left = 0
 }

@@ -102,7 +102,7 @@ func (u *unpacker) finishRollback(ctx context.Context, s *deststate.State) error
 	if err != nil {
 		return err
 	}
-	p := &pkgRun{u: u, ref: pkgread.PackageRef{Loc: r.doc}, rep: finding.NewReporter(u.rep.Report)}
+	p := &pkgRun{u: u, ref: pkgread.PackageRef{Loc: r.doc}, rep: finding.NewReporter(u.rep.Send)}
 	if u.dest.root != nil {
 		p.dirs = newDirs(u.dest.root)
 		defer p.dirs.close()
@@ -182,7 +182,7 @@ func (p *pkgRun) trusted() bool {
 			doc, mine time.Time
 		}{{"at", e.At, md.At}, {"from", e.From, md.From}, {"until", e.Until, md.Until}} {
 			if !c.doc.IsZero() && !c.mine.IsZero() && !c.doc.Equal(c.mine) {
-				p.rep.Report(finding.Finding{Severity: finding.Error, Check: CheckWindow, Source: ref.Loc, URI: ref.Entry.Loc,
+				p.rep.Report(finding.Finding{Severity: finding.Error, Code: CheckWindow, Source: ref.Loc, URI: ref.Entry.Loc,
 					Expected: c.name + " " + ftime(c.doc), Actual: c.name + " " + ftime(c.mine),
 					Msg: fmt.Sprintf("package refused: its manifest says %s %s, %s says %s", c.name, ftime(c.mine), ref.Doc, ftime(c.doc))})
 				return false
@@ -194,6 +194,6 @@ func (p *pkgRun) trusted() bool {
 		return true
 	}
 	err := &RollbackError{Dir: u.dest.dir, Snapshot: orText(ref.Loc, "the package"), At: md.At, Tree: u.state()}
-	p.rep.Report(finding.Finding{Severity: finding.Error, Check: CheckRollback, Source: ref.Loc, Msg: "package refused: " + err.Error()})
+	p.rep.Report(finding.Finding{Severity: finding.Error, Code: CheckRollback, Source: ref.Loc, Msg: "package refused: " + err.Error()})
 	return false
 }

@@ -55,7 +55,7 @@ func TestURIOutsideBase(t *testing.T) {
 	m, _ := verify.NewMapper(verify.ByURI, "http://other.example/rs/")
 	dst := t.TempDir()
 	var fs []finding.Finding
-	_, err := unpack.Unpack(context.Background(), intactZip(t), dst, unpack.Options{Mapper: m, Report: func(f finding.Finding) { fs = append(fs, f) }})
+	_, err := unpack.Unpack(context.Background(), intactZip(t), dst, unpack.Options{Mapper: m, Events: finding.OnFindings(func(f finding.Finding) { fs = append(fs, f) })})
 	if !errors.Is(err, unpack.ErrBaseURL) || !strings.Contains(err.Error(), "base URL is http://127.0.0.1/rs/") || !strings.Contains(err.Error(), "http://other.example/rs/") {
 		t.Errorf("error %v, want one naming both prefixes", err)
 	}

@@ -52,7 +52,7 @@ func TestUnpackSeveralPackages(t *testing.T) {
 	zips, _ := filepath.Glob(filepath.Join(out, "*.zip"))
 	dst := t.TempDir()
 	var fs []finding.Finding
-	res, err := unpack.UnpackAll(context.Background(), zips, dst, unpack.Options{Mapper: mapper(t), Report: func(f finding.Finding) { fs = append(fs, f) }})
+	res, err := unpack.UnpackAll(context.Background(), zips, dst, unpack.Options{Mapper: mapper(t), Events: finding.OnFindings(func(f finding.Finding) { fs = append(fs, f) })})
 	if err != nil {
 		t.Fatal(err)
 	}

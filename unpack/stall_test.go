@@ -23,7 +23,7 @@ func TestUnpackUnansweredDocument(t *testing.T) {
 	for name, base := range httpctest.Unanswering(t) {
 		u := base + "/" + pack.DumpName
 		var fs []finding.Finding
-		opts := unpack.Options{Client: shortClient, Mapper: mapper(t), Report: func(f finding.Finding) { fs = append(fs, f) }}
+		opts := unpack.Options{Client: shortClient, Mapper: mapper(t), Events: finding.OnFindings(func(f finding.Finding) { fs = append(fs, f) })}
 		start := time.Now()
 		_, err := unpack.Unpack(context.Background(), u, t.TempDir(), opts)
 		if el := time.Since(start); el > 3*time.Second {

@@ -67,16 +67,15 @@ type Options struct {
 	// entry gives no length; default DefaultMaxResourceSize.
 	MaxResourceSize int64
 
-	// Report receives every finding, as verify reports them, one call at a
-	// time. Progress receives package bytes done, from several
-	// goroutines. Total receives bytes added to the work ahead, before
-	// Progress counts them: the packages' lengths, known from the dump
-	// document or the file system before any package is read, and later
-	// the size of a package that only opening it tells. Progress's bytes
-	// add up to Total's when the run is complete.
-	Report   func(finding.Finding)
-	Progress func(n int64)
-	Total    func(n int64)
+	// Events receives every finding (a finding.Finding, with verify's
+	// checks, one call at a time) and the progress of the run, from
+	// several goroutines at once: finding.Planned, bytes added to the work
+	// ahead (the packages' lengths, known from the dump document or the
+	// file system before any package is read, later the size of a
+	// package that only opening it tells, a list's resources to fetch),
+	// and finding.Progress, bytes done, which add up to Planned's when the
+	// run is complete.
+	Events func(finding.Event)
 
 	// Only restores the bitstreams whose target, or a directory above
 	// it, matches one of these patterns (path.Match), each read from
@@ -175,7 +174,7 @@ func start(dir string, opts Options) (*unpacker, error) {
 }
 
 func newUnpacker(opts Options, d *dest) *unpacker {
-	u := &unpacker{opts: opts, dest: d, rep: finding.NewReporter(opts.Report),
+	u := &unpacker{opts: opts, dest: d, rep: finding.NewReporter(opts.Events),
 		remote: &pkgfetch.Remote{Transfer: opts.Transfer, Client: opts.Client},
 		docs:   resourcesync.Opener{Client: opts.Client}}
 	if !opts.DryRun {
@@ -293,7 +292,7 @@ func (u *unpacker) skipSnapshot(ctx context.Context, doc string) bool {
 	if err != nil || h.MD.Capability != resourcesync.CapResourceDump || !u.snapshotHeld(h.MD.At) {
 		return false
 	}
-	u.rep.Report(finding.Finding{Severity: finding.OK, Check: CheckSkipped, Source: doc,
+	u.rep.Report(finding.Finding{Severity: finding.OK, Code: CheckSkipped, Source: doc,
 		Msg: fmt.Sprintf("Resource Dump at %s not applied: the tree already holds %s; only the changes after it apply", ftime(h.MD.At), u.state().Describe())})
 	return true
 }
@@ -311,7 +310,7 @@ func (u *unpacker) reportUnlisted(ctx context.Context, docs, zips []string) {
 	}
 	for _, z := range zips {
 		if !listed[filepath.Clean(z)] {
-			u.rep.Report(finding.Finding{Severity: finding.Warning, Check: CheckSkipped, Source: z, Msg: "package not listed by any dump document beside it; not applied"})
+			u.rep.Report(finding.Finding{Severity: finding.Warning, Code: CheckSkipped, Source: z, Msg: "package not listed by any dump document beside it; not applied"})
 		}
 	}
 }
@@ -332,7 +331,7 @@ func (u *unpacker) standalone(ctx context.Context, path string) error {
 	if err := u.guardFresh(ctx, []pkgread.PackageRef{ref}); err != nil {
 		return err
 	}
-	pkgread.Announce([]pkgread.PackageRef{ref}, u.opts.Total)
+	pkgread.Announce([]pkgread.PackageRef{ref}, u.opts.Events)
 	out, err := u.unpackPackage(ctx, ref, claimed{})
 	if err != nil {
 		return err
@@ -385,7 +384,7 @@ func (u *unpacker) resourceDump(ctx context.Context, d *pkgread.Dump) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(u.opts.Jobs)
 	var failed sync.Map
-	pkgread.Announce(d.Packages, u.opts.Total)
+	pkgread.Announce(d.Packages, u.opts.Events)
 	for i, ref := range d.Packages {
 		g.Go(func() error {
 			out, err := u.unpackPackage(gctx, ref, claims[i])
@@ -446,7 +445,7 @@ func (u *unpacker) markPending() error {
 // state no Source ever had, and the state must not move past it. Up to
 // Jobs packages stage at once (see pipeline); the commits stay in order.
 func (u *unpacker) changeDump(ctx context.Context, d *pkgread.Dump) error {
-	pkgread.Announce(d.Packages, u.opts.Total)
+	pkgread.Announce(d.Packages, u.opts.Events)
 	if !u.checkChain(d) {
 		u.stopAfter(d.Packages, "the Change Dump's packages do not follow one another")
 		return nil
@@ -482,15 +481,15 @@ func (u *unpacker) changeDump(ctx context.Context, d *pkgread.Dump) error {
 }
 
 func (u *unpacker) skipPackage(ref pkgread.PackageRef, why string) {
-	pkgread.NewMeter(u.opts.Progress, ref).Finish()
-	u.rep.Report(finding.Finding{Severity: finding.OK, Check: CheckSkipped, Source: ref.Loc, URI: ref.Entry.Loc, Msg: "package skipped: " + why})
+	pkgread.NewMeter(u.opts.Events, ref).Finish()
+	u.rep.Report(finding.Finding{Severity: finding.OK, Code: CheckSkipped, Source: ref.Loc, URI: ref.Entry.Loc, Msg: "package skipped: " + why})
 }
 
 // stopAfter reports the packages left unapplied, and why.
 func (u *unpacker) stopAfter(rest []pkgread.PackageRef, why string) {
 	for _, ref := range rest {
-		pkgread.NewMeter(u.opts.Progress, ref).Finish()
-		u.rep.Report(finding.Finding{Severity: finding.Error, Check: CheckSkipped, Source: ref.Loc, URI: ref.Entry.Loc,
+		pkgread.NewMeter(u.opts.Events, ref).Finish()
+		u.rep.Report(finding.Finding{Severity: finding.Error, Code: CheckSkipped, Source: ref.Loc, URI: ref.Entry.Loc,
 			Msg: "package not applied: " + why})
 	}
 }

@@ -28,7 +28,7 @@ func audit(t *testing.T, dir, against string) (*verify.Summary, []finding.Findin
 		t.Fatal(err)
 	}
 	var fs []finding.Finding
-	sum, err := verify.Audit(context.Background(), dir, against, m, verify.Options{Client: client, Report: func(f finding.Finding) { fs = append(fs, f) }})
+	sum, err := verify.Audit(context.Background(), dir, against, m, verify.Options{Client: client, Events: finding.OnFindings(func(f finding.Finding) { fs = append(fs, f) })})
 	if err != nil {
 		t.Fatalf("Audit: %v", err)
 	}

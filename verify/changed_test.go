@@ -21,8 +21,10 @@ func TestVerifyRefusesPackageChangedDuringRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	var once sync.Once
-	opts := verify.Options{Jobs: 1, Progress: func(int64) {
-		once.Do(func() { os.WriteFile(zipPath, good, 0o644) }) // in place: the open file sees it
+	opts := verify.Options{Jobs: 1, Events: func(e finding.Event) {
+		if _, ok := e.(finding.Progress); ok {
+			once.Do(func() { os.WriteFile(zipPath, good, 0o644) }) // in place: the open file sees it
+		}
 	}}
 	sum, fs := run(t, opts, doc)
 	// The package is small enough to be read in one read ahead, before

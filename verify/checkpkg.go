@@ -23,7 +23,7 @@ import (
 // pass, and the detached manifest.
 func (v *verifier) checkPackage(ctx context.Context, j job) error {
 	ref := j.ref
-	m := pkgread.NewMeter(v.opts.Progress, ref)
+	m := pkgread.NewMeter(v.opts.Events, ref)
 	defer m.Finish()
 	ra, size, closeFn, err := v.openPackage(ctx, ref)
 	if err != nil {
@@ -34,7 +34,7 @@ func (v *verifier) checkPackage(ctx context.Context, j job) error {
 		return nil
 	}
 	defer closeFn()
-	m.Opened(size, v.opts.Total)
+	m.Opened(size, v.opts.Events)
 	v.packages.Add(1)
 	v.checkLength(ref, size)
 	var ph *pkgread.PassHasher
@@ -57,7 +57,7 @@ func (v *verifier) checkPackage(ctx context.Context, j job) error {
 	if ph != nil {
 		v.checkPackageHash(ref, ph, mh)
 	} else if ref.Doc != "" {
-		v.rep.Report(finding.Finding{Severity: finding.Warning, Check: finding.CheckPackage, Source: ref.Loc, URI: ref.Entry.Loc, Msg: ref.Doc + " gives no hash for the package"})
+		v.rep.Report(finding.Finding{Severity: finding.Warning, Code: finding.CheckPackage, Source: ref.Loc, URI: ref.Entry.Loc, Msg: ref.Doc + " gives no hash for the package"})
 	}
 	if pkg != nil && ref.Contents != "" {
 		v.checkDetached(ctx, ref, pkg, manifestSum)
@@ -96,7 +96,7 @@ func (v *verifier) reportClashes(c *pkgread.Claims) error {
 		case clash.Kind == pkgread.ClashContent:
 			sev = finding.Error
 		}
-		v.rep.Report(finding.Finding{Severity: sev, Check: finding.CheckClash, Source: cl.Package, URI: cl.URI, Path: cl.Path, Msg: clash.Message()})
+		v.rep.Report(finding.Finding{Severity: sev, Code: finding.CheckClash, Source: cl.Package, URI: cl.URI, Path: cl.Path, Msg: clash.Message()})
 	})
 }
 
@@ -104,19 +104,19 @@ func (v *verifier) reportClashes(c *pkgread.Claims) error {
 // dump document but absent is a finding; so is any other failure to open
 // it, since the run can go on with the other packages.
 func (v *verifier) missing(ref pkgread.PackageRef, err error) {
-	f := finding.Finding{Severity: finding.Error, Check: finding.CheckRead, Source: ref.Loc, URI: ref.Entry.Loc, Msg: finding.MsgFor(err, ref.Loc)}
+	f := finding.Finding{Severity: finding.Error, Code: finding.CheckRead, Source: ref.Loc, URI: ref.Entry.Loc, Msg: finding.MsgFor(err, ref.Loc)}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		f.Check, f.Msg = finding.CheckMissing, "package listed in "+ref.Doc+" is missing"
+		f.Code, f.Msg = finding.CheckMissing, "package listed in "+ref.Doc+" is missing"
 	case errors.Is(err, transfer.ErrFileHash):
-		f.Check = finding.CheckHash
+		f.Code = finding.CheckHash
 	}
 	v.rep.Report(f)
 }
 
 func (v *verifier) checkLength(ref pkgread.PackageRef, size int64) {
 	if ref.Length >= 0 && ref.Length != size {
-		v.rep.Report(finding.Finding{Severity: finding.Error, Check: finding.CheckLength, Source: ref.Loc, URI: ref.Entry.Loc,
+		v.rep.Report(finding.Finding{Severity: finding.Error, Code: finding.CheckLength, Source: ref.Loc, URI: ref.Entry.Loc,
 			Expected: strconv.FormatInt(ref.Length, 10), Actual: strconv.FormatInt(size, 10), Msg: "package length differs from " + ref.Doc})
 	}
 }
@@ -138,7 +138,7 @@ func (v *verifier) readAll(ctx context.Context, pkg *pkgread.Package, ph *pkgrea
 		v.bytes.Add(res.Length)
 		if !res.Severity.Problem() {
 			v.verified.Add(1)
-			v.rep.Report(finding.Finding{Severity: finding.OK, Check: finding.CheckBitstream, Source: pkg.Source, URI: b.URL.Loc, Path: b.File.Name,
+			v.rep.Report(finding.Finding{Severity: finding.OK, Code: finding.CheckBitstream, Source: pkg.Source, URI: b.URL.Loc, Path: b.File.Name,
 				Expected: pkgread.Describe(b.Length, b.Want), Actual: pkgread.Describe(res.Length, res.Sums)})
 		}
 	}
@@ -149,25 +149,25 @@ func (v *verifier) readAll(ctx context.Context, pkg *pkgread.Package, ph *pkgrea
 func (v *verifier) checkPackageHash(ref pkgread.PackageRef, ph *pkgread.PassHasher, mh *digest.Multi) {
 	base := finding.Finding{Source: ref.Loc, URI: ref.Entry.Loc}
 	if err := ph.Finish(); err != nil {
-		base.Severity, base.Check, base.Msg = finding.Error, finding.CheckRead, err.Error()
+		base.Severity, base.Code, base.Msg = finding.Error, finding.CheckRead, err.Error()
 		v.rep.Report(base)
 		return
 	}
 	ok, bad, unchecked := digest.Check(ref.Want, mh.Sums())
 	for _, m := range bad {
 		f := base
-		f.Severity, f.Check, f.Expected, f.Actual, f.Msg = finding.Error, finding.CheckHash, m.Alg+":"+m.Want, m.Alg+":"+m.Got, "package "+m.Alg+" differs from "+ref.Doc
+		f.Severity, f.Code, f.Expected, f.Actual, f.Msg = finding.Error, finding.CheckHash, m.Alg+":"+m.Want, m.Alg+":"+m.Got, "package "+m.Alg+" differs from "+ref.Doc
 		v.rep.Report(f)
 	}
 	switch {
 	case len(bad) > 0:
 	case len(ok) == 0:
 		f := base
-		f.Severity, f.Check, f.Msg = finding.Unverified, finding.CheckPackage, fmt.Sprintf("rsdump cannot compute the package hashes %v", unchecked)
+		f.Severity, f.Code, f.Msg = finding.Unverified, finding.CheckPackage, fmt.Sprintf("rsdump cannot compute the package hashes %v", unchecked)
 		v.rep.Report(f)
 	default:
 		f := base
-		f.Severity, f.Check, f.Expected, f.Actual = finding.OK, finding.CheckPackage, pkgread.Describe(ref.Length, ref.Want), pkgread.Describe(mh.Len(), mh.Sums())
+		f.Severity, f.Code, f.Expected, f.Actual = finding.OK, finding.CheckPackage, pkgread.Describe(ref.Length, ref.Want), pkgread.Describe(mh.Len(), mh.Sums())
 		v.rep.Report(f)
 	}
 }
@@ -175,7 +175,7 @@ func (v *verifier) checkPackageHash(ref pkgread.PackageRef, ph *pkgread.PassHash
 func (v *verifier) checkDetached(ctx context.Context, ref pkgread.PackageRef, pkg *pkgread.Package, sum [sha256.Size]byte) {
 	data, err := fetchLinked(ctx, v.opts.Client, ref, ref.Contents)
 	if err != nil {
-		v.rep.Report(finding.Finding{Severity: finding.Error, Check: finding.CheckDetached, Source: ref.Loc, URI: ref.Entry.Loc, Path: ref.Contents, Msg: "detached manifest cannot be read: " + err.Error()})
+		v.rep.Report(finding.Finding{Severity: finding.Error, Code: finding.CheckDetached, Source: ref.Loc, URI: ref.Entry.Loc, Path: ref.Contents, Msg: "detached manifest cannot be read: " + err.Error()})
 		return
 	}
 	if sha256.Sum256(data) == sum {
@@ -183,7 +183,7 @@ func (v *verifier) checkDetached(ctx context.Context, ref pkgread.PackageRef, pk
 	}
 	inside, err := pkg.ReadManifest()
 	if err != nil {
-		v.rep.Report(finding.Finding{Severity: finding.Error, Check: finding.CheckDetached, Source: ref.Loc, URI: ref.Entry.Loc, Path: ref.Contents, Msg: "detached manifest differs from manifest.xml, which cannot be read again to compare: " + err.Error()})
+		v.rep.Report(finding.Finding{Severity: finding.Error, Code: finding.CheckDetached, Source: ref.Loc, URI: ref.Entry.Loc, Path: ref.Contents, Msg: "detached manifest differs from manifest.xml, which cannot be read again to compare: " + err.Error()})
 		return
 	}
 	if f, differ := CompareManifests(inside, data); differ {

@@ -18,7 +18,7 @@ func TestVerifyReportsTargetInTwoPackages(t *testing.T) {
 	sum, fs := run(t, verify.Options{}, doc)
 	var clashes []finding.Finding
 	for _, f := range fs {
-		if f.Check == finding.CheckClash {
+		if f.Code == finding.CheckClash {
 			clashes = append(clashes, f)
 		}
 	}
@@ -45,7 +45,7 @@ func TestVerifyWarnsNamesThatCollideOnMacOSAndWindows(t *testing.T) {
 	sum, fs := run(t, verify.Options{Jobs: 1}, doc)
 	var warned []string
 	for _, f := range fs {
-		if f.Check == finding.CheckClash {
+		if f.Code == finding.CheckClash {
 			if f.Severity != finding.Warning {
 				t.Errorf("not a warning: %s", f)
 			}

@@ -23,7 +23,7 @@ func CompareManifests(inside, detached []byte) (finding.Finding, bool) {
 		return finding.Finding{}, false
 	}
 	msg, pathsOnly := describeDifference(inside, detached)
-	f := finding.Finding{Severity: finding.Error, Check: finding.CheckDetached, Msg: "detached manifest differs from manifest.xml: " + msg}
+	f := finding.Finding{Severity: finding.Error, Code: finding.CheckDetached, Msg: "detached manifest differs from manifest.xml: " + msg}
 	if pathsOnly {
 		f.Severity = finding.Warning
 		f.Msg = "detached manifest differs from manifest.xml only in path attributes (" + msg + ")"

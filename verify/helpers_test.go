@@ -19,7 +19,13 @@ import (
 func run(t testing.TB, opts verify.Options, targets ...string) (*verify.Summary, []finding.Finding) {
 	t.Helper()
 	var fs []finding.Finding
-	opts.Report = func(f finding.Finding) { fs = append(fs, f) }
+	events := opts.Events // the test's own, if any
+	opts.Events = func(e finding.Event) {
+		if f, ok := e.(finding.Finding); ok {
+			fs = append(fs, f)
+		}
+		finding.Send(events, e)
+	}
 	sum, err := verify.Verify(context.Background(), targets, opts)
 	if err != nil {
 		t.Fatalf("Verify: %v", err)
@@ -44,9 +50,9 @@ func errorsOf(fs []finding.Finding) []string {
 	for _, f := range fs {
 		switch f.Severity {
 		case finding.Error:
-			out = append(out, f.Check+" "+f.Path)
+			out = append(out, f.Code+" "+f.Path)
 		case finding.Unverified:
-			out = append(out, "unverified "+f.Check+" "+f.Path)
+			out = append(out, "unverified "+f.Code+" "+f.Path)
 		}
 	}
 	slices.Sort(out)
@@ -75,7 +81,7 @@ func dump(fs []finding.Finding) string {
 // find returns the first finding with the given severity and check.
 func find(fs []finding.Finding, sev finding.Severity, check string) (finding.Finding, bool) {
 	for _, f := range fs {
-		if f.Severity == sev && f.Check == check {
+		if f.Severity == sev && f.Code == check {
 			return f, true
 		}
 	}

@@ -45,7 +45,7 @@ func TestVerifyOverHTTP(t *testing.T) {
 	sum, fs = run(t, verify.Options{Client: client}, srv.URL+"/"+pack.DumpName)
 	found := false
 	for _, f := range fs {
-		found = found || f.Severity == finding.Error && f.Check == finding.CheckHash && f.Path == "" && strings.Contains(f.Msg, "sha-256")
+		found = found || f.Severity == finding.Error && f.Code == finding.CheckHash && f.Path == "" && strings.Contains(f.Msg, "sha-256")
 	}
 	if !found {
 		t.Errorf("package hash mismatch not found over HTTP: %+v\n%s", sum, dump(fs))

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/verify"
 )
@@ -44,10 +45,15 @@ func TestProgressTotal(t *testing.T) {
 	} {
 		var total, done atomic.Int64
 		var early atomic.Bool
-		opts := verify.Options{
-			Total:    func(n int64) { total.Add(n) },
-			Progress: func(n int64) { early.Store(early.Load() || total.Load() == 0); done.Add(n) },
-		}
+		opts := verify.Options{Events: func(e finding.Event) {
+			switch e := e.(type) {
+			case finding.Planned:
+				total.Add(e.Bytes)
+			case finding.Progress:
+				early.Store(early.Load() || total.Load() == 0)
+				done.Add(e.Bytes)
+			}
+		}}
 		run(t, opts, c.target)
 		if total.Load() != c.want || done.Load() != c.want || early.Load() {
 			t.Errorf("%s: total %d, done %d, want %d (progress before the total: %v)", c.name, total.Load(), done.Load(), c.want, early.Load())
@@ -73,7 +79,12 @@ func TestProgressWithinABitstream(t *testing.T) {
 	out := packDir(t, tree(t, map[string]string{"big.bin": string(big)}), pack.Options{})
 	var calls atomic.Int64
 	var done atomic.Int64
-	sum, fs := run(t, verify.Options{Progress: func(n int64) { calls.Add(1); done.Add(n) }}, filepath.Join(out, pack.DumpName))
+	sum, fs := run(t, verify.Options{Events: func(e finding.Event) {
+		if p, ok := e.(finding.Progress); ok {
+			calls.Add(1)
+			done.Add(p.Bytes)
+		}
+	}}, filepath.Join(out, pack.DumpName))
 	if sum.Problems() != 0 || sum.Verified != 1 {
 		t.Fatalf("%+v\n%s", sum, dump(fs))
 	}

@@ -24,7 +24,7 @@ func TestVerifyUnansweredDocument(t *testing.T) {
 	for name, base := range httpctest.Unanswering(t) {
 		u := base + "/" + pack.DumpName
 		var fs []finding.Finding
-		opts := verify.Options{Client: shortClient, Report: func(f finding.Finding) { fs = append(fs, f) }}
+		opts := verify.Options{Client: shortClient, Events: finding.OnFindings(func(f finding.Finding) { fs = append(fs, f) })}
 		start := time.Now()
 		_, err := verify.Verify(context.Background(), []string{u}, opts)
 		if el := time.Since(start); el > 3*time.Second {

@@ -105,7 +105,7 @@ func (v *verifier) scanned(ctx context.Context, dir string, docs, zips []string)
 			continue
 		}
 		if len(docs) > 0 {
-			v.rep.Report(finding.Finding{Severity: finding.Warning, Check: finding.CheckDocument, Source: z, Msg: "package is not listed in any dump document in " + dir})
+			v.rep.Report(finding.Finding{Severity: finding.Warning, Code: finding.CheckDocument, Source: z, Msg: "package is not listed in any dump document in " + dir})
 		}
 		refs = append(refs, standalone(z))
 	}

@@ -53,7 +53,7 @@ func Audit(ctx context.Context, dir, against string, mapper Mapper, opts Options
 	if err != nil && badDocument(ctx, err) {
 		// Read and found malformed or too large: a finding, as in Verify.
 		// The tree is not searched for extras against a partial listing.
-		a.rep.Report(finding.Finding{Severity: finding.Error, Check: finding.CheckDocument, Source: against, Msg: strings.TrimPrefix(err.Error(), against+": ")})
+		a.rep.Report(finding.Finding{Severity: finding.Error, Code: finding.CheckDocument, Source: against, Msg: strings.TrimPrefix(err.Error(), against+": ")})
 		return a.summary(), nil
 	}
 	if err != nil {
@@ -138,7 +138,7 @@ func (a *auditor) dumpListing(ctx context.Context, loc string, fn func(string, r
 	for _, ref := range d.Packages {
 		m, err := a.manifestOf(ctx, ref)
 		if err != nil {
-			a.rep.Report(finding.Finding{Severity: finding.Error, Check: finding.CheckManifest, Source: ref.Loc, URI: ref.Entry.Loc, Msg: err.Error()})
+			a.rep.Report(finding.Finding{Severity: finding.Error, Code: finding.CheckManifest, Source: ref.Loc, URI: ref.Entry.Loc, Msg: err.Error()})
 			continue
 		}
 		dec, err := resourcesync.NewDecoder(bytes.NewReader(m))
@@ -208,7 +208,7 @@ func (a *auditor) checkFile(src string, u resourcesync.URL) {
 }
 
 func (a *auditor) report(base finding.Finding, sev finding.Severity, check, expected, actual, msg string) {
-	base.Severity, base.Check, base.Expected, base.Actual, base.Msg = sev, check, expected, actual, msg
+	base.Severity, base.Code, base.Expected, base.Actual, base.Msg = sev, check, expected, actual, msg
 	a.rep.Report(base)
 }
 
@@ -281,7 +281,7 @@ func hashFile(root *os.Root, rel string, algs []string, length int64) (int64, di
 // extra reports a file no entry listed.
 func (a *auditor) extra(rel string) {
 	a.nExtras++
-	f := finding.Finding{Severity: finding.Error, Check: finding.CheckExtra, Source: a.dir, Path: rel, Msg: "file is not listed"}
+	f := finding.Finding{Severity: finding.Error, Code: finding.CheckExtra, Source: a.dir, Path: rel, Msg: "file is not listed"}
 	if a.opts.AllowExtras {
 		f.Severity, f.Msg = finding.Warning, "file is not listed: the Source never had it; left as it is"
 	}

@@ -44,17 +44,15 @@ type Options struct {
 	// them.
 	AllowExtras bool
 
-	// Report receives every finding, OK ones included, one call at a time.
-	Report func(finding.Finding)
-	// Progress receives the number of package bytes read, from several
-	// goroutines at once. It must be safe for concurrent use. Total
-	// receives bytes added to the work ahead, before Progress counts
-	// them: the packages' lengths, known from the dump documents and the
-	// file system before any package is read, and later the size of a
-	// package that only opening it tells. Progress's bytes add up to
-	// Total's when the run is complete.
-	Progress func(n int64)
-	Total    func(n int64)
+	// Events receives every finding (a finding.Finding, OK ones included,
+	// one call at a time) and the progress of the run in package bytes:
+	// finding.Planned, the bytes added to the work ahead (the packages'
+	// lengths, known from the dump documents and the file system before
+	// any package is read, later the size of a package that only opening
+	// it tells), and finding.Progress, the bytes read, which add up to
+	// Planned's when the run is complete. Progress comes from several
+	// goroutines at once: Events must be safe for concurrent use.
+	Events func(finding.Event)
 }
 
 // Summary sums up a run.
@@ -102,7 +100,7 @@ func Verify(ctx context.Context, targets []string, opts Options) (*Summary, erro
 		}
 		all = append(all, refs...)
 	}
-	pkgread.Announce(all, v.opts.Total)
+	pkgread.Announce(all, v.opts.Events)
 	if err := v.run(ctx, jobs); err != nil {
 		return nil, err
 	}
@@ -121,7 +119,7 @@ func newVerifier(opts Options) *verifier {
 	if opts.Client == nil {
 		opts.Client = transfer.NewClient(opts.Transfer)
 	}
-	return &verifier{opts: opts, rep: finding.NewReporter(opts.Report), remote: &pkgfetch.Remote{Transfer: opts.Transfer, Client: opts.Client, TempDir: opts.TempDir}}
+	return &verifier{opts: opts, rep: finding.NewReporter(opts.Events), remote: &pkgfetch.Remote{Transfer: opts.Transfer, Client: opts.Client, TempDir: opts.TempDir}}
 }
 
 // job is one package to check, with the table of the targets its dump's

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/plural"
 	"github.com/rsdump/rsdump/replica"
 	"github.com/rsdump/rsdump/resourcesync"
@@ -138,7 +139,7 @@ func (f *getFlags) options(args []string) (transfer.Options, error) {
 
 func doGet(ctx context.Context, sources []string, f getFlags, o transfer.Options, uo unpack.Options, stdout, stderr io.Writer) error {
 	pr := newProgress(stderr, f.quiet || f.json, "getting")
-	o.Events = getEvents(pr, f.quiet)
+	o.Events = pr.events(getEvents(pr, f.quiet))
 	var seq *unpack.Sequence
 	if f.unpack != "" {
 		o.Completed = func(ctx context.Context, r *transfer.Result) error { return seq.Arrived(ctx, r.Name, r.Path) }
@@ -158,10 +159,7 @@ func doGet(ctx context.Context, sources []string, f getFlags, o transfer.Options
 	if f.unpack != "" {
 		seq = newSequence(f.unpack, uo, files, pr.message)
 	}
-	pr.polled(func() (int64, int64, string) {
-		p := g.Progress()
-		return p.Done, p.Total, mirrorsNote(p.Mirrors)
-	})
+	pr.polledNote(func() string { return mirrorsNote(g.Mirrors()) })
 	results, err := g.Get(ctx, f.out, files)
 	pr.done()
 	err = errors.Join(err, seq.Leftovers())
@@ -224,10 +222,10 @@ func getHints(ctx context.Context, c *http.Client, src string) []string {
 // mirror dropped (a warning), a server without Range support (once per
 // server: its mirrors are kept for one whole-file connection, a note, not
 // a drop), a resumed file.
-func getEvents(p *progress, quiet bool) func(transfer.Event) {
+func getEvents(p *progress, quiet bool) func(finding.Event) {
 	var mu sync.Mutex
 	noRange := map[string]bool{}
-	return func(e transfer.Event) {
+	return func(e finding.Event) {
 		if quiet {
 			return
 		}

@@ -86,7 +86,7 @@ func runMetalink(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	w := &metalinkWriter{ctx: ctx, prog: newProgress(stderr, f.quiet || f.json, "hashing"), quiet: f.quiet, stderr: stderr}
-	w.b = metalink.Builder{PieceLength: f.pieceLength, Mirrors: mirrorBases(mirrors), Progress: func(name string, n int64) { w.prog.add(n, name) }}
+	w.b = metalink.Builder{PieceLength: f.pieceLength, Mirrors: mirrorBases(mirrors), Events: w.prog.events(nil)}
 	if f.json {
 		w.jsonOut = stdout
 	}

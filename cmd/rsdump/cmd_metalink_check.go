@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/plural"
 	"github.com/rsdump/rsdump/metalink"
 	"github.com/rsdump/rsdump/resourcesync"
@@ -54,13 +55,13 @@ func checkDocs(ctx context.Context, docs []string, stdout io.Writer, asJSON bool
 type checked struct {
 	src        string
 	m          *metalink.Metalink
-	ps         metalink.Problems
-	fatal      *metalink.Problem // the document is not Metalink at all
+	ps         []finding.Finding
+	fatal      *finding.Finding // the document is not Metalink at all
 	unreadable error
 }
 
 func (c *checked) valid() bool {
-	return c.m != nil && !c.ps.HasErrors()
+	return c.m != nil && !finding.HasErrors(c.ps)
 }
 
 func checkDoc(ctx context.Context, src string) *checked {
@@ -136,7 +137,7 @@ func (c *checked) toJSON() checkJSON {
 	}
 	ps := c.ps
 	if c.fatal != nil {
-		ps = metalink.Problems{*c.fatal}
+		ps = []finding.Finding{*c.fatal}
 	}
 	for _, p := range ps {
 		j.Problems = append(j.Problems, problemJSON{p.Severity.String(), p.Code, formatProblem(p)})
@@ -187,10 +188,10 @@ func openDoc(ctx context.Context, src string) (io.ReadCloser, int64, error) {
 	return rc, maxFetch, nil
 }
 
-func printDoc(w io.Writer, src string, m *metalink.Metalink, ps metalink.Problems) {
+func printDoc(w io.Writer, src string, m *metalink.Metalink, ps []finding.Finding) {
 	nErr := 0
 	for _, p := range ps {
-		if p.Severity == metalink.Error {
+		if p.Severity == finding.Error {
 			nErr++
 		}
 	}
@@ -236,15 +237,15 @@ func locationNote(loc string) string {
 }
 
 // formatProblem writes "error CODE: file "x" url[2]@priority: message (line N)".
-func formatProblem(p metalink.Problem) string {
+func formatProblem(p finding.Finding) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s: ", p.Severity, p.Code)
-	if p.File != "" {
-		fmt.Fprintf(&b, "file %q ", p.File)
+	if p.Path != "" {
+		fmt.Fprintf(&b, "file %q ", p.Path)
 	}
 	if p.Element != "" {
 		b.WriteString(p.Element + ": ")
-	} else if p.File != "" {
+	} else if p.Path != "" {
 		b.WriteString(": ")
 	}
 	b.WriteString(p.Msg)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/plural"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
@@ -222,22 +223,24 @@ func doPack(ctx context.Context, src string, f packFlags, o pack.Options, stdout
 	defer changesGC(o.Changes)()
 	p := newProgress(stderr, f.quiet || f.json, "packing")
 	done := 0
-	o.Events = func(e pack.Event) {
+	draw := p.events(nil)
+	o.Events = func(e finding.Event) { // one call at a time
 		switch e := e.(type) {
-		case pack.FileDone:
-			p.add(e.Bytes, fmt.Sprintf("package %d", done+1))
+		case finding.Progress:
+			e.Unit = fmt.Sprintf("package %d", done+1)
+			draw(e)
 		case pack.PackageDone:
 			done++
 			if !f.quiet {
 				p.message("rsdump: %s: %s, %s%s", e.Package.Name, fmtBytes(e.Package.Length), plural.Count(e.Package.Bitstreams, "bitstream"), reusedNote(e.Package.Reused))
 			}
-		case pack.Warning:
+		case finding.Finding:
 			if !f.quiet {
-				p.message("rsdump: warning: %s", e)
+				p.message("rsdump: %s", e)
 			}
 		case pack.Removed: // printed even with --quiet: it deletes files
 			p.message("rsdump: removed %s: left from an earlier run, not in the new dump", e.Name)
-		case pack.Notice:
+		case finding.Note:
 			if !f.quiet {
 				p.message("rsdump: %s", e.Msg)
 			}

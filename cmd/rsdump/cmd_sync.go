@@ -161,18 +161,19 @@ func doSync(ctx context.Context, source string, f syncFlags, stdout, stderr io.W
 	if f.minSpeed == 0 {
 		o.Transfer.MinSpeed = -1 // off, as for get
 	}
-	o.Progress, o.Total = func(n int64) { p.add(n, "") }, p.grow
-	o.Note = func(m string) {
-		if !f.quiet && !f.json {
-			p.message("%s", escapeControl(m))
+	o.Events = p.events(func(e finding.Event) {
+		switch e := e.(type) {
+		case finding.Note:
+			if !f.quiet && !f.json {
+				p.message("%s", escapeControl(e.Msg))
+			}
+		case finding.Finding:
+			if f.verb && e.Severity == finding.OK && !f.json && !f.quiet {
+				fmt.Fprintf(stdout, "%s: %s\n", e.Code, escapeControl(orText(e.Path, e.Source)))
+			}
+			rep.finding(e)
 		}
-	}
-	o.Report = func(fd finding.Finding) {
-		if f.verb && fd.Severity == finding.OK && !f.json && !f.quiet {
-			fmt.Fprintf(stdout, "%s: %s\n", fd.Check, escapeControl(orText(fd.Path, fd.Source)))
-		}
-		rep.finding(fd)
-	}
+	})
 	res, err := replica.Sync(ctx, source, f.dest, o)
 	p.done()
 	if err != nil {

@@ -183,13 +183,14 @@ func doUnpack(ctx context.Context, sources []string, f unpackFlags, o unpack.Opt
 	}
 	p := newProgress(stderr, f.quiet || f.json, "unpacking")
 	rep.msg = p.message
-	o.Progress, o.Total = func(n int64) { p.add(n, "") }, p.grow
-	o.Report = func(fd finding.Finding) {
-		if f.verb && fd.Severity == finding.OK && !f.json && !f.quiet {
-			fmt.Fprintf(stdout, "%s: %s\n", fd.Check, escapeControl(orText(fd.Path, fd.Source)))
+	o.Events = p.events(func(e finding.Event) {
+		if fd, ok := e.(finding.Finding); ok {
+			if f.verb && fd.Severity == finding.OK && !f.json && !f.quiet {
+				fmt.Fprintf(stdout, "%s: %s\n", fd.Code, escapeControl(orText(fd.Path, fd.Source)))
+			}
+			rep.finding(fd)
 		}
-		rep.finding(fd)
-	}
+	})
 	res, err := unpack.UnpackAll(ctx, sources, f.dest, o)
 	p.done()
 	if err != nil {

@@ -136,8 +136,8 @@ func doVerify(ctx context.Context, f verifyFlags, targets []string, stdout, stde
 	}
 	p := newProgress(stderr, f.quiet || f.json, "verifying")
 	rep.msg = p.message
-	opts := verify.Options{Limits: pkgread.Limits{MaxRatio: f.maxRatio}, Jobs: f.jobs, Report: rep.finding, Transfer: transfer.Options{StallTimeout: f.stall},
-		Progress: func(n int64) { p.add(n, "") }, Total: p.grow}
+	opts := verify.Options{Limits: pkgread.Limits{MaxRatio: f.maxRatio}, Jobs: f.jobs, Transfer: transfer.Options{StallTimeout: f.stall},
+		Events: p.events(rep.event)}
 	var sum *verify.Summary
 	if f.tree != "" {
 		sum, err = audit(ctx, f, opts)
@@ -238,6 +238,13 @@ func (r *reportWriter) createCSV(name string) (*csv.Writer, error) {
 	return w, w.Write(csvHeader)
 }
 
+// event renders the findings among the events (finding.Finding).
+func (r *reportWriter) event(e finding.Event) {
+	if f, ok := e.(finding.Finding); ok {
+		r.finding(f)
+	}
+}
+
 func (r *reportWriter) finding(f finding.Finding) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -246,7 +253,7 @@ func (r *reportWriter) finding(f finding.Finding) {
 		if f.Severity == finding.OK {
 			w = r.ok
 		}
-		r.keep(w.Write([]string{f.URI, f.Path, f.Check, f.Expected, f.Actual, f.Severity.String(), f.Msg, f.Source}))
+		r.keep(w.Write([]string{f.URI, f.Path, f.Code, f.Expected, f.Actual, f.Severity.String(), f.Msg, f.Source}))
 	}
 	switch {
 	case f.Severity == finding.OK:
@@ -271,7 +278,7 @@ type jsonFinding struct {
 // writeJSON streams one finding into the findings array, so that a run
 // with a million problems does not hold them in memory.
 func (r *reportWriter) writeJSON(f finding.Finding) {
-	b, err := json.Marshal(jsonFinding{f.Severity.String(), f.Check, f.Source, f.URI, f.Path, f.Expected, f.Actual, f.Msg})
+	b, err := json.Marshal(jsonFinding{f.Severity.String(), f.Code, f.Source, f.URI, f.Path, f.Expected, f.Actual, f.Msg})
 	r.keep(err)
 	if r.jsonSeen {
 		fmt.Fprint(r.stdout, ",")

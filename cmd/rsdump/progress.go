@@ -8,15 +8,18 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 )
 
 // progress is the one progress renderer of every long command (pack,
-// metalink, verify, unpack, get), on stderr. The commands speak one
-// vocabulary to it: bytes done (add, or set when polled), the total bytes
-// of the work (grow as the library learns it, setTotal), and messages
-// that must not garble the display. It draws
+// metalink, verify, unpack, get, sync), on stderr. It consumes the
+// library's one progress contract, the finding.Event a command's Options
+// take (events): bytes done (finding.Progress, add), bytes of the work
+// ahead (finding.Planned, grow; setTotal, for pack's scan), and the
+// messages each command makes of the other events, which must not garble
+// the display. It draws
 //   - on a terminal, a progressbar bar with percent, bytes, rate and ETA
 //     (a spinner only while no total is known);
 //   - otherwise, a plain line every few seconds: "rsdump: verifying: 45%,
@@ -39,8 +42,8 @@ type progress struct {
 	lastN  int64     // bytes done at the last plain line
 	n      int64     // bytes done
 	total  int64     // bytes of all the work, 0 while unknown
-	// source is a library that is polled rather than calling back.
-	source  func() (done, total int64, note string)
+	// noteFn is polled for the note every tick (get's mirrors).
+	noteFn  func() string
 	ticking bool
 	stop    chan struct{}
 	stopped chan struct{}
@@ -76,13 +79,30 @@ func newProgress(stderr io.Writer, quiet bool, desc string) *progress {
 // shown says whether anything is drawn: not with --quiet.
 func (p *progress) shown() bool { return p.bar != nil || p.plain }
 
-// polled makes the renderer read done, total and a note from fn every
-// tick, for a library that is polled (transfer.Getter.Progress) rather
-// than one that calls back.
-func (p *progress) polled(fn func() (done, total int64, note string)) {
+// events returns a command's Options.Events: it draws the progress
+// (finding.Progress, finding.Planned) and passes every other event
+// (findings, notes, a library's own) to other, which may be nil.
+func (p *progress) events(other func(finding.Event)) func(finding.Event) {
+	return func(e finding.Event) {
+		switch e := e.(type) {
+		case finding.Progress:
+			p.add(e.Bytes, e.Unit)
+		case finding.Planned:
+			p.grow(e.Bytes)
+		default:
+			if other != nil {
+				other(e)
+			}
+		}
+	}
+}
+
+// polledNote makes the renderer read its note from fn every tick: the
+// state of something that changes without events (get's mirrors).
+func (p *progress) polledNote(fn func() string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.source = fn
+	p.noteFn = fn
 	p.startTicker()
 }
 
@@ -169,13 +189,13 @@ func (p *progress) startTicker() {
 	}(p.stop, p.stopped)
 }
 
-// tick polls the source, if any, and draws: the bar, or a plain line when
+// tick polls the note, if any, and draws: the bar, or a plain line when
 // one is due.
 func (p *progress) tick() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.source != nil {
-		p.n, p.total, p.note = p.source()
+	if p.noteFn != nil {
+		p.note = p.noteFn()
 	}
 	p.drawBar()
 	now := p.now()

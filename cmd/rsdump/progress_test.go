@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/transfer"
 )
@@ -71,14 +72,16 @@ func TestPlainProgressNoTotal(t *testing.T) {
 	}
 }
 
-// TestPolledProgress drives the renderer as get does, from a polled
-// source with a note about mirrors.
+// TestPolledProgress drives the renderer as get does: bytes from the
+// events, and a note about mirrors polled.
 func TestPolledProgress(t *testing.T) {
 	var buf bytes.Buffer
 	p, c := plainProgress(&buf, "getting")
-	pr := transfer.Progress{Total: 100 << 20, Done: 50 << 20, Mirrors: []transfer.MirrorProgress{
-		{Host: "a:80", Active: 4, State: "active"}, {Host: "b:80", State: "no-range"}}}
-	p.source = func() (int64, int64, string) { return pr.Done, pr.Total, mirrorsNote(pr.Mirrors) }
+	ev := p.events(nil)
+	ev(finding.Planned{Bytes: 100 << 20})
+	ev(finding.Progress{Bytes: 50 << 20})
+	ms := []transfer.MirrorProgress{{Host: "a:80", Active: 4, State: "active"}, {Host: "b:80", State: "no-range"}}
+	p.polledNote(func() string { return mirrorsNote(ms) })
 	c.t = c.t.Add(5 * time.Second)
 	p.tick()
 	s := buf.String()

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/safepath"
 	"github.com/rsdump/rsdump/metalink"
 	"github.com/rsdump/rsdump/pkgread"
@@ -61,7 +62,7 @@ func TestVerifyAndMetalinkAgree(t *testing.T) {
 			t.Errorf("pkgread.SafeName(%q) = %v, want %q", c.name, verr, e.Reason)
 		}
 		merr := metalink.CheckName(c.name)
-		var p *metalink.Problem
+		var p *finding.Finding
 		if !errors.As(merr, &p) || p.Code != metalinkCode(c.kind) {
 			t.Errorf("metalink.CheckName(%q) = %v, want %s", c.name, merr, metalinkCode(c.kind))
 			continue
@@ -92,7 +93,7 @@ func manifestRefuses(p, why string) bool {
 	h := resourcesync.Header{MD: resourcesync.MD{Capability: resourcesync.CapResourceDumpManifest, At: time.Unix(0, 0)}}
 	u := resourcesync.URL{Loc: "http://127.0.0.1/a", Lastmod: time.Unix(0, 0), MD: &resourcesync.MD{Path: p}}
 	for _, pr := range resourcesync.ValidateEntry(h, 1, u) {
-		if pr.Severity == resourcesync.Error && strings.Contains(pr.Msg, why) {
+		if pr.Severity == finding.Error && strings.Contains(pr.Msg, why) {
 			return true
 		}
 	}
