@@ -53,4 +53,7 @@ type Event struct {
 var (
 	ErrStatus    = errors.New("answered with a status other than 2xx")
 	ErrChallenge = errors.New("did not echo hub.challenge")
+	// ErrSuperseded is a verified request that came in before another for
+	// the same subscription, verified first: the later one stands.
+	ErrSuperseded = errors.New("superseded by a later request for the same subscription")
 )

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/rsdump/rsdump/internal/httpc"
 )
 
 // TestChallengeNotEchoed: a callback that answers the verification with
@@ -51,17 +53,54 @@ func TestChallengeNotEchoed(t *testing.T) {
 }
 
 // TestVerifyRedirectScheme: the hub follows a callback's redirect only to
-// http or https.
+// http or https, with its own client or one given in Options.
 func TestVerifyRedirectScheme(t *testing.T) {
+	for name, c := range map[string]*http.Client{"default client": nil, "given client": {}} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, Options{Client: c})
+			s := newSubscriber(t)
+			s.answer = func(w http.ResponseWriter, q url.Values) {
+				w.Header().Set("Location", "file:///etc/passwd")
+				w.WriteHeader(http.StatusFound)
+			}
+			e := f.subscribe(url.Values{"hub.topic": {"http://127.0.0.1:1/t"}, "hub.callback": {s.callback("/cb")}})
+			if e.Kind != Refused || !errors.Is(e.Err, httpc.ErrScheme) {
+				t.Errorf("event %v (%v), want refused for the redirect's scheme", e.Kind, e.Err)
+			}
+		})
+	}
+}
+
+// TestLatestRequestWins: when an unsubscription is verified before the
+// subscription sent ahead of it, the later request's outcome stands.
+func TestLatestRequestWins(t *testing.T) {
 	f := newFixture(t, Options{})
 	s := newSubscriber(t)
+	unsubscribed := make(chan struct{})
 	s.answer = func(w http.ResponseWriter, q url.Values) {
-		w.Header().Set("Location", "file:///etc/passwd")
-		w.WriteHeader(http.StatusFound)
+		if q.Get("hub.mode") == "subscribe" {
+			select {
+			case <-unsubscribed:
+			case <-time.After(wait):
+			}
+		}
+		io.WriteString(w, q.Get("hub.challenge"))
 	}
-	e := f.subscribe(url.Values{"hub.topic": {"http://127.0.0.1:1/t"}, "hub.callback": {s.callback("/cb")}})
-	if e.Kind != Refused || e.Err == nil || !strings.Contains(e.Err.Error(), "scheme") {
-		t.Errorf("event %v (%v), want refused for the redirect's scheme", e.Kind, e.Err)
+	v := url.Values{"hub.topic": {"http://127.0.0.1:1/t"}, "hub.callback": {s.callback("/cb")}}
+	v.Set("hub.mode", "subscribe")
+	if code, _ := f.form(v); code != 202 {
+		t.Fatal(code)
+	}
+	v.Set("hub.mode", "unsubscribe")
+	if e := f.subscribe(v); e.Kind != Unsubscribed {
+		t.Fatalf("event %v (%v)", e.Kind, e.Err)
+	}
+	close(unsubscribed)
+	if e := f.next(Subscribed, Refused); e.Kind != Refused || !errors.Is(e.Err, ErrSuperseded) {
+		t.Errorf("the earlier subscription, verified last: event %v (%v), want refused as superseded", e.Kind, e.Err)
+	}
+	if subs := f.hub.Subscriptions(); len(subs) != 0 {
+		t.Errorf("the earlier subscription, verified last, won: %+v", subs)
 	}
 }
 
@@ -475,4 +514,26 @@ func get(t *testing.T, u string) (*http.Response, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp, string(b)
+}
+
+// TestExpiryStopsRetries: a lease that runs out while a delivery is
+// being retried ends the retries.
+func TestExpiryStopsRetries(t *testing.T) {
+	c := newClock()
+	f := newFixture(t, Options{Now: c.Now, Attempts: 100, RetryWait: 20 * time.Millisecond})
+	s := newSubscriber(t)
+	s.status = func(n int) int {
+		if n == 2 {
+			c.add(time.Hour) // past the lease, during the second try
+		}
+		return http.StatusInternalServerError
+	}
+	topic := f.url + "/t"
+	f.subscribe(url.Values{"hub.topic": {topic}, "hub.callback": {s.callback("/cb")}, "hub.lease_seconds": {"600"}})
+	f.notify(topic, "text/plain", "x")
+	f.next(Expired)
+	f.hub.Close()
+	if n := s.posts(); n != 2 {
+		t.Errorf("%d tries, want 2: none after the lease ran out", n)
+	}
 }

@@ -128,7 +128,8 @@ func (h *Hub) verify(req *request) {
 	h.mu.Lock()
 	if req.seq < h.applied[req.key] {
 		h.mu.Unlock()
-		return // a later request for this subscription was verified first
+		h.emit(Event{Kind: Refused, Topic: req.topic, Callback: req.callback, Err: ErrSuperseded})
+		return
 	}
 	h.applied[req.key] = req.seq
 	kind := Unsubscribed
