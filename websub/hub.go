@@ -39,6 +39,7 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rsdump/rsdump/internal/httpc"
@@ -67,6 +68,10 @@ const (
 	maxQueue       = 64       // contents waiting for one subscriber
 	discardOnReply = 4 << 10  // read of a delivery's answer, to reuse the connection
 )
+
+// maxPending bounds the verifications and fetches waiting: past it,
+// requests are answered 503. A variable for tests.
+var maxPending int64 = 1024
 
 // Options configure a Hub. Only URL is required.
 type Options struct {
@@ -126,11 +131,14 @@ type Hub struct {
 	seq     uint64              // of subscription requests, so that the latest verified wins
 	applied map[key]uint64
 
-	saveMu sync.Mutex
-	sem    chan struct{}
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	saveMu  sync.Mutex
+	sem     chan struct{}
+	pending atomic.Int64 // verifications and fetches asked for, not yet done
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	closeMu sync.Mutex // orders spawn and Close, so that Close waits for all
+	closed  bool
 }
 
 // key is what identifies a subscription: its topic and callback.
@@ -240,6 +248,9 @@ func fromLoopback(r *http.Request) error {
 // cancelled and waited for, and later requests are answered 503. The
 // subscriptions stay in the state file.
 func (h *Hub) Close() error {
+	h.closeMu.Lock()
+	h.closed = true
+	h.closeMu.Unlock()
 	h.cancel()
 	h.wg.Wait()
 	return nil
@@ -311,13 +322,37 @@ func httpURL(name, s string) (*url.URL, error) {
 	return u, nil
 }
 
-// spawn runs f on a goroutine Close waits for.
+// spawn runs f on a goroutine Close waits for; after Close, it does not.
 func (h *Hub) spawn(f func()) {
+	h.closeMu.Lock()
+	defer h.closeMu.Unlock()
+	if h.closed {
+		return
+	}
 	h.wg.Add(1)
 	go func() {
 		defer h.wg.Done()
 		f()
 	}()
+}
+
+// later runs f, work a request asked for, on a goroutine; it returns
+// false, and runs nothing, when too much such work is waiting already.
+func (h *Hub) later(f func()) bool {
+	if h.pending.Add(1) > maxPending {
+		h.pending.Add(-1)
+		return false
+	}
+	h.spawn(func() {
+		defer h.pending.Add(-1)
+		f()
+	})
+	return true
+}
+
+func busy(w http.ResponseWriter) {
+	w.Header().Set("Retry-After", "60")
+	http.Error(w, "the hub has too many requests in progress; try again later", http.StatusServiceUnavailable)
 }
 
 // acquire takes one of the Concurrency slots for an outgoing request.

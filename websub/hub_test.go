@@ -537,3 +537,45 @@ func TestExpiryStopsRetries(t *testing.T) {
 		t.Errorf("%d tries, want 2: none after the lease ran out", n)
 	}
 }
+
+// TestTooManyPending: past maxPending verifications waiting, requests are
+// answered 503 with Retry-After, and taken again once they are done.
+func TestTooManyPending(t *testing.T) {
+	defer func(n int64) { maxPending = n }(maxPending)
+	maxPending = 2
+	f := newFixture(t, Options{})
+	s := newSubscriber(t)
+	release := make(chan struct{})
+	s.answer = func(w http.ResponseWriter, q url.Values) {
+		select {
+		case <-release:
+		case <-time.After(wait):
+		}
+		io.WriteString(w, q.Get("hub.challenge"))
+	}
+	v := func(i int) url.Values {
+		return url.Values{"hub.mode": {"subscribe"}, "hub.topic": {"http://127.0.0.1:1/t"}, "hub.callback": {s.callback("/cb" + strconv.Itoa(i))}}
+	}
+	for i := range 2 {
+		if code, _ := f.form(v(i)); code != 202 {
+			t.Fatalf("request %d: HTTP %d", i, code)
+		}
+	}
+	resp, err := http.PostForm(f.url, v(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("a third request waiting: HTTP %d Retry-After %q, want 503 and a delay", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	close(release)
+	f.next(Subscribed)
+	f.next(Subscribed)
+	for deadline := time.Now().Add(wait); f.hub.pending.Load() > 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond) // the events come just before the count goes down
+	}
+	if e := f.subscribe(v(2)); e.Kind != Subscribed {
+		t.Errorf("once the others are done: %v (%v)", e.Kind, e.Err)
+	}
+}

@@ -91,7 +91,10 @@ func (h *Hub) publishForm(w http.ResponseWriter, form url.Values) {
 		return
 	}
 	for _, t := range topics {
-		h.spawn(func() { h.fetch(t) })
+		if !h.later(func() { h.fetch(t) }) {
+			busy(w)
+			return
+		}
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusAccepted)

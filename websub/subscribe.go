@@ -65,7 +65,10 @@ func (h *Hub) subscribe(w http.ResponseWriter, form url.Values, mode string) {
 	h.seq++
 	req.seq = h.seq
 	h.mu.Unlock()
-	h.spawn(func() { h.verify(req) })
+	if !h.later(func() { h.verify(req) }) {
+		busy(w)
+		return
+	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusAccepted)
 	fmt.Fprintf(w, "accepted: the hub will now ask %s to confirm the %s\n", req.callback, mode)
