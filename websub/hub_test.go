@@ -190,7 +190,7 @@ func TestNotification(t *testing.T) {
 	payload := `<?xml version="1.0" encoding="UTF-8"?>` + "\n" + `<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/"><rs:md capability="framework-notification"/></urlset>`
 	caps := "http://127.0.0.1:1/dataset1/capabilitylist.xml"
 	code, msg := f.notify(topic, "application/xml", payload, "<"+caps+`>; rel="resourcesync"`)
-	if code != http.StatusAccepted || !strings.Contains(msg, "1 subscriber") {
+	if code != http.StatusAccepted || !strings.HasSuffix(msg, "goes to 1 subscriber\n") {
 		t.Fatalf("notification: HTTP %d %q, want 202 for 1 subscriber", code, msg)
 	}
 	d := s.delivery(t)

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rsdump/rsdump/internal/plural"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/serve"
 	"github.com/rsdump/rsdump/websub"
@@ -179,7 +180,7 @@ func hubLine(e websub.Event) string {
 	case websub.Subscribed:
 		s += fmt.Sprintf(" (lease %s)", e.Lease)
 	case websub.Published:
-		s += fmt.Sprintf(" (%d subscribers)", e.Subscribers)
+		s += " (" + plural.Count(e.Subscribers, "subscriber") + ")"
 	case websub.Delivered, websub.Dropped:
 		s += fmt.Sprintf(" (attempt %d)", e.Attempt)
 	case websub.Retrying:
