@@ -417,8 +417,10 @@ func TestRetryTimeBound(t *testing.T) {
 	topic := f.url + "/t"
 	f.subscribe(url.Values{"hub.topic": {topic}, "hub.callback": {bad.callback("/cb")}})
 	f.notify(topic, "text/plain", "x")
-	if e := f.next(Dropped); e.Attempt != 3 {
-		t.Errorf("dropped at attempt %d, want 3 (waits of 30 and 60 ms fit in 100 ms, 120 more do not)", e.Attempt)
+	// Waits of 30 and 60 ms fit in 100 ms, 120 more do not: at most 3
+	// tries, fewer on a machine slow enough to spend the time in them.
+	if e := f.next(Dropped); e.Attempt < 1 || e.Attempt > 3 {
+		t.Errorf("dropped at attempt %d, want at most 3", e.Attempt)
 	}
 }
 
@@ -577,5 +579,31 @@ func TestTooManyPending(t *testing.T) {
 	}
 	if e := f.subscribe(v(2)); e.Kind != Subscribed {
 		t.Errorf("once the others are done: %v (%v)", e.Kind, e.Err)
+	}
+}
+
+// TestFetchedForNobody: what hub.mode=publish fetches for a topic nobody
+// subscribes to is not kept, since anyone may ask for it.
+func TestFetchedForNobody(t *testing.T) {
+	f := newFixture(t, Options{StateFile: stateFile(t)})
+	pub := newPublisher(t, "text/plain", "fetched")
+	if e := f.publish(pub.url); e.Kind != Published || e.Subscribers != 0 {
+		t.Fatalf("event %v to %d", e.Kind, e.Subscribers)
+	}
+	f.hub.mu.Lock()
+	n := len(f.hub.topics)
+	f.hub.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d topics kept after a fetch for nobody", n)
+	}
+	s := newSubscriber(t)
+	f.subscribe(url.Values{"hub.topic": {pub.url}, "hub.callback": {s.callback("/cb")}})
+	f.publish(pub.url)
+	s.delivery(t)
+	f.hub.mu.Lock()
+	c := f.hub.topics[pub.url]
+	f.hub.mu.Unlock()
+	if c == nil || string(c.body) != "fetched" {
+		t.Errorf("the content delivered to a subscriber is not the topic's latest: %+v", c)
 	}
 }

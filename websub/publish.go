@@ -67,7 +67,7 @@ func (h *Hub) notification(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, "the notification is empty")
 		return
 	}
-	n := h.distribute(c)
+	n := h.distribute(c, true)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusAccepted)
 	fmt.Fprintf(w, "accepted: %s goes to %s\n", topic, plural.Count(n, "subscriber"))
@@ -109,7 +109,7 @@ func (h *Hub) fetch(topic string) {
 		h.emit(Event{Kind: FetchFailed, Topic: topic, Err: err})
 		return
 	}
-	h.distribute(c)
+	h.distribute(c, false)
 }
 
 func (h *Hub) get(topic string) (*content, error) {
@@ -138,14 +138,15 @@ func (h *Hub) get(topic string) (*content, error) {
 	return c, nil
 }
 
-// distribute keeps c as its topic's latest content and queues it for each
-// subscriber whose lease runs; it returns how many.
-func (h *Hub) distribute(c *content) int {
+// distribute queues c for each subscriber of its topic whose lease runs,
+// and returns how many. It keeps c as the topic's latest content when a
+// publisher posted it (keep), or when it goes to someone: what anyone may
+// make the hub fetch is not kept for nobody.
+func (h *Hub) distribute(c *content, keep bool) int {
 	c.time = h.opts.Now()
 	var events []Event
 	n := 0
 	h.mu.Lock()
-	h.topics[c.topic] = c
 	for k, s := range h.subs {
 		if k.topic != c.topic {
 			continue
@@ -159,6 +160,9 @@ func (h *Hub) distribute(c *content) int {
 			events = append(events, e)
 		}
 		n++
+	}
+	if keep || n > 0 {
+		h.topics[c.topic] = c
 	}
 	h.mu.Unlock()
 	h.save()
