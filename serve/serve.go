@@ -40,10 +40,17 @@ type Options struct {
 	// was given, so that a Resource List's <loc>s can be fetched. Empty
 	// serves no resources.
 	Resources string
+	// Hub, when set, answers every request for HubPath and under it: a
+	// WebSub hub (websub.Hub) and its topics. It shadows a resource of
+	// that name.
+	Hub http.Handler
 	// Log, when set, is called once for every request after it is
 	// answered, from the request's goroutine.
 	Log func(Request)
 }
+
+// HubPath is where Options.Hub is served.
+const HubPath = "/hub"
 
 // Request is what the log is told about one request.
 type Request struct {
@@ -67,6 +74,7 @@ type handler struct {
 	mirrors  []pack.Mirror
 	log      func(Request)
 	sums     *digests
+	hub      http.Handler
 }
 
 // New returns a handler serving dir, a directory pack wrote (or is
@@ -74,7 +82,7 @@ type handler struct {
 // is seen on the next request). The handler is also an io.Closer that
 // releases the directories it holds open.
 func New(dir string, opts Options) (http.Handler, error) {
-	h := &handler{log: opts.Log}
+	h := &handler{log: opts.Log, hub: opts.Hub}
 	if err := h.setURLs(opts); err != nil {
 		return nil, err
 	}
@@ -184,9 +192,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// route finds what a request names: the Source Description, one of the
-// directory's outputs, or a resource.
+// route finds what a request names: the hub, the Source Description,
+// one of the directory's outputs, or a resource.
 func (h *handler) route(w http.ResponseWriter, r *http.Request) {
+	if h.hub != nil && (r.URL.Path == HubPath || strings.HasPrefix(r.URL.Path, HubPath+"/")) {
+		h.hub.ServeHTTP(w, r)
+		return
+	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)

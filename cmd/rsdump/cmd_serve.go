@@ -7,14 +7,19 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/rsdump/rsdump/internal/plural"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/serve"
+	"github.com/rsdump/rsdump/websub"
 )
 
-const serveHelp = `Usage: rsdump serve DIR [--addr 127.0.0.1:8080] [--base-url URL] [--mirror URL...] [--resources SRC]
+const serveHelp = `Usage: rsdump serve DIR [--addr 127.0.0.1:8080] [--base-url URL] [--mirror URL...] [--resources SRC] [--hub]
 
 Publishes DIR, a directory rsdump pack wrote, over HTTP: the dump
 documents, packages, manifests and Metalinks under the path of --dump-url
@@ -46,6 +51,20 @@ request, --write-timeout to take each 128 KiB of a response (a long
 download that keeps moving is never cut off), or stays idle between
 requests for longer than --idle-timeout.
 
+With --hub, a WebSub hub answers at /hub on the same host (its URL is
+on the host of --dump-url, else --base-url, else the listening address,
+and the startup line says it): subscribers POST hub.mode=subscribe or
+unsubscribe there, and it verifies their intent, grants leases (10 days
+by default, 5 minutes to 31 days), signs what it delivers to those that
+gave a hub.secret and retries a failing subscriber with growing waits. A
+Source posts a ResourceSync notification to it (Content-Type and Link
+rel="self" naming the topic; only from this machine), or any publisher
+sends hub.mode=publish with hub.topic for the hub to fetch. Topics must
+be URLs on the hub's host; a GET of a topic under /hub/ (say
+/hub/framework) answers its latest notification. Subscriptions and the
+latest notifications are kept in DIR/.rsdump-hub.json, never served, so
+they survive a restart. One line per hub event goes to stderr.
+
 One line per request goes to stderr (unless --quiet). SIGINT or SIGTERM
 stops accepting connections and lets requests in flight finish for up to
 --grace.
@@ -54,7 +73,7 @@ Exit status: 0 stopped by a signal after every request finished, 1 failed
 (the address is in use, requests cut off at shutdown), 2 usage error.
 
 Examples:
-  rsdump serve ./dump --addr 127.0.0.1:8080 --base-url http://127.0.0.1:8080/data/
+  rsdump serve ./dump --addr 127.0.0.1:8080 --base-url http://127.0.0.1:8080/data/ --hub
   rsdump serve ./dump --addr :8081 --mirror http://b.example.net/dump/,priority=2
   rsdump serve ./dump --base-url https://example.org/data/ --dump-url https://example.org/dump/ --resources ./data
 `
@@ -64,7 +83,8 @@ type serveFlags struct {
 	mirrors                           []string
 	grace                             time.Duration
 	timeouts                          serve.Timeouts
-	quiet                             bool
+	quiet, hub                        bool
+	logMu                             sync.Mutex // one line at a time on stderr
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -82,6 +102,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.DurationVar(&f.timeouts.Write, "write-timeout", def.Write, "cut a response off when the client takes longer than `DURATION` to take 128 KiB of it")
 	fs.DurationVar(&f.timeouts.Idle, "idle-timeout", def.Idle, "close a kept-alive connection idle for `DURATION`")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "log no requests")
+	fs.BoolVar(&f.hub, "hub", false, "also run a WebSub hub at /hub, for ResourceSync notifications")
 	if err := parse(fs, args, serveHelp, stdout); err != nil {
 		return err
 	}
@@ -92,12 +113,83 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	var hub *websub.Hub
+	if f.hub {
+		if hub, err = f.newHub(fs.Arg(0), ln.Addr(), stderr); err != nil {
+			return err
+		}
+		defer hub.Close()
+		opts.Hub = hub
+	}
 	h, err := serve.New(fs.Arg(0), opts)
 	if err != nil {
 		return usageError{err}
 	}
 	defer h.(io.Closer).Close()
-	return f.listenAndServe(ctx, h, fs.Arg(0), stderr)
+	return f.listenAndServe(ctx, h, ln, fs.Arg(0), hub, stderr)
+}
+
+// hubStateName is the hub's state file in the served directory: a name
+// pack never writes, so serve never serves it.
+const hubStateName = ".rsdump-hub.json"
+
+// newHub makes the hub of --hub: its URL on the host the documents are
+// published at, else the listening address; topics only on that host;
+// one line per event on stderr.
+func (f *serveFlags) newHub(dir string, addr net.Addr, stderr io.Writer) (*websub.Hub, error) {
+	origin := "http://" + addr.String()
+	for _, s := range []string{f.dumpURL, f.baseURL} {
+		if u, err := url.Parse(s); err == nil && u.Host != "" {
+			origin = u.Scheme + "://" + u.Host
+			break
+		}
+	}
+	return websub.New(websub.Options{
+		URL:       origin + serve.HubPath,
+		StateFile: filepath.Join(dir, hubStateName),
+		AllowTopic: func(topic string) error {
+			if !strings.HasPrefix(topic, origin+"/") {
+				return fmt.Errorf("this hub takes topics on %s only", origin)
+			}
+			return nil
+		},
+		Event: func(e websub.Event) {
+			f.logMu.Lock()
+			defer f.logMu.Unlock()
+			fmt.Fprintln(stderr, escapeControl(hubLine(e)))
+		},
+	})
+}
+
+// hubLine is one hub event: what, the topic, the subscriber's callback,
+// the figures of the kind, and the error.
+func hubLine(e websub.Event) string {
+	s := "rsdump: hub: " + e.Kind.String()
+	if e.Topic != "" {
+		s += " " + e.Topic
+	}
+	if e.Callback != "" {
+		s += " for " + e.Callback
+	}
+	switch e.Kind {
+	case websub.Subscribed:
+		s += fmt.Sprintf(" (lease %s)", e.Lease)
+	case websub.Published:
+		s += " (" + plural.Count(e.Subscribers, "subscriber") + ")"
+	case websub.Delivered, websub.Dropped:
+		s += fmt.Sprintf(" (attempt %d)", e.Attempt)
+	case websub.Retrying:
+		s += fmt.Sprintf(" (attempt %d, next in %s)", e.Attempt, e.Wait)
+	}
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
 }
 
 func (f *serveFlags) options(stderr io.Writer) (serve.Options, error) {
@@ -127,10 +219,9 @@ func (f *serveFlags) options(stderr io.Writer) (serve.Options, error) {
 		o.Mirrors = append(o.Mirrors, m)
 	}
 	if !f.quiet {
-		var mu sync.Mutex
 		o.Log = func(r serve.Request) {
-			mu.Lock()
-			defer mu.Unlock()
+			f.logMu.Lock()
+			defer f.logMu.Unlock()
 			fmt.Fprintln(stderr, logLine(r))
 		}
 	}
@@ -148,13 +239,13 @@ func logLine(r serve.Request) string {
 		r.Remote, r.Method, r.Path, r.Status, r.Bytes, rng, r.Duration.Round(time.Microsecond)))
 }
 
-func (f *serveFlags) listenAndServe(ctx context.Context, h http.Handler, dir string, stderr io.Writer) error {
-	ln, err := net.Listen("tcp", f.addr)
-	if err != nil {
-		return err
-	}
+func (f *serveFlags) listenAndServe(ctx context.Context, h http.Handler, ln net.Listener, dir string, hub *websub.Hub, stderr io.Writer) error {
 	srv := serve.NewServer(h, f.timeouts)
-	fmt.Fprintf(stderr, "rsdump: serving %s at http://%s/\n", escapeControl(dir), ln.Addr())
+	with := ""
+	if hub != nil {
+		with = ", WebSub hub at " + hub.URL()
+	}
+	fmt.Fprintf(stderr, "rsdump: serving %s at http://%s/%s\n", escapeControl(dir), ln.Addr(), escapeControl(with))
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {

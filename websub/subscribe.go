@@ -1,0 +1,194 @@
+package websub
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// request is a subscription or unsubscription waiting for verification.
+type request struct {
+	key
+	mode   string
+	cb     *url.URL
+	lease  time.Duration
+	secret string
+	seq    uint64
+}
+
+// post answers a POST to the hub URL: a form (subscribe, unsubscribe,
+// publish) or a notification.
+func (h *Hub) post(w http.ResponseWriter, r *http.Request) {
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if ct != "application/x-www-form-urlencoded" {
+		h.notification(w, r)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+	if err := r.ParseForm(); err != nil {
+		badRequest(w, "reading the form: "+err.Error())
+		return
+	}
+	switch mode := r.PostForm.Get("hub.mode"); mode {
+	case "subscribe", "unsubscribe":
+		h.subscribe(w, r.PostForm, mode)
+	case "publish":
+		h.publishForm(w, r.PostForm)
+	case "":
+		badRequest(w, "hub.mode is missing")
+	default:
+		badRequest(w, fmt.Sprintf("hub.mode %q is none of subscribe, unsubscribe and publish", mode))
+	}
+}
+
+func badRequest(w http.ResponseWriter, why string) {
+	http.Error(w, why, http.StatusBadRequest)
+}
+
+// subscribe checks a (un)subscription request, answers 202 and verifies
+// the subscriber's intent in the background. Parameters the hub does not
+// know are ignored (WebSub §5.1; websub.rocks 102).
+func (h *Hub) subscribe(w http.ResponseWriter, form url.Values, mode string) {
+	req, status, err := h.parseRequest(form, mode)
+	if err != nil {
+		http.Error(w, err.Error(), status)
+		return
+	}
+	h.mu.Lock()
+	h.seq++
+	req.seq = h.seq
+	h.mu.Unlock()
+	if !h.later(func() { h.verify(req) }) {
+		busy(w)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusAccepted)
+	fmt.Fprintf(w, "accepted: the hub will now ask %s to confirm the %s\n", req.callback, mode)
+}
+
+func (h *Hub) parseRequest(form url.Values, mode string) (*request, int, error) {
+	cb, err := httpURL("hub.callback", form.Get("hub.callback"))
+	if err != nil {
+		return nil, http.StatusBadRequest, err
+	}
+	topic, status, err := h.topic("hub.topic", form.Get("hub.topic"))
+	if err != nil {
+		return nil, status, err
+	}
+	req := &request{key: key{topic, cb.String()}, mode: mode, cb: cb, lease: h.opts.Lease}
+	if mode == "unsubscribe" {
+		return req, 0, nil
+	}
+	if s := form.Get("hub.lease_seconds"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n <= 0 {
+			return nil, http.StatusBadRequest, fmt.Errorf("hub.lease_seconds %q is not a positive number of seconds", s)
+		}
+		req.lease = h.opts.MaxLease
+		if n < int64(h.opts.MaxLease/time.Second) {
+			req.lease = min(max(time.Duration(n)*time.Second, h.opts.MinLease), h.opts.MaxLease)
+		}
+	}
+	req.secret = form.Get("hub.secret")
+	if len(req.secret) > MaxSecret {
+		return nil, http.StatusBadRequest, fmt.Errorf("hub.secret is %d bytes; it must be less than 200", len(req.secret))
+	}
+	return req, 0, nil
+}
+
+// topic checks a topic URL given as the parameter name, and normalizes it.
+func (h *Hub) topic(name, s string) (string, int, error) {
+	u, err := httpURL(name, s)
+	if err != nil {
+		return "", http.StatusBadRequest, err
+	}
+	t := u.String()
+	if h.opts.AllowTopic != nil {
+		if err := h.opts.AllowTopic(t); err != nil {
+			return "", http.StatusForbidden, fmt.Errorf("topic %s: %w", t, err)
+		}
+	}
+	return t, 0, nil
+}
+
+// verify asks the callback to confirm req, and applies it when it does
+// and no later request for the same subscription was applied first.
+func (h *Hub) verify(req *request) {
+	err := h.challenge(req)
+	if err != nil {
+		h.emit(Event{Kind: Refused, Topic: req.topic, Callback: req.callback, Err: err})
+		return
+	}
+	now := h.opts.Now()
+	h.mu.Lock()
+	if req.seq < h.applied[req.key] {
+		h.mu.Unlock()
+		h.emit(Event{Kind: Refused, Topic: req.topic, Callback: req.callback, Err: ErrSuperseded})
+		return
+	}
+	h.applied[req.key] = req.seq
+	kind := Unsubscribed
+	if req.mode == "subscribe" {
+		kind = Subscribed
+		s := h.subs[req.key]
+		if s == nil {
+			s = &sub{key: req.key}
+			h.subs[req.key] = s
+		}
+		s.secret, s.lease, s.expires = req.secret, req.lease, now.Add(req.lease)
+	} else {
+		delete(h.subs, req.key)
+	}
+	h.mu.Unlock()
+	h.save()
+	h.emit(Event{Kind: kind, Topic: req.topic, Callback: req.callback, Lease: req.lease})
+}
+
+// challenge is the verification of intent (WebSub §5.3): a GET of the
+// callback, its own query kept and the hub's parameters appended, that
+// must answer 2xx with hub.challenge as its body.
+func (h *Hub) challenge(req *request) error {
+	token := rand.Text()
+	q := url.Values{"hub.mode": {req.mode}, "hub.topic": {req.topic}, "hub.challenge": {token}}
+	if req.mode == "subscribe" {
+		q.Set("hub.lease_seconds", strconv.FormatInt(int64(req.lease/time.Second), 10))
+	}
+	u := *req.cb
+	if u.RawQuery != "" {
+		u.RawQuery += "&"
+	}
+	u.RawQuery += q.Encode()
+	ctx, cancel := context.WithTimeout(h.ctx, h.opts.Timeout)
+	defer cancel()
+	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return err
+	}
+	if err := h.acquire(ctx); err != nil {
+		return err
+	}
+	defer h.release()
+	resp, err := h.client.Do(hr)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxReply+1))
+	switch {
+	case resp.StatusCode < 200 || resp.StatusCode > 299:
+		return fmt.Errorf("%s %w: HTTP %s", req.callback, ErrStatus, resp.Status)
+	case err != nil:
+		return fmt.Errorf("%s: reading the answer: %w", req.callback, err)
+	case strings.TrimSpace(string(body)) != token:
+		return fmt.Errorf("%s %w", req.callback, ErrChallenge)
+	}
+	return nil
+}
