@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rsdump/rsdump/finding"
 )
 
 // wait bounds every wait of these tests.
@@ -40,7 +42,11 @@ func newFixture(t *testing.T, opts Options) *fixture {
 	t.Cleanup(f.srv.Close)
 	f.url = f.srv.URL + "/hub"
 	opts.URL = f.url
-	opts.Event = func(e Event) { f.events <- e }
+	opts.Events = func(e finding.Event) {
+		if ev, ok := e.(Event); ok {
+			f.events <- ev
+		}
+	}
 	if opts.RetryWait == 0 {
 		opts.RetryWait = 10 * time.Millisecond
 	}

@@ -28,7 +28,7 @@
 //   - keeps its subscriptions and the latest content of each topic in a
 //     small JSON file, written atomically, so that they survive a restart.
 //
-// The hub never prints: what happens is told to Options.Event.
+// The hub never prints: what happens is told to Options.Events.
 package websub
 
 import (
@@ -42,6 +42,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/httpc"
 )
 
@@ -114,8 +115,9 @@ type Options struct {
 	// requests from a loopback address. hub.mode=publish needs no
 	// permission: the hub fetches the content from the topic itself.
 	AllowPublisher func(r *http.Request) error
-	// Event, when set, is told what happens, from the hub's goroutines.
-	Event func(Event)
+	// Events, when set, is told what happens, from the hub's goroutines:
+	// an Event each time (the library's one contract, finding.Event).
+	Events func(finding.Event)
 }
 
 // Hub is a WebSub hub; see the package documentation. Its methods are
@@ -303,11 +305,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.serveTopic(w, r)
 }
 
-func (h *Hub) emit(e Event) {
-	if h.opts.Event != nil {
-		h.opts.Event(e)
-	}
-}
+func (h *Hub) emit(e Event) { finding.Send(h.opts.Events, e) }
 
 // httpURL parses s, the value of the parameter name, as an absolute
 // http(s) URL without a fragment.

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/plural"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/serve"
@@ -158,7 +159,11 @@ func (f *serveFlags) newHub(dir string, addr net.Addr, stderr io.Writer) (*websu
 			}
 			return nil
 		},
-		Event: func(e websub.Event) {
+		Events: func(ev finding.Event) {
+			e, ok := ev.(websub.Event)
+			if !ok {
+				return
+			}
 			f.logMu.Lock()
 			defer f.logMu.Unlock()
 			fmt.Fprintln(stderr, escapeControl(hubLine(e)))
