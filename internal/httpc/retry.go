@@ -92,7 +92,7 @@ func DoRetry(c *http.Client, req *http.Request, maxBytes int64) (*http.Response,
 		return nil, nil, err
 	}
 	if v := validator(resp); v != "" && resp.StatusCode == http.StatusOK && !resp.Uncompressed {
-		rc = &resumable{t: t, req: req, max: maxBytes, url: req.URL.Redacted(), version: v, rc: rc}
+		rc = &resumable{t: t, req: req, max: maxBytes, url: req.URL.Redacted(), version: v, total: resp.ContentLength, rc: rc}
 	}
 	return resp, rc, nil
 }
@@ -152,7 +152,16 @@ func validator(resp *http.Response) string {
 	if e := resp.Header.Get("ETag"); e != "" && !strings.HasPrefix(e, "W/") {
 		return e
 	}
-	return resp.Header.Get("Last-Modified")
+	// A Last-Modified is a strong validator only when the response was
+	// sent at least a second after it (RFC 9110, 8.8.2.2): a document
+	// replaced within that second would otherwise pass for the same.
+	lm := resp.Header.Get("Last-Modified")
+	mod, err1 := http.ParseTime(lm)
+	date, err2 := http.ParseTime(resp.Header.Get("Date"))
+	if err1 != nil || err2 != nil || date.Sub(mod) < time.Second {
+		return ""
+	}
+	return lm
 }
 
 // resumable is a body that, when its connection is reset or cut, asks for
@@ -163,21 +172,28 @@ type resumable struct {
 	max     int64         // the cap over the whole body; <= 0: none
 	url     string
 	version string // If-Range's validator
+	total   int64  // the first response's length; -1 unknown
 	rc      io.ReadCloser
 	off     int64 // bytes read
+	err     error // the failure returned, returned again
 }
 
 func (b *resumable) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
 	for {
 		n, err := b.rc.Read(p)
 		b.off += int64(n)
 		if b.max > 0 && b.off > b.max { // each response is capped from where it starts
-			return n - int(b.off-b.max), tooLarge(b.url, b.max)
+			b.err = tooLarge(b.url, b.max)
+			return n - int(b.off-b.max), b.err
 		}
 		if err == nil || err == io.EOF || !transient(err) {
 			return n, err
 		}
 		if rerr := b.resume(err); rerr != nil {
+			b.err = rerr
 			return n, rerr
 		}
 		if n > 0 {
@@ -201,6 +217,13 @@ func (b *resumable) resume(cause error) error {
 	if resp.StatusCode != http.StatusPartialContent || !strings.HasPrefix(resp.Header.Get("Content-Range"), fmt.Sprintf("bytes %d-", b.off)) {
 		rc.Close()
 		return &RetryError{Attempts: b.t.n, Err: fmt.Errorf("%w; the rest was not served (HTTP %s)", cause, resp.Status)}
+	}
+	// A server or proxy may ignore If-Range and send the range of another
+	// version: the rest is taken only from the same one, whole length
+	// included, never spliced onto the first part.
+	if validator(resp) != b.version || b.total >= 0 && !strings.HasSuffix(resp.Header.Get("Content-Range"), fmt.Sprintf("/%d", b.total)) {
+		rc.Close()
+		return &RetryError{Attempts: b.t.n, Err: fmt.Errorf("%w; the rest was served from another version of the document", cause)}
 	}
 	b.rc.Close()
 	b.rc = rc

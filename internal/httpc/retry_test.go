@@ -303,3 +303,51 @@ func TestRetryNoResume(t *testing.T) {
 		}
 	}
 }
+
+// A range served from another version (a server or proxy that ignores
+// If-Range) is never spliced onto the first part: the read fails, naming
+// the URL. Nor is a Last-Modified a version when the response was sent
+// within its second: the cut is not resumed.
+func TestRetryResumeOnlySameVersion(t *testing.T) {
+	doc := strings.Repeat("<url/>\n", 20000)
+	other := strings.Repeat("<URL/>\n", 20000)
+	for _, c := range []struct {
+		name   string
+		fields map[string]string // of the first response
+		later  map[string]string // of the responses after it
+		hits   int64
+	}{
+		{"other ETag", map[string]string{"ETag": `"v1"`}, map[string]string{"ETag": `"v2"`}, 2},
+		{"Last-Modified of the same second", map[string]string{"Last-Modified": "Mon, 02 Jan 2006 15:04:05 GMT", "Date": "Mon, 02 Jan 2006 15:04:05 GMT"}, nil, 1},
+	} {
+		url, hits := counted(t, func(n int64, w http.ResponseWriter, r *http.Request) {
+			if n == 1 {
+				for k, v := range c.fields {
+					w.Header().Set(k, v)
+				}
+				w.Header().Set("Content-Length", strconv.Itoa(len(doc)))
+				w.WriteHeader(http.StatusOK)
+				io.WriteString(w, doc[:len(doc)/2])
+				w.(http.Flusher).Flush()
+				conn, _, err := w.(http.Hijacker).Hijack()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				conn.(*net.TCPConn).SetLinger(0)
+				conn.Close()
+				return
+			}
+			for k, v := range c.later {
+				w.Header().Set(k, v)
+			}
+			r.Header.Del("If-Range") // the range of whatever is there now
+			http.ServeContent(w, r, "doc.xml", time.Time{}, strings.NewReader(other))
+		})
+		body, err := get(fast(Retry{Base: 10 * time.Millisecond}), t.Context(), url)
+		t.Logf("%s: %v", c.name, err)
+		if err == nil || !strings.Contains(err.Error(), url) || hits.Load() != c.hits || strings.Contains(body, "<URL/>") {
+			t.Errorf("%s: %d bytes (%t spliced), %v after %d requests; want a failure naming the URL after %d", c.name, len(body), strings.Contains(body, "<URL/>"), err, hits.Load(), c.hits)
+		}
+	}
+}
