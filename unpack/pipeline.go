@@ -2,6 +2,7 @@ package unpack
 
 import (
 	"context"
+	"slices"
 
 	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/resourcesync"
@@ -49,6 +50,29 @@ func (pl *pipeline) skip(i int) {
 		pl.queue[0].discard()
 		pl.queue = pl.queue[1:]
 	}
+}
+
+// take throws away package i, if it was started ahead, and returns its
+// meter, which has counted what the staging read; nil when it was not
+// started. pl may be nil.
+func (pl *pipeline) take(i int) *pkgread.Meter {
+	if pl == nil {
+		return nil
+	}
+	for k, a := range pl.queue {
+		if a.i != i {
+			continue
+		}
+		<-a.done
+		var m *pkgread.Meter
+		if a.p != nil {
+			m = a.p.m
+		}
+		a.discard()
+		pl.queue = slices.Delete(pl.queue, k, k+1)
+		return m
+	}
+	return nil
 }
 
 // close throws away every package started and not taken.

@@ -9,6 +9,7 @@ import (
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/unpack"
+	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // TestProgressTotal: unpack announces the packages' bytes before reading
@@ -47,5 +48,36 @@ func TestProgressTotal(t *testing.T) {
 		if total.Load() != want || done.Load() != want || early.Load() {
 			t.Errorf("%s: total %d, done %d, want %d (progress before the total: %v)", src, total.Load(), done.Load(), want, early.Load())
 		}
+	}
+}
+
+// TestProgressStoppedChain: when a Change Dump's first package fails, the
+// packages staged ahead of it are not applied, and their bytes, counted
+// while they staged, are counted once: the progress adds up to the total.
+func TestProgressStoppedChain(t *testing.T) {
+	dst := baseline(t)
+	dir := t.TempDir()
+	doc := verifytest.ChangeDump(t, dir, []verifytest.ChangePackage{pkg1, pkg2, pkg3})
+	z := filepath.Join(dir, "changedump-00001.zip")
+	b, err := os.ReadFile(z)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[40] ^= 1 // inside the first entry: the package's hash differs from the document's
+	writeFile(t, z, b)
+	var total, done atomic.Int64
+	res, fs := run(t, doc, dst, unpack.Options{Jobs: 4, Events: func(e finding.Event) {
+		switch e := e.(type) {
+		case finding.Planned:
+			total.Add(e.Bytes)
+		case finding.Progress:
+			done.Add(e.Bytes)
+		}
+	}})
+	if res.Problems() == 0 {
+		t.Fatalf("the damaged package was applied: %+v\n%s", res, dump(fs))
+	}
+	if done.Load() != total.Load() {
+		t.Errorf("progress %d, total %d: want them equal", done.Load(), total.Load())
 	}
 }

@@ -447,7 +447,7 @@ func (u *unpacker) markPending() error {
 func (u *unpacker) changeDump(ctx context.Context, d *pkgread.Dump) error {
 	pkgread.Announce(d.Packages, u.opts.Events)
 	if !u.checkChain(d) {
-		u.stopAfter(d.Packages, "the Change Dump's packages do not follow one another")
+		u.stopAfter(nil, d.Packages, 0, "the Change Dump's packages do not follow one another")
 		return nil
 	}
 	pl := u.newPipeline(d.Packages)
@@ -459,8 +459,7 @@ func (u *unpacker) changeDump(ctx context.Context, d *pkgread.Dump) error {
 			continue
 		}
 		if from, _ := refWindow(ref); !from.IsZero() && !u.continues(u.rep, ref, from) {
-			pl.skip(i)
-			u.stopAfter(d.Packages[i:], "it does not continue from the tree's state")
+			u.stopAfter(pl, d.Packages, i, "it does not continue from the tree's state")
 			break
 		}
 		out, err := pl.apply(ctx, i)
@@ -468,7 +467,7 @@ func (u *unpacker) changeDump(ctx context.Context, d *pkgread.Dump) error {
 			return err
 		}
 		if !out.ok {
-			u.stopAfter(d.Packages[i+1:], "an earlier package of the Change Dump failed")
+			u.stopAfter(pl, d.Packages, i+1, "an earlier package of the Change Dump failed")
 			break
 		}
 		if err := u.advance(ref.Until(), out.lastChange, d.Source); err != nil {
@@ -485,10 +484,17 @@ func (u *unpacker) skipPackage(ref pkgread.PackageRef, why string) {
 	u.rep.Report(finding.Finding{Severity: finding.OK, Code: CheckSkipped, Source: ref.Loc, URI: ref.Entry.Loc, Msg: "package skipped: " + why})
 }
 
-// stopAfter reports the packages left unapplied, and why.
-func (u *unpacker) stopAfter(rest []pkgread.PackageRef, why string) {
-	for _, ref := range rest {
-		pkgread.NewMeter(u.opts.Events, ref).Finish()
+// stopAfter reports the packages refs[from:] left unapplied, and why. A
+// package pl staged ahead is thrown away and its meter finished, so that
+// the bytes it counted while it staged count once.
+func (u *unpacker) stopAfter(pl *pipeline, refs []pkgread.PackageRef, from int, why string) {
+	for i := from; i < len(refs); i++ {
+		ref := refs[i]
+		m := pl.take(i)
+		if m == nil {
+			m = pkgread.NewMeter(u.opts.Events, ref)
+		}
+		m.Finish()
 		u.rep.Report(finding.Finding{Severity: finding.Error, Code: CheckSkipped, Source: ref.Loc, URI: ref.Entry.Loc,
 			Msg: "package not applied: " + why})
 	}
