@@ -32,6 +32,7 @@ func writeCapabilityList(o *Options, out *output) error {
 			urls = append(urls, resourcesync.URL{Loc: o.DumpURL + c.name, MD: &resourcesync.MD{Capability: c.capability}})
 		}
 	}
+	urls = append(urls, o.Channels.entries()...)
 	h := resourcesync.Header{Kind: resourcesync.URLSet, MD: resourcesync.MD{Capability: resourcesync.CapCapabilityList}}
 	h.Links = append(h.Links, resourcesync.Link{Rel: "up", Href: sourceDescriptionURL(o)})
 	if o.DescribedBy != "" {

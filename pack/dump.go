@@ -135,5 +135,6 @@ func encodeFile(out *output, name string, h resourcesync.Header, urls []resource
 	if err := enc.Close(); err != nil {
 		return err
 	}
+	out.note(name, h, buf.Bytes())
 	return out.write(name, buf.Bytes())
 }

@@ -47,6 +47,12 @@ type Result struct {
 	Created, Updated, Deleted int
 	From, Until               time.Time
 	Elapsed                   time.Duration
+	// Documents are the documents the run created or changed, in the
+	// order written, when Options.Channels has a hub; Channels and
+	// CapabilityList are the options', defaults filled in.
+	Documents      []Document
+	Channels       Channels
+	CapabilityList string
 }
 
 // FileError is an error reading or packing one source file.

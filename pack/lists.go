@@ -168,6 +168,7 @@ func (l *listWriter) header(kind resourcesync.Kind, md resourcesync.MD, index st
 
 // writeDoc writes a document from its header and a part's body.
 func (l *listWriter) writeDoc(name string, h resourcesync.Header, body io.ReadSeeker) error {
+	l.out.note(name, h, nil)
 	f, err := l.out.Create(l.out.ctx, name)
 	if err != nil {
 		return err

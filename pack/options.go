@@ -61,6 +61,10 @@ type Options struct {
 	// its resources, linked with rel="describedby" from the Capability
 	// List and the Source Description (§8, §9 recommend it).
 	DescribedBy string
+	// Channels, when it has a hub, are advertised in the Capability List,
+	// and the run records the documents it creates or changes in
+	// Result.Documents, for package notify to tell of.
+	Channels Channels
 
 	Hashes         []string // manifest hash algorithms; default sha-256
 	Compress       Compression
@@ -169,6 +173,9 @@ func (o *Options) setDefaults() error {
 	}
 	if o.CapabilityList == "" {
 		o.CapabilityList = o.DumpURL + CapabilityListName
+	}
+	if err := o.Channels.setDefaults(); err != nil {
+		return err
 	}
 	if o.DescribedBy != "" && !resourcesync.IsURL(o.DescribedBy) {
 		return fmt.Errorf("describedby %q: not an http(s) URL", o.DescribedBy)

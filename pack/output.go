@@ -30,6 +30,7 @@ type output struct {
 	scratch string
 	dir     string // the output directory; "" for S3
 	temp    bool   // scratch is the run's own, removed at the end
+	docs    published
 }
 
 // openOutput opens loc, creating a directory if missing.

@@ -51,6 +51,9 @@ func Pack(ctx context.Context, src, outDir string, opts Options) (*Result, error
 		return nil, err
 	}
 	defer out.close()
+	if o.Channels.Hub != "" {
+		out.docs.loc = docURL(&o)
+	}
 	at, pinned := o.At.UTC(), !o.At.IsZero()
 	if !pinned {
 		at = start.UTC().Truncate(time.Millisecond)
@@ -284,6 +287,7 @@ func (r *run) finish(start time.Time) (*Result, error) {
 	}
 	r.prune()
 	res.Elapsed = time.Since(start)
+	res.Documents, res.Channels, res.CapabilityList = r.out.documents(), r.opts.Channels, r.opts.CapabilityList
 	for _, p := range r.pkgs {
 		res.Bitstreams += p.Bitstreams
 		res.Bytes += p.Bytes

@@ -14,6 +14,7 @@ import (
 	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/metalink/httpheader"
 	"github.com/rsdump/rsdump/resourcesync"
+	"github.com/rsdump/rsdump/s3"
 )
 
 // Source is what discovery found out about a Source: the documents of its
@@ -27,6 +28,17 @@ type Source struct {
 	// Others are further Capability Lists a Source Description lists;
 	// sync follows the first one only.
 	Others []string `json:"other_capability_lists,omitempty"`
+	// Channels are the notification channels the Capability List
+	// advertises with their hub (Framework Notification §5).
+	Channels []Channel `json:"channels,omitempty"`
+}
+
+// Channel is a notification channel: a WebSub topic, its capability
+// (framework-notification or change-notification) and its hub.
+type Channel struct {
+	Capability string `json:"capability"`
+	Topic      string `json:"topic"`
+	Hub        string `json:"hub"`
 }
 
 // The capabilities sync uses.
@@ -303,6 +315,13 @@ func (d *discovery) capabilityList(ctx context.Context, loc string, entries []re
 		if e.MD == nil {
 			continue
 		}
+		if ch, ok, err := channel(ctx, loc, e); ok || err != nil {
+			if err != nil {
+				return err
+			}
+			d.src.Channels = append(d.src.Channels, ch)
+			continue
+		}
 		if c := e.MD.Capability; c != "" && d.src.Docs[c] == "" {
 			doc, err := resourcesync.Resolve(ctx, loc, e.Loc)
 			if err != nil {
@@ -312,6 +331,47 @@ func (d *discovery) capabilityList(ctx context.Context, loc string, entries []re
 		}
 	}
 	return nil
+}
+
+// channel is the notification channel entry e advertises, if it is one:
+// its topic and hub are references of the Capability List like any other
+// (resourcesync.Resolve), and both must be http(s) URLs.
+func channel(ctx context.Context, loc string, e resourcesync.URL) (Channel, bool, error) {
+	c := e.MD.Capability
+	if c != resourcesync.CapFrameworkNotification && c != resourcesync.CapChangeNotification {
+		return Channel{}, false, nil
+	}
+	hub := ""
+	for _, l := range e.Links {
+		if l.Rel == "hub" {
+			hub = l.Href
+		}
+	}
+	if hub == "" {
+		return Channel{}, false, nil // a channel without its hub cannot be followed
+	}
+	ch := Channel{Capability: c}
+	var err error
+	if ch.Topic, err = httpRef(ctx, loc, c+" topic", e.Loc); err != nil {
+		return Channel{}, false, err
+	}
+	if ch.Hub, err = httpRef(ctx, loc, c+" hub", hub); err != nil {
+		return Channel{}, false, err
+	}
+	return ch, true, nil
+}
+
+// httpRef is the http(s) URL the reference ref of the document at loc
+// names.
+func httpRef(ctx context.Context, loc, what, ref string) (string, error) {
+	v, err := resourcesync.Resolve(ctx, loc, ref)
+	if err != nil {
+		return "", err
+	}
+	if !resourcesync.IsURL(v) || s3.IsURL(v) {
+		return "", fmt.Errorf("%s: the %s %s: not an http(s) URL", loc, what, v)
+	}
+	return v, nil
 }
 
 // up reads the Capability List a document links as rel="up", for the

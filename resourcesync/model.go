@@ -43,6 +43,11 @@ const (
 	CapChangeDumpManifest   = "changedump-manifest"
 	CapCapabilityList       = "capabilitylist"
 	CapDescription          = "description"
+	// The notification channels (Framework Notification §5, Change
+	// Notification §5), which a Capability List advertises with the hub
+	// that carries them (an rs:ln rel="hub").
+	CapFrameworkNotification = "framework-notification"
+	CapChangeNotification    = "change-notification"
 )
 
 // Change values of §7.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/plural"
+	"github.com/rsdump/rsdump/notify"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
 )
@@ -88,6 +89,8 @@ type packFlags struct {
 	describedBy                                          string
 	shard                                                string
 	merge                                                bool
+	hub, topic                                           string
+	changeNotification                                   bool
 }
 
 func runPack(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -118,6 +121,9 @@ func runPack(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.BoolVar(&f.json, "json", false, "print a machine-readable summary on stdout")
 	fs.StringVar(&f.shard, "shard", "", "pack only the `K/N`-th of N disjoint parts of SRC (by path), into packages named after the shard; then --merge")
 	fs.BoolVar(&f.merge, "merge", false, "write the dump document, lists and state from the packages of every shard in OUT (no SRC; give the shards' flags)")
+	fs.StringVar(&f.hub, "hub", "", "`URL` of the WebSub hub the Source notifies (advertised in the Capability List): a framework notification of the documents each run creates or changes")
+	fs.StringVar(&f.topic, "topic", "", "with --hub: `URL` prefix of the topics, framework and changes (default: the hub's URL and /)")
+	fs.BoolVar(&f.changeNotification, "change-notification", false, "with --hub: also send a change notification of each --changes run's changes, on the changes topic")
 	withS3 := s3Flag(fs)
 	if err := parse(fs, args, packHelp, stdout); err != nil {
 		return err
@@ -149,7 +155,7 @@ func (f *packFlags) options(args []string) (pack.Options, error) {
 			return o, err
 		}
 	}
-	if err := errors.Join(checkURL("--base-url", f.baseURL), checkURL("--dump-url", f.dumpURL), checkURL("--capability-list", f.capList), checkURL("--describedby", f.describedBy)); err != nil {
+	if err := errors.Join(checkURL("--base-url", f.baseURL), checkURL("--dump-url", f.dumpURL), checkURL("--capability-list", f.capList), checkURL("--describedby", f.describedBy), checkURL("--hub", f.hub), checkURL("--topic", f.topic)); err != nil {
 		return o, usageError{err}
 	}
 	if f.level < 1 || f.level > 9 || f.jobs < 0 {
@@ -176,6 +182,9 @@ func (f *packFlags) options(args []string) (pack.Options, error) {
 	if err := f.metalinkOptions(&o); err != nil {
 		return o, err
 	}
+	if err := f.channels(&o); err != nil {
+		return o, err
+	}
 	if f.shard != "" {
 		k, n, ok := strings.Cut(f.shard, "/")
 		var err1, err2 error
@@ -195,6 +204,29 @@ func (f *packFlags) options(args []string) (pack.Options, error) {
 		return o, usageError{err}
 	}
 	return o, nil
+}
+
+// channels are the notification channels of --hub, --topic and
+// --change-notification.
+func (f *packFlags) channels(o *pack.Options) error {
+	if f.hub == "" {
+		if f.topic != "" || f.changeNotification {
+			return usagef("--topic and --change-notification need --hub")
+		}
+		return nil
+	}
+	if f.shard != "" {
+		return usagef("--hub: a shard publishes no document; give it to --merge")
+	}
+	o.Channels = pack.Channels{Hub: f.hub, ChangeNotification: f.changeNotification}
+	if f.topic != "" {
+		prefix := strings.TrimSuffix(f.topic, "/") + "/"
+		o.Channels.Framework = prefix + "framework"
+		if f.changeNotification {
+			o.Channels.Change = prefix + "changes"
+		}
+	}
+	return nil
 }
 
 func (f *packFlags) metalinkOptions(o *pack.Options) error {
@@ -268,7 +300,25 @@ func doPack(ctx context.Context, src string, f packFlags, o pack.Options, stdout
 	if err != nil {
 		return err
 	}
+	notifyHub(ctx, res, f.quiet, stderr)
 	return printPackSummary(res, f, stdout)
+}
+
+// notifyHub tells the hub of the run's documents and changes: one line
+// for each notification it took, and a warning for each it did not,
+// which leaves the exit status alone: the dump is published either way.
+func notifyHub(ctx context.Context, res *pack.Result, quiet bool, stderr io.Writer) {
+	p := notify.Publisher{Events: func(e finding.Event) {
+		switch e := e.(type) {
+		case notify.Sent:
+			if !quiet {
+				fmt.Fprintf(stderr, "rsdump: notified %s: %s of %s on %s\n", e.Hub, e.Capability, plural.Count(e.Entries, "entry"), e.Topic)
+			}
+		case finding.Finding:
+			fmt.Fprintf(stderr, "rsdump: %s\n", e)
+		}
+	}}
+	p.Publish(ctx, res)
 }
 
 func reusedNote(reused bool) string {

@@ -7,9 +7,11 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/follow"
 	"github.com/rsdump/rsdump/internal/plural"
 	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/replica"
+	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/transfer"
 	"github.com/rsdump/rsdump/unpack"
 )
@@ -79,13 +81,16 @@ Examples:
 
 type syncFlags struct {
 	reportFlags
-	dest, baseURL       string
-	maxRatio            float64
-	jobs, fetches       int
-	minSpeed, maxSize   int64
-	audit, dryRun, verb bool
-	adopt, overwrite    bool
-	rollback            bool
+	follow                    bool
+	callbackAddr, callbackURL string
+	poll, lease               time.Duration
+	dest, baseURL             string
+	maxRatio                  float64
+	jobs, fetches             int
+	minSpeed, maxSize         int64
+	audit, dryRun, verb       bool
+	adopt, overwrite          bool
+	rollback                  bool
 }
 
 // speedWindow is the window --min-speed is judged over; zero is the
@@ -108,6 +113,11 @@ func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.BoolVar(&f.adopt, "adopt", false, "take files already in DIR that hold their bitstream as rsdump's (a first sync into a DIR that has files at the resources' names refuses without it)")
 	fs.BoolVar(&f.overwrite, "overwrite", false, "replace files rsdump did not write (implies --adopt)")
 	fs.BoolVar(&f.rollback, "rollback", false, "take a baseline older than DIR's state when the Source offers no other: DIR becomes exactly that snapshot")
+	fs.BoolVar(&f.follow, "follow", false, "keep running: subscribe to the Source's notification hub and sync when it notifies (or every --poll); stop with Ctrl-C")
+	fs.StringVar(&f.callbackAddr, "callback-addr", follow.DefaultCallbackAddr, "with --follow: serve the hub's callback at `HOST:PORT`")
+	fs.StringVar(&f.callbackURL, "callback-url", "", "with --follow: the `URL` the hub reaches the callback at, behind a proxy (default: http://HOST:PORT/ of --callback-addr)")
+	fs.DurationVar(&f.poll, "poll", follow.DefaultPoll, "with --follow: sync anyway after `DURATION` without a notification")
+	fs.DurationVar(&f.lease, "lease", 0, "with --follow: the subscription lease to ask the hub for (default: the hub's)")
 	f.register(fs)
 	withS3 := s3Flag(fs)
 	if err := parse(fs, args, syncHelp, stdout); err != nil {
@@ -138,6 +148,15 @@ func (f *syncFlags) check(args []string) (string, error) {
 		return "", usagef("--stall-timeout must be positive")
 	case f.maxSize <= 0:
 		return "", usagef("--max-resource-size must be positive")
+	case f.follow && (f.dryRun || f.reportDir != ""):
+		return "", usagef("--follow takes no --dry-run or --report-dir")
+	case !f.follow && (f.callbackURL != "" || f.lease != 0):
+		return "", usagef("--callback-url and --lease need --follow")
+	case f.poll <= 0:
+		return "", usagef("--poll must be positive")
+	}
+	if f.callbackURL != "" && !resourcesync.IsURL(f.callbackURL) {
+		return "", usagef("--callback-url %q: not an http(s) URL", f.callbackURL)
 	}
 	if err := checkSources(args, f.baseURL); err != nil {
 		return "", err
@@ -174,6 +193,10 @@ func doSync(ctx context.Context, source string, f syncFlags, stdout, stderr io.W
 			rep.finding(e)
 		}
 	})
+	if f.follow {
+		p.done()
+		return doFollow(ctx, source, f, o, stdout, stderr)
+	}
 	res, err := replica.Sync(ctx, source, f.dest, o)
 	p.done()
 	if err != nil {

@@ -69,7 +69,8 @@ func (e *RetryError) Unwrap() error { return e.Err }
 
 // DoRetry is DoResponse, with the retries the client's Options.Retry
 // allows (the defaults for a client New did not build): the request,
-// which must have no body, is sent again after a failure that passes
+// which must have no body or one its GetBody gives again (as
+// http.NewRequest sets for a bytes.Reader), is sent again after a failure that passes
 // until it succeeds, fails for good, or the bounds are reached; a failure
 // after more than one attempt is a *RetryError. A wait ends early, with
 // the context's error, when the request's context is done. A body whose
@@ -113,7 +114,15 @@ func (t *retrier) do(req *http.Request, maxBytes int64) (*http.Response, io.Read
 	ctx := req.Context()
 	for {
 		t.n++
-		resp, rc, err := DoResponse(t.c, req.Clone(ctx), maxBytes)
+		r := req.Clone(ctx)
+		if t.n > 1 && req.GetBody != nil {
+			body, err := req.GetBody()
+			if err != nil {
+				return nil, nil, err
+			}
+			r.Body = body
+		}
+		resp, rc, err := DoResponse(t.c, r, maxBytes)
 		if err == nil || ctx.Err() != nil {
 			return resp, rc, err
 		}
