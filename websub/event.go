@@ -21,12 +21,13 @@ const (
 	Gone                              // the subscriber answered 410 Gone: its subscription is removed
 	Expired                           // a lease ran out: the subscription is removed
 	StateError                        // the state file could not be written (Err)
+	Denied                            // an accepted subscription denied after all (Err: why), told to the callback
 )
 
 var kindNames = map[EventKind]string{
 	Subscribed: "subscribed", Unsubscribed: "unsubscribed", Refused: "refused", Published: "published",
 	FetchFailed: "fetch failed", Delivered: "delivered", Retrying: "retrying", Dropped: "dropped",
-	Gone: "gone", Expired: "expired", StateError: "state error",
+	Gone: "gone", Expired: "expired", StateError: "state error", Denied: "denied",
 }
 
 func (k EventKind) String() string {

@@ -37,9 +37,12 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/rsdump/rsdump/finding"
@@ -48,15 +51,16 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultLease       = 10 * 24 * time.Hour
-	DefaultMinLease    = 5 * time.Minute     // the ResourceSync specs' recommended lower bound (300 s)
-	DefaultMaxLease    = 31 * 24 * time.Hour // and upper bound (2678400 s)
-	DefaultAttempts    = 6
-	DefaultRetryWait   = 2 * time.Second
-	DefaultRetryTime   = 10 * time.Minute
-	DefaultTimeout     = 30 * time.Second
-	DefaultMaxContent  = 4 << 20
-	DefaultConcurrency = 16
+	DefaultLease            = 10 * 24 * time.Hour
+	DefaultMinLease         = 5 * time.Minute     // the ResourceSync specs' recommended lower bound (300 s)
+	DefaultMaxLease         = 31 * 24 * time.Hour // and upper bound (2678400 s)
+	DefaultAttempts         = 6
+	DefaultRetryWait        = 2 * time.Second
+	DefaultRetryTime        = 10 * time.Minute
+	DefaultTimeout          = 30 * time.Second
+	DefaultMaxContent       = 4 << 20
+	DefaultConcurrency      = 16
+	DefaultMaxSubscriptions = 100_000
 	// MaxSecret is the longest hub.secret taken, in bytes: WebSub says a
 	// secret MUST be less than 200 bytes.
 	MaxSecret = 199
@@ -105,6 +109,17 @@ type Options struct {
 	MaxContent int64
 	// Concurrency bounds the requests the hub sends at once.
 	Concurrency int
+	// MaxSubscriptions bounds the subscriptions the hub keeps: past it, a
+	// new one is denied (its renewals never are). Default
+	// DefaultMaxSubscriptions.
+	MaxSubscriptions int
+	// PublicOnly refuses to connect to a loopback, private, link-local,
+	// multicast or unspecified address, whatever name led there (checked
+	// as the connection is made, so a name that resolves again cannot
+	// slip past): a hub open to the Internet must not be made to send
+	// requests into its own network by the callbacks and topics
+	// subscribers name. It applies to the default Client only.
+	PublicOnly bool
 	// AllowTopic says whether the hub takes subscriptions and content for
 	// a topic (an absolute http(s) URL); an error refuses it with 403 and
 	// the error's text. Default: any topic.
@@ -173,7 +188,7 @@ func New(opts Options) (*Hub, error) {
 	}
 	h := &Hub{opts: withDefaults(opts), url: u, subs: map[key]*sub{}, topics: map[string]*content{}, applied: map[key]uint64{}}
 	h.opts.URL = u.String()
-	h.client = safeClient(opts.Client)
+	h.client = safeClient(opts.Client, opts.PublicOnly)
 	h.sem = make(chan struct{}, h.opts.Concurrency)
 	if err := h.load(); err != nil {
 		return nil, err
@@ -205,6 +220,9 @@ func withDefaults(o Options) Options {
 	if o.Concurrency <= 0 {
 		o.Concurrency = DefaultConcurrency
 	}
+	if o.MaxSubscriptions <= 0 {
+		o.MaxSubscriptions = DefaultMaxSubscriptions
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -216,9 +234,13 @@ func withDefaults(o Options) Options {
 
 // safeClient is c, or a default client, that follows redirects only to
 // http and https: a subscriber names the URLs the hub fetches.
-func safeClient(c *http.Client) *http.Client {
+func safeClient(c *http.Client, publicOnly bool) *http.Client {
 	if c == nil {
-		return httpc.New(httpc.Options{ConnectTimeout: 10 * time.Second, ResponseHeaderTimeout: DefaultTimeout, StallTimeout: DefaultTimeout})
+		o := httpc.Options{ConnectTimeout: 10 * time.Second, ResponseHeaderTimeout: DefaultTimeout, StallTimeout: DefaultTimeout}
+		if publicOnly {
+			o.DialControl = publicAddress
+		}
+		return httpc.New(o)
 	}
 	cc := *c
 	next := c.CheckRedirect
@@ -235,6 +257,46 @@ func safeClient(c *http.Client) *http.Client {
 		return nil
 	}
 	return &cc
+}
+
+// ErrPrivateAddress is a connection PublicOnly refused.
+var ErrPrivateAddress = errors.New("not a public address: refused")
+
+// publicAddress is the dial check of PublicOnly.
+func publicAddress(network, address string, _ syscall.RawConn) error {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return err
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return err
+	}
+	if !isPublic(ip) {
+		return fmt.Errorf("%s: %w", ip, ErrPrivateAddress)
+	}
+	return nil
+}
+
+func isPublic(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	return !(ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
+		ip.IsMulticast() || ip.IsUnspecified() || ip.IsInterfaceLocalMulticast())
+}
+
+// PublicHost says whether a URL's host (a name, or an address with or
+// without a port) may be reached from the Internet: any name but
+// localhost, and a public address. A hub whose own URL is public should
+// be PublicOnly.
+func PublicHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return isPublic(ip)
+	}
+	return host != "localhost" && !strings.HasSuffix(host, ".localhost")
 }
 
 // fromLoopback is the default AllowPublisher.

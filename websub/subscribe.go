@@ -3,6 +3,7 @@ package websub
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -122,6 +123,10 @@ func (h *Hub) topic(name, s string) (string, int, error) {
 // verify asks the callback to confirm req, and applies it when it does
 // and no later request for the same subscription was applied first.
 func (h *Hub) verify(req *request) {
+	if req.mode == "subscribe" && h.full(req.key) {
+		h.deny(req, fmt.Sprintf("the hub has reached its limit of %d subscriptions", h.opts.MaxSubscriptions))
+		return
+	}
 	err := h.challenge(req)
 	if err != nil {
 		h.emit(Event{Kind: Refused, Topic: req.topic, Callback: req.callback, Err: err})
@@ -152,6 +157,48 @@ func (h *Hub) verify(req *request) {
 	h.emit(Event{Kind: kind, Topic: req.topic, Callback: req.callback, Lease: req.lease})
 }
 
+// full says whether a new subscription k would pass MaxSubscriptions;
+// renewing one never does.
+func (h *Hub) full(k key) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, renewal := h.subs[k]
+	return !renewal && len(h.subs) >= h.opts.MaxSubscriptions
+}
+
+// deny tells the subscriber its accepted request was denied after all
+// (WebSub §5.2: a GET of the callback with hub.mode=denied, hub.topic and
+// hub.reason); its answer does not matter.
+func (h *Hub) deny(req *request, reason string) {
+	h.emit(Event{Kind: Denied, Topic: req.topic, Callback: req.callback, Err: errors.New(reason)})
+	q := url.Values{"hub.mode": {"denied"}, "hub.topic": {req.topic}, "hub.reason": {reason}}
+	ctx, cancel := context.WithTimeout(h.ctx, h.opts.Timeout)
+	defer cancel()
+	if resp, err := h.callback(ctx, req.cb, q); err == nil {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, maxReply))
+		resp.Body.Close()
+	}
+}
+
+// callback GETs the callback cb with the hub's parameters q appended to
+// its own query, within the hub's bound on requests at once.
+func (h *Hub) callback(ctx context.Context, cb *url.URL, q url.Values) (*http.Response, error) {
+	u := *cb
+	if u.RawQuery != "" {
+		u.RawQuery += "&"
+	}
+	u.RawQuery += q.Encode()
+	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.acquire(ctx); err != nil {
+		return nil, err
+	}
+	defer h.release()
+	return h.client.Do(hr)
+}
+
 // challenge is the verification of intent (WebSub §5.3): a GET of the
 // callback, its own query kept and the hub's parameters appended, that
 // must answer 2xx with hub.challenge as its body.
@@ -161,22 +208,9 @@ func (h *Hub) challenge(req *request) error {
 	if req.mode == "subscribe" {
 		q.Set("hub.lease_seconds", strconv.FormatInt(int64(req.lease/time.Second), 10))
 	}
-	u := *req.cb
-	if u.RawQuery != "" {
-		u.RawQuery += "&"
-	}
-	u.RawQuery += q.Encode()
 	ctx, cancel := context.WithTimeout(h.ctx, h.opts.Timeout)
 	defer cancel()
-	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return err
-	}
-	if err := h.acquire(ctx); err != nil {
-		return err
-	}
-	defer h.release()
-	resp, err := h.client.Do(hr)
+	resp, err := h.callback(ctx, req.cb, q)
 	if err != nil {
 		return err
 	}

@@ -150,9 +150,13 @@ func (f *serveFlags) newHub(dir string, addr net.Addr, stderr io.Writer) (*websu
 			break
 		}
 	}
+	u, _ := url.Parse(origin)
 	return websub.New(websub.Options{
 		URL:       origin + serve.HubPath,
 		StateFile: filepath.Join(dir, hubStateName),
+		// A hub the Internet reaches must not be made to connect into its
+		// own network; one on loopback or a private network serves it.
+		PublicOnly: websub.PublicHost(u.Host),
 		AllowTopic: func(topic string) error {
 			if !strings.HasPrefix(topic, origin+"/") {
 				return fmt.Errorf("this hub takes topics on %s only", origin)

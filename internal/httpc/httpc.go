@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"runtime"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/rsdump/rsdump/internal/s3x"
@@ -51,6 +52,12 @@ type Options struct {
 	DisableCompression  bool          // send no Accept-Encoding: gzip of our own
 
 	MaxRedirects int // redirects followed [10]
+
+	// DialControl, when set, checks the address of every connection
+	// before it is made (net.Dialer.Control): a hub refuses its own
+	// network with it. No proxy is used then, since the check must see
+	// the address really connected to.
+	DialControl func(network, address string, c syscall.RawConn) error
 
 	// Retry bounds the retries of a document fetched through DoRetry
 	// (the one document opener, resourcesync.Opener) with this client.
@@ -129,6 +136,10 @@ func NewTransport(o Options) http.RoundTripper {
 		ReadBufferSize:        o.ReadBufferSize,
 		DisableCompression:    o.DisableCompression,
 		ExpectContinueTimeout: time.Second,
+	}
+	if o.DialControl != nil {
+		t.Proxy = nil
+		t.DialContext = (&net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second, Control: o.DialControl}).DialContext
 	}
 	tr := &transport{base: t, stall: o.StallTimeout, ua: version.UserAgent(), minSpeed: o.MinSpeed, window: o.MinSpeedWindow, retry: o.Retry.withDefaults()}
 	// s3:// URLs are signed and sent through the same transport; the
