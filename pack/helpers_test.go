@@ -6,11 +6,11 @@ import (
 	"context"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"github.com/rsdump/rsdump/internal/digest"
+	"github.com/rsdump/rsdump/internal/sharedtest"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/verify/verifytest"
 )
@@ -141,17 +141,7 @@ const (
 // when xmllint is not installed.
 func xmllint(t *testing.T, path, schema string) {
 	t.Helper()
-	if _, err := exec.LookPath("xmllint"); err != nil {
-		t.Skip("xmllint not installed (apt-get install libxml2-utils): schema check skipped")
-	}
-	xsd := filepath.Join("..", "..", "shared", "schemas", schema)
-	if _, err := os.Stat(xsd); err != nil {
-		t.Skipf("schema %s not found: ../shared is missing", xsd)
-	}
-	out, err := exec.Command("xmllint", "--noout", "--schema", xsd, path).CombinedOutput()
-	if err != nil {
-		t.Errorf("%s does not validate against %s: %v\n%s", path, schema, err, out)
-	}
+	sharedtest.Xmllint(t, path, schema)
 }
 
 func readFile(t testing.TB, path string) []byte {

@@ -86,3 +86,17 @@ func cleanEnv() []string {
 	}
 	return append(env, "NO_PROXY=*")
 }
+
+// Xmllint validates the XML document at path against the shared schema
+// (a file of ../shared/schemas, say rs-urlset-1.1.xsd), or skips, saying
+// so, when xmllint or the schema is missing.
+func Xmllint(t testing.TB, path, schema string) {
+	t.Helper()
+	if _, err := exec.LookPath("xmllint"); err != nil {
+		t.Skip("xmllint not installed (apt-get install libxml2-utils): schema check skipped")
+	}
+	xsd := Path(t, "schemas", schema)
+	if out, err := exec.Command("xmllint", "--noout", "--schema", xsd, path).CombinedOutput(); err != nil {
+		t.Errorf("%s does not validate against %s: %v\n%s", path, schema, err, out)
+	}
+}
