@@ -75,7 +75,7 @@ const (
 	Unsubscribed                         // the subscription ended, as Follow stopped
 	Notified                             // a notification checked and taken (Topic, Capability, From, Until)
 	Ignored                              // content ignored (Topic, Err): a missing or bad signature, an unknown callback, not a notification
-	Gap                                  // a change notification starting after the tree's time: notifications were lost (From, Until, Since)
+	Gap                                  // a change notification starting after the tree's time or the last interval heard: notifications were lost (From, Until, Since, Why)
 	Covered                              // a change notification the tree already covers: nothing to do
 	Polling                              // nothing heard for Options.Poll: a sync anyway
 	NoChannel                            // the Source advertises no hub: Follow polls
@@ -96,11 +96,14 @@ type Event struct {
 	Capability  string
 	Lease       time.Duration
 	From, Until time.Time
-	Since       time.Time // Gap: what the tree was up to
-	Why         string    // Synced: what triggered it
+	Since       time.Time // Gap: what the tree was up to, or the last interval heard ended at
+	Why         string    // Synced: what triggered it; Gap: what follows (a pull, or none: the tree has the changes)
 	Result      *replica.Result
 	Err         error
 }
+
+// startWhy is the Why of the first sync.
+const startWhy = "start"
 
 // ErrNoSource is a Follow with neither a source nor a tree that records
 // one.
@@ -121,7 +124,7 @@ func Follow(ctx context.Context, source, dir string, o Options) error {
 	if err != nil {
 		return err
 	}
-	f.synced(res, "start")
+	f.synced(res, startWhy)
 	f.subscribeAll(ctx, res.Source)
 	f.loop(ctx)
 	f.unsubscribeAll()
@@ -166,7 +169,7 @@ func (e Event) String() string {
 			s += fmt.Sprintf(", changes from %s until %s", resourcesync.FormatTime(e.From), resourcesync.FormatTime(e.Until))
 		}
 	case Gap:
-		s += fmt.Sprintf(": the tree is up to %s but the notification starts at %s: notifications were lost; pulling the Source's changes", resourcesync.FormatTime(e.Since), resourcesync.FormatTime(e.From))
+		s += fmt.Sprintf(": nothing was heard of the changes from %s until %s, where the notification starts: notifications were lost; %s", resourcesync.FormatTime(e.Since), resourcesync.FormatTime(e.From), e.Why)
 	case Covered:
 		s += fmt.Sprintf(": the changes until %s are in the tree already", resourcesync.FormatTime(e.Until))
 	case Unsubscribed:

@@ -31,6 +31,8 @@ type follower struct {
 	notes  chan websub.Content
 	chans  []*channel
 	since  time.Time   // what the tree is up to, after the last sync
+	before time.Time   // what it was up to before that sync (at the start, since)
+	heard  time.Time   // the end of the last change notification's interval
 	missed atomic.Bool // a notification was dropped: the queue was full
 }
 
@@ -194,15 +196,39 @@ func (f *follower) check(c websub.Content) (why string, heard bool) {
 		return "", false
 	}
 	f.emit(e)
+	last := f.heard
+	if h.MD.Until.After(f.heard) {
+		f.heard = h.MD.Until
+	}
 	switch {
 	case !h.MD.Until.IsZero() && !h.MD.Until.After(f.since):
+		// Pulled already, most often on the framework notification of the
+		// same run, which comes first: the interval still shows the
+		// notifications lost before it, when it starts after both what the
+		// tree was up to before that pull and the last interval heard.
+		if known := later(f.before, last); h.MD.From.After(known) {
+			f.emit(Event{Kind: Gap, Topic: c.Topic, From: h.MD.From, Until: h.MD.Until, Since: known, Why: gapCovered})
+		}
 		f.emit(Event{Kind: Covered, Topic: c.Topic, Until: h.MD.Until})
 		return "", true
 	case h.MD.From.After(f.since):
-		f.emit(Event{Kind: Gap, Topic: c.Topic, From: h.MD.From, Until: h.MD.Until, Since: f.since})
+		f.emit(Event{Kind: Gap, Topic: c.Topic, From: h.MD.From, Until: h.MD.Until, Since: f.since, Why: gapPull})
 		return "change notification after a gap", true
 	}
 	return "change notification", true
+}
+
+// What a Gap leads to: its Why.
+const (
+	gapPull    = "pulling the Source's changes"
+	gapCovered = "the tree has their changes already"
+)
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // sync runs one sync and records what the tree is up to.
@@ -218,7 +244,10 @@ func (f *follower) sync(ctx context.Context, why string) {
 }
 
 func (f *follower) synced(res *replica.Result, why string) {
-	f.since = res.Until
+	f.before, f.since = f.since, res.Until
+	if why == startWhy {
+		f.before = res.Until
+	}
 	f.emit(Event{Kind: Synced, Why: why, Result: res})
 }
 

@@ -168,18 +168,21 @@ func (f *syncFlags) check(args []string) (string, error) {
 }
 
 func doSync(ctx context.Context, source string, f syncFlags, stdout, stderr io.Writer) error {
-	rep, err := newReportWriter(f.reportFlags, stdout, stderr)
-	if err != nil {
-		return exitError{exitUsage, err}
-	}
-	p := newProgress(stderr, f.quiet || f.json, "syncing")
-	rep.msg = p.message
 	o := replica.Options{BaseURL: f.baseURL, DryRun: f.dryRun, Audit: f.audit, Jobs: f.jobs, Fetches: f.fetches, Adopt: f.adopt, Overwrite: f.overwrite, Rollback: f.rollback,
 		MaxResourceSize: f.maxSize, Limits: pkgread.Limits{MaxRatio: f.maxRatio},
 		Transfer: transfer.Options{StallTimeout: f.stall, MinSpeed: f.minSpeed, MinSpeedWindow: speedWindow}}
 	if f.minSpeed == 0 {
 		o.Transfer.MinSpeed = -1 // off, as for get
 	}
+	if f.follow { // its own output: one line or JSON object per event
+		return doFollow(ctx, source, f, o, stdout, stderr)
+	}
+	rep, err := newReportWriter(f.reportFlags, stdout, stderr)
+	if err != nil {
+		return exitError{exitUsage, err}
+	}
+	p := newProgress(stderr, f.quiet || f.json, "syncing")
+	rep.msg = p.message
 	o.Events = p.events(func(e finding.Event) {
 		switch e := e.(type) {
 		case finding.Note:
@@ -193,10 +196,6 @@ func doSync(ctx context.Context, source string, f syncFlags, stdout, stderr io.W
 			rep.finding(e)
 		}
 	})
-	if f.follow {
-		p.done()
-		return doFollow(ctx, source, f, o, stdout, stderr)
-	}
 	res, err := replica.Sync(ctx, source, f.dest, o)
 	p.done()
 	if err != nil {
