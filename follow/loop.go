@@ -78,7 +78,8 @@ func (f *follower) subscribeAll(ctx context.Context, src *replica.Source) {
 	chans := src.Channels
 	if len(chans) == 0 && src.CapabilityList != "" && resourcesync.IsURL(src.CapabilityList) {
 		if hub, topic, err := websub.Discover(ctx, f.opts.Client, src.CapabilityList); err == nil {
-			chans = []replica.Channel{{Capability: resourcesync.CapFrameworkNotification, Topic: topic, Hub: hub}}
+			// A hub found by Link header carries either kind.
+			chans = []replica.Channel{{Topic: topic, Hub: hub}}
 		}
 	}
 	if len(chans) == 0 {
@@ -185,6 +186,10 @@ func (f *follower) check(c websub.Content) (why string, heard bool) {
 		return "", false
 	}
 	h := dec.Header()
+	if want := f.capability(c.Topic); want != "" && h.MD.Capability != want {
+		f.emit(Event{Kind: Ignored, Topic: c.Topic, Err: fmt.Errorf("a %q notification on the %s topic", h.MD.Capability, want)})
+		return "", false
+	}
 	e := Event{Kind: Notified, Topic: c.Topic, Capability: h.MD.Capability, From: h.MD.From, Until: h.MD.Until}
 	switch h.MD.Capability {
 	case resourcesync.CapFrameworkNotification:
@@ -216,6 +221,18 @@ func (f *follower) check(c websub.Content) (why string, heard bool) {
 		return "change notification after a gap", true
 	}
 	return "change notification", true
+}
+
+// capability is what the notifications of topic must be: the
+// capability its Capability List advertised, or "" when it was found by
+// a Link header.
+func (f *follower) capability(topic string) string {
+	for _, ch := range f.chans {
+		if ch.Topic == topic {
+			return ch.Capability
+		}
+	}
+	return ""
 }
 
 // What a Gap leads to: its Why.

@@ -17,6 +17,9 @@ import (
 // a hub's limit on a notification's size (4 MiB for rsdump's hub).
 const MaxEntries = 5000
 
+// chunkSize is MaxEntries; tests make it small.
+var chunkSize = MaxEntries
+
 // Framework is the framework notification for the documents a run
 // created or changed, or nil when there are none. An index is not told of
 // (§3: framework notifications are never sent at the index level); a
@@ -98,7 +101,7 @@ func (c *chunker) read(ctx context.Context, open resourcesync.OpenFunc, file str
 		if t, _ := u.ChangeTime(); !t.After(c.res.From) || t.After(c.res.Until) {
 			continue // an earlier run's change
 		}
-		if len(c.pending) == MaxEntries {
+		if len(c.pending) == chunkSize {
 			last, _ := c.pending[len(c.pending)-1].ChangeTime()
 			if err := c.flush(last); err != nil {
 				return err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/rsdump/rsdump/finding"
@@ -19,7 +20,8 @@ import (
 type Publisher struct {
 	// Client posts the notifications, with its retries (a client
 	// httpc.New built: its Options.Retry; any other: DoRetry's defaults).
-	// Nil is httpc.Default().
+	// Nil is a client that also retries a refused connection: a hub
+	// restarting is back within the retries' minute.
 	Client *http.Client
 	// Open reads the documents a run wrote, for its change notifications.
 	// Nil is resourcesync.Open.
@@ -125,7 +127,11 @@ func (p *Publisher) post(ctx context.Context, n Notification) error {
 	for _, l := range links {
 		req.Header.Add("Link", l.String())
 	}
-	_, body, err := httpc.DoRetry(p.Client, req, 64<<10)
+	c := p.Client
+	if c == nil {
+		c = defaultClient()
+	}
+	_, body, err := httpc.DoRetry(c, req, 64<<10)
 	if err != nil {
 		return fmt.Errorf("notifying hub %s of %s: %w", n.Hub, n.Topic, err)
 	}
@@ -137,3 +143,8 @@ func (p *Publisher) post(ctx context.Context, n Notification) error {
 func (p *Publisher) warn(topic string, err error) {
 	finding.Send(p.Events, finding.Finding{Severity: finding.Warning, Code: "notification-failed", URI: topic, Msg: err.Error(), Err: err})
 }
+
+// defaultClient is the Publisher's client without Client.
+var defaultClient = sync.OnceValue(func() *http.Client {
+	return httpc.New(httpc.Options{Retry: httpc.Retry{Refused: true}})
+})

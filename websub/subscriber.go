@@ -24,7 +24,8 @@ import (
 // subscription has a callback of its own (CallbackURL and a random path)
 // and a random secret, so that content is taken only when it comes for
 // that subscription, signed with that secret: anything else is ignored
-// (and answered 2xx, as WebSub allows, so that a forger learns nothing).
+// (and answered 2xx, as WebSub allows, so that a forger learns nothing);
+// a path that is no subscription's callback is answered 404.
 // Its methods are safe for concurrent use.
 type Subscriber struct {
 	// CallbackURL is the URL the Handler is reached at, from the hub; each

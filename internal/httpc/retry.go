@@ -27,6 +27,10 @@ type Retry struct {
 	Base     time.Duration // the first wait [500ms]
 	MaxWait  time.Duration // one wait at most, Retry-After included [15s]
 	MaxTime  time.Duration // from the first attempt to the start of the last [60s]
+	// Refused also retries a connection refused: for a server of our own
+	// that may be restarting (a hub a Source notifies), not for a
+	// document's host, where a refusal is an answer.
+	Refused bool
 }
 
 // Retry's defaults.
@@ -137,6 +141,9 @@ func (t *retrier) do(req *http.Request, maxBytes int64) (*http.Response, io.Read
 // *RetryError.
 func (t *retrier) pause(req *http.Request, err error) error {
 	d, ok := retryAfter(err, t.wait, t.r.MaxWait)
+	if !ok && t.r.Refused && errors.Is(err, syscall.ECONNREFUSED) {
+		d, ok = min(t.wait, t.r.MaxWait), true
+	}
 	if !ok || t.n >= t.r.Attempts || time.Since(t.start)+d > t.r.MaxTime {
 		if t.n == 1 {
 			return err
