@@ -64,6 +64,16 @@ given by its path alone; --merge with the same flags then writes the one
 dump document, lists and state, checking that every shard completed and
 none overlaps.
 
+With --hub URL, the Capability List advertises the Source's notification
+channels at that WebSub hub (topics HUB/framework and, with
+--change-notification, HUB/changes; or under --topic PREFIX), and after
+the run pack posts to the hub a framework notification naming every
+document it created or changed and, with --change-notification, the
+run's changes (ResourceSync Framework and Change Notification). A
+notification the hub does not take is retried, then reported as a
+warning: it never changes the exit status. rsdump serve --hub is such a
+hub; sync --follow listens to it.
+
 Exit status: 0 success, 1 failure (a file could not be read, changed while
 read, or an output could not be written), 2 usage error, 130 interrupted.
 

@@ -64,7 +64,10 @@ sends hub.mode=publish with hub.topic for the hub to fetch. Topics must
 be URLs on the hub's host; a GET of a topic under /hub/ (say
 /hub/framework) answers its latest notification. Subscriptions and the
 latest notifications are kept in DIR/.rsdump-hub.json, never served, so
-they survive a restart. One line per hub event goes to stderr.
+they survive a restart. Past 100,000 subscriptions a new one is denied. A
+hub whose URL is public connects to no loopback or private address. One
+line per hub event goes to stderr. pack --hub notifies it; sync --follow
+subscribes to it.
 
 One line per request goes to stderr (unless --quiet). SIGINT or SIGTERM
 stops accepting connections and lets requests in flight finish for up to

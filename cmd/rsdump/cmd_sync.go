@@ -68,15 +68,28 @@ off at the length its list gives, or with none at --max-resource-size.
 A resource lands at its URI relative to --base-url; by default the base the
 state records, else the one the Source's manifests imply.
 
+With --follow, sync keeps running: after the first run it subscribes to
+the notification channels the Source's Capability List advertises (else
+the hub its Link header names), serving the hub's callback at
+--callback-addr (--callback-url when the hub reaches it through a proxy),
+each with its own secret, renewing the lease in time, and runs again each
+time a notification signed with that secret comes; unsigned or forged
+ones are ignored and reported. A change notification that does not start
+where the copy is up to is reported as a gap (notifications were lost)
+before the run that catches up. With no hub, or none reachable, and after
+--poll without a notification, it runs anyway. One line per event (one
+JSON object with --json); SIGINT or SIGTERM unsubscribes and exits 0.
+
 Exit status: 0 the copy is exact, 1 problems found (a bitstream or
 resource refused, a deletion refused, a package that failed, an audit
 difference), 2 could not run (usage, no ResourceSync document found,
 unreadable Source, unwritable DIR), 130 interrupted; run again to resume.
 
 Examples:
-  rsdump sync https://example.org/ --dest ./copy
   rsdump sync https://example.org/dataset1/capabilitylist.xml --dest ./copy --audit
   rsdump sync --dest ./copy --dry-run
+  rsdump sync https://example.org/ --dest ./copy --follow --callback-addr 0.0.0.0:8091 \
+      --callback-url https://dest.example.net/rsdump/ --poll 6h
 `
 
 type syncFlags struct {
