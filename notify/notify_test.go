@@ -238,3 +238,30 @@ func TestUndeliveredNotification(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestMergeTellsItsDocuments: the documents of a sharded dump are written
+// by the merge, which tells of them.
+func TestMergeTellsItsDocuments(t *testing.T) {
+	h := newHub(t, http.StatusAccepted)
+	s := newSource(t, h, 2)
+	shard := s.opts
+	shard.Channels, shard.Shard, shard.Shards = pack.Channels{}, 1, 1
+	if _, err := pack.Pack(context.Background(), s.src, s.out, shard); err != nil {
+		t.Fatal(err)
+	}
+	res, err := pack.Merge(context.Background(), s.out, s.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := (&Publisher{}).Publish(context.Background(), res); n != 0 || len(h.taken()) != 1 {
+		t.Fatalf("%d failed, %d posted; want 0 and 1", n, len(h.taken()))
+	}
+	_, urls := check(t, h.taken()[0], h.srv.URL+"/hub/framework", h, res.CapabilityList)
+	var caps []string
+	for _, u := range urls {
+		caps = append(caps, u.MD.Capability)
+	}
+	if got := strings.Join(caps, " "); !strings.Contains(got, "resourcedump") || !strings.Contains(got, "resourcelist") {
+		t.Errorf("the merge tells of %q, want its Resource Dump and Resource List", got)
+	}
+}

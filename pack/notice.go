@@ -84,6 +84,14 @@ type published struct {
 	docs []Document
 }
 
+// track has the output record the documents written, when o has a hub
+// to tell of them.
+func (o *output) track(opts *Options) {
+	if opts.Channels.Hub != "" {
+		o.docs.loc = docURL(opts)
+	}
+}
+
 // docURL is the URL a document of the output is published at.
 func docURL(o *Options) func(string) string {
 	return func(name string) string {

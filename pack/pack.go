@@ -51,9 +51,7 @@ func Pack(ctx context.Context, src, outDir string, opts Options) (*Result, error
 		return nil, err
 	}
 	defer out.close()
-	if o.Channels.Hub != "" {
-		out.docs.loc = docURL(&o)
-	}
+	out.track(&o)
 	at, pinned := o.At.UTC(), !o.At.IsZero()
 	if !pinned {
 		at = start.UTC().Truncate(time.Millisecond)

@@ -220,6 +220,7 @@ func Merge(ctx context.Context, outDir string, opts Options) (*Result, error) {
 		return nil, err
 	}
 	defer out.close()
+	out.track(&o)
 	shards, err := readShards(out, mergeKey(&o))
 	if err != nil {
 		return nil, err
