@@ -34,6 +34,13 @@ type source struct {
 }
 
 func newSource(t *testing.T, hub websub.Options) *source {
+	return newSourceWith(t, hub, true, nil)
+}
+
+// newSourceWith is newSource whose Capability List advertises the
+// channels only when channels is set, and whose handler is wrapped by
+// wrap, when given.
+func newSourceWith(t *testing.T, hub websub.Options, channels bool, wrap func(http.Handler) http.Handler) *source {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -41,6 +48,9 @@ func newSource(t *testing.T, hub websub.Options) *source {
 	}
 	s := &source{t: t, url: "http://" + ln.Addr().String() + "/", src: t.TempDir(), out: t.TempDir()}
 	s.opts = pack.Options{BaseURL: s.url + "data/", DumpURL: s.url, Channels: pack.Channels{Hub: s.url + "hub", ChangeNotification: true}}
+	if !channels {
+		s.opts.Channels = pack.Channels{}
+	}
 	hub.URL = s.url + "hub"
 	if s.hub, err = websub.New(hub); err != nil {
 		t.Fatal(err)
@@ -51,6 +61,9 @@ func newSource(t *testing.T, hub websub.Options) *source {
 	h, err := serve.New(s.out, serve.Options{BaseURL: s.opts.BaseURL, DumpURL: s.url, Hub: s.hub})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if wrap != nil {
+		h = wrap(h)
 	}
 	srv := &http.Server{Handler: h}
 	go srv.Serve(ln)
@@ -210,5 +223,50 @@ func TestCallbackBehindProxy(t *testing.T) {
 		if _, ok := proxied.Load(m); !ok {
 			t.Errorf("no %s went through the proxy", m)
 		}
+	}
+}
+
+// TestHubFromLinkHeader: a Capability List that advertises no channel,
+// served with WebSub's Link rel="hub" and rel="self" (a Source behind a
+// web server set up to announce its hub), is followed at that hub and
+// topic.
+func TestHubFromLinkHeader(t *testing.T) {
+	var topic, hubURL string
+	s := newSourceWith(t, websub.Options{}, false, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasSuffix(r.URL.Path, "/capabilitylist.xml") {
+				w.Header().Add("Link", "<"+hubURL+">; rel=\"hub\"")
+				w.Header().Add("Link", "<"+topic+">; rel=\"self\"")
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	hubURL, topic = s.url+"hub", s.url+"hub/announce"
+	if b, _ := os.ReadFile(filepath.Join(s.out, pack.CapabilityListName)); strings.Contains(string(b), "notification") {
+		t.Fatalf("the Capability List advertises a channel:\n%s", b)
+	}
+	ev, _ := follow(t, s, Options{})
+	if e := ev.waitFor(t, "subscriptions", 1, func(e Event) bool { return e.Kind == Subscribed })[0]; e.Topic != topic || e.Hub != hubURL {
+		t.Fatalf("subscribed to %s at %s, want %s at %s", e.Topic, e.Hub, topic, hubURL)
+	}
+	s.write("b.txt", "b")
+	o := s.opts
+	o.Changes = true
+	if _, err := pack.Pack(context.Background(), s.src, s.out, o); err != nil {
+		t.Fatal(err)
+	}
+	// What another Source would send: the specification's Example 1.
+	body := []byte(`<?xml version="1.0" encoding="UTF-8"?>
+<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/">
+<rs:ln rel="up" href="` + s.url + `capabilitylist.xml"/>
+<rs:md capability="framework-notification"/>
+<url><loc>` + s.url + `changelist.xml</loc><rs:md change="updated" capability="changelist"/></url>
+</urlset>`)
+	if err := (&notify.Publisher{}).Submit(context.Background(), notify.Notification{Hub: hubURL, Topic: topic, Body: body}); err != nil {
+		t.Fatal(err)
+	}
+	e := ev.waitFor(t, "syncs on a notification", 1, func(e Event) bool { return e.Kind == Synced && strings.Contains(e.Why, "notification") })[0]
+	if e.Result.Written != 1 {
+		t.Errorf("the sync on the notification wrote %d files, want b.txt", e.Result.Written)
 	}
 }
