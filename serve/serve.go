@@ -19,6 +19,7 @@ import (
 
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
+	"github.com/rsdump/rsdump/trs"
 )
 
 // Options configure a handler. The zero value serves the directory at the
@@ -44,6 +45,12 @@ type Options struct {
 	// WebSub hub (websub.Hub) and its topics. It shadows a resource of
 	// that name.
 	Hub http.Handler
+	// TRS, when set, serves the OSLC Tracked Resource Set view of the
+	// directory (package trs) at TRSName under the dump URL's path, and
+	// the Base and Change Log under it: Keep, PageSize and SegmentSize are
+	// taken from it, the rest is set here. It shadows a resource of that
+	// name.
+	TRS *trs.Options
 	// Log, when set, is called once for every request after it is
 	// answered, from the request's goroutine.
 	Log func(Request)
@@ -75,6 +82,7 @@ type handler struct {
 	log      func(Request)
 	sums     *digests
 	hub      http.Handler
+	trs      *trs.Handler
 }
 
 // New returns a handler serving dir, a directory pack wrote (or is
@@ -109,6 +117,12 @@ func New(dir string, opts Options) (http.Handler, error) {
 		}
 	}
 	h.sums = newDigests(h.dir)
+	if opts.TRS != nil {
+		if err := h.mountTRS(*opts.TRS); err != nil {
+			h.Close()
+			return nil, err
+		}
+	}
 	return h, nil
 }
 
@@ -205,6 +219,10 @@ func (h *handler) route(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := r.URL.Path
+	if h.trs != nil && (p == h.trs.Path() || strings.HasPrefix(p, h.trs.Path()+"/")) {
+		h.trs.ServeHTTP(w, r)
+		return
+	}
 	if p == "/"+pack.SourceDescriptionName {
 		h.serveOutput(w, r, pack.SourceDescriptionName)
 		return

@@ -17,10 +17,11 @@ import (
 	"github.com/rsdump/rsdump/internal/plural"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/serve"
+	"github.com/rsdump/rsdump/trs"
 	"github.com/rsdump/rsdump/websub"
 )
 
-const serveHelp = `Usage: rsdump serve DIR [--addr 127.0.0.1:8080] [--base-url URL] [--mirror URL...] [--resources SRC] [--hub]
+const serveHelp = `Usage: rsdump serve DIR [--addr 127.0.0.1:8080] [--base-url URL] [--mirror URL...] [--resources SRC] [--hub] [--trs [--trs-keep N]]
 
 Publishes DIR, a directory rsdump pack wrote, over HTTP: the dump
 documents, packages, manifests and Metalinks under the path of --dump-url
@@ -69,6 +70,18 @@ hub whose URL is public connects to no loopback or private address. One
 line per hub event goes to stderr. pack --hub notifies it; sync --follow
 subscribes to it.
 
+With --trs, an OSLC Tracked Resource Set 2.0 view of DIR answers at
+trs under the documents' path (the startup line says its URL), derived
+from the documents pack wrote, found through the Capability List: the
+Resource List is the Base (an ldp:DirectContainer, paged with LDP next
+links, its first page naming the cutoff event), the Change Lists are the
+Change Log (a trs:Creation, trs:Modification or trs:Deletion per entry,
+trs:order its position, the newest events inline, older segments linked
+by trs:previous). Turtle, or RDF/XML to a client that prefers it; strong
+ETags. --trs-keep N truncates the Change Log to its newest N events (never
+past the Base's cutoff event); the Base's pages then get new URLs, and a
+client that fell behind rebases. rsdump sync takes the TRS URL as SOURCE.
+
 One line per request goes to stderr (unless --quiet). SIGINT or SIGTERM
 stops accepting connections and lets requests in flight finish for up to
 --grace.
@@ -78,6 +91,7 @@ Exit status: 0 stopped by a signal after every request finished, 1 failed
 
 Examples:
   rsdump serve ./dump --addr 127.0.0.1:8080 --base-url http://127.0.0.1:8080/data/ --hub
+  rsdump serve ./dump --addr 127.0.0.1:8080 --base-url http://127.0.0.1:8080/data/ --resources ./data --trs --trs-keep 10000
   rsdump serve ./dump --addr :8081 --mirror http://b.example.net/dump/,priority=2
   rsdump serve ./dump --base-url https://example.org/data/ --dump-url https://example.org/dump/ --resources ./data
 `
@@ -87,7 +101,8 @@ type serveFlags struct {
 	mirrors                           []string
 	grace                             time.Duration
 	timeouts                          serve.Timeouts
-	quiet, hub                        bool
+	quiet, hub, trs                   bool
+	trsKeep                           int
 	logMu                             sync.Mutex // one line at a time on stderr
 }
 
@@ -107,6 +122,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.DurationVar(&f.timeouts.Idle, "idle-timeout", def.Idle, "close a kept-alive connection idle for `DURATION`")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "log no requests")
 	fs.BoolVar(&f.hub, "hub", false, "also run a WebSub hub at /hub, for ResourceSync notifications")
+	fs.BoolVar(&f.trs, "trs", false, "also serve an OSLC Tracked Resource Set 2.0 view of DIR at trs under the documents' path")
+	fs.IntVar(&f.trsKeep, "trs-keep", 0, "with --trs, keep only the newest `N` events in the Change Log (0: all)")
 	if err := parse(fs, args, serveHelp, stdout); err != nil {
 		return err
 	}
@@ -220,6 +237,14 @@ func (f *serveFlags) options(stderr io.Writer) (serve.Options, error) {
 			return o, usagef("%s must be positive", d.flag)
 		}
 	}
+	switch {
+	case f.trsKeep < 0:
+		return o, usagef("--trs-keep must not be negative")
+	case f.trsKeep > 0 && !f.trs:
+		return o, usagef("--trs-keep needs --trs")
+	case f.trs:
+		o.TRS = &trs.Options{Keep: f.trsKeep}
+	}
 	if f.resources != "" && f.baseURL == "" {
 		return o, usagef("--resources needs --base-url, the prefix of the resources' URLs")
 	}
@@ -257,6 +282,9 @@ func (f *serveFlags) listenAndServe(ctx context.Context, h http.Handler, ln net.
 	if hub != nil {
 		with = ", WebSub hub at " + hub.URL()
 	}
+	if f.trs {
+		with += ", Tracked Resource Set at " + f.trsURL(ln.Addr())
+	}
 	fmt.Fprintf(stderr, "rsdump: serving %s at http://%s/%s\n", escapeControl(dir), ln.Addr(), escapeControl(with))
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
@@ -276,4 +304,24 @@ func (f *serveFlags) listenAndServe(ctx context.Context, h http.Handler, ln net.
 		return err
 	}
 	return nil
+}
+
+// trsURL is where --trs serves the Tracked Resource Set: under the path
+// of --dump-url (else --base-url), on its host when it names one, else on
+// the listening address.
+func (f *serveFlags) trsURL(addr net.Addr) string {
+	for _, s := range []string{f.dumpURL, f.baseURL} {
+		if s == "" {
+			continue
+		}
+		if u, err := url.Parse(s); err == nil {
+			if u.Host == "" {
+				u.Scheme, u.Host = "http", addr.String()
+			}
+			u.Path = strings.TrimSuffix(u.Path, "/") + "/" + serve.TRSName
+			u.RawPath, u.RawQuery, u.Fragment = "", "", ""
+			return u.String()
+		}
+	}
+	return "http://" + addr.String() + "/" + serve.TRSName
 }
