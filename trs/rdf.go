@@ -35,19 +35,19 @@ const (
 	Modification = NSTRS + "Modification"
 	Deletion     = NSTRS + "Deletion"
 
-	ldpDirectContainer      = NSLDP + "DirectContainer"
-	ldpMembershipResource   = NSLDP + "membershipResource"
-	ldpHasMemberRelation    = NSLDP + "hasMemberRelation"
-	ldpMember               = NSLDP + "member"
-	ldpPage                 = NSLDP + "Page"
-	ldpPageOf               = NSLDP + "pageOf"
-	ldpNextPage             = NSLDP + "nextPage"
-	xsdInteger              = NSXSD + "integer"
-	mediaTurtle             = "text/turtle"
-	mediaRDFXML             = "application/rdf+xml"
-	turtleContentType       = mediaTurtle + "; charset=utf-8"
-	rdfXMLContentType       = mediaRDFXML + "; charset=utf-8"
-	maxDocument       int64 = 64 << 20 // the most a client reads of one TRS resource
+	ldpDirectContainer          = NSLDP + "DirectContainer"
+	ldpMembershipResource       = NSLDP + "membershipResource"
+	ldpHasMemberRelation        = NSLDP + "hasMemberRelation"
+	ldpMember                   = NSLDP + "member"
+	ldpPage                     = NSLDP + "Page"
+	ldpPageOf                   = NSLDP + "pageOf"
+	ldpNextPage                 = NSLDP + "nextPage"
+	xsdInteger                  = NSXSD + "integer"
+	mediaTurtle                 = "text/turtle"
+	mediaRDFXML                 = "application/rdf+xml"
+	turtleContentType           = mediaTurtle + "; charset=utf-8"
+	rdfXMLContentType           = mediaRDFXML + "; charset=utf-8"
+	maxDocument           int64 = 64 << 20 // the most a client reads of one TRS resource
 )
 
 // prefixes are those the serializers write, in this order.
@@ -77,10 +77,10 @@ type Term struct {
 // Triple is one RDF statement.
 type Triple struct{ S, P, O Term }
 
-func iri(s string) Term     { return Term{Kind: IRI, Value: s} }
-func blank(s string) Term   { return Term{Kind: Blank, Value: s} }
-func integer(n int64) Term  { return Term{Kind: Literal, Value: fmt.Sprint(n), Datatype: xsdInteger} }
-func (t Term) isIRI() bool  { return t.Kind == IRI }
+func iri(s string) Term    { return Term{Kind: IRI, Value: s} }
+func blank(s string) Term  { return Term{Kind: Blank, Value: s} }
+func integer(n int64) Term { return Term{Kind: Literal, Value: fmt.Sprint(n), Datatype: xsdInteger} }
+func (t Term) isIRI() bool { return t.Kind == IRI }
 func (t Term) String() string {
 	switch t.Kind {
 	case Blank:
