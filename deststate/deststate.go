@@ -71,6 +71,18 @@ type SyncInfo struct {
 	// first filled.
 	Baseline string    `json:"baseline,omitempty"`
 	LastRun  time.Time `json:"last_run,omitzero"`
+	// TRS is the sync point of a tree kept from an OSLC Tracked Resource
+	// Set: the last Change Event processed; nil for a ResourceSync
+	// Source.
+	TRS *TRSPoint `json:"trs,omitempty"`
+}
+
+// TRSPoint is the last Change Event of a Tracked Resource Set that the
+// tree reflects: its URI (rdf:nil for a Base at the start of time with
+// no event since) and trs:order.
+type TRSPoint struct {
+	Event string `json:"event"`
+	Order int64  `json:"order"`
 }
 
 // Rollback is a snapshot applied over a later state, on purpose.

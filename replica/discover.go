@@ -15,6 +15,7 @@ import (
 	"github.com/rsdump/rsdump/metalink/httpheader"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/s3"
+	"github.com/rsdump/rsdump/trs"
 )
 
 // Source is what discovery found out about a Source: the documents of its
@@ -31,6 +32,11 @@ type Source struct {
 	// Channels are the notification channels the Capability List
 	// advertises with their hub (Framework Notification §5).
 	Channels []Channel `json:"channels,omitempty"`
+	// TRS is the OSLC Tracked Resource Set given, when the address given
+	// is one (it answers Turtle or RDF/XML): sync follows it (trs.go).
+	// Its rel="resourcesync" Link, when it has one, gives the Docs whose
+	// hashes the resources are checked against.
+	TRS string `json:"tracked_resource_set,omitempty"`
 }
 
 // Channel is a notification channel: a WebSub topic, its capability
@@ -80,6 +86,9 @@ type discovery struct {
 }
 
 func (d *discovery) useful() bool {
+	if d.src.TRS != "" {
+		return true
+	}
 	for _, c := range syncCaps {
 		if d.src.Docs[c] != "" {
 			return true
@@ -134,6 +143,9 @@ func (d *discovery) follow(ctx context.Context, loc, how string, hops int) error
 		return err
 	}
 	defer body.Close()
+	if how == "given" && trs.IsMediaType(header.Get("Content-Type")) {
+		return d.trackedResourceSet(ctx, loc, header, hops)
+	}
 	br := bufio.NewReaderSize(body, 64<<10)
 	head, _ := br.Peek(4096)
 	if !resourcesync.LooksXML(head) || resourcesync.LooksHTML(head, header.Get("Content-Type")) {

@@ -114,7 +114,11 @@ func Sync(ctx context.Context, source, dir string, opts Options) (*Result, error
 	if err := s.repair(ctx); err != nil {
 		return nil, err
 	}
-	if err := s.run(ctx); err != nil {
+	run := s.run
+	if s.src.TRS != "" {
+		run = s.runTRS // trs.go
+	}
+	if err := run(ctx); err != nil {
 		return nil, err
 	}
 	if err := s.unrepaired(ctx); err != nil {
@@ -132,6 +136,9 @@ type syncer struct {
 	given string
 	base  string
 	res   *Result
+	// trsPoint is the last Change Event of a Tracked Resource Set this
+	// run applied (trs.go), recorded by finish.
+	trsPoint *deststate.TRSPoint
 }
 
 func (s *syncer) note(format string, args ...any) {
@@ -410,6 +417,9 @@ func (s *syncer) finish(ctx context.Context) (*Result, error) {
 		}
 		if s.state.Sync != nil && len(info.Documents) == 0 {
 			info.Documents = s.state.Sync.Documents
+		}
+		if info.TRS = s.trsPoint; info.TRS == nil && s.state.Sync != nil && s.src.TRS != "" {
+			info.TRS = s.state.Sync.TRS
 		}
 		if err := s.tree.Update(func(st *deststate.State) { st.Sync = &info }); err != nil {
 			return nil, err

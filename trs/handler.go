@@ -268,7 +268,7 @@ func (h *Handler) servePage(w http.ResponseWriter, r *http.Request, v *view, sel
 	size := h.opts.PageSize
 	n, more := 0, false
 	if len(v.lists) > 0 {
-		err := h.src.members(r.Context(), v.lists[part-1], k*size, size, func(loc string) {
+		err := h.src.members(r.Context(), v.lists[part-1], k*size, size+1, func(loc string) {
 			if n == size {
 				more = true
 				return

@@ -1,0 +1,132 @@
+package replica_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rsdump/rsdump/deststate"
+	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/replica"
+	"github.com/rsdump/rsdump/serve"
+	"github.com/rsdump/rsdump/trs"
+	"github.com/rsdump/rsdump/verify/verifytest"
+)
+
+// TestSyncFromTRS syncs three trees from one Source across four pack
+// --changes generations: one from its ResourceSync documents, one from
+// serve --trs (a Base of 7 members a page, Change Log segments of 3
+// events), and one from a second view truncated to its newest 2 events
+// (--trs-keep 2), synced only at the first and the last generation. After
+// each run the trees are the same, file for file and mtime for mtime;
+// the view that kept every event is followed from its sync point (no
+// rebase after the first event was recorded), the truncated one makes the lagging tree
+// rebase, which removes the file deleted while it was behind.
+func TestSyncFromTRS(t *testing.T) {
+	a, b, set, _ := servePair(t)
+	tree := files(20, 100)
+	src := verifytest.Tree(t, tree)
+	out := t.TempDir()
+	base, dump := a.URL+"/res/", a.URL+"/dump/"
+	o := pack.Options{BaseURL: base, DumpURL: dump, SourceDescription: true, Compress: pack.Store, At: verifytest.Time.Add(time.Hour)}
+	if _, err := pack.Pack(context.Background(), src, out, o); err != nil {
+		t.Fatal(err)
+	}
+	full, err := serve.New(out, serve.Options{BaseURL: base, DumpURL: dump, Resources: src, TRS: &trs.Options{PageSize: 7, SegmentSize: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, err := serve.New(out, serve.Options{BaseURL: "/res/", DumpURL: "/dump/", TRS: &trs.Options{PageSize: 7, SegmentSize: 3, Keep: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set(0, full)
+	set(1, kept)
+	viaRS, viaTRS, lagging := t.TempDir(), t.TempDir(), t.TempDir()
+	trsURL, keptURL := dump+"trs", b.URL+"/dump/trs"
+
+	syncAll := func(gen int, lag bool) {
+		t.Helper()
+		res, fs, _ := syncRun(t, a.URL, viaRS, replica.Options{})
+		if res.Problems() != 0 {
+			t.Fatalf("generation %d, ResourceSync: %+v\n%s", gen, res, problems(fs))
+		}
+		res, fs, notes := syncRun(t, trsURL, viaTRS, replica.Options{})
+		if res.Problems() != 0 || res.Source.TRS != trsURL {
+			t.Fatalf("generation %d, TRS: %+v\n%s", gen, res, problems(fs))
+		}
+		if rebased := strings.Contains(strings.Join(notes, "\n"), "rebase"); rebased != (gen <= 1) {
+			t.Errorf("generation %d: rebased %v; notes:\n%s", gen, rebased, strings.Join(notes, "\n"))
+		}
+		if res.Unverified != 0 {
+			t.Errorf("generation %d: %d resources not checked against a hash", gen, res.Unverified)
+		}
+		want := verifytest.ReadTree(t, viaRS)
+		sameTree(t, viaRS, tree)
+		sameTree(t, viaTRS, want)
+		sameMtimes(t, viaRS, viaTRS)
+		if lag {
+			res, fs, notes := syncRun(t, keptURL, lagging, replica.Options{})
+			if res.Problems() != 0 {
+				t.Fatalf("generation %d, truncated TRS: %+v\n%s", gen, res, problems(fs))
+			}
+			if !strings.Contains(strings.Join(notes, "\n"), "rebase") {
+				t.Errorf("generation %d: the lagging tree did not rebase; notes:\n%s", gen, strings.Join(notes, "\n"))
+			}
+			sameTree(t, lagging, want)
+			sameMtimes(t, viaRS, lagging)
+		}
+		st, err := deststate.Read(viaTRS)
+		if err != nil || st.Sync == nil || st.Sync.TRS == nil || st.Sync.TRS.Order == 0 && gen > 0 {
+			t.Fatalf("generation %d: the sync point is not in the state: %+v %+v %v", gen, st.Sync, st.Sync.TRS, err)
+		}
+	}
+	syncAll(0, true)
+
+	at := o.At
+	for gen := 1; gen <= 4; gen++ {
+		at = at.Add(time.Hour)
+		change := func(rel, data string) {
+			p := filepath.Join(src, filepath.FromSlash(rel))
+			os.MkdirAll(filepath.Dir(p), 0o755)
+			os.WriteFile(p, []byte(data), 0o644)
+			mt := at.Add(-time.Duration(10+len(rel)) * time.Minute)
+			os.Chtimes(p, mt, mt)
+			tree[rel] = data
+		}
+		change(fmt.Sprintf("d%d/f%03d.txt", gen%4, gen), fmt.Sprintf("updated in generation %d", gen))
+		change(fmt.Sprintf("new/g%d.txt", gen), fmt.Sprintf("created in generation %d", gen))
+		gone := fmt.Sprintf("d%d/f%03d.txt", (gen+1)%4, gen+9)
+		os.Remove(filepath.Join(src, filepath.FromSlash(gone)))
+		delete(tree, gone)
+		o.Changes, o.At = true, at
+		if _, err := pack.Pack(context.Background(), src, out, o); err != nil {
+			t.Fatal(err)
+		}
+		syncAll(gen, gen == 4)
+	}
+}
+
+// sameMtimes fails unless the files of two trees have the same mtimes.
+func sameMtimes(t *testing.T, a, b string) {
+	t.Helper()
+	filepath.WalkDir(a, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			if d != nil && d.Name() == deststate.DirName {
+				return filepath.SkipDir
+			}
+			return err
+		}
+		rel, _ := filepath.Rel(a, p)
+		fa, _ := os.Stat(p)
+		fb, err := os.Stat(filepath.Join(b, rel))
+		if err != nil || !fa.ModTime().Equal(fb.ModTime()) {
+			t.Errorf("%s: mtime %v here, %v there (%v)", rel, fa.ModTime(), fb, err)
+		}
+		return nil
+	})
+}
