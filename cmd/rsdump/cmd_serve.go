@@ -90,8 +90,7 @@ Exit status: 0 stopped by a signal after every request finished, 1 failed
 (the address is in use, requests cut off at shutdown), 2 usage error.
 
 Examples:
-  rsdump serve ./dump --addr 127.0.0.1:8080 --base-url http://127.0.0.1:8080/data/ --hub
-  rsdump serve ./dump --addr 127.0.0.1:8080 --base-url http://127.0.0.1:8080/data/ --resources ./data --trs --trs-keep 10000
+  rsdump serve ./dump --addr 127.0.0.1:8080 --base-url http://127.0.0.1:8080/data/ --resources ./data --hub --trs --trs-keep 10000
   rsdump serve ./dump --addr :8081 --mirror http://b.example.net/dump/,priority=2
   rsdump serve ./dump --base-url https://example.org/data/ --dump-url https://example.org/dump/ --resources ./data
 `

@@ -27,6 +27,16 @@ read), a Source Description or Capability List URL, an HTML page with
 rel="resourcesync", or a dump or list document itself. Without SOURCE,
 the one DIR/.rsdump/state.json records is used.
 
+SOURCE may also be an OSLC Tracked Resource Set (one that answers Turtle
+or RDF/XML, as rsdump serve --trs's DUMPURL/trs does): the first run reads
+every page of its Base and fetches the members, then applies the events
+after the Base's cutoff event; later runs apply the Change Log's events
+after the last one processed (recorded in DIR/.rsdump/state.json), and
+rebase when the log no longer holds it (truncated, or rolled back),
+removing what rsdump wrote that the Base no longer holds. Resources are
+checked against the hashes of the ResourceSync documents the Tracked
+Resource Set links with rel="resourcesync", when it links them.
+
 The first run takes a baseline: the Source's Resource Dump, every package
 fetched by the engine behind rsdump get from all its mirrors with piece
 checks, and unpacked as rsdump unpack does; or, when the Source has no
@@ -87,9 +97,9 @@ unreadable Source, unwritable DIR), 130 interrupted; run again to resume.
 
 Examples:
   rsdump sync https://example.org/dataset1/capabilitylist.xml --dest ./copy --audit
-  rsdump sync --dest ./copy --dry-run
   rsdump sync https://example.org/ --dest ./copy --follow --callback-addr 0.0.0.0:8091 \
       --callback-url https://dest.example.net/rsdump/ --poll 6h
+  rsdump sync http://127.0.0.1:8080/data/trs --dest ./copy
 `
 
 type syncFlags struct {

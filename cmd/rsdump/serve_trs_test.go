@@ -1,0 +1,59 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestServeTRS: rsdump serve --trs serves the Tracked Resource Set of DIR
+// at trs under the documents' path, says its URL at startup, answers it
+// as Turtle with its Base and Change Log, and --trs-keep is checked.
+func TestServeTRS(t *testing.T) {
+	src, dir := t.TempDir(), t.TempDir()
+	for _, n := range []string{"a.txt", "b.txt"} {
+		os.WriteFile(filepath.Join(src, n), []byte(n), 0o644)
+	}
+	if code, out, errs := rsdump(t, "pack", src, "--base-url", "http://example.org/res/", "-o", dir, "-q"); code != exitOK {
+		t.Fatalf("pack: %d %s %s", code, out, errs)
+	}
+	os.WriteFile(filepath.Join(src, "c.txt"), []byte("c"), 0o644)
+	if code, out, errs := rsdump(t, "pack", "--changes", src, "--base-url", "http://example.org/res/", "-o", dir, "-q"); code != exitOK {
+		t.Fatalf("pack --changes: %d %s %s", code, out, errs)
+	}
+	s := startServe(t, io.Discard, dir, "--trs", "--trs-keep", "5", "--quiet")
+	defer s.stop(t)
+	if want := "Tracked Resource Set at " + s.base + "trs"; !strings.Contains(s.lines.Text(), want) {
+		t.Errorf("startup line %q lacks %q", s.lines.Text(), want)
+	}
+	resp, err := http.Get(s.base + "trs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"a trs:TrackedResourceSet", "trs:base <" + s.base + "trs/base>", "a trs:Creation", "trs:changed <http://example.org/res/c.txt>"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("GET trs: %s lacks %q:\n%s", resp.Status, want, b)
+		}
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/turtle") {
+		t.Errorf("Content-Type %q", ct)
+	}
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", dir, "--trs-keep", "3"}, "--trs-keep needs --trs"},
+		{[]string{"serve", dir, "--trs", "--trs-keep", "-1"}, "must not be negative"},
+	} {
+		code, out, errs := rsdump(t, c.args...)
+		if code != exitUsage || !strings.Contains(out+errs, c.want) {
+			t.Errorf("rsdump %q: exit %d; %q lacks %q", c.args, code, out+errs, c.want)
+		}
+	}
+}

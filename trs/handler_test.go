@@ -1,0 +1,193 @@
+package trs
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/resourcesync"
+)
+
+// TestNegotiation: Turtle without Accept or when preferred or tied, RDF/XML
+// when preferred, 406 when neither is acceptable.
+func TestNegotiation(t *testing.T) {
+	f := newFixture(t, 3, Options{})
+	f.generation()
+	for _, c := range []struct{ accept, want string }{
+		{"", "text/turtle"},
+		{"*/*", "text/turtle"},
+		{"text/turtle", "text/turtle"},
+		{"application/rdf+xml", "application/rdf+xml"},
+		{"application/rdf+xml, text/turtle", "text/turtle"},
+		{"text/turtle;q=0.5, application/rdf+xml", "application/rdf+xml"},
+		{"application/*", "application/rdf+xml"},
+		{"text/*;q=0.9, application/rdf+xml;q=0.8", "text/turtle"},
+		{"application/ld+json", ""},
+		{"text/turtle;q=0", ""},
+	} {
+		resp, body := f.get("/trs", c.accept)
+		ct := resp.Header.Get("Content-Type")
+		switch {
+		case c.want == "" && resp.StatusCode != http.StatusNotAcceptable:
+			t.Errorf("Accept %q: %s %s, want 406", c.accept, resp.Status, ct)
+		case c.want != "" && !strings.HasPrefix(ct, c.want):
+			t.Errorf("Accept %q: %s, want %s", c.accept, ct, c.want)
+		case c.want != "" && !strings.Contains(resp.Header.Get("Vary"), "Accept"):
+			t.Errorf("Accept %q: no Vary: Accept", c.accept)
+		case c.want == "application/rdf+xml" && !strings.HasPrefix(string(body), "<?xml"):
+			t.Errorf("Accept %q: %s", c.accept, body)
+		}
+	}
+}
+
+// TestETags: every resource has a strong ETag of its bytes, a conditional
+// GET of it answers 304, and the ETag of the Tracked Resource Set moves
+// when the Change Log grows, as does that of its RDF/XML form apart.
+func TestETags(t *testing.T) {
+	f := newFixture(t, 6, Options{PageSize: 2, SegmentSize: 1})
+	f.generation()
+	f.generation()
+	_, _, pages := f.members()
+	for _, u := range append([]string{f.url("/trs"), f.url("/trs/changelog/1")}, pages...) {
+		resp, _ := f.get(u, "")
+		etag := resp.Header.Get("ETag")
+		if !strings.HasPrefix(etag, `"`) || resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %s, ETag %q", u, resp.Status, etag)
+		}
+		if r, _ := f.get(u, "", "If-None-Match", etag); r.StatusCode != http.StatusNotModified {
+			t.Errorf("%s If-None-Match its ETag: %s", u, r.Status)
+		}
+		if r, _ := f.get(u, "application/rdf+xml"); r.Header.Get("ETag") == etag {
+			t.Errorf("%s: Turtle and RDF/XML share the ETag %s", u, etag)
+		}
+	}
+	before, _ := f.get("/trs", "")
+	f.generation()
+	after, _ := f.get("/trs", "")
+	if before.Header.Get("ETag") == after.Header.Get("ETag") {
+		t.Errorf("the ETag did not change with the Change Log")
+	}
+	if r, _ := f.get("/trs", "", "If-None-Match", before.Header.Get("ETag")); r.StatusCode != http.StatusOK {
+		t.Errorf("a stale ETag: %s", r.Status)
+	}
+}
+
+// TestPaging: the Base redirects (303) to its first page; pages carry
+// LDP paging's Link fields (first, next but on the last, type ldp:Page)
+// and ldp:nextPage in the body; a page past the end, of another version,
+// or malformed, is 404; the Base of an index's parts pages through every
+// part.
+func TestPaging(t *testing.T) {
+	f := newFixture(t, 5, Options{PageSize: 2})
+	req, _ := http.NewRequest(http.MethodGet, f.url("/trs/base"), nil)
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	first := resp.Header.Get("Location")
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasSuffix(first, "/1-0") {
+		t.Fatalf("GET base: %s, Location %q", resp.Status, first)
+	}
+	members, cutoff, pages := f.members()
+	if len(pages) != 3 || len(members) != 5 || cutoff != rdfNil {
+		t.Fatalf("%d pages, %d members, cutoff %s", len(pages), len(members), cutoff)
+	}
+	for i, p := range pages {
+		g, resp := f.graph(p)
+		links := strings.Join(resp.Header.Values("Link"), ", ")
+		if !strings.Contains(links, "<"+first+`>; rel="first"`) || !strings.Contains(links, `<http://www.w3.org/ns/ldp#Page>; rel="type"`) {
+			t.Errorf("%s: Link %s", p, links)
+		}
+		next := g[iri(p)][ldpNextPage]
+		if last := i == len(pages)-1; last != strings.Contains(next[0].Value, rdfNil) || last == strings.Contains(links, `rel="next"`) {
+			t.Errorf("page %d of %d: ldp:nextPage %v, Link %s", i+1, len(pages), next, links)
+		}
+		if co := g[iri(f.url("/trs/base"))][trsCutoffEvent]; (i == 0) != (len(co) == 1) {
+			t.Errorf("page %d: cutoff %v", i+1, co)
+		}
+	}
+	version := strings.Split(strings.TrimPrefix(pages[0], f.url("/trs/base/")), "/")[0]
+	for _, p := range []string{"/trs/base/" + version + "/1-9", "/trs/base/0000/1-0", "/trs/base/" + version + "/1-01", "/trs/base/" + version + "/2-0", "/trs/changelog/1", "/trs/x", "/trsx"} {
+		if r, _ := f.get(p, ""); r.StatusCode != http.StatusNotFound {
+			t.Errorf("%s: %s", p, r.Status)
+		}
+	}
+	if r, _ := f.get("/trs", ""); r.Request.Method == "" {
+		t.Fatal("no request")
+	}
+	req, _ = http.NewRequest(http.MethodPost, f.url("/trs"), nil)
+	if r, err := http.DefaultClient.Do(req); err != nil || r.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("POST: %v %v", r.Status, err)
+	}
+}
+
+// TestOutOfOrderChangeList: a Change List whose times go back is refused
+// (trs:order would not increase with time), naming the entry.
+func TestOutOfOrderChangeList(t *testing.T) {
+	f := newFixture(t, 2, Options{})
+	f.generation()
+	cl := f.changeEntries()
+	cl[0], cl[len(cl)-1] = cl[len(cl)-1], cl[0]
+	fh, err := os.Create(filepath.Join(f.out, pack.ChangeListName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, _ := resourcesync.NewEncoder(fh, resourcesync.Header{Kind: resourcesync.URLSet, MD: resourcesync.MD{Capability: resourcesync.CapChangeList, From: f.at.Add(-2 * 3600e9)}})
+	for _, u := range cl {
+		enc.Encode(u)
+	}
+	enc.Close()
+	fh.Close()
+	resp, body := f.get("/trs", "")
+	if resp.StatusCode != http.StatusInternalServerError || !strings.Contains(string(body), "entry 2") {
+		t.Errorf("%s: %s", resp.Status, body)
+	}
+}
+
+// TestTurtleParser reads the grammar a foreign server may write.
+func TestTurtleParser(t *testing.T) {
+	doc := `@base <http://h/dir/> .
+PREFIX ex: <http://ex/ns#>
+@prefix : <http://default/> .
+<a> ex:p "x\"y\u00e9"@en, 'z', """long
+"quoted" text""", 12, -3.5, 1e3, true ; ex:q [ ex:r :s ] ; a ex:T .
+_:b1 ex:list (1 <b>) .
+ex:dotted.name ex:p ex:o. # comment
+`
+	ts, err := ParseTurtle([]byte(doc), "http://ignored/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, tr := range ts {
+		got = append(got, tr.S.String()+" "+tr.P.String()+" "+tr.O.String())
+	}
+	all := strings.Join(got, "\n")
+	for _, want := range []string{
+		`<http://h/dir/a> <http://ex/ns#p> "x\"yé"@en`,
+		`<http://h/dir/a> <http://ex/ns#p> "long\n\"quoted\" text"`,
+		`<http://h/dir/a> <http://ex/ns#p> "12"^^<http://www.w3.org/2001/XMLSchema#integer>`,
+		`<http://h/dir/a> <http://ex/ns#p> "-3.5"^^<http://www.w3.org/2001/XMLSchema#decimal>`,
+		`<http://h/dir/a> <http://ex/ns#p> "1e3"^^<http://www.w3.org/2001/XMLSchema#double>`,
+		`<http://h/dir/a> <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> <http://ex/ns#T>`,
+		`<http://default/s>`,
+		`<http://www.w3.org/1999/02/22-rdf-syntax-ns#first> <http://h/dir/b>`,
+		`<http://ex/ns#dotted.name> <http://ex/ns#p> <http://ex/ns#o>`,
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("missing %s in\n%s", want, all)
+		}
+	}
+	if len(ts) != 16 {
+		t.Errorf("%d triples:\n%s", len(ts), all)
+	}
+	for _, bad := range []string{`<a> <b> .`, `<a> <b> "x .`, `x:y <b> <c> .`, `<a> <b> <c>`, `<a b> <b> <c> .`} {
+		if _, err := ParseTurtle([]byte(bad), ""); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}
