@@ -1,6 +1,8 @@
 package trs
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -189,5 +191,39 @@ ex:dotted.name ex:p ex:o. # comment
 		if _, err := ParseTurtle([]byte(bad), ""); err == nil {
 			t.Errorf("%q parsed", bad)
 		}
+	}
+}
+
+// TestSinceLost: a client whose sync point was truncated away is told
+// ErrLost, both when the log ends before it and when the trs:previous it
+// follows answers 404; one whose point is there gets the events after it,
+// oldest first.
+func TestSinceLost(t *testing.T) {
+	f := newFixture(t, 6, Options{SegmentSize: 1, Keep: 1})
+	f.generation()
+	c := &Client{}
+	ctx := context.Background()
+	set, err := c.Read(ctx, f.url("/trs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	newest := set.Log.Events[0]
+	if evs, err := c.Since(ctx, set, newest.URI); err != nil || len(evs) != 0 {
+		t.Errorf("Since the newest: %v %v", evs, err)
+	}
+	if _, err := c.Since(ctx, set, "urn:gone"); !errors.Is(err, ErrLost) {
+		t.Errorf("a point the log never had: %v", err)
+	}
+	// With segments of one event and keep 1, after another generation
+	// the segment the old set links is truncated: 404.
+	f.generation()
+	stale := &Set{URL: set.URL, Log: Segment{Previous: f.url("/trs/changelog/1")}}
+	if _, err := c.Since(ctx, stale, newest.URI); !errors.Is(err, ErrLost) || !strings.Contains(err.Error(), "404") {
+		t.Errorf("a truncated trs:previous: %v", err)
+	}
+	now, _ := c.Read(ctx, f.url("/trs"))
+	evs, err := c.Since(ctx, now, newest.URI)
+	if !errors.Is(err, ErrLost) {
+		t.Errorf("after truncation past it: %v %v", evs, err)
 	}
 }

@@ -193,6 +193,39 @@ func TestSpecServerMUSTs(t *testing.T) {
 				t.Errorf("%d pages, members %v, want %v", len(pages), members, want)
 			}
 		}},
+		{"For each erroneously reported Resource in the Base, the Server MUST at some point include a corrective Change Event in the Change Log more recent than the base cutoff event (the Base with the events after its cutoff is the Source as packed: no resource is reported wrongly)", 0, func(t *testing.T, f *fixture) {
+			members, cutoff, _ := f.members()
+			set := map[string]bool{}
+			for _, m := range members {
+				set[m] = true
+			}
+			evs, _ := f.walk()
+			at := evs[cutoff].Order
+			for _, e := range byOrder(evs) {
+				if e.Order > at {
+					set[e.Changed] = e.Type != Deletion
+				}
+			}
+			var files []string
+			filepath.WalkDir(f.src, func(p string, d os.DirEntry, err error) error {
+				if err == nil && !d.IsDir() {
+					rel, _ := filepath.Rel(f.src, p)
+					files = append(files, fixtureBase+filepath.ToSlash(rel))
+				}
+				return nil
+			})
+			var got []string
+			for m, in := range set {
+				if in {
+					got = append(got, m)
+				}
+			}
+			sort.Strings(got)
+			sort.Strings(files)
+			if !slices.Equal(got, files) || len(files) == 0 {
+				t.Errorf("the Base corrected by the events after the cutoff: %v, the Source: %v", got, files)
+			}
+		}},
 		{"A Server MUST refer to a given resource using the exact same URI in the Base (membership triple) and every Change Event (trs:changed reference)", 0, func(t *testing.T, f *fixture) {
 			members, _, _ := f.members()
 			evs, _ := f.walk()
