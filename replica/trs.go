@@ -110,7 +110,7 @@ func (s *syncer) rebase(ctx context.Context, c *trs.Client, set *trs.Set, why st
 	if err != nil {
 		return fmt.Errorf("%s: the Base's cutoff event: %w", set.Base, err)
 	}
-	known, err := s.listEntries(ctx, resourcesync.CapResourceList, func(u resourcesync.URL) bool { return seen[u.Loc] })
+	known, err := s.memberEntries(ctx, seen)
 	if err != nil {
 		return err
 	}
@@ -193,15 +193,7 @@ func (s *syncer) applyEvents(ctx context.Context, evs []trs.Event, pre []resourc
 	for _, e := range evs {
 		want[e.Order] = e
 	}
-	known := map[int64]resourcesync.URL{}
-	var n int64
-	_, err := s.listEntries(ctx, resourcesync.CapChangeList, func(u resourcesync.URL) bool {
-		n++
-		if e, ok := want[n]; ok && e.Changed == u.Loc && u.MD != nil && changeOf(e.Type) == u.MD.Change {
-			known[n] = u
-		}
-		return false
-	})
+	known, err := s.eventEntries(ctx, want)
 	if err != nil {
 		return err
 	}
@@ -244,6 +236,54 @@ func (s *syncer) applyEvents(ctx context.Context, evs []trs.Event, pre []resourc
 	return nil
 }
 
+// eventEntries finds the Source's Change List entry of each event wanted,
+// by its order (trs.Changes, the rule the server numbers them by, over
+// the Change Lists the Capability List names), when it names the same
+// resource and change: the entry whose hash checks what is fetched. A
+// Change List that cannot be read leaves the events unchecked, said in a
+// note; one that names what it may not is an error.
+func (s *syncer) eventEntries(ctx context.Context, want map[int64]trs.Event) (map[int64]resourcesync.URL, error) {
+	known := map[int64]resourcesync.URL{}
+	_, changes, err := s.sourceDocs(ctx)
+	if err == nil && len(changes) > 0 {
+		err = trs.Changes(ctx, s.loader(), changes, func(n int64, _ time.Time, u resourcesync.URL) error {
+			if e, ok := want[n]; ok && e.Changed == u.Loc && changeOf(e.Type) == u.MD.Change {
+				known[n] = u
+			}
+			return nil
+		})
+	}
+	var re *resourcesync.RefError
+	switch {
+	case errors.As(err, &re) || ctx.Err() != nil:
+		return nil, err
+	case err != nil:
+		s.note("the Source's Change Lists cannot be read (%v): the events' resources are fetched unchecked", err)
+	}
+	return known, nil
+}
+
+// sourceDocs are the Resource Lists and Change Lists of the Source behind
+// the view: those its Capability List names (trs.Documents, as the server
+// finds them), else those discovery found.
+func (s *syncer) sourceDocs(ctx context.Context) (lists, changes []string, err error) {
+	if s.src.CapabilityList != "" {
+		return trs.Documents(ctx, s.loader(), s.src.CapabilityList)
+	}
+	if d := s.src.Docs[resourcesync.CapResourceList]; d != "" {
+		lists = []string{d}
+	}
+	if d := s.src.Docs[resourcesync.CapChangeList]; d != "" {
+		changes = []string{d}
+	}
+	return lists, changes, nil
+}
+
+// loader reads the Source's documents, as sync reads them.
+func (s *syncer) loader() resourcesync.Loader {
+	return resourcesync.Loader{Open: resourcesync.Opener{Client: s.opts.Client}.Open, NotAfter: resourcesync.Horizon()}
+}
+
 func changeOf(eventType string) string {
 	switch eventType {
 	case trs.Creation:
@@ -254,37 +294,32 @@ func changeOf(eventType string) string {
 	return resourcesync.ChangeUpdated
 }
 
-// listEntries hands keep the entries of the Source's document of
-// capability c, when discovery found one, and returns those it kept by
-// <loc>. A document that cannot be read gives no entries (the resources
-// are then fetched unchecked, said in a note); one that names what it may
-// not is an error.
-func (s *syncer) listEntries(ctx context.Context, c string, keep func(resourcesync.URL) bool) (map[string]resourcesync.URL, error) {
+// memberEntries are the entries of the Source's Resource Lists whose
+// <loc> is a member of the Base, by <loc>. A list that cannot be read
+// gives none (the members are then fetched unchecked, said in a note);
+// one that names what it may not is an error.
+func (s *syncer) memberEntries(ctx context.Context, members map[string]bool) (map[string]resourcesync.URL, error) {
 	out := map[string]resourcesync.URL{}
-	doc := s.src.Docs[c]
-	if doc == "" {
-		return out, nil
+	lists, _, err := s.sourceDocs(ctx)
+	ld := s.loader()
+	ld.Entry = func(d *resourcesync.Document, _ int, u resourcesync.URL) error {
+		if d.Header.Kind == resourcesync.URLSet && members[u.Loc] {
+			out[u.Loc] = u
+		}
+		return nil
 	}
-	ld := resourcesync.Loader{
-		Open:     resourcesync.Opener{Client: s.opts.Client}.Open,
-		NotAfter: resourcesync.Horizon(),
-		Entry: func(d *resourcesync.Document, _ int, u resourcesync.URL) error {
-			if d.Header.Kind != resourcesync.URLSet {
-				return nil
-			}
-			if keep(u) {
-				out[u.Loc] = u
-			}
-			return nil
-		},
+	for _, doc := range lists {
+		if err != nil {
+			break
+		}
+		err = ld.Load(ctx, doc)
 	}
-	err := ld.Load(ctx, doc)
 	var re *resourcesync.RefError
 	switch {
 	case errors.As(err, &re) || ctx.Err() != nil:
 		return nil, err
 	case err != nil:
-		s.note("the %s %s cannot be read (%v): resources it would check are fetched unchecked", c, doc, err)
+		s.note("the Source's Resource Lists cannot be read (%v): the Base's members are fetched unchecked", err)
 	}
 	return out, nil
 }

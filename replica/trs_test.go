@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/deststate"
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/replica"
 	"github.com/rsdump/rsdump/serve"
@@ -135,4 +136,44 @@ func sameMtimes(t *testing.T, a, b string) {
 		}
 		return nil
 	})
+}
+
+// TestSyncFromTRSChecksHashes: a member whose bytes are not those the
+// Source's Resource List gives a hash of (the file changed after pack) is
+// refused and not written; the others land, and the sync point is not
+// recorded, so the next run tries again.
+func TestSyncFromTRSChecksHashes(t *testing.T) {
+	a, _, set, _ := servePair(t)
+	tree := files(6, 50)
+	src := verifytest.Tree(t, tree)
+	out := t.TempDir()
+	base, dump := a.URL+"/res/", a.URL+"/dump/"
+	if _, err := pack.Pack(context.Background(), src, out, pack.Options{BaseURL: base, DumpURL: dump, At: verifytest.Time.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := serve.New(out, serve.Options{BaseURL: base, DumpURL: dump, Resources: src, TRS: &trs.Options{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set(0, h)
+	os.WriteFile(filepath.Join(src, "d1", "f001.txt"), []byte(strings.Repeat("x", 50)), 0o644) // the same length: only the hash tells
+	dst := t.TempDir()
+	var fs []string
+	res, err := replica.Sync(context.Background(), dump+"trs", dst, replica.Options{Events: func(e finding.Event) {
+		if f, ok := e.(finding.Finding); ok && f.Severity != finding.OK {
+			fs = append(fs, f.String())
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Problems() == 0 || res.Written != len(tree)-1 || !strings.Contains(strings.Join(fs, "\n"), "f001.txt") {
+		t.Errorf("written %d, problems %d: %s", res.Written, res.Problems(), strings.Join(fs, "\n"))
+	}
+	if _, err := os.Stat(filepath.Join(dst, "d1", "f001.txt")); err == nil {
+		t.Errorf("the member that fails its hash was written")
+	}
+	if st, _ := deststate.Read(dst); st.Sync != nil && st.Sync.TRS != nil {
+		t.Errorf("a sync point recorded after a failed rebase: %+v", st.Sync.TRS)
+	}
 }

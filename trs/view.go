@@ -92,7 +92,6 @@ func (s *source) loader() resourcesync.Loader {
 // with their sizes and times, so that a view is computed again when pack
 // rewrote one. A document that is missing counts as such.
 func (s *source) fingerprint(ctx context.Context) (key string, lists, changes []string, err error) {
-	ld := s.loader()
 	var b strings.Builder
 	stamp := func(name string) {
 		f, fi, err := s.open(name)
@@ -104,35 +103,46 @@ func (s *source) fingerprint(ctx context.Context) (key string, lists, changes []
 		fmt.Fprintf(&b, "%s:%d:%d;", name, fi.Size(), fi.ModTime().UnixNano())
 	}
 	stamp(CapabilityListName)
-	ld.Entry = func(d *resourcesync.Document, _ int, u resourcesync.URL) error {
-		if u.MD == nil {
-			return nil
-		}
-		name, err := resourcesync.Resolve(ctx, d.Loc, u.Loc)
-		if err != nil {
-			return err
-		}
-		switch u.MD.Capability {
-		case resourcesync.CapResourceList:
-			lists = append(lists, name)
-		case resourcesync.CapChangeList:
-			changes = append(changes, name)
-		default:
-			return nil
-		}
-		stamp(name)
-		return nil
+	if lists, changes, err = Documents(ctx, s.loader(), CapabilityListName); err != nil {
+		return "", nil, nil, err
 	}
+	for _, name := range append(append([]string{}, lists...), changes...) {
+		stamp(name)
+	}
+	return b.String(), lists, changes, nil
+}
+
+// Documents reads the Capability List at loc through ld and returns the
+// Resource Lists and Change Lists it names, in its order, each resolved
+// as resourcesync.Resolve resolves a document's reference: what a
+// Tracked Resource Set of the Source is made of.
+func Documents(ctx context.Context, ld resourcesync.Loader, loc string) (lists, changes []string, err error) {
+	ld.NoParts = true
 	ld.Document = func(d *resourcesync.Document) error {
 		if c := d.Header.MD.Capability; c != resourcesync.CapCapabilityList {
 			return fmt.Errorf("%s: capability %q, not a Capability List", d.Loc, c)
 		}
 		return nil
 	}
-	if err := ld.Load(ctx, CapabilityListName); err != nil {
-		return "", nil, nil, err
+	ld.Entry = func(d *resourcesync.Document, _ int, u resourcesync.URL) error {
+		if u.MD == nil || u.MD.Capability != resourcesync.CapResourceList && u.MD.Capability != resourcesync.CapChangeList {
+			return nil
+		}
+		name, err := resourcesync.Resolve(ctx, d.Loc, u.Loc)
+		if err != nil {
+			return err
+		}
+		if u.MD.Capability == resourcesync.CapResourceList {
+			lists = append(lists, name)
+		} else {
+			changes = append(changes, name)
+		}
+		return nil
 	}
-	return b.String(), lists, changes, nil
+	if err := ld.Load(ctx, loc); err != nil {
+		return nil, nil, err
+	}
+	return lists, changes, nil
 }
 
 // compute reads the documents of a view: the Resource List's parts and
@@ -213,16 +223,24 @@ func (s *source) parts(ctx context.Context, lists []string) (parts []string, at 
 
 var errStop = errors.New("stop")
 
-// events hands every Change Event to fn, oldest first, with its order:
-// the entries of the Change Lists in the order the Capability List names
-// them and an index lists its parts. The times of change must not go
-// back (trs:order increases with time): a document whose do is an error
-// naming the entry.
+// events hands every Change Event to fn, oldest first (Changes).
 func (s *source) events(ctx context.Context, changes []string, fn func(event) error) error {
+	return Changes(ctx, s.loader(), changes, func(order int64, when time.Time, u resourcesync.URL) error {
+		return fn(event{order: order, kind: kinds[u.MD.Change], changed: u.Loc, when: when, change: u.MD.Change})
+	})
+}
+
+// Changes hands fn every entry of the Change Lists changes (read through
+// ld, an index followed part by part) with its trs:order: its position
+// across them, counting from 1, and its time of change. This is the one
+// rule that makes an entry an event, the server's and the client's, which
+// finds an event's entry (and its hash) by its order. The times must not
+// go back (trs:order increases with time): an entry whose time is older
+// than the one before is an error naming it, as is one with no change.
+func Changes(ctx context.Context, ld resourcesync.Loader, changes []string, fn func(order int64, when time.Time, u resourcesync.URL) error) error {
 	var n int64
 	var last time.Time
 	for _, top := range changes {
-		ld := s.loader()
 		ld.Document = func(d *resourcesync.Document) error {
 			if c := d.Header.MD.Capability; c != resourcesync.CapChangeList {
 				return fmt.Errorf("%s: capability %q, not a Change List", d.Loc, c)
@@ -246,7 +264,7 @@ func (s *source) events(ctx context.Context, changes []string, fn func(event) er
 			}
 			last = when
 			n++
-			return fn(event{order: n, kind: kinds[u.MD.Change], changed: u.Loc, when: when, change: u.MD.Change})
+			return fn(n, when, u)
 		}
 		if err := ld.Load(ctx, top); err != nil {
 			return err
@@ -255,8 +273,8 @@ func (s *source) events(ctx context.Context, changes []string, fn func(event) er
 	return nil
 }
 
-// members hands fn the <loc>s of entries [from, from+n] of a part (one
-// more than a page, to tell whether the part goes on).
+// members hands fn the <loc>s of entries from+1 to from+n of a part (a
+// page and one more, to tell whether the part goes on).
 func (s *source) members(ctx context.Context, part string, from, n int, fn func(loc string)) error {
 	ld := s.loader()
 	ld.NoParts = true
