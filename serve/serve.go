@@ -129,6 +129,9 @@ func New(dir string, opts Options) (http.Handler, error) {
 // Close releases the directories; requests after it are answered 404.
 func (h *handler) Close() error {
 	err := h.dir.Close()
+	if h.trs != nil {
+		err = errors.Join(err, h.trs.Close())
+	}
 	if h.res != nil {
 		err = errors.Join(err, h.res.Close())
 	}

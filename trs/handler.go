@@ -79,7 +79,7 @@ func New(opts Options) (*Handler, error) {
 		opts.SegmentSize = DefaultSegmentSize
 	}
 	opts.Path = "/" + strings.Trim(opts.Path, "/")
-	return &Handler{opts: opts, src: source{open: opts.Open, keep: int64(opts.Keep)}}, nil
+	return &Handler{opts: opts, src: source{open: opts.Open, keep: int64(opts.Keep), segment: int64(opts.SegmentSize)}}, nil
 }
 
 // Path is where the handler is mounted.
@@ -94,15 +94,30 @@ func (h *Handler) view(ctx context.Context) (*view, error) {
 	if err != nil {
 		return nil, err
 	}
-	if h.v != nil && h.v.key == key {
+	if h.v != nil && h.v.key == key && h.v.spool.acquire() {
 		return h.v, nil
 	}
 	v, err := h.src.compute(ctx, key, lists, changes)
 	if err != nil {
 		return nil, err
 	}
+	if h.v != nil {
+		h.v.spool.retire()
+	}
 	h.v = v
+	v.spool.acquire()
 	return v, nil
+}
+
+// Close releases the view's spool of events.
+func (h *Handler) Close() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.v != nil {
+		h.v.spool.retire()
+		h.v = nil
+	}
+	return nil
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -121,6 +136,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the Source's documents cannot be read: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
+	defer v.spool.release()
 	self := h.url(r)
 	if h.opts.Link != nil {
 		if l := h.opts.Link(r); l != "" {
@@ -198,7 +214,7 @@ func (h *Handler) serveTRS(w http.ResponseWriter, r *http.Request, v *view, self
 	g.add(s, iri(trsBase), iri(baseURL(self)))
 	cl := blank("changeLog")
 	g.add(s, iri(trsChangeLog), cl)
-	if err := h.addSegment(r.Context(), g, v, self, cl, h.segment(v.events)); err != nil {
+	if err := h.addSegment(g, v, self, cl, h.segment(v.events)); err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
@@ -207,7 +223,7 @@ func (h *Handler) serveTRS(w http.ResponseWriter, r *http.Request, v *view, self
 
 func (h *Handler) serveSegment(w http.ResponseWriter, r *http.Request, v *view, self string, k int64) {
 	g := newGraph()
-	if err := h.addSegment(r.Context(), g, v, self, iri(segmentURL(self, k)), k); err != nil {
+	if err := h.addSegment(g, v, self, iri(segmentURL(self, k)), k); err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
@@ -217,25 +233,22 @@ func (h *Handler) serveSegment(w http.ResponseWriter, r *http.Request, v *view, 
 // addSegment adds segment k of the Change Log as the ChangeLog node cl:
 // its events kept (at or after the horizon), newest first, and a
 // trs:previous link to the segment before, unless truncation dropped it.
-func (h *Handler) addSegment(ctx context.Context, g *graph, v *view, self string, cl Term, k int64) error {
+func (h *Handler) addSegment(g *graph, v *view, self string, cl Term, k int64) error {
 	g.add(cl, iri(rdfType), iri(trsChangeLogClass))
 	if k == 0 {
 		return nil
 	}
 	size := int64(h.opts.SegmentSize)
 	lo, hi := max((k-1)*size+1, v.horizon), k*size
+	all, err := v.spool.segment(k)
+	if err != nil {
+		return err
+	}
 	var evs []event
-	err := h.src.events(ctx, v.changes, func(e event) error {
-		if e.order > hi {
-			return errStop
-		}
-		if e.order >= lo {
+	for _, e := range all {
+		if e.order >= lo && e.order <= hi {
 			evs = append(evs, e)
 		}
-		return nil
-	})
-	if err != nil && err != errStop {
-		return err
 	}
 	sort.Slice(evs, func(i, j int) bool { return evs[i].order > evs[j].order })
 	for _, e := range evs {

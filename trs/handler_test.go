@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/rsdump/rsdump/pack"
@@ -225,5 +226,51 @@ func TestSinceLost(t *testing.T) {
 	evs, err := c.Since(ctx, now, newest.URI)
 	if !errors.Is(err, ErrLost) {
 		t.Errorf("after truncation past it: %v %v", evs, err)
+	}
+}
+
+// TestConcurrentRequestsAcrossPacks: requests in flight while pack writes
+// new generations each get a whole answer of one view (200, or 404 for a
+// segment a new view does not have), never a failure reading the spool
+// of a view replaced meanwhile.
+func TestConcurrentRequestsAcrossPacks(t *testing.T) {
+	f := newFixture(t, 6, Options{SegmentSize: 1, PageSize: 2})
+	f.generation()
+	done := make(chan struct{})
+	errs := make(chan string, 100)
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; ; n++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				p := []string{"/trs", "/trs/changelog/1", "/trs/changelog/2"}[(i+n)%3]
+				resp, err := http.Get(f.url(p))
+				if err != nil {
+					errs <- err.Error()
+					return
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusNotFound {
+					errs <- p + ": " + resp.Status
+				}
+			}
+		}()
+	}
+	f.generation()
+	f.generation()
+	close(done)
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	if evs, _ := f.walk(); len(evs) != len(f.changeEntries()) {
+		t.Errorf("%d events, %d changes", len(evs), len(f.changeEntries()))
 	}
 }

@@ -35,6 +35,9 @@ type view struct {
 	version   string
 	hasBase   bool
 	truncated bool
+	// spool holds the events, so that a request for a segment does not
+	// read the Change Log again.
+	spool *spool
 }
 
 // event is one Change Event: the order-th entry of the Source's Change
@@ -71,8 +74,9 @@ var kinds = map[string]string{
 
 // source reads the directory's documents.
 type source struct {
-	open OpenFunc
-	keep int64
+	open    OpenFunc
+	keep    int64
+	segment int64 // events a segment
 }
 
 // loader is the project's document loader over the directory: names are
@@ -155,14 +159,21 @@ func (s *source) compute(ctx context.Context, key string, lists, changes []strin
 	}
 	v.hasBase = len(lists) > 0
 	v.changes = changes
+	if v.spool, err = newSpool(); err != nil {
+		return nil, err
+	}
 	err = s.events(ctx, changes, func(e event) error {
 		v.events = e.order
 		if v.hasBase && !e.when.After(v.at) {
 			v.cutoff = e
 		}
-		return nil
+		return v.spool.add(e, (e.order-1)%s.segment == 0)
 	})
+	if err == nil {
+		err = v.spool.finish()
+	}
 	if err != nil {
+		v.spool.retire()
 		return nil, err
 	}
 	if !v.hasBase {
