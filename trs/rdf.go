@@ -80,7 +80,6 @@ type Triple struct{ S, P, O Term }
 func iri(s string) Term    { return Term{Kind: IRI, Value: s} }
 func blank(s string) Term  { return Term{Kind: Blank, Value: s} }
 func integer(n int64) Term { return Term{Kind: Literal, Value: fmt.Sprint(n), Datatype: xsdInteger} }
-func (t Term) isIRI() bool { return t.Kind == IRI }
 func (t Term) String() string {
 	switch t.Kind {
 	case Blank:

@@ -25,16 +25,15 @@ type OpenFunc func(name string) (*os.File, os.FileInfo, error)
 // version of its documents: enough to answer any request without reading
 // the Change Log twice for it.
 type view struct {
-	key       string   // the documents' names, sizes and times: a new key is a new view
-	lists     []string // the Resource List documents (parts of an index in its order)
-	changes   []string // the Change List documents named by the Capability List, in its order
-	at        time.Time
-	events    int64 // events in the Change Log; orders are 1..events
-	cutoff    event // the base cutoff event; order 0 is rdf:nil
-	horizon   int64 // the oldest order still in the Change Log (1 when nothing was truncated)
-	version   string
-	hasBase   bool
-	truncated bool
+	key     string   // the documents' names, sizes and times: a new key is a new view
+	lists   []string // the Resource List documents (parts of an index in its order)
+	changes []string // the Change List documents named by the Capability List, in its order
+	at      time.Time
+	events  int64 // events in the Change Log; orders are 1..events
+	cutoff  event // the base cutoff event; order 0 is rdf:nil
+	horizon int64 // the oldest order still in the Change Log (1 when nothing was truncated)
+	version string
+	hasBase bool
 	// spool holds the events, so that a request for a segment does not
 	// read the Change Log again.
 	spool *spool
@@ -186,7 +185,6 @@ func (s *source) compute(ctx context.Context, key string, lists, changes []strin
 	if s.keep > 0 && v.cutoff.order > 0 {
 		v.horizon = max(1, min(v.events-s.keep+1, v.cutoff.order))
 	}
-	v.truncated = v.horizon > 1
 	// The Base's pages are named by a version of what they enumerate and
 	// where the Change Log begins: when either moves, the Base is a new
 	// one with new page URIs, and a client half-way through the old one
