@@ -182,17 +182,26 @@ func (p *turtleParser) triples() error {
 	return p.expect('.')
 }
 
+// subject reads a subject: an IRI, a blank node label or a collection.
 func (p *turtleParser) subject() (Term, error) {
-	switch c := p.peek(); {
-	case c == '<':
-		s, err := p.iriRef()
-		return iri(s), err
-	case c == '_':
+	switch p.peek() {
+	case '_':
 		return p.blankLabel()
-	case c == '(':
+	case '(':
 		return p.collection()
 	}
-	s, err := p.prefixedName()
+	return p.iri()
+}
+
+// iri reads an IRI, written <...> or as a prefixed name.
+func (p *turtleParser) iri() (Term, error) {
+	var s string
+	var err error
+	if p.peek() == '<' {
+		s, err = p.iriRef()
+	} else {
+		s, err = p.prefixedName()
+	}
 	return iri(s), err
 }
 
@@ -231,25 +240,15 @@ func (p *turtleParser) verb() (Term, error) {
 		p.pos++
 		return iri(rdfType), nil
 	}
-	if p.peek() == '<' {
-		s, err := p.iriRef()
-		return iri(s), err
-	}
-	s, err := p.prefixedName()
-	return iri(s), err
+	return p.iri()
 }
 
 func (p *turtleParser) object() (Term, error) {
 	switch c := p.peek(); {
-	case c == '<':
-		s, err := p.iriRef()
-		return iri(s), err
-	case c == '_':
-		return p.blankLabel()
+	case c == '_' || c == '(' || c == '<':
+		return p.subject()
 	case c == '[':
 		return p.blankPropertyList()
-	case c == '(':
-		return p.collection()
 	case c == '"' || c == '\'':
 		return p.literal()
 	case c == '+' || c == '-' || c == '.' || c >= '0' && c <= '9':
@@ -259,8 +258,7 @@ func (p *turtleParser) object() (Term, error) {
 	case p.keyword("false", false):
 		return Term{Kind: Literal, Value: "false", Datatype: NSXSD + "boolean"}, nil
 	}
-	s, err := p.prefixedName()
-	return iri(s), err
+	return p.iri()
 }
 
 func (p *turtleParser) newBlank() Term {
@@ -516,15 +514,11 @@ func (p *turtleParser) literalEnd(v string) (Term, error) {
 		t.Lang = p.s[start:p.pos]
 	case strings.HasPrefix(p.s[p.pos:], "^^"):
 		p.pos += 2
-		var err error
-		if p.peek() == '<' {
-			t.Datatype, err = p.iriRef()
-		} else {
-			t.Datatype, err = p.prefixedName()
-		}
+		dt, err := p.iri()
 		if err != nil {
 			return t, err
 		}
+		t.Datatype = dt.Value
 	}
 	return t, nil
 }
