@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/deststate"
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/plural"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/trs"
@@ -52,8 +53,12 @@ func (s *syncer) runTRS(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The sync point is recorded only once a run applied everything up
+	// to it without an error: it, not the state's times (which a
+	// resource without a hash to check keeps from moving), says what the
+	// tree reflects.
 	var point *deststate.TRSPoint
-	if s.state.Sync != nil && !s.state.Since().IsZero() {
+	if s.state.Sync != nil {
 		point = s.state.Sync.TRS
 	}
 	switch {
@@ -114,9 +119,19 @@ func (s *syncer) rebase(ctx context.Context, c *trs.Client, set *trs.Set, why st
 	if err != nil {
 		return err
 	}
+	// A member an event after the cutoff changes is left to the event:
+	// the Base is an approximation the Change Log corrects, and a member
+	// deleted since may be gone from the server.
+	later := map[string]bool{}
+	for _, e := range evs {
+		later[e.Changed] = true
+	}
 	now := time.Now().UTC()
 	entries := make([]resourcesync.URL, 0, len(members))
 	for _, m := range members {
+		if later[m] {
+			continue
+		}
 		if u, ok := known[m]; ok {
 			entries = append(entries, u)
 		} else {
@@ -376,6 +391,18 @@ func (s *syncer) applyTRSList(ctx context.Context, kind, doc, label, why string)
 	o, err := s.unpackOptions()
 	if err != nil {
 		return nil, err
+	}
+	// Findings name what the user gave, the view, not the scratch list
+	// written from it.
+	scratch := filepath.Dir(doc)
+	if events := o.Events; events != nil {
+		o.Events = func(e finding.Event) {
+			if f, ok := e.(finding.Finding); ok && strings.HasPrefix(f.Source, scratch) {
+				f.Source = label
+				e = f
+			}
+			events(e)
+		}
 	}
 	r, err := unpack.ApplyList(ctx, doc, s.dir, o)
 	if err != nil {

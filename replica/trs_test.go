@@ -3,9 +3,13 @@ package replica_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -175,5 +179,76 @@ func TestSyncFromTRSChecksHashes(t *testing.T) {
 	}
 	if st, _ := deststate.Read(dst); st.Sync != nil && st.Sync.TRS != nil {
 		t.Errorf("a sync point recorded after a failed rebase: %+v", st.Sync.TRS)
+	}
+}
+
+// TestSyncFromForeignTRS syncs from a Tracked Resource Set that is not
+// rsdump's (hand-written Turtle, relative IRIs, no ResourceSync documents
+// behind it), given --base-url: the Base's members and the events after
+// the cutoff land, unverified (there is no hash to check; a member an
+// event changes is fetched once, for the event), and a second
+// run applies the new events from the sync point, a deletion and a
+// modification.
+func TestSyncFromForeignTRS(t *testing.T) {
+	var mu sync.Mutex
+	bugs := map[string]string{"1": "bug 1", "2": "bug 2", "3": "bug 3", "4": "bug 4"}
+	events := `<urn:e:3> a trs:Modification ; trs:changed <bugs/3> ; trs:order 3 .
+<urn:e:2> a trs:Creation ; trs:changed <bugs/4> ; trs:order 2 .
+<urn:e:1> a trs:Creation ; trs:changed <bugs/3> ; trs:order 1 .
+`
+	changes := "<urn:e:3>, <urn:e:2>, <urn:e:1>"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		const prefix = "@prefix trs: <http://open-services.net/ns/core/trs#> .\n@prefix ldp: <http://www.w3.org/ns/ldp#> .\n"
+		switch p := r.URL.Path; {
+		case p == "/trs":
+			w.Header().Set("Content-Type", "text/turtle")
+			io.WriteString(w, prefix+"<trs> a trs:TrackedResourceSet ; trs:base <base> ; trs:changeLog [ a trs:ChangeLog ; trs:change "+changes+" ] .\n"+events)
+		case p == "/base":
+			http.Redirect(w, r, "/base/p1", http.StatusSeeOther)
+		case p == "/base/p1":
+			w.Header().Set("Content-Type", "text/turtle")
+			w.Header().Set("Link", `</base/p2>; rel="next"`)
+			io.WriteString(w, prefix+"<../base> a ldp:DirectContainer ; trs:cutoffEvent <urn:e:1> ; ldp:member <../bugs/1>, <../bugs/2> .\n")
+		case p == "/base/p2":
+			w.Header().Set("Content-Type", "text/turtle")
+			io.WriteString(w, prefix+"</base> ldp:member </bugs/3> .\n")
+		case strings.HasPrefix(p, "/bugs/") && bugs[p[6:]] != "":
+			io.WriteString(w, bugs[p[6:]])
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	dst := t.TempDir()
+	o := replica.Options{BaseURL: srv.URL + "/bugs/"}
+	res, fs, notes := syncRun(t, srv.URL+"/trs", dst, o)
+	want := map[string]string{"1": "bug 1", "2": "bug 2", "3": "bug 3", "4": "bug 4"}
+	if res.Errors != 0 || res.Unverified != 4 || res.Written != 4 {
+		t.Fatalf("%+v\n%s\n%s", res, problems(fs), strings.Join(notes, "\n"))
+	}
+	for _, f := range fs {
+		if f.Source != srv.URL+"/base" && f.Source != srv.URL+"/trs" {
+			t.Errorf("a finding names %s, not the view", f.Source)
+		}
+	}
+	sameTree(t, dst, want)
+
+	mu.Lock()
+	bugs["1"] = "bug 1, fixed"
+	delete(bugs, "2")
+	events = `<urn:e:5> a trs:Deletion ; trs:changed <bugs/2> ; trs:order 5 .
+<urn:e:4> a trs:Modification ; trs:changed <bugs/1> ; trs:order 4 .
+` + events
+	changes = "<urn:e:5>, <urn:e:4>, " + changes
+	mu.Unlock()
+	res, fs, notes = syncRun(t, "", dst, replica.Options{})
+	if res.Errors != 0 || res.Deleted != 1 || strings.Contains(strings.Join(notes, "\n"), "rebase") {
+		t.Fatalf("%+v\n%s\n%s", res, problems(fs), strings.Join(notes, "\n"))
+	}
+	sameTree(t, dst, map[string]string{"1": "bug 1, fixed", "3": "bug 3", "4": "bug 4"})
+	if st, _ := deststate.Read(dst); st.Sync == nil || st.Sync.TRS == nil || st.Sync.TRS.Event != "urn:e:5" {
+		t.Errorf("sync point %+v", st.Sync)
 	}
 }

@@ -460,7 +460,14 @@ func (p *pkgRun) fetchOne(ctx context.Context, a *action) error {
 	if err != nil {
 		return fmt.Errorf("%s: staging %s: %w", p.u.dest.dir, a.target, err)
 	}
-	mh, _ := digest.NewMulti(a.b.Want.Known()...)
+	algs := a.b.Want.Known()
+	if len(algs) == 0 {
+		// Nothing to check against, but the written log gets a hash all
+		// the same: without one, a later deleted change of this file could
+		// not tell it is still the version rsdump wrote, and would refuse.
+		algs = []string{digest.SHA256}
+	}
+	mh, _ := digest.NewMulti(algs...)
 	pw := &progressWriter{events: p.u.opts.Events, left: max(a.b.Length, 0)}
 	n, ferr, werr := p.download(ctx, a, io.MultiWriter(f, mh, pw))
 	pw.finish()
