@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -11,37 +12,56 @@ import (
 
 // TestServeTRS: rsdump serve --trs serves the Tracked Resource Set of DIR
 // at trs under the documents' path, says its URL at startup, answers it
-// as Turtle with its Base and Change Log, and --trs-keep is checked.
+// as Turtle with its Base and Change Log; rsdump sync of that URL copies
+// the tree; --trs-keep is checked.
 func TestServeTRS(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	base := "http://" + addr + "/res/"
 	src, dir := t.TempDir(), t.TempDir()
 	for _, n := range []string{"a.txt", "b.txt"} {
 		os.WriteFile(filepath.Join(src, n), []byte(n), 0o644)
 	}
-	if code, out, errs := rsdump(t, "pack", src, "--base-url", "http://example.org/res/", "-o", dir, "-q"); code != exitOK {
+	if code, out, errs := rsdump(t, "pack", src, "--base-url", base, "-o", dir, "-q"); code != exitOK {
 		t.Fatalf("pack: %d %s %s", code, out, errs)
 	}
 	os.WriteFile(filepath.Join(src, "c.txt"), []byte("c"), 0o644)
-	if code, out, errs := rsdump(t, "pack", "--changes", src, "--base-url", "http://example.org/res/", "-o", dir, "-q"); code != exitOK {
+	if code, out, errs := rsdump(t, "pack", "--changes", src, "--base-url", base, "-o", dir, "-q"); code != exitOK {
 		t.Fatalf("pack --changes: %d %s %s", code, out, errs)
 	}
-	s := startServe(t, io.Discard, dir, "--trs", "--trs-keep", "5", "--quiet")
+	s := startServe(t, io.Discard, dir, "--addr", addr, "--base-url", base, "--resources", src, "--trs", "--trs-keep", "5", "--quiet")
 	defer s.stop(t)
-	if want := "Tracked Resource Set at " + s.base + "trs"; !strings.Contains(s.lines.Text(), want) {
+	trsURL := base + "trs"
+	if want := "Tracked Resource Set at " + trsURL; !strings.Contains(s.lines.Text(), want) {
 		t.Errorf("startup line %q lacks %q", s.lines.Text(), want)
 	}
-	resp, err := http.Get(s.base + "trs")
+	resp, err := http.Get(trsURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, want := range []string{"a trs:TrackedResourceSet", "trs:base <" + s.base + "trs/base>", "a trs:Creation", "trs:changed <http://example.org/res/c.txt>"} {
+	for _, want := range []string{"a trs:TrackedResourceSet", "trs:base <" + trsURL + "/base>", "a trs:Creation", "trs:changed <" + base + "c.txt>"} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("GET trs: %s lacks %q:\n%s", resp.Status, want, b)
 		}
 	}
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/turtle") {
 		t.Errorf("Content-Type %q", ct)
+	}
+
+	dst := t.TempDir()
+	if code, out, errs := rsdump(t, "sync", trsURL, "--dest", dst, "--quiet"); code != exitOK {
+		t.Errorf("sync %s: exit %d\n%s%s", trsURL, code, out, errs)
+	}
+	for _, n := range []string{"a.txt", "b.txt", "c.txt"} {
+		if b, err := os.ReadFile(filepath.Join(dst, n)); err != nil || string(b) != strings.TrimSuffix(n, ".txt") && string(b) != n {
+			t.Errorf("%s: %q %v", n, b, err)
+		}
 	}
 
 	for _, c := range []struct {
