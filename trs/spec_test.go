@@ -193,7 +193,7 @@ func TestSpecServerMUSTs(t *testing.T) {
 				t.Errorf("%d pages, members %v, want %v", len(pages), members, want)
 			}
 		}},
-		{"For each erroneously reported Resource in the Base, the Server MUST at some point include a corrective Change Event in the Change Log more recent than the base cutoff event (the Base with the events after its cutoff is the Source as packed: no resource is reported wrongly)", 0, func(t *testing.T, f *fixture) {
+		{"There MUST NOT be a gap between the Base portion and the Change Log portion; for each erroneously reported Resource in the Base, the Server MUST at some point include a corrective Change Event in the Change Log more recent than the base cutoff event (the Base with the events after its cutoff is the Source as packed)", 0, func(t *testing.T, f *fixture) {
 			members, cutoff, _ := f.members()
 			set := map[string]bool{}
 			for _, m := range members {
