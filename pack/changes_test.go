@@ -386,7 +386,7 @@ func writeList(t *testing.T, out string) string {
 		if !ok {
 			break
 		}
-		urls = append(urls, resourcesync.URL{Loc: locFor(chgBase, r.Rel), Lastmod: fromNanos(r.Mtime),
+		urls = append(urls, resourcesync.URL{Loc: resourcesync.LocFor(chgBase, r.Rel), Lastmod: fromNanos(r.Mtime),
 			MD: &resourcesync.MD{Hash: r.Hash, Length: resourcesync.Int64(r.Size)}})
 	}
 	path := filepath.Join(out, "list.xml")

@@ -172,7 +172,7 @@ func stateEntry(o *Options, rec record, b *entryMD) resourcesync.URL {
 		b.length = rec.Size
 		b.md.Length = &b.length
 	}
-	return resourcesync.URL{Loc: locFor(o.BaseURL, rec.Rel), Lastmod: fromNanos(rec.Mtime), MD: &b.md}
+	return resourcesync.URL{Loc: resourcesync.LocFor(o.BaseURL, rec.Rel), Lastmod: fromNanos(rec.Mtime), MD: &b.md}
 }
 
 func (r *run) stateKind() string {

@@ -3,7 +3,6 @@ package pack
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"runtime"
 	"slices"
 	"strings"
@@ -238,33 +237,6 @@ func withSlash(s string) string {
 		return s
 	}
 	return s + "/"
-}
-
-// locFor returns the <loc> of a bitstream: the base URL plus the relative
-// path, each segment percent-encoded per RFC 3986 so that spaces, '%',
-// '#', '?' and non-ASCII characters survive.
-func locFor(base, rel string) string {
-	if unreservedPath(rel) {
-		return base + rel // nothing to escape: the common case, no splitting
-	}
-	segs := strings.Split(rel, "/")
-	for i, s := range segs {
-		segs[i] = url.PathEscape(s)
-	}
-	return base + strings.Join(segs, "/")
-}
-
-// unreservedPath reports whether rel holds only RFC 3986 unreserved
-// characters and '/', which url.PathEscape leaves as they are.
-func unreservedPath(rel string) bool {
-	for i := 0; i < len(rel); i++ {
-		c := rel[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
-			c == '-' || c == '.' || c == '_' || c == '~' || c == '/') {
-			return false
-		}
-	}
-	return true
 }
 
 // ParseHashes parses a comma-separated list of manifest hash algorithms,

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -87,29 +86,6 @@ func TestDeterministic(t *testing.T) {
 	for _, name := range []string{"resourcedump-00001.zip", "resourcedump-00001.manifest.xml", DumpName} {
 		if !bytes.Equal(readFile(t, filepath.Join(out1, name)), readFile(t, filepath.Join(out2, name))) {
 			t.Errorf("%s differs between two packs of the same input", name)
-		}
-	}
-}
-
-func TestLocEncoding(t *testing.T) {
-	cases := map[string]string{
-		"a b.txt":       "a%20b.txt",
-		"100%.txt":      "100%25.txt",
-		"x#y?z":         "x%23y%3Fz",
-		"dir/ünï ☃.txt": "dir/%C3%BCn%C3%AF%20%E2%98%83.txt",
-		"a+b&c=d":       "a+b&c=d",
-		"d0/f-1_2.~x":   "d0/f-1_2.~x",
-	}
-	// Every ASCII character, alone in a segment: the unescaped fast path
-	// and the segment-by-segment escape agree.
-	for c := 0x20; c < 0x7f; c++ {
-		if c != '/' {
-			cases["d/a"+string(rune(c))+"b"] = "d/" + url.PathEscape("a"+string(rune(c))+"b")
-		}
-	}
-	for rel, want := range cases {
-		if got := locFor("http://h/rs/", rel); got != "http://h/rs/"+want {
-			t.Errorf("locFor(%q) = %q, want %q", rel, got, "http://h/rs/"+want)
 		}
 	}
 }

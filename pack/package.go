@@ -117,7 +117,7 @@ func (w *pkgWriter) addPrepared(p *prepared) error {
 
 func (w *pkgWriter) record(it item, name, hash, typ string) {
 	w.entries = append(w.entries, resourcesync.URL{
-		Loc:     locFor(w.opts.BaseURL, it.rel),
+		Loc:     resourcesync.LocFor(w.opts.BaseURL, it.rel),
 		Lastmod: it.mtime,
 		MD: &resourcesync.MD{
 			Hash:     hash,
@@ -136,7 +136,7 @@ func (w *pkgWriter) record(it item, name, hash, typ string) {
 // version and no other, and no bitstream.
 func (w *pkgWriter) addDeleted(it item) {
 	u := resourcesync.URL{
-		Loc:     locFor(w.opts.BaseURL, it.rel),
+		Loc:     resourcesync.LocFor(w.opts.BaseURL, it.rel),
 		Lastmod: it.mtime,
 		MD:      &resourcesync.MD{Change: it.change, Hash: it.oldHash, Datetime: it.datetime},
 	}

@@ -98,7 +98,7 @@ func (p *planner) estimate(it item) (pkg, manifest int64) {
 	// Forced deflate of incompressible data adds 5 bytes per 64 KiB block.
 	data := it.size + it.size/8192 + 64
 	u := resourcesync.URL{
-		Loc:     locFor(p.opts.BaseURL, it.rel),
+		Loc:     resourcesync.LocFor(p.opts.BaseURL, it.rel),
 		Lastmod: it.mtime,
 		MD: &resourcesync.MD{
 			Hash:     placeholderHashes(p.opts.Hashes),

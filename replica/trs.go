@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -178,23 +177,13 @@ func orderOf(set *trs.Set, uri string) int64 {
 func (s *syncer) notInBase(ctx context.Context, members map[string]bool) ([]resourcesync.URL, error) {
 	var gone []resourcesync.URL
 	_, err := s.tree.Owned(ctx, s.tree.Scratch(), func(r deststate.Record) error {
-		loc := s.base + escapePath(r.Path)
+		loc := resourcesync.LocFor(s.base, r.Path)
 		if !members[loc] {
 			gone = append(gone, resourcesync.URL{Loc: loc, MD: &resourcesync.MD{Change: resourcesync.ChangeDeleted, Hash: r.Hash, Length: resourcesync.Int64(r.Length)}})
 		}
 		return nil
 	})
 	return gone, err
-}
-
-// escapePath is a tree path as the path of a URI below the base URL, each
-// segment percent-encoded: what verify.Mapper maps back to the path.
-func escapePath(p string) string {
-	segs := strings.Split(p, "/")
-	for i, s := range segs {
-		segs[i] = url.PathEscape(s)
-	}
-	return strings.Join(segs, "/")
 }
 
 // applyEvents applies pre and then the events as one Change List: each

@@ -65,3 +65,32 @@ func isASCII(s string) bool {
 	}
 	return true
 }
+
+// LocFor is the one rule for the <loc> of a file: the base URL plus its
+// path relative to the tree, each segment percent-encoded per RFC 3986 so
+// that spaces, '%', '#', '?' and non-ASCII characters survive. pack
+// names bitstreams with it, and sync finds a resource's URL from a path
+// with it.
+func LocFor(base, rel string) string {
+	if unreservedPath(rel) {
+		return base + rel // nothing to escape: the common case, no splitting
+	}
+	segs := strings.Split(rel, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	return base + strings.Join(segs, "/")
+}
+
+// unreservedPath reports whether rel holds only RFC 3986 unreserved
+// characters and '/', which url.PathEscape leaves as they are.
+func unreservedPath(rel string) bool {
+	for i := 0; i < len(rel); i++ {
+		c := rel[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+			c == '-' || c == '.' || c == '_' || c == '~' || c == '/') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,6 +1,7 @@
 package resourcesync
 
 import (
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -37,6 +38,29 @@ func TestCleanBaseURL(t *testing.T) {
 	for in, want := range bad {
 		if got, err := CleanBaseURL(in); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("CleanBaseURL(%q) = %q, %v; want an error with %q", in, got, err, want)
+		}
+	}
+}
+
+func TestLocEncoding(t *testing.T) {
+	cases := map[string]string{
+		"a b.txt":       "a%20b.txt",
+		"100%.txt":      "100%25.txt",
+		"x#y?z":         "x%23y%3Fz",
+		"dir/ünï ☃.txt": "dir/%C3%BCn%C3%AF%20%E2%98%83.txt",
+		"a+b&c=d":       "a+b&c=d",
+		"d0/f-1_2.~x":   "d0/f-1_2.~x",
+	}
+	// Every ASCII character, alone in a segment: the unescaped fast path
+	// and the segment-by-segment escape agree.
+	for c := 0x20; c < 0x7f; c++ {
+		if c != '/' {
+			cases["d/a"+string(rune(c))+"b"] = "d/" + url.PathEscape("a"+string(rune(c))+"b")
+		}
+	}
+	for rel, want := range cases {
+		if got := LocFor("http://h/rs/", rel); got != "http://h/rs/"+want {
+			t.Errorf("LocFor(%q) = %q, want %q", rel, got, "http://h/rs/"+want)
 		}
 	}
 }
