@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/digest"
@@ -17,12 +18,13 @@ import (
 // changeRun is the part of a run that only a --changes run has.
 type changeRun struct {
 	base    *baseline
-	prev    []resourcesync.URL // packages of the Change Dump this run continues
-	seq0    int                // number of the last package written before
-	walk    string             // temporary file: the walked files, in walk order
-	changes *sorter            // the changes found, to sort chronologically
-	packed  *sorter            // the files packed, as published, to sort by path for the state
-	found   [3]int             // created, updated, deleted
+	lists   *changeIndex // changelist.xml, the Change List Index the run adds its Change List to
+	dumps   *changeIndex // changedump.xml, the Change Dump Index the run adds its Change Dump to
+	seq0    int          // number of the last package written before
+	walk    string       // temporary file: the walked files, in walk order
+	changes *sorter      // the changes found, to sort chronologically
+	packed  *sorter      // the files packed, as published, to sort by path for the state
+	found   [3]int       // created, updated, deleted
 }
 
 // changesMode writes a Change Dump of what changed since a baseline: the
@@ -51,11 +53,11 @@ func (m *changesMode) open(ctx context.Context, r *run, key string) (string, str
 // an interrupted run's: a bad baseline fails the run first.
 func (*changesMode) start(ctx context.Context, r *run) error { return r.findChanges(ctx) }
 
-// begin starts the Change List with the entries of the earlier packages;
-// this run's follow as they are published.
-func (*changesMode) begin(ctx context.Context, r *run) error {
+// begin starts the run's own Change List; its entries come as the
+// packages are published.
+func (*changesMode) begin(_ context.Context, r *run) error {
 	r.list = newListWriter(r.opts, r.out, resourcesync.CapChangeList, ChangeListName)
-	return r.listPrevious(ctx)
+	return nil
 }
 
 func (*changesMode) plan(ctx context.Context, r *run, emit func(planned) error) error {
@@ -75,7 +77,31 @@ func (*changesMode) packed(r *run, info PackageInfo, entries []resourcesync.URL)
 	})
 }
 
-func (*changesMode) previous(r *run) ([]resourcesync.URL, bool) { return r.chg.prev, len(r.pkgs) > 0 }
+// previous keeps the documents the indexes name, and the packages
+// numbered up to the last this run continues from: those are the earlier
+// runs', named by the documents the index names, which the run does not
+// read. A run that starts a new Change Dump keeps only its own.
+func (*changesMode) previous(r *run) (func(string) bool, bool) {
+	c := r.chg
+	named := map[string]bool{}
+	for _, x := range []*changeIndex{c.lists, c.dumps} {
+		for _, u := range x.entries {
+			named[resourcesync.BaseName(u.Loc)] = true
+		}
+	}
+	continues := !c.dumps.replaced && len(c.dumps.entries) > 0
+	return func(name string) bool {
+		if named[name] {
+			return true
+		}
+		zip := strings.TrimSuffix(strings.TrimSuffix(name, ".meta4"), ".manifest.xml")
+		if !strings.HasSuffix(zip, ".zip") {
+			zip += ".zip"
+		}
+		n := packageSeq(changeDump, zip)
+		return continues && n > 0 && n <= c.seq0
+	}, len(r.pkgs) > 0
+}
 
 // close removes the scratch files: the walk and the sorters' runs.
 func (m *changesMode) close() {
@@ -107,52 +133,36 @@ func (r *run) prepareChanges(ctx context.Context) error {
 	return nil
 }
 
-// readPrevious loads the Change Dump in the output directory. The run
-// continues it when its last package ends where the baseline is, so that
-// the Change Dump has no gap and no overlap; otherwise the run starts a
-// new one, with package numbers past the old ones, which are no longer
-// listed.
+// readPrevious reads the Change List Index and Change Dump Index in the
+// output directory, not the documents they name. The run continues them
+// when their last document ends where the baseline is, so that the
+// changes have no gap and no overlap; otherwise it starts new ones, with
+// names past the old ones, which are no longer named.
 func (r *run) readPrevious(ctx context.Context) error {
-	doc := r.out.Loc(ChangeDumpName)
-	if ok, err := r.out.exists(ChangeDumpName); !ok || err != nil {
+	c := r.chg
+	var err error
+	if c.dumps, err = r.loadIndex(ChangeDumpName, resourcesync.CapChangeDump, changeDump.prefix); err != nil {
 		return err
 	}
-	var urls []resourcesync.URL
-	l := &resourcesync.Loader{Entry: func(d *resourcesync.Document, _ int, u resourcesync.URL) error {
-		if d.Header.Kind == resourcesync.URLSet {
-			urls = append(urls, u)
-		}
-		return nil
-	}}
-	if err := r.out.load(l, ChangeDumpName); err != nil {
-		return fmt.Errorf("the Change Dump to continue: %w", err)
+	if c.lists, err = r.loadIndex(ChangeListName, resourcesync.CapChangeList, changeDump.list); err != nil {
+		return err
 	}
-	// The packages up to the one that ends at the baseline's time: any
-	// after it are those of this very run, killed after it wrote the
-	// document but before the state, and are planned again alike.
-	end := -1
-	for i, u := range urls {
-		if u.MD != nil && u.MD.Until.Equal(r.chg.base.time) {
-			end = i
+	single := c.dumps.single
+	last, ok := c.dumps.continueAt(c.base.time)
+	c.lists.continueAt(c.base.time)
+	switch {
+	case single:
+		c.seq0 = c.dumps.seq
+	case ok:
+		if c.seq0, err = r.lastPackage(last.Loc); err != nil {
+			return err
 		}
 	}
-	if end >= 0 {
-		urls = urls[:end+1]
-	}
-	for _, u := range urls {
-		if n := packageSeq(changeDump, resourcesync.BaseName(u.Loc)); n > r.chg.seq0 {
-			r.chg.seq0 = n
-		}
-	}
-	if end >= 0 {
-		r.chg.prev = urls
-		return nil
-	}
-	if len(urls) > 0 {
+	if c.dumps.replaced {
 		r.events(finding.Note{Msg: fmt.Sprintf("%s ends at a time other than the baseline's %s: a new Change Dump replaces it, and its packages are no longer listed",
-			doc, resourcesync.FormatTime(r.chg.base.time))})
+			r.out.Loc(ChangeDumpName), resourcesync.FormatTime(c.base.time))})
 	}
-	return nil
+	return ctx.Err()
 }
 
 var seqRE = regexp.MustCompile(`-(\d{5,})\.zip$`)

@@ -176,11 +176,11 @@ func TestChangesGenerations(t *testing.T) {
 		p := res.Packages[0]
 		checkChangePackage(t, filepath.Join(out, p.Name), p.From, p.Until)
 		npkgs++
-		h, urls := verifytest.ReadDoc(t, filepath.Join(out, ChangeDumpName))
-		if h.MD.Capability != resourcesync.CapChangeDump || !h.MD.From.Equal(hour(0)) || len(urls) != npkgs {
-			t.Fatalf("generation %d: changedump.xml %+v lists %d packages, want from %s and %d", k, h.MD, len(urls), hour(0), npkgs)
+		// One Change Dump per run, named by the Change Dump Index.
+		h, parts, urls := readIndexed(t, out, ChangeDumpName)
+		if h.MD.Capability != resourcesync.CapChangeDump || !h.MD.From.Equal(hour(0)) || len(urls) != npkgs || len(parts) != k {
+			t.Fatalf("generation %d: changedump.xml %+v names %d documents listing %d packages, want from %s, %d and %d", k, h.MD, len(parts), len(urls), hour(0), k, npkgs)
 		}
-		xmllint(t, filepath.Join(out, ChangeDumpName), urlsetSchema)
 		prevUntil = p.Until
 		applyTo(t, filepath.Join(out, ChangeDumpName), dst)
 		sameTree(t, "generation "+p.Name, dst, src)
@@ -199,9 +199,10 @@ func TestChangesGenerations(t *testing.T) {
 }
 
 // checkLists: after a --changes run, resourcelist.xml describes the
-// source now (the Destination audits clean against it), changelist.xml
-// has the Change Dump's entries in its order, and capabilitylist.xml
-// names all four documents. Each validates against the schema.
+// source now (the Destination audits clean against it), the Change Lists
+// changelist.xml names have the Change Dump's entries in its order, one
+// per run as the Change Dumps, and capabilitylist.xml names all four
+// indexes and documents. Each validates against the schema.
 func checkLists(t *testing.T, out, dst string, npkgs int) {
 	t.Helper()
 	m, _ := verify.NewMapper(verify.ByURI, chgBase)
@@ -215,15 +216,20 @@ func checkLists(t *testing.T, out, dst string, npkgs int) {
 		t.Errorf("verify --tree against resourcelist.xml: %v\n%s", err, strings.Join(bad, "\n"))
 	}
 	var want []resourcesync.URL
-	_, pkgs := verifytest.ReadDoc(t, filepath.Join(out, ChangeDumpName))
+	_, dumps, pkgs := readIndexed(t, out, ChangeDumpName)
 	for _, p := range pkgs {
 		ln, _ := p.Link("contents")
 		_, urls := verifytest.ReadDoc(t, filepath.Join(out, resourcesync.BaseName(ln.Href)))
 		want = append(want, urls...)
 	}
-	h, got := verifytest.ReadDoc(t, filepath.Join(out, ChangeListName))
-	if h.MD.Capability != resourcesync.CapChangeList || len(got) != len(want) || len(pkgs) != npkgs {
-		t.Fatalf("changelist.xml: %+v with %d entries, want %d (%d packages)", h.MD, len(got), len(want), len(pkgs))
+	h, lists, got := readIndexed(t, out, ChangeListName)
+	if h.MD.Capability != resourcesync.CapChangeList || len(got) != len(want) || len(pkgs) != npkgs || len(lists) != len(dumps) {
+		t.Fatalf("changelist.xml: %+v naming %d lists with %d entries, want %d lists, %d entries (%d packages)", h.MD, len(lists), len(got), len(dumps), len(want), len(pkgs))
+	}
+	for i := range lists {
+		if !lists[i].MD.From.Equal(dumps[i].MD.From) || !lists[i].MD.Until.Equal(dumps[i].MD.Until) {
+			t.Errorf("Change List %d covers %+v, its run's Change Dump %+v", i+1, lists[i].MD, dumps[i].MD)
+		}
 	}
 	for i := range want {
 		if got[i].Loc != want[i].Loc || !got[i].Lastmod.Equal(want[i].Lastmod) || !got[i].MD.Datetime.Equal(want[i].MD.Datetime) ||
@@ -235,7 +241,7 @@ func checkLists(t *testing.T, out, dst string, npkgs int) {
 	if len(caps) != 4 {
 		t.Errorf("capabilitylist.xml names %d documents, want 4", len(caps))
 	}
-	for _, f := range []string{ResourceListName, ChangeListName, CapabilityListName} {
+	for _, f := range []string{ResourceListName, CapabilityListName} {
 		xmllint(t, filepath.Join(out, f), urlsetSchema)
 	}
 }
@@ -279,8 +285,12 @@ func TestChangesEntryTimes(t *testing.T) {
 			want["gone.txt"] = times{datetime: hour(1)} // the other files, not in the list, are created alike
 		}
 		manifest := filepath.Join(dir, res.Packages[0].Manifest)
+		_, _, listed := readIndexed(t, dir, ChangeListName)
 		for _, doc := range []string{manifest, filepath.Join(dir, ChangeListName)} {
 			_, urls := verifytest.ReadDoc(t, doc)
+			if doc != manifest {
+				urls = listed
+			}
 			var got []string
 			for _, u := range urls {
 				rel := strings.TrimPrefix(u.Loc, chgBase)
@@ -293,7 +303,6 @@ func TestChangesEntryTimes(t *testing.T) {
 			if strings.Join(got, " ") != strings.Join(order, " ") {
 				t.Errorf("since %q: %s lists %v, want %v", since, filepath.Base(doc), got, order)
 			}
-			xmllint(t, doc, urlsetSchema)
 		}
 		if since == "" {
 			applyTo(t, filepath.Join(dir, ChangeDumpName), dst)
@@ -614,14 +623,13 @@ func TestChangesMetalink(t *testing.T) {
 		t.Errorf("file %s size %d, want %s %d", mf.Name, *mf.Size, p.Name, len(data))
 	}
 	checkPieces(t, mf.Pieces[0], data)
-	_, urls := verifytest.ReadDoc(t, filepath.Join(out, ChangeDumpName))
+	_, _, urls := readIndexed(t, out, ChangeDumpName)
 	u := urls[0]
 	dup, _ := u.Link("duplicate")
 	meta, _ := u.Link("describedby")
 	if u.Loc != "http://127.0.0.1:8081/rs/"+p.Name || dup.Href != "http://127.0.0.2:8082/x/"+p.Name || meta.Href != "http://127.0.0.1:8081/rs/"+p.Metalink {
 		t.Errorf("changedump.xml entry %+v", u)
 	}
-	xmllint(t, filepath.Join(out, ChangeDumpName), urlsetSchema)
 }
 
 // TestChangesRerunBeforeState: a run killed after it wrote changedump.xml
@@ -647,8 +655,9 @@ func TestChangesRerunBeforeState(t *testing.T) {
 	}
 }
 
-// TestChangeDumpIndex: past 50,000 packages changedump.xml is an index
-// whose parts cover consecutive intervals.
+// TestChangeDumpIndex: a run's Change Dump past 50,000 packages is
+// named by the Change Dump Index as two documents, after the earlier
+// runs', covering consecutive intervals.
 func TestChangeDumpIndex(t *testing.T) {
 	o := chgOptions(1)
 	o.setDefaults()
@@ -659,18 +668,35 @@ func TestChangeDumpIndex(t *testing.T) {
 		pkgs[i] = PackageInfo{Name: name, Manifest: manifestName(name), Length: 100, SHA256: strings.Repeat("0", 64),
 			From: hour(0).Add(time.Duration(i) * time.Second), Until: hour(0).Add(time.Duration(i+1) * time.Second)}
 	}
-	if err := writeDump(&o, dirOutput(t, dir), changeDump, resourcesync.MD{From: hour(0)}, dumpEntries(&o, pkgs)); err != nil {
+	r := &run{opts: &o, out: dirOutput(t, dir), events: func(finding.Event) {}}
+	x := &changeIndex{name: ChangeDumpName, capability: resourcesync.CapChangeDump, prefix: changeDump.prefix, last: 7}
+	x.add(&o, x.partName(7), resourcesync.MD{From: hour(-1), Until: hour(0)}) // an earlier run's
+	w := newListWriter(&o, r.out, resourcesync.CapChangeDump, ChangeDumpName)
+	for _, u := range dumpEntries(&o, pkgs) {
+		if err := w.add(u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.commitInto(resourcesync.MD{From: hour(0), Until: pkgs[len(pkgs)-1].Until}, x); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.commitIndex(x); err != nil {
 		t.Fatal(err)
 	}
 	h, parts := verifytest.ReadDoc(t, filepath.Join(dir, ChangeDumpName))
-	if h.Kind != resourcesync.SitemapIndex || h.MD.Capability != resourcesync.CapChangeDump || len(parts) != 2 {
+	if h.Kind != resourcesync.SitemapIndex || h.MD.Capability != resourcesync.CapChangeDump || len(parts) != 3 || !h.MD.From.Equal(hour(-1)) {
 		t.Fatalf("index %+v with %d parts", h, len(parts))
 	}
-	if !parts[0].MD.From.Equal(hour(0)) || !parts[1].MD.From.Equal(parts[0].MD.Until) || !parts[1].MD.Until.Equal(pkgs[len(pkgs)-1].Until) {
-		t.Errorf("part intervals %+v, %+v", parts[0].MD, parts[1].MD)
+	if !parts[1].MD.From.Equal(hour(0)) || !parts[2].MD.From.Equal(parts[1].MD.Until) || !parts[2].MD.Until.Equal(pkgs[len(pkgs)-1].Until) ||
+		resourcesync.BaseName(parts[2].Loc) != "changedump-part00009.xml" {
+		t.Errorf("parts %+v, %+v", parts[1], parts[2])
 	}
 	xmllint(t, filepath.Join(dir, ChangeDumpName), sitemapIndexSchema)
-	xmllint(t, filepath.Join(dir, changeDump.partName(2)), urlsetSchema)
+	ph, urls := verifytest.ReadDoc(t, filepath.Join(dir, "changedump-part00009.xml"))
+	if len(urls) != 1 || !ph.MD.Until.Equal(pkgs[len(pkgs)-1].Until) || !ph.MD.From.Equal(pkgs[len(pkgs)-2].Until) {
+		t.Errorf("the second document of the run: %+v with %d packages", ph.MD, len(urls))
+	}
+	xmllint(t, filepath.Join(dir, "changedump-part00009.xml"), urlsetSchema)
 }
 
 // TestChangesBaselineURL: a Resource Dump baseline read over HTTP, with

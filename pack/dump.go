@@ -49,9 +49,10 @@ func dumpParts(n int) int {
 	return (n + resourcesync.MaxEntries - 1) / resourcesync.MaxEntries
 }
 
-// writeDump writes the dump document listing pkgs, or an index and its
-// parts when they do not fit one document. md holds the document's times:
-// at and completed, or from (and until).
+// writeDump writes the Resource Dump document listing pkgs, or an index
+// and its parts, which share its snapshot times, when they do not fit one
+// document. md holds the document's times: at and completed. A Change
+// Dump is written a run at a time into its index (writeChanges).
 func writeDump(o *Options, out *output, k *dumpKind, md resourcesync.MD, pkgs []resourcesync.URL) error {
 	md.Capability = k.capability
 	if dumpParts(len(pkgs)) == 0 {
@@ -61,7 +62,7 @@ func writeDump(o *Options, out *output, k *dumpKind, md resourcesync.MD, pkgs []
 	for i := range dumpParts(len(pkgs)) {
 		chunk := pkgs[i*resourcesync.MaxEntries : min(len(pkgs), (i+1)*resourcesync.MaxEntries)]
 		name := k.partName(i + 1)
-		pmd := partTimes(k, md, chunk)
+		pmd := md
 		if err := encodeFile(out, name, dumpHeader(o, resourcesync.URLSet, pmd, o.DumpURL+k.doc), chunk); err != nil {
 			return err
 		}
@@ -69,15 +70,6 @@ func writeDump(o *Options, out *output, k *dumpKind, md resourcesync.MD, pkgs []
 		parts = append(parts, resourcesync.URL{Loc: o.DumpURL + name, MD: &pmd})
 	}
 	return encodeFile(out, k.doc, dumpHeader(o, resourcesync.SitemapIndex, md, ""), parts)
-}
-
-// partTimes: a Resource Dump's parts share its snapshot times; a Change
-// Dump's part covers the changes of its packages.
-func partTimes(k *dumpKind, md resourcesync.MD, chunk []resourcesync.URL) resourcesync.MD {
-	if !k.changes() {
-		return md
-	}
-	return resourcesync.MD{Capability: md.Capability, From: chunk[0].MD.From, Until: chunk[len(chunk)-1].MD.Until}
 }
 
 func dumpHeader(o *Options, kind resourcesync.Kind, md resourcesync.MD, index string) resourcesync.Header {

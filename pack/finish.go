@@ -1,7 +1,6 @@
 package pack
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"time"
@@ -9,9 +8,10 @@ import (
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
-// finish writes the Change Dump document, listing the packages of
-// earlier runs and this one's, and the new state. A run that found no
-// change writes no document and leaves the state's time where it was.
+// finish writes the run's Change List and Change Dump, each covering the
+// run's interval and closed, adds them to the Change List Index and
+// Change Dump Index, and writes the new state. A run that found no change
+// writes no document and leaves the state's time where it was.
 func (m *changesMode) finish(r *run, _ time.Time, res *Result) error {
 	c := r.chg
 	res.Created, res.Updated, res.Deleted = c.found[0], c.found[1], c.found[2]
@@ -20,12 +20,7 @@ func (m *changesMode) finish(r *run, _ time.Time, res *Result) error {
 	if len(r.pkgs) > 0 {
 		until = r.pkgs[len(r.pkgs)-1].Until
 		res.Until = until
-		urls := append(c.prev, dumpEntries(r.opts, r.pkgs)...)
-		md := resourcesync.MD{From: urls[0].MD.From}
-		if err := r.list.commit(resourcesync.MD{From: md.From, Until: until}); err != nil {
-			return err
-		}
-		if err := writeDump(r.opts, r.out, changeDump, md, urls); err != nil {
+		if err := r.writeChanges(resourcesync.MD{From: c.base.time, Until: until}); err != nil {
 			return err
 		}
 	}
@@ -40,19 +35,34 @@ func (m *changesMode) finish(r *run, _ time.Time, res *Result) error {
 	return nil
 }
 
-// listPrevious gives the Change List the entries of the packages the run
-// continues, from their detached manifests in the output directory.
-func (r *run) listPrevious(ctx context.Context) error {
-	for _, u := range r.chg.prev {
-		ln, ok := u.Link("contents")
-		if !ok {
-			return fmt.Errorf("%s: package %s links no manifest", ChangeDumpName, u.Loc)
+// writeChanges writes the run's Change List and Change Dump as the next
+// parts of their indexes, then the indexes: the Change List first, as
+// before, so that a Destination reading the Change Dump finds the list of
+// its changes there too.
+func (r *run) writeChanges(md resourcesync.MD) error {
+	c := r.chg
+	for _, x := range []*changeIndex{c.lists, c.dumps} {
+		if err := r.adopt(x); err != nil {
+			return fmt.Errorf("%s of an earlier rsdump, as the first part of the index: %w", x.name, err)
 		}
-		if err := r.listManifest(PackageInfo{Manifest: resourcesync.BaseName(ln.Href)}); err != nil {
+	}
+	if err := r.list.commitInto(md, c.lists); err != nil {
+		return err
+	}
+	dump := newListWriter(r.opts, r.out, resourcesync.CapChangeDump, ChangeDumpName)
+	defer dump.abort()
+	for _, u := range dumpEntries(r.opts, r.pkgs) {
+		if err := dump.add(u); err != nil {
 			return err
 		}
 	}
-	return ctx.Err()
+	if err := dump.commitInto(md, c.dumps); err != nil {
+		return err
+	}
+	if err := r.commitIndex(c.lists); err != nil {
+		return err
+	}
+	return r.commitIndex(c.dumps)
 }
 
 // writeChangeState merges the walk state with the files this run

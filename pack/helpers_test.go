@@ -154,3 +154,39 @@ func readFile(t testing.TB, path string) []byte {
 }
 
 func openZip(path string) (*zip.ReadCloser, error) { return zip.OpenReader(path) }
+
+// readIndexed reads a Change List Index or Change Dump Index in dir and
+// the documents it names, in its order: each validates against the 1.1
+// schema, is closed, starts where the one before ends, links back to the
+// index, and has the index's capability. It returns the index's header,
+// its entries, and the entries of its documents one after the other.
+func readIndexed(t *testing.T, dir, name string) (resourcesync.Header, []resourcesync.URL, []resourcesync.URL) {
+	t.Helper()
+	h, parts := verifytest.ReadDoc(t, filepath.Join(dir, name))
+	if h.Kind != resourcesync.SitemapIndex || len(parts) == 0 || !h.MD.From.Equal(parts[0].MD.From) {
+		t.Fatalf("%s: %+v with %d documents: want an index from where its first starts", name, h, len(parts))
+	}
+	xmllint(t, filepath.Join(dir, name), sitemapIndexSchema)
+	var all []resourcesync.URL
+	for i, p := range parts {
+		part := resourcesync.BaseName(p.Loc)
+		ph, urls := verifytest.ReadDoc(t, filepath.Join(dir, part))
+		ln, _ := ph.Link("index")
+		switch {
+		case ph.Kind != resourcesync.URLSet || ph.MD.Capability != h.MD.Capability:
+			t.Errorf("%s: %+v, want a %s <urlset>", part, ph, h.MD.Capability)
+		case !ph.MD.From.Equal(p.MD.From) || !ph.MD.Until.Equal(p.MD.Until) || ph.MD.Until.IsZero():
+			t.Errorf("%s: from %s until %s, the index says %+v: want it closed, as named", part, ph.MD.From, ph.MD.Until, p.MD)
+		case i > 0 && !p.MD.From.Equal(parts[i-1].MD.Until):
+			t.Errorf("%s: from %s, the document before ends at %s", part, p.MD.From, parts[i-1].MD.Until)
+		case resourcesync.BaseName(ln.Href) != name:
+			t.Errorf("%s: rel=index %q, want %s", part, ln.Href, name)
+		}
+		xmllint(t, filepath.Join(dir, part), urlsetSchema)
+		all = append(all, urls...)
+	}
+	if h.MD.Capability == resourcesync.CapChangeList && !h.MD.Until.Equal(parts[len(parts)-1].MD.Until) {
+		t.Errorf("%s: until %s, its last document ends at %s", name, h.MD.Until, parts[len(parts)-1].MD.Until)
+	}
+	return h, parts, all
+}

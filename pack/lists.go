@@ -57,7 +57,7 @@ type listWriter struct {
 type listPart struct {
 	f    *os.File
 	enc  *resourcesync.Encoder
-	last time.Time // in a Change List: the time of its last change
+	last time.Time // in a Change List or Change Dump: where its last entry's changes end
 }
 
 func newListWriter(o *Options, out *output, capability, name string) *listWriter {
@@ -83,7 +83,7 @@ func (l *listWriter) add(u resourcesync.URL) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", l.name, err)
 	}
-	p.last, _ = u.ChangeTime()
+	p.last = entryEnd(u)
 	return nil
 }
 
@@ -141,11 +141,38 @@ func (l *listWriter) commit(md resourcesync.MD) error {
 	return encodeFile(l.out, l.name, l.header(resourcesync.SitemapIndex, md, ""), index)
 }
 
+// commitInto writes the entries as the next parts of a Change List
+// Index or Change Dump Index, with md's from and until, and names them
+// there; the index itself is written by commitIndex. It writes nothing
+// without an entry.
+func (l *listWriter) commitInto(md resourcesync.MD, x *changeIndex) error {
+	defer l.abort()
+	if len(l.parts) == 0 {
+		return nil
+	}
+	md.Capability = l.capability
+	if err := l.parts[len(l.parts)-1].enc.Close(); err != nil {
+		return err
+	}
+	var g errgroup.Group
+	g.SetLimit(partWriters)
+	for i, p := range l.parts {
+		name := x.partName(x.last + 1)
+		pmd := l.partMD(md, i)
+		h := l.header(resourcesync.URLSet, pmd, l.o.DumpURL+x.name)
+		l.written = append(l.written, name)
+		x.add(l.o, name, pmd)
+		g.Go(func() error { return l.writeDoc(name, h, p.f) })
+	}
+	return g.Wait()
+}
+
 // partMD gives a part its own times: a Resource List's parts share the
-// snapshot's; a Change List's parts cover consecutive intervals, each
-// from the end of the one before, so that together they cover the list's.
+// snapshot's; a Change List's or Change Dump's parts cover consecutive
+// intervals, each from the end of the one before, so that together they
+// cover the list's.
 func (l *listWriter) partMD(md resourcesync.MD, i int) resourcesync.MD {
-	if l.capability != resourcesync.CapChangeList {
+	if l.capability != resourcesync.CapChangeList && l.capability != resourcesync.CapChangeDump {
 		return md
 	}
 	pmd := resourcesync.MD{Capability: md.Capability, From: md.From, Until: l.parts[i].last}
@@ -202,18 +229,6 @@ func (l *listWriter) abort() {
 		os.Remove(p.f.Name())
 	}
 	l.parts = nil
-}
-
-// listManifest gives the Resource List (or Change List) the entries of a
-// package's detached manifest.
-func (r *run) listManifest(info PackageInfo) error {
-	l := resourcesync.Loader{
-		Entry: func(_ *resourcesync.Document, _ int, u resourcesync.URL) error {
-			return r.list.add(listEntry(u))
-		},
-		NoParts: true,
-	}
-	return r.out.load(&l, info.Manifest)
 }
 
 // listEntry is a manifest entry as a Resource List gives it: the same but

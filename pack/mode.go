@@ -45,10 +45,10 @@ type finisher interface {
 	// finish writes the documents and the state, or a shard's completion
 	// line, and completes res.
 	finish(r *run, completed time.Time, res *Result) error
-	// previous is the packages of earlier runs the new dump document goes
-	// on listing. wrote is false when the run wrote no dump document, so
-	// that no file of an earlier run is stale.
-	previous(r *run) (earlier []resourcesync.URL, wrote bool)
+	// previous keeps the files of earlier runs the new documents go on
+	// naming (nil: none). wrote is false when the run wrote no dump
+	// document, so that no file of an earlier run is stale.
+	previous(r *run) (keep func(name string) bool, wrote bool)
 }
 
 // newMode is the mode Options choose.
@@ -65,9 +65,9 @@ func newMode(o *Options) mode {
 // noHooks gives a mode the hooks it has nothing to do in.
 type noHooks struct{}
 
-func (noHooks) start(context.Context, *run) error        { return nil }
-func (noHooks) previous(*run) ([]resourcesync.URL, bool) { return nil, true }
-func (noHooks) close()                                   {}
+func (noHooks) start(context.Context, *run) error       { return nil }
+func (noHooks) previous(*run) (func(string) bool, bool) { return nil, true }
+func (noHooks) close()                                  {}
 
 // resourceMode writes a Resource Dump of the whole source, with its
 // Resource List, Capability List and state.

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/rsdump/rsdump/internal/sink"
-	"github.com/rsdump/rsdump/resourcesync"
 )
 
 // packNames matches the numbered files pack writes in its output
@@ -40,11 +39,11 @@ func IsOutput(name string) bool {
 // is empty. Otherwise they are reported. It runs once the new dump
 // document is in place. Failures are warnings: the dump is complete.
 func (r *run) prune() {
-	prev, wrote := r.previous()
+	keep, wrote := r.previous()
 	if !wrote {
 		return // nothing was written, and the dump is as it was
 	}
-	stale, err := r.stale(prev)
+	stale, err := r.stale(keep)
 	if err != nil {
 		r.warn(r.dir, "looking for files of an earlier run: "+err.Error())
 		return
@@ -52,7 +51,7 @@ func (r *run) prune() {
 	switch {
 	case len(stale) == 0:
 		return
-	case !r.opts.Prune || len(r.pkgs) == 0 && len(prev) == 0:
+	case !r.opts.Prune || len(r.pkgs) == 0:
 		why := "remove them, or run with --prune"
 		if r.opts.Prune {
 			why = "not pruned: the new dump is empty"
@@ -77,20 +76,14 @@ func (r *run) prune() {
 }
 
 // stale lists the files in the output directory named as pack names its
-// files that the new dump does not name.
-func (r *run) stale(prev []resourcesync.URL) ([]string, error) {
+// files that the new dump does not name: not this run's, and not those
+// of earlier runs that prev keeps.
+func (r *run) stale(prev func(string) bool) ([]string, error) {
 	keep := map[string]bool{}
 	for _, p := range r.pkgs {
 		keep[p.Name], keep[p.Manifest], keep[p.Metalink] = true, true, true
 	}
-	listed := len(r.pkgs) + len(prev)
-	for _, u := range prev {
-		keep[resourcesync.BaseName(u.Loc)] = true
-		for _, l := range u.Links {
-			keep[resourcesync.BaseName(l.Href)] = true
-		}
-	}
-	for i := range dumpParts(listed) {
+	for i := range dumpParts(len(r.pkgs)) {
 		keep[r.dumpKind().partName(i+1)] = true
 	}
 	for _, name := range r.list.files() {
@@ -100,7 +93,7 @@ func (r *run) stale(prev []resourcesync.URL) ([]string, error) {
 	err := r.out.List(r.out.ctx, "", func(fi sink.Info) error {
 		// List gives regular files only, at every depth; pack's own
 		// names are at the top.
-		if !strings.Contains(fi.Name, "/") && r.ownsName(fi.Name) && !keep[fi.Name] {
+		if !strings.Contains(fi.Name, "/") && r.ownsName(fi.Name) && !keep[fi.Name] && (prev == nil || !prev(fi.Name)) {
 			stale = append(stale, fi.Name)
 		}
 		return nil
@@ -108,10 +101,10 @@ func (r *run) stale(prev []resourcesync.URL) ([]string, error) {
 	return stale, err
 }
 
-// previous is the packages of earlier runs the new dump document lists,
-// and whether the run wrote one; a run without a finisher (a test's) is
+// previous keeps the files of earlier runs the new documents name, and
+// says whether the run wrote any; a run without a finisher (a test's) is
 // a Resource Dump's.
-func (r *run) previous() ([]resourcesync.URL, bool) {
+func (r *run) previous() (func(string) bool, bool) {
 	if r.end == nil {
 		return nil, true
 	}

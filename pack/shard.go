@@ -270,7 +270,7 @@ func (m *mergeMode) finish(r *run, _ time.Time, _ *Result) error {
 	return nil
 }
 
-func (*mergeMode) previous(*run) ([]resourcesync.URL, bool) { return nil, true }
+func (*mergeMode) previous(*run) (func(string) bool, bool) { return nil, true }
 
 // checkPackages: every package a shard recorded is there, with the
 // length recorded, and its manifest and Metalink beside it.

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -134,9 +135,15 @@ func TestSyncFromServeMirrors(t *testing.T) {
 		t.Fatalf("incremental: %+v\n%s", res, problems(fs))
 	}
 	sameTree(t, dst, tree)
+	// resync reads a Change List, not the Change List Index changelist.xml
+	// is: it is given the one Change List the index names.
+	_, lists := verifytest.ReadDoc(t, filepath.Join(out, pack.ChangeListName))
+	if len(lists) != 1 {
+		t.Fatalf("changelist.xml names %d Change Lists, want 1", len(lists))
+	}
 	outp, err = rs.Run(ctx, work, "resync-sync", "--incremental", "--delete", "--sitemap", dumpA+pack.ResourceListName,
-		"--changelist-uri", dumpA+pack.ChangeListName, base+"="+rdst)
-	if err != nil {
+		"--changelist-uri", lists[0].Loc, base+"="+rdst)
+	if err != nil || strings.Contains(outp, "FatalError") {
 		t.Fatalf("resync-sync --incremental: %v\n%s", err, outp)
 	}
 	sameTree(t, rdst, tree)
