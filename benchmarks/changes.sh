@@ -66,7 +66,7 @@ for i in $(seq "$RUNS"); do
   change "$i"
   chg+=("$(secs "$RSDUMP" pack --changes "$SRC" --base-url "$BASE" -o "$W/chgout" --quiet)"); rsschg+=("$(cat "$W/rss")")
   rs+=("$(secs env PYTHONPATH="$PEER" /usr/bin/python3 "$PEER/resync-build" --write-changelist --reference "$W/old.xml" --outfile "$W/cl.xml" "$BASE=$SRC")")
-  n=$(grep -c '<url>' "$W/chgout/changelist.xml" || true); m=$(grep -c '<url>' "$W/cl.xml" || true)
+  n=$(cat "$W"/chgout/changelist-part*.xml | grep -c '<url>' || true); m=$(grep -c '<url>' "$W/cl.xml" || true)
   echo "run $i: full ${full[-1]}s, --changes ${chg[-1]}s ($n changes), resync ${rs[-1]}s ($m changes)"
 done
 F=$(printf '%s\n' "${full[@]}" | median); C=$(printf '%s\n' "${chg[@]}" | median); R=$(printf '%s\n' "${rs[@]}" | median)

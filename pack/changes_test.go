@@ -780,3 +780,118 @@ func TestChangesSkipChanged(t *testing.T) {
 	applyTo(t, filepath.Join(out, ChangeDumpName), dst)
 	sameTree(t, "after the skipped change", dst, src)
 }
+
+// TestChangesFlatHistory: a --changes run reads neither the manifests nor
+// the Change Lists nor the Change Dumps of earlier runs (but the last
+// Change Dump, for the number of its last package): with those of the
+// runs before the last made unreadable it still adds its own, and the
+// documents it writes do not grow with the runs before it.
+func TestChangesFlatHistory(t *testing.T) {
+	src, out := t.TempDir(), t.TempDir()
+	put(t, src, "a", "a0", hour(-1))
+	packAt(t, src, out, chgOptions(0))
+	var sizes []int64
+	for k := 1; k <= 6; k++ {
+		put(t, src, "a", strings.Repeat("a", k), hour(k-1).Add(time.Minute))
+		res := packAt(t, src, out, chgOptions(k))
+		p := res.Packages[0]
+		if p.Name != changeDump.packageName(k) {
+			t.Errorf("run %d wrote %s, want %s", k, p.Name, changeDump.packageName(k))
+		}
+		var size int64
+		for _, name := range []string{changeDump.partName(k), listPartName(ChangeListName, k), p.Manifest} {
+			fi, err := os.Stat(filepath.Join(out, name))
+			if err != nil {
+				t.Fatalf("run %d: %v", k, err)
+			}
+			size += fi.Size()
+		}
+		sizes = append(sizes, size)
+		if k < 3 {
+			continue
+		}
+		// Every document of the runs before the last, garbled.
+		for j := 1; j < k; j++ {
+			for _, name := range []string{changeDump.partName(j), listPartName(ChangeListName, j), manifestName(changeDump.packageName(j))} {
+				os.WriteFile(filepath.Join(out, name), []byte("<not read"), 0o644)
+			}
+		}
+	}
+	for k, s := range sizes[1:] {
+		if d := s - sizes[0]; d > int64(10*len(sizes)) { // a digit more in a length, a time, a name
+			t.Errorf("run %d's documents take %d bytes, run 1's %d", k+2, s, sizes[0])
+		}
+	}
+	_, parts := verifytest.ReadDoc(t, filepath.Join(out, ChangeListName))
+	if len(parts) != 6 {
+		t.Errorf("changelist.xml names %d Change Lists, want 6", len(parts))
+	}
+}
+
+// TestChangesAdoptSingleDocuments: an output of an older rsdump, whose
+// changelist.xml and changedump.xml were single documents of every run's
+// changes, is continued: each is copied into its index's first part,
+// and a Destination applies the whole chain.
+func TestChangesAdoptSingleDocuments(t *testing.T) {
+	src, out, dst := t.TempDir(), t.TempDir(), t.TempDir()
+	put(t, src, "a", "a0", hour(-1))
+	put(t, src, "b", "b0", hour(-1))
+	packAt(t, src, out, chgOptions(0))
+	applyTo(t, filepath.Join(out, DumpName), dst)
+	put(t, src, "a", "a1", hour(0).Add(time.Minute))
+	res := packAt(t, src, out, chgOptions(1))
+	// As the older rsdump wrote them: the run's Change List and Change
+	// Dump under the indexes' names, with no index.
+	o := chgOptions(1)
+	o.setDefaults()
+	_, lists := verifytest.ReadDoc(t, filepath.Join(out, listPartName(ChangeListName, 1)))
+	verifytest.WriteDoc(t, filepath.Join(out, ChangeListName), resourcesync.Header{Kind: resourcesync.URLSet,
+		MD: resourcesync.MD{Capability: resourcesync.CapChangeList, From: hour(0), Until: res.Until}}, lists)
+	verifytest.WriteDoc(t, filepath.Join(out, ChangeDumpName), resourcesync.Header{Kind: resourcesync.URLSet,
+		MD: resourcesync.MD{Capability: resourcesync.CapChangeDump, From: hour(0)}}, dumpEntries(&o, res.Packages))
+	for _, n := range []string{changeDump.partName(1), listPartName(ChangeListName, 1)} {
+		os.Remove(filepath.Join(out, n))
+	}
+	put(t, src, "b", "b2", hour(1).Add(time.Minute))
+	if res := packAt(t, src, out, chgOptions(2)); len(res.Packages) != 1 || res.Packages[0].Name != "changedump-00002.zip" {
+		t.Fatalf("%+v, want changedump-00002.zip", res.Packages)
+	}
+	for _, name := range []string{ChangeListName, ChangeDumpName} {
+		_, parts, urls := readIndexed(t, out, name)
+		if len(parts) != 2 || !parts[0].MD.From.Equal(hour(0)) || len(urls) != 2 {
+			t.Errorf("%s: %d documents with %d entries, want the adopted one and the run's, one entry each", name, len(parts), len(urls))
+		}
+	}
+	applyTo(t, filepath.Join(out, ChangeDumpName), dst)
+	sameTree(t, "the adopted chain", dst, src)
+}
+
+// TestChangesIndexLimit: past the sitemap limit of an index's entries
+// the oldest documents are no longer named, and the run says so.
+func TestChangesIndexLimit(t *testing.T) {
+	defer func(n int) { indexLimit = n }(indexLimit)
+	indexLimit = 3
+	src, out := t.TempDir(), t.TempDir()
+	put(t, src, "a", "a0", hour(-1))
+	packAt(t, src, out, chgOptions(0))
+	var notes []string
+	for k := 1; k <= 5; k++ {
+		put(t, src, "a", strings.Repeat("a", k), hour(k-1).Add(time.Minute))
+		o := chgOptions(k)
+		o.Events = func(e finding.Event) {
+			if n, ok := e.(finding.Note); ok {
+				notes = append(notes, n.Msg)
+			}
+		}
+		packAt(t, src, out, o)
+	}
+	for _, name := range []string{ChangeListName, ChangeDumpName} {
+		h, parts, _ := readIndexed(t, out, name)
+		if len(parts) != 3 || !h.MD.From.Equal(hour(2)) || partNum(parts[0].Loc) != 3 {
+			t.Errorf("%s: from %s naming %d documents from %s, want the last 3, from %s", name, h.MD.From, len(parts), parts[0].Loc, hour(2))
+		}
+	}
+	if len(notes) != 4 || !strings.Contains(notes[0], "no longer named") {
+		t.Errorf("notes %q, want one per index in each of the last two runs", notes)
+	}
+}

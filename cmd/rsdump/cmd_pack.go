@@ -50,9 +50,12 @@ resourcelist.xml or a state file. Files are compared by length and mtime;
 one whose length and mtime match is not read (--checksum compares hashes
 instead, reading every file). changedump-NNNNN.zip packages hold the
 created and updated files under changes/ and the deletions, in
-chronological order; OUTDIR/changedump.xml lists them, and each run adds
-its packages to it, from where the last one ended. A run that finds no
-change writes nothing and exits 0.
+chronological order. Each run lists its packages in its own Change Dump
+and Change List (changedump-partNNNNN.xml, changelist-partNNNNN.xml),
+from where the last run ended, and adds them to OUTDIR/changedump.xml and
+OUTDIR/changelist.xml, the indexes of every run's; it reads no earlier
+run's manifests or lists. A run that finds no change writes nothing and
+exits 0.
 
 OUTDIR may be s3://BUCKET/PREFIX (credentials and region from the AWS
 environment and config files, --s3-endpoint for other servers): each
