@@ -41,7 +41,7 @@ timed() {
 # change DIR RUN PERMILLE: PERMILLE of every 1,000 files (sorted), chosen
 # by RUN so that each run changes others: of every 10 of them, 8 get new
 # content and a new mtime, one is deleted, and one gets a new sibling.
-# PERMILLE 1 is 0.1%, 10 is 1%.
+# PERMILLE 10 is 1%.
 change() {
   python3 - "$1" "$2" "$3" <<'PY'
 import os, sys, time
@@ -62,6 +62,33 @@ for i, p in enumerate(picked):
 PY
 }
 
+# churn DIR FILES RUN: 0.1% of the FILES files gen_small wrote, found by
+# their names (no walk of the tree): every 1,000th, from an offset RUN
+# moves (37 is prime to 1,000, so no file is picked twice in 1,000 runs);
+# of every 10 of them, 8 get new content and a new mtime, one is deleted,
+# and one gets a new sibling.
+churn() {
+  python3 - "$1" "$2" "$3" <<'PY'
+import os, sys, time
+d, n, run = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+per = max(1, -(-n // 10000))
+now = time.time()
+for k, i in enumerate(range((run * 37) % 1000, n, 1000)):
+    leaf = i // per
+    sub = os.path.join(d, 'a%02d' % (leaf // 100 % 100), 'b%02d' % (leaf % 100))
+    p = os.path.join(sub, 'r%07d.txt' % i)
+    if k % 10 == 9:
+        if os.path.exists(p):
+            os.remove(p)
+        continue
+    if k % 10 == 8:
+        p = os.path.join(sub, 'n%07d-%04d.txt' % (i, run))
+    with open(p, 'wb') as f:
+        f.write(b'version of run %d: %s\n' % (run, os.urandom(8).hex().encode()))
+    os.utime(p, (now, now))
+PY
+}
+
 echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(go version | cut -d' ' -f3), $(git -C "$ROOT" rev-parse --short HEAD)"
 case $MODE in
 gens)
@@ -76,7 +103,7 @@ gens)
   printf 'run\twall_s\tuser_s\tsys_s\trss_kb\tdocs_bytes\toutput_bytes\tdoc_files\n' >"$OUT"
   for g in $(seq "$GENS"); do
     sleep 0.01 # mtimes of the changes after the run before
-    change "$SRC" "$g" 1 >/dev/null
+    churn "$SRC" "$FILES" "$g"
     read -r wall user sys rss < <(timed "$RSDUMP" pack --changes "$SRC" --base-url "$BASE" -o "$W/histout" --quiet)
     docs=$(find "$W/histout" -maxdepth 1 -name '*.xml' -printf '%s\n' | awk '{s+=$1} END {print s}')
     ndocs=$(find "$W/histout" -maxdepth 1 -name '*.xml' | wc -l)
