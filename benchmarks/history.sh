@@ -17,6 +17,8 @@
 #     (default 5) runs, each from a fresh full pack; to
 #     benchmarks/history-DATE-ratio.tsv (or $OUT).
 #
+# RSDUMP_BIN=PATH measures that build instead of building this tree (the
+# code before, for a side-by-side figure).
 # Data goes to $BENCH_DIR (default /tmp/rsdump-bench). Run it with nice on a
 # shared machine; the medians, not single runs, are the figures.
 # Needs: go, python3, GNU time (/usr/bin/time).
@@ -26,8 +28,13 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 W=${BENCH_DIR:-/tmp/rsdump-bench}
 mkdir -p "$W"
 cd "$ROOT"
-go build -o "$W/rsdump" ./cmd/rsdump
-RSDUMP="$W/rsdump"
+# RSDUMP_BIN: another build to measure (the code before, say).
+if [ -n "${RSDUMP_BIN:-}" ]; then
+  RSDUMP=$RSDUMP_BIN
+else
+  go build -o "$W/rsdump" ./cmd/rsdump
+  RSDUMP="$W/rsdump"
+fi
 . "$ROOT/benchmarks/lib.sh"
 BASE=http://127.0.0.1/rs/
 DAY=$(date -u +%Y-%m-%d)
@@ -89,7 +96,7 @@ for k, i in enumerate(range((run * 37) % 1000, n, 1000)):
 PY
 }
 
-echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(go version | cut -d' ' -f3), $(git -C "$ROOT" rev-parse --short HEAD)"
+echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(go version | cut -d' ' -f3), ${RSDUMP_BIN:-$(git -C "$ROOT" rev-parse --short HEAD)}"
 case $MODE in
 gens)
   GENS=${2:-1000}

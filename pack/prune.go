@@ -2,6 +2,7 @@ package pack
 
 import (
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 
@@ -90,15 +91,34 @@ func (r *run) stale(prev func(string) bool) ([]string, error) {
 		keep[name] = true
 	}
 	var stale []string
-	err := r.out.List(r.out.ctx, "", func(fi sink.Info) error {
-		// List gives regular files only, at every depth; pack's own
-		// names are at the top.
-		if !strings.Contains(fi.Name, "/") && r.ownsName(fi.Name) && !keep[fi.Name] && (prev == nil || !prev(fi.Name)) {
-			stale = append(stale, fi.Name)
+	err := r.topFiles(func(name string) {
+		if r.ownsName(name) && !keep[name] && (prev == nil || !prev(name)) {
+			stale = append(stale, name)
 		}
-		return nil
 	})
 	return stale, err
+}
+
+// topFiles gives the names of the regular files at the top of the
+// output, where pack's own are. A directory is read once, without a stat
+// of each file: a --changes run's output holds four files a run, and the
+// run's cost must not grow with them.
+func (r *run) topFiles(fn func(name string)) error {
+	if r.out.dir == "" {
+		return r.out.List(r.out.ctx, "", func(fi sink.Info) error {
+			if !strings.Contains(fi.Name, "/") { // List goes to every depth
+				fn(fi.Name)
+			}
+			return nil
+		})
+	}
+	es, err := os.ReadDir(r.out.dir)
+	for _, e := range es {
+		if e.Type().IsRegular() && !strings.HasPrefix(e.Name(), ".") {
+			fn(e.Name())
+		}
+	}
+	return err
 }
 
 // previous keeps the files of earlier runs the new documents name, and
