@@ -167,12 +167,21 @@ func (w *walker) walk(root string) error {
 	w.ahead, w.slots = map[string]*listing{}, make(chan struct{}, readAhead)
 	// A walk that stops early leaves no listing running.
 	defer w.wg.Wait()
-	return w.dir(root, "")
+	return w.dir(root, "", "")
 }
 
-func (w *walker) dir(abs, rel string) error {
+// dir walks the directory at abs. real is its path with no symbolic link
+// in it, when the walk knows it (a directory reached by its own name
+// from one it knows), so that EvalSymlinks, a stat of each component of
+// the path, is left to the root and to the links --follow-symlinks
+// follows: on 10,000 directories three deep it was a tenth of a
+// --changes run's CPU.
+func (w *walker) dir(abs, rel, real string) error {
 	l := w.take(abs)
-	if real, err := filepath.EvalSymlinks(abs); err == nil {
+	if real == "" {
+		real, _ = filepath.EvalSymlinks(abs)
+	}
+	if real != "" {
 		if real == w.exclude {
 			w.warn(relOrDot(rel), "output directory inside the source, skipped")
 			return nil
@@ -199,7 +208,11 @@ func (w *walker) dir(abs, rel string) error {
 		if err := w.ctx.Err(); err != nil {
 			return err
 		}
-		if err := w.entry(filepath.Join(abs, e.Name()), join(rel, e.Name()), l.infos[i]); err != nil {
+		sub := ""
+		if real != "" {
+			sub = real + string(filepath.Separator) + e.Name()
+		}
+		if err := w.entry(filepath.Join(abs, e.Name()), join(rel, e.Name()), sub, l.infos[i]); err != nil {
 			return err
 		}
 	}
@@ -242,11 +255,14 @@ func statAll(abs string, entries []os.DirEntry) []statInfo {
 	return infos
 }
 
-func (w *walker) entry(abs, rel string, st statInfo) error {
+// entry walks one entry of a directory; real is its path with no link
+// in it, if it is not a link itself (see dir).
+func (w *walker) entry(abs, rel, real string, st statInfo) error {
 	if st.err != nil {
 		return &FileError{Path: abs, Err: st.err}
 	}
 	if st.mode&fs.ModeSymlink != 0 {
+		real = "" // where it leads is resolved once it is known to be a directory
 		if !w.follow {
 			w.warn(rel, "symbolic link skipped (use --follow-symlinks)")
 			return nil
@@ -265,7 +281,7 @@ func (w *walker) entry(abs, rel string, st statInfo) error {
 	}
 	switch {
 	case st.mode.IsDir():
-		return w.dir(abs, rel)
+		return w.dir(abs, rel, real)
 	case st.mode.IsRegular():
 		return w.visit(item{rel: rel, abs: abs, size: st.size, mtime: st.mtime, mode: st.mode, id: st.id})
 	}
