@@ -141,10 +141,10 @@ func (r *run) prepareChanges(ctx context.Context) error {
 func (r *run) readPrevious(ctx context.Context) error {
 	c := r.chg
 	var err error
-	if c.dumps, err = r.loadIndex(ChangeDumpName, resourcesync.CapChangeDump, changeDump.prefix); err != nil {
+	if c.dumps, err = r.loadIndex(ChangeDumpName, resourcesync.CapChangeDump); err != nil {
 		return err
 	}
-	if c.lists, err = r.loadIndex(ChangeListName, resourcesync.CapChangeList, changeDump.list); err != nil {
+	if c.lists, err = r.loadIndex(ChangeListName, resourcesync.CapChangeList); err != nil {
 		return err
 	}
 	single := c.dumps.single

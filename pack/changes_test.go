@@ -669,7 +669,7 @@ func TestChangeDumpIndex(t *testing.T) {
 			From: hour(0).Add(time.Duration(i) * time.Second), Until: hour(0).Add(time.Duration(i+1) * time.Second)}
 	}
 	r := &run{opts: &o, out: dirOutput(t, dir), events: func(finding.Event) {}}
-	x := &changeIndex{name: ChangeDumpName, capability: resourcesync.CapChangeDump, prefix: changeDump.prefix, last: 7}
+	x := &changeIndex{name: ChangeDumpName, capability: resourcesync.CapChangeDump, last: 7}
 	x.add(&o, x.partName(7), resourcesync.MD{From: hour(-1), Until: hour(0)}) // an earlier run's
 	w := newListWriter(&o, r.out, resourcesync.CapChangeDump, ChangeDumpName)
 	for _, u := range dumpEntries(&o, pkgs) {

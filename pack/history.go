@@ -21,7 +21,6 @@ import (
 type changeIndex struct {
 	name       string // changelist.xml or changedump.xml
 	capability string
-	prefix     string // of the part names: changelist or changedump
 	entries    []resourcesync.URL
 	last       int  // the number of the last part named, by this index or one it replaced
 	replaced   bool // an earlier index was there, and the run starts a new one
@@ -38,8 +37,8 @@ type changeIndex struct {
 var indexLimit = resourcesync.MaxEntries
 
 // partName is the name of the index's n-th document:
-// changelist-part00001.xml.
-func (x *changeIndex) partName(n int) string { return fmt.Sprintf("%s-part%05d.xml", x.prefix, n) }
+// changelist-part00001.xml, as a list's parts are named.
+func (x *changeIndex) partName(n int) string { return listPartName(x.name, n) }
 
 var partNumRE = regexp.MustCompile(`-part(\d{5,})\.xml$`)
 
@@ -55,8 +54,8 @@ func partNum(loc string) int {
 
 // loadIndex reads the index in the output directory, if there is one,
 // without the documents it names.
-func (r *run) loadIndex(name, capability, prefix string) (*changeIndex, error) {
-	x := &changeIndex{name: name, capability: capability, prefix: prefix}
+func (r *run) loadIndex(name, capability string) (*changeIndex, error) {
+	x := &changeIndex{name: name, capability: capability}
 	if ok, err := r.out.exists(name); !ok || err != nil {
 		return x, err
 	}
@@ -176,7 +175,7 @@ func (x *changeIndex) add(o *Options, name string, md resourcesync.MD) {
 	x.entries = append(x.entries, resourcesync.URL{Loc: o.DumpURL + name, MD: &resourcesync.MD{From: md.From, Until: md.Until}})
 }
 
-// commit writes the index: from where its first document starts, and
+// commitIndex writes the index: from where its first document starts, and
 // for a Change List Index until where its last ends (a Change Dump's
 // document gives only from, as it always has). Past indexLimit the
 // oldest documents are no longer named.
