@@ -148,15 +148,20 @@ func (r *run) readPrevious(ctx context.Context) error {
 		return err
 	}
 	single := c.dumps.single
-	last, ok := c.dumps.continueAt(c.base.time)
+	last, _ := c.dumps.continueAt(c.base.time)
 	c.lists.continueAt(c.base.time)
 	switch {
+	case c.dumps.replaced:
+		// Numbered past every package there, named or not: no earlier
+		// document is needed, nor trusted, to start anew.
+		err = r.topFiles(func(name string) { c.seq0 = max(c.seq0, packageSeq(changeDump, name)) })
 	case single:
 		c.seq0 = c.dumps.seq
-	case ok:
-		if c.seq0, err = r.lastPackage(last.Loc); err != nil {
-			return err
-		}
+	case len(c.dumps.entries) > 0:
+		c.seq0, err = r.lastPackage(last.Loc)
+	}
+	if err != nil {
+		return err
 	}
 	if c.dumps.replaced {
 		r.events(finding.Note{Msg: fmt.Sprintf("%s ends at a time other than the baseline's %s: a new Change Dump replaces it, and its packages are no longer listed",

@@ -895,3 +895,34 @@ func TestChangesIndexLimit(t *testing.T) {
 		t.Errorf("notes %q, want one per index in each of the last two runs", notes)
 	}
 }
+
+// TestChangesNewIndex: a baseline that does not end where the indexes end
+// starts new ones, said in a note: the run's documents and packages are
+// numbered past every earlier one, which the new indexes no longer name.
+func TestChangesNewIndex(t *testing.T) {
+	src, out := t.TempDir(), t.TempDir()
+	put(t, src, "a", "a0", hour(-1))
+	packAt(t, src, out, chgOptions(0))
+	for k := 1; k <= 2; k++ {
+		put(t, src, "a", strings.Repeat("a", k), hour(k-1).Add(time.Minute))
+		packAt(t, src, out, chgOptions(k))
+	}
+	o := chgOptions(3)
+	o.Since = filepath.Join(out, DumpName) // at hour(0), not the indexes' hour(2)
+	var notes []string
+	o.Events = func(e finding.Event) {
+		if n, ok := e.(finding.Note); ok {
+			notes = append(notes, n.Msg)
+		}
+	}
+	res := packAt(t, src, out, o)
+	if len(res.Packages) != 1 || res.Packages[0].Name != "changedump-00003.zip" || len(notes) != 1 || !strings.Contains(notes[0], "a new Change Dump replaces it") {
+		t.Fatalf("%+v, notes %q: want changedump-00003.zip and a note", res.Packages, notes)
+	}
+	for _, name := range []string{ChangeListName, ChangeDumpName} {
+		h, parts, _ := readIndexed(t, out, name)
+		if len(parts) != 1 || partNum(parts[0].Loc) != 3 || !h.MD.From.Equal(hour(0)) {
+			t.Errorf("%s: from %s naming %+v, want only part 3, from %s", name, h.MD.From, parts, hour(0))
+		}
+	}
+}

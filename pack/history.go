@@ -103,8 +103,8 @@ func (r *run) loadIndex(name, capability string) (*changeIndex, error) {
 // wrote the index but before the state, and are written again alike,
 // under the same names. When none ends there, the run starts a new index,
 // its parts numbered past the old ones, which are no longer named. It
-// returns the document the last package the Change Dump names is in: the
-// last one kept, or the last of the old index.
+// returns the last document kept: the last package the Change Dump names
+// is in it.
 func (x *changeIndex) continueAt(base time.Time) (last resourcesync.URL, ok bool) {
 	end := -1
 	for i, u := range x.entries {
@@ -113,11 +113,8 @@ func (x *changeIndex) continueAt(base time.Time) (last resourcesync.URL, ok bool
 		}
 	}
 	if end < 0 {
-		if len(x.entries) > 0 {
-			last, ok = x.entries[len(x.entries)-1], true
-		}
 		x.replaced, x.single, x.entries = len(x.entries) > 0, false, nil
-		return last, ok
+		return resourcesync.URL{}, false
 	}
 	x.entries = x.entries[:end+1]
 	x.last = 0
