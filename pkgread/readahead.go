@@ -43,6 +43,11 @@ type readAhead struct {
 
 const readAheadSize = 1 << 20
 
+// ReadAhead serves the small reads of ra, a package of size bytes, from
+// large reads, as OpenLocation's file does: for a package read from
+// elsewhere than a local file (a download in progress, transfer/pkgfetch).
+func ReadAhead(ra io.ReaderAt, size int64) io.ReaderAt { return newReadAhead(ra, size) }
+
 func newReadAhead(ra io.ReaderAt, size int64) *readAhead {
 	return &readAhead{ra: ra, size: size}
 }

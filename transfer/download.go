@@ -42,6 +42,8 @@ type download struct {
 	res         Result
 	stream      *mirror // set when the file must come in one request from it
 	streamTried bool
+	urgent      []int           // pieces a Streaming reader waits for: fetched first
+	opened      func(*download) // told once the .part is open (Stream)
 
 	whole    wholeHash
 	bufs     sync.Pool      // piece buffers of plen bytes (runBuffered)
@@ -132,6 +134,9 @@ func (d *download) run(ctx context.Context) (err error) {
 			d.part.Close()
 		}
 	}()
+	if d.opened != nil {
+		d.opened(d)
+	}
 	d.g.opts.Events(&FileStart{Name: d.f.Name, Size: d.f.Size, Resumed: d.res.Resumed})
 	sum, err := d.transfer(ctx)
 	if err == nil && d.needsRepair(sum) {

@@ -133,6 +133,9 @@ func (d *download) pickPiece(m *mirror, now time.Time) (int, bool) {
 			return i, true
 		}
 	}
+	if i := d.urgentPiece(m); i >= 0 {
+		return i, false
+	}
 	todo := false
 	for i := d.cursor; i < d.n; i++ {
 		p := &d.pieces[i]

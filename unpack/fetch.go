@@ -15,23 +15,25 @@ import (
 type source struct {
 	ra       io.ReaderAt
 	size     int64
-	verified bool // length and hash were checked while it was downloaded
+	verified bool // length and hash are checked by the download (once wait returned nil)
+	wait     func() error
 	close    func()
 }
 
-// open opens a package for reading. A remote package is fetched first
-// by the transfer engine, from every mirror its document names, into its
-// own directory in DIR/.rsdump/cache (a dry run, which writes nothing in
-// DIR, uses the system's temporary directory), and checked against the
-// dump document's length and hash before anything in it is used.
-// Problems are reported and give ok=false; the error is for a cancelled
-// context.
+// open opens a package for reading. A remote package is fetched by the
+// transfer engine, from every mirror its document names, into its own
+// directory in DIR/.rsdump/cache (a dry run, which writes nothing in
+// DIR, uses the system's temporary directory), and read while it
+// arrives: every byte read has matched its piece hash, and the package
+// is applied only once wait says it matched the dump document's length
+// and hash too (pkgfetch.Remote.Stream). Problems are reported and give
+// ok=false; the error is for a cancelled context.
 func (u *unpacker) open(ctx context.Context, ref pkgread.PackageRef, rep *finding.Reporter) (src source, ok bool, err error) {
-	ra, size, checked, closeFn, err := u.remote.Open(ctx, ref)
+	o, err := u.remote.Stream(ctx, ref)
 	if err != nil {
 		return source{}, false, u.openFailed(ctx, ref, rep, err)
 	}
-	return source{ra: ra, size: size, verified: checked, close: func() { closeFn() }}, true, nil
+	return source{ra: o.ReaderAt, size: o.Size, verified: o.Checked, wait: o.Wait, close: func() { o.Close() }}, true, nil
 }
 
 func (u *unpacker) openFailed(ctx context.Context, ref pkgread.PackageRef, rep *finding.Reporter, err error) error {

@@ -182,6 +182,15 @@ func (p *pkgRun) prepare(ctx context.Context) error {
 	if err := p.stage(ctx); err != nil {
 		return err
 	}
+	if err := src.wait(); err != nil {
+		// The download ended short of the package whole and checked: what
+		// was staged from its verified pieces is not applied.
+		if err := p.u.openFailed(ctx, p.ref, p.rep, err); err != nil {
+			return err
+		}
+		p.refuseStaged("the package could not be fetched whole and checked")
+		return nil
+	}
 	if ph != nil {
 		if why := p.packageHashBad(ph, mh); why != "" {
 			p.refuseStaged(why)

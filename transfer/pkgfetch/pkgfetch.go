@@ -71,6 +71,90 @@ func (r *Remote) Open(ctx context.Context, ref pkgread.PackageRef) (ra io.Reader
 	return nil, 0, false, nil, err
 }
 
+// Opened is a package open for reading (Stream).
+type Opened struct {
+	io.ReaderAt
+	Size int64
+	// Checked says, as Open's checked does, that the engine checks every
+	// hash the document gives for the package: once Wait returned nil.
+	Checked bool
+	wait    func() error
+	close   func() error
+}
+
+// Wait returns once every byte of the package has been fetched and
+// checked: nil when its length and hash matched. A local package has
+// nothing to wait for.
+func (o *Opened) Wait() error {
+	if o.wait == nil {
+		return nil
+	}
+	return o.wait()
+}
+
+// Close closes the package, stopping its download if it still runs.
+func (o *Opened) Close() error { return o.close() }
+
+// Stream opens the package ref for reading while it downloads: a local
+// package where it is, a remote one through the transfer engine as Open
+// fetches it, but readable as soon as its pieces are verified
+// (transfer.Streaming): a reader that goes front to back, as pkgread
+// does, stages bitstreams while the rest of the package arrives, and
+// reads no byte the engine has not checked against its piece hash. Wait
+// says whether the whole package then matched its length and hash. The
+// download's .part is its resume record (with Resume a killed run
+// continues from the pieces it verified); closing removes it once the
+// download completed, or whatever the outcome without Resume.
+//
+// Stream returns once the package's last piece (where its central
+// directory ends) is verified, or the download failed: a package that
+// cannot be fetched fails here, as with Open.
+func (r *Remote) Stream(ctx context.Context, ref pkgread.PackageRef) (*Opened, error) {
+	if !resourcesync.IsURL(ref.Loc) {
+		ra, size, closeFn, err := pkgread.OpenLocation(ref.Loc)
+		if err != nil {
+			return nil, err
+		}
+		return &Opened{ReaderAt: ra, Size: size, close: closeFn}, nil
+	}
+	dir, err := r.downloadDir(ref.Loc)
+	if err != nil {
+		return nil, err
+	}
+	g := r.getter()
+	f, err := remoteFile(ctx, g, ref)
+	if err != nil {
+		if !r.Resume {
+			os.RemoveAll(dir)
+		}
+		return nil, err
+	}
+	s := g.Stream(ctx, dir, f, f.Size-1) // the end first: pkgread starts with the central directory
+	closeFn := func() error {
+		s.Close()
+		if _, err := s.Wait(); err != nil && r.Resume {
+			return nil // kept for the next run to resume
+		}
+		return os.RemoveAll(dir)
+	}
+	var tail [1]byte
+	if f.Size == 0 {
+		_, err = s.Wait()
+	} else {
+		_, err = s.ReadAt(tail[:], f.Size-1)
+	}
+	if err != nil {
+		s.Close()
+		if _, werr := s.Wait(); werr != nil {
+			err = werr // the download's own error, which names the mirrors and why
+		}
+		closeFn()
+		return nil, err
+	}
+	wait := func() error { _, err := s.Wait(); return err }
+	return &Opened{ReaderAt: pkgread.ReadAhead(s, f.Size), Size: f.Size, Checked: checkedAll(f, ref.Want), wait: wait, close: closeFn}, nil
+}
+
 // Ranges opens the remote package ref for reading by byte ranges from its
 // <loc>, mirrors and Metalink (transfer.Ranges), without downloading it:
 // for its central directory and manifest, or one bitstream.

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# issue 26, point 4: rsdump sync of a Source that publishes lists only (a
+# Resource List, no dumps) against the other ways to fetch the same
+# resources, side by side, medians of RUNS runs (the order rotates):
+#   sync    rsdump sync http://127.0.0.1:PORT/ (discovery through the
+#           Source Description, then every resource of the Resource List
+#           fetched from its own URI, checked against its length and
+#           sha-256, staged and committed)
+#   aria2c  aria2c -j16 -i LIST (Debian's aria2, its defaults: keep-alive,
+#           no hash checked) on the same URLs, each to its path
+#   resync  resync-sync --baseline (resync 2.0.2 from
+#           ../shared/peers/resync-src) on a Resource List of the first
+#           SUB resources only (it is too slow for all of them): compare
+#           its resources per second, not its wall time
+# Every server is one rsdump serve --resources of the tree (the pack's
+# output with its Resource Dump removed and its Capability List naming the
+# Resource List alone). Data: FILES random files of SIZE bytes (default
+# 100,000 x 2,048) from benchmarks/lib.sh's generator. Each run starts from
+# an empty destination, page cache warm (the resources are small and
+# served from memory either way). Wall, CPU (user+sys of the client) and
+# peak RSS from GNU time; rate = resources / wall.
+# RTT=20ms puts the server behind benchmarks/wan, as in sync.sh.
+# Usage: benchmarks/lists.sh [RUNS]   (FILES, SIZE, SUB, RTT; data in
+#   $BENCH_DIR, default /tmp/rsdump-bench-lists; PORT default 18750)
+# Needs: go, python3 with resync's modules (.ci/run), aria2c, GNU time.
+set -euo pipefail
+RUNS=${1:-3}
+FILES=${FILES:-100000}
+SIZE=${SIZE:-2048}
+SUB=${SUB:-2000}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+W=${BENCH_DIR:-/tmp/rsdump-bench-lists}
+PORT=${PORT:-18750}
+PEER=${PEER:-$ROOT/../shared/peers/resync-src}
+. "$ROOT/benchmarks/lib.sh"
+mkdir -p "$W"
+cd "$ROOT"
+go build -o "$W/rsdump" ./cmd/rsdump
+go build -o "$W/wan" ./benchmarks/wan
+REV="$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!benchmarks' || echo +dirty)"
+
+TREE="$W/tree-$FILES-$SIZE"
+gen "$TREE" "$FILES" "$SIZE"
+A="127.0.0.1:$PORT"
+RTT=${RTT:-0}
+if [ "$RTT" = 0 ]; then SA_="$A"; else SA_="127.0.0.1:$((PORT + 2))"; fi
+OUT="$W/lists-$FILES-$SIZE-$PORT"
+if [ ! -f "$OUT/resourcelist.xml" ]; then
+  rm -rf "$OUT" "$OUT.sub" "$TREE.sub"
+  "$W/rsdump" pack "$TREE" -o "$OUT" --quiet --compress store --hash sha-256 \
+    --base-url "http://$A/res/" --dump-url "http://$A/dump/" --source-description
+  # Lists only: no dump, and a Capability List that names none.
+  rm -f "$OUT"/resourcedump*
+  sed -i '/capability="resourcedump"/d' "$OUT/capabilitylist.xml"
+fi
+if [ ! -f "$OUT/subset-$SUB.xml" ]; then
+  # resync's subset: the first SUB files, packed alone (same base URL).
+  rm -rf "$TREE.sub" "$OUT.sub"; mkdir -p "$TREE.sub"
+  (cd "$TREE" && find . -type f | sort | head -n "$SUB" | xargs cp -l --parents -t "$TREE.sub")
+  "$W/rsdump" pack "$TREE.sub" -o "$OUT.sub" --quiet --compress store --hash sha-256 \
+    --base-url "http://$A/res/" --dump-url "http://$A/dump/"
+  cp "$OUT.sub/resourcelist.xml" "$OUT/subset-$SUB.xml"
+fi
+LIST="$W/aria2-$FILES-$SIZE-$PORT.list"
+[ -s "$LIST" ] || (cd "$TREE" && find . -type f | sort | sed 's|^\./||' | awk -v a="$A" '{print "http://" a "/res/" $0 "\n  out=" $0}') > "$LIST"
+grep -q resourcedump "$OUT/capabilitylist.xml" && { echo "the Capability List still names a dump" >&2; exit 1; }
+
+"$W/rsdump" serve "$OUT" -q --addr "$SA_" --base-url "http://$A/res/" --dump-url "http://$A/dump/" --resources "$TREE" &
+SA=$!
+SW=
+if [ "$RTT" != 0 ]; then
+  "$W/wan" -rtt "$RTT" -map "$A=$SA_" &
+  SW=$!
+fi
+trap 'kill $SA $SW 2>/dev/null; rm -rf "$W/dst" "$W/work"' EXIT
+sleep 0.5
+for p in $SA $SW; do kill -0 "$p" || { echo "a server did not start" >&2; exit 1; }; done
+
+cmd() {
+  rm -rf "$W/dst" "$W/work"; mkdir -p "$W/dst" "$W/work"
+  case $1 in
+    sync) echo "$W/rsdump sync http://$A/ --dest $W/dst -q" ;;
+    aria2c) echo "aria2c -j16 -q -d $W/dst -i $LIST" ;;
+    resync) echo "env PYTHONPATH=$PEER /usr/bin/python3 $PEER/resync-sync --baseline --sitemap http://$A/dump/subset-$SUB.xml http://$A/res/=$W/dst" ;;
+  esac
+}
+count() { case $1 in resync) echo "$SUB" ;; *) echo "$FILES" ;; esac; }
+check() {
+  local want; want=$(count "$1")
+  local got; got=$(find "$W/dst" -path "$W/dst/.rsdump" -prune -o -type f -print | wc -l)
+  [ "$got" = "$want" ] || { echo "FAILED: $1 left $got files, want $want" >&2; exit 1; }
+  if [ "$1" = resync ]; then
+    diff -r -q "$TREE.sub" "$W/dst" >/dev/null || { echo "FAILED: resync's copy differs" >&2; exit 1; }
+  else
+    diff -r -q -x .rsdump "$TREE" "$W/dst" >/dev/null || { echo "FAILED: $1's copy differs" >&2; exit 1; }
+  fi
+}
+timed() {
+  local line; line=$(cmd "$1")
+  # shellcheck disable=SC2086
+  if ! (cd "$W/work" && /usr/bin/time -f '%e %U %S %M' -o "$W/time" $line >/dev/null 2>"$W/stderr"); then
+    echo "FAILED: $line" >&2; tail -20 "$W/stderr" >&2; exit 1
+  fi
+  check "$1"
+  local s u y k n; read -r s u y k < "$W/time"; n=$(count "$1")
+  printf '%s\t%s\t%s\t%s\t%.2f\t%s\t%.0f\t%s\n' "$RUN" "$1" "$n" "$s" "$(awk "BEGIN{print $u+$y}")" "$k" "$(awk "BEGIN{print $n/$s}")" "$(cut -d' ' -f1 /proc/loadavg)" >> "$W/results.tsv"
+  printf '  %-7s %6d resources %8.2f s wall %8.2f s CPU %8d KB %8.0f/s\n' "$1" "$n" "$s" "$(awk "BEGIN{print $u+$y}")" "$k" "$(awk "BEGIN{print $n/$s}")"
+}
+
+echo "machine: $(nproc) cores, $(go version | cut -d' ' -f3); rsdump $REV;" \
+  "data: $FILES files x $SIZE B, resync on $SUB of them; RTT $RTT;" \
+  "$(date -u '+%Y-%m-%d %H:%M UTC'), load $(cut -d' ' -f1-3 /proc/loadavg)"
+printf 'run\tcommand\tresources\twall\tcpu\trss_kb\trate\tload1\n' > "$W/results.tsv"
+CMDS=(${CMDS:-sync aria2c resync})
+for RUN in $(seq "$RUNS"); do
+  k=$(( (RUN - 1) % ${#CMDS[@]} ))
+  order=("${CMDS[@]:$k}" "${CMDS[@]:0:$k}")
+  echo "run $RUN (${order[*]}), load $(cut -d' ' -f1-3 /proc/loadavg)"
+  for c in "${order[@]}"; do timed "$c"; done
+done
+echo "end $(date -u '+%H:%M UTC'), load $(cut -d' ' -f1-3 /proc/loadavg)"
+cp "$W/results.tsv" "$W/results-$FILES-rtt$RTT-$(date -u +%Y%m%dT%H%M).tsv"
+
+python3 - "$W/results.tsv" <<'PY'
+import csv, statistics as st, sys
+rows = list(csv.DictReader(open(sys.argv[1]), delimiter='\t'))
+cmds = [c for c in ('sync', 'aria2c', 'resync') if any(r['command'] == c for r in rows)]
+med = {c: (st.median(float(r['wall']) for r in rows if r['command'] == c),
+           st.median(float(r['cpu']) for r in rows if r['command'] == c),
+           st.median(int(r['rss_kb']) for r in rows if r['command'] == c),
+           st.median(float(r['rate']) for r in rows if r['command'] == c),
+           rows[[r['command'] for r in rows].index(c)]['resources']) for c in cmds}
+print('| command | resources | wall (median) | CPU (median) | peak RSS | resources/s | sync\'s rate, x |')
+print('|---|---|---|---|---|---|---|')
+for c, (w, u, k, r, n) in med.items():
+    print(f'| {c} | {n} | {w:.2f} s | {u:.2f} s | {k/1024:.0f} MiB | {r:.0f} | {med["sync"][3]/r:.1f}x |' if 'sync' in med else f'| {c} | {n} | {w:.2f} s | {u:.2f} s | {k/1024:.0f} MiB | {r:.0f} | |')
+PY
