@@ -9,6 +9,9 @@
 #   resync  resync-sync --baseline from the Resource List of the same tree
 #           (resync 2.0.2 from ../shared/peers/resync-src), the resources
 #           served by rsdump serve --resources
+#   unpack  rsdump unpack of the same dump from local disk (the packages
+#           beside OUT/resourcedump.xml): what sync is measured against,
+#           the cost of the same checks and writes with no network
 #   wget    wget -r of the same tree from a directory-listing server
 #           (benchmarks/fileserve) plus sha256sum -c of every file against
 #           the Source's sums (computed untimed beforehand)
@@ -25,7 +28,8 @@
 # loopback, no latency.
 # BEFORE=BINARY adds a fourth command, "before": the same rsdump sync
 # with an older rsdump binary, for a before/after comparison.
-# Usage: benchmarks/sync.sh [RUNS]   (FILES, SIZE, RTT, BEFORE; data in $BENCH_DIR,
+# CMDS="sync unpack" runs only those (default: all four).
+# Usage: benchmarks/sync.sh [RUNS]   (FILES, SIZE, RTT, BEFORE, CMDS; data in $BENCH_DIR,
 #   default /tmp/rsdump-bench-sync; PORT default 18730; DROP_CACHES=0 to
 #   keep the cache warm)
 # Needs: go, python3 with resync's modules (.ci/run), wget, sha256sum,
@@ -98,6 +102,7 @@ cmd() {
   case $1 in
     sync) echo "$W/rsdump sync http://$A/ --dest $W/dst -q" ;;
     before) echo "$BEFORE sync http://$A/ --dest $W/dst -q" ;;
+    unpack) echo "$W/rsdump unpack $OUT/resourcedump.xml --base-url http://$A/res/ --dest $W/dst -q" ;;
     resync) echo "env PYTHONPATH=$PEER /usr/bin/python3 $PEER/resync-sync --baseline --sitemap http://$A/dump/resourcelist.xml http://$A/res/=$W/dst" ;;
     wget) echo "sh $W/wget.sh" ;;
   esac
@@ -125,7 +130,7 @@ echo "machine: $(nproc) cores, $(go version | cut -d' ' -f3); rsdump $REV;" \
   "data: $FILES files x $SIZE B ($(du -sh --apparent-size "$TREE" | cut -f1)); $CACHE page cache; RTT $RTT;" \
   "$(date -u '+%Y-%m-%d %H:%M UTC'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 printf 'run\tcommand\twall\tcpu\trss_kb\tload1\n' > "$W/results.tsv"
-CMDS=(sync resync wget)
+CMDS=(${CMDS:-sync unpack resync wget})
 [ -n "${BEFORE:-}" ] && CMDS+=(before)
 for RUN in $(seq "$RUNS"); do
   k=$(( (RUN - 1) % ${#CMDS[@]} ))
@@ -141,7 +146,7 @@ import csv, statistics as st, sys
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter='\t'))
 med = {c: (st.median(float(r['wall']) for r in rows if r['command'] == c),
            st.median(float(r['cpu']) for r in rows if r['command'] == c),
-           st.median(int(r['rss_kb']) for r in rows if r['command'] == c)) for c in ('sync', 'resync', 'wget', 'before') if any(r['command'] == c for r in rows)}
+           st.median(int(r['rss_kb']) for r in rows if r['command'] == c)) for c in ('sync', 'unpack', 'resync', 'wget', 'before') if any(r['command'] == c for r in rows)}
 print('| command | wall (median) | CPU (median) | peak RSS | wall ratio to sync | CPU ratio to sync |')
 print('|---|---|---|---|---|---|')
 for c, (w, u, k) in med.items():
