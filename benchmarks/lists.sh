@@ -9,7 +9,8 @@
 #   aria2c  aria2c -j16 -i LIST (Debian's aria2, its defaults: keep-alive,
 #           no hash checked) on the same URLs, each to its path
 #   resync  resync-sync --baseline (resync 2.0.2 from
-#           ../shared/peers/resync-src) on a Resource List of the first
+#           ../shared/peers/resync-src, --noauth: its list is served from
+#           127.0.0.3) on a Resource List of the first
 #           SUB resources only (it is too slow for all of them): compare
 #           its resources per second, not its wall time
 # Every server is one rsdump serve --resources of the tree (the pack's
@@ -56,32 +57,36 @@ fi
 if [ ! -f "$OUT/subset-$SUB.xml" ]; then
   # resync's subset: the first SUB files, packed alone (same base URL).
   rm -rf "$TREE.sub" "$OUT.sub"; mkdir -p "$TREE.sub"
-  (cd "$TREE" && find . -type f | sort | head -n "$SUB" | xargs cp -l --parents -t "$TREE.sub")
+  (cd "$TREE" && find . -type f | sort | sed -n "1,${SUB}p" | xargs cp -l --parents -t "$TREE.sub")
   "$W/rsdump" pack "$TREE.sub" -o "$OUT.sub" --quiet --compress store --hash sha-256 \
     --base-url "http://$A/res/" --dump-url "http://$A/dump/"
   cp "$OUT.sub/resourcelist.xml" "$OUT/subset-$SUB.xml"
 fi
+SUBDIR="$W/subset-$SUB"; rm -rf "$SUBDIR"; mkdir -p "$SUBDIR"; cp "$OUT/subset-$SUB.xml" "$SUBDIR/resourcelist.xml"
 LIST="$W/aria2-$FILES-$SIZE-$PORT.list"
 [ -s "$LIST" ] || (cd "$TREE" && find . -type f | sort | sed 's|^\./||' | awk -v a="$A" '{print "http://" a "/res/" $0 "\n  out=" $0}') > "$LIST"
 grep -q resourcedump "$OUT/capabilitylist.xml" && { echo "the Capability List still names a dump" >&2; exit 1; }
 
 "$W/rsdump" serve "$OUT" -q --addr "$SA_" --base-url "http://$A/res/" --dump-url "http://$A/dump/" --resources "$TREE" &
 SA=$!
+# The subset's list alone, for resync (its resources are on the server above).
+"$W/rsdump" serve "$SUBDIR" -q --addr "127.0.0.3:$PORT" --base-url "http://127.0.0.3:$PORT/res/" --dump-url "http://127.0.0.3:$PORT/dump/" &
+SS=$!
 SW=
 if [ "$RTT" != 0 ]; then
   "$W/wan" -rtt "$RTT" -map "$A=$SA_" &
   SW=$!
 fi
-trap 'kill $SA $SW 2>/dev/null; rm -rf "$W/dst" "$W/work"' EXIT
+trap 'kill $SA $SS $SW 2>/dev/null; rm -rf "$W/dst" "$W/work"' EXIT
 sleep 0.5
-for p in $SA $SW; do kill -0 "$p" || { echo "a server did not start" >&2; exit 1; }; done
+for p in $SA $SS $SW; do kill -0 "$p" || { echo "a server did not start" >&2; exit 1; }; done
 
 cmd() {
   rm -rf "$W/dst" "$W/work"; mkdir -p "$W/dst" "$W/work"
   case $1 in
     sync) echo "$W/rsdump sync http://$A/ --dest $W/dst -q" ;;
     aria2c) echo "aria2c -j16 -q -d $W/dst -i $LIST" ;;
-    resync) echo "env PYTHONPATH=$PEER /usr/bin/python3 $PEER/resync-sync --baseline --sitemap http://$A/dump/subset-$SUB.xml http://$A/res/=$W/dst" ;;
+    resync) echo "env PYTHONPATH=$PEER /usr/bin/python3 $PEER/resync-sync --baseline --noauth --sitemap http://127.0.0.3:$PORT/dump/resourcelist.xml http://$A/res/=$W/dst" ;;
   esac
 }
 count() { case $1 in resync) echo "$SUB" ;; *) echo "$FILES" ;; esac; }

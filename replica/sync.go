@@ -49,7 +49,7 @@ type Options struct {
 	Transfer transfer.Options
 	Client   *http.Client
 	Jobs     int // packages unpacked at once
-	Fetches  int // resources fetched at once from a list
+	Fetches  int // resources fetched at once from a list [DefaultFetches]
 	// MaxResourceSize is the most taken of a list's resource whose entry
 	// gives no length (unpack.Options.MaxResourceSize).
 	MaxResourceSize int64
@@ -81,6 +81,12 @@ type Result struct {
 	unpack.Result
 }
 
+// DefaultFetches is how many resources Sync fetches at once from a
+// Resource List or Change List: over connections kept alive (the
+// client's idle pool holds as many per host), enough to hide the latency
+// of small files between institutions, a bounded pool for the Source.
+const DefaultFetches = 16
+
 // ErrOtherSource is a tree that is the copy of another Source.
 var ErrOtherSource = errors.New("the destination is a copy of another Source")
 
@@ -96,6 +102,9 @@ var ErrOtherSource = errors.New("the destination is a copy of another Source")
 func Sync(ctx context.Context, source, dir string, opts Options) (*Result, error) {
 	if opts.Client == nil {
 		opts.Client = transfer.NewClient(opts.Transfer)
+	}
+	if opts.Fetches <= 0 {
+		opts.Fetches = DefaultFetches
 	}
 	d, err := deststate.Open(dir, deststate.Options{Command: "sync", DryRun: opts.DryRun, KeepCache: true})
 	if err != nil {

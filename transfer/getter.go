@@ -60,7 +60,7 @@ func newClient(o Options) *http.Client {
 		MinSpeed:              max(o.MinSpeed, 0), // negative: off
 		MinSpeedWindow:        o.MinSpeedWindow,
 		MaxIdleConns:          2 * o.Connections,
-		MaxIdleConnsPerHost:   2 * o.PerMirror,
+		MaxIdleConnsPerHost:   max(2*o.PerMirror, o.Connections), // a list's resources come from one host, up to Connections at once
 		IdleConnTimeout:       90 * time.Second,
 		DisableCompression:    true,
 		ReadBufferSize:        64 << 10,
