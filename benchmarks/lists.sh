@@ -77,12 +77,21 @@ if [ "$RTT" != 0 ]; then
   "$W/wan" -rtt "$RTT" -map "$A=$SA_" &
   SW=$!
 fi
-trap 'kill $SA $SS $SW 2>/dev/null; rm -rf "$W/dst" "$W/work"' EXIT
+trap 'kill $SA $SS $SW 2>/dev/null; rm -rf "$W/dst" "$W/work" "$W/trash"' EXIT
 sleep 0.5
 for p in $SA $SS $SW; do kill -0 "$p" || { echo "a server did not start" >&2; exit 1; }; done
 
+# fresh: an empty destination. The one a command wrote is moved aside, not
+# deleted: ext4 skips the inodes of files deleted moments before when it
+# allocates new ones (recently_deleted, seen with perf), so the command
+# right after a deletion of 100,000 files spent more kernel time finding
+# inodes than doing its own work, whichever it was. The trash goes at exit.
+fresh() {
+  if [ -d "$W/dst" ]; then mkdir -p "$W/trash"; mv "$W/dst" "$W/trash/$(date +%s%N)"; fi
+  rm -rf "$W/work"; mkdir -p "$W/dst" "$W/work"
+}
 cmd() {
-  rm -rf "$W/dst" "$W/work"; mkdir -p "$W/dst" "$W/work"
+  fresh
   case $1 in
     sync) echo "$W/rsdump sync http://$A/ --dest $W/dst -q" ;;
     aria2c) echo "aria2c -j16 -q -d $W/dst -i $LIST" ;;
