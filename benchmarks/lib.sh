@@ -59,3 +59,14 @@ for i in range(n):
 PY
   mv "$1.tmp" "$1"
 }
+
+# fresh W: an empty destination W/dst (and W/work). The one a command wrote
+# is moved aside to W/trash, not deleted: ext4 skips the inodes of files
+# deleted moments before when it allocates new ones (recently_deleted,
+# seen with perf), so the command right after a deletion of 100,000 files
+# spent more kernel time finding inodes than doing its own work, whichever
+# it was. The caller removes W/trash at exit.
+fresh() {
+  if [ -d "$1/dst" ]; then mkdir -p "$1/trash"; mv "$1/dst" "$1/trash/$(date +%s%N)"; fi
+  rm -rf "$1/work"; mkdir -p "$1/dst" "$1/work"
+}

@@ -81,17 +81,8 @@ trap 'kill $SA $SS $SW 2>/dev/null; rm -rf "$W/dst" "$W/work" "$W/trash"' EXIT
 sleep 0.5
 for p in $SA $SS $SW; do kill -0 "$p" || { echo "a server did not start" >&2; exit 1; }; done
 
-# fresh: an empty destination. The one a command wrote is moved aside, not
-# deleted: ext4 skips the inodes of files deleted moments before when it
-# allocates new ones (recently_deleted, seen with perf), so the command
-# right after a deletion of 100,000 files spent more kernel time finding
-# inodes than doing its own work, whichever it was. The trash goes at exit.
-fresh() {
-  if [ -d "$W/dst" ]; then mkdir -p "$W/trash"; mv "$W/dst" "$W/trash/$(date +%s%N)"; fi
-  rm -rf "$W/work"; mkdir -p "$W/dst" "$W/work"
-}
 cmd() {
-  fresh
+  fresh "$W"
   case $1 in
     sync) echo "$W/rsdump sync http://$A/ --dest $W/dst -q" ;;
     aria2c) echo "aria2c -j16 -q -d $W/dst -i $LIST" ;;

@@ -96,18 +96,9 @@ find . -name 'index.html*' -delete
 sha256sum --quiet -c "$W/sums-$FILES-$SIZE"
 EOF
 
-# fresh: an empty destination. The one a command wrote is moved aside, not
-# deleted: ext4 skips the inodes of files deleted moments before when it
-# allocates new ones (recently_deleted, seen with perf), so the command
-# right after a deletion of 100,000 files spent more kernel time finding
-# inodes than doing its own work, whichever it was. The trash goes at exit.
-fresh() {
-  if [ -d "$W/dst" ]; then mkdir -p "$W/trash"; mv "$W/dst" "$W/trash/$(date +%s%N)"; fi
-  rm -rf "$W/work"; mkdir -p "$W/dst" "$W/work"
-}
 # cmd NAME: the command line to time, after making a fresh destination.
 cmd() {
-  fresh
+  fresh "$W"
   case $1 in
     sync) echo "$W/rsdump sync http://$A/ --dest $W/dst -q" ;;
     before) echo "$BEFORE sync http://$A/ --dest $W/dst -q" ;;
