@@ -70,3 +70,17 @@ fresh() {
   if [ -d "$1/dst" ]; then mkdir -p "$1/trash"; mv "$1/dst" "$1/trash/$(date +%s%N)"; fi
   rm -rf "$1/work"; mkdir -p "$1/dst" "$1/work"
 }
+
+# rounds RUNS CMD...: RUNS rounds of `timed CMD` (the caller's) for every
+# command, the order rotating round by round, so that none always runs
+# first or right after another; RUN is the round, for timed's rows.
+rounds() {
+  local n=$1 k c; shift
+  local cmds=("$@") order
+  for RUN in $(seq "$n"); do
+    k=$(( (RUN - 1) % ${#cmds[@]} ))
+    order=("${cmds[@]:$k}" "${cmds[@]:0:$k}")
+    echo "run $RUN (${order[*]}), load $(cut -d' ' -f1-3 /proc/loadavg)"
+    for c in "${order[@]}"; do timed "$c"; done
+  done
+}

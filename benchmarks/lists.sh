@@ -117,12 +117,7 @@ echo "machine: $(nproc) cores, $(go version | cut -d' ' -f3); rsdump $REV;" \
   "$(date -u '+%Y-%m-%d %H:%M UTC'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 printf 'run\tcommand\tresources\twall\tcpu\trss_kb\trate\tload1\n' > "$W/results.tsv"
 CMDS=(${CMDS:-sync aria2c resync})
-for RUN in $(seq "$RUNS"); do
-  k=$(( (RUN - 1) % ${#CMDS[@]} ))
-  order=("${CMDS[@]:$k}" "${CMDS[@]:0:$k}")
-  echo "run $RUN (${order[*]}), load $(cut -d' ' -f1-3 /proc/loadavg)"
-  for c in "${order[@]}"; do timed "$c"; done
-done
+rounds "$RUNS" "${CMDS[@]}"
 echo "end $(date -u '+%H:%M UTC'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 cp "$W/results.tsv" "$W/results-$FILES-rtt$RTT-$(date -u +%Y%m%dT%H%M).tsv"
 

@@ -132,12 +132,7 @@ echo "machine: $(nproc) cores, $(go version | cut -d' ' -f3); rsdump $REV;" \
 printf 'run\tcommand\twall\tcpu\trss_kb\tload1\n' > "$W/results.tsv"
 CMDS=(${CMDS:-sync unpack resync wget})
 [ -n "${BEFORE:-}" ] && CMDS+=(before)
-for RUN in $(seq "$RUNS"); do
-  k=$(( (RUN - 1) % ${#CMDS[@]} ))
-  order=("${CMDS[@]:$k}" "${CMDS[@]:0:$k}")
-  echo "run $RUN (${order[*]}), load $(cut -d' ' -f1-3 /proc/loadavg)"
-  for c in "${order[@]}"; do timed "$c"; done
-done
+rounds "$RUNS" "${CMDS[@]}"
 echo "end $(date -u '+%H:%M UTC'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 cp "$W/results.tsv" "$W/results-$FILES-rtt$RTT-$(date -u +%Y%m%dT%H%M).tsv"
 
