@@ -52,9 +52,23 @@ func (r PackageRef) Until() time.Time {
 // a URL: one that is not an absolute URL, or an s3:// one without the
 // user's grant) is rejected whole, before anything it names is read.
 func LoadDump(ctx context.Context, client *http.Client, loc string, rep *finding.Reporter) (*Dump, error) {
+	return LoadDumpAfter(ctx, client, loc, rep, nil)
+}
+
+// LoadDumpAfter is LoadDump that leaves unread each part of a Change Dump
+// Index whose until applied says the tree has already (nil: none): the
+// cost of a sync of a Change Dump that grew by a part a run stays that of
+// the new parts, however long the chain. Their packages are not in the
+// Dump.
+func LoadDumpAfter(ctx context.Context, client *http.Client, loc string, rep *finding.Reporter, applied func(until time.Time) bool) (*Dump, error) {
 	d := &Dump{Source: loc}
 	l := &dumpLoader{ctx: ctx, rep: rep, dump: d}
 	ld := resourcesync.Loader{Open: resourcesync.Opener{Client: client}.Open, Document: l.document, Entry: l.entry, PartFailed: l.partFailed, NotAfter: resourcesync.Horizon()}
+	if applied != nil {
+		ld.SkipPart = func(index *resourcesync.Document, _ int, u resourcesync.URL) bool {
+			return index.Header.MD.Capability == resourcesync.CapChangeDump && u.MD != nil && !u.MD.Until.IsZero() && applied(u.MD.Until)
+		}
+	}
 	err := ld.Load(ctx, loc)
 	var oe *resourcesync.OpenError
 	switch {

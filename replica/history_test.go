@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,12 +31,16 @@ func TestSyncFollowsIndexes(t *testing.T) {
 	}
 	src, out := t.TempDir(), t.TempDir()
 	hideDump := false
+	var parts atomic.Int64 // requests for a part of the Change Dump Index
 	mux := http.NewServeMux()
 	mux.Handle("/res/", http.StripPrefix("/res/", http.FileServer(http.Dir(src))))
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if hideDump && r.URL.Path == "/"+pack.ChangeDumpName {
 			http.NotFound(w, r)
 			return
+		}
+		if strings.HasPrefix(r.URL.Path, "/changedump-part") || strings.HasPrefix(r.URL.Path, "/changelist-part") {
+			parts.Add(1)
 		}
 		http.FileServer(http.Dir(out)).ServeHTTP(w, r)
 	}))
@@ -109,10 +115,38 @@ func TestSyncFollowsIndexes(t *testing.T) {
 	}
 	sameTree(t, dumps, tree)
 
+	// Up to date, the next sync reads the one new part, not every run's.
+	put("new/after.txt", "after the catch-up", last.Add(10*time.Minute))
+	packRun(runs + 1)
+	parts.Store(0)
+	res, fs, _ = syncRun(t, "", dumps, replica.Options{})
+	if res.Problems() != 0 || res.Packages != 1 || !res.Until.Equal(last.Add(time.Hour)) {
+		t.Fatalf("one run behind: %+v\n%s", res, problems(fs))
+	}
+	if n := parts.Load(); n != 1 {
+		t.Errorf("one run behind, the sync asked for %d parts of the indexes, want only the Change Dump's new one", n)
+	}
+	sameTree(t, dumps, tree)
+	last = last.Add(time.Hour)
+
 	hideDump = true
 	res, fs, _ = syncRun(t, "", lists, replica.Options{})
 	if res.Problems() != 0 || len(res.Steps) != 1 || res.Steps[0].Doc != srv.URL+"/"+pack.ChangeListName || !res.Until.Equal(last) {
 		t.Fatalf("%d runs behind, from the Change List Index: %+v (steps %+v)\n%s", runs, res, res.Steps, problems(fs))
+	}
+	sameTree(t, lists, tree)
+
+	// Up to date, the next sync from the Change List Index reads the one
+	// new part.
+	put("new/later.txt", "after the list catch-up", last.Add(10*time.Minute))
+	packRun(runs + 2)
+	parts.Store(0)
+	res, fs, _ = syncRun(t, "", lists, replica.Options{})
+	if res.Problems() != 0 || res.Written != 1 || !res.Until.Equal(last.Add(time.Hour)) {
+		t.Fatalf("one run behind, from the Change List Index: %+v\n%s", res, problems(fs))
+	}
+	if n := parts.Load(); n != 1 {
+		t.Errorf("one run behind, the sync asked for %d parts of the Change List Index, want only the new one", n)
 	}
 	sameTree(t, lists, tree)
 }

@@ -47,6 +47,10 @@ type Loader struct {
 	// NoParts hands an index's entries to Entry without loading the
 	// parts.
 	NoParts bool
+	// SkipPart, when set, is asked of each entry of an index, after
+	// Entry: true leaves that part unread (a Destination that has applied
+	// it already need not fetch it again).
+	SkipPart func(index *Document, n int, u URL) bool
 	// NotAfter, when set, refuses a document whose own times or whose
 	// entries' times of change are later than it (FutureHeader,
 	// FutureEntry): a Destination sets Horizon(), so that no time from a
@@ -141,7 +145,7 @@ func (l *Loader) entry(ctx context.Context, d *Document, n int, u URL) error {
 			return err
 		}
 	}
-	if d.Header.Kind != SitemapIndex || l.NoParts {
+	if d.Header.Kind != SitemapIndex || l.NoParts || l.SkipPart != nil && l.SkipPart(d, n, u) {
 		return nil
 	}
 	part, err := Resolve(ctx, d.Loc, u.Loc)

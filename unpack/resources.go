@@ -79,6 +79,11 @@ func ApplyList(ctx context.Context, loc, dir string, opts Options) (*Result, err
 		Document: l.document,
 		Entry:    func(d *resourcesync.Document, _ int, e resourcesync.URL) error { return l.entry(ctx, d, e) },
 		NotAfter: resourcesync.Horizon(),
+		// The parts of a Change List Index the tree has applied are not
+		// read again: none of their changes would apply.
+		SkipPart: func(index *resourcesync.Document, _ int, e resourcesync.URL) bool {
+			return index.Header.MD.Capability == resourcesync.CapChangeList && e.MD != nil && !e.MD.Until.IsZero() && !u.state().Applies(e.MD.Until)
+		},
 	}
 	if err := ld.Load(ctx, loc); err != nil {
 		return nil, err

@@ -223,7 +223,13 @@ func (u *unpacker) run(ctx context.Context, source string) error {
 	if pkgread.IsZip(source) {
 		return u.standalone(ctx, source)
 	}
-	d, err := pkgread.LoadDump(ctx, u.opts.Client, source, u.rep)
+	var applied func(time.Time) bool
+	if len(u.opts.Only) == 0 {
+		// The parts of a Change Dump Index the tree has applied are not
+		// read again: their packages would all be skipped.
+		applied = func(until time.Time) bool { return !u.state().Applies(until) }
+	}
+	d, err := pkgread.LoadDumpAfter(ctx, u.opts.Client, source, u.rep, applied)
 	if errors.Is(err, pkgread.ErrRejected) {
 		return nil // reported
 	}
