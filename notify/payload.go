@@ -135,16 +135,7 @@ func encode(capabilityList string, md resourcesync.MD, urls []resourcesync.URL) 
 	if capabilityList != "" {
 		h.Links = []resourcesync.Link{{Rel: "up", Href: capabilityList}}
 	}
-	enc, err := resourcesync.NewEncoder(&buf, h)
-	if err != nil {
-		return nil, err
-	}
-	for _, u := range urls {
-		if err := enc.Encode(u); err != nil {
-			return nil, err
-		}
-	}
-	if err := enc.Close(); err != nil {
+	if err := resourcesync.EncodeAll(&buf, h, urls); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil

@@ -115,17 +115,8 @@ func packageURL(o *Options, p PackageInfo) resourcesync.URL {
 
 func encodeFile(out *output, name string, h resourcesync.Header, urls []resourcesync.URL) error {
 	var buf bytes.Buffer
-	enc, err := resourcesync.NewEncoder(&buf, h)
-	if err != nil {
-		return err
-	}
-	for _, u := range urls {
-		if err := enc.Encode(u); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-	}
-	if err := enc.Close(); err != nil {
-		return err
+	if err := resourcesync.EncodeAll(&buf, h, urls); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
 	}
 	out.note(name, h, buf.Bytes())
 	return out.write(name, buf.Bytes())

@@ -158,17 +158,8 @@ func (w *pkgWriter) manifest(completed time.Time) ([]byte, error) {
 	if w.opts.CapabilityList != "" {
 		h.Links = []resourcesync.Link{{Rel: "up", Href: w.opts.CapabilityList}}
 	}
-	enc, err := resourcesync.NewEncoder(&buf, h)
-	if err != nil {
-		return nil, err
-	}
-	for _, u := range w.entries {
-		if err := enc.Encode(u); err != nil {
-			return nil, fmt.Errorf("%s: manifest entry %s: %w", w.name, u.Loc, err)
-		}
-	}
-	if err := enc.Close(); err != nil {
-		return nil, err
+	if err := resourcesync.EncodeAll(&buf, h, w.entries); err != nil {
+		return nil, fmt.Errorf("%s: manifest entry %w", w.name, err)
 	}
 	return buf.Bytes(), nil
 }

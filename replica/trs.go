@@ -358,16 +358,7 @@ func encodeList(name string, h resourcesync.Header, entries []resourcesync.URL) 
 		return err
 	}
 	defer f.Close()
-	enc, err := resourcesync.NewEncoder(f, h)
-	if err != nil {
-		return err
-	}
-	for _, u := range entries {
-		if err := enc.Encode(u); err != nil {
-			return fmt.Errorf("%s: %w", u.Loc, err)
-		}
-	}
-	if err := enc.Close(); err != nil {
+	if err := resourcesync.EncodeAll(f, h, entries); err != nil {
 		return err
 	}
 	return f.Close()

@@ -60,6 +60,22 @@ func writeHeader(x *xmlBuf, h Header) {
 	}
 }
 
+// EncodeAll writes a whole document: header h and the entries urls. An
+// entry that cannot be written fails it, naming the entry's <loc>; output
+// is buffered, so w may hold a part of the document then.
+func EncodeAll(w io.Writer, h Header, urls []URL) error {
+	enc, err := NewEncoder(w, h)
+	if err != nil {
+		return err
+	}
+	for _, u := range urls {
+		if err := enc.Encode(u); err != nil {
+			return fmt.Errorf("%s: %w", u.Loc, err)
+		}
+	}
+	return enc.Close()
+}
+
 // Encode writes u as one entry line. It fails without writing anything when
 // u has no Loc, when a string holds a character XML cannot carry, and with
 // ErrLimit when the document is full.

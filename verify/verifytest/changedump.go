@@ -71,16 +71,7 @@ func ChangeZip(t testing.TB, p ChangePackage) ([]byte, []byte) {
 func Encode(t testing.TB, h resourcesync.Header, urls []resourcesync.URL) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	enc, err := resourcesync.NewEncoder(&buf, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, u := range urls {
-		if err := enc.Encode(u); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := enc.Close(); err != nil {
+	if err := resourcesync.EncodeAll(&buf, h, urls); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
