@@ -17,11 +17,14 @@ import (
 // Capability List; package notify sends the notifications.
 type Channels struct {
 	Hub string // the hub's URL; empty: no channel is advertised
-	// Framework is the topic of framework notifications; default the
-	// hub's URL and "/framework".
+	// Topics is the prefix of the default topics, Topics+"framework" and
+	// Topics+"changes"; default the hub's URL and "/".
+	Topics string
+	// Framework is the topic of framework notifications; default
+	// Topics+"framework".
 	Framework string
 	// Change is the topic of change notifications; empty: none, unless
-	// ChangeNotification gives the default, the hub's URL and "/changes".
+	// ChangeNotification gives the default, Topics+"changes".
 	Change             string
 	ChangeNotification bool
 }
@@ -29,22 +32,25 @@ type Channels struct {
 // setDefaults checks the URLs and fills in the default topics.
 func (c *Channels) setDefaults() error {
 	if c.Hub == "" {
-		if c.Framework != "" || c.Change != "" || c.ChangeNotification {
+		if c.Topics != "" || c.Framework != "" || c.Change != "" || c.ChangeNotification {
 			return fmt.Errorf("notification topics need a hub")
 		}
 		return nil
 	}
-	for _, u := range []*string{&c.Hub, &c.Framework, &c.Change} {
+	for _, u := range []*string{&c.Hub, &c.Topics, &c.Framework, &c.Change} {
 		if *u != "" && !resourcesync.IsURL(*u) {
 			return fmt.Errorf("hub or topic %q: not an http(s) URL", *u)
 		}
 	}
-	hub := strings.TrimSuffix(c.Hub, "/")
+	if c.Topics == "" {
+		c.Topics = c.Hub
+	}
+	c.Topics = strings.TrimSuffix(c.Topics, "/") + "/"
 	if c.Framework == "" {
-		c.Framework = hub + "/framework"
+		c.Framework = c.Topics + "framework"
 	}
 	if c.Change == "" && c.ChangeNotification {
-		c.Change = hub + "/changes"
+		c.Change = c.Topics + "changes"
 	}
 	c.ChangeNotification = c.Change != ""
 	return nil

@@ -231,14 +231,7 @@ func (f *packFlags) channels(o *pack.Options) error {
 	if f.shard != "" {
 		return usagef("--hub: a shard publishes no document; give it to --merge")
 	}
-	o.Channels = pack.Channels{Hub: f.hub, ChangeNotification: f.changeNotification}
-	if f.topic != "" {
-		prefix := strings.TrimSuffix(f.topic, "/") + "/"
-		o.Channels.Framework = prefix + "framework"
-		if f.changeNotification {
-			o.Channels.Change = prefix + "changes"
-		}
-	}
+	o.Channels = pack.Channels{Hub: f.hub, Topics: f.topic, ChangeNotification: f.changeNotification}
 	return nil
 }
 
