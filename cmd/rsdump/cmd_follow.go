@@ -42,11 +42,8 @@ func doFollow(ctx context.Context, source string, f syncFlags, o replica.Options
 				say(newFollowLine(fe))
 			}
 		}}
-	err := follow.Follow(ctx, source, f.dest, fo)
-	if err != nil {
-		return err
-	}
-	return nil // stopped by a signal, cleanly
+	// nil once stopped by a signal, cleanly.
+	return follow.Follow(ctx, source, f.dest, fo)
 }
 
 // followLine is one event of sync --follow, as --json prints it.
