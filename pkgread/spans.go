@@ -50,3 +50,33 @@ func (p *Package) CheckLayout() {
 	}
 	p.spans = p.spans[:0]
 }
+
+// Span is where b's entry lies in the package (its local header, data
+// and data descriptor), as the layout check takes it: from the read of b,
+// else read now from its local header. A reader that lets go of the
+// package's bytes as it goes (a held download) takes the span of an
+// entry it skips before it passes it.
+func (p *Package) Span(b *Bitstream) (start, end int64, err error) {
+	t, ok := p.tiles[b.File]
+	if !ok {
+		t.r, t.err = p.entryRange(b.File)
+		p.tiles[b.File] = t
+	}
+	return t.r.start, t.r.end, t.err
+}
+
+// KnownSpan gives the layout check b's span as an earlier read of the
+// same package found it (unpack's resumed staging), instead of a read.
+func (p *Package) KnownSpan(b *Bitstream, start, end int64) {
+	p.tiles[b.File] = tile{r: byteRange{start, end, b.File.Name}}
+}
+
+// HeaderOffset is where b's local header starts, from the central
+// directory, without a read; -1 when unknown.
+func (p *Package) HeaderOffset(b *Bitstream) int64 {
+	off, err := headerOffset(b.File)
+	if err != nil {
+		return -1
+	}
+	return off
+}

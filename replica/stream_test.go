@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -26,7 +27,7 @@ func TestSyncStagesWhileDownloading(t *testing.T) {
 	s := newSource(t, files(n, size))
 	dst := t.TempDir()
 	total := int64(n * size)
-	var early, late atomic.Int64
+	var early, late, parts atomic.Int64
 	s.handler = func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			var first int64
@@ -34,6 +35,9 @@ func TestSyncStagesWhileDownloading(t *testing.T) {
 				fmt.Sscanf(r.Header.Get("Range"), "bytes=%d-", &first)
 			}
 			if first > total/2 && first < total-4*plen {
+				if partWritten(dst) {
+					parts.Add(1)
+				}
 				if staged(dst, 10*time.Second) {
 					early.Add(1)
 				} else {
@@ -52,15 +56,39 @@ func TestSyncStagesWhileDownloading(t *testing.T) {
 	if early.Load() == 0 || late.Load() > 0 {
 		t.Errorf("pieces of the second half released once a bitstream was staged: %d; by the time-out, nothing staged: %d", early.Load(), late.Load())
 	}
+	// The package is held in memory: it is never written to the cache
+	// (and read back).
+	if parts.Load() > 0 {
+		t.Errorf("a .part of the package was in the cache during %d requests", parts.Load())
+	}
 }
 
-// staged waits up to limit for a file in dst's staging directory.
+// partWritten says whether a download's .part is in dst's cache.
+func partWritten(dst string) bool {
+	found := false
+	filepath.WalkDir(filepath.Join(dst, filepath.FromSlash(deststate.Path(deststate.CacheDir))), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(p, ".part") {
+			found = true
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	return found
+}
+
+// staged waits up to limit for a file in a staging directory of dst's:
+// DIR/.rsdump/tmp/RANDOM, or a resumable package's
+// DIR/.rsdump/cache/pkg-ID/stage.
 func staged(dst string, limit time.Duration) bool {
-	tmp := filepath.Join(dst, filepath.FromSlash(deststate.Path(deststate.TmpDir)))
+	state := filepath.Join(dst, filepath.FromSlash(deststate.Path(".")))
 	for end := time.Now().Add(limit); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
 		found := false
-		filepath.WalkDir(tmp, func(_ string, d fs.DirEntry, err error) error {
-			if err == nil && d.Type().IsRegular() {
+		filepath.WalkDir(state, func(p string, d fs.DirEntry, err error) error {
+			rel, _ := filepath.Rel(state, p)
+			parts := strings.Split(filepath.ToSlash(rel), "/")
+			inStage := len(parts) > 2 && parts[0] == deststate.TmpDir ||
+				len(parts) > 3 && parts[0] == deststate.CacheDir && parts[2] == "stage"
+			if err == nil && d.Type().IsRegular() && inStage {
 				found = true
 				return filepath.SkipAll
 			}
@@ -71,4 +99,90 @@ func staged(dst string, limit time.Duration) bool {
 		}
 	}
 	return false
+}
+
+// TestSyncResumeChecksStaged: a sync whose package download fails half
+// way keeps what it staged; the next run fetches only the rest, and a
+// staged file changed in between is not taken (hashed again, it no longer
+// matches the manifest): it is staged again from the package.
+func TestSyncResumeChecksStaged(t *testing.T) {
+	const n, size, plen = 64, 100000, 128 << 10
+	s := newSource(t, randomFiles(n, size))
+	total := int64(n * size)
+	dst := t.TempDir()
+	var broken atomic.Bool
+	var sent atomic.Int64
+	broken.Store(true)
+	s.handler = func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasSuffix(r.URL.Path, ".zip") {
+				var first int64
+				fmt.Sscanf(r.Header.Get("Range"), "bytes=%d-", &first)
+				if broken.Load() && first > total*3/4 && first < total-4*plen {
+					// Cut off once half the bitstreams are staged.
+					for end := time.Now().Add(10 * time.Second); len(stagedFiles(dst)) < n/2 && time.Now().Before(end); {
+						time.Sleep(5 * time.Millisecond)
+					}
+					http.NotFound(w, r)
+					return
+				}
+				w = &countingWriter{ResponseWriter: w, sent: &sent}
+			}
+			h.ServeHTTP(w, r)
+		})
+	}
+	s.packDump(pack.Options{Compress: pack.Store, Metalink: &pack.MetalinkOptions{PieceLength: plen}})
+	if res, _, _ := syncRun(t, s.srv.URL+"/", dst, replica.Options{}); res.Problems() == 0 {
+		t.Fatal("the first run, its package cut off half way, reported no problem")
+	}
+	kept := stagedFiles(dst)
+	if len(kept) < n/2 {
+		t.Fatalf("%d bitstreams kept staged after the first run", len(kept))
+	}
+	b, err := os.ReadFile(kept[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0xff
+	if err := os.WriteFile(kept[0], b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	first := sent.Load()
+	broken.Store(false)
+	res, fs, _ := syncRun(t, s.srv.URL+"/", dst, replica.Options{})
+	if res.Problems() != 0 || res.Written != n {
+		t.Fatalf("%+v\n%s", res, problems(fs))
+	}
+	sameTree(t, dst, s.files)
+	if again := sent.Load() - first; again > total*3/4 {
+		t.Errorf("the second run fetched %d of the package's %d bytes: it did not resume from what was staged", again, total)
+	}
+}
+
+// countingWriter counts the package bytes a server sends.
+type countingWriter struct {
+	http.ResponseWriter
+	sent *atomic.Int64
+}
+
+func (w *countingWriter) Write(b []byte) (int, error) {
+	n, err := w.ResponseWriter.Write(b)
+	w.sent.Add(int64(n))
+	return n, err
+}
+
+// stagedFiles lists the files in the kept stages of dst's packages
+// (DIR/.rsdump/cache/pkg-ID/stage).
+func stagedFiles(dst string) []string {
+	stage, _ := filepath.Glob(filepath.Join(dst, filepath.FromSlash(deststate.Path(deststate.CacheDir)), "*", "stage"))
+	var out []string
+	for _, dir := range stage {
+		filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() {
+				out = append(out, p)
+			}
+			return nil
+		})
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package transfer
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,7 +26,11 @@ type download struct {
 	final     string
 	partPath  string
 	statePath string
-	part      *os.File
+	part      *os.File // the .part; nil when held
+	mem       *held    // the pieces in memory, when held (StreamHeld)
+	window    int      // pieces a held download fetches ahead of its reader
+	resumedTo int64    // a held download's checkpoint: its hash covers the bytes before
+	held      bool     // kept in memory for a Streaming reader (StreamHeld)
 	plen      int64
 	n         int
 	ctx       context.Context
@@ -123,21 +128,30 @@ func (d *download) span(i int) (int64, int64) {
 func (d *download) run(ctx context.Context) (err error) {
 	start := time.Now()
 	defer func() { d.res.Elapsed = time.Since(start) }()
-	if done, err := d.alreadyComplete(); err != nil || done {
-		return err
-	}
-	if err := d.open(); err != nil {
-		return err
-	}
-	defer func() {
-		if d.part != nil {
-			d.part.Close()
+	if d.held {
+		if err := d.openHeld(); err != nil {
+			return err
 		}
-	}()
+	} else {
+		if done, err := d.alreadyComplete(); err != nil || done {
+			return err
+		}
+		if err := d.open(); err != nil {
+			return err
+		}
+		defer func() {
+			if d.part != nil {
+				d.part.Close()
+			}
+		}()
+	}
 	if d.opened != nil {
 		d.opened(d)
 	}
-	d.g.opts.Events(&FileStart{Name: d.f.Name, Size: d.f.Size, Resumed: d.res.Resumed})
+	d.mu.Lock()
+	resumed := max(d.res.Resumed, d.resumedTo) // a held download's reader may count its pieces already (release)
+	d.mu.Unlock()
+	d.g.opts.Events(&FileStart{Name: d.f.Name, Size: d.f.Size, Resumed: resumed})
 	sum, err := d.transfer(ctx)
 	if err == nil && d.needsRepair(sum) {
 		sum, err = d.repair(ctx, sum)
@@ -145,7 +159,22 @@ func (d *download) run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	if d.held {
+		return d.publishHeld(sum)
+	}
 	return d.publish(sum)
+}
+
+// data is where the download's bytes are written and read back: the
+// .part, or a held download's memory.
+func (d *download) data() interface {
+	io.ReaderAt
+	io.WriterAt
+} {
+	if d.mem != nil {
+		return d.mem
+	}
+	return d.part
 }
 
 // transfer runs the workers, the state saver and the whole-file hasher;
@@ -204,7 +233,9 @@ func (d *download) workerCount() int {
 	for _, m := range d.mirrors {
 		hosts[m.host] = true
 	}
-	want := d.remaining
+	d.mu.Lock()
+	want := d.remaining // a held download's reader may change it (release)
+	d.mu.Unlock()
 	if len(hosts) > 1 {
 		want *= 2
 	}
@@ -259,7 +290,7 @@ func (d *download) writePrimary(a *attempt, off int64, b []byte) error {
 		p.wmu.Unlock()
 		return errLost
 	}
-	_, err := d.part.WriteAt(b, off)
+	_, err := d.data().WriteAt(b, off)
 	p.wmu.Unlock()
 	if err != nil {
 		return d.failWrite(err)

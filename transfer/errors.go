@@ -151,3 +151,15 @@ func classify(err error) (verdict, time.Duration) {
 
 // errLost marks an attempt cancelled because another copy of its piece won.
 var errLost = errors.New("another mirror delivered this piece first")
+
+// NoRange reports whether a mirror was left that sends the file only
+// whole (it ignores Range): a download that could not take such a
+// response (StreamHeld) may succeed as a plain one.
+func (e *MirrorsError) NoRange() bool {
+	for _, m := range e.Mirrors {
+		if m.NoRange && m.Dropped == "" {
+			return true
+		}
+	}
+	return false
+}

@@ -96,7 +96,7 @@ func (g *Getter) Get(ctx context.Context, dir string, files []File) ([]*Result, 
 	var eg errgroup.Group
 	eg.SetLimit(g.opts.Files)
 	for i, f := range files {
-		eg.Go(func() error { results[i] = g.getOne(ctx, root, dir, f, nil); return nil })
+		eg.Go(func() error { results[i] = g.getOne(ctx, root, dir, f, nil, false); return nil })
 	}
 	eg.Wait()
 	var errs []error
@@ -157,15 +157,16 @@ func workPaths(name string) []string {
 }
 
 // getOne downloads f; opened, when set, is given the download once its
-// .part is open (Stream), and again for a download started over.
-func (g *Getter) getOne(ctx context.Context, root *os.Root, dir string, f File, opened func(*download)) *Result {
+// .part is open (Stream), and again for a download started over; held
+// keeps its pieces in memory instead (StreamHeld).
+func (g *Getter) getOne(ctx context.Context, root *os.Root, dir string, f File, opened func(*download), held bool) *Result {
 	d, err := g.newDownload(dir, f)
 	if err != nil {
 		r := &Result{Name: f.Name, Size: f.Size, Err: err}
 		g.opts.Events(r)
 		return r
 	}
-	d.root, d.opened = root, opened
+	d.root, d.opened, d.held = root, opened, held
 	err = d.run(ctx)
 	if startOver(ctx, d, err) {
 		d = g.again(d)
@@ -193,7 +194,7 @@ func startOver(ctx context.Context, d *download, err error) bool {
 // are more work ahead (finding.Planned).
 func (g *Getter) again(d *download) *download {
 	n, _ := g.newDownload(d.dir, d.f) // d.f passed newDownload once
-	n.root, n.opened = d.root, d.opened
+	n.root, n.opened, n.held = d.root, d.opened, d.held
 	n.fetched.Add(d.fetched.Load())
 	if v := d.verified.Load(); v > 0 {
 		g.opts.Events(finding.Planned{Bytes: v})

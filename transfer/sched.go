@@ -17,6 +17,7 @@ import (
 // (wholeHash.mu) is never held with either.
 type piece struct {
 	done    bool
+	skip    bool     // a held download's piece an earlier run verified: fetched only if the reader asks (see held)
 	primary *attempt // the copy that writes to the file as it streams
 	dup     *attempt // an end-game copy, buffered, written only if it wins
 	excl    []int    // mirrors whose copy failed the hash
@@ -139,10 +140,13 @@ func (d *download) pickPiece(m *mirror, now time.Time) (int, bool) {
 	todo := false
 	for i := d.cursor; i < d.n; i++ {
 		p := &d.pieces[i]
-		if p.done || p.primary != nil || p.dup != nil {
+		if p.done || p.primary != nil || p.dup != nil || p.skip {
 			continue
 		}
 		todo = true
+		if !d.inWindow(i) {
+			break
+		}
 		if d.mayServe(m, p) {
 			return i, false
 		}
@@ -423,7 +427,7 @@ func (d *download) writeDup(a *attempt, p *piece) bool {
 	off, _ := d.span(a.piece)
 	p.wmu.Lock()
 	p.writer = a.id
-	_, err := d.part.WriteAt(a.buf, off)
+	_, err := d.data().WriteAt(a.buf, off)
 	p.wmu.Unlock()
 	if err != nil {
 		d.failLocked(fmt.Errorf("%s: %w", d.partPath, err))

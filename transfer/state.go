@@ -31,6 +31,10 @@ type stateFile struct {
 	PieceType   string `json:"piece_type,omitempty"`
 	PiecesSum   string `json:"pieces_sum,omitempty"` // sha-256 of the piece hashes
 	Done        []byte `json:"done"`                 // bit i set: piece i verified
+	// A held download's checkpoint (version heldVersion): the pieces
+	// before Frontier are in the whole-file hash, whose state is HashState.
+	Frontier  int    `json:"frontier,omitempty"`
+	HashState []byte `json:"hash_state,omitempty"`
 }
 
 // The files a download keeps beside NAME until it is published:
@@ -299,9 +303,23 @@ func (d *download) saver(stop <-chan struct{}) {
 	t := time.NewTicker(d.g.opts.SaveInterval)
 	defer t.Stop()
 	for {
+		var piece <-chan struct{}
+		if d.held {
+			// A checkpoint as each piece lands, not a SaveInterval later:
+			// a killed run loses no more than what was in flight. The
+			// saves coalesce while one is written.
+			piece = d.hashWake.wait()
+		}
 		select {
 		case <-stop:
 			return
+		case <-piece:
+			if err := d.saveState(); err != nil {
+				d.mu.Lock()
+				d.failLocked(err)
+				d.mu.Unlock()
+				return
+			}
 		case <-t.C:
 			if err := d.saveState(); err != nil {
 				d.mu.Lock()
@@ -321,6 +339,16 @@ func (d *download) saveState() error {
 	if !d.dirty {
 		d.mu.Unlock()
 		return nil
+	}
+	if d.held {
+		d.dirty = false
+		d.mu.Unlock()
+		st, ok := d.checkpoint()
+		if !ok {
+			return nil
+		}
+		b, _ := json.Marshal(st)
+		return d.writeState(b)
 	}
 	st := d.identity()
 	st.Done = make([]byte, (d.n+7)/8)

@@ -17,8 +17,8 @@ import (
 
 // streamCandidate picks the mirror to stream from, once per download.
 func (d *download) streamCandidate() *mirror {
-	if d.streamTried {
-		return nil
+	if d.streamTried || d.held {
+		return nil // held: a whole file in one response cannot wait for its reader
 	}
 	for _, m := range d.mirrors {
 		if m.noRange != "" && m.dropped == "" {

@@ -30,6 +30,7 @@ type Streaming struct {
 	res    *Result
 	moved  wakeup // the download (re)started, or ended
 	first  int64  // where reading starts: fetched first
+	held   bool   // pieces kept in memory, not in a .part (StreamHeld)
 
 	mu      sync.Mutex
 	d       *download // the download in progress, once its .part is open
@@ -69,12 +70,17 @@ func (s *Streaming) run(ctx context.Context, dir string) {
 	if s.f.Size > 0 {
 		s.g.opts.Events(finding.Planned{Bytes: s.f.Size})
 	}
-	s.res = s.g.getOne(ctx, root, dir, s.f, s.attach)
+	s.res = s.g.getOne(ctx, root, dir, s.f, s.attach, s.held)
 }
 
-// attach takes the download once its .part is open.
+// attach takes the download once its .part is open (or, held, its
+// memory set up).
 func (s *Streaming) attach(d *download) {
-	f, err := d.root.Open(d.relPart())
+	var f *os.File
+	var err error
+	if d.mem == nil {
+		f, err = d.root.Open(d.relPart())
+	}
 	s.mu.Lock()
 	if s.rf != nil {
 		s.rf.Close() // a download started over: its .part is a new file
@@ -114,7 +120,7 @@ func (s *Streaming) ReadAt(p []byte, off int64) (int, error) {
 
 // await returns a handle to read [off, end) from once every piece of it
 // is verified.
-func (s *Streaming) await(off, end int64) (*os.File, error) {
+func (s *Streaming) await(off, end int64) (io.ReaderAt, error) {
 	for {
 		moved := s.moved.wait()
 		select {
@@ -132,6 +138,9 @@ func (s *Streaming) await(off, end int64) (*os.File, error) {
 		if d != nil && d.f.Pieces.Hashes != nil {
 			wake = d.hashWake.wait()
 			if d.verifiedSpan(off, end) {
+				if d.mem != nil {
+					return d.mem, nil
+				}
 				return rf, nil
 			}
 		}
@@ -144,12 +153,15 @@ func (s *Streaming) await(off, end int64) (*os.File, error) {
 
 // final is the handle to read from once the download ended: the .part's
 // (now the published file), or for a file found complete, the file.
-func (s *Streaming) final() (*os.File, error) {
+func (s *Streaming) final() (io.ReaderAt, error) {
 	if s.res.Err != nil {
 		return nil, s.res.Err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.d != nil && s.d.mem != nil {
+		return s.d.mem, nil // what the reader has not released
+	}
 	if s.rf == nil && s.openErr == nil {
 		s.rf, s.openErr = os.Open(s.res.Path)
 	}
@@ -164,7 +176,8 @@ func (d *download) verifiedSpan(off, end int64) bool {
 	defer d.mu.Unlock()
 	d.urgent = d.urgent[:0]
 	for i := first; i <= last; i++ {
-		if !d.pieces[i].done {
+		if p := &d.pieces[i]; !p.done {
+			p.skip = false // asked for: an earlier run's piece is fetched again
 			d.urgent = append(d.urgent, i)
 		}
 	}
@@ -187,6 +200,41 @@ func (d *download) urgentPiece(m *mirror) int {
 	return -1
 }
 
+// Release tells a held download (StreamHeld) that the reader needs no
+// byte before off any more: the memory they take is let go once the
+// whole-file hash is past them too, and the download fetches further. A
+// piece of an earlier run's checkpoint the reader never asked for counts
+// as done. A .part download ignores it.
+func (s *Streaming) Release(off int64) {
+	s.mu.Lock()
+	d := s.d
+	s.mu.Unlock()
+	if d != nil && d.mem != nil {
+		d.release(off)
+	}
+}
+
+// ResumedTo is, for a held download resumed from an earlier run's
+// checkpoint, where that checkpoint stands: the bytes before it are not
+// fetched again unless read (a reader that kept what it took from them
+// releases them). 0 otherwise, or before the download started.
+func (s *Streaming) ResumedTo() int64 {
+	for {
+		moved := s.moved.wait()
+		s.mu.Lock()
+		d := s.d
+		s.mu.Unlock()
+		if d != nil {
+			return d.resumedTo
+		}
+		select {
+		case <-s.done:
+			return 0
+		case <-moved:
+		}
+	}
+}
+
 // Wait waits for the download to end and returns its result; the error
 // is the result's.
 func (s *Streaming) Wait() (*Result, error) {
@@ -204,6 +252,9 @@ func (s *Streaming) Close() error {
 	if s.rf != nil {
 		s.rf.Close()
 		s.rf = nil
+	}
+	if s.d != nil && s.d.mem != nil {
+		s.d.mem.Close()
 	}
 	s.openErr = errors.New(s.f.Name + ": closed")
 	return nil

@@ -83,9 +83,10 @@ func (d *download) runBuffered(a *attempt) error {
 			defer d.waiting.Done()
 			err := d.awaitTurn(p)
 			if err == nil {
-				err = d.store(a, b)
+				err = d.storeBuf(a, bp, b)
+			} else {
+				d.bufs.Put(bp)
 			}
-			d.bufs.Put(bp)
 			d.g.parked.Add(-d.plen)
 			d.finish(a, err)
 		}()
@@ -93,11 +94,34 @@ func (d *download) runBuffered(a *attempt) error {
 	}
 	err := d.verify(a, b)
 	if err == nil {
-		err = d.store(a, b)
+		err = d.storeBuf(a, bp, b)
+	} else {
+		d.bufs.Put(bp)
 	}
-	d.bufs.Put(bp)
 	d.helpFrontier()
 	return err
+}
+
+// storeBuf stores a verified buffered piece and lets go of its buffer: a
+// held download keeps the buffer itself (no copy), until the reader and
+// the whole-file hash are both past it.
+func (d *download) storeBuf(a *attempt, bp *[]byte, b []byte) error {
+	if d.mem == nil {
+		err := d.store(a, b)
+		d.bufs.Put(bp)
+		return err
+	}
+	p := &d.pieces[a.piece]
+	p.wmu.Lock()
+	if p.stored || !d.mem.adopt(a.piece, bp) {
+		p.wmu.Unlock()
+		d.bufs.Put(bp)
+		return errLost
+	}
+	p.stored, a.stored = true, true
+	p.wmu.Unlock()
+	d.trimHeld()
+	return nil
 }
 
 // helpFrontier hashes one completed piece at the frontier into the
@@ -351,7 +375,13 @@ func (d *download) hashBack(i int, buf []byte) error {
 	var b []byte
 	if end-off <= int64(len(buf)) {
 		b = buf[:end-off]
-		if _, err := d.part.ReadAt(b, off); err != nil {
+		if _, err := d.data().ReadAt(b, off); err != nil {
+			w.mu.Lock()
+			taken := w.next != i // by a worker meanwhile: a held piece is then let go
+			w.mu.Unlock()
+			if taken {
+				return nil
+			}
 			return fmt.Errorf("%s: %w", d.partPath, err)
 		}
 	}
@@ -363,7 +393,7 @@ func (d *download) hashBack(i int, buf []byte) error {
 	w.readBack++
 	if b != nil {
 		w.h.Write(b)
-	} else if _, err := io.CopyBuffer(w.h, io.NewSectionReader(d.part, off, end-off), buf); err != nil {
+	} else if _, err := io.CopyBuffer(w.h, io.NewSectionReader(d.data(), off, end-off), buf); err != nil {
 		return fmt.Errorf("%s: %w", d.partPath, err)
 	}
 	w.next++

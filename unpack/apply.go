@@ -22,7 +22,7 @@ import (
 // bitstream refused or unverified, an orphan, an unsafe name.
 func (p *pkgRun) apply() error {
 	if n := p.rep.Counts().Problems(); p.u.opts.AtomicPackage && n > 0 {
-		p.refuseStaged("--atomic-package, and the package has " + plural.Count(n, "problem"))
+		p.refuseStaged("--atomic-package, and the package has "+plural.Count(n, "problem"), false)
 		return nil
 	}
 	p.findExisting()

@@ -18,6 +18,8 @@ type source struct {
 	verified bool // length and hash are checked by the download (once wait returned nil)
 	wait     func() error
 	close    func()
+	release  func(off int64) // the reader is done with the bytes before off (pkgfetch.Opened.Release)
+	keepDir  string          // where the download's resume record stays across runs, if it does
 }
 
 // open opens a package for reading. A remote package is fetched by the
@@ -33,7 +35,11 @@ func (u *unpacker) open(ctx context.Context, ref pkgread.PackageRef, rep *findin
 	if err != nil {
 		return source{}, false, u.openFailed(ctx, ref, rep, err)
 	}
-	return source{ra: o.ReaderAt, size: o.Size, verified: o.Checked, wait: o.Wait, close: func() { o.Close() }}, true, nil
+	src = source{ra: o.ReaderAt, size: o.Size, verified: o.Checked, wait: o.Wait, close: func() { o.Close() }, release: o.Release}
+	if u.remote.Resume {
+		src.keepDir = o.Dir
+	}
+	return src, true, nil
 }
 
 func (u *unpacker) openFailed(ctx context.Context, ref pkgread.PackageRef, rep *finding.Reporter, err error) error {

@@ -59,6 +59,7 @@ type pkgRun struct {
 	m           *pkgread.Meter // progress
 	claimed     claimed        // in the survey of the dump's targets
 	st          *stage         // where the bitstreams are staged
+	journal     *journal       // what is staged whole, when the stage is kept (resume.go)
 	dirs        *dirs          // the tree's directories, open
 	listChange  bool           // a Change List's run (no package)
 	speculative bool           // staged before the packages ahead committed; see stagePackage
@@ -188,12 +189,13 @@ func (p *pkgRun) prepare(ctx context.Context) error {
 		if err := p.u.openFailed(ctx, p.ref, p.rep, err); err != nil {
 			return err
 		}
-		p.refuseStaged("the package could not be fetched whole and checked")
+		// A kept stage stays for the next run, which resumes the download.
+		p.refuseStaged("the package could not be fetched whole and checked", p.journal != nil)
 		return nil
 	}
 	if ph != nil {
 		if why := p.packageHashBad(ph, mh); why != "" {
-			p.refuseStaged(why)
+			p.refuseStaged(why, false)
 			return nil
 		}
 	}
@@ -356,20 +358,23 @@ func (p *pkgRun) report(a *action, sev finding.Severity, check, msg, actual stri
 // stage reads every bitstream still needed, in ZIP order, into staging
 // files. Superseded bitstreams are read and verified but not kept.
 func (p *pkgRun) stage(ctx context.Context) error {
-	st, err := p.u.dest.newStage()
-	if err != nil {
+	if err := p.openStage(); err != nil {
 		return fmt.Errorf("%s: staging: %w", p.u.dest.dir, err)
 	}
-	p.st = st
-	for _, b := range p.pkg.InZipOrder() {
+	order := p.pkg.InZipOrder()
+	points := releasePoints(p.pkg, order)
+	for i, b := range order {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		p.releaseTo(points[i])
 		a := p.byBits[b]
 		switch {
 		case a == nil || a.present || a.failed:
+			p.pkg.Span(b) // for the layout check, before its bytes are let go
 		case a.superseded:
 			p.pkg.Read(b, nil)
+		case p.restaged(a):
 		default:
 			if err := p.stageOne(a); err != nil {
 				return err
@@ -377,6 +382,7 @@ func (p *pkgRun) stage(ctx context.Context) error {
 		}
 	}
 	p.pkg.CheckLayout()
+	p.releaseTo(p.src.size)
 	// Committing needs the entries' names and hashes, not the ZIP's: free
 	// them for the next package in flight.
 	p.pkg.Release()
@@ -413,7 +419,17 @@ func (p *pkgRun) stageOne(a *action) error {
 	}
 	a.staged, a.length = true, res.Length
 	p.recs = append(p.recs, deststate.Record{Path: a.target, Length: res.Length, Hash: res.Sums.String(), Mtime: a.b.URL.Lastmod})
+	if err := p.journalStaged(a, res.Sums); err != nil {
+		return fmt.Errorf("%s: staging: %w", p.u.dest.dir, err)
+	}
 	return nil
+}
+
+// releaseTo lets the package's download go of the bytes before off.
+func (p *pkgRun) releaseTo(off int64) {
+	if p.src.release != nil {
+		p.src.release(off)
+	}
 }
 
 // refused says whether a staging error refuses one bitstream (its
@@ -448,11 +464,14 @@ func (p *pkgRun) packageHashBad(ph *pkgread.PassHasher, mh *digest.Multi) string
 	return ""
 }
 
-// refuseStaged throws away every staged bitstream, reporting each.
-func (p *pkgRun) refuseStaged(why string) {
+// refuseStaged refuses every staged bitstream, reporting each, and throws
+// them away unless keep (a kept stage, for the next run to resume from).
+func (p *pkgRun) refuseStaged(why string, keep bool) {
 	for _, a := range p.actions {
 		if a.staged {
-			p.st.remove(a.target)
+			if !keep {
+				p.st.remove(a.target)
+			}
 			a.staged = false
 			p.refuse(a, CheckRefused, "not written: "+why)
 		}
@@ -468,6 +487,7 @@ func (p *pkgRun) close() {
 	if p.st != nil {
 		p.st.close(p.u.dest)
 	}
+	p.journal.close()
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

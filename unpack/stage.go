@@ -36,6 +36,7 @@ type stage struct {
 	dirs  *dirs           // the staging tree's directories, open; under mu
 	made  map[string]bool // every directory in it, for the syncer; under mu
 	batch *syncBatch      // where each file is synced on its own (not Linux)
+	kept  bool            // outlives the run (keptStage)
 
 	staged   atomic.Int64   // files sealed, for flushEvery
 	flushing sync.WaitGroup // the early syncfs running, if any
@@ -54,6 +55,25 @@ func (d *dest) newStage() (*stage, error) {
 	if err := d.root.Mkdir(name, 0o700); err != nil {
 		return nil, err
 	}
+	return d.openStage(name)
+}
+
+// keptStage opens, or makes, the staging directory name (relative to the
+// tree) that outlives the run: a resumable package's (see resume.go). It
+// is not removed when the run ends; its package's cache directory, which
+// holds it, goes once the package was applied.
+func (d *dest) keptStage(name string) (*stage, error) {
+	if err := d.root.MkdirAll(name, 0o700); err != nil {
+		return nil, err
+	}
+	s, err := d.openStage(name)
+	if err == nil {
+		s.kept = true
+	}
+	return s, err
+}
+
+func (d *dest) openStage(name string) (*stage, error) {
 	s := &stage{name: name}
 	var err error
 	if s.root, err = d.root.OpenRoot(name); err == nil {
@@ -224,5 +244,7 @@ func (s *stage) close(d *dest) {
 	if s.root != nil {
 		s.root.Close()
 	}
-	d.root.RemoveAll(s.name)
+	if !s.kept {
+		d.root.RemoveAll(s.name)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -78,8 +79,34 @@ type Opened struct {
 	// Checked says, as Open's checked does, that the engine checks every
 	// hash the document gives for the package: once Wait returned nil.
 	Checked bool
-	wait    func() error
-	close   func() error
+	// Dir is the directory the package's download keeps its resume
+	// record in, when it is kept across runs (Resume): a reader may keep
+	// its own there, which goes with it once the package was used.
+	Dir       string
+	release   func(off int64)
+	resumedTo func() int64
+	wait      func() error
+	close     func() error
+}
+
+// Release tells the download the reader needs no byte before off any
+// more: a remote package is held in memory (transfer.Getter.StreamHeld),
+// and fetched no further than a window ahead of what the reader has not
+// released. A local package ignores it.
+func (o *Opened) Release(off int64) {
+	if o.release != nil {
+		o.release(off)
+	}
+}
+
+// ResumedTo is where the checkpoint of an earlier run of the download
+// stands (0 without one): the bytes before it are fetched again only if
+// read.
+func (o *Opened) ResumedTo() int64 {
+	if o.resumedTo == nil {
+		return 0
+	}
+	return o.resumedTo()
 }
 
 // Wait returns once every byte of the package has been fetched and
@@ -101,10 +128,14 @@ func (o *Opened) Close() error { return o.close() }
 // (transfer.Streaming): a reader that goes front to back, as pkgread
 // does, stages bitstreams while the rest of the package arrives, and
 // reads no byte the engine has not checked against its piece hash. Wait
-// says whether the whole package then matched its length and hash. The
-// download's .part is its resume record (with Resume a killed run
-// continues from the pieces it verified); closing removes it once the
-// download completed, or whatever the outcome without Resume.
+// says whether the whole package then matched its length and hash. A
+// package with piece hashes is held in memory, never written to the disk
+// (transfer.Getter.StreamHeld; the reader Releases what it is done with);
+// its resume record is the engine's checkpoint in Dir (with Resume a
+// killed run goes on from it, for the bytes the reader did not keep).
+// Without piece hashes it is downloaded into Dir, its .part the resume
+// record. Closing removes Dir once the download completed, or whatever
+// the outcome without Resume.
 //
 // Stream returns once the package's last piece (where its central
 // directory ends) is verified, or the download failed: a package that
@@ -129,7 +160,7 @@ func (r *Remote) Stream(ctx context.Context, ref pkgread.PackageRef) (*Opened, e
 		}
 		return nil, err
 	}
-	s := g.Stream(ctx, dir, f, f.Size-1) // the end first: pkgread starts with the central directory
+	s, err := streamTail(ctx, g, dir, f)
 	closeFn := func() error {
 		s.Close()
 		if _, err := s.Wait(); err != nil && r.Resume {
@@ -137,22 +168,49 @@ func (r *Remote) Stream(ctx context.Context, ref pkgread.PackageRef) (*Opened, e
 		}
 		return os.RemoveAll(dir)
 	}
-	var tail [1]byte
-	if f.Size == 0 {
-		_, err = s.Wait()
-	} else {
-		_, err = s.ReadAt(tail[:], f.Size-1)
-	}
 	if err != nil {
-		s.Close()
-		if _, werr := s.Wait(); werr != nil {
-			err = werr // the download's own error, which names the mirrors and why
-		}
 		closeFn()
 		return nil, err
 	}
 	wait := func() error { _, err := s.Wait(); return err }
-	return &Opened{ReaderAt: pkgread.ReadAhead(s, f.Size), Size: f.Size, Checked: checkedAll(f, ref.Want), wait: wait, close: closeFn}, nil
+	return &Opened{ReaderAt: pkgread.ReadAhead(s, f.Size), Size: f.Size, Checked: checkedAll(f, ref.Want), Dir: dir,
+		release: s.Release, resumedTo: s.ResumedTo, wait: wait, close: closeFn}, nil
+}
+
+// streamTail starts f's download, held in memory, and waits for its last
+// byte (pkgread starts with the central directory). A package whose
+// mirrors all answer range requests with the whole file cannot be held
+// (its one response would not wait for the reader): it is downloaded
+// into dir instead, as a file without piece hashes is.
+func streamTail(ctx context.Context, g *transfer.Getter, dir string, f transfer.File) (*transfer.Streaming, error) {
+	s := g.StreamHeld(ctx, dir, f, f.Size-1)
+	err := awaitTail(s, f.Size)
+	var me *transfer.MirrorsError
+	if errors.As(err, &me) && me.NoRange() && ctx.Err() == nil {
+		s = g.Stream(ctx, dir, f, f.Size-1)
+		err = awaitTail(s, f.Size)
+	}
+	return s, err
+}
+
+// awaitTail waits for s's last byte, or its end when it is empty; on
+// failure s is closed and the error is the download's own, which names
+// the mirrors and why.
+func awaitTail(s *transfer.Streaming, size int64) error {
+	var tail [1]byte
+	var err error
+	if size == 0 {
+		_, err = s.Wait()
+	} else {
+		_, err = s.ReadAt(tail[:], size-1)
+	}
+	if err != nil {
+		s.Close()
+		if _, werr := s.Wait(); werr != nil {
+			err = werr
+		}
+	}
+	return err
 }
 
 // Ranges opens the remote package ref for reading by byte ranges from its
