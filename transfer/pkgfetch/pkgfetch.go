@@ -160,7 +160,8 @@ func (r *Remote) Stream(ctx context.Context, ref pkgread.PackageRef) (*Opened, e
 		}
 		return nil, err
 	}
-	s, err := streamTail(ctx, g, dir, f)
+	checked := checkedAll(f, ref.Want)
+	s, err := streamTail(ctx, g, dir, f, checked)
 	closeFn := func() error {
 		s.Close()
 		if _, err := s.Wait(); err != nil && r.Resume {
@@ -173,16 +174,23 @@ func (r *Remote) Stream(ctx context.Context, ref pkgread.PackageRef) (*Opened, e
 		return nil, err
 	}
 	wait := func() error { _, err := s.Wait(); return err }
-	return &Opened{ReaderAt: pkgread.ReadAhead(s, f.Size), Size: f.Size, Checked: checkedAll(f, ref.Want), Dir: dir,
+	return &Opened{ReaderAt: pkgread.ReadAhead(s, f.Size), Size: f.Size, Checked: checked, Dir: dir,
 		release: s.Release, resumedTo: s.ResumedTo, wait: wait, close: closeFn}, nil
 }
 
-// streamTail starts f's download, held in memory, and waits for its last
-// byte (pkgread starts with the central directory). A package whose
-// mirrors all answer range requests with the whole file cannot be held
-// (its one response would not wait for the reader): it is downloaded
-// into dir instead, as a file without piece hashes is.
-func streamTail(ctx context.Context, g *transfer.Getter, dir string, f transfer.File) (*transfer.Streaming, error) {
+// streamTail starts f's download, held in memory when hold, and waits
+// for its last byte (pkgread starts with the central directory). A
+// package whose mirrors all answer range requests with the whole file
+// cannot be held (its one response would not wait for the reader): it is
+// downloaded into dir instead, as a file without piece hashes is. Nor is
+// one whose document gives hashes the engine does not check (hold
+// false): the reader then hashes the whole package itself, to its end,
+// after the bitstreams, and must find every byte still there.
+func streamTail(ctx context.Context, g *transfer.Getter, dir string, f transfer.File, hold bool) (*transfer.Streaming, error) {
+	if !hold {
+		s := g.Stream(ctx, dir, f, f.Size-1)
+		return s, awaitTail(s, f.Size)
+	}
 	s := g.StreamHeld(ctx, dir, f, f.Size-1)
 	err := awaitTail(s, f.Size)
 	var me *transfer.MirrorsError
