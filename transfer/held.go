@@ -31,7 +31,7 @@ const heldVersion = 2
 // heldWindow is how far ahead of its reader, in bytes, a held download
 // fetches: the memory it holds, besides the pieces the reader asked for
 // out of order (a ZIP's central directory). A variable for tests.
-var heldWindow int64 = 64 << 20
+var heldWindow int64 = 32 << 20
 
 // held is a held download's pieces in memory.
 type held struct {

@@ -39,13 +39,18 @@ type stage struct {
 	kept  bool            // outlives the run (keptStage)
 
 	staged   atomic.Int64   // files sealed, for flushEvery
+	dirty    atomic.Int64   // bytes sealed since the last early writeback, for flushBytes
 	flushing sync.WaitGroup // the early syncfs running, if any
 	flushOn  atomic.Bool    // an early syncfs is running
 }
 
 // flushEvery is how many files are staged between two early writebacks
-// (see flush). A variable for tests.
-var flushEvery int64 = 4096
+// (see flush), and flushBytes how many bytes: large files reach the
+// disk's pace long before 4,096 of them are staged. Variables for tests.
+var (
+	flushEvery int64 = 4096
+	flushBytes int64 = 64 << 20
+)
 
 // newStage makes a staging directory for one package.
 func (d *dest) newStage() (*stage, error) {
@@ -167,7 +172,8 @@ func (s *stage) seal(f stagedFile, mtime time.Time, entry *zip.File) error {
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
-		if err == nil && s.staged.Add(1)%flushEvery == 0 {
+		if err == nil && (s.staged.Add(1)%flushEvery == 0 || s.dirty.Add(int64(entrySize(entry))) >= flushBytes) {
+			s.dirty.Store(0)
 			s.flush()
 		}
 		return err
@@ -247,4 +253,13 @@ func (s *stage) close(d *dest) {
 	if !s.kept {
 		d.root.RemoveAll(s.name)
 	}
+}
+
+// entrySize is the bytes a staged file of entry holds; 0 for a file of
+// no entry (a list's resource).
+func entrySize(entry *zip.File) uint64 {
+	if entry == nil {
+		return 0
+	}
+	return entry.UncompressedSize64
 }
