@@ -169,12 +169,21 @@ func (p *Package) checkDirectories() {
 		}
 	}
 	for _, f := range inFileOrder(dirs) {
-		if f.CompressedSize64 != 0 || f.UncompressedSize64 != 0 {
-			p.report(finding.Finding{Severity: finding.Error, Code: finding.CheckZip, Path: f.Name,
-				Msg: fmt.Sprintf("directory entry carries data (%d bytes, %d compressed), which a reader may extract as a file", f.UncompressedSize64, f.CompressedSize64)})
-		} else if err := checkLocal(p.ra, f); err != nil {
-			p.report(finding.Finding{Severity: finding.Error, Code: finding.CheckZip, Path: f.Name, Msg: err.Error()})
+		if p.visited[f] {
+			continue // checked by Visit
 		}
+		p.checkDirectory(f)
+	}
+}
+
+// checkDirectory checks a directory entry: no data, a local header that
+// agrees with the central directory.
+func (p *Package) checkDirectory(f *zip.File) {
+	if f.CompressedSize64 != 0 || f.UncompressedSize64 != 0 {
+		p.report(finding.Finding{Severity: finding.Error, Code: finding.CheckZip, Path: f.Name,
+			Msg: fmt.Sprintf("directory entry carries data (%d bytes, %d compressed), which a reader may extract as a file", f.UncompressedSize64, f.CompressedSize64)})
+	} else if err := checkLocal(p.ra, f); err != nil {
+		p.report(finding.Finding{Severity: finding.Error, Code: finding.CheckZip, Path: f.Name, Msg: err.Error()})
 	}
 }
 

@@ -49,17 +49,18 @@ type Package struct {
 	Manifest   []byte              // manifest.xml as stored
 	Bitstreams []*Bitstream        // in manifest order
 
-	zr    *zip.Reader
-	ra    io.ReaderAt
-	size  int64
-	spans []span             // data of the entries read, for the overlap check
-	tiles map[*zip.File]tile // bytes of the entries read, for checkTiling
-	rep   *finding.Reporter
-	lim   Limits
-	index map[*zip.File]int // central directory position
-	mf    *zip.File         // manifest.xml
-	buf   []byte
-	mh    *digest.Multi // the last bitstream's hashes, for the next (hasher)
+	zr      *zip.Reader
+	ra      io.ReaderAt
+	size    int64
+	spans   []span             // data of the entries read, for the overlap check
+	tiles   map[*zip.File]tile // bytes of the entries read, for checkTiling
+	visited map[*zip.File]bool // entries Visit checked already
+	rep     *finding.Reporter
+	lim     Limits
+	index   map[*zip.File]int // central directory position
+	mf      *zip.File         // manifest.xml
+	buf     []byte
+	mh      *digest.Multi // the last bitstream's hashes, for the next (hasher)
 }
 
 // Bitstream is one manifest entry and the ZIP entry its path names.
@@ -110,7 +111,7 @@ func OpenPackageDecoded(ra io.ReaderAt, size int64, src, wantCap string, lim Lim
 	if err != nil && !errors.Is(err, zip.ErrInsecurePath) {
 		return nil, reject(rep, finding.Finding{Severity: finding.Error, Code: finding.CheckZip, Source: src, Msg: "unreadable central directory: " + err.Error()})
 	}
-	p := &Package{Source: src, zr: zr, ra: ra, size: size, rep: rep, lim: lim, index: make(map[*zip.File]int, len(zr.File)), tiles: map[*zip.File]tile{}}
+	p := &Package{Source: src, zr: zr, ra: ra, size: size, rep: rep, lim: lim, index: make(map[*zip.File]int, len(zr.File)), tiles: map[*zip.File]tile{}, visited: map[*zip.File]bool{}}
 	files := p.indexEntries()
 	mf, err := p.manifestEntry(files)
 	if err != nil {
@@ -312,7 +313,7 @@ func (p *Package) Release() {
 	for _, b := range p.Bitstreams {
 		b.File = nil
 	}
-	p.zr, p.spans, p.tiles, p.index, p.mf = nil, nil, nil, nil, nil
+	p.zr, p.spans, p.tiles, p.index, p.mf, p.visited = nil, nil, nil, nil, nil, nil
 }
 
 // ReadManifest reads manifest.xml again, for a caller that let go of

@@ -80,3 +80,50 @@ func (p *Package) HeaderOffset(b *Bitstream) int64 {
 	}
 	return off
 }
+
+// Others are the package's entries that are no bitstream's (directories,
+// the manifest, entries no manifest line names), in file order, each
+// with where its local header starts (-1 when unknown).
+func (p *Package) Others() ([]*zip.File, []int64) {
+	mine := make(map[*zip.File]bool, len(p.Bitstreams))
+	for _, b := range p.Bitstreams {
+		if b.File != nil {
+			mine[b.File] = true
+		}
+	}
+	var fs []*zip.File
+	for _, f := range p.zr.File {
+		if !mine[f] {
+			fs = append(fs, f)
+		}
+	}
+	fs = inFileOrder(fs)
+	offs := make([]int64, len(fs))
+	for i, f := range fs {
+		off, err := headerOffset(f)
+		if err != nil {
+			off = -1
+		}
+		offs[i] = off
+	}
+	return fs, offs
+}
+
+// Visit reads now what CheckLayout needs of entry f, which no Read
+// reads: its span, and for a directory the check of its local header. A
+// reader that lets go of the package's bytes as it goes visits such
+// entries before it passes them.
+func (p *Package) Visit(f *zip.File) {
+	if p.visited[f] {
+		return
+	}
+	p.visited[f] = true
+	if _, ok := p.tiles[f]; !ok {
+		var t tile
+		t.r, t.err = p.entryRange(f)
+		p.tiles[f] = t
+	}
+	if len(f.Name) > 0 && f.Name[len(f.Name)-1] == '/' {
+		p.checkDirectory(f)
+	}
+}

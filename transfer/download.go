@@ -31,6 +31,7 @@ type download struct {
 	window    int      // pieces a held download fetches ahead of its reader
 	resumedTo int64    // a held download's checkpoint: its hash covers the bytes before
 	held      bool     // kept in memory for a Streaming reader (StreamHeld)
+	savedAt   int      // the frontier of a held download's last checkpoint (saver only)
 	plen      int64
 	n         int
 	ctx       context.Context
@@ -149,7 +150,7 @@ func (d *download) run(ctx context.Context) (err error) {
 		d.opened(d)
 	}
 	d.mu.Lock()
-	resumed := max(d.res.Resumed, d.resumedTo) // a held download's reader may count its pieces already (release)
+	resumed := d.res.Resumed // a held download's reader may count its pieces already (release)
 	d.mu.Unlock()
 	d.g.opts.Events(&FileStart{Name: d.f.Name, Size: d.f.Size, Resumed: resumed})
 	sum, err := d.transfer(ctx)

@@ -3,6 +3,7 @@ package transfer
 import (
 	"context"
 	"encoding"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -27,11 +28,6 @@ import (
 // heldVersion marks a held download's state: a .part's state (version 1)
 // is never read as a checkpoint, nor one as the other.
 const heldVersion = 2
-
-// heldWindow is how far ahead of its reader, in bytes, a held download
-// fetches: the memory it holds, besides the pieces the reader asked for
-// out of order (a ZIP's central directory). A variable for tests.
-var heldWindow int64 = 32 << 20
 
 // held is a held download's pieces in memory.
 type held struct {
@@ -127,7 +123,7 @@ func (h *held) Close() error {
 // downloaded into dir as Stream does.
 func (g *Getter) StreamHeld(ctx context.Context, dir string, f File, first int64) *Streaming {
 	if f.Pieces.Hashes == nil || f.Size <= 0 {
-		return g.Stream(ctx, dir, f, first)
+		return g.Stream(ctx, dir, f, first) // Held reports false
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	s := &Streaming{g: g, f: f, cancel: cancel, done: make(chan struct{}), first: first, held: true}
@@ -143,7 +139,10 @@ func (d *download) openHeld() error {
 	}
 	d.mem = &held{plen: d.plen, size: d.f.Size, bufs: map[int]*[]byte{},
 		get: d.pieceBuf, put: func(bp *[]byte) { d.bufs.Put(bp) }}
-	d.window = max(int(heldWindow/d.plen), 2*d.g.opts.Connections)
+	// Options.HeldWindow is the memory held ahead of the reader, besides
+	// the pieces it asked for out of order (a ZIP's central directory);
+	// with large pieces, a few whatever the connections.
+	d.window = max(int(d.g.opts.HeldWindow/d.plen), 4)
 	st, err := d.loadState()
 	if err != nil || !st.sameFile(d.heldIdentity()) || st.Frontier <= 0 || st.Frontier > d.n {
 		return nil
@@ -168,6 +167,26 @@ func (d *download) heldIdentity() stateFile {
 	s := d.identity()
 	s.Version = heldVersion
 	return s
+}
+
+// saveCheckpoint saves a held download's checkpoint, unless the frontier
+// moved less than a MiB since the last one and not final. It is a hint
+// the whole-file hash checks in the end: written without fsync.
+func (d *download) saveCheckpoint(final bool) error {
+	st, ok := d.checkpoint()
+	if !ok || !final && int64(st.Frontier-d.savedAt)*d.plen < 1<<20 {
+		return nil
+	}
+	d.savedAt = st.Frontier
+	b, _ := json.Marshal(st)
+	rel := d.relState()
+	if err := d.root.WriteFile(rel+tmpSuffix, b, 0o644); err != nil {
+		return fmt.Errorf("saving state: %w", d.confined(rel, err))
+	}
+	if err := d.root.Rename(rel+tmpSuffix, rel); err != nil {
+		return fmt.Errorf("saving state: %w", d.confined(rel, err))
+	}
+	return nil
 }
 
 // checkpoint is the state a held download saves: how far it is verified
@@ -223,14 +242,15 @@ func (d *download) release(off int64) {
 		mark = d.n
 	}
 	d.mem.mu.Lock()
-	if mark <= d.mem.mark {
+	old := d.mem.mark
+	if mark <= old {
 		d.mem.mu.Unlock()
 		return
 	}
 	d.mem.mark = mark
 	d.mem.mu.Unlock()
 	d.mu.Lock()
-	for i := range mark {
+	for i := old; i < mark; i++ {
 		if p := &d.pieces[i]; p.skip {
 			p.skip = false
 			p.done = true

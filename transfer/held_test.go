@@ -40,18 +40,12 @@ func readReleasing(t *testing.T, s *Streaming, off int64, n int) (out []byte, pe
 	return out, peak
 }
 
-func smallWindow(t *testing.T, w int64) {
-	defer func(v int64) { t.Cleanup(func() { heldWindow = v }) }(heldWindow)
-	heldWindow = w
-}
-
 // A held download writes no .part: its reader gets every byte, checked,
 // from memory, the memory stays within the window however large the file,
 // and the server sends no more than the reader's position plus the window
 // while the reader waits.
 func TestStreamHeldKeepsNoPart(t *testing.T) {
 	eachPath(t, func(t *testing.T) {
-		smallWindow(t, 512<<10)
 		data := payload(6<<20, 41)
 		const plen = 64 << 10
 		srv, m := serve(t, data)
@@ -60,6 +54,7 @@ func TestStreamHeldKeepsNoPart(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		o := fastOptions()
+		o.HeldWindow = 512 << 10
 		s := New(o).StreamHeld(ctx, dir, f, int64(len(data))-1)
 		defer s.Close()
 		head := make([]byte, 100<<10)
@@ -68,7 +63,7 @@ func TestStreamHeldKeepsNoPart(t *testing.T) {
 		}
 		s.Release(int64(len(head)))
 		time.Sleep(200 * time.Millisecond) // the engine runs on as far as the window lets it
-		window := int64(max(int(heldWindow/plen), 2*o.Connections)) * plen
+		window := int64(max(int(o.HeldWindow/plen), 4)) * plen
 		if sent, limit := m.Bytes.Load(), int64(len(head))+window+int64(o.Connections+1)*plen; sent > limit {
 			t.Errorf("the server sent %d bytes while the reader stood at %d: more than the window allows (%d)", sent, len(head), limit)
 		}

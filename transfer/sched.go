@@ -14,7 +14,8 @@ import (
 // field but writer and stored, which wmu guards so that a write to the
 // file never waits for the scheduler. Lock order: d.mu, then wmu
 // (writeDup); never d.mu while holding wmu. The whole-file hash's lock
-// (wholeHash.mu) is never held with either.
+// (wholeHash.mu) is never held with either. A held download's memory
+// lock (held.mu) is a leaf, taken under any of them.
 type piece struct {
 	done    bool
 	skip    bool     // a held download's piece an earlier run verified: fetched only if the reader asks (see held)

@@ -314,7 +314,7 @@ func (d *download) saver(stop <-chan struct{}) {
 		case <-stop:
 			return
 		case <-piece:
-			if err := d.saveState(); err != nil {
+			if err := d.saveCheckpoint(false); err != nil {
 				d.mu.Lock()
 				d.failLocked(err)
 				d.mu.Unlock()
@@ -343,12 +343,7 @@ func (d *download) saveState() error {
 	if d.held {
 		d.dirty = false
 		d.mu.Unlock()
-		st, ok := d.checkpoint()
-		if !ok {
-			return nil
-		}
-		b, _ := json.Marshal(st)
-		return d.writeState(b)
+		return d.saveCheckpoint(true)
 	}
 	st := d.identity()
 	st.Done = make([]byte, (d.n+7)/8)

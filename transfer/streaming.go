@@ -214,6 +214,10 @@ func (s *Streaming) Release(off int64) {
 	}
 }
 
+// Held says the download is held in memory (StreamHeld, with piece
+// hashes): its reader must Release what it is done with.
+func (s *Streaming) Held() bool { return s.held }
+
 // ResumedTo is, for a held download resumed from an earlier run's
 // checkpoint, where that checkpoint stands: the bytes before it are not
 // fetched again unless read (a reader that kept what it took from them

@@ -72,6 +72,7 @@ type Options struct {
 	MaxFailures  int           // consecutive failures that drop a mirror for a file [8]
 	RangeSize    int64         // range length when there are no piece hashes [1 MiB]
 	SaveInterval time.Duration // resume state is saved at least this often while pieces arrive [250ms]
+	HeldWindow   int64         // how far ahead of its reader a held download (StreamHeld) fetches, in bytes: its memory [32 MiB, at least 4 pieces]
 	Locations    []string      // preferred mirror locations, best first
 	Client       *http.Client  // [rsdump's client (timeouts, stall watch, User-Agent), pools sized for the budget]
 
@@ -137,6 +138,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.SaveInterval <= 0 {
 		o.SaveInterval = defaultSave
+	}
+	if o.HeldWindow <= 0 {
+		o.HeldWindow = 32 << 20
 	}
 	if o.MinSpeed == 0 {
 		o.MinSpeed = defaultMinSpeed

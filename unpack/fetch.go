@@ -35,9 +35,12 @@ func (u *unpacker) open(ctx context.Context, ref pkgread.PackageRef, rep *findin
 	if err != nil {
 		return source{}, false, u.openFailed(ctx, ref, rep, err)
 	}
-	src = source{ra: o.ReaderAt, size: o.Size, verified: o.Checked, wait: o.Wait, close: func() { o.Close() }, release: o.Release}
-	if u.remote.Resume {
-		src.keepDir = o.Dir
+	src = source{ra: o.ReaderAt, size: o.Size, verified: o.Checked, wait: o.Wait, close: func() { o.Close() }}
+	if o.Held {
+		src.release = o.Release
+		if u.remote.Resume {
+			src.keepDir = o.Dir
+		}
 	}
 	return src, true, nil
 }

@@ -60,6 +60,7 @@ type pkgRun struct {
 	claimed     claimed        // in the survey of the dump's targets
 	st          *stage         // where the bitstreams are staged
 	journal     *journal       // what is staged whole, when the stage is kept (resume.go)
+	held                       // what of a held package is let go (resume.go)
 	dirs        *dirs          // the tree's directories, open
 	listChange  bool           // a Change List's run (no package)
 	speculative bool           // staged before the packages ahead committed; see stagePackage
@@ -162,6 +163,9 @@ func (p *pkgRun) prepare(ctx context.Context) error {
 		return nil
 	}
 	ra, ph, mh := src.ra, (*pkgread.PassHasher)(nil), (*digest.Multi)(nil)
+	if src.release != nil {
+		ra = &releasing{ReaderAt: ra, p: p}
+	}
 	if !src.verified && len(p.ref.Want.Known()) > 0 {
 		mh, _ = digest.NewMulti(p.ref.Want.Known()...)
 		ph = pkgread.NewPassHasher(src.ra, src.size, mh)
@@ -363,11 +367,18 @@ func (p *pkgRun) stage(ctx context.Context) error {
 	}
 	order := p.pkg.InZipOrder()
 	points := releasePoints(p.pkg, order)
+	if p.src.release != nil {
+		p.others, p.otherOff = p.pkg.Others()
+	}
 	for i, b := range order {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		p.releaseTo(points[i])
+		p.after = p.src.size
+		if i+1 < len(order) {
+			p.after = points[i+1]
+		}
 		a := p.byBits[b]
 		switch {
 		case a == nil || a.present || a.failed:
@@ -423,13 +434,6 @@ func (p *pkgRun) stageOne(a *action) error {
 		return fmt.Errorf("%s: staging: %w", p.u.dest.dir, err)
 	}
 	return nil
-}
-
-// releaseTo lets the package's download go of the bytes before off.
-func (p *pkgRun) releaseTo(off int64) {
-	if p.src.release != nil {
-		p.src.release(off)
-	}
 }
 
 // refused says whether a staging error refuses one bitstream (its

@@ -1,8 +1,10 @@
 package unpack
 
 import (
+	"archive/zip"
 	"bufio"
 	"encoding/json"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -42,41 +44,64 @@ type stagedLine struct {
 // journal is a kept stage's record; nil for a stage of one run.
 type journal struct {
 	f    *os.File
-	w    *bufio.Writer
-	prev map[string]stagedLine // what an earlier run staged
+	prev map[string]stagedLine // what an earlier run staged of this package
+}
+
+// journalHead is the journal's first line: the package it is of. A
+// journal of another package (the same URL, other bytes) is not used,
+// and the stage it describes is emptied.
+type journalHead struct {
+	Package string `json:"package"`
+	Length  int64  `json:"length"`
+	Hash    string `json:"hash"`
 }
 
 // openJournal opens the journal in dir (absolute) for appending, with
-// what earlier runs wrote in it. A line that cannot be read ends what is
-// taken from it (a run killed mid-line).
-func openJournal(dir string) (*journal, error) {
+// what earlier runs wrote in it for the package head names; fresh says
+// it was of another package, or none, and starts over. A line that
+// cannot be read (a run killed mid-line) is skipped.
+func openJournal(dir string, head journalHead) (j *journal, fresh bool, err error) {
 	name := filepath.Join(dir, journalName)
-	j := &journal{prev: map[string]stagedLine{}}
+	j = &journal{prev: map[string]stagedLine{}}
+	fresh = true
 	if f, err := os.Open(name); err == nil {
-		dec := json.NewDecoder(bufio.NewReader(f))
-		for {
-			var l stagedLine
-			if dec.Decode(&l) != nil {
-				break
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		var h journalHead
+		if sc.Scan() && json.Unmarshal(sc.Bytes(), &h) == nil && h == head {
+			fresh = false
+			for sc.Scan() {
+				var l stagedLine
+				if json.Unmarshal(sc.Bytes(), &l) == nil && l.Target != "" {
+					j.prev[l.Target] = l
+				}
 			}
-			j.prev[l.Target] = l
 		}
 		f.Close()
 	}
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, err
+	flags := os.O_WRONLY | os.O_CREATE | os.O_APPEND
+	if fresh {
+		flags |= os.O_TRUNC
 	}
-	j.f, j.w = f, bufio.NewWriterSize(f, 4096)
-	return j, nil
+	if j.f, err = os.OpenFile(name, flags, 0o600); err != nil {
+		return nil, false, err
+	}
+	if fresh {
+		b, _ := json.Marshal(head)
+		if _, err := j.f.Write(append(b, '\n')); err != nil {
+			j.f.Close()
+			return nil, false, err
+		}
+	}
+	return j, fresh, nil
 }
 
-// add records a bitstream staged whole. Written through at once: a run
-// killed after it keeps the bitstream.
+// add records a bitstream staged whole, in one write: a run killed after
+// it keeps the bitstream.
 func (j *journal) add(l stagedLine) error {
 	b, _ := json.Marshal(l)
-	j.w.Write(append(b, '\n'))
-	return j.w.Flush()
+	_, err := j.f.Write(append(b, '\n'))
+	return err
 }
 
 func (j *journal) close() {
@@ -100,10 +125,17 @@ func (p *pkgRun) openStage() error {
 		p.st = st
 		return err
 	}
-	if p.st, err = p.u.dest.keptStage(path.Join(filepath.ToSlash(rel), "stage")); err != nil {
+	name := path.Join(filepath.ToSlash(rel), "stage")
+	head := journalHead{Package: p.ref.Loc, Length: p.src.size, Hash: p.ref.Want.String()}
+	j, fresh, err := openJournal(p.src.keepDir, head)
+	if err != nil {
 		return err
 	}
-	p.journal, err = openJournal(p.src.keepDir)
+	p.journal = j
+	if fresh {
+		p.u.dest.root.RemoveAll(name) // another package's, or no record of what it holds
+	}
+	p.st, err = p.u.dest.keptStage(name)
 	return err
 }
 
@@ -117,7 +149,7 @@ func (p *pkgRun) restaged(a *action) bool {
 	}
 	rel := path.Join(p.st.name, a.target)
 	l, ok := p.journal.prev[a.target]
-	if !ok || l.Length != a.b.Length {
+	if !ok || l.Length != a.b.Length || l.Start != p.pkg.HeaderOffset(a.b) || l.End <= l.Start {
 		p.st.root.Remove(a.target)
 		return false
 	}
@@ -162,4 +194,57 @@ func releasePoints(pkg *pkgread.Package, order []*pkgread.Bitstream) []int64 {
 		out[i] = low
 	}
 	return out
+}
+
+// held is what a pkgRun keeps to let go of a held package's bytes as it
+// reads them (see releaseTo).
+type held struct {
+	released  int64       // bytes before it are let go
+	after     int64       // no bitstream read after the current one lies before it
+	others    []*zip.File // the package's entries that are no bitstream's, in file order
+	otherOff  []int64     // where each of them starts
+	nextOther int         // the first of them not yet visited
+	busy      bool        // in releaseTo: reads it makes release nothing
+}
+
+// readSlack is how far behind its latest read a held package is kept:
+// pkgread's read-ahead buffer (1 MiB) and a little more, for the few
+// bytes archive/zip reads again.
+const readSlack = 2 << 20
+
+// releaseTo lets the held package's download go of the bytes before off,
+// once pkgread has what CheckLayout needs of the entries that are no
+// bitstream's and start before it (their spans, a directory's local
+// header): they are not read otherwise, and their bytes would be gone.
+func (p *pkgRun) releaseTo(off int64) {
+	if p.src.release == nil || off <= p.released || p.busy {
+		return
+	}
+	p.busy = true
+	for p.nextOther < len(p.others) && p.otherOff[p.nextOther] < off {
+		f := p.others[p.nextOther]
+		p.nextOther++
+		p.pkg.Visit(f)
+	}
+	p.busy = false
+	p.released = off
+	p.src.release(off)
+}
+
+// releasing is a held package as pkgread reads it: a read inside a
+// bitstream lets go of what lies readSlack behind it (and before any
+// bitstream still to come), so that a bitstream larger than the
+// download's window neither holds all of itself in memory nor waits on
+// one request at a time.
+type releasing struct {
+	io.ReaderAt
+	p *pkgRun
+}
+
+func (r *releasing) ReadAt(b []byte, off int64) (int, error) {
+	n, err := r.ReaderAt.ReadAt(b, off)
+	if p := r.p; p.after > 0 {
+		p.releaseTo(min(p.after, off-readSlack))
+	}
+	return n, err
 }

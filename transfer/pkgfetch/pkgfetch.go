@@ -82,7 +82,10 @@ type Opened struct {
 	// Dir is the directory the package's download keeps its resume
 	// record in, when it is kept across runs (Resume): a reader may keep
 	// its own there, which goes with it once the package was used.
-	Dir       string
+	Dir string
+	// Held says the package is held in memory as it downloads: the
+	// reader must Release what it is done with (see Release).
+	Held      bool
 	release   func(off int64)
 	resumedTo func() int64
 	wait      func() error
@@ -174,7 +177,7 @@ func (r *Remote) Stream(ctx context.Context, ref pkgread.PackageRef) (*Opened, e
 		return nil, err
 	}
 	wait := func() error { _, err := s.Wait(); return err }
-	return &Opened{ReaderAt: pkgread.ReadAhead(s, f.Size), Size: f.Size, Checked: checked, Dir: dir,
+	return &Opened{ReaderAt: pkgread.ReadAhead(s, f.Size), Size: f.Size, Checked: checked, Dir: dir, Held: s.Held(),
 		release: s.Release, resumedTo: s.ResumedTo, wait: wait, close: closeFn}, nil
 }
 
