@@ -248,6 +248,17 @@ func (d *Dir) clear(keepCache bool) error {
 	return nil
 }
 
+// DropCache empties CacheDir: what downloads of earlier runs kept to
+// resume (a package's checkpoint, its kept stage). sync calls it after a
+// run that applied everything: a package it did not use is no longer the
+// Source's, and would otherwise stay, gigabytes of it, for good.
+func (d *Dir) DropCache() error {
+	if err := d.root.RemoveAll(Path(CacheDir)); err != nil {
+		return fmt.Errorf("%s: %w", d.dir, err)
+	}
+	return d.root.MkdirAll(Path(CacheDir), 0o755)
+}
+
 // load reads the state, and notes whether rsdump has written anything in
 // the tree before.
 func (d *Dir) load() error {

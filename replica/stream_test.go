@@ -154,6 +154,11 @@ func TestSyncResumeChecksStaged(t *testing.T) {
 	if err := os.WriteFile(kept[0], b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// What a run left of a package the Source no longer has.
+	cache := filepath.Join(dst, filepath.FromSlash(deststate.Path(deststate.CacheDir)))
+	stale := filepath.Join(cache, "pkg-0000000000000000", "stage", "old.bin")
+	os.MkdirAll(filepath.Dir(stale), 0o755)
+	write(t, stale, []byte("a package of an earlier run"))
 	first := sent.Load()
 	broken.Store(false)
 	res, fs, _ := syncRun(t, s.srv.URL+"/", dst, replica.Options{})
@@ -161,6 +166,9 @@ func TestSyncResumeChecksStaged(t *testing.T) {
 		t.Fatalf("%+v\n%s", res, problems(fs))
 	}
 	sameTree(t, dst, s.files)
+	if left, _ := os.ReadDir(cache); len(left) != 0 {
+		t.Errorf("a run that applied everything left %d entries in %s", len(left), cache)
+	}
 	if again := sent.Load() - first; again > total*3/4 {
 		t.Errorf("the second run fetched %d of the package's %d bytes: it did not resume from what was staged", again, total)
 	}

@@ -133,7 +133,14 @@ func Sync(ctx context.Context, source, dir string, opts Options) (*Result, error
 	if err := s.unrepaired(ctx); err != nil {
 		return nil, err
 	}
-	return s.finish(ctx)
+	res, err := s.finish(ctx)
+	if err == nil && res.Problems() == 0 && !opts.DryRun {
+		// Everything applied: what the cache kept to resume is of no use.
+		if err := d.DropCache(); err != nil {
+			s.note("%v", err)
+		}
+	}
+	return res, err
 }
 
 type syncer struct {
