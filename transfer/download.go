@@ -26,12 +26,13 @@ type download struct {
 	final     string
 	partPath  string
 	statePath string
-	part      *os.File // the .part; nil when held
-	mem       *held    // the pieces in memory, when held (StreamHeld)
-	window    int      // pieces a held download fetches ahead of its reader
-	resumedTo int64    // a held download's checkpoint: its hash covers the bytes before
-	held      bool     // kept in memory for a Streaming reader (StreamHeld)
-	savedAt   int      // the frontier of a held download's last checkpoint (saver only)
+	part      *os.File  // the .part; nil when held
+	mem       *held     // the pieces in memory, when held (StreamHeld)
+	window    int       // pieces a held download fetches ahead of its reader
+	resumedTo int64     // a held download's checkpoint: its hash covers the bytes before
+	held      bool      // kept in memory for a Streaming reader (StreamHeld)
+	savedAt   int       // the frontier of a held download's last checkpoint (saver only)
+	heldID    stateFile // a held download's identity (heldIdentity)
 	plen      int64
 	n         int
 	ctx       context.Context

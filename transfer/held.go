@@ -162,11 +162,15 @@ func (d *download) openHeld() error {
 	return nil
 }
 
-// heldIdentity is the identity a held download's checkpoint carries.
+// heldIdentity is the identity a held download's checkpoint carries,
+// computed once: it hashes every piece hash, and a checkpoint is saved
+// every MiB.
 func (d *download) heldIdentity() stateFile {
-	s := d.identity()
-	s.Version = heldVersion
-	return s
+	if d.heldID.Version == 0 {
+		d.heldID = d.identity()
+		d.heldID.Version = heldVersion
+	}
+	return d.heldID
 }
 
 // saveCheckpoint saves a held download's checkpoint, unless the frontier
