@@ -43,8 +43,9 @@ type stagedLine struct {
 
 // journal is a kept stage's record; nil for a stage of one run.
 type journal struct {
-	f    *os.File
-	prev map[string]stagedLine // what an earlier run staged of this package
+	f     *os.File
+	prev  map[string]stagedLine // what an earlier run staged of this package
+	fresh bool                  // no earlier run's: the stage was empty
 }
 
 // journalHead is the journal's first line: the package it is of. A
@@ -131,7 +132,7 @@ func (p *pkgRun) openStage() error {
 	if err != nil {
 		return err
 	}
-	p.journal = j
+	p.journal, j.fresh = j, fresh
 	if fresh {
 		p.u.dest.root.RemoveAll(name) // another package's, or no record of what it holds
 	}
@@ -144,8 +145,8 @@ func (p *pkgRun) openStage() error {
 // file the journal does not vouch for (a run killed while writing it) is
 // removed, to be staged again.
 func (p *pkgRun) restaged(a *action) bool {
-	if p.journal == nil {
-		return false
+	if p.journal == nil || p.journal.fresh {
+		return false // nothing staged before: no file to look at or remove
 	}
 	rel := path.Join(p.st.name, a.target)
 	l, ok := p.journal.prev[a.target]
