@@ -33,12 +33,37 @@ const heldVersion = 2
 type held struct {
 	plen int64
 	size int64
-	put  func(*[]byte) // gives a buffer back to the download's pool
-	get  func() *[]byte
 
 	mu   sync.Mutex
 	bufs map[int]*[]byte
 	mark int // the reader released the pieces below it
+
+	// free are buffers let go of, for the next pieces: a free list of
+	// the download's own rather than a sync.Pool, which every GC empties,
+	// so that the window's buffers are allocated (and their pages
+	// faulted in) once, not again after each collection.
+	fmu  sync.Mutex
+	free []*[]byte
+}
+
+// get returns a piece buffer, from the free list when it has one.
+func (h *held) get() *[]byte {
+	h.fmu.Lock()
+	defer h.fmu.Unlock()
+	if n := len(h.free); n > 0 {
+		bp := h.free[n-1]
+		h.free = h.free[:n-1]
+		return bp
+	}
+	b := make([]byte, h.plen)
+	return &b
+}
+
+// put gives a piece buffer back to the free list.
+func (h *held) put(bp *[]byte) {
+	h.fmu.Lock()
+	h.free = append(h.free, bp)
+	h.fmu.Unlock()
 }
 
 // errReleased: a read of bytes the reader had released.
@@ -109,9 +134,12 @@ func (h *held) trim(limit int) {
 	}
 }
 
-// Close lets go of every piece.
+// Close lets go of every piece, and of the free list.
 func (h *held) Close() error {
 	h.trim(int(^uint(0) >> 1))
+	h.fmu.Lock()
+	h.free = nil
+	h.fmu.Unlock()
 	return nil
 }
 
@@ -137,8 +165,7 @@ func (d *download) openHeld() error {
 	if err := d.checkLinks(); err != nil {
 		return err
 	}
-	d.mem = &held{plen: d.plen, size: d.f.Size, bufs: map[int]*[]byte{},
-		get: d.pieceBuf, put: func(bp *[]byte) { d.bufs.Put(bp) }}
+	d.mem = &held{plen: d.plen, size: d.f.Size, bufs: map[int]*[]byte{}}
 	// Options.HeldWindow is the memory held ahead of the reader, besides
 	// the pieces it asked for out of order (a ZIP's central directory);
 	// with large pieces, a few whatever the connections.

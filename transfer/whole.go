@@ -49,11 +49,24 @@ var maxBuffered int64 = 2 << 20 // a variable so tests can take the streaming pa
 func (d *download) buffered() bool { return d.plen <= maxBuffered }
 
 func (d *download) pieceBuf() *[]byte {
+	if d.mem != nil {
+		return d.mem.get()
+	}
 	if bp, ok := d.bufs.Get().(*[]byte); ok {
 		return bp
 	}
 	b := make([]byte, d.plen)
 	return &b
+}
+
+// putBuf gives a piece buffer back: to a held download's own free list
+// (see held.get), else to the pool.
+func (d *download) putBuf(bp *[]byte) {
+	if d.mem != nil {
+		d.mem.put(bp)
+		return
+	}
+	d.bufs.Put(bp)
 }
 
 // runBuffered fetches a piece into memory, checks it and writes it with
@@ -68,13 +81,13 @@ func (d *download) runBuffered(a *attempt) error {
 	off, end := d.span(a.piece)
 	b := (*bp)[:end-off]
 	if err := d.fetchInto(a, b); err != nil {
-		d.bufs.Put(bp)
+		d.putBuf(bp)
 		return err
 	}
 	d.hangUp(a)
 	if d.f.Pieces.Hashes == nil {
 		err := d.storeRange(a, b)
-		d.bufs.Put(bp)
+		d.putBuf(bp)
 		return err
 	}
 	if p := d.enqueue(a, b); p != nil {
@@ -85,7 +98,7 @@ func (d *download) runBuffered(a *attempt) error {
 			if err == nil {
 				err = d.storeBuf(a, bp, b)
 			} else {
-				d.bufs.Put(bp)
+				d.putBuf(bp)
 			}
 			d.g.parked.Add(-d.plen)
 			d.finish(a, err)
@@ -96,7 +109,7 @@ func (d *download) runBuffered(a *attempt) error {
 	if err == nil {
 		err = d.storeBuf(a, bp, b)
 	} else {
-		d.bufs.Put(bp)
+		d.putBuf(bp)
 	}
 	d.helpFrontier()
 	return err
@@ -108,14 +121,14 @@ func (d *download) runBuffered(a *attempt) error {
 func (d *download) storeBuf(a *attempt, bp *[]byte, b []byte) error {
 	if d.mem == nil {
 		err := d.store(a, b)
-		d.bufs.Put(bp)
+		d.putBuf(bp)
 		return err
 	}
 	p := &d.pieces[a.piece]
 	p.wmu.Lock()
 	if p.stored || !d.mem.adopt(a.piece, bp) {
 		p.wmu.Unlock()
-		d.bufs.Put(bp)
+		d.putBuf(bp)
 		return errLost
 	}
 	p.stored, a.stored = true, true
@@ -144,7 +157,7 @@ func (d *download) helpFrontier() {
 		return
 	}
 	bp := d.pieceBuf()
-	defer d.bufs.Put(bp)
+	defer d.putBuf(bp)
 	d.hashBack(i, *bp) // an error here is hashFrontier's to report
 }
 
