@@ -2,6 +2,7 @@ package pack
 
 import (
 	"io/fs"
+	"sync"
 	"syscall"
 	"time"
 
@@ -44,6 +45,30 @@ func openStatDir(abs string) (statDir, error) {
 }
 
 func (d statDir) close() { unix.Close(d.fd) }
+
+// direntBufs are getdents buffers, reused across directories.
+var direntBufs = sync.Pool{New: func() any { return new([32 << 10]byte) }}
+
+// names reads the directory's entry names but "." and "..", in the
+// order the system gives them. abs names it in errors.
+func (d statDir) names(abs string) ([]string, error) {
+	buf := direntBufs.Get().(*[32 << 10]byte)
+	defer direntBufs.Put(buf)
+	var names []string
+	for {
+		n, err := unix.ReadDirent(d.fd, buf[:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &fs.PathError{Op: "readdirent", Path: abs, Err: err}
+		}
+		if n <= 0 {
+			return names, nil
+		}
+		_, _, names = unix.ParseDirent(buf[:n], -1, names)
+	}
+}
 
 func (d statDir) lstat(name string) statInfo {
 	var st unix.Stat_t

@@ -30,4 +30,18 @@ func openStatDir(abs string) (statDir, error) {
 
 func (d statDir) close() { d.root.Close() }
 
+// names reads the directory's entry names; abs names it in errors.
+func (d statDir) names(abs string) ([]string, error) {
+	f, err := d.root.Open(".")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return nil, &fs.PathError{Op: "readdirent", Path: abs, Err: err}
+	}
+	return names, nil
+}
+
 func (d statDir) lstat(name string) statInfo { return infoOf(d.root.Lstat(name)) }

@@ -3,10 +3,12 @@ package pack
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -35,21 +37,31 @@ func statTree(t *testing.T) string {
 func TestStatAllMatchesLstat(t *testing.T) {
 	src := statTree(t)
 	for _, dir := range []string{src, filepath.Join(src, "sub"), filepath.Join(src, "été")} {
-		entries, err := os.ReadDir(dir)
-		if err != nil {
-			t.Fatal(err)
+		l := listDir(dir)
+		if l.err != nil {
+			t.Fatal(l.err)
 		}
-		for i, got := range statAll(dir, entries) {
-			want := infoOf(os.Lstat(filepath.Join(dir, entries[i].Name())))
+		entries, _ := os.ReadDir(dir)
+		if len(entries) != len(l.names) {
+			t.Errorf("%s: listed %q, want %d entries", dir, l.names, len(entries))
+		}
+		for i, got := range l.infos {
+			want := infoOf(os.Lstat(filepath.Join(dir, l.names[i])))
 			if got.err != nil || want.err != nil || got.mode != want.mode || got.size != want.size ||
-				!got.mtime.Equal(want.mtime) || got.id != want.id || got.id == (fileID{}) {
-				t.Errorf("%s: statAll %+v, os.Lstat %+v", entries[i].Name(), got, want)
+				!got.mtime.Equal(want.mtime) || got.id != want.id || got.id == (fileID{}) ||
+				l.names[i] != entries[i].Name() {
+				t.Errorf("%s: statAll %+v, os.Lstat %+v", l.names[i], got, want)
 			}
 		}
 	}
-	entries, _ := os.ReadDir(src)
-	os.Remove(filepath.Join(src, entries[0].Name()))
-	if st := statAll(src, entries[:1]); !errors.Is(st[0].err, fs.ErrNotExist) {
+	d, err := openStatDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.close()
+	names, _ := d.names(src)
+	os.Remove(filepath.Join(src, names[0]))
+	if st := statAll(d, names[:1]); !errors.Is(st[0].err, fs.ErrNotExist) {
 		t.Errorf("removed entry: error %v, want ErrNotExist", st[0].err)
 	}
 }
@@ -105,5 +117,38 @@ func TestSameFile(t *testing.T) {
 	b, _ := os.Stat(filepath.Join(src, "b"))
 	if !sameFile(fileIDOf(a), a) || sameFile(fileIDOf(a), b) || !sameFile(fileID{}, b) {
 		t.Error("sameFile: want a same as a, not as b, and an unknown id same as any")
+	}
+}
+
+// TestListDirManyNames: a directory whose entries take several reads
+// of the directory is listed whole, sorted, each name once.
+func TestListDirManyNames(t *testing.T) {
+	dir := t.TempDir()
+	long := strings.Repeat("n", 100)
+	var want []string
+	for i := range 1500 { // about 180 KB of directory entries
+		name := fmt.Sprintf("%s-%04d", long, 1499-i)
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, name)
+	}
+	slices.Sort(want)
+	l := listDir(dir)
+	if l.err != nil || !slices.Equal(l.names, want) || len(l.infos) != len(want) {
+		t.Fatalf("listed %d names (error %v), want %d in order", len(l.names), l.err, len(want))
+	}
+	if l := listDir(filepath.Join(dir, "missing")); !errors.Is(l.err, fs.ErrNotExist) {
+		t.Errorf("missing directory: error %v, want ErrNotExist", l.err)
+	}
+}
+
+// TestJoinAbs: joinAbs is filepath.Join for the clean directories the
+// walk gives it.
+func TestJoinAbs(t *testing.T) {
+	for _, dir := range []string{".", "/", "a", "/a/b", "../a"} {
+		if got, want := joinAbs(dir, "f"), filepath.Join(dir, "f"); got != want {
+			t.Errorf("joinAbs(%q, f) = %q, want %q", dir, got, want)
+		}
 	}
 }

@@ -62,22 +62,27 @@ type walker struct {
 // readAhead is the number of directories listed ahead of the walk.
 const readAhead = 4
 
-// listing is one directory's entries, sorted by name, with their lstat
+// listing is one directory's entry names, sorted, with their lstat
 // results.
 type listing struct {
-	entries []os.DirEntry
-	infos   []statInfo
-	err     error
-	done    chan struct{}
+	names []string
+	infos []statInfo
+	err   error
+	done  chan struct{}
 }
 
+// listDir reads a directory's names and lstats them through one open
+// descriptor of it.
 func listDir(abs string) *listing {
+	d, err := openStatDir(abs)
+	if err != nil {
+		return &listing{err: err}
+	}
+	defer d.close()
 	l := &listing{}
-	l.entries, l.err = os.ReadDir(abs)
-	if l.err == nil {
-		// os.ReadDir sorts by name already; keep the order explicit.
-		slices.SortFunc(l.entries, func(a, b os.DirEntry) int { return compare(a.Name(), b.Name()) })
-		l.infos = statAll(abs, l.entries)
+	if l.names, l.err = d.names(abs); l.err == nil {
+		slices.Sort(l.names) // byte order, as compare
+		l.infos = statAll(d, l.names)
 	}
 	return l
 }
@@ -88,11 +93,11 @@ func listDir(abs string) *listing {
 // slot.
 func (w *walker) prefetch(abs, rel string, l *listing) {
 	var subs []string
-	for i, e := range l.entries {
-		if st := l.infos[i]; st.err != nil || !st.mode.IsDir() || !xmlSafe(e.Name()) || safepath.Check(join(rel, e.Name())) != nil {
+	for i, name := range l.names {
+		if st := l.infos[i]; st.err != nil || !st.mode.IsDir() || !xmlSafe(name) || safepath.Check(join(rel, name)) != nil {
 			continue
 		}
-		subs = append(subs, filepath.Join(abs, e.Name()))
+		subs = append(subs, joinAbs(abs, name))
 	}
 	if len(subs) > 0 {
 		w.todo = append(w.todo, subs)
@@ -119,7 +124,7 @@ func (w *walker) fill() {
 		w.wg.Go(func() {
 			defer close(pl.done)
 			got := listDir(sub)
-			pl.entries, pl.infos, pl.err = got.entries, got.infos, got.err
+			pl.names, pl.infos, pl.err = got.names, got.infos, got.err
 		})
 	}
 }
@@ -167,7 +172,7 @@ func (w *walker) walk(root string) error {
 	w.ahead, w.slots = map[string]*listing{}, make(chan struct{}, readAhead)
 	// A walk that stops early leaves no listing running.
 	defer w.wg.Wait()
-	return w.dir(root, "", "")
+	return w.dir(filepath.Clean(root), "", "")
 }
 
 // dir walks the directory at abs. real is its path with no symbolic link
@@ -204,15 +209,11 @@ func (w *walker) dir(abs, rel, real string) error {
 		return &FileError{Path: abs, Err: l.err}
 	}
 	w.prefetch(abs, rel, l)
-	for i, e := range l.entries {
+	for i, name := range l.names {
 		if err := w.ctx.Err(); err != nil {
 			return err
 		}
-		sub := ""
-		if real != "" {
-			sub = real + string(filepath.Separator) + e.Name()
-		}
-		if err := w.entry(filepath.Join(abs, e.Name()), join(rel, e.Name()), sub, l.infos[i]); err != nil {
+		if err := w.entry(joinAbs(abs, name), join(rel, name), name, real, l.infos[i]); err != nil {
 			return err
 		}
 	}
@@ -225,20 +226,12 @@ func (w *walker) dir(abs, rel, real string) error {
 // the open directory (statDir), which resolves one name rather than the
 // whole path: measured 6% less CPU for the walk, and less wall time, on
 // a 100,000-file tree.
-func statAll(abs string, entries []os.DirEntry) []statInfo {
-	infos := make([]statInfo, len(entries))
-	dir, err := openStatDir(abs)
-	if err != nil {
-		for i := range infos {
-			infos[i].err = err
-		}
-		return infos
-	}
-	defer dir.close()
-	stat := func(i int) { infos[i] = dir.lstat(entries[i].Name()) }
+func statAll(dir statDir, names []string) []statInfo {
+	infos := make([]statInfo, len(names))
+	stat := func(i int) { infos[i] = dir.lstat(names[i]) }
 	const minParallel, workers = 64, 4
-	if len(entries) < minParallel {
-		for i := range entries {
+	if len(names) < minParallel {
+		for i := range names {
 			stat(i)
 		}
 		return infos
@@ -246,7 +239,7 @@ func statAll(abs string, entries []os.DirEntry) []statInfo {
 	var wg sync.WaitGroup
 	for k := range workers {
 		wg.Go(func() {
-			for i := k; i < len(entries); i += workers {
+			for i := k; i < len(names); i += workers {
 				stat(i)
 			}
 		})
@@ -255,14 +248,16 @@ func statAll(abs string, entries []os.DirEntry) []statInfo {
 	return infos
 }
 
-// entry walks one entry of a directory; real is its path with no link
-// in it, if it is not a link itself (see dir).
-func (w *walker) entry(abs, rel, real string, st statInfo) error {
+// entry walks one entry, name, of a directory whose path with no link
+// in it is parentReal, if the walk knows it (see dir). The directory's
+// own path passed xmlSafe and safepath.Check, so that its entries' names
+// are what is left to check.
+func (w *walker) entry(abs, rel, name, parentReal string, st statInfo) error {
 	if st.err != nil {
 		return &FileError{Path: abs, Err: st.err}
 	}
 	if st.mode&fs.ModeSymlink != 0 {
-		real = "" // where it leads is resolved once it is known to be a directory
+		parentReal = "" // where it leads is resolved once it is known to be a directory
 		if !w.follow {
 			w.warn(rel, "symbolic link skipped (use --follow-symlinks)")
 			return nil
@@ -271,16 +266,25 @@ func (w *walker) entry(abs, rel, real string, st statInfo) error {
 			return &FileError{Path: abs, Err: st.err}
 		}
 	}
-	if !xmlSafe(rel) {
+	if !xmlSafe(name) {
 		w.warn(strconv.QuoteToASCII(rel), "name is not valid UTF-8 or holds a control character, which a manifest cannot carry; skipped")
 		return nil
 	}
-	if err := safepath.Check(rel); err != nil {
-		w.warn(rel, err.Error()+", which verify and unpack refuse; skipped")
-		return nil
+	// A name safe on its own is safe under a safe directory; one that is
+	// not may still be (a drive letter counts only first), or not, and
+	// the whole path says why.
+	if safepath.Check(name) != nil {
+		if err := safepath.Check(rel); err != nil {
+			w.warn(rel, err.Error()+", which verify and unpack refuse; skipped")
+			return nil
+		}
 	}
 	switch {
 	case st.mode.IsDir():
+		real := ""
+		if parentReal != "" {
+			real = parentReal + string(filepath.Separator) + name
+		}
 		return w.dir(abs, rel, real)
 	case st.mode.IsRegular():
 		return w.visit(item{rel: rel, abs: abs, size: st.size, mtime: st.mtime, mode: st.mode, id: st.id})
@@ -311,6 +315,18 @@ func compare(a, b string) int {
 		return 1
 	}
 	return 0
+}
+
+// joinAbs is filepath.Join(dir, name) for a clean dir and a name read
+// from it, without cleaning the result again.
+func joinAbs(dir, name string) string {
+	if dir == "." {
+		return name
+	}
+	if len(dir) > 0 && os.IsPathSeparator(dir[len(dir)-1]) {
+		return dir + name // the root of the file system
+	}
+	return dir + string(filepath.Separator) + name
 }
 
 func join(dir, name string) string {

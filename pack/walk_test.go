@@ -135,3 +135,40 @@ func TestWalkReadAheadCancel(t *testing.T) {
 		t.Fatalf("error %v, want %v", err, context.Canceled)
 	}
 }
+
+// TestWalkRootSpelling: however the root is spelled (".", a trailing
+// slash), each file's path is filepath.Join of the root and its name.
+func TestWalkRootSpelling(t *testing.T) {
+	src := tree(t, map[string]string{"a/b": "x", "c": "y"})
+	t.Chdir(src)
+	for _, root := range []string{".", "./", "a/..", src + "/"} {
+		var got []string
+		w := &walker{ctx: context.Background(), warn: func(string, string) {}}
+		w.visit = func(it item) error {
+			if want := filepath.Join(root, filepath.FromSlash(it.rel)); it.abs != want {
+				t.Errorf("root %q: %s walked as %s, want %s", root, it.rel, it.abs, want)
+			}
+			got = append(got, it.rel)
+			return nil
+		}
+		if err := w.walk(root); err != nil || !slices.Equal(got, []string{"a/b", "c"}) {
+			t.Errorf("root %q: walked %q (%v)", root, got, err)
+		}
+	}
+}
+
+// TestWalkChecksNamesAsPaths: the walk judges a name under a directory
+// as safepath judges the whole path: a drive letter counts only as the
+// first segment, so that "C:x" is skipped at the root and walked below.
+func TestWalkChecksNamesAsPaths(t *testing.T) {
+	src := tree(t, map[string]string{"C:x": "a", "d/C:x": "b", "d/ok": "c"})
+	var got, warned []string
+	w := &walker{ctx: context.Background(), warn: func(p, _ string) { warned = append(warned, p) }}
+	w.visit = func(it item) error { got = append(got, it.rel); return nil }
+	if err := w.walk(src); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, []string{"d/C:x", "d/ok"}) || !slices.Equal(warned, []string{"C:x"}) {
+		t.Errorf("walked %q, warned %q; want d/C:x and d/ok walked, C:x warned", got, warned)
+	}
+}
