@@ -21,6 +21,7 @@ type baseline struct {
 	kind  string    // "state" or the document's capability
 	time  time.Time // the Destination is current up to this time
 	key   string    // identity for the journal
+	list  []listDoc // a state's Resource List
 	src   recSource
 	close func()
 }
@@ -83,7 +84,7 @@ func readBaseline(ctx context.Context, o *Options, dir, since string) (*baseline
 			s.close()
 			return nil, fmt.Errorf("written for the base URL %s, not %s: the Destination knows its files under that one", head.BaseURL, o.BaseURL)
 		}
-		return &baseline{kind: "state", time: head.Time, src: s, close: s.close}, nil
+		return &baseline{kind: "state", time: head.Time, list: head.List, src: s, close: s.close}, nil
 	}
 	h, err := resourcesync.Peek(ctx, since)
 	if err != nil {

@@ -18,13 +18,14 @@ import (
 // changeRun is the part of a run that only a --changes run has.
 type changeRun struct {
 	base    *baseline
-	lists   *changeIndex // changelist.xml, the Change List Index the run adds its Change List to
-	dumps   *changeIndex // changedump.xml, the Change Dump Index the run adds its Change Dump to
-	seq0    int          // number of the last package written before
-	walk    string       // temporary file: the walked files, in walk order
-	changes *sorter      // the changes found, to sort chronologically
-	packed  *sorter      // the files packed, as published, to sort by path for the state
-	found   [3]int       // created, updated, deleted
+	lists   *changeIndex  // changelist.xml, the Change List Index the run adds its Change List to
+	dumps   *changeIndex  // changedump.xml, the Change Dump Index the run adds its Change Dump to
+	seq0    int           // number of the last package written before
+	walk    string        // temporary file: the walked files, in walk order
+	changes *sorter       // the changes found, to sort chronologically
+	packed  *sorter       // the files packed, as published, to sort by path for the state
+	found   [3]int        // created, updated, deleted
+	old     chan *oldList // the baseline's Resource List, once checked
 }
 
 // changesMode writes a Change Dump of what changed since a baseline: the
@@ -130,6 +131,7 @@ func (r *run) prepareChanges(ctx context.Context) error {
 		b.close()
 		return err
 	}
+	r.chg.old = r.checkOldList()
 	return nil
 }
 
@@ -231,6 +233,7 @@ type differ struct {
 	r       *run
 	base    recSource
 	cur     record
+	curN    int64 // cur is the baseline's curN-th file
 	have    bool
 	state   *recWriter
 	changes *sorter
@@ -274,6 +277,9 @@ func (d *differ) advance() error {
 		return &BaselineError{Path: d.r.chg.base.name, Err: err}
 	}
 	d.cur, d.have = r, ok
+	if ok {
+		d.curN++
+	}
 	return nil
 }
 
@@ -284,11 +290,11 @@ func (d *differ) visit(it item) error {
 		}
 	}
 	if d.have && d.cur.Rel == it.rel {
-		old := d.cur
+		old, n := d.cur, d.curN
 		if err := d.advance(); err != nil {
 			return err
 		}
-		return d.compare(old, it)
+		return d.compare(old, n, it)
 	}
 	return d.changed(record{Rel: it.rel}, it, resourcesync.ChangeCreated)
 }
@@ -303,7 +309,9 @@ func (d *differ) deleted() error {
 	return d.changes.add(old)
 }
 
-func (d *differ) compare(old record, it item) error {
+// compare records an unchanged file as the baseline has it, its n-th;
+// n goes in Seq (see feedList) when the record is the baseline's.
+func (d *differ) compare(old record, n int64, it item) error {
 	same := old.Size == it.size && old.Mtime == nanos(it.mtime)
 	if d.r.opts.Checksum {
 		var err error
@@ -314,7 +322,11 @@ func (d *differ) compare(old record, it item) error {
 	if !same {
 		return d.changed(old, it, resourcesync.ChangeUpdated)
 	}
-	return d.state.write(&record{Rel: it.rel, Size: it.size, Mtime: nanos(it.mtime), Hash: old.Hash, Type: old.Type})
+	rec := record{Rel: it.rel, Size: it.size, Mtime: nanos(it.mtime), Hash: old.Hash, Type: old.Type}
+	if rec.Size == old.Size && rec.Mtime == old.Mtime {
+		rec.Seq = n // not so when --checksum found a file touched
+	}
+	return d.state.write(&rec)
 }
 
 // changed records a creation or update. The walk state keeps the

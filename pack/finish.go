@@ -77,15 +77,21 @@ func (r *run) writeChangeState(until time.Time) error {
 		return err
 	}
 	defer f.Close()
-	sw, err := newStateWriter(r.out, stateHead{Version: 1, Kind: r.stateKind(), Time: until, BaseURL: r.opts.BaseURL})
+	sw, err := newStateSpool(r.out)
 	if err != nil {
 		return err
 	}
 	// The Resource List describes the source now: unchanged files as the
-	// baseline has them, changed ones as packed. Nothing is read again.
+	// baseline has them (their lines in the baseline's list, when it
+	// names one that is still there), changed ones as packed.
 	list := newListWriter(r.opts, r.out, resourcesync.CapResourceList, ResourceListName)
 	defer list.abort()
-	feed := r.feedList(list)
+	var old *oldList
+	if len(r.pkgs) > 0 {
+		old = waitOldList(r.chg.old)
+		defer old.close()
+	}
+	feed := r.feedList(list, old)
 	add := func(rec record) error {
 		if err := sw.add(rec); err != nil {
 			return err
@@ -100,6 +106,7 @@ func (r *run) writeChangeState(until time.Time) error {
 		sw.abort()
 		return err
 	}
+	head := stateHead{Version: 1, Kind: r.stateKind(), Time: until, BaseURL: r.opts.BaseURL}
 	if len(r.pkgs) > 0 {
 		completed := time.Now().UTC().Truncate(time.Millisecond)
 		if r.pinned || completed.Before(until) {
@@ -113,10 +120,12 @@ func (r *run) writeChangeState(until time.Time) error {
 			sw.abort()
 			return err
 		}
+		head.List = list.bodies()
 	}
 	// Last: until the state names the new time, a rerun after a kill has
-	// the same baseline, and so the same journal.
-	return sw.commit()
+	// the same baseline, and so the same journal. A run that wrote no
+	// Resource List names none: the one there may not be its files'.
+	return sw.commitAs(head)
 }
 
 // listFeed hands the new state's files to the Resource List, which
@@ -131,15 +140,21 @@ type listFeed struct {
 const feedBatch = 512
 
 // feedList starts the Resource List's goroutine; a run that packed
-// nothing writes no Resource List, and the feed drops the files.
-func (r *run) feedList(list *listWriter) *listFeed {
+// nothing writes no Resource List, and the feed drops the files. A file
+// whose Seq numbers its line in old, unchanged, gets that line.
+func (r *run) feedList(list *listWriter, old *oldList) *listFeed {
 	f := &listFeed{send: make(chan []record, 2), err: make(chan error, 1)}
 	go func() {
 		var err error
 		var md entryMD // reused: the list encodes an entry at once
 		for batch := range f.send {
 			for i := range batch {
-				if err == nil && len(r.pkgs) > 0 {
+				if err != nil || len(r.pkgs) == 0 {
+					continue
+				}
+				if line := old.lineFor(batch[i].Seq, batch[i].Rel); line != nil {
+					err = list.addLine(line)
+				} else {
 					err = list.add(stateEntry(r.opts, batch[i], &md))
 				}
 			}

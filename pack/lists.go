@@ -3,6 +3,7 @@ package pack
 import (
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"strings"
@@ -50,7 +51,8 @@ type listWriter struct {
 	name       string
 	capability string
 	parts      []*listPart
-	written    []string // the files commit wrote, the document last
+	written    []string  // the files commit wrote, the document last
+	docs       []listDoc // those that hold the entries (see bodies)
 }
 
 // listPart is one part's entries on a scratch file.
@@ -66,24 +68,43 @@ func newListWriter(o *Options, out *output, capability, name string) *listWriter
 
 // add appends one entry, starting a new part when the current one is full.
 func (l *listWriter) add(u resourcesync.URL) error {
+	if err := l.put(&u, nil); err != nil {
+		return err
+	}
+	l.parts[len(l.parts)-1].last = entryEnd(u)
+	return nil
+}
+
+// addLine appends an entry as an earlier list of the same kind has it,
+// encoded (resourcesync.Encoder.EncodeLine). Only a Resource List takes
+// lines: its parts need no time of their last entry.
+func (l *listWriter) addLine(line []byte) error { return l.put(nil, line) }
+
+// put encodes u, or writes line, into the current part, or into a new
+// one when the current one is full.
+func (l *listWriter) put(u *resourcesync.URL, line []byte) error {
 	if len(l.parts) == 0 {
 		if err := l.startPart(); err != nil {
 			return err
 		}
 	}
-	p := l.parts[len(l.parts)-1]
-	err := p.enc.Encode(u)
+	encode := func() error {
+		enc := l.parts[len(l.parts)-1].enc
+		if line != nil {
+			return enc.EncodeLine(line)
+		}
+		return enc.Encode(*u)
+	}
+	err := encode()
 	if errors.Is(err, resourcesync.ErrLimit) {
 		if err = l.startPart(); err != nil {
 			return err
 		}
-		p = l.parts[len(l.parts)-1]
-		err = p.enc.Encode(u)
+		err = encode()
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", l.name, err)
 	}
-	p.last = entryEnd(u)
 	return nil
 }
 
@@ -110,26 +131,34 @@ func (l *listWriter) commit(md resourcesync.MD) error {
 	md.Capability = l.capability
 	if len(l.parts) == 0 {
 		l.written = append(l.written, l.name)
-		return l.writeDoc(l.name, l.header(resourcesync.URLSet, md, ""), strings.NewReader(""))
+		d, err := l.writeDoc(l.name, l.header(resourcesync.URLSet, md, ""), strings.NewReader(""))
+		l.docs = []listDoc{d}
+		return err
 	}
 	if err := l.parts[len(l.parts)-1].enc.Close(); err != nil {
 		return err
 	}
 	if len(l.parts) == 1 {
 		l.written = append(l.written, l.name)
-		return l.writeDoc(l.name, l.header(resourcesync.URLSet, md, ""), l.parts[0].f)
+		d, err := l.writeDoc(l.name, l.header(resourcesync.URLSet, md, ""), l.parts[0].f)
+		l.docs = []listDoc{d}
+		return err
 	}
 	// The parts are copied and synced a few at once, their syncs
 	// overlapping; the index follows them all.
 	var index []resourcesync.URL
 	var g errgroup.Group
 	g.SetLimit(partWriters)
+	l.docs = make([]listDoc, len(l.parts))
 	for i, p := range l.parts {
 		name := listPartName(l.name, i+1)
 		pmd := l.partMD(md, i)
 		h := l.header(resourcesync.URLSet, pmd, l.o.DumpURL+l.name)
 		l.written = append(l.written, name)
-		g.Go(func() error { return l.writeDoc(name, h, p.f) })
+		g.Go(func() (err error) {
+			l.docs[i], err = l.writeDoc(name, h, p.f)
+			return err
+		})
 		index = append(index, resourcesync.URL{Loc: l.o.DumpURL + name, MD: &resourcesync.MD{
 			At: pmd.At, Completed: pmd.Completed, From: pmd.From, Until: pmd.Until,
 		}})
@@ -162,7 +191,10 @@ func (l *listWriter) commitInto(md resourcesync.MD, x *changeIndex) error {
 		h := l.header(resourcesync.URLSet, pmd, l.o.DumpURL+x.name)
 		l.written = append(l.written, name)
 		x.add(l.o, name, pmd)
-		g.Go(func() error { return l.writeDoc(name, h, p.f) })
+		g.Go(func() error {
+			_, err := l.writeDoc(name, h, p.f)
+			return err
+		})
 	}
 	return g.Wait()
 }
@@ -193,22 +225,28 @@ func (l *listWriter) header(kind resourcesync.Kind, md resourcesync.MD, index st
 	return h
 }
 
-// writeDoc writes a document from its header and a part's body.
-func (l *listWriter) writeDoc(name string, h resourcesync.Header, body io.ReadSeeker) error {
+// writeDoc writes a document from its header and a part's body, and
+// describes what it wrote.
+func (l *listWriter) writeDoc(name string, h resourcesync.Header, body io.ReadSeeker) (listDoc, error) {
 	l.out.note(name, h, nil)
 	f, err := l.out.Create(l.out.ctx, name)
 	if err != nil {
-		return err
+		return listDoc{}, err
 	}
+	cw := &docSum{w: f, crc: crc32.New(crcTable)}
 	if _, err = body.Seek(0, io.SeekStart); err == nil {
-		err = resourcesync.WriteDocument(f, h, body)
+		err = resourcesync.WriteDocument(cw, h, body)
 	}
 	if err != nil {
 		f.Abort()
-		return fmt.Errorf("%s: %w", name, err)
+		return listDoc{}, fmt.Errorf("%s: %w", name, err)
 	}
-	return f.Commit()
+	return listDoc{Name: name, Size: cw.n, CRC: cw.crc.Sum32()}, f.Commit()
 }
+
+// bodies are the documents commit wrote that hold the entries, in
+// order: the list, or its parts, each as written.
+func (l *listWriter) bodies() []listDoc { return l.docs }
 
 // files are the documents commit wrote; none without a list.
 func (l *listWriter) files() []string {

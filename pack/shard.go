@@ -299,7 +299,7 @@ func (r *run) checkPackages() error {
 // entries in the order of the sorted walk, as one unsharded run lists
 // them, into the Resource List and the state; then writes the documents.
 func (r *run) mergeShards(ctx context.Context, shards []shardRun, completed time.Time) error {
-	sw, err := newStateWriter(r.out, stateHead{Version: 1, Kind: resourcesync.CapResourceDump, Time: r.at, BaseURL: r.opts.BaseURL})
+	sw, err := newStateSpool(r.out)
 	if err != nil {
 		return err
 	}
@@ -316,7 +316,7 @@ func (r *run) mergeShards(ctx context.Context, shards []shardRun, completed time
 		sw.abort()
 		return err
 	}
-	return sw.commit()
+	return sw.commitAs(stateHead{Version: 1, Kind: resourcesync.CapResourceDump, Time: r.at, BaseURL: r.opts.BaseURL, List: r.list.bodies()})
 }
 
 // finishDocuments writes the Resource List, the dump document and the

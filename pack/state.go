@@ -17,7 +17,8 @@ import (
 // wrote there. A --changes run compares the source with it unless --since
 // names another baseline. Its first line is a JSON header (version, time:
 // the at of a Resource Dump or the until of the last Change Dump run,
-// kind, base_url); every other line is one file, in walk order, with
+// kind, base_url, and list: the documents of the Resource List written
+// with it, see listDoc); every other line is one file, in walk order, with
 // tab-separated fields: path, length, mtime in Unix nanoseconds, mode,
 // hash attribute, media type, and three fields unused here.
 const StateName = ".rsdump-pack.state"
@@ -27,15 +28,20 @@ type stateHead struct {
 	Kind    string    `json:"kind"` // the capability of the document written: resourcedump or changedump
 	Time    time.Time `json:"time"`
 	BaseURL string    `json:"base_url"`
+	List    []listDoc `json:"list,omitempty"`
 }
 
 // stateWriter writes a state file under a temporary name; commit gives it
-// its final name.
+// its final name. A state written in the same pass as its Resource List
+// (newStateSpool) keeps its files in a scratch file until the list is
+// written, since its header names the list's documents.
 type stateWriter struct {
-	af   sink.File
-	w    *recWriter
-	last string
-	n    int
+	out   *output
+	af    sink.File // the state, its header written
+	spool *os.File  // or the scratch file, until commit
+	w     *recWriter
+	last  string
+	n     int
 }
 
 func newStateWriter(out *output, head stateHead) (*stateWriter, error) {
@@ -43,13 +49,22 @@ func newStateWriter(out *output, head stateHead) (*stateWriter, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &stateWriter{af: af, w: newRecWriter(af)}
+	s := &stateWriter{out: out, af: af, w: newRecWriter(af)}
 	b, _ := json.Marshal(head)
 	if _, err := s.w.w.Write(append(b, '\n')); err != nil {
 		af.Abort()
 		return nil, err
 	}
 	return s, nil
+}
+
+// newStateSpool starts a state whose header commitAs gives.
+func newStateSpool(out *output) (*stateWriter, error) {
+	f, err := os.CreateTemp(out.scratch, ".rsdump-state-*.tmp")
+	if err != nil {
+		return nil, err
+	}
+	return &stateWriter{out: out, spool: f, w: newRecWriter(f)}, nil
 }
 
 // add appends a file; files come in walk order, each once.
@@ -70,7 +85,37 @@ func (s *stateWriter) commit() error {
 	return s.af.Commit()
 }
 
-func (s *stateWriter) abort() { s.af.Abort() }
+// commitAs writes the state newStateSpool started, with its header.
+func (s *stateWriter) commitAs(head stateHead) error {
+	defer s.abort()
+	if err := s.w.flush(); err != nil {
+		return err
+	}
+	af, err := s.out.Create(s.out.ctx, StateName)
+	if err != nil {
+		return err
+	}
+	b, _ := json.Marshal(head)
+	if _, err = af.Write(append(b, '\n')); err == nil {
+		if _, err = s.spool.Seek(0, io.SeekStart); err == nil {
+			_, err = io.Copy(af, s.spool)
+		}
+	}
+	if err != nil {
+		af.Abort()
+		return err
+	}
+	return af.Commit()
+}
+
+func (s *stateWriter) abort() {
+	if s.spool != nil {
+		s.spool.Close()
+		os.Remove(s.spool.Name())
+		return
+	}
+	s.af.Abort()
+}
 
 // stateSource reads a state file, checking that it is in walk order.
 type stateSource struct {

@@ -94,12 +94,33 @@ func (e *Encoder) Encode(u URL) error {
 	if e.x.err != nil {
 		return fmt.Errorf("entry %s: %w", u.Loc, e.x.err)
 	}
-	if e.size+int64(len(e.x.b))+int64(len(e.closing())) > MaxBytes {
+	return e.put(e.x.b)
+}
+
+// EncodeLine writes line, an entry as Encode wrote it into an earlier
+// document of the same kind (one line, its end included), under the same
+// limits: a document can take the entries it shares with an earlier one
+// without their being decoded and encoded again. The caller vouches for
+// the line.
+func (e *Encoder) EncodeLine(line []byte) error {
+	if e.closed {
+		return errors.New("encode after close")
+	}
+	if e.count >= MaxEntries {
+		return fmt.Errorf("%w: %d entries", ErrLimit, MaxEntries)
+	}
+	return e.put(line)
+}
+
+// put writes an encoded entry if the document has room for it.
+func (e *Encoder) put(entry []byte) error {
+	if e.size+int64(len(entry))+int64(len(e.closing())) > MaxBytes {
 		return fmt.Errorf("%w: %d bytes", ErrLimit, MaxBytes)
 	}
-	if err := e.write(); err != nil {
-		return err
+	if _, err := e.w.Write(entry); err != nil {
+		return fmt.Errorf("write sitemap: %w", err)
 	}
+	e.size += int64(len(entry))
 	e.count++
 	return nil
 }

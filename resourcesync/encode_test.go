@@ -277,3 +277,56 @@ func TestEscapeMatchesEscapeText(t *testing.T) {
 		}
 	}
 }
+
+// TestEncodeLine: lines copied from a document give the bytes Encode
+// gives for their entries, and count against the same limits.
+func TestEncodeLine(t *testing.T) {
+	h := Header{MD: MD{Capability: CapResourceList}}
+	urls := []URL{fullURL(t), {Loc: "http://x/a&b"}, {Loc: "http://x/c", MD: &MD{Hash: "md5:00"}}}
+	want := encodeDoc(t, h, urls...)
+	var lines [][]byte
+	for _, l := range bytes.SplitAfter(want, []byte("\n")) {
+		if bytes.HasPrefix(l, []byte("<url>")) {
+			lines = append(lines, l)
+		}
+	}
+	var buf bytes.Buffer
+	e, err := NewEncoder(&buf, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Encode(urls[0]); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range lines[1:] {
+		if err := e.EncodeLine(l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(buf.Bytes(), want) || e.Count() != len(urls) {
+		t.Errorf("with copied lines (%d entries):\n%s\nwant\n%s", e.Count(), buf.Bytes(), want)
+	}
+	big := append(append([]byte("<url><loc>http://x/"), strings.Repeat("a", MaxBytes/2)...), "</loc></url>\n"...)
+	e, _ = NewEncoder(io.Discard, Header{})
+	if err := e.EncodeLine(big); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.EncodeLine(big); !errors.Is(err, ErrLimit) || e.Count() != 1 {
+		t.Errorf("second half: error %v, count %d; want ErrLimit, 1", err, e.Count())
+	}
+	for e.Count() < MaxEntries {
+		if err := e.EncodeLine(lines[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.EncodeLine(lines[1]); !errors.Is(err, ErrLimit) {
+		t.Errorf("entry %d: error %v, want ErrLimit", MaxEntries+1, err)
+	}
+	e.Close()
+	if err := e.EncodeLine(lines[1]); err == nil {
+		t.Error("EncodeLine after Close: no error")
+	}
+}

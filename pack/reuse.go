@@ -1,0 +1,180 @@
+package pack
+
+import (
+	"bufio"
+	"bytes"
+	"hash"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/rsdump/rsdump/resourcesync"
+)
+
+// A state names the documents of the Resource List written with it
+// (stateHead.List), each by its length and CRC-32C, so that a --changes
+// run whose baseline is that state can copy the entry lines of the files
+// that did not change from those documents rather than encoding the
+// entries again: the encoding was most of the cost of a run that finds
+// little changed. The n-th entry of the list is the state's n-th file,
+// since both were written from the same files in the same order. The
+// list is written before the state, so that a run killed in between
+// leaves a state that does not describe the documents there; a list
+// changed since, by a run or by hand, no longer matches either: then
+// every entry is encoded, as a run does without such a state (a state of
+// rsdump before this, or another baseline).
+
+// listDoc is a document of a Resource List, as written.
+type listDoc struct {
+	Name string `json:"name"`
+	Size int64  `json:"size"`
+	CRC  uint32 `json:"crc32c"`
+}
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// docSum counts and sums what is written through it.
+type docSum struct {
+	w   io.Writer
+	crc hash.Hash32
+	n   int64
+}
+
+func (d *docSum) Write(p []byte) (int, error) {
+	n, err := d.w.Write(p)
+	d.crc.Write(p[:n])
+	d.n += int64(n)
+	return n, err
+}
+
+// oldList reads the entry lines of the Resource List a state baseline
+// names, in order: the n-th is the entry of the baseline's n-th file.
+type oldList struct {
+	dir  string
+	base string // the base URL
+	docs []listDoc
+	f    *os.File
+	br   *bufio.Reader
+	n    int64  // entry lines read
+	line []byte // the last of them
+	done bool   // the lines ran out or did not fit: no more are given
+}
+
+// checkOldList starts checking, beside the walk, that the documents the
+// state baseline names are in the output as it wrote them; the Resource
+// List's goroutine takes the result (oldList.wait). It checks nothing for
+// another kind of baseline, an object store, or a base URL whose <loc>
+// the encoder escapes.
+func (r *run) checkOldList() chan *oldList {
+	b := r.chg.base
+	if r.out.dir == "" || len(b.list) == 0 || strings.ContainsAny(r.opts.BaseURL, `&<>"'`) {
+		return nil
+	}
+	c := make(chan *oldList, 1)
+	o := &oldList{dir: r.out.dir, base: r.opts.BaseURL, docs: b.list}
+	go func() {
+		if o.check() {
+			c <- o
+		}
+		close(c)
+	}()
+	return c
+}
+
+// check reads the documents whole: each must have the length and CRC
+// the state gives.
+func (o *oldList) check() bool {
+	for _, d := range o.docs {
+		f, err := os.Open(o.path(d))
+		if err != nil {
+			return false
+		}
+		sum := &docSum{w: io.Discard, crc: crc32.New(crcTable)}
+		_, err = io.Copy(sum, f)
+		f.Close()
+		if err != nil || sum.n != d.Size || sum.crc.Sum32() != d.CRC {
+			return false
+		}
+	}
+	return true
+}
+
+// waitOldList is the result of checkOldList: nil when there is no list
+// to copy from.
+func waitOldList(c chan *oldList) *oldList {
+	if c == nil {
+		return nil
+	}
+	return <-c
+}
+
+func (o *oldList) path(d listDoc) string { return filepath.Join(o.dir, filepath.FromSlash(d.Name)) }
+
+var urlStart = []byte("<url><loc>")
+
+// lineFor returns the k-th entry line (from 1) if it is the entry of rel,
+// or nil: then the entry is encoded. k grows from call to call; 0 asks
+// for no line.
+func (o *oldList) lineFor(k int64, rel string) []byte {
+	if o == nil || o.done || k == 0 || k < o.n {
+		return nil
+	}
+	for o.n < k {
+		if !o.next() {
+			o.close()
+			return nil
+		}
+	}
+	// A check of what check already made sure of: the line is the entry
+	// of rel.
+	loc := resourcesync.LocFor(o.base, rel)
+	rest, ok := bytes.CutPrefix(o.line, urlStart)
+	if !ok || strings.ContainsAny(loc, `&<>"'`) || len(rest) < len(loc)+6 || string(rest[:len(loc)]) != loc || string(rest[len(loc):len(loc)+6]) != "</loc>" {
+		return nil
+	}
+	return o.line
+}
+
+// next reads the next entry line, opening the next document when one
+// ends; false when none is left or a line does not fit the buffer.
+func (o *oldList) next() bool {
+	for {
+		if o.br == nil {
+			if len(o.docs) == 0 {
+				return false
+			}
+			f, err := os.Open(o.path(o.docs[0]))
+			if err != nil {
+				return false
+			}
+			o.docs = o.docs[1:]
+			o.f, o.br = f, bufio.NewReaderSize(f, 256<<10)
+		}
+		line, err := o.br.ReadSlice('\n')
+		if err != nil {
+			if len(line) > 0 {
+				return false // a line cut short, or too long for the buffer
+			}
+			o.f.Close()
+			o.f, o.br = nil, nil
+			continue
+		}
+		if bytes.HasPrefix(line, urlStart) {
+			o.line, o.n = line, o.n+1
+			return true
+		}
+	}
+}
+
+func (o *oldList) close() {
+	if o == nil {
+		return
+	}
+	o.done = true
+	if o.f != nil {
+		o.f.Close()
+		o.f, o.br = nil, nil
+	}
+}
