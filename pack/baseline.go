@@ -69,6 +69,8 @@ func openBaseline(ctx context.Context, o *Options, dir, since string) (*baseline
 	}
 	b.name = since
 	b.key = fmt.Sprintf("%s|%s|%s", b.kind, key, resourcesync.FormatTime(b.time))
+	ahead, closeSrc := readRecsAhead(b.src), b.close
+	b.src, b.close = ahead, func() { ahead.close(); closeSrc() }
 	return b, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"sync"
 
 	"github.com/rsdump/rsdump/internal/extsort"
 )
@@ -67,3 +68,73 @@ func (s *sorter) sorted() (recSource, error) {
 type sortedSource struct{ extsort.Source[record] }
 
 func (s sortedSource) next() (record, bool, error) { return s.Next() }
+
+// aheadSource reads a recSource on its own goroutine, batches ahead of
+// its reader: the baseline's reading and parsing overlap the walk it is
+// joined with. Memory holds aheadBatches batches at most.
+type aheadSource struct {
+	c    chan recBatch
+	stop chan struct{}
+	done chan struct{}
+	once sync.Once
+	cur  recBatch
+	i    int
+}
+
+type recBatch struct {
+	recs []record
+	err  error // after recs
+	end  bool  // no record after recs
+}
+
+const aheadBatch, aheadBatches = 256, 4
+
+func readRecsAhead(src recSource) *aheadSource {
+	a := &aheadSource{c: make(chan recBatch, aheadBatches), stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(a.done)
+		for {
+			b := recBatch{recs: make([]record, 0, aheadBatch)}
+			for len(b.recs) < aheadBatch && b.err == nil && !b.end {
+				r, ok, err := src.next()
+				switch {
+				case err != nil:
+					b.err = err
+				case !ok:
+					b.end = true
+				default:
+					b.recs = append(b.recs, r)
+				}
+			}
+			select {
+			case a.c <- b:
+			case <-a.stop:
+				return
+			}
+			if b.err != nil || b.end {
+				return
+			}
+		}
+	}()
+	return a
+}
+
+func (a *aheadSource) next() (record, bool, error) {
+	for a.i == len(a.cur.recs) {
+		switch {
+		case a.cur.err != nil:
+			return record{}, false, a.cur.err
+		case a.cur.end:
+			return record{}, false, nil
+		}
+		a.cur, a.i = <-a.c, 0
+	}
+	a.i++
+	return a.cur.recs[a.i-1], true, nil
+}
+
+// close stops the reading; the source it reads may then be closed.
+func (a *aheadSource) close() {
+	a.once.Do(func() { close(a.stop) })
+	<-a.done
+}

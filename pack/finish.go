@@ -107,25 +107,36 @@ func (r *run) writeChangeState(until time.Time) error {
 		return err
 	}
 	head := stateHead{Version: 1, Kind: r.stateKind(), Time: until, BaseURL: r.opts.BaseURL}
-	if len(r.pkgs) > 0 {
-		completed := time.Now().UTC().Truncate(time.Millisecond)
-		if r.pinned || completed.Before(until) {
-			completed = until
-		}
-		if err := list.commit(resourcesync.MD{At: until, Completed: completed}); err != nil {
-			sw.abort()
-			return err
-		}
-		if err := r.writeCapabilities(); err != nil {
-			sw.abort()
-			return err
-		}
-		head.List = list.bodies()
-	}
 	// Last: until the state names the new time, a rerun after a kill has
 	// the same baseline, and so the same journal. A run that wrote no
 	// Resource List names none: the one there may not be its files'.
-	return sw.commitAs(head)
+	if len(r.pkgs) == 0 {
+		return sw.commitAs(head)
+	}
+	if head.List, err = list.bodies(); err != nil {
+		sw.abort()
+		return err
+	}
+	// The state is written and synced beside the list's documents, and
+	// renamed into place after them.
+	prepared := make(chan error, 1)
+	go func() { prepared <- sw.prepare(head) }()
+	completed := time.Now().UTC().Truncate(time.Millisecond)
+	if r.pinned || completed.Before(until) {
+		completed = until
+	}
+	err = list.commit(resourcesync.MD{At: until, Completed: completed})
+	if err == nil {
+		err = r.writeCapabilities()
+	}
+	if perr := <-prepared; err == nil {
+		err = perr
+	}
+	if err != nil {
+		sw.abort()
+		return err
+	}
+	return sw.commit()
 }
 
 // listFeed hands the new state's files to the Resource List, which

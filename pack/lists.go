@@ -52,12 +52,13 @@ type listWriter struct {
 	capability string
 	parts      []*listPart
 	written    []string  // the files commit wrote, the document last
-	docs       []listDoc // those that hold the entries (see bodies)
+	docs       []listDoc // see bodies
 }
 
 // listPart is one part's entries on a scratch file.
 type listPart struct {
 	f    *os.File
+	sum  *docSum // of the entries, as the body encoder writes them
 	enc  *resourcesync.Encoder
 	last time.Time // in a Change List or Change Dump: where its last entry's changes end
 }
@@ -118,7 +119,8 @@ func (l *listWriter) startPart() error {
 	if err != nil {
 		return err
 	}
-	l.parts = append(l.parts, &listPart{f: f, enc: resourcesync.NewBodyEncoder(f, resourcesync.URLSet, headerReserve)})
+	sum := &docSum{w: f, crc: crc32.New(crcTable)}
+	l.parts = append(l.parts, &listPart{f: f, sum: sum, enc: resourcesync.NewBodyEncoder(sum, resourcesync.URLSet, headerReserve)})
 	return nil
 }
 
@@ -128,37 +130,32 @@ func (l *listWriter) startPart() error {
 // index, last.
 func (l *listWriter) commit(md resourcesync.MD) error {
 	defer l.abort()
+	if _, err := l.bodies(); err != nil {
+		return err
+	}
 	md.Capability = l.capability
 	if len(l.parts) == 0 {
 		l.written = append(l.written, l.name)
-		d, err := l.writeDoc(l.name, l.header(resourcesync.URLSet, md, ""), strings.NewReader(""))
-		l.docs = []listDoc{d}
-		return err
+		return l.writeDoc(l.name, l.header(resourcesync.URLSet, md, ""), strings.NewReader(""))
 	}
 	if err := l.parts[len(l.parts)-1].enc.Close(); err != nil {
 		return err
 	}
 	if len(l.parts) == 1 {
 		l.written = append(l.written, l.name)
-		d, err := l.writeDoc(l.name, l.header(resourcesync.URLSet, md, ""), l.parts[0].f)
-		l.docs = []listDoc{d}
-		return err
+		return l.writeDoc(l.name, l.header(resourcesync.URLSet, md, ""), l.parts[0].f)
 	}
 	// The parts are copied and synced a few at once, their syncs
 	// overlapping; the index follows them all.
 	var index []resourcesync.URL
 	var g errgroup.Group
 	g.SetLimit(partWriters)
-	l.docs = make([]listDoc, len(l.parts))
 	for i, p := range l.parts {
 		name := listPartName(l.name, i+1)
 		pmd := l.partMD(md, i)
 		h := l.header(resourcesync.URLSet, pmd, l.o.DumpURL+l.name)
 		l.written = append(l.written, name)
-		g.Go(func() (err error) {
-			l.docs[i], err = l.writeDoc(name, h, p.f)
-			return err
-		})
+		g.Go(func() error { return l.writeDoc(name, h, p.f) })
 		index = append(index, resourcesync.URL{Loc: l.o.DumpURL + name, MD: &resourcesync.MD{
 			At: pmd.At, Completed: pmd.Completed, From: pmd.From, Until: pmd.Until,
 		}})
@@ -191,10 +188,7 @@ func (l *listWriter) commitInto(md resourcesync.MD, x *changeIndex) error {
 		h := l.header(resourcesync.URLSet, pmd, l.o.DumpURL+x.name)
 		l.written = append(l.written, name)
 		x.add(l.o, name, pmd)
-		g.Go(func() error {
-			_, err := l.writeDoc(name, h, p.f)
-			return err
-		})
+		g.Go(func() error { return l.writeDoc(name, h, p.f) })
 	}
 	return g.Wait()
 }
@@ -225,28 +219,47 @@ func (l *listWriter) header(kind resourcesync.Kind, md resourcesync.MD, index st
 	return h
 }
 
-// writeDoc writes a document from its header and a part's body, and
-// describes what it wrote.
-func (l *listWriter) writeDoc(name string, h resourcesync.Header, body io.ReadSeeker) (listDoc, error) {
+// writeDoc writes a document from its header and a part's body.
+func (l *listWriter) writeDoc(name string, h resourcesync.Header, body io.ReadSeeker) error {
 	l.out.note(name, h, nil)
 	f, err := l.out.Create(l.out.ctx, name)
 	if err != nil {
-		return listDoc{}, err
+		return err
 	}
-	cw := &docSum{w: f, crc: crc32.New(crcTable)}
 	if _, err = body.Seek(0, io.SeekStart); err == nil {
-		err = resourcesync.WriteDocument(cw, h, body)
+		err = resourcesync.WriteDocument(f, h, body)
 	}
 	if err != nil {
 		f.Abort()
-		return listDoc{}, fmt.Errorf("%s: %w", name, err)
+		return fmt.Errorf("%s: %w", name, err)
 	}
-	return listDoc{Name: name, Size: cw.n, CRC: cw.crc.Sum32()}, f.Commit()
+	return f.Commit()
 }
 
-// bodies are the documents commit wrote that hold the entries, in
-// order: the list, or its parts, each as written.
-func (l *listWriter) bodies() []listDoc { return l.docs }
+// bodies are the documents of a Resource List, in order, each with the
+// length and CRC of its entries: what commit writes, or wrote. Its last
+// part is closed: nothing may be added.
+func (l *listWriter) bodies() ([]listDoc, error) {
+	if l.docs != nil {
+		return l.docs, nil
+	}
+	if len(l.parts) == 0 {
+		l.docs = []listDoc{{Name: l.name}}
+		return l.docs, nil
+	}
+	if err := l.parts[len(l.parts)-1].enc.Close(); err != nil {
+		return nil, err
+	}
+	docs := make([]listDoc, len(l.parts))
+	for i, p := range l.parts {
+		docs[i] = listDoc{Name: listPartName(l.name, i+1), Size: p.sum.n, CRC: p.sum.crc.Sum32()}
+	}
+	if len(docs) == 1 {
+		docs[0].Name = l.name
+	}
+	l.docs = docs
+	return docs, nil
+}
 
 // files are the documents commit wrote; none without a list.
 func (l *listWriter) files() []string {

@@ -114,7 +114,11 @@ func (m *resourceMode) finish(r *run, completed time.Time, _ *Result) error {
 	if err := r.finishDocuments(resourcesync.MD{At: r.at, Completed: completed}); err != nil {
 		return err
 	}
-	sw, err := newStateWriter(r.out, stateHead{Version: 1, Kind: resourcesync.CapResourceDump, Time: r.at, BaseURL: r.opts.BaseURL, List: r.list.bodies()})
+	docs, err := r.list.bodies()
+	if err != nil {
+		return err
+	}
+	sw, err := newStateWriter(r.out, stateHead{Version: 1, Kind: resourcesync.CapResourceDump, Time: r.at, BaseURL: r.opts.BaseURL, List: docs})
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package pack
 
 import (
+	"errors"
 	"slices"
 	"strconv"
 	"testing"
@@ -58,5 +59,50 @@ func TestParseIntIsStrconv(t *testing.T) {
 		if got, ok := parseInt(s); ok != (err == nil) || ok && got != want {
 			t.Errorf("parseInt(%q) = %d, %v; strconv gives %d, %v", s, got, ok, want, err)
 		}
+	}
+}
+
+// countSource gives n records, then err (or the end), counting the
+// records it was asked for.
+type countSource struct {
+	n, given int
+	err      error
+}
+
+func (c *countSource) next() (record, bool, error) {
+	if c.given == c.n {
+		return record{}, false, c.err
+	}
+	c.given++
+	return record{Rel: strconv.Itoa(c.given)}, true, nil
+}
+
+// TestReadRecsAhead: a source read ahead gives the same records in the
+// same order, then its error or its end, for good; closed early, it stops
+// reading within a few batches.
+func TestReadRecsAhead(t *testing.T) {
+	for _, n := range []int{0, 1, aheadBatch, aheadBatch + 1, 5*aheadBatch + 7} {
+		for _, fail := range []error{nil, errors.New("bad line")} {
+			a := readRecsAhead(&countSource{n: n, err: fail})
+			for i := 1; i <= n; i++ {
+				r, ok, err := a.next()
+				if !ok || err != nil || r.Rel != strconv.Itoa(i) {
+					t.Fatalf("%d records (error %v): record %d is %q %v %v", n, fail, i, r.Rel, ok, err)
+				}
+			}
+			for range 2 {
+				if _, ok, err := a.next(); ok || err != fail {
+					t.Errorf("%d records: after them ok %v, error %v; want false, %v", n, ok, err, fail)
+				}
+			}
+			a.close()
+		}
+	}
+	src := &countSource{n: 100 * aheadBatch}
+	a := readRecsAhead(src)
+	a.next()
+	a.close()
+	if src.given > (aheadBatches+3)*aheadBatch {
+		t.Errorf("closed after one record: %d read", src.given)
 	}
 }

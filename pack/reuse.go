@@ -14,7 +14,8 @@ import (
 )
 
 // A state names the documents of the Resource List written with it
-// (stateHead.List), each by its length and CRC-32C, so that a --changes
+// (stateHead.List), each by the length and CRC-32C of its entry lines,
+// so that a --changes
 // run whose baseline is that state can copy the entry lines of the files
 // that did not change from those documents rather than encoding the
 // entries again: the encoding was most of the cost of a run that finds
@@ -26,11 +27,12 @@ import (
 // every entry is encoded, as a run does without such a state (a state of
 // rsdump before this, or another baseline).
 
-// listDoc is a document of a Resource List, as written.
+// listDoc is a document of a Resource List, by its entries as written:
+// the lines between its header and its closing tag.
 type listDoc struct {
 	Name string `json:"name"`
-	Size int64  `json:"size"`
-	CRC  uint32 `json:"crc32c"`
+	Size int64  `json:"entry_bytes"`
+	CRC  uint32 `json:"entry_crc32c"`
 }
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -83,18 +85,30 @@ func (r *run) checkOldList() chan *oldList {
 	return c
 }
 
-// check reads the documents whole: each must have the length and CRC
-// the state gives.
+// check reads the documents whole: the entry lines of each must have
+// the length and CRC the state gives.
 func (o *oldList) check() bool {
 	for _, d := range o.docs {
 		f, err := os.Open(o.path(d))
 		if err != nil {
 			return false
 		}
-		sum := &docSum{w: io.Discard, crc: crc32.New(crcTable)}
-		_, err = io.Copy(sum, f)
+		br := bufio.NewReaderSize(f, 256<<10)
+		crc, n := uint32(0), int64(0)
+		for {
+			line, err := br.ReadSlice('\n')
+			if err != nil {
+				if err != io.EOF || len(line) > 0 {
+					n = -1 // a line too long for the buffer, or cut short
+				}
+				break
+			}
+			if bytes.HasPrefix(line, urlStart) {
+				crc, n = crc32.Update(crc, crcTable, line), n+int64(len(line))
+			}
+		}
 		f.Close()
-		if err != nil || sum.n != d.Size || sum.crc.Sum32() != d.CRC {
+		if n != d.Size || crc != d.CRC {
 			return false
 		}
 	}

@@ -316,7 +316,12 @@ func (r *run) mergeShards(ctx context.Context, shards []shardRun, completed time
 		sw.abort()
 		return err
 	}
-	return sw.commitAs(stateHead{Version: 1, Kind: resourcesync.CapResourceDump, Time: r.at, BaseURL: r.opts.BaseURL, List: r.list.bodies()})
+	docs, err := r.list.bodies()
+	if err != nil {
+		sw.abort()
+		return err
+	}
+	return sw.commitAs(stateHead{Version: 1, Kind: resourcesync.CapResourceDump, Time: r.at, BaseURL: r.opts.BaseURL, List: docs})
 }
 
 // finishDocuments writes the Resource List, the dump document and the

@@ -78,6 +78,10 @@ func (s *stateWriter) add(r record) error {
 }
 
 func (s *stateWriter) commit() error {
+	if s.spool != nil {
+		s.abort()
+		return errors.New("state: commit before prepare")
+	}
 	if err := s.w.flush(); err != nil {
 		s.af.Abort()
 		return err
@@ -85,9 +89,10 @@ func (s *stateWriter) commit() error {
 	return s.af.Commit()
 }
 
-// commitAs writes the state newStateSpool started, with its header.
-func (s *stateWriter) commitAs(head stateHead) error {
-	defer s.abort()
+// prepare writes the state newStateSpool started, with its header, under
+// its temporary name, and syncs it, so that commit is left little to do
+// when it renames it.
+func (s *stateWriter) prepare(head stateHead) error {
 	if err := s.w.flush(); err != nil {
 		return err
 	}
@@ -101,20 +106,40 @@ func (s *stateWriter) commitAs(head stateHead) error {
 			_, err = io.Copy(af, s.spool)
 		}
 	}
+	if f, ok := af.(interface{ File() *os.File }); ok && err == nil {
+		err = f.File().Sync()
+	}
 	if err != nil {
 		af.Abort()
 		return err
 	}
-	return af.Commit()
+	s.dropSpool()
+	s.af, s.w = af, newRecWriter(af)
+	return nil
 }
 
-func (s *stateWriter) abort() {
+// commitAs writes the state newStateSpool started, with its header.
+func (s *stateWriter) commitAs(head stateHead) error {
+	if err := s.prepare(head); err != nil {
+		s.abort()
+		return err
+	}
+	return s.commit()
+}
+
+func (s *stateWriter) dropSpool() {
 	if s.spool != nil {
 		s.spool.Close()
 		os.Remove(s.spool.Name())
-		return
+		s.spool = nil
 	}
-	s.af.Abort()
+}
+
+func (s *stateWriter) abort() {
+	s.dropSpool()
+	if s.af != nil {
+		s.af.Abort()
+	}
 }
 
 // stateSource reads a state file, checking that it is in walk order.
