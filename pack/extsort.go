@@ -74,6 +74,7 @@ func (s sortedSource) next() (record, bool, error) { return s.Next() }
 // joined with. Memory holds aheadBatches batches at most.
 type aheadSource struct {
 	c    chan recBatch
+	free chan []record // batches read, to reuse
 	stop chan struct{}
 	done chan struct{}
 	once sync.Once
@@ -90,11 +91,16 @@ type recBatch struct {
 const aheadBatch, aheadBatches = 256, 4
 
 func readRecsAhead(src recSource) *aheadSource {
-	a := &aheadSource{c: make(chan recBatch, aheadBatches), stop: make(chan struct{}), done: make(chan struct{})}
+	a := &aheadSource{c: make(chan recBatch, aheadBatches), free: make(chan []record, 2), stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(a.done)
 		for {
-			b := recBatch{recs: make([]record, 0, aheadBatch)}
+			var b recBatch
+			select {
+			case b.recs = <-a.free:
+			default:
+				b.recs = make([]record, 0, aheadBatch)
+			}
 			for len(b.recs) < aheadBatch && b.err == nil && !b.end {
 				r, ok, err := src.next()
 				switch {
@@ -126,6 +132,12 @@ func (a *aheadSource) next() (record, bool, error) {
 			return record{}, false, a.cur.err
 		case a.cur.end:
 			return record{}, false, nil
+		}
+		if a.cur.recs != nil {
+			select {
+			case a.free <- a.cur.recs[:0]:
+			default:
+			}
 		}
 		a.cur, a.i = <-a.c, 0
 	}

@@ -1,7 +1,9 @@
 package pack
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -92,13 +94,7 @@ func (r *run) writeChangeState(until time.Time) error {
 		defer old.close()
 	}
 	feed := r.feedList(list, old)
-	add := func(rec record) error {
-		if err := sw.add(rec); err != nil {
-			return err
-		}
-		return feed.add(rec)
-	}
-	err = mergeState(newRecReader(r.chg.walk, f), &lastOnly{src: packed}, add)
+	err = mergeState(&walkLines{name: r.chg.walk, br: bufio.NewReaderSize(f, 1<<20)}, &lastOnly{src: packed}, sw, feed)
 	if ferr := feed.close(); err == nil {
 		err = ferr
 	}
@@ -140,34 +136,61 @@ func (r *run) writeChangeState(until time.Time) error {
 }
 
 // listFeed hands the new state's files to the Resource List, which
-// encodes them on its own goroutine, beside the state's writing: the XML
-// is most of the work. Batches bound what is in flight.
+// encodes them, or copies their lines from the baseline's, on its own
+// goroutine, beside the state's writing. Batches bound what is in flight.
 type listFeed struct {
-	batch []record
-	send  chan []record
+	batch *feedBatch
+	send  chan *feedBatch
+	free  chan *feedBatch // batches done with, to reuse
 	err   chan error
 }
 
-const feedBatch = 512
+// feedBatch holds files as records, or as the walk's lines of files kept
+// as they were (keptLine), in buf.
+type feedBatch struct {
+	items []feedItem
+	buf   []byte
+}
+
+// feedItem is a record, or buf[from:to].
+type feedItem struct {
+	rec      record
+	from, to int
+}
+
+const feedBatchLen = 512
 
 // feedList starts the Resource List's goroutine; a run that packed
 // nothing writes no Resource List, and the feed drops the files. A file
-// whose Seq numbers its line in old, unchanged, gets that line.
+// kept as it was gets its line in old when old has it.
 func (r *run) feedList(list *listWriter, old *oldList) *listFeed {
-	f := &listFeed{send: make(chan []record, 2), err: make(chan error, 1)}
+	f := &listFeed{send: make(chan *feedBatch, 2), free: make(chan *feedBatch, 4), err: make(chan error, 1), batch: &feedBatch{}}
 	go func() {
 		var err error
 		var md entryMD // reused: the list encodes an entry at once
-		for batch := range f.send {
-			for i := range batch {
+		for b := range f.send {
+			for _, it := range b.items {
 				if err != nil || len(r.pkgs) == 0 {
-					continue
+					break
 				}
-				if line := old.lineFor(batch[i].Seq, batch[i].Rel); line != nil {
-					err = list.addLine(line)
-				} else {
-					err = list.add(stateEntry(r.opts, batch[i], &md))
+				rec := it.rec
+				if it.to > 0 {
+					line := b.buf[it.from:it.to]
+					rel, _, seq, _ := keptLine(line)
+					if l := old.lineFor(seq, rel); l != nil {
+						err = list.addLine(l)
+						continue
+					}
+					if rec, err = parseRecord(string(line)); err != nil {
+						break
+					}
 				}
+				err = list.add(stateEntry(r.opts, rec, &md))
+			}
+			b.items, b.buf = b.items[:0], b.buf[:0]
+			select {
+			case f.free <- b:
+			default:
 			}
 		}
 		f.err <- err
@@ -175,19 +198,31 @@ func (r *run) feedList(list *listWriter, old *oldList) *listFeed {
 	return f
 }
 
-func (f *listFeed) add(rec record) error {
-	f.batch = append(f.batch, rec)
-	if len(f.batch) == feedBatch {
+func (f *listFeed) add(rec record) { f.put(feedItem{rec: rec}) }
+
+// addLine hands over the walk's line of a file kept as it was.
+func (f *listFeed) addLine(line []byte) {
+	from := len(f.batch.buf)
+	f.batch.buf = append(f.batch.buf, line...)
+	f.put(feedItem{from: from, to: len(f.batch.buf)})
+}
+
+func (f *listFeed) put(it feedItem) {
+	f.batch.items = append(f.batch.items, it)
+	if len(f.batch.items) == feedBatchLen {
 		f.send <- f.batch
-		f.batch = make([]record, 0, feedBatch)
+		select {
+		case f.batch = <-f.free:
+		default:
+			f.batch = &feedBatch{}
+		}
 	}
-	return nil
 }
 
 // close hands over the last batch and waits for the Resource List's
 // goroutine: its first error, if any.
 func (f *listFeed) close() error {
-	if len(f.batch) > 0 {
+	if len(f.batch.items) > 0 {
 		f.send <- f.batch
 	}
 	close(f.send)
@@ -218,18 +253,53 @@ func (r *run) stateKind() string {
 	return r.kind.capability
 }
 
+// walkLines reads the walk's lines, each without its end.
+type walkLines struct {
+	name string
+	br   *bufio.Reader
+	n    int
+}
+
+func (w *walkLines) next() ([]byte, bool, error) {
+	line, err := w.br.ReadSlice('\n')
+	if err == io.EOF && len(line) == 0 {
+		return nil, false, nil
+	}
+	w.n++
+	if err != nil {
+		return nil, false, fmt.Errorf("%s: line %d: %w", w.name, w.n, err)
+	}
+	return line[:len(line)-1], true, nil
+}
+
 // mergeState gives each walked file its record in the new state: as in
-// the baseline when unchanged; the version packed when changed; the
-// baseline's version (none for a creation) when it was left out.
-func mergeState(walk, packed recSource, add func(record) error) error {
+// the baseline when unchanged, its line copied; the version packed when
+// changed; the baseline's version (none for a creation) when it was left
+// out. It hands the same to the Resource List.
+func mergeState(walk *walkLines, packed recSource, sw *stateWriter, feed *listFeed) error {
 	p, pok, err := packed.next()
 	if err != nil {
 		return err
 	}
+	add := func(rec record) error {
+		feed.add(rec)
+		return sw.add(rec)
+	}
 	for {
-		w, ok, err := walk.next()
+		line, ok, err := walk.next()
 		if err != nil || !ok {
 			return err
+		}
+		if rel, state, _, ok := keptLine(line); ok {
+			feed.addLine(line)
+			if err := sw.addLine(rel, state); err != nil {
+				return err
+			}
+			continue
+		}
+		w, err := parseRecord(string(line))
+		if err != nil {
+			return fmt.Errorf("%s: line %d: %w", walk.name, walk.n, err)
 		}
 		for pok && comparePaths(p.Rel, w.Rel) < 0 {
 			if p, pok, err = packed.next(); err != nil {

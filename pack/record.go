@@ -2,6 +2,7 @@ package pack
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -113,6 +114,32 @@ func parseDigits(s string) (uint64, bool) {
 	return n, true
 }
 
+// keptLine reads a line (without its end) that a --changes run's walk
+// has for a file it found unchanged (differ.compare), whose change field
+// is empty: ok is false for any other. state is the line as the new
+// state has it, its last field (seq) cut off for the caller to write as
+// 0; seq is the file's number in the baseline, 0 if none.
+func keptLine(line []byte) (rel, state []byte, seq int64, ok bool) {
+	t3 := bytes.LastIndexByte(line, '\t')
+	if t3 < 0 {
+		return nil, nil, 0, false
+	}
+	t2 := bytes.LastIndexByte(line[:t3], '\t')
+	if t2 < 0 {
+		return nil, nil, 0, false
+	}
+	t1 := bytes.LastIndexByte(line[:t2], '\t')
+	t0 := bytes.IndexByte(line, '\t')
+	if t1 < 0 || t1+1 != t2 || string(line[t2+1:t3]) != "0" || t0 <= 0 {
+		return nil, nil, 0, false
+	}
+	n, ok := parseDigits(string(line[t3+1:]))
+	if !ok || n >= 1<<63 {
+		return nil, nil, 0, false
+	}
+	return line[:t0], line[:t3+1], int64(n), true
+}
+
 // recWriter writes records to w.
 type recWriter struct {
 	w   *bufio.Writer
@@ -162,7 +189,7 @@ func (r *recReader) next() (rec record, ok bool, err error) {
 // them: depth first, the entries of a directory sorted by name. That is
 // byte order with '/' below every other byte: "a/b" comes before "a-b",
 // since the directory "a" sorts before the file "a-b".
-func comparePaths(a, b string) int {
+func comparePaths[A, B ~string | ~[]byte](a A, b B) int {
 	n := min(len(a), len(b))
 	for i := 0; i < n; i++ {
 		ca, cb := a[i], b[i]

@@ -106,3 +106,34 @@ func TestReadRecsAhead(t *testing.T) {
 		t.Errorf("closed after one record: %d read", src.given)
 	}
 }
+
+// TestKeptLine: the walk's line of a file kept as it was is its state
+// line but for the last field; any other line is not one.
+func TestKeptLine(t *testing.T) {
+	kept := record{Rel: "a/b c", Size: 3, Mtime: 1700000000123456789, Hash: "md5:00", Type: "text/plain", Seq: 42}
+	line := kept.appendTo(nil)
+	rel, state, seq, ok := keptLine(line[:len(line)-1])
+	kept.Seq = 0
+	want := kept.appendTo(nil)
+	if !ok || string(rel) != "a/b c" || seq != 42 || string(state)+"0\n" != string(want) {
+		t.Errorf("kept line %q: %q %q %d %v", line, rel, state, seq, ok)
+	}
+	if _, _, seq, ok := keptLine(want[:len(want)-1]); !ok || seq != 0 {
+		t.Errorf("kept line without a number: seq %d, ok %v", seq, ok)
+	}
+	for _, r := range []record{
+		{Rel: "x", Change: "updated", Datetime: 5, Seq: 3},
+		{Rel: "x", Change: "created"},
+		{Rel: "x", Datetime: 7},
+	} {
+		l := r.appendTo(nil)
+		if _, _, _, ok := keptLine(l[:len(l)-1]); ok {
+			t.Errorf("%q taken for a kept line", l)
+		}
+	}
+	for _, l := range []string{"", "x", "x\t0\t0", "\t\t0\t1", "x\t\t0\t-1"} {
+		if _, _, _, ok := keptLine([]byte(l)); ok {
+			t.Errorf("%q taken for a kept line", l)
+		}
+	}
+}

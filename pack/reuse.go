@@ -9,8 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/rsdump/rsdump/resourcesync"
 )
 
 // A state names the documents of the Resource List written with it
@@ -55,7 +53,7 @@ func (d *docSum) Write(p []byte) (int, error) {
 // names, in order: the n-th is the entry of the baseline's n-th file.
 type oldList struct {
 	dir  string
-	base string // the base URL
+	base []byte // the base URL
 	docs []listDoc
 	f    *os.File
 	br   *bufio.Reader
@@ -75,7 +73,7 @@ func (r *run) checkOldList() chan *oldList {
 		return nil
 	}
 	c := make(chan *oldList, 1)
-	o := &oldList{dir: r.out.dir, base: r.opts.BaseURL, docs: b.list}
+	o := &oldList{dir: r.out.dir, base: []byte(r.opts.BaseURL), docs: b.list}
 	go func() {
 		if o.check() {
 			c <- o
@@ -131,7 +129,7 @@ var urlStart = []byte("<url><loc>")
 // lineFor returns the k-th entry line (from 1) if it is the entry of rel,
 // or nil: then the entry is encoded. k grows from call to call; 0 asks
 // for no line.
-func (o *oldList) lineFor(k int64, rel string) []byte {
+func (o *oldList) lineFor(k int64, rel []byte) []byte {
 	if o == nil || o.done || k == 0 || k < o.n {
 		return nil
 	}
@@ -142,10 +140,11 @@ func (o *oldList) lineFor(k int64, rel string) []byte {
 		}
 	}
 	// A check of what check already made sure of: the line is the entry
-	// of rel.
-	loc := resourcesync.LocFor(o.base, rel)
-	rest, ok := bytes.CutPrefix(o.line, urlStart)
-	if !ok || strings.ContainsAny(loc, `&<>"'`) || len(rest) < len(loc)+6 || string(rest[:len(loc)]) != loc || string(rest[len(loc):len(loc)+6]) != "</loc>" {
+	// of rel, whose <loc> is the base URL and rel when rel needs no
+	// escape (LocFor); another is encoded.
+	rest, _ := bytes.CutPrefix(o.line, urlStart)
+	rest, ok := bytes.CutPrefix(rest, o.base)
+	if !ok || len(rest) < len(rel)+6 || !bytes.Equal(rest[:len(rel)], rel) || string(rest[len(rel):len(rel)+6]) != "</loc>" {
 		return nil
 	}
 	return o.line

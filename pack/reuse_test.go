@@ -213,7 +213,7 @@ func TestOldListLines(t *testing.T) {
 			}
 		}
 	}
-	o := &oldList{dir: dir, base: base, docs: docs}
+	o := &oldList{dir: dir, base: []byte(base), docs: docs}
 	if !o.check() {
 		t.Fatal("check refuses the documents as written")
 	}
@@ -222,11 +222,11 @@ func TestOldListLines(t *testing.T) {
 		rel  string
 		want []byte
 	}{{0, "a", nil}, {1, "a", lines[0]}, {3, "d", lines[2]}, {4, "x", nil}, {9, "e", nil}, {4, "e", nil}} {
-		if got := o.lineFor(c.k, c.rel); !bytes.Equal(got, c.want) {
+		if got := o.lineFor(c.k, []byte(c.rel)); !bytes.Equal(got, c.want) {
 			t.Errorf("line %d for %s: %q, want %q", c.k, c.rel, got, c.want)
 		}
 	}
-	wrong := &oldList{dir: dir, base: base, docs: []listDoc{docs[0], {Name: docs[1].Name, Size: docs[1].Size, CRC: docs[1].CRC + 1}}}
+	wrong := &oldList{dir: dir, base: []byte(base), docs: []listDoc{docs[0], {Name: docs[1].Name, Size: docs[1].Size, CRC: docs[1].CRC + 1}}}
 	if wrong.check() {
 		t.Error("check accepts a document whose CRC is not the one named")
 	}

@@ -40,7 +40,7 @@ type stateWriter struct {
 	af    sink.File // the state, its header written
 	spool *os.File  // or the scratch file, until commit
 	w     *recWriter
-	last  string
+	last  []byte
 	n     int
 }
 
@@ -72,9 +72,21 @@ func (s *stateWriter) add(r record) error {
 	if s.n > 0 && comparePaths(s.last, r.Rel) >= 0 {
 		return fmt.Errorf("%s: %s after %s, out of walk order", StateName, r.Rel, s.last)
 	}
-	s.last, s.n = r.Rel, s.n+1
+	s.last, s.n = append(s.last[:0], r.Rel...), s.n+1
 	r.Change, r.Datetime, r.Seq = "", 0, 0
 	return s.w.write(&r)
+}
+
+// addLine appends a file of the walk kept as it was (keptLine): its
+// line, as the state has it but for the last field, written 0.
+func (s *stateWriter) addLine(rel, line []byte) error {
+	if s.n > 0 && comparePaths(s.last, rel) >= 0 {
+		return fmt.Errorf("%s: %s after %s, out of walk order", StateName, rel, s.last)
+	}
+	s.last, s.n = append(s.last[:0], rel...), s.n+1
+	s.w.w.Write(line)
+	_, err := s.w.w.WriteString("0\n")
+	return err
 }
 
 func (s *stateWriter) commit() error {
