@@ -26,6 +26,8 @@ type changeRun struct {
 	packed  *sorter       // the files packed, as published, to sort by path for the state
 	found   [3]int        // created, updated, deleted
 	old     chan *oldList // the baseline's Resource List, once checked
+	sw      *stateWriter  // the new state and Resource List, merged
+	list    *listWriter
 }
 
 // changesMode writes a Change Dump of what changed since a baseline: the

@@ -19,14 +19,14 @@ func (m *changesMode) finish(r *run, _ time.Time, res *Result) error {
 	res.Created, res.Updated, res.Deleted = c.found[0], c.found[1], c.found[2]
 	res.From, res.Until = c.base.time, c.base.time
 	until := c.base.time
+	var publish func() error
 	if len(r.pkgs) > 0 {
 		until = r.pkgs[len(r.pkgs)-1].Until
 		res.Until = until
-		if err := r.writeChanges(resourcesync.MD{From: c.base.time, Until: until}); err != nil {
-			return err
-		}
+		md := resourcesync.MD{From: c.base.time, Until: until}
+		publish = func() error { return r.writeChanges(md) }
 	}
-	if err := r.writeChangeState(until); err != nil {
+	if err := r.writeChangeState(until, publish); err != nil {
 		return err
 	}
 	if len(r.pkgs) == 0 {
@@ -68,8 +68,34 @@ func (r *run) writeChanges(md resourcesync.MD) error {
 }
 
 // writeChangeState merges the walk state with the files this run
-// packed, as it recorded them while it published their packages.
-func (r *run) writeChangeState(until time.Time) error {
+// packed, as it recorded them while it published their packages, into
+// the new Resource List and state, while publish (if any) writes the
+// run's Change List and Change Dump: the merge writes scratch files only,
+// and the list and state are put in place after those documents.
+func (r *run) writeChangeState(until time.Time, publish func() error) error {
+	published := make(chan error, 1)
+	if publish == nil {
+		published <- nil
+	} else {
+		go func() { published <- publish() }()
+	}
+	err := r.mergeChangeState()
+	if perr := <-published; err == nil {
+		err = perr
+	}
+	if err != nil {
+		if r.chg.sw != nil {
+			r.chg.sw.abort()
+		}
+		r.chg.list.abort()
+		return err
+	}
+	return r.commitChangeState(until)
+}
+
+// mergeChangeState writes the new state and Resource List into scratch
+// files (changeRun.sw and list).
+func (r *run) mergeChangeState() error {
 	packed, err := r.chg.packed.sorted()
 	if err != nil {
 		return err
@@ -87,7 +113,7 @@ func (r *run) writeChangeState(until time.Time) error {
 	// baseline has them (their lines in the baseline's list, when it
 	// names one that is still there), changed ones as packed.
 	list := newListWriter(r.opts, r.out, resourcesync.CapResourceList, ResourceListName)
-	defer list.abort()
+	r.chg.sw, r.chg.list = sw, list
 	var old *oldList
 	if len(r.pkgs) > 0 {
 		old = waitOldList(r.chg.old)
@@ -98,10 +124,15 @@ func (r *run) writeChangeState(until time.Time) error {
 	if ferr := feed.close(); err == nil {
 		err = ferr
 	}
-	if err != nil {
-		sw.abort()
-		return err
-	}
+	return err
+}
+
+// commitChangeState writes the Resource List mergeChangeState made, the
+// Capability List, and last the state.
+func (r *run) commitChangeState(until time.Time) error {
+	sw, list := r.chg.sw, r.chg.list
+	defer list.abort()
+	var err error
 	head := stateHead{Version: 1, Kind: r.stateKind(), Time: until, BaseURL: r.opts.BaseURL}
 	// Last: until the state names the new time, a rerun after a kill has
 	// the same baseline, and so the same journal. A run that wrote no
