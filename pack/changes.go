@@ -26,6 +26,7 @@ type changeRun struct {
 	packed  *sorter       // the files packed, as published, to sort by path for the state
 	found   [3]int        // created, updated, deleted
 	old     chan *oldList // the baseline's Resource List, once checked
+	stopOld chan struct{} // ends the check of old
 	sw      *stateWriter  // the new state and Resource List, merged
 	list    *listWriter
 }
@@ -108,6 +109,8 @@ func (*changesMode) previous(r *run) (func(string) bool, bool) {
 
 // close removes the scratch files: the walk and the sorters' runs.
 func (m *changesMode) close() {
+	close(m.c.stopOld)
+	waitOldList(m.c.old) // the check ended, or its result was taken
 	m.c.base.close()
 	os.Remove(m.c.walk)
 	m.c.changes.close()
@@ -133,7 +136,8 @@ func (r *run) prepareChanges(ctx context.Context) error {
 		b.close()
 		return err
 	}
-	r.chg.old = r.checkOldList()
+	r.chg.stopOld = make(chan struct{})
+	r.chg.old = r.checkOldList(r.chg.stopOld)
 	return nil
 }
 

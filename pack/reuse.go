@@ -67,7 +67,9 @@ type oldList struct {
 // List's goroutine takes the result (oldList.wait). It checks nothing for
 // another kind of baseline, an object store, or a base URL whose <loc>
 // the encoder escapes.
-func (r *run) checkOldList() chan *oldList {
+// A run that ends before it takes the result closes stop: the check
+// ends then, and the run waits for it.
+func (r *run) checkOldList(stop <-chan struct{}) chan *oldList {
 	b := r.chg.base
 	if r.out.dir == "" || len(b.list) == 0 || strings.ContainsAny(r.opts.BaseURL, `&<>"'`) {
 		return nil
@@ -75,7 +77,7 @@ func (r *run) checkOldList() chan *oldList {
 	c := make(chan *oldList, 1)
 	o := &oldList{dir: r.out.dir, base: []byte(r.opts.BaseURL), docs: b.list}
 	go func() {
-		if o.check() {
+		if o.check(stop) {
 			c <- o
 		}
 		close(c)
@@ -84,9 +86,14 @@ func (r *run) checkOldList() chan *oldList {
 }
 
 // check reads the documents whole: the entry lines of each must have
-// the length and CRC the state gives.
-func (o *oldList) check() bool {
+// the length and CRC the state gives. It gives up when stop is closed.
+func (o *oldList) check(stop <-chan struct{}) bool {
 	for _, d := range o.docs {
+		select {
+		case <-stop:
+			return false
+		default:
+		}
 		f, err := os.Open(o.path(d))
 		if err != nil {
 			return false

@@ -214,7 +214,7 @@ func TestOldListLines(t *testing.T) {
 		}
 	}
 	o := &oldList{dir: dir, base: []byte(base), docs: docs}
-	if !o.check() {
+	if !o.check(nil) {
 		t.Fatal("check refuses the documents as written")
 	}
 	for _, c := range []struct {
@@ -227,7 +227,7 @@ func TestOldListLines(t *testing.T) {
 		}
 	}
 	wrong := &oldList{dir: dir, base: []byte(base), docs: []listDoc{docs[0], {Name: docs[1].Name, Size: docs[1].Size, CRC: docs[1].CRC + 1}}}
-	if wrong.check() {
+	if wrong.check(nil) {
 		t.Error("check accepts a document whose CRC is not the one named")
 	}
 }
