@@ -259,7 +259,7 @@ func (r *run) diff(ctx context.Context, changes *sorter) error {
 	if err := d.advance(); err != nil {
 		return err
 	}
-	w := &walker{ctx: ctx, follow: r.opts.FollowSymlinks, visit: d.visit, warn: r.skip}
+	w := &walker{ctx: ctx, follow: r.opts.FollowSymlinks, visit: d.visit, warn: r.skip, noAbs: true}
 	if r.out.dir != "" {
 		w.exclude, _ = filepath.EvalSymlinks(r.dir)
 	}
@@ -321,7 +321,7 @@ func (d *differ) compare(old record, n int64, it item) error {
 	same := old.Size == it.size && old.Mtime == nanos(it.mtime)
 	if d.r.opts.Checksum {
 		var err error
-		if same, err = sameContent(old, it); err != nil {
+		if same, err = sameContent(d.r.src, old, it); err != nil {
 			return err
 		}
 	}
@@ -364,7 +364,7 @@ func (d *differ) changed(old record, it item, change string) error {
 
 // sameContent is --checksum's test: same length, and the same hash in
 // every algorithm the baseline gives that rsdump knows.
-func sameContent(old record, it item) (bool, error) {
+func sameContent(src string, old record, it item) (bool, error) {
 	if old.Size != it.size {
 		return false, nil
 	}
@@ -377,7 +377,7 @@ func sameContent(old record, it item) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	f, err := os.Open(it.abs)
+	f, err := os.Open(filepath.Join(src, filepath.FromSlash(it.rel)))
 	if err != nil {
 		return false, &FileError{Path: it.rel, Err: err}
 	}

@@ -42,6 +42,7 @@ type walker struct {
 	visit   func(item) error
 	onPath  map[string]bool // real paths of the directories being walked, against symlink loops
 	exclude string          // real path of a directory not to walk: the output
+	noAbs   bool            // files come without their abs path, which visit does not use
 
 	// Read-ahead: directories listed (read, sorted, lstat'ed) on other
 	// goroutines before the walk reaches them, so that the system calls
@@ -213,7 +214,11 @@ func (w *walker) dir(abs, rel, real string) error {
 		if err := w.ctx.Err(); err != nil {
 			return err
 		}
-		if err := w.entry(joinAbs(abs, name), join(rel, name), name, real, l.infos[i]); err != nil {
+		sub := "" // a regular file's, when visit does not use it
+		if st := l.infos[i]; !w.noAbs || st.err != nil || !st.mode.IsRegular() {
+			sub = joinAbs(abs, name)
+		}
+		if err := w.entry(sub, join(rel, name), name, real, l.infos[i]); err != nil {
 			return err
 		}
 	}
