@@ -14,8 +14,8 @@
 #   benchmarks/history.sh ratio [RUNS] [FILES] [SIZE]
 #     pack --changes after 1% of FILES files (default 100,000 of 4,096
 #     bytes) changed, against a full pack of the same tree, medians of RUNS
-#     (default 5) runs, each from a fresh full pack; to
-#     benchmarks/history-DATE-ratio.tsv (or $OUT).
+#     (default 5) runs, each from a fresh full pack, with both runs' peak
+#     RSS; to benchmarks/history-DATE-ratio.tsv (or $OUT).
 #
 # RSDUMP_BIN=PATH measures that build instead of building this tree (the
 # code before, for a side-by-side figure).
@@ -137,18 +137,18 @@ ratio)
   SRC="$W/chg$FILES"
   gen "$SRC" "$FILES" "$SIZE"
   echo "tree: $FILES files of $SIZE bytes ($(du -sh "$SRC" | cut -f1)), 1% changed per run"
-  printf 'run\tfull_wall_s\tfull_cpu_s\tchanges_wall_s\tchanges_cpu_s\tratio_wall\n' >"$OUT"
+  printf 'run\tfull_wall_s\tfull_cpu_s\tchanges_wall_s\tchanges_cpu_s\tratio_wall\tfull_rss_kb\tchanges_rss_kb\n' >"$OUT"
   for i in $(seq "$RUNS"); do
     rm -rf "$W/ratioout"
-    read -r fw fu fs _ < <(timed "$RSDUMP" pack "$SRC" --base-url "$BASE" -o "$W/ratioout" --quiet)
+    read -r fw fu fs fr < <(timed "$RSDUMP" pack "$SRC" --base-url "$BASE" -o "$W/ratioout" --quiet)
     sleep 0.01
     change "$SRC" "$i" 10 >/dev/null
-    read -r cw cu cs _ < <(timed "$RSDUMP" pack --changes "$SRC" --base-url "$BASE" -o "$W/ratioout" --quiet)
-    printf '%d\t%s\t%s\t%s\t%s\t%s\n' "$i" "$fw" "$(awk "BEGIN{print $fu+$fs}")" "$cw" "$(awk "BEGIN{print $cu+$cs}")" "$(awk "BEGIN{printf \"%.4f\", $cw/$fw}")" >>"$OUT"
+    read -r cw cu cs cr < <(timed "$RSDUMP" pack --changes "$SRC" --base-url "$BASE" -o "$W/ratioout" --quiet)
+    printf '%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$i" "$fw" "$(awk "BEGIN{print $fu+$fs}")" "$cw" "$(awk "BEGIN{print $cu+$cs}")" "$(awk "BEGIN{printf \"%.4f\", $cw/$fw}")" "$fr" "$cr" >>"$OUT"
     echo "run $i: full ${fw}s, --changes ${cw}s"
   done
   F=$(awk -F'\t' 'NR>1 {print $2}' "$OUT" | median); C=$(awk -F'\t' 'NR>1 {print $4}' "$OUT" | median)
-  echo "medians: full pack ${F}s, pack --changes ${C}s: $(awk "BEGIN{printf \"%.1f%%\", 100*$C/$F}") (target <= 12%)"
+  echo "medians: full pack ${F}s, pack --changes ${C}s: $(awk "BEGIN{printf \"%.1f%%\", 100*$C/$F}") (target <= 12%); peak RSS of --changes $(awk -F'\t' 'NR>1 {print $8}' "$OUT" | median) KB"
   ;;
 *)
   echo "usage: $0 gens [GENERATIONS] [FILES] | ratio [RUNS] [FILES] [SIZE]" >&2
