@@ -82,7 +82,7 @@ func listDir(abs string) *listing {
 	defer d.close()
 	l := &listing{}
 	if l.names, l.err = d.names(abs); l.err == nil {
-		slices.Sort(l.names) // byte order, as compare
+		slices.Sort(l.names) // byte order: a directory's part of the walk order
 		l.infos = statAll(d, l.names)
 	}
 	return l
@@ -310,16 +310,6 @@ func xmlSafe(name string) bool {
 		}
 	}
 	return true
-}
-
-func compare(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // joinAbs is filepath.Join(dir, name) for a clean dir and a name read
