@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/rsdump/rsdump/internal/sink"
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
@@ -227,7 +228,7 @@ func (l *listWriter) writeDoc(name string, h resourcesync.Header, body io.ReadSe
 		return err
 	}
 	if _, err = body.Seek(0, io.SeekStart); err == nil {
-		err = resourcesync.WriteDocument(f, h, body)
+		err = resourcesync.WriteDocument(copying(f), h, body)
 	}
 	if err != nil {
 		f.Abort()
@@ -235,6 +236,23 @@ func (l *listWriter) writeDoc(name string, h resourcesync.Header, body io.ReadSe
 	}
 	return f.Commit()
 }
+
+// copying is f, which copies a local file into itself in the kernel
+// (copy_file_range) when it is a local file too: a list's scratch body
+// goes into its document so, and the state's scratch file into the state.
+func copying(f sink.File) io.Writer {
+	if of, ok := f.(interface{ File() *os.File }); ok {
+		return fileCopier{f, of.File()}
+	}
+	return f
+}
+
+type fileCopier struct {
+	io.Writer
+	f *os.File
+}
+
+func (c fileCopier) ReadFrom(r io.Reader) (int64, error) { return c.f.ReadFrom(r) }
 
 // bodies are the documents of a Resource List, in order, each with the
 // length and CRC of its entries: what commit writes, or wrote. Its last

@@ -115,7 +115,7 @@ func (s *stateWriter) prepare(head stateHead) error {
 	b, _ := json.Marshal(head)
 	if _, err = af.Write(append(b, '\n')); err == nil {
 		if _, err = s.spool.Seek(0, io.SeekStart); err == nil {
-			_, err = io.Copy(af, s.spool)
+			_, err = io.Copy(copying(af), s.spool)
 		}
 	}
 	if f, ok := af.(interface{ File() *os.File }); ok && err == nil {
