@@ -57,8 +57,14 @@ func (s *srcTree) rename(from, to string) {
 // content and permission bits.
 func treeFiles(t *testing.T, dir string) map[string]string {
 	t.Helper()
+	return regularFiles(verifytest.ReadTreeFiles(t, dir))
+}
+
+// regularFiles is a tree's regular files, each as its permission bits
+// and content.
+func regularFiles(tree map[string]verifytest.TreeFile) map[string]string {
 	out := map[string]string{}
-	for rel, f := range verifytest.ReadTreeFiles(t, dir) {
+	for rel, f := range tree {
 		if f.Mode.IsRegular() {
 			out[rel] = f.Mode.Perm().String() + " " + f.Data
 		}

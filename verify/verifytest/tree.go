@@ -75,6 +75,17 @@ type TreeFile struct {
 // target's content, or none when the target is unreadable.
 func ReadTreeFiles(t testing.TB, dir string) map[string]TreeFile {
 	t.Helper()
+	out, err := TryReadTreeFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TryReadTreeFiles is ReadTreeFiles for a tree another process may be
+// changing (a follower's sync): a file that vanishes mid-walk is an
+// error to look again after, not a failed test.
+func TryReadTreeFiles(dir string) (map[string]TreeFile, error) {
 	out := map[string]TreeFile{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -98,10 +109,7 @@ func ReadTreeFiles(t testing.TB, dir string) map[string]TreeFile {
 		out[filepath.ToSlash(rel)] = TreeFile{Data: string(b), Mode: fi.Mode(), ModTime: fi.ModTime()}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return out, err
 }
 
 // ReadTree is the regular files of ReadTreeFiles: path → content.
