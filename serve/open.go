@@ -27,16 +27,12 @@ const maxLinks = 8
 // the resources route must not reach by any spelling). Symbolic links are
 // followed, when follow is set, as the system does: the target is read
 // in the link's directory and ".." climbs back up the directories walked,
-// never past root. Only a regular file is opened.
+// never past root. Only a regular file is opened. root itself is the
+// caller's to compare with hide: the directory an open root names does
+// not change, so New does it once.
 func open(root *os.Root, name string, follow bool, hide os.FileInfo) (*os.File, os.FileInfo, error) {
 	w := walk{dirs: []*os.Root{root}, follow: follow, hide: hide}
 	defer w.close()
-	if hide != nil {
-		fi, err := root.Stat(".")
-		if err != nil || os.SameFile(fi, hide) {
-			return nil, nil, errors.Join(err, errHidden)
-		}
-	}
 	todo := strings.Split(name, "/")
 	for len(todo) > 0 {
 		c := todo[0]

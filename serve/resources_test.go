@@ -220,3 +220,50 @@ func TestResourcesAreTheOutput(t *testing.T) {
 		t.Errorf("the dump document: %s", resp.Status)
 	}
 }
+
+// A resource small enough to be read whole (smallResource) and one
+// larger, handed to the connection, answer alike: whole, by range, HEAD,
+// and 304 to a request that has its ETag, with the same headers.
+func TestResourceSizes(t *testing.T) {
+	small := strings.Repeat("s", 2048)
+	large := strings.Repeat("0123456789", 10_000) // 100,000 bytes
+	fs := map[string]string{"small.bin": small, "large.txt": large, "empty.txt": ""}
+	ts, u := listen(t)
+	src, dir := packTree(t, fs, u)
+	s := startSite(t, ts, u, src, dir, serve.Options{Resources: src})
+	for name, content := range fs {
+		loc := s.URL + "/res/" + name
+		resp, body := get(t, loc)
+		if resp.StatusCode != 200 || string(body) != content || resp.ContentLength != int64(len(content)) {
+			t.Fatalf("%s: %s, %d bytes, Content-Length %d", name, resp.Status, len(body), resp.ContentLength)
+		}
+		for _, h := range []string{"ETag", "Last-Modified", "Content-Type", "Accept-Ranges", "Link"} {
+			if resp.Header.Get(h) == "" {
+				t.Errorf("%s: no %s", name, h)
+			}
+		}
+		if content != "" {
+			resp, body = get(t, loc, "Range", "bytes=1-5")
+			if resp.StatusCode != http.StatusPartialContent || string(body) != content[1:6] {
+				t.Errorf("%s, bytes 1-5: %s, %q", name, resp.Status, body)
+			}
+		}
+		resp, body = do(t, http.MethodHead, loc)
+		if resp.StatusCode != 200 || len(body) != 0 || resp.ContentLength != int64(len(content)) {
+			t.Errorf("%s, HEAD: %s, %d bytes, Content-Length %d", name, resp.Status, len(body), resp.ContentLength)
+		}
+		etag := resp.Header.Get("ETag")
+		if resp, _ = get(t, loc, "If-None-Match", etag); resp.StatusCode != http.StatusNotModified {
+			t.Errorf("%s, If-None-Match %s: %s", name, etag, resp.Status)
+		}
+	}
+	if resp, _ := get(t, s.URL+"/res/large.txt"); !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
+		t.Errorf("large.txt: Content-Type %s", resp.Header.Get("Content-Type"))
+	}
+	for _, r := range s.logs.all() {
+		name := strings.TrimPrefix(r.Path, "/res/")
+		if r.Method == http.MethodGet && r.Status == 200 && r.Bytes != int64(len(fs[name])) {
+			t.Errorf("%s: logged %d bytes, sent %d", r.Path, r.Bytes, len(fs[name]))
+		}
+	}
+}

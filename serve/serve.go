@@ -72,17 +72,18 @@ type Request struct {
 }
 
 type handler struct {
-	dir      *os.Root
-	res      *os.Root    // nil: no resources
-	hide     os.FileInfo // DIR, which the resources route does not enter
-	dumpPath string      // with a trailing slash
-	basePath string
-	dumpURL  string // absolute prefix, or "" to build one from the request
-	mirrors  []pack.Mirror
-	log      func(Request)
-	sums     *digests
-	hub      http.Handler
-	trs      *trs.Handler
+	dir       *os.Root
+	res       *os.Root    // nil: no resources
+	hide      os.FileInfo // DIR, which the resources route does not enter
+	resHidden bool        // res is DIR itself: no resource is served
+	dumpPath  string      // with a trailing slash
+	basePath  string
+	dumpURL   string // absolute prefix, or "" to build one from the request
+	mirrors   []pack.Mirror
+	log       func(Request)
+	sums      *digests
+	hub       http.Handler
+	trs       *trs.Handler
 }
 
 // New returns a handler serving dir, a directory pack wrote (or is
@@ -115,6 +116,14 @@ func New(dir string, opts Options) (http.Handler, error) {
 			h.Close()
 			return nil, err
 		}
+		// The directory an open root names does not change: it is
+		// compared with DIR once, not at each request (open).
+		fi, err := h.res.Stat(".")
+		if err != nil {
+			h.Close()
+			return nil, err
+		}
+		h.resHidden = os.SameFile(fi, h.hide)
 	}
 	h.sums = newDigests(h.dir)
 	if opts.TRS != nil {
