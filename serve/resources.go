@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"path"
 	"sync"
+	"time"
 
 	"github.com/rsdump/rsdump/internal/safepath"
 )
@@ -14,7 +15,8 @@ import (
 // relative to the base URL. Names must pass safepath's rules and are
 // opened through an os.Root, so that nothing outside the directory (by
 // "..", an absolute path, or a symbolic link leading out) is reached, and
-// nothing inside DIR, by whatever links (open).
+// nothing inside DIR, by whatever links (open); a small file on a plain
+// way, which cannot lead out, is read at once (readSmall).
 func (h *handler) serveResource(w http.ResponseWriter, r *http.Request, rel string) {
 	if safepath.Check(rel) != nil {
 		http.NotFound(w, r)
@@ -24,20 +26,22 @@ func (h *handler) serveResource(w http.ResponseWriter, r *http.Request, rel stri
 		http.NotFound(w, r)
 		return
 	}
+	name := path.Base(rel) // the type is the name asked for's
+	bp := smallBufs.Get().(*[]byte)
+	defer smallBufs.Put(bp)
+	if b, size, mtime, ok := readSmall(h.resDir, rel, h.hide, *bp); ok {
+		h.resourceHeaders(w, r, size, mtime)
+		http.ServeContent(writerOnly{w}, r, name, mtime, bytes.NewReader(b))
+		return
+	}
 	f, fi, err := open(h.res, rel, true, h.hide)
 	if err != nil {
 		http.NotFound(w, r)
 		return
 	}
 	defer f.Close()
-	w.Header().Set("ETag", fileETag(fi.Size(), fi.ModTime().UnixNano()))
-	if l := h.capabilityLink(r); l != "" {
-		w.Header().Set("Link", l)
-	}
-	name := path.Base(rel) // the type is the name asked for's
+	h.resourceHeaders(w, r, fi.Size(), fi.ModTime())
 	if fi.Size() <= smallResource {
-		bp := smallBufs.Get().(*[]byte)
-		defer smallBufs.Put(bp)
 		b := (*bp)[:fi.Size()]
 		if _, err := io.ReadFull(f, b); err == nil {
 			http.ServeContent(writerOnly{w}, r, name, fi.ModTime(), bytes.NewReader(b))
@@ -49,6 +53,15 @@ func (h *handler) serveResource(w http.ResponseWriter, r *http.Request, rel stri
 		}
 	}
 	http.ServeContent(w, r, name, fi.ModTime(), f)
+}
+
+// resourceHeaders sets a resource's ETag and its link to the Capability
+// List.
+func (h *handler) resourceHeaders(w http.ResponseWriter, r *http.Request, size int64, mtime time.Time) {
+	w.Header().Set("ETag", fileETag(size, mtime.UnixNano()))
+	if l := h.capabilityLink(r); l != "" {
+		w.Header().Set("Link", l)
+	}
 }
 
 // smallResource is the size up to which a resource is read whole, once,

@@ -76,6 +76,7 @@ type handler struct {
 	res       *os.Root    // nil: no resources
 	hide      os.FileInfo // DIR, which the resources route does not enter
 	resHidden bool        // res is DIR itself: no resource is served
+	resDir    *os.File    // res's directory, for readSmall
 	dumpPath  string      // with a trailing slash
 	basePath  string
 	dumpURL   string // absolute prefix, or "" to build one from the request
@@ -124,6 +125,10 @@ func New(dir string, opts Options) (http.Handler, error) {
 			return nil, err
 		}
 		h.resHidden = os.SameFile(fi, h.hide)
+		if h.resDir, err = h.res.Open("."); err != nil {
+			h.Close()
+			return nil, err
+		}
 	}
 	h.sums = newDigests(h.dir)
 	if opts.TRS != nil {
@@ -143,6 +148,9 @@ func (h *handler) Close() error {
 	}
 	if h.res != nil {
 		err = errors.Join(err, h.res.Close())
+	}
+	if h.resDir != nil {
+		err = errors.Join(err, h.resDir.Close())
 	}
 	return err
 }
