@@ -142,6 +142,11 @@ func NewTransport(o Options) http.RoundTripper {
 		t.DialContext = (&net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second, Control: o.DialControl}).DialContext
 	}
 	tr := &transport{base: t, stall: o.StallTimeout, ua: version.UserAgent(), minSpeed: o.MinSpeed, window: o.MinSpeedWindow, retry: o.Retry.withDefaults()}
+	if o.DisableCompression && o.MaxConnsPerHost <= 0 {
+		// Without compression to negotiate nor connections to count,
+		// documents and resources are sent lean (see lean).
+		tr.lean = &lean{base: t}
+	}
 	// s3:// URLs are signed and sent through the same transport; the
 	// SDK's credential look-ups go through it too.
 	t.RegisterProtocol(s3.Scheme, s3x.NewRoundTripper(t, &http.Client{Transport: tr, CheckRedirect: checkRedirect(o.MaxRedirects)}))

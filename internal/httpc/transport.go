@@ -15,6 +15,7 @@ import (
 // below minSpeed over a window.
 type transport struct {
 	base     *http.Transport
+	lean     *lean // nil: every request goes to base
 	stall    time.Duration
 	ua       string
 	minSpeed int64
@@ -32,7 +33,13 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if r.Header.Get("User-Agent") == "" {
 		r.Header.Set("User-Agent", t.ua)
 	}
-	resp, err := t.base.RoundTrip(r)
+	var resp *http.Response
+	var err error
+	if t.lean != nil && t.lean.takes(r) {
+		resp, err = t.lean.roundTrip(r)
+	} else {
+		resp, err = t.base.RoundTrip(r)
+	}
 	if err != nil {
 		cancel()
 		return nil, err
@@ -48,7 +55,12 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // CloseIdleConnections lets http.Client.CloseIdleConnections reach the
 // pool.
-func (t *transport) CloseIdleConnections() { t.base.CloseIdleConnections() }
+func (t *transport) CloseIdleConnections() {
+	t.base.CloseIdleConnections()
+	if t.lean != nil {
+		t.lean.closeIdle()
+	}
+}
 
 // watched is a response body whose reads fail with a StallError after
 // waiting stall without a byte, and, with a floor, with a SpeedError

@@ -1,0 +1,239 @@
+package httpc
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// lean sends the GETs of documents and resources (DoResponse's) over
+// plain http on kept-alive HTTP/1.1 connections of its own, one request
+// at a time on each, written and read by the caller's goroutine.
+// net/http's Transport runs a reader and a writer goroutine per
+// connection and hands each request and response between them and the
+// caller; for a list of small resources that cost sync as much CPU as the
+// files' own system calls (50 µs a request against 28 on loopback). The
+// request is written and the response parsed by net/http
+// (Request.Write, ReadResponse), so that only the connection's life is
+// lean's: a GET on a kept-alive connection the server had closed is sent
+// once more on a new one, as net/http does; a body read to its end gives
+// the connection back, one closed before gives it up. Everything else (a
+// proxy, https, a request with a body) goes to the Transport.
+type lean struct {
+	base  *http.Transport // its dialer, proxy, header timeout and pool sizes
+	mu    sync.Mutex
+	idle  map[string][]*leanConn // by host:port, the last put last
+	nIdle int
+}
+
+// leanConn is one connection and what was read on it since the request
+// was sent.
+type leanConn struct {
+	net.Conn
+	br    *bufio.Reader
+	bw    *bufio.Writer
+	key   string
+	since time.Time // idle since
+	read  int64     // bytes read since the last request was sent
+}
+
+func (c *leanConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.read += int64(n)
+	return n, err
+}
+
+// takes says whether lean sends r.
+func (l *lean) takes(r *http.Request) bool {
+	if r.URL.Scheme != "http" || r.Method != http.MethodGet || (r.Body != nil && r.Body != http.NoBody) || r.Context().Value(judgedKey{}) == nil {
+		return false
+	}
+	if l.base.Proxy != nil {
+		if u, err := l.base.Proxy(r); err != nil || u != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// aLongTimeAgo is a deadline that makes every read and write fail at
+// once.
+var aLongTimeAgo = time.Unix(1, 0)
+
+func (l *lean) roundTrip(r *http.Request) (*http.Response, error) {
+	key := r.URL.Host
+	if r.URL.Port() == "" {
+		key = net.JoinHostPort(r.URL.Hostname(), "80")
+	}
+	ctx := r.Context()
+	for retried := false; ; retried = true {
+		c, reused, err := l.get(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := l.send(ctx, c, r)
+		if err == nil {
+			return resp, nil
+		}
+		c.Close()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		var ne net.Error
+		if !reused || retried || c.read > 0 || errors.As(err, &ne) && ne.Timeout() {
+			return nil, err
+		}
+	}
+}
+
+// send writes r on c and reads the response's header.
+func (l *lean) send(ctx context.Context, c *leanConn, r *http.Request) (*http.Response, error) {
+	c.read = 0
+	if t := l.base.ResponseHeaderTimeout; t > 0 {
+		c.SetReadDeadline(time.Now().Add(t))
+	}
+	stop := context.AfterFunc(ctx, func() { c.SetDeadline(aLongTimeAgo) })
+	err := r.Write(c.bw)
+	if err == nil {
+		err = c.bw.Flush()
+	}
+	var resp *http.Response
+	for err == nil {
+		resp, err = http.ReadResponse(c.br, r)
+		if err != nil || resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
+			break
+		}
+		// 1xx: the response is still to come.
+	}
+	if err == nil {
+		c.SetReadDeadline(time.Time{})
+		if ctx.Err() != nil {
+			c.SetDeadline(aLongTimeAgo) // the AfterFunc may have run before
+		}
+	}
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	keep := !resp.Close && !r.Close && resp.StatusCode != http.StatusSwitchingProtocols
+	resp.Body = &leanBody{l: l, c: c, rc: resp.Body, stop: stop, keep: keep}
+	return resp, nil
+}
+
+// get returns an idle connection to key, else a new one.
+func (l *lean) get(ctx context.Context, key string) (*leanConn, bool, error) {
+	l.mu.Lock()
+	for cs := l.idle[key]; len(cs) > 0; cs = l.idle[key] {
+		c := cs[len(cs)-1]
+		l.idle[key] = cs[:len(cs)-1]
+		l.nIdle--
+		if time.Since(c.since) < l.base.IdleConnTimeout || l.base.IdleConnTimeout <= 0 {
+			l.mu.Unlock()
+			return c, true, nil
+		}
+		c.Close()
+	}
+	l.mu.Unlock()
+	dial := l.base.DialContext
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	nc, err := dial(ctx, "tcp", key)
+	if err != nil {
+		return nil, false, err
+	}
+	c := &leanConn{Conn: nc, key: key}
+	size := l.base.ReadBufferSize
+	if size <= 0 {
+		size = 4 << 10
+	}
+	c.br = bufio.NewReaderSize(c, size)
+	c.bw = bufio.NewWriterSize(nc, 4<<10)
+	return c, false, nil
+}
+
+// put keeps c for the next request to its host, within the Transport's
+// bounds.
+func (l *lean) put(c *leanConn) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	perHost, all := l.base.MaxIdleConnsPerHost, l.base.MaxIdleConns
+	if perHost <= 0 {
+		perHost = http.DefaultMaxIdleConnsPerHost
+	}
+	if c.br.Buffered() > 0 || len(l.idle[c.key]) >= perHost || all > 0 && l.nIdle >= all {
+		c.Close()
+		return
+	}
+	if l.idle == nil {
+		l.idle = map[string][]*leanConn{}
+	}
+	c.since = time.Now()
+	l.idle[c.key] = append(l.idle[c.key], c)
+	l.nIdle++
+}
+
+// closeIdle closes the connections kept.
+func (l *lean) closeIdle() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, cs := range l.idle {
+		for _, c := range cs {
+			c.Close()
+		}
+	}
+	l.idle, l.nIdle = nil, 0
+}
+
+// leanBody is a response body on a lean connection: read to its end, it
+// gives the connection back; closed before, it closes it (what is left
+// is not read). Close may come from another goroutine than Read's.
+type leanBody struct {
+	l    *lean
+	c    *leanConn
+	rc   io.ReadCloser
+	stop func() bool
+	keep bool
+	done atomic.Bool // finished: at its end, or closed
+	eof  bool        // Read's
+}
+
+var errBodyClosed = errors.New("http: read on closed response body")
+
+func (b *leanBody) Read(p []byte) (int, error) {
+	switch {
+	case b.eof:
+		return 0, io.EOF
+	case b.done.Load():
+		return 0, errBodyClosed
+	}
+	n, err := b.rc.Read(p)
+	if err == io.EOF {
+		b.eof = true
+		b.finish(true)
+	}
+	return n, err
+}
+
+func (b *leanBody) Close() error {
+	b.finish(false)
+	return nil
+}
+
+func (b *leanBody) finish(eof bool) {
+	if !b.done.CompareAndSwap(false, true) {
+		return
+	}
+	if b.stop() && eof && b.keep {
+		b.rc.Close() // at its end: reads nothing more
+		b.l.put(b.c)
+		return
+	}
+	b.c.Close()
+}

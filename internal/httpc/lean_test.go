@@ -1,0 +1,215 @@
+package httpc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rsdump/rsdump/internal/httpc/httpctest"
+)
+
+// leanClient is a client whose documents and resources go lean, with
+// short waits.
+func leanClient() *http.Client {
+	return New(Options{ConnectTimeout: time.Second, ResponseHeaderTimeout: 300 * time.Millisecond,
+		StallTimeout: 300 * time.Millisecond, DisableCompression: true, MaxIdleConnsPerHost: 4})
+}
+
+// leanServer counts the connections it accepts.
+func leanServer(t *testing.T, h http.Handler) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	var conns atomic.Int64
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv, &conns
+}
+
+func openAll(ctx context.Context, c *http.Client, u string) (string, error) {
+	rc, err := Open(ctx, c, u, 1<<20)
+	if err != nil {
+		return "", err
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	return string(b), err
+}
+
+// Documents and resources are fetched over kept-alive connections, as
+// many at once as the caller asks, each answer whole: fixed lengths,
+// chunked, empty, and one that ends its connection.
+func TestLeanKeepsConnections(t *testing.T) {
+	srv, conns := leanServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/chunked":
+			w.Write([]byte("chunk-"))
+			w.(http.Flusher).Flush()
+			w.Write([]byte("ed"))
+		case "/close":
+			w.Header().Set("Connection", "close")
+			w.Write([]byte("closed"))
+		case "/empty":
+		default:
+			fmt.Fprintf(w, "body of %s", r.URL.Path)
+		}
+	}))
+	c := leanClient()
+	if !c.Transport.(*transport).lean.takes(mustReq(t, srv.URL)) {
+		t.Fatal("a DoResponse GET over http is not sent lean")
+	}
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range 50 {
+				p := fmt.Sprintf("/r%d-%d", w, i)
+				want := "body of " + p
+				switch i {
+				case 10:
+					p, want = "/chunked", "chunk-ed"
+				case 20:
+					p, want = "/empty", ""
+				case 30:
+					p, want = "/close", "closed"
+				}
+				if got, err := openAll(t.Context(), c, srv.URL+p); err != nil || got != want {
+					t.Errorf("%s: %q, %v", p, got, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	// 4 at a time, and one more after each Connection: close.
+	if n := conns.Load(); n > 8 {
+		t.Errorf("%d connections for 200 requests 4 at a time", n)
+	}
+}
+
+func mustReq(t *testing.T, u string) *http.Request {
+	req, err := http.NewRequestWithContext(context.WithValue(t.Context(), judgedKey{}, true), http.MethodGet, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
+
+// A kept-alive connection the server closed while it was idle is not an
+// error: the GET is sent again on a new one. A body closed before its end
+// gives its connection up, and the next request does not read its rest.
+func TestLeanServerClosedIdle(t *testing.T) {
+	srv, conns := leanServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write(bytes.Repeat([]byte(r.URL.Path[1:]), 1000))
+	}))
+	c := leanClient()
+	if got, err := openAll(t.Context(), c, srv.URL+"/a"); err != nil || got != strings.Repeat("a", 1000) {
+		t.Fatalf("%d bytes, %v", len(got), err)
+	}
+	srv.CloseClientConnections()
+	time.Sleep(50 * time.Millisecond)
+	if got, err := openAll(t.Context(), c, srv.URL+"/b"); err != nil || got != strings.Repeat("b", 1000) {
+		t.Fatalf("after the server closed the idle connection: %d bytes, %v", len(got), err)
+	}
+	rc, err := Open(t.Context(), c, srv.URL+"/c", 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.Read(make([]byte, 10))
+	rc.Close()
+	if _, err := rc.Read(make([]byte, 10)); err == nil {
+		t.Error("a read after Close succeeded")
+	}
+	if got, err := openAll(t.Context(), c, srv.URL+"/d"); err != nil || got != strings.Repeat("d", 1000) {
+		t.Fatalf("after a body closed early: %d bytes, %v", len(got), err)
+	}
+	if n := conns.Load(); n != 3 {
+		t.Errorf("%d connections, want 3 (the first, after the server closed it, after the early close)", n)
+	}
+}
+
+// A body that stalls fails with a StallError, a silent server with the
+// header timeout, a cancelled request at once, a status as a
+// StatusError, and a body past the cap with ErrTooLarge; none waits.
+func TestLeanFailures(t *testing.T) {
+	c := leanClient()
+	stall := httpctest.Stalling(t, bytes.Repeat([]byte("x"), 1000), 10)
+	var se *StallError
+	err := within(t, 3*time.Second, func() error { _, err := openAll(t.Context(), c, stall.URL+"/s"); return err })
+	if !errors.As(err, &se) {
+		t.Errorf("a stalled body: %v", err)
+	}
+	silent := httpctest.Silent(t)
+	err = within(t, 3*time.Second, func() error { _, err := openAll(t.Context(), c, silent+"/x"); return err })
+	wantURL(t, err, silent+"/x")
+
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	err = within(t, 3*time.Second, func() error {
+		_, err := openAll(ctx, New(Options{DisableCompression: true}), silent+"/y")
+		return err
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
+	}
+
+	srv, _ := leanServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/missing" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write(bytes.Repeat([]byte("y"), 100))
+	}))
+	var st *StatusError
+	if _, err := openAll(t.Context(), c, srv.URL+"/missing"); !errors.As(err, &st) || st.Code != 404 {
+		t.Errorf("404: %v", err)
+	}
+	if _, err := Open(t.Context(), c, srv.URL+"/big", 50); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("past the cap: %v", err)
+	}
+	if got, err := openAll(t.Context(), c, srv.URL+"/ok"); err != nil || len(got) != 100 {
+		t.Errorf("after the failures: %d bytes, %v", len(got), err)
+	}
+}
+
+// What lean does not send goes to net/http: a proxy from the
+// environment, https, a request that is not DoResponse's.
+func TestLeanTakes(t *testing.T) {
+	c := leanClient()
+	l := c.Transport.(*transport).lean
+	plain, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1:1/x", nil)
+	for name, r := range map[string]*http.Request{
+		"https":      mustReq(t, "https://127.0.0.1:1/x"),
+		"not judged": plain,
+	} {
+		if l.takes(r) {
+			t.Errorf("%s: sent lean", name)
+		}
+	}
+	t.Setenv("HTTP_PROXY", "http://127.0.0.2:3128")
+	t.Setenv("NO_PROXY", "")
+	c = New(Options{DisableCompression: true})
+	// ProxyFromEnvironment reads the environment once per process: a
+	// transport with a proxy function of its own stands for it.
+	tr := c.Transport.(*transport)
+	tr.base.Proxy = func(*http.Request) (*url.URL, error) { return url.Parse("http://127.0.0.2:3128") }
+	if tr.lean.takes(mustReq(t, "http://127.0.0.1:1/x")) {
+		t.Error("a request with a proxy: sent lean")
+	}
+	if New(Options{}).Transport.(*transport).lean != nil {
+		t.Error("a client that negotiates compression sends lean")
+	}
+}
