@@ -21,7 +21,9 @@
 # served from memory either way). Wall, CPU (user+sys of the client) and
 # peak RSS from GNU time; rate = resources / wall.
 # RTT=20ms puts the server behind benchmarks/wan, as in sync.sh.
-# Usage: benchmarks/lists.sh [RUNS]   (FILES, SIZE, SUB, RTT; data in
+# RSDUMP_BIN=PATH measures that build (its serve and its sync) instead of
+# building this tree: the code before, in a session of its own.
+# Usage: benchmarks/lists.sh [RUNS]   (FILES, SIZE, SUB, RTT, CMDS, RSDUMP_BIN; data in
 #   $BENCH_DIR, default /tmp/rsdump-bench-lists; PORT default 18750)
 # Needs: go, python3 with resync's modules (.ci/run), aria2c, GNU time.
 set -euo pipefail
@@ -36,9 +38,14 @@ PEER=${PEER:-$ROOT/../shared/peers/resync-src}
 . "$ROOT/benchmarks/lib.sh"
 mkdir -p "$W"
 cd "$ROOT"
-go build -o "$W/rsdump" ./cmd/rsdump
+if [ -n "${RSDUMP_BIN:-}" ]; then
+  cp "$RSDUMP_BIN" "$W/rsdump"
+  REV="RSDUMP_BIN=$RSDUMP_BIN"
+else
+  go build -o "$W/rsdump" ./cmd/rsdump
+  REV="$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!benchmarks' || echo +dirty)"
+fi
 go build -o "$W/wan" ./benchmarks/wan
-REV="$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!benchmarks' || echo +dirty)"
 
 TREE="$W/tree-$FILES-$SIZE"
 gen "$TREE" "$FILES" "$SIZE"
@@ -119,7 +126,7 @@ printf 'run\tcommand\tresources\twall\tcpu\trss_kb\trate\tload1\n' > "$W/results
 CMDS=(${CMDS:-sync aria2c resync})
 rounds "$RUNS" "${CMDS[@]}"
 echo "end $(date -u '+%H:%M UTC'), load $(cut -d' ' -f1-3 /proc/loadavg)"
-cp "$W/results.tsv" "$W/results-$FILES-rtt$RTT-$(date -u +%Y%m%dT%H%M).tsv"
+cp "$W/results.tsv" "$W/results-$FILES-rtt$RTT${RSDUMP_BIN:+-bin}-$(date -u +%Y%m%dT%H%M).tsv"
 
 python3 - "$W/results.tsv" <<'PY'
 import csv, statistics as st, sys

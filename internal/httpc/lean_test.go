@@ -43,6 +43,11 @@ func leanServer(t *testing.T, h http.Handler) (*httptest.Server, *atomic.Int64) 
 
 func openAll(ctx context.Context, c *http.Client, u string) (string, error) {
 	rc, err := Open(ctx, c, u, 1<<20)
+	return readAll(rc, err)
+}
+
+// readAll reads and closes what an opener returned.
+func readAll(rc io.ReadCloser, err error) (string, error) {
 	if err != nil {
 		return "", err
 	}

@@ -36,12 +36,7 @@ func get(c *http.Client, ctx context.Context, url string) (string, error) {
 		return "", err
 	}
 	_, rc, err := DoRetry(c, req, 1<<20)
-	if err != nil {
-		return "", err
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
-	return string(b), err
+	return readAll(rc, err)
 }
 
 // A 503, then a 200: the document is read, on the second request.
