@@ -19,7 +19,8 @@
 # 100,000 x 2,048) from benchmarks/lib.sh's generator. Each run starts from
 # an empty destination, page cache warm (the resources are small and
 # served from memory either way). Wall, CPU (user+sys of the client) and
-# peak RSS from GNU time; rate = resources / wall.
+# peak RSS from GNU time; rate = resources / wall; server CPU is what the
+# rsdump serve processes used meanwhile (/proc).
 # RTT=20ms puts the server behind benchmarks/wan, as in sync.sh.
 # RSDUMP_BIN=PATH measures that build (its serve and its sync) instead of
 # building this tree: the code before, in a session of its own.
@@ -107,22 +108,26 @@ check() {
     diff -r -q -x .rsdump "$TREE" "$W/dst" >/dev/null || { echo "FAILED: $1's copy differs" >&2; exit 1; }
   fi
 }
+# servers_cpu: the CPU seconds (user+sys) both rsdump serve have used.
+servers_cpu() { cat "/proc/$SA/stat" "/proc/$SS/stat" | awk -v hz="$(getconf CLK_TCK)" '{t += $14 + $15} END {printf "%.2f", t / hz}'; }
 timed() {
   local line; line=$(cmd "$1")
+  local c0; c0=$(servers_cpu)
   # shellcheck disable=SC2086
   if ! (cd "$W/work" && /usr/bin/time -f '%e %U %S %M' -o "$W/time" $line >/dev/null 2>"$W/stderr"); then
     echo "FAILED: $line" >&2; tail -20 "$W/stderr" >&2; exit 1
   fi
+  local sc; sc=$(awk "BEGIN{print $(servers_cpu) - $c0}")
   check "$1"
   local s u y k n; read -r s u y k < "$W/time"; n=$(count "$1")
-  printf '%s\t%s\t%s\t%s\t%.2f\t%s\t%.0f\t%s\n' "$RUN" "$1" "$n" "$s" "$(awk "BEGIN{print $u+$y}")" "$k" "$(awk "BEGIN{print $n/$s}")" "$(cut -d' ' -f1 /proc/loadavg)" >> "$W/results.tsv"
-  printf '  %-7s %6d resources %8.2f s wall %8.2f s CPU %8d KB %8.0f/s\n' "$1" "$n" "$s" "$(awk "BEGIN{print $u+$y}")" "$k" "$(awk "BEGIN{print $n/$s}")"
+  printf '%s\t%s\t%s\t%s\t%.2f\t%s\t%.0f\t%s\t%.2f\n' "$RUN" "$1" "$n" "$s" "$(awk "BEGIN{print $u+$y}")" "$k" "$(awk "BEGIN{print $n/$s}")" "$(cut -d' ' -f1 /proc/loadavg)" "$sc" >> "$W/results.tsv"
+  printf '  %-7s %6d resources %8.2f s wall %8.2f s CPU %8d KB %8.0f/s, server %.2f s CPU\n' "$1" "$n" "$s" "$(awk "BEGIN{print $u+$y}")" "$k" "$(awk "BEGIN{print $n/$s}")" "$sc"
 }
 
 echo "machine: $(nproc) cores, $(go version | cut -d' ' -f3); rsdump $REV;" \
   "data: $FILES files x $SIZE B, resync on $SUB of them; RTT $RTT;" \
   "$(date -u '+%Y-%m-%d %H:%M UTC'), load $(cut -d' ' -f1-3 /proc/loadavg)"
-printf 'run\tcommand\tresources\twall\tcpu\trss_kb\trate\tload1\n' > "$W/results.tsv"
+printf 'run\tcommand\tresources\twall\tcpu\trss_kb\trate\tload1\tserver_cpu\n' > "$W/results.tsv"
 CMDS=(${CMDS:-sync aria2c resync})
 rounds "$RUNS" "${CMDS[@]}"
 echo "end $(date -u '+%H:%M UTC'), load $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -132,13 +137,12 @@ python3 - "$W/results.tsv" <<'PY'
 import csv, statistics as st, sys
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter='\t'))
 cmds = [c for c in ('sync', 'aria2c', 'resync') if any(r['command'] == c for r in rows)]
-med = {c: (st.median(float(r['wall']) for r in rows if r['command'] == c),
-           st.median(float(r['cpu']) for r in rows if r['command'] == c),
-           st.median(int(r['rss_kb']) for r in rows if r['command'] == c),
-           st.median(float(r['rate']) for r in rows if r['command'] == c),
-           rows[[r['command'] for r in rows].index(c)]['resources']) for c in cmds}
-print('| command | resources | wall (median) | CPU (median) | peak RSS | resources/s | sync\'s rate, x |')
-print('|---|---|---|---|---|---|---|')
-for c, (w, u, k, r, n) in med.items():
-    print(f'| {c} | {n} | {w:.2f} s | {u:.2f} s | {k/1024:.0f} MiB | {r:.0f} | {med["sync"][3]/r:.1f}x |' if 'sync' in med else f'| {c} | {n} | {w:.2f} s | {u:.2f} s | {k/1024:.0f} MiB | {r:.0f} | |')
+def med(c, k, f=float):
+    return st.median(f(r[k]) for r in rows if r['command'] == c)
+print('| command | resources | wall (median) | CPU (median) | server CPU | peak RSS | resources/s | sync\'s rate, x |')
+print('|---|---|---|---|---|---|---|---|')
+for c in cmds:
+    n = next(r['resources'] for r in rows if r['command'] == c)
+    x = f"{med('sync', 'rate') / med(c, 'rate'):.1f}x" if 'sync' in cmds else ''
+    print(f"| {c} | {n} | {med(c, 'wall'):.2f} s | {med(c, 'cpu'):.2f} s | {med(c, 'server_cpu'):.2f} s | {med(c, 'rss_kb', int) / 1024:.0f} MiB | {med(c, 'rate'):.0f} | {x} |")
 PY
