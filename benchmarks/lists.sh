@@ -24,6 +24,10 @@
 # RTT=20ms puts the server behind benchmarks/wan, as in sync.sh.
 # RSDUMP_BIN=PATH measures that build (its serve and its sync) instead of
 # building this tree: the code before, in a session of its own.
+# BEFORE=PATH adds the command "before": that build's sync against that
+# build's serve of the same lists (their URLs on 127.0.0.4), in the same
+# rounds as the others, so that the code before and after are measured
+# under the same load (loopback only).
 # Usage: benchmarks/lists.sh [RUNS]   (FILES, SIZE, SUB, RTT, CMDS, RSDUMP_BIN; data in
 #   $BENCH_DIR, default /tmp/rsdump-bench-lists; PORT default 18750)
 # Needs: go, python3 with resync's modules (.ci/run), aria2c, GNU time.
@@ -70,6 +74,14 @@ if [ ! -f "$OUT/subset-$SUB.xml" ]; then
     --base-url "http://$A/res/" --dump-url "http://$A/dump/"
   cp "$OUT.sub/resourcelist.xml" "$OUT/subset-$SUB.xml"
 fi
+BEFORE=${BEFORE:-}
+[ -n "$BEFORE" ] && [ "$RTT" != 0 ] && { echo "BEFORE is for RTT=0 only" >&2; exit 1; }
+AB="127.0.0.4:$PORT"
+if [ -n "$BEFORE" ]; then
+  # The same documents, their URLs on the before server's address.
+  rm -rf "$OUT.before"; cp -r "$OUT" "$OUT.before"
+  grep -rl --null "127.0.0.1:$PORT" "$OUT.before" | xargs -0 sed -i "s|127\.0\.0\.1:$PORT|$AB|g"
+fi
 SUBDIR="$W/subset-$SUB"; rm -rf "$SUBDIR"; mkdir -p "$SUBDIR"; cp "$OUT/subset-$SUB.xml" "$SUBDIR/resourcelist.xml"
 LIST="$W/aria2-$FILES-$SIZE-$PORT.list"
 [ -s "$LIST" ] || (cd "$TREE" && find . -type f | sort | sed 's|^\./||' | awk -v a="$A" '{print "http://" a "/res/" $0 "\n  out=" $0}') > "$LIST"
@@ -81,18 +93,24 @@ SA=$!
 "$W/rsdump" serve "$SUBDIR" -q --addr "127.0.0.3:$PORT" --base-url "http://127.0.0.3:$PORT/res/" --dump-url "http://127.0.0.3:$PORT/dump/" &
 SS=$!
 SW=
+SB=
+if [ -n "$BEFORE" ]; then
+  "$BEFORE" serve "$OUT.before" -q --addr "$AB" --base-url "http://$AB/res/" --dump-url "http://$AB/dump/" --resources "$TREE" &
+  SB=$!
+fi
 if [ "$RTT" != 0 ]; then
   "$W/wan" -rtt "$RTT" -map "$A=$SA_" &
   SW=$!
 fi
-trap 'kill $SA $SS $SW 2>/dev/null; rm -rf "$W/dst" "$W/work" "$W/trash"' EXIT
+trap 'kill $SA $SS $SW $SB 2>/dev/null; rm -rf "$W/dst" "$W/work" "$W/trash"' EXIT
 sleep 0.5
-for p in $SA $SS $SW; do kill -0 "$p" || { echo "a server did not start" >&2; exit 1; }; done
+for p in $SA $SS $SW $SB; do kill -0 "$p" || { echo "a server did not start" >&2; exit 1; }; done
 
 cmd() {
   fresh "$W"
   case $1 in
     sync) echo "$W/rsdump sync http://$A/ --dest $W/dst -q" ;;
+    before) echo "$BEFORE sync http://$AB/ --dest $W/dst -q" ;;
     aria2c) echo "aria2c -j16 -q -d $W/dst -i $LIST" ;;
     resync) echo "env PYTHONPATH=$PEER /usr/bin/python3 $PEER/resync-sync --baseline --noauth --sitemap http://127.0.0.3:$PORT/dump/resourcelist.xml http://$A/res/=$W/dst" ;;
   esac
@@ -109,7 +127,7 @@ check() {
   fi
 }
 # servers_cpu: the CPU seconds (user+sys) both rsdump serve have used.
-servers_cpu() { cat "/proc/$SA/stat" "/proc/$SS/stat" | awk -v hz="$(getconf CLK_TCK)" '{t += $14 + $15} END {printf "%.2f", t / hz}'; }
+servers_cpu() { cat "/proc/$SA/stat" "/proc/$SS/stat" ${SB:+"/proc/$SB/stat"} | awk -v hz="$(getconf CLK_TCK)" '{t += $14 + $15} END {printf "%.2f", t / hz}'; }
 timed() {
   local line; line=$(cmd "$1")
   local c0; c0=$(servers_cpu)
@@ -136,7 +154,7 @@ cp "$W/results.tsv" "$W/results-$FILES-rtt$RTT${RSDUMP_BIN:+-bin}-$(date -u +%Y%
 python3 - "$W/results.tsv" <<'PY'
 import csv, statistics as st, sys
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter='\t'))
-cmds = [c for c in ('sync', 'aria2c', 'resync') if any(r['command'] == c for r in rows)]
+cmds = [c for c in ('sync', 'before', 'aria2c', 'resync') if any(r['command'] == c for r in rows)]
 def med(c, k, f=float):
     return st.median(f(r[k]) for r in rows if r['command'] == c)
 print('| command | resources | wall (median) | CPU (median) | server CPU | peak RSS | resources/s | sync\'s rate, x |')
