@@ -19,6 +19,7 @@ import (
 	"github.com/rsdump/rsdump/metalink"
 
 	"github.com/rsdump/rsdump/deststate"
+	"github.com/rsdump/rsdump/internal/httpc/httpctest"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/replica"
 )
@@ -121,21 +122,19 @@ func TestSyncResumeChecksStaged(t *testing.T) {
 	var sent atomic.Int64
 	broken.Store(true)
 	s.handler = func(h http.Handler) http.Handler {
+		counted := httpctest.Counting(h, ".zip", &sent)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if strings.HasSuffix(r.URL.Path, ".zip") {
-				var first int64
-				fmt.Sscanf(r.Header.Get("Range"), "bytes=%d-", &first)
-				if broken.Load() && first > total*3/4 && first < total-4*plen {
-					// Cut off once half the bitstreams are staged.
-					for end := time.Now().Add(10 * time.Second); len(stagedFiles(dst)) < n/2 && time.Now().Before(end); {
-						time.Sleep(5 * time.Millisecond)
-					}
-					http.NotFound(w, r)
-					return
+			var first int64
+			fmt.Sscanf(r.Header.Get("Range"), "bytes=%d-", &first)
+			if strings.HasSuffix(r.URL.Path, ".zip") && broken.Load() && first > total*3/4 && first < total-4*plen {
+				// Cut off once half the bitstreams are staged.
+				for end := time.Now().Add(10 * time.Second); len(stagedFiles(dst)) < n/2 && time.Now().Before(end); {
+					time.Sleep(5 * time.Millisecond)
 				}
-				w = &countingWriter{ResponseWriter: w, sent: &sent}
+				http.NotFound(w, r)
+				return
 			}
-			h.ServeHTTP(w, r)
+			counted.ServeHTTP(w, r)
 		})
 	}
 	s.packDump(pack.Options{Compress: pack.Store, Metalink: &pack.MetalinkOptions{PieceLength: plen}})
@@ -172,18 +171,6 @@ func TestSyncResumeChecksStaged(t *testing.T) {
 	if again := sent.Load() - first; again > total*3/4 {
 		t.Errorf("the second run fetched %d of the package's %d bytes: it did not resume from what was staged", again, total)
 	}
-}
-
-// countingWriter counts the package bytes a server sends.
-type countingWriter struct {
-	http.ResponseWriter
-	sent *atomic.Int64
-}
-
-func (w *countingWriter) Write(b []byte) (int, error) {
-	n, err := w.ResponseWriter.Write(b)
-	w.sent.Add(int64(n))
-	return n, err
 }
 
 // stagedFiles lists the files in the kept stages of dst's packages

@@ -85,31 +85,6 @@ func TestStreamHeldKeepsNoPart(t *testing.T) {
 	})
 }
 
-// A corrupting mirror gets no byte to a held download's reader.
-func TestStreamHeldReadsOnlyVerified(t *testing.T) {
-	eachPath(t, func(t *testing.T) {
-		data := payload(3<<20, 42)
-		const plen = 128 << 10
-		bad, bm := serve(t, data, mt.Corrupt(0.34, plen))
-		good, _ := serve(t, data, mt.RateLimit(4<<20))
-		f := fileFor("f.bin", data, plen, bad.URL, good.URL)
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		s := New(fastOptions()).StreamHeld(ctx, t.TempDir(), f, 0)
-		defer s.Close()
-		if got, _ := readReleasing(t, s, 0, 64<<10); !bytes.Equal(got, data) {
-			t.Fatal("a corrupt byte reached the reader")
-		}
-		res, err := s.Wait()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if bm.Bytes.Load() == 0 || mirrorResult(t, res, bad.URL).Bad == 0 {
-			t.Errorf("the corrupting mirror served %d bytes, %d pieces refused: the test did not test", bm.Bytes.Load(), mirrorResult(t, res, bad.URL).Bad)
-		}
-	})
-}
-
 // A held download stopped mid-way leaves a checkpoint; the next run
 // fetches only from there (the reader kept what came before and releases
 // it) and its whole-file hash, restored, still checks the whole file.

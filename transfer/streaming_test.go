@@ -88,29 +88,38 @@ func TestStreamTailFirst(t *testing.T) {
 
 // Bytes read from a Streaming are verified ones: a mirror that corrupts
 // a third of the pieces never gets a corrupt byte to the reader, on
-// either path pieces take.
+// either path pieces take, from a .part (Stream) or held in memory
+// (StreamHeld, whose reader releases what it read).
 func TestStreamReadsOnlyVerified(t *testing.T) {
-	eachPath(t, func(t *testing.T) {
-		data := payload(3<<20, 32)
-		const plen = 128 << 10
-		bad, bm := serve(t, data, mt.Corrupt(0.34, plen))
-		good, _ := serve(t, data, mt.RateLimit(4<<20))
-		f := fileFor("f.bin", data, plen, bad.URL, good.URL)
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		s := New(fastOptions()).Stream(ctx, t.TempDir(), f, 0)
-		defer s.Close()
-		if got := readAll(t, s, 64<<10); !bytes.Equal(got, data) {
-			t.Fatal("a corrupt byte reached the reader")
-		}
-		res, err := s.Wait()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if bm.Bytes.Load() == 0 || mirrorResult(t, res, bad.URL).Bad == 0 {
-			t.Errorf("the corrupting mirror served %d bytes, %d pieces refused: the test did not test", bm.Bytes.Load(), mirrorResult(t, res, bad.URL).Bad)
-		}
-	})
+	for _, held := range []bool{false, true} {
+		t.Run(map[bool]string{false: "part", true: "held"}[held], func(t *testing.T) {
+			eachPath(t, func(t *testing.T) {
+				data := payload(3<<20, 32)
+				const plen = 128 << 10
+				bad, bm := serve(t, data, mt.Corrupt(0.34, plen))
+				good, _ := serve(t, data, mt.RateLimit(4<<20))
+				f := fileFor("f.bin", data, plen, bad.URL, good.URL)
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				g := New(fastOptions())
+				s := g.Stream(ctx, t.TempDir(), f, 0)
+				if held {
+					s = g.StreamHeld(ctx, t.TempDir(), f, 0)
+				}
+				defer s.Close()
+				if got, _ := readReleasing(t, s, 0, 64<<10); !bytes.Equal(got, data) {
+					t.Fatal("a corrupt byte reached the reader")
+				}
+				res, err := s.Wait()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if bm.Bytes.Load() == 0 || mirrorResult(t, res, bad.URL).Bad == 0 {
+					t.Errorf("the corrupting mirror served %d bytes, %d pieces refused: the test did not test", bm.Bytes.Load(), mirrorResult(t, res, bad.URL).Bad)
+				}
+			})
+		})
+	}
 }
 
 // A Streaming stopped mid-way leaves its verified pieces for the next,
