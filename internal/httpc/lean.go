@@ -73,7 +73,7 @@ func (l *lean) roundTrip(r *http.Request) (*http.Response, error) {
 	}
 	ctx := r.Context()
 	for retried := false; ; retried = true {
-		c, reused, err := l.get(ctx, key)
+		c, reused, err := l.get(ctx, key, retried)
 		if err != nil {
 			return nil, err
 		}
@@ -89,7 +89,23 @@ func (l *lean) roundTrip(r *http.Request) (*http.Response, error) {
 		if !reused || retried || c.read > 0 || errors.As(err, &ne) && ne.Timeout() {
 			return nil, err
 		}
+		// A kept connection the server had closed: the others kept for
+		// the host, idle as long, most likely are too (no reader watches
+		// them, as the Transport's does). They go, and the request is
+		// sent once more on a new connection.
+		l.dropIdle(key)
 	}
+}
+
+// dropIdle closes the connections kept for key.
+func (l *lean) dropIdle(key string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range l.idle[key] {
+		c.Close()
+	}
+	l.nIdle -= len(l.idle[key])
+	delete(l.idle, key)
 }
 
 // send writes r on c and reads the response's header.
@@ -104,12 +120,15 @@ func (l *lean) send(ctx context.Context, c *leanConn, r *http.Request) (*http.Re
 		err = c.bw.Flush()
 	}
 	var resp *http.Response
-	for err == nil {
+	for informational := 0; err == nil; informational++ {
 		resp, err = http.ReadResponse(c.br, r)
 		if err != nil || resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
 			break
 		}
-		// 1xx: the response is still to come.
+		// 1xx: the response is still to come; at most 5, as net/http.
+		if informational == 5 {
+			err = errors.New("too many 1xx informational responses")
+		}
 	}
 	if err == nil {
 		c.SetReadDeadline(time.Time{})
@@ -122,14 +141,14 @@ func (l *lean) send(ctx context.Context, c *leanConn, r *http.Request) (*http.Re
 		return nil, err
 	}
 	keep := !resp.Close && !r.Close && resp.StatusCode != http.StatusSwitchingProtocols
-	resp.Body = &leanBody{l: l, c: c, rc: resp.Body, stop: stop, keep: keep}
+	resp.Body = &leanBody{ctx: ctx, l: l, c: c, rc: resp.Body, stop: stop, keep: keep}
 	return resp, nil
 }
 
-// get returns an idle connection to key, else a new one.
-func (l *lean) get(ctx context.Context, key string) (*leanConn, bool, error) {
+// get returns an idle connection to key, else (or when fresh) a new one.
+func (l *lean) get(ctx context.Context, key string, fresh bool) (*leanConn, bool, error) {
 	l.mu.Lock()
-	for cs := l.idle[key]; len(cs) > 0; cs = l.idle[key] {
+	for cs := l.idle[key]; len(cs) > 0 && !fresh; cs = l.idle[key] {
 		c := cs[len(cs)-1]
 		l.idle[key] = cs[:len(cs)-1]
 		l.nIdle--
@@ -174,9 +193,32 @@ func (l *lean) put(c *leanConn) {
 	if l.idle == nil {
 		l.idle = map[string][]*leanConn{}
 	}
+	l.expireLocked(c.key)
 	c.since = time.Now()
 	l.idle[c.key] = append(l.idle[c.key], c)
 	l.nIdle++
+}
+
+// expireLocked closes the connections kept for key past the Transport's
+// idle time-out, which get would refuse anyway: they are not left
+// half-closed until the host is asked again. l.mu is held.
+func (l *lean) expireLocked(key string) {
+	t := l.base.IdleConnTimeout
+	if t <= 0 {
+		return
+	}
+	cs := l.idle[key]
+	n := 0
+	for _, c := range cs {
+		if time.Since(c.since) < t {
+			cs[n] = c
+			n++
+		} else {
+			c.Close()
+		}
+	}
+	l.nIdle -= len(cs) - n
+	l.idle[key] = cs[:n]
 }
 
 // closeIdle closes the connections kept.
@@ -195,6 +237,7 @@ func (l *lean) closeIdle() {
 // gives the connection back; closed before, it closes it (what is left
 // is not read). Close may come from another goroutine than Read's.
 type leanBody struct {
+	ctx  context.Context
 	l    *lean
 	c    *leanConn
 	rc   io.ReadCloser
@@ -212,6 +255,10 @@ func (b *leanBody) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	case b.done.Load():
 		return 0, errBodyClosed
+	}
+	if err := b.ctx.Err(); err != nil {
+		b.finish(false)
+		return 0, err // cancelled: not the bytes that happened to be buffered
 	}
 	n, err := b.rc.Read(p)
 	if err == io.EOF {

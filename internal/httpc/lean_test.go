@@ -218,3 +218,59 @@ func TestLeanTakes(t *testing.T) {
 		t.Error("a client that negotiates compression sends lean")
 	}
 }
+
+// Connections kept idle that the server closed meanwhile (its keep-alive
+// time-out, shorter than ours) are all dead: a request after the pause
+// is sent on a new connection, not failed on the second dead one.
+func TestLeanServerClosedSeveralIdle(t *testing.T) {
+	release := make(chan struct{})
+	var inFlight atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if inFlight.Add(1) == 3 {
+			close(release)
+		}
+		select { // three requests at once: three connections kept
+		case <-release:
+		case <-time.After(2 * time.Second):
+		}
+		fmt.Fprint(w, "ok")
+	}))
+	srv.Config.IdleTimeout = 100 * time.Millisecond
+	srv.Start()
+	t.Cleanup(srv.Close)
+	c := leanClient()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			if got, err := openAll(ctx, c, srv.URL+"/r"); err != nil || got != "ok" {
+				t.Errorf("first requests: %q, %v", got, err)
+			}
+		})
+	}
+	wg.Wait()
+	time.Sleep(400 * time.Millisecond) // the server closes the three idle connections
+	for i := range 3 {
+		if got, err := openAll(ctx, c, srv.URL+"/r"); err != nil || got != "ok" {
+			t.Fatalf("request %d after the server closed its idle connections: %q, %v", i, got, err)
+		}
+	}
+}
+
+// A body already buffered is not read once the request is cancelled.
+func TestLeanBodyAfterCancel(t *testing.T) {
+	srv, _ := leanServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, strings.Repeat("x", 1000))
+	}))
+	ctx, cancel := context.WithCancel(context.Background())
+	rc, err := Open(ctx, leanClient(), srv.URL+"/r", 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	cancel()
+	if b, err := io.ReadAll(rc); err == nil {
+		t.Fatalf("read %d bytes of a cancelled request's body, no error", len(b))
+	}
+}
