@@ -85,11 +85,10 @@ type Opened struct {
 	Dir string
 	// Held says the package is held in memory as it downloads: the
 	// reader must Release what it is done with (see Release).
-	Held      bool
-	release   func(off int64)
-	resumedTo func() int64
-	wait      func() error
-	close     func() error
+	Held    bool
+	release func(off int64)
+	wait    func() error
+	close   func() error
 }
 
 // Release tells the download the reader needs no byte before off any
@@ -100,16 +99,6 @@ func (o *Opened) Release(off int64) {
 	if o.release != nil {
 		o.release(off)
 	}
-}
-
-// ResumedTo is where the checkpoint of an earlier run of the download
-// stands (0 without one): the bytes before it are fetched again only if
-// read.
-func (o *Opened) ResumedTo() int64 {
-	if o.resumedTo == nil {
-		return 0
-	}
-	return o.resumedTo()
 }
 
 // Wait returns once every byte of the package has been fetched and
@@ -178,7 +167,7 @@ func (r *Remote) Stream(ctx context.Context, ref pkgread.PackageRef) (*Opened, e
 	}
 	wait := func() error { _, err := s.Wait(); return err }
 	return &Opened{ReaderAt: pkgread.ReadAhead(s, f.Size), Size: f.Size, Checked: checked, Dir: dir, Held: s.Held(),
-		release: s.Release, resumedTo: s.ResumedTo, wait: wait, close: closeFn}, nil
+		release: s.Release, wait: wait, close: closeFn}, nil
 }
 
 // streamTail starts f's download, held in memory when hold, and waits
