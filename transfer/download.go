@@ -3,6 +3,7 @@ package transfer
 import (
 	"context"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"path/filepath"
@@ -87,9 +88,16 @@ func (g *Getter) newDownload(dir string, f File) (*download, error) {
 	d.res = Result{Name: f.Name, Size: f.Size}
 	if f.HashAlg != "" {
 		d.whole.h, _ = newHash(f.HashAlg) // checked in checkFile
+		if testWholeHash != nil {
+			d.whole.h = testWholeHash(d.whole.h)
+		}
 	}
 	return d, nil
 }
+
+// testWholeHash, set by tests, wraps each download's whole-file hash (to
+// slow it down, say).
+var testWholeHash func(hash.Hash) hash.Hash
 
 func checkFile(f File) error {
 	if f.HashAlg == "" && f.Pieces.Hashes == nil && len(f.Unverifiable) > 0 {

@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"hash"
 	"io"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -186,5 +188,72 @@ func TestStreamHeldForgedCheckpoint(t *testing.T) {
 	}
 	if from, err := run(); from != 0 || err != nil {
 		t.Fatalf("the run after: resumed to %d, %v; want a fresh, good download", from, err)
+	}
+}
+
+// slowHash sleeps on every write: a whole-file hash that falls behind.
+type slowHash struct {
+	hash.Hash
+	d time.Duration
+}
+
+func (h slowHash) Write(b []byte) (int, error) {
+	time.Sleep(h.d)
+	return h.Hash.Write(b)
+}
+
+// A piece stays in memory until the whole-file hash has taken it in, and
+// the window counts from the reader, not from the hash: a hash that falls
+// behind (a busy CPU) must not let the pieces pile up. What bounds them is
+// that a piece is verified under the hash's lock, so verification, and the
+// reader with it, goes at the hash's pace; sampled every 200 µs, the
+// pieces held stay within the window.
+func TestStreamHeldBoundedWhileHashLags(t *testing.T) {
+	defer func() { testWholeHash = nil }()
+	testWholeHash = func(h hash.Hash) hash.Hash { return slowHash{h, 3 * time.Millisecond} }
+	data := payload(8<<20, 47)
+	const plen = 32 << 10
+	srv, _ := serve(t, data)
+	f := fileFor("f.bin", data, plen, srv.URL)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	o := fastOptions()
+	o.HeldWindow = 256 << 10
+	s := New(o).StreamHeld(ctx, t.TempDir(), f, -1)
+	defer s.Close()
+	var most atomic.Int64
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(200 * time.Microsecond):
+			}
+			s.mu.Lock()
+			d := s.d
+			s.mu.Unlock()
+			if d != nil && d.mem != nil {
+				d.mem.mu.Lock()
+				if n := int64(len(d.mem.bufs)); n > most.Load() {
+					most.Store(n)
+				}
+				d.mem.mu.Unlock()
+			}
+		}
+	}()
+	got, peak := readReleasing(t, s, 0, 64<<10)
+	close(stop)
+	peak = max(peak, int(most.Load()))
+	if !bytes.Equal(got, data) {
+		t.Fatal("the held file read differs")
+	}
+	if _, err := s.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	window := max(int(o.HeldWindow/plen), 4)
+	t.Logf("peak %d pieces held, window %d, %d pieces", peak, window, len(f.Pieces.Hashes))
+	if limit := window + 2*o.Connections + 2; peak > limit {
+		t.Errorf("held %d pieces at once while the hash lagged, more than the window's %d", peak, limit)
 	}
 }
