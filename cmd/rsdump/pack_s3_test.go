@@ -161,6 +161,9 @@ func TestPackToS3KilledResumes(t *testing.T) {
 	whole := parts.Swap(0)
 
 	cmd := exec.Command(bin, args("s3://pub/killed")...)
+	// A killed pack leaves its scratch directory behind (a process killed
+	// does not clean up): in the test's, not in the machine's /tmp.
+	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
