@@ -9,10 +9,12 @@
 #   aria2c  aria2c -j16 -i LIST (Debian's aria2, its defaults: keep-alive,
 #           no hash checked) on the same URLs, each to its path
 #   resync  resync-sync --baseline (resync 2.0.2 from
-#           ../shared/peers/resync-src, --noauth: its list is served from
-#           127.0.0.3) on a Resource List of the first
-#           SUB resources only (it is too slow for all of them): compare
-#           its resources per second, not its wall time
+#           ../shared/peers/resync-src, its defaults) on the same Resource
+#           List, every resource (about a minute); SUB=N gives it the
+#           first N resources only (their list served from 127.0.0.3, so
+#           --noauth), for short runs: its rate is then lower, its start
+#           (Python, the list) weighing on fewer resources, so compare
+#           only runs of the same SUB
 # Every server is one rsdump serve --resources of the tree (the pack's
 # output with its Resource Dump removed and its Capability List naming the
 # Resource List alone). Data: FILES random files of SIZE bytes (default
@@ -35,7 +37,7 @@ set -euo pipefail
 RUNS=${1:-3}
 FILES=${FILES:-100000}
 SIZE=${SIZE:-2048}
-SUB=${SUB:-2000}
+SUB=${SUB:-$FILES}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 W=${BENCH_DIR:-/tmp/rsdump-bench-lists}
 PORT=${PORT:-18750}
@@ -66,7 +68,7 @@ if [ ! -f "$OUT/resourcelist.xml" ]; then
   rm -f "$OUT"/resourcedump*
   sed -i '/capability="resourcedump"/d' "$OUT/capabilitylist.xml"
 fi
-if [ ! -f "$OUT/subset-$SUB.xml" ]; then
+if [ "$SUB" -lt "$FILES" ] && [ ! -f "$OUT/subset-$SUB.xml" ]; then
   # resync's subset: the first SUB files, packed alone (same base URL).
   rm -rf "$TREE.sub" "$OUT.sub"; mkdir -p "$TREE.sub"
   (cd "$TREE" && find . -type f | sort | sed -n "1,${SUB}p" | xargs cp -l --parents -t "$TREE.sub")
@@ -82,16 +84,20 @@ if [ -n "$BEFORE" ]; then
   rm -rf "$OUT.before"; cp -r "$OUT" "$OUT.before"
   grep -rl --null "127.0.0.1:$PORT" "$OUT.before" | xargs -0 sed -i "s|127\.0\.0\.1:$PORT|$AB|g"
 fi
-SUBDIR="$W/subset-$SUB"; rm -rf "$SUBDIR"; mkdir -p "$SUBDIR"; cp "$OUT/subset-$SUB.xml" "$SUBDIR/resourcelist.xml"
+SUBDIR="$W/subset-$SUB"; rm -rf "$SUBDIR"; mkdir -p "$SUBDIR"
+[ "$SUB" -lt "$FILES" ] && cp "$OUT/subset-$SUB.xml" "$SUBDIR/resourcelist.xml"
 LIST="$W/aria2-$FILES-$SIZE-$PORT.list"
 [ -s "$LIST" ] || (cd "$TREE" && find . -type f | sort | sed 's|^\./||' | awk -v a="$A" '{print "http://" a "/res/" $0 "\n  out=" $0}') > "$LIST"
 grep -q resourcedump "$OUT/capabilitylist.xml" && { echo "the Capability List still names a dump" >&2; exit 1; }
 
 "$W/rsdump" serve "$OUT" -q --addr "$SA_" --base-url "http://$A/res/" --dump-url "http://$A/dump/" --resources "$TREE" &
 SA=$!
-# The subset's list alone, for resync (its resources are on the server above).
-"$W/rsdump" serve "$SUBDIR" -q --addr "127.0.0.3:$PORT" --base-url "http://127.0.0.3:$PORT/res/" --dump-url "http://127.0.0.3:$PORT/dump/" &
-SS=$!
+SS=
+if [ "$SUB" -lt "$FILES" ]; then
+  # The subset's list alone, for resync (its resources are on the server above).
+  "$W/rsdump" serve "$SUBDIR" -q --addr "127.0.0.3:$PORT" --base-url "http://127.0.0.3:$PORT/res/" --dump-url "http://127.0.0.3:$PORT/dump/" &
+  SS=$!
+fi
 SW=
 SB=
 if [ -n "$BEFORE" ]; then
@@ -112,7 +118,12 @@ cmd() {
     sync) echo "$W/rsdump sync http://$A/ --dest $W/dst -q" ;;
     before) echo "$BEFORE sync http://$AB/ --dest $W/dst -q" ;;
     aria2c) echo "aria2c -j16 -q -d $W/dst -i $LIST" ;;
-    resync) echo "env PYTHONPATH=$PEER /usr/bin/python3 $PEER/resync-sync --baseline --noauth --sitemap http://127.0.0.3:$PORT/dump/resourcelist.xml http://$A/res/=$W/dst" ;;
+    resync)
+      if [ "$SUB" -lt "$FILES" ]; then
+        echo "env PYTHONPATH=$PEER /usr/bin/python3 $PEER/resync-sync --baseline --noauth --sitemap http://127.0.0.3:$PORT/dump/resourcelist.xml http://$A/res/=$W/dst"
+      else
+        echo "env PYTHONPATH=$PEER /usr/bin/python3 $PEER/resync-sync --baseline --sitemap http://$A/dump/resourcelist.xml http://$A/res/=$W/dst"
+      fi ;;
   esac
 }
 count() { case $1 in resync) echo "$SUB" ;; *) echo "$FILES" ;; esac; }
@@ -120,14 +131,14 @@ check() {
   local want; want=$(count "$1")
   local got; got=$(find "$W/dst" -path "$W/dst/.rsdump" -prune -o -type f -print | wc -l)
   [ "$got" = "$want" ] || { echo "FAILED: $1 left $got files, want $want" >&2; exit 1; }
-  if [ "$1" = resync ]; then
+  if [ "$1" = resync ] && [ "$SUB" -lt "$FILES" ]; then
     diff -r -q "$TREE.sub" "$W/dst" >/dev/null || { echo "FAILED: resync's copy differs" >&2; exit 1; }
   else
     diff -r -q -x .rsdump "$TREE" "$W/dst" >/dev/null || { echo "FAILED: $1's copy differs" >&2; exit 1; }
   fi
 }
 # servers_cpu: the CPU seconds (user+sys) both rsdump serve have used.
-servers_cpu() { cat "/proc/$SA/stat" "/proc/$SS/stat" ${SB:+"/proc/$SB/stat"} | awk -v hz="$(getconf CLK_TCK)" '{t += $14 + $15} END {printf "%.2f", t / hz}'; }
+servers_cpu() { cat "/proc/$SA/stat" ${SS:+"/proc/$SS/stat"} ${SB:+"/proc/$SB/stat"} | awk -v hz="$(getconf CLK_TCK)" '{t += $14 + $15} END {printf "%.2f", t / hz}'; }
 timed() {
   local line; line=$(cmd "$1")
   local c0; c0=$(servers_cpu)
