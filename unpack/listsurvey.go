@@ -131,22 +131,16 @@ func (s *listSurvey) overrides(lastWins bool) (extsort.Source[override], error) 
 }
 
 func appendTargetRec(b []byte, r *targetRec) []byte {
-	b = binary.AppendUvarint(b, uint64(len(r.target)))
-	b = append(b, r.target...)
-	return binary.AppendUvarint(b, uint64(r.seq))
+	return binary.AppendUvarint(extsort.AppendString(b, r.target), uint64(r.seq))
 }
 
 func readTargetRec(r *bufio.Reader) (targetRec, error) {
-	n, err := binary.ReadUvarint(r)
+	target, err := extsort.ReadString(r)
 	if err != nil {
 		return targetRec{}, err // io.EOF at a clean end
 	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(r, b); err != nil {
-		return targetRec{}, noEOF(err)
-	}
 	seq, err := binary.ReadUvarint(r)
-	return targetRec{string(b), int64(seq)}, noEOF(err)
+	return targetRec{target, int64(seq)}, noEOF(err)
 }
 
 func appendOverride(b []byte, o *override) []byte {

@@ -1,11 +1,9 @@
 package unpack
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"sync"
 	"time"
@@ -63,7 +61,7 @@ func (u *unpacker) checkSnapshot(loc string, at time.Time) error {
 		return &RollbackError{Dir: u.dest.dir, Snapshot: loc, At: at, Tree: u.state()}
 	}
 	u.rollback = &rollback{from: u.state().Since(), to: at, doc: loc,
-		targets: extsort.New(u.scratchDir(), ".rsdump-snapshot-*.tmp", 1<<16, compareTargets, targetCodec)}
+		targets: extsort.New(u.scratchDir(), ".rsdump-snapshot-*.tmp", 1<<16, compareTargets, extsort.Strings)}
 	return nil
 }
 
@@ -150,20 +148,6 @@ func (p *pkgRun) removeLater(rec deststate.Record, dirs map[string]bool) {
 }
 
 func compareTargets(a, b *string) int { return strings.Compare(*a, *b) }
-
-var targetCodec = extsort.Codec[string]{
-	Append: func(b []byte, s *string) []byte { return append(append(b, *s...), 0) },
-	Read: func(br *bufio.Reader) (string, error) {
-		s, err := br.ReadString(0)
-		if err == io.EOF && s == "" {
-			return "", io.EOF
-		}
-		if err != nil {
-			return "", fmt.Errorf("snapshot targets: %w", err)
-		}
-		return strings.TrimSuffix(s, "\x00"), nil
-	},
-}
 
 // CheckWindow is a package whose manifest's times are not those its dump
 // document gives it.

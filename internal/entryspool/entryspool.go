@@ -26,6 +26,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/rsdump/rsdump/internal/extsort"
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
@@ -486,4 +487,45 @@ func (d *decoder) length() *int64 {
 	}
 	n := d.varint()
 	return &n
+}
+
+// Codec stores entries in the run files of an external sort
+// (internal/extsort) as a spool's records: a uvarint length and that many
+// bytes, every field of the entry kept. An entry the encoding refuses (a
+// time whose zone offset has no binary form, which no parsed document
+// gives) is stored as an empty record, which Read refuses: it is never
+// read back as another entry.
+var Codec = extsort.Codec[resourcesync.URL]{Append: appendRecord, Read: readRecord}
+
+func appendRecord(b []byte, u *resourcesync.URL) []byte {
+	e := encoder{}
+	e.url(u)
+	if e.err != nil || len(e.b) > maxRecord {
+		return append(b, 0)
+	}
+	return append(binary.AppendUvarint(b, uint64(len(e.b))), e.b...)
+}
+
+func readRecord(r *bufio.Reader) (resourcesync.URL, error) {
+	l, err := binary.ReadUvarint(r)
+	switch {
+	case err == io.EOF:
+		return resourcesync.URL{}, io.EOF
+	case err != nil:
+		return resourcesync.URL{}, err
+	case l == 0:
+		return resourcesync.URL{}, fmt.Errorf("%w: an entry that could not be encoded", ErrDamaged)
+	case l > maxRecord:
+		return resourcesync.URL{}, fmt.Errorf("%w: a record of %d bytes", ErrDamaged, l)
+	}
+	b := make([]byte, l)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return resourcesync.URL{}, noEOF(err)
+	}
+	d := decoder{b: b}
+	u := d.url()
+	if d.err != nil || len(d.b) != 0 {
+		return resourcesync.URL{}, fmt.Errorf("%w: %v", ErrDamaged, orErr(d.err, "bytes left over"))
+	}
+	return u, nil
 }

@@ -40,6 +40,7 @@ type Sorter[T any] struct {
 	codec        Codec[T]
 	buf          []T
 	runs         []string
+	open         []*mergeSource[T] // streams Sorted returned, closed by Close
 	count        int64
 	total        bool
 }
@@ -169,8 +170,13 @@ func (s *Sorter[T]) write(f *os.File, src Source[T]) error {
 	}
 }
 
-// Close removes the run files.
+// Close removes the run files, and closes the files of a stream Sorted
+// returned that was not read to its end.
 func (s *Sorter[T]) Close() {
+	for _, m := range s.open {
+		m.closeAll()
+	}
+	s.open = nil
 	for _, r := range s.runs {
 		os.Remove(r)
 	}
@@ -178,7 +184,9 @@ func (s *Sorter[T]) Close() {
 }
 
 // Sorted returns the records in order. The sorter must not be added to
-// afterwards; Close it when done with the stream.
+// afterwards; Close it when done with the stream. Sorted may be called
+// again, once the stream it returned was read to its end, to read the
+// records once more: the run files stay until Close.
 func (s *Sorter[T]) Sorted() (Source[T], error) {
 	if len(s.runs) == 0 {
 		s.sortBuf()
@@ -193,6 +201,7 @@ func (s *Sorter[T]) Sorted() (Source[T], error) {
 	if err != nil {
 		return nil, err
 	}
+	s.open = append(s.open, m)
 	return m, nil
 }
 
