@@ -7,8 +7,10 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -226,4 +228,39 @@ func files(n, size int) map[string]string {
 		out[fmt.Sprintf("d%d/f%03d.txt", i%4, i)] = strings.Repeat(fmt.Sprintf("%d-", i), size/2+1)[:size]
 	}
 	return out
+}
+
+// sampleLiveHeap samples the live heap (a GC forced before each look:
+// what is held, not garbage waiting to be collected) every interval,
+// from now until the returned function is called; that returns how far
+// above its level now the heap rose at most.
+func sampleLiveHeap(every time.Duration) (peak func() uint64) {
+	liveHeap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	base := liveHeap()
+	var top atomic.Uint64
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(every):
+			}
+			if h := liveHeap(); h > base && h-base > top.Load() {
+				top.Store(h - base)
+			}
+		}
+	}()
+	return func() uint64 {
+		close(stop)
+		<-sampled
+		return top.Load()
+	}
 }

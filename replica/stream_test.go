@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -202,42 +201,17 @@ func TestSyncLargeBitstreamHeldBounded(t *testing.T) {
 	s := newSource(t, randomFiles(1, size))
 	s.packDump(pack.Options{Compress: pack.Store, Metalink: &pack.MetalinkOptions{PieceLength: plen}})
 	dst := t.TempDir()
-	// The live heap, a GC forced before each look: what is held, not
-	// garbage waiting to be collected.
-	liveHeap := func() uint64 {
-		runtime.GC()
-		var m runtime.MemStats
-		runtime.ReadMemStats(&m)
-		return m.HeapAlloc
-	}
-	base := liveHeap()
-	var peak atomic.Uint64
-	stop := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(5 * time.Millisecond):
-			}
-			if h := liveHeap(); h > base && h-base > peak.Load() {
-				peak.Store(h - base)
-			}
-		}
-	}()
+	stopSampling := sampleLiveHeap(5 * time.Millisecond)
 	o := replica.Options{}
 	o.Transfer.HeldWindow = 1 << 20
 	res, fs, _ := syncRun(t, s.srv.URL+"/", dst, o)
-	close(stop)
-	<-sampled
+	peak := stopSampling()
 	if res.Problems() != 0 || res.Written != 1 {
 		t.Fatalf("%+v\n%s", res, problems(fs))
 	}
 	sameTree(t, dst, s.files)
-	t.Logf("live heap peak +%d MiB", peak.Load()>>20)
-	if p := peak.Load(); p > 12<<20 {
+	t.Logf("live heap peak +%d MiB", peak>>20)
+	if p := peak; p > 12<<20 {
 		t.Errorf("the live heap grew by %d MiB while a 48 MiB bitstream streamed through a 1 MiB window", p>>20)
 	}
 }

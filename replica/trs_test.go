@@ -32,8 +32,18 @@ import (
 // keeps every event is followed from the sync point the state records
 // (no rebase once an event was recorded); the lagging tree finds its
 // sync point truncated and rebases, which removes the files deleted
-// while it was behind.
+// while it was behind. It runs a second time with the consumer's sorts
+// holding 2 records a run, so that its joins of members, entries, events
+// and the tree's files read merged runs from disk.
 func TestSyncFromTRS(t *testing.T) {
+	t.Run("runs of 65536", syncFromTRS)
+	t.Run("runs of 2", func(t *testing.T) {
+		replica.SetTRSSortRuns(t, 2)
+		syncFromTRS(t)
+	})
+}
+
+func syncFromTRS(t *testing.T) {
 	a, b, set, _ := servePair(t)
 	tree := files(20, 100)
 	src := verifytest.Tree(t, tree)

@@ -315,53 +315,16 @@ var ErrLost = errors.New("the sync point is not in the Change Log")
 // event point, and returns the events after it, oldest first. point
 // rdf:nil (the Base's cutoff at the start of time) takes the whole log.
 // When the log ends (or a trs:previous answers 404) before point, the
-// error is ErrLost.
+// error is ErrLost. It holds every event in memory: Walk hands them on
+// instead.
 func (c *Client) Since(ctx context.Context, set *Set, point string) ([]Event, error) {
-	var out []Event
-	seg := set.Log
-	seen := map[string]bool{}
-	for {
-		found := false
-		for _, e := range seg.Events {
-			if e.URI == point {
-				found = true
-				continue
-			}
-			out = append(out, e)
-		}
-		if found {
-			return after(out, point, seg), nil
-		}
-		if seg.Previous == "" {
-			if point == rdfNil {
-				return after(out, point, seg), nil
-			}
-			return nil, fmt.Errorf("%s: %w (%s)", set.URL, ErrLost, point)
-		}
-		if seen[seg.Previous] {
-			return nil, fmt.Errorf("%s: the Change Log's trs:previous links go round (%s)", set.URL, seg.Previous)
-		}
-		seen[seg.Previous] = true
-		prev, err := c.Segment(ctx, seg.Previous)
-		var se *httpc.StatusError
-		if errors.As(err, &se) && (se.Code == http.StatusNotFound || se.Code == http.StatusGone) {
-			return nil, fmt.Errorf("%s: %w (%s; %s answers %s)", set.URL, ErrLost, point, seg.Previous, se.Status)
-		}
-		if err != nil {
-			return nil, err
-		}
-		seg = prev
-	}
-}
-
-// after orders events oldest first and keeps those after the point's
-// order (events of a segment need not be listed in order).
-func after(evs []Event, point string, last Segment) []Event {
-	var at int64 = -1
-	for _, e := range last.Events {
-		if e.URI == point {
-			at = e.Order
-		}
+	var evs []Event
+	at, err := c.Walk(ctx, set, point, func(e Event) error {
+		evs = append(evs, e)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	var out []Event
 	for _, e := range evs {
@@ -370,7 +333,56 @@ func after(evs []Event, point string, last Segment) []Event {
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Order < out[j].Order })
-	return out
+	return out, nil
+}
+
+// Walk walks the Change Log of set from its newest segment back to the
+// event point, handing fn every other event of the segments it reads, a
+// segment at a time in the order the server lists them, and returns the
+// order of point: the events after it are those fn was handed with a
+// greater order (events need not be listed in order, within a segment or
+// across them). point rdf:nil (the Base's cutoff at the start of time)
+// takes the whole log, its order -1. When the log ends (or a
+// trs:previous answers 404) before point, the error is ErrLost. Memory
+// holds one segment.
+func (c *Client) Walk(ctx context.Context, set *Set, point string, fn func(Event) error) (at int64, err error) {
+	seg := set.Log
+	seen := map[string]bool{}
+	for {
+		at = -1
+		found := false
+		for _, e := range seg.Events {
+			if e.URI == point {
+				found, at = true, e.Order
+				continue
+			}
+			if err := fn(e); err != nil {
+				return 0, err
+			}
+		}
+		if found {
+			return at, nil
+		}
+		if seg.Previous == "" {
+			if point == rdfNil {
+				return -1, nil
+			}
+			return 0, fmt.Errorf("%s: %w (%s)", set.URL, ErrLost, point)
+		}
+		if seen[seg.Previous] {
+			return 0, fmt.Errorf("%s: the Change Log's trs:previous links go round (%s)", set.URL, seg.Previous)
+		}
+		seen[seg.Previous] = true
+		prev, err := c.Segment(ctx, seg.Previous)
+		var se *httpc.StatusError
+		if errors.As(err, &se) && (se.Code == http.StatusNotFound || se.Code == http.StatusGone) {
+			return 0, fmt.Errorf("%s: %w (%s; %s answers %s)", set.URL, ErrLost, point, seg.Previous, se.Status)
+		}
+		if err != nil {
+			return 0, err
+		}
+		seg = prev
+	}
 }
 
 // NilEvent is the cutoff of a Base that enumerates the Resource Set at

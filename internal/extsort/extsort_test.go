@@ -108,20 +108,7 @@ func TestSortedTwice(t *testing.T) {
 		}
 		var passes [2][]rec
 		for p := range passes {
-			src, err := s.Sorted()
-			if err != nil {
-				t.Fatal(err)
-			}
-			for {
-				x, ok, err := src.Next()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !ok {
-					break
-				}
-				passes[p] = append(passes[p], x)
-			}
+			passes[p] = sortedAll(t, s)
 		}
 		if len(passes[0]) != n || len(passes[1]) != n {
 			t.Fatalf("n=%d: %d records, then %d", n, len(passes[0]), len(passes[1]))
@@ -145,26 +132,31 @@ func TestStrings(t *testing.T) {
 	for _, x := range in {
 		s.Add(x)
 	}
+	if out, want := sortedAll(t, s), []string{"", "a", "a\x00b", "b", strings.Repeat("z", 300)}; !slices.Equal(out, want) {
+		t.Errorf("%q, want %q", out, want)
+	}
+	b := AppendString(nil, "hello")
+	if _, err := ReadString(bufio.NewReader(bytes.NewReader(b[:3]))); err != io.ErrUnexpectedEOF {
+		t.Errorf("a cut string: %v", err)
+	}
+}
+
+// sortedAll reads every record s.Sorted streams.
+func sortedAll[T any](t *testing.T, s *Sorter[T]) []T {
+	t.Helper()
 	src, err := s.Sorted()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
+	var out []T
 	for {
 		x, ok, err := src.Next()
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !ok {
-			break
+			return out
 		}
 		out = append(out, x)
-	}
-	if want := []string{"", "a", "a\x00b", "b", strings.Repeat("z", 300)}; !slices.Equal(out, want) {
-		t.Errorf("%q, want %q", out, want)
-	}
-	b := AppendString(nil, "hello")
-	if _, err := ReadString(bufio.NewReader(bytes.NewReader(b[:3]))); err != io.ErrUnexpectedEOF {
-		t.Errorf("a cut string: %v", err)
 	}
 }
