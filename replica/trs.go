@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -381,7 +382,7 @@ func (s *syncer) eventEntries(ctx context.Context, evs *eventLog, add func(resou
 	case fail != nil:
 		return last, n, fail
 	case errors.As(err, &re) || ctx.Err() != nil:
-		return last, n, err
+		return last, n, cmp.Or(err, ctx.Err())
 	case err != nil:
 		s.note("the Source's Change Lists cannot be read (%v): the events' resources are fetched unchecked", err)
 	}
@@ -450,6 +451,7 @@ func (s *syncer) memberEntries(ctx context.Context, dir string) (*extsort.Sorter
 	case fail != nil:
 		err = fail
 	case errors.As(err, &re) || ctx.Err() != nil:
+		err = cmp.Or(err, ctx.Err())
 	case err != nil:
 		s.note("the Source's Resource Lists cannot be read (%v): the Base's members are fetched unchecked", err)
 		return known, nil
