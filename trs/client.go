@@ -311,31 +311,6 @@ func (c *Client) page(ctx context.Context, base, loc string) (BasePage, error) {
 // truncated past it, or the server rolled back. The client must rebase.
 var ErrLost = errors.New("the sync point is not in the Change Log")
 
-// Since walks the Change Log of set from its newest segment back to the
-// event point, and returns the events after it, oldest first. point
-// rdf:nil (the Base's cutoff at the start of time) takes the whole log.
-// When the log ends (or a trs:previous answers 404) before point, the
-// error is ErrLost. It holds every event in memory: Walk hands them on
-// instead.
-func (c *Client) Since(ctx context.Context, set *Set, point string) ([]Event, error) {
-	var evs []Event
-	at, err := c.Walk(ctx, set, point, func(e Event) error {
-		evs = append(evs, e)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	var out []Event
-	for _, e := range evs {
-		if e.Order > at {
-			out = append(out, e)
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Order < out[j].Order })
-	return out, nil
-}
-
 // Walk walks the Change Log of set from its newest segment back to the
 // event point, handing fn every other event of the segments it reads, a
 // segment at a time in the order the server lists them, and returns the

@@ -96,15 +96,15 @@ func TestClientReadsSpecExamples(t *testing.T) {
 	if err != nil || len(members) != 5 || cutoff != "urn:urn-3:cm1.example.com:2010-10-27T17:39:31.000Z:101" || members[4] != srv.URL+"/bugs/22" {
 		t.Fatalf("members %v, cutoff %s, %v", members, cutoff, err)
 	}
-	evs, err := c.Since(ctx, set, cutoff)
+	evs, err := since(ctx, c, set, cutoff)
 	if err != nil || len(evs) != 2 || evs[0].Order != 102 || evs[1].Order != 103 || evs[1].Type != Creation || evs[1].Changed != srv.URL+"/bugs/23" {
 		t.Fatalf("after the cutoff: %+v %v", evs, err)
 	}
-	evs, err = c.Since(ctx, set, "urn:urn-3:cm1.example.com:2010-10-27T17:39:29.000Z:99")
+	evs, err = since(ctx, c, set, "urn:urn-3:cm1.example.com:2010-10-27T17:39:29.000Z:99")
 	if err != nil || len(evs) != 4 || evs[0].Order != 100 {
 		t.Fatalf("after event 99: %+v %v", evs, err)
 	}
-	if _, err := c.Since(ctx, set, "urn:urn-3:cm1.example.com:2010-10-27T17:39:28.000Z:98"); !errors.Is(err, ErrLost) {
+	if _, err := since(ctx, c, set, "urn:urn-3:cm1.example.com:2010-10-27T17:39:28.000Z:98"); !errors.Is(err, ErrLost) {
 		t.Errorf("an event before the log: %v", err)
 	}
 	if _, err := c.Read(ctx, srv.URL+"/changeLog/1"); !errors.Is(err, ErrNotTRS) {

@@ -209,21 +209,21 @@ func TestSinceLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	newest := set.Log.Events[0]
-	if evs, err := c.Since(ctx, set, newest.URI); err != nil || len(evs) != 0 {
+	if evs, err := since(ctx, c, set, newest.URI); err != nil || len(evs) != 0 {
 		t.Errorf("Since the newest: %v %v", evs, err)
 	}
-	if _, err := c.Since(ctx, set, "urn:gone"); !errors.Is(err, ErrLost) {
+	if _, err := since(ctx, c, set, "urn:gone"); !errors.Is(err, ErrLost) {
 		t.Errorf("a point the log never had: %v", err)
 	}
 	// With segments of one event and keep 1, after another generation
 	// the segment the old set links is truncated: 404.
 	f.generation()
 	stale := &Set{URL: set.URL, Log: Segment{Previous: f.url("/trs/changelog/1")}}
-	if _, err := c.Since(ctx, stale, newest.URI); !errors.Is(err, ErrLost) || !strings.Contains(err.Error(), "404") {
+	if _, err := since(ctx, c, stale, newest.URI); !errors.Is(err, ErrLost) || !strings.Contains(err.Error(), "404") {
 		t.Errorf("a truncated trs:previous: %v", err)
 	}
 	now, _ := c.Read(ctx, f.url("/trs"))
-	evs, err := c.Since(ctx, now, newest.URI)
+	evs, err := since(ctx, c, now, newest.URI)
 	if !errors.Is(err, ErrLost) {
 		t.Errorf("after truncation past it: %v %v", evs, err)
 	}

@@ -213,3 +213,25 @@ func byOrder(evs map[string]Event) []Event {
 	sort.Slice(out, func(i, j int) bool { return out[i].Order < out[j].Order })
 	return out
 }
+
+// since is what a client takes from the Change Log of set after point:
+// the events Walk hands on with a greater order than point's, oldest
+// first.
+func since(ctx context.Context, c *Client, set *Set, point string) ([]Event, error) {
+	var evs []Event
+	at, err := c.Walk(ctx, set, point, func(e Event) error {
+		evs = append(evs, e)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []Event
+	for _, e := range evs {
+		if e.Order > at {
+			out = append(out, e)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Order < out[j].Order })
+	return out, nil
+}
