@@ -344,8 +344,12 @@ func (s *syncer) applyEvents(ctx context.Context, dir string, evs *eventLog, pre
 // whose hash checks what is fetched; else the event's resource and
 // change alone. A Change List that cannot be read leaves the events from
 // there unchecked, said in a note; one that names what it may not is an
-// error. It returns the last event and the number of events.
+// error. It returns the last event and the number of events. With no
+// event (a rebase whose cutoff is the newest), no Change List is read.
 func (s *syncer) eventEntries(ctx context.Context, evs *eventLog, add func(resourcesync.URL) error) (last trs.Event, n int, err error) {
+	if evs.n == 0 {
+		return last, 0, nil
+	}
 	src, err := evs.stream()
 	if err != nil {
 		return last, 0, err

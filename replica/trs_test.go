@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -260,5 +261,56 @@ func TestSyncFromForeignTRS(t *testing.T) {
 	sameTree(t, dst, map[string]string{"1": "bug 1, fixed", "3": "bug 3", "4": "bug 4"})
 	if st, _ := deststate.Read(dst); st.Sync == nil || st.Sync.TRS == nil || st.Sync.TRS.Event != "urn:e:5" {
 		t.Errorf("sync point %+v", st.Sync)
+	}
+}
+
+// TestTRSRebaseWithoutEventsReadsNoChangeList: a tree rebasing from a
+// view whose Base's cutoff is the newest event (the usual case: the Base
+// is the Resource List, written with the last Change List) has no event
+// to check, so it reads none of the Source's Change Lists, however many
+// runs they hold; it still checks every member against the Resource
+// List's hash.
+func TestTRSRebaseWithoutEventsReadsNoChangeList(t *testing.T) {
+	a, _, set, _ := servePair(t)
+	tree := files(6, 50)
+	src := verifytest.Tree(t, tree)
+	out := t.TempDir()
+	base, dump := a.URL+"/res/", a.URL+"/dump/"
+	o := pack.Options{BaseURL: base, DumpURL: dump, At: verifytest.Time.Add(time.Hour)}
+	if _, err := pack.Pack(context.Background(), src, out, o); err != nil {
+		t.Fatal(err)
+	}
+	for gen := 1; gen <= 3; gen++ {
+		rel := fmt.Sprintf("new/g%d.txt", gen)
+		os.MkdirAll(filepath.Join(src, "new"), 0o755)
+		os.WriteFile(filepath.Join(src, filepath.FromSlash(rel)), []byte(rel), 0o644)
+		tree[rel] = rel
+		o.Changes, o.At = true, o.At.Add(time.Hour)
+		if _, err := pack.Pack(context.Background(), src, out, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, err := serve.New(out, serve.Options{BaseURL: base, DumpURL: dump, Resources: src, TRS: &trs.Options{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var changeLists atomic.Int64
+	set(0, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, "changelist") {
+			changeLists.Add(1)
+		}
+		h.ServeHTTP(w, r)
+	}))
+	dst := t.TempDir()
+	res, fs, notes := syncRun(t, dump+"trs", dst, replica.Options{})
+	if res.Problems() != 0 || res.Unverified != 0 || res.Written != len(tree) {
+		t.Fatalf("%+v\n%s\n%s", res, problems(fs), strings.Join(notes, "\n"))
+	}
+	sameTree(t, dst, tree)
+	if st, _ := deststate.Read(dst); st.Sync == nil || st.Sync.TRS == nil || st.Sync.TRS.Order != 3 {
+		t.Fatalf("the sync point is not the newest event: %+v", st.Sync)
+	}
+	if n := changeLists.Load(); n != 0 {
+		t.Errorf("a rebase with no event after the cutoff read %d Change List documents; notes:\n%s", n, strings.Join(notes, "\n"))
 	}
 }
