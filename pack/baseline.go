@@ -17,11 +17,12 @@ import (
 // walk order: the state file of an earlier pack, or a Resource Dump,
 // Resource List or Change Dump (on top of the Resource Dump beside it).
 type baseline struct {
-	name  string    // the file given, for messages
-	kind  string    // "state" or the document's capability
-	time  time.Time // the Destination is current up to this time
-	key   string    // identity for the journal
-	list  []listDoc // a state's Resource List
+	name  string       // the file given, for messages
+	kind  string       // "state" or the document's capability
+	time  time.Time    // the Destination is current up to this time
+	key   string       // identity for the journal
+	list  []listDoc    // a state's Resource List
+	state *stateSource // a state's files, with its delta
 	src   recSource
 	close func()
 }
@@ -68,10 +69,20 @@ func openBaseline(ctx context.Context, o *Options, dir, since string) (*baseline
 		return nil, &BaselineError{Path: since, Err: err}
 	}
 	b.name = since
-	b.key = fmt.Sprintf("%s|%s|%s", b.kind, key, resourcesync.FormatTime(b.time))
+	b.setKey(key)
 	ahead, closeSrc := readRecsAhead(b.src), b.close
 	b.src, b.close = ahead, func() { ahead.close(); closeSrc() }
 	return b, nil
+}
+
+// setKey names the baseline for the journal by key, which names its file
+// (and a state's by the part of its delta that counts too), its kind and
+// its time.
+func (b *baseline) setKey(key string) {
+	if b.state != nil {
+		key += fmt.Sprintf("|%d", b.state.delta.size)
+	}
+	b.key = fmt.Sprintf("%s|%s|%s", b.kind, key, resourcesync.FormatTime(b.time))
 }
 
 func readBaseline(ctx context.Context, o *Options, dir, since string) (*baseline, error) {
@@ -86,7 +97,7 @@ func readBaseline(ctx context.Context, o *Options, dir, since string) (*baseline
 			s.close()
 			return nil, fmt.Errorf("written for the base URL %s, not %s: the Destination knows its files under that one", head.BaseURL, o.BaseURL)
 		}
-		return &baseline{kind: "state", time: head.Time, list: head.List, src: s, close: s.close}, nil
+		return &baseline{kind: "state", time: head.Time, list: head.List, state: s, src: s, close: s.close}, nil
 	}
 	h, err := resourcesync.Peek(ctx, since)
 	if err != nil {

@@ -25,9 +25,10 @@ type changeRun struct {
 	changes *sorter       // the changes found, to sort chronologically
 	packed  *sorter       // the files packed, as published, to sort by path for the state
 	found   [3]int        // created, updated, deleted
+	touched int           // files --checksum found the same with another length or mtime
 	old     chan *oldList // the baseline's Resource List, once checked
 	stopOld chan struct{} // ends the check of old
-	sw      *stateWriter  // the new state and Resource List, merged
+	sw      stateOut      // the new state and Resource List, merged
 	list    *listWriter
 }
 
@@ -129,7 +130,7 @@ func (r *run) prepareChanges(ctx context.Context) error {
 		return err
 	}
 	if key != "" {
-		b.key = fmt.Sprintf("%s|%s|%s", b.kind, key, resourcesync.FormatTime(b.time))
+		b.setKey(key)
 	}
 	r.chg = &changeRun{base: b, changes: newSorter(r.out.scratch, byTime), packed: newSorter(r.out.scratch, byPath)}
 	if err := r.readPrevious(ctx); err != nil {
@@ -312,7 +313,11 @@ func (d *differ) deleted() error {
 	}
 	d.r.chg.found[2]++
 	old.Change, old.Datetime, old.Mode = resourcesync.ChangeDeleted, d.at, 0
-	return d.changes.add(old)
+	if err := d.changes.add(old); err != nil {
+		return err
+	}
+	// In the walk's lines too, for a delta of the state (mergeState).
+	return d.state.write(&record{Rel: old.Rel, Change: resourcesync.ChangeDeleted})
 }
 
 // compare records an unchanged file as the baseline has it, its n-th;
@@ -331,6 +336,8 @@ func (d *differ) compare(old record, n int64, it item) error {
 	rec := record{Rel: it.rel, Size: it.size, Mtime: nanos(it.mtime), Hash: old.Hash, Type: old.Type}
 	if rec.Size == old.Size && rec.Mtime == old.Mtime {
 		rec.Seq = n // not so when --checksum found a file touched
+	} else {
+		d.r.chg.touched++
 	}
 	return d.state.write(&rec)
 }

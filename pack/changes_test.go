@@ -642,10 +642,12 @@ func TestChangesRerunBeforeState(t *testing.T) {
 	put(t, src, "a", "a1", hour(0).Add(time.Minute))
 	packAt(t, src, out, chgOptions(1))
 	put(t, src, "b", "b2", hour(1).Add(time.Minute))
-	old := readFile(t, filepath.Join(out, StateName))
+	old, oldDelta := readFile(t, filepath.Join(out, StateName)), readFile(t, filepath.Join(out, StateName+deltaSuffix))
 	packAt(t, src, out, chgOptions(2))
 	want := readFile(t, filepath.Join(out, ChangeDumpName))
-	os.WriteFile(filepath.Join(out, StateName), old, 0o644) // as if killed before the state
+	// As if killed before the state: its delta's batch is not there.
+	os.WriteFile(filepath.Join(out, StateName), old, 0o644)
+	os.WriteFile(filepath.Join(out, StateName+deltaSuffix), oldDelta, 0o644)
 	res := packAt(t, src, out, chgOptions(2))
 	if len(res.Packages) != 1 || res.Packages[0].Name != "changedump-00002.zip" {
 		t.Errorf("rerun wrote %+v, want changedump-00002.zip again", res.Packages)

@@ -105,7 +105,7 @@ func (r *run) mergeChangeState() error {
 		return err
 	}
 	defer f.Close()
-	sw, err := newStateSpool(r.out)
+	sw, err := r.newChangeState()
 	if err != nil {
 		return err
 	}
@@ -125,6 +125,21 @@ func (r *run) mergeChangeState() error {
 		err = ferr
 	}
 	return err
+}
+
+// newChangeState is where the run writes its new state: a batch added to
+// the delta of the state it read, when that is the output's own and the
+// delta stays within deltaLimit; otherwise the whole state.
+func (r *run) newChangeState() (stateOut, error) {
+	c := r.chg
+	if st := c.base.state; st != nil && r.opts.Since == "" {
+		changed := int64(c.found[0] + c.found[1] + c.found[2] + c.touched)
+		line := st.delta.base.Size / max(st.lines, 1)
+		if st.delta.bytes+changed*line <= deltaLimit(st.delta.base.Size) {
+			return &deltaWriter{out: r.out, d: st.delta}, nil
+		}
+	}
+	return newStateSpool(r.out)
 }
 
 // commitChangeState writes the Resource List mergeChangeState made, the
@@ -307,7 +322,7 @@ func (w *walkLines) next() ([]byte, bool, error) {
 // the baseline when unchanged, its line copied; the version packed when
 // changed; the baseline's version (none for a creation) when it was left
 // out. It hands the same to the Resource List.
-func mergeState(walk *walkLines, packed recSource, sw *stateWriter, feed *listFeed) error {
+func mergeState(walk *walkLines, packed recSource, sw stateOut, feed *listFeed) error {
 	p, pok, err := packed.next()
 	if err != nil {
 		return err
@@ -331,6 +346,12 @@ func mergeState(walk *walkLines, packed recSource, sw *stateWriter, feed *listFe
 		w, err := parseRecord(string(line))
 		if err != nil {
 			return fmt.Errorf("%s: line %d: %w", walk.name, walk.n, err)
+		}
+		if w.Change == resourcesync.ChangeDeleted {
+			if err := sw.deleted(w.Rel); err != nil {
+				return err
+			}
+			continue
 		}
 		for pok && comparePaths(p.Rel, w.Rel) < 0 {
 			if p, pok, err = packed.next(); err != nil {

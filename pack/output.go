@@ -155,10 +155,10 @@ func (e *noEarlierPack) Error() string {
 func (e *noEarlierPack) Unwrap() error { return e.err }
 
 // stateBaseline is the baseline a --changes run reads when --since is not
-// given: the state file in the output. An object is first copied into the
-// scratch directory, since a state baseline is read from a local file,
-// and its key (for the journal) is its URL, length and time, not the
-// copy's.
+// given: the state file in the output, with its delta beside it. An
+// object is first copied into the scratch directory, with its delta,
+// since a state baseline is read from a local file, and its key (for the
+// journal) is its URL, length and time, not the copy's.
 func (o *output) stateBaseline(since string) (path, key string, err error) {
 	if since != "" {
 		return since, "", nil
@@ -173,19 +173,29 @@ func (o *output) stateBaseline(since string) (path, key string, err error) {
 	if err != nil {
 		return "", "", err
 	}
-	rc, err := o.Open(o.ctx, StateName)
+	path = filepath.Join(o.scratch, StateName)
+	for _, name := range []string{StateName, StateName + deltaSuffix} {
+		if err := o.copyOut(name, filepath.Join(o.scratch, name)); err != nil && (name == StateName || !errors.Is(err, fs.ErrNotExist)) {
+			return "", "", err
+		}
+	}
+	return path, fmt.Sprintf("%s|%d|%d", o.Loc(StateName), fi.Size, fi.ModTime.UnixNano()), nil
+}
+
+// copyOut copies the output's file name to the local file path.
+func (o *output) copyOut(name, path string) error {
+	rc, err := o.Open(o.ctx, name)
 	if err != nil {
-		return "", "", err
+		return err
 	}
 	defer rc.Close()
-	path = filepath.Join(o.scratch, StateName)
 	f, err := os.Create(path)
 	if err != nil {
-		return "", "", err
+		return err
 	}
 	_, err = io.Copy(f, rc)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	return path, fmt.Sprintf("%s|%d|%d", o.Loc(StateName), fi.Size, fi.ModTime.UnixNano()), err
+	return err
 }

@@ -35,25 +35,29 @@ func changeReuseTree(t *testing.T, src string) {
 	put(t, src, "d0/new.txt", "new", hour(0).Add(-20*time.Minute))
 }
 
-// stateHeadOf reads the header of the state in out.
-func stateHeadOf(t *testing.T, out string) (stateHead, []byte) {
+// stateHeadOf reads the header of the state in out, as its delta's last
+// batch gives it when it has one.
+func stateHeadOf(t *testing.T, out string) stateHead {
 	t.Helper()
+	h, _ := stateRecords(t, out)
+	return h
+}
+
+// setStateList makes the state in out, which has no delta, name list as
+// its Resource List; nil, none, as a state of rsdump before it.
+func setStateList(t *testing.T, out string, list []listDoc) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(out, StateName+deltaSuffix)); err == nil {
+		t.Fatal("setStateList: the state has a delta")
+	}
 	b := readFile(t, filepath.Join(out, StateName))
 	line, rest, _ := bytes.Cut(b, []byte("\n"))
 	var h stateHead
 	if err := json.Unmarshal(line, &h); err != nil {
 		t.Fatal(err)
 	}
-	return h, rest
-}
-
-// setStateList makes the state in out name list as its Resource List;
-// nil, none, as a state of rsdump before it.
-func setStateList(t *testing.T, out string, list []listDoc) {
-	t.Helper()
-	h, rest := stateHeadOf(t, out)
 	h.List = list
-	b, _ := json.Marshal(h)
+	b, _ = json.Marshal(h)
 	if err := os.WriteFile(filepath.Join(out, StateName), append(append(b, '\n'), rest...), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -72,17 +76,33 @@ func docOf(name string, b []byte) listDoc {
 }
 
 // sameOutput checks that two output directories hold the same files,
-// byte for byte.
+// byte for byte, and the same state: its header and files, which the
+// state file and its delta hold between them (the same state may be
+// split otherwise, as when one output's state was altered before).
 func sameOutput(t *testing.T, what, want, got string) {
 	t.Helper()
-	wf, _ := os.ReadDir(want)
-	gf, _ := os.ReadDir(got)
-	if len(wf) != len(gf) {
-		t.Errorf("%s: %d files, want %d", what, len(gf), len(wf))
+	wh, wr := stateRecords(t, want)
+	gh, gr := stateRecords(t, got)
+	if fmt.Sprint(wh) != fmt.Sprint(gh) || fmt.Sprint(wr) != fmt.Sprint(gr) {
+		t.Errorf("%s: the state differs:\n%+v\n%+v\nwant\n%+v\n%+v", what, gh, gr, wh, wr)
+	}
+	files := func(dir string) []string {
+		var names []string
+		es, _ := os.ReadDir(dir)
+		for _, e := range es {
+			if e.Name() != StateName && e.Name() != StateName+deltaSuffix {
+				names = append(names, e.Name())
+			}
+		}
+		return names
+	}
+	wf, gf := files(want), files(got)
+	if fmt.Sprint(wf) != fmt.Sprint(gf) {
+		t.Errorf("%s: files %v, want %v", what, gf, wf)
 	}
 	for _, e := range wf {
-		if !bytes.Equal(readFile(t, filepath.Join(want, e.Name())), readFile(t, filepath.Join(got, e.Name()))) {
-			t.Errorf("%s: %s differs", what, e.Name())
+		if !bytes.Equal(readFile(t, filepath.Join(want, e)), readFile(t, filepath.Join(got, e))) {
+			t.Errorf("%s: %s differs", what, e)
 		}
 	}
 }
@@ -96,7 +116,7 @@ func TestChangesCopyListLines(t *testing.T) {
 	src := reuseTree(t)
 	base := t.TempDir()
 	packAt(t, src, base, chgOptions(0))
-	head, _ := stateHeadOf(t, base)
+	head := stateHeadOf(t, base)
 	rl := readFile(t, filepath.Join(base, ResourceListName))
 	if len(head.List) != 1 || head.List[0] != docOf(ResourceListName, rl) {
 		t.Fatalf("the full pack's state names %+v, want %s as written", head.List, ResourceListName)
@@ -112,7 +132,7 @@ func TestChangesCopyListLines(t *testing.T) {
 		t.Fatalf("found %d created, %d updated, %d deleted; want 1, 2, 1", res.Created, res.Updated, res.Deleted)
 	}
 	sameOutput(t, "copied lines", want, got)
-	head, _ = stateHeadOf(t, got)
+	head = stateHeadOf(t, got)
 	if rl := readFile(t, filepath.Join(got, ResourceListName)); len(head.List) != 1 || head.List[0] != docOf(ResourceListName, rl) {
 		t.Errorf("the --changes run's state names %+v, want its %s", head.List, ResourceListName)
 	}
@@ -171,13 +191,13 @@ func TestChangesStateWithoutList(t *testing.T) {
 	base := t.TempDir()
 	packAt(t, src, base, chgOptions(0))
 	packAt(t, src, base, chgOptions(1)) // nothing changed
-	if head, _ := stateHeadOf(t, base); head.List != nil {
+	if head := stateHeadOf(t, base); head.List != nil {
 		t.Errorf("a run that wrote no Resource List: its state names %+v", head.List)
 	}
 	changeReuseTree(t, src)
 	want := copyDir(t, base)
 	packAt(t, src, want, chgOptions(2))
-	if head, _ := stateHeadOf(t, want); len(head.List) != 1 {
+	if head := stateHeadOf(t, want); len(head.List) != 1 {
 		t.Errorf("state names %+v, want the list written", head.List)
 	}
 	if !bytes.Contains(readFile(t, filepath.Join(want, ResourceListName)), []byte("d0/new.txt")) {

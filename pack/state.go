@@ -2,14 +2,19 @@ package pack
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
+	"io/fs"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/rsdump/rsdump/internal/sink"
+	"github.com/rsdump/rsdump/resourcesync"
 )
 
 // StateName is the file every pack leaves in its output directory, as
@@ -89,6 +94,12 @@ func (s *stateWriter) addLine(rel, line []byte) error {
 	return err
 }
 
+// deleted: a file not in the state is not written.
+func (s *stateWriter) deleted(string) error { return nil }
+
+// commit puts the state in place, and then removes the delta of the one
+// it replaces, which a delta names by its base (see deltaSuffix): one
+// left behind is ignored.
 func (s *stateWriter) commit() error {
 	if s.spool != nil {
 		s.abort()
@@ -98,7 +109,10 @@ func (s *stateWriter) commit() error {
 		s.af.Abort()
 		return err
 	}
-	return s.af.Commit()
+	if err := s.af.Commit(); err != nil {
+		return err
+	}
+	return s.out.remove(StateName + deltaSuffix)
 }
 
 // prepare writes the state newStateSpool started, with its header, under
@@ -154,12 +168,20 @@ func (s *stateWriter) abort() {
 	}
 }
 
-// stateSource reads a state file, checking that it is in walk order.
+// stateSource reads a state file, checking that it is in walk order,
+// with the delta beside it (stateDelta) laid over it: the files as the
+// last run that wrote either left them.
 type stateSource struct {
-	f    *os.File
-	r    *recReader
-	last string
-	n    int
+	f     *os.File
+	r     *recReader
+	last  string
+	n     int
+	delta *stateDelta
+	di    int    // the next of delta.recs
+	base  record // the base's next file, when have
+	have  bool
+	ended bool  // the base's files ran out
+	lines int64 // the base's files read
 }
 
 func openState(path string) (*stateSource, stateHead, error) {
@@ -176,26 +198,248 @@ func openState(path string) (*stateSource, stateHead, error) {
 	if err == nil && (head.Version != 1 || head.Time.IsZero()) {
 		err = errors.New("unknown version or no time")
 	}
+	var d *stateDelta
+	if err == nil {
+		var fi os.FileInfo
+		if fi, err = f.Stat(); err == nil {
+			d, err = readDelta(path+deltaSuffix, deltaBase{Size: fi.Size(), CRC: crc32.Checksum(line, crcTable)})
+		}
+	}
+	if err == nil && d.head != nil {
+		if d.head.Version != 1 || d.head.Time.IsZero() || d.head.BaseURL != head.BaseURL {
+			err = fmt.Errorf("%s: unknown version, no time or another base URL", path+deltaSuffix)
+		} else {
+			head = *d.head
+		}
+	}
 	if err != nil {
 		f.Close()
 		return nil, head, fmt.Errorf("%s: not a pack state file: %v", path, err)
 	}
-	return &stateSource{f: f, r: newRecReader(path, br)}, head, nil
+	return &stateSource{f: f, r: newRecReader(path, br), delta: d}, head, nil
 }
 
 func (s *stateSource) next() (record, bool, error) {
-	r, ok, err := s.r.next()
-	if err != nil || !ok {
-		return r, ok, err
+	for {
+		if !s.have && !s.ended {
+			r, ok, err := s.r.next()
+			if err != nil {
+				return r, false, err
+			}
+			s.base, s.have, s.ended = r, ok, !ok
+			if ok {
+				s.lines++
+			}
+		}
+		var r record
+		switch {
+		case s.di < len(s.delta.recs) && (!s.have || comparePaths(s.delta.recs[s.di].Rel, s.base.Rel) <= 0):
+			r = s.delta.recs[s.di]
+			s.di++
+			if s.have && r.Rel == s.base.Rel {
+				s.have = false
+			}
+			if r.Change == resourcesync.ChangeDeleted {
+				continue
+			}
+		case s.have:
+			r, s.have = s.base, false
+			if s.n > 0 && comparePaths(s.last, r.Rel) >= 0 {
+				return r, false, fmt.Errorf("%s: line %d: %s is out of walk order", s.r.name, s.r.line+1, r.Rel)
+			}
+		default:
+			return record{}, false, nil
+		}
+		s.last, s.n = r.Rel, s.n+1
+		return r, true, nil
 	}
-	if s.n > 0 && comparePaths(s.last, r.Rel) >= 0 {
-		return r, false, fmt.Errorf("%s: line %d: %s is out of walk order", s.r.name, s.r.line+1, r.Rel)
-	}
-	s.last, s.n = r.Rel, s.n+1
-	return r, true, nil
 }
 
 func (s *stateSource) close() { s.f.Close() }
+
+// The delta of a state: a --changes run into the output it reads its
+// state from appends the files it changed to the file beside the state,
+// named so with deltaSuffix (an append log of the output, sink.Append),
+// rather than writing the whole state again (15 MB for 100,000 files,
+// written and synced each run): the state and its delta grow by what
+// changed, not by the tree. A run whose delta would pass deltaLimit
+// writes the whole state, and removes the delta.
+//
+// The delta is a series of batches, one a run, each appended whole and
+// synced after the run's Resource List, as the state is renamed after
+// it: the run's files, as record lines in walk order (a deletion has its
+// change field deleted), then one line of JSON (deltaTrailer, which has
+// no tab, as a record line does): the state's header after the run, the
+// base the batch applies to (its length and the CRC-32C of its header
+// line), and where the batch's record lines start in the delta, how many
+// there are and their CRC-32C. A batch counts only with its trailer:
+// bytes torn by a kill, or a batch written for another base (a state
+// written since, whose run was killed before it removed the delta), are
+// passed over, and a later batch counts.
+const deltaSuffix = ".delta"
+
+type deltaBase struct {
+	Size int64  `json:"size"` // the base state file's length
+	CRC  uint32 `json:"crc"`  // CRC-32C of its header line
+}
+
+type deltaTrailer struct {
+	stateHead
+	Base  deltaBase `json:"base"`
+	From  int64     `json:"from"` // the offset of the batch's first line
+	Lines int       `json:"lines"`
+	CRC   uint32    `json:"crc"`
+}
+
+// stateDelta is what a delta file holds for a base.
+type stateDelta struct {
+	base  deltaBase
+	recs  []record   // the last version of each file the batches give, in walk order
+	head  *stateHead // the last batch's; nil without one
+	size  int64      // the offset past the last batch that counts
+	bytes int64      // the file's length
+	torn  bool       // it ends within a line
+}
+
+// deltaLimit is the most a delta may hold, in bytes, beside a base of
+// baseSize bytes: an eighth of it (a run reads the delta into memory,
+// and each reads it all), between 64 KiB and 16 MiB.
+var deltaLimit = func(baseSize int64) int64 { return min(max(baseSize/8, 64<<10), 16<<20) }
+
+// readDelta reads the batches of the delta at path written for base;
+// none when there is no file.
+func readDelta(path string, base deltaBase) (*stateDelta, error) {
+	d := &stateDelta{base: base}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return d, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	d.bytes, d.torn = int64(len(b)), len(b) > 0 && b[len(b)-1] != '\n'
+	files := map[string]record{}
+	for off := 0; off < len(b); {
+		end := bytes.IndexByte(b[off:], '\n')
+		if end < 0 {
+			break
+		}
+		line, next := b[off:off+end], off+end+1
+		var t deltaTrailer
+		if len(line) > 0 && line[0] == '{' && bytes.IndexByte(line, '\t') < 0 && json.Unmarshal(line, &t) == nil &&
+			t.Base == base && t.From >= d.size && t.From <= int64(off) && t.CRC == crc32.Checksum(b[t.From:off], crcTable) {
+			if recs, ok := deltaBatch(b[t.From:off], t.Lines); ok {
+				for _, r := range recs {
+					files[r.Rel] = r
+				}
+				d.head, d.size = &t.stateHead, int64(next)
+			}
+		}
+		off = next
+	}
+	d.recs = make([]record, 0, len(files))
+	for _, r := range files {
+		d.recs = append(d.recs, r)
+	}
+	slices.SortFunc(d.recs, func(a, b record) int { return comparePaths(a.Rel, b.Rel) })
+	return d, nil
+}
+
+// deltaBatch parses a batch's lines, which must be n records.
+func deltaBatch(b []byte, n int) ([]record, bool) {
+	recs := make([]record, 0, n)
+	for len(b) > 0 {
+		line, rest, ok := bytes.Cut(b, []byte("\n"))
+		r, err := parseRecord(string(line))
+		if !ok || err != nil || len(recs) == n {
+			return nil, false
+		}
+		recs, b = append(recs, r), rest
+	}
+	return recs, len(recs) == n
+}
+
+// deltaWriter gathers a run's batch for the delta of the state it read:
+// the files whose record differs from the baseline's, and deletions; it
+// takes the calls a stateWriter does (stateOut). A batch holds no more
+// than deltaLimit allows (newChangeState), and is appended whole.
+type deltaWriter struct {
+	out   *output
+	d     *stateDelta
+	buf   []byte
+	lines int
+	last  []byte
+	head  stateHead
+}
+
+func (w *deltaWriter) put(r record) error {
+	if w.lines > 0 && comparePaths(w.last, r.Rel) >= 0 {
+		return fmt.Errorf("%s: %s after %s, out of walk order", StateName+deltaSuffix, r.Rel, w.last)
+	}
+	w.last, w.lines = append(w.last[:0], r.Rel...), w.lines+1
+	w.buf = r.appendTo(w.buf)
+	return nil
+}
+
+// add records a file whose record is new or differs from the baseline's.
+func (w *deltaWriter) add(r record) error {
+	r.Change, r.Datetime, r.Seq = "", 0, 0
+	return w.put(r)
+}
+
+// addLine: a file kept as the baseline has it is not written.
+func (w *deltaWriter) addLine(_, _ []byte) error { return nil }
+
+// deleted records a file of the baseline that is gone.
+func (w *deltaWriter) deleted(rel string) error {
+	return w.put(record{Rel: rel, Change: resourcesync.ChangeDeleted})
+}
+
+func (w *deltaWriter) prepare(head stateHead) error {
+	w.head = head
+	return nil
+}
+
+// commit appends the batch with its trailer, which makes it count, on a
+// line of its own after whatever a killed run left. A delta in which no
+// batch counted is removed first.
+func (w *deltaWriter) commit() error {
+	name := StateName + deltaSuffix
+	from := w.d.bytes
+	var b []byte
+	switch {
+	case w.d.size == 0 && w.d.bytes > 0:
+		if err := w.out.remove(name); err != nil {
+			return err
+		}
+		from = 0
+	case w.d.torn:
+		b, from = append(b, '\n'), from+1
+	}
+	t := deltaTrailer{stateHead: w.head, Base: w.d.base, From: from, Lines: w.lines, CRC: crc32.Checksum(w.buf, crcTable)}
+	j, _ := json.Marshal(t)
+	b = append(append(append(b, w.buf...), j...), '\n')
+	return w.out.Append(w.out.ctx, name, b)
+}
+
+func (w *deltaWriter) commitAs(head stateHead) error {
+	w.prepare(head)
+	return w.commit()
+}
+
+func (w *deltaWriter) abort() {}
+
+// stateOut is where a --changes run writes its new state: the whole of
+// it (stateWriter), or what changed (deltaWriter).
+type stateOut interface {
+	add(record) error
+	addLine(rel, state []byte) error
+	deleted(rel string) error
+	prepare(stateHead) error
+	commit() error
+	commitAs(stateHead) error
+	abort()
+}
 
 // isStateFile reports whether the file at path starts like a state file
 // rather than an XML document.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -154,13 +155,17 @@ func waitFor(t *testing.T, path string) {
 // and the same pack state, byte for byte, and no other hidden file.
 func assertSameDir(t *testing.T, want, got string) {
 	t.Helper()
+	// The state, and its delta after a --changes run.
+	state := []string{pack.StateName, pack.StateName + ".delta"}
 	wf, _ := filepath.Glob(filepath.Join(want, "*"))
-	if _, err := os.Stat(filepath.Join(want, pack.StateName)); err == nil {
-		wf = append(wf, filepath.Join(want, pack.StateName))
-	}
 	gf, _ := filepath.Glob(filepath.Join(got, "*"))
-	if _, err := os.Stat(filepath.Join(got, pack.StateName)); err == nil {
-		gf = append(gf, filepath.Join(got, pack.StateName))
+	for _, name := range state {
+		if _, err := os.Stat(filepath.Join(want, name)); err == nil {
+			wf = append(wf, filepath.Join(want, name))
+		}
+		if _, err := os.Stat(filepath.Join(got, name)); err == nil {
+			gf = append(gf, filepath.Join(got, name))
+		}
 	}
 	if len(wf) != len(gf) {
 		t.Fatalf("%d files, want %d", len(gf), len(wf))
@@ -172,7 +177,9 @@ func assertSameDir(t *testing.T, want, got string) {
 			t.Errorf("%s differs from the uninterrupted run (%v)", filepath.Base(w), err)
 		}
 	}
-	if left, _ := filepath.Glob(filepath.Join(got, ".*")); len(left) > 0 && !(len(left) == 1 && filepath.Base(left[0]) == pack.StateName) {
+	left, _ := filepath.Glob(filepath.Join(got, ".*"))
+	left = slices.DeleteFunc(left, func(p string) bool { return slices.Contains(state, filepath.Base(p)) })
+	if len(left) > 0 {
 		t.Errorf("hidden files left: %v", left)
 	}
 }

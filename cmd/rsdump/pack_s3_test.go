@@ -39,6 +39,25 @@ func s3Objects(t *testing.T, srv *s3test.Server, bucket, prefix string) map[stri
 	return objs
 }
 
+// appended is objs with the segments of each appended name (as the
+// state's delta), NAME.seg/00000001, ..., joined as NAME, as a directory
+// holds it.
+func appended(objs map[string][]byte) map[string][]byte {
+	var segs []string
+	for k := range objs {
+		if strings.Contains(k, ".seg/") {
+			segs = append(segs, k)
+		}
+	}
+	sort.Strings(segs)
+	for _, k := range segs {
+		name, _, _ := strings.Cut(k, ".seg/")
+		objs[name] = append(objs[name], objs[k]...)
+		delete(objs, k)
+	}
+	return objs
+}
+
 // dirFiles reads every file under dir but rsdump's state, by
 // slash-separated relative name.
 func dirFiles(t *testing.T, dir string) map[string][]byte {
@@ -234,7 +253,7 @@ func TestPackChangesToS3SameAsDisk(t *testing.T) {
 	os.Chtimes(filepath.Join(src, "cb"), newer, newer)
 	os.Remove(filepath.Join(src, "cc"))
 	run("2024-03-01T00:00:00Z", "--changes")
-	objs := s3Objects(t, srv, "pub", "chg/")
+	objs := appended(s3Objects(t, srv, "pub", "chg/"))
 	if _, ok := objs["changedump.xml"]; !ok {
 		t.Fatal("no changedump.xml in the bucket")
 	}

@@ -1,0 +1,184 @@
+package pack
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// deltaTree is a source of 40 files in 4 directories, packed whole at
+// hour 0 into a new output.
+func deltaTree(t *testing.T) (src, out string) {
+	src, out = t.TempDir(), t.TempDir()
+	for i := range 40 {
+		put(t, src, fmt.Sprintf("d%d/f%02d.txt", i%4, i), strings.Repeat("x", i+1), hour(0).Add(-time.Hour))
+	}
+	packAt(t, src, out, chgOptions(0))
+	return src, out
+}
+
+// changeDeltaTree changes three files of deltaTree before run k: one
+// updated, one deleted, one created.
+func changeDeltaTree(t *testing.T, src string, k int) {
+	mt := hour(k - 1).Add(30 * time.Minute)
+	put(t, src, fmt.Sprintf("d1/f%02d.txt", 4*k+1), fmt.Sprintf("run %d", k), mt)
+	os.Remove(filepath.Join(src, fmt.Sprintf("d2/f%02d.txt", 4*k+2)))
+	put(t, src, fmt.Sprintf("d3/new%d.txt", k), "new", mt)
+}
+
+// deltaBatches splits a delta file into its batches' lines: record lines,
+// then the trailer.
+func deltaBatches(t *testing.T, out string) [][]string {
+	t.Helper()
+	var batches [][]string
+	var cur []string
+	for _, l := range strings.SplitAfter(string(readFile(t, filepath.Join(out, StateName+deltaSuffix))), "\n") {
+		if l == "" {
+			continue
+		}
+		cur = append(cur, l)
+		if !strings.Contains(l, "\t") {
+			batches, cur = append(batches, cur), nil
+		}
+	}
+	if cur != nil {
+		t.Fatalf("delta ends in a batch without its trailer: %q", cur)
+	}
+	return batches
+}
+
+// TestStateDeltaGrowsByChanges: a --changes run leaves the state file as
+// it was and adds to its delta a batch of what changed (the update, the
+// deletion and the creation: three lines and the trailer), and the state
+// it describes, header and files, is the one a run that writes the whole
+// state leaves (deltaLimit 0), as is every other file of the output.
+func TestStateDeltaGrowsByChanges(t *testing.T) {
+	src, out := deltaTree(t)
+	whole := copyDir(t, out)
+	base := readFile(t, filepath.Join(out, StateName))
+	for k := 1; k <= 3; k++ {
+		changeDeltaTree(t, src, k)
+		res := packAt(t, src, out, chgOptions(k))
+		if res.Created != 1 || res.Updated != 1 || res.Deleted != 1 {
+			t.Fatalf("run %d found %d created, %d updated, %d deleted; want 1 each", k, res.Created, res.Updated, res.Deleted)
+		}
+		limit := deltaLimit
+		deltaLimit = func(int64) int64 { return 0 }
+		packAt(t, src, whole, chgOptions(k))
+		deltaLimit = limit
+		if !bytes.Equal(readFile(t, filepath.Join(out, StateName)), base) {
+			t.Fatalf("run %d rewrote the state file", k)
+		}
+		b := deltaBatches(t, out)
+		if len(b) != k || len(b[k-1]) != 4 {
+			t.Fatalf("run %d: delta of %d batches, the last %q; want %d, of 3 files and a trailer", k, len(b), b[len(b)-1], k)
+		}
+		if _, err := os.Stat(filepath.Join(whole, StateName+deltaSuffix)); err == nil {
+			t.Fatalf("run %d: a run that wrote the whole state left a delta", k)
+		}
+		sameOutput(t, fmt.Sprintf("run %d", k), whole, out)
+	}
+	h, recs := stateRecords(t, out)
+	if !h.Time.Equal(hour(3)) || len(h.List) != 1 || len(recs) != 40 {
+		t.Errorf("state after 3 runs: time %s, list %+v, %d files; want %s, the Resource List, 40", h.Time, h.List, len(recs), hour(3))
+	}
+}
+
+// TestStateDeltaTorn: a batch without its trailer, or whose trailer does
+// not match its lines, is not part of the state; the next run appends its
+// batch after it, on a line of its own, and ends as a run from the state
+// without it.
+func TestStateDeltaTorn(t *testing.T) {
+	src, out := deltaTree(t)
+	changeDeltaTree(t, src, 1)
+	packAt(t, src, out, chgOptions(1))
+	changeDeltaTree(t, src, 2)
+	want := copyDir(t, out)
+	packAt(t, src, want, chgOptions(2))
+	h1, r1 := stateRecords(t, out)
+	delta := readFile(t, filepath.Join(want, StateName+deltaSuffix))
+	batches := deltaBatches(t, want)
+	last := strings.Join(batches[1], "")
+	first := len(delta) - len(last)
+	i := strings.Index(last, "sha-256:") + len("sha-256:")
+	altered := last[:i] + map[bool]string{true: "1", false: "0"}[last[i] == '0'] + last[i+1:]
+	for name, tail := range map[string]string{
+		"no trailer":       strings.Join(batches[1][:3], ""),
+		"torn trailer":     last[:len(last)-20],
+		"a line altered":   altered,
+		"a line left out":  strings.Join(batches[1][1:], ""),
+		"half a line":      last[:10],
+		"a trailer alone":  batches[1][3],
+		"another base":     strings.Replace(last, `"base":{"size":`, `"base":{"size":1`, 1),
+		"the lines, twice": strings.Join(batches[1][:3], "") + last,
+	} {
+		got := copyDir(t, out)
+		torn := append(delta[:first:first], tail...)
+		if err := os.WriteFile(filepath.Join(got, StateName+deltaSuffix), torn, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if h, r := stateRecords(t, got); fmt.Sprint(h, r) != fmt.Sprint(h1, r1) {
+			t.Errorf("%s: the state read is not the one before the batch:\n%+v\n%+v", name, h, r)
+		}
+		packAt(t, src, got, chgOptions(2))
+		sameOutput(t, name, want, got)
+		d := readFile(t, filepath.Join(got, StateName+deltaSuffix))
+		if !bytes.HasPrefix(d, torn) {
+			t.Fatalf("%s: the rerun did not append to the delta:\n%s", name, d)
+		}
+		added, from := string(d[len(torn):]), len(torn)
+		if !strings.HasSuffix(tail, "\n") {
+			added, from = strings.TrimPrefix(added, "\n"), from+1
+		}
+		if added != strings.Replace(last, fmt.Sprintf(`"from":%d,`, first), fmt.Sprintf(`"from":%d,`, from), 1) {
+			t.Errorf("%s: the rerun appended\n%s\nwant the batch of the uninterrupted run, from %d:\n%s", name, added, from, last)
+		}
+	}
+}
+
+// TestStateDeltaCompacts: a run whose delta would pass deltaLimit
+// writes the whole state and removes the delta; the state is the same. A
+// delta left beside a state written since (a run killed before it
+// removed it) names another base and is ignored, as is one beside a
+// full pack's state.
+func TestStateDeltaCompacts(t *testing.T) {
+	src, out := deltaTree(t)
+	changeDeltaTree(t, src, 1)
+	packAt(t, src, out, chgOptions(1))
+	changeDeltaTree(t, src, 2)
+	packAt(t, src, out, chgOptions(2))
+	stale := readFile(t, filepath.Join(out, StateName+deltaSuffix))
+	want := copyDir(t, out)
+	changeDeltaTree(t, src, 3)
+	packAt(t, src, want, chgOptions(3))
+
+	size := int64(len(readFile(t, filepath.Join(out, StateName))))
+	limit := deltaLimit
+	defer func() { deltaLimit = limit }()
+	deltaLimit = func(base int64) int64 {
+		if base != size {
+			t.Errorf("deltaLimit(%d), want the state's %d bytes", base, size)
+		}
+		return int64(len(stale)) + 100 // less than a batch of three files more
+	}
+	packAt(t, src, out, chgOptions(3))
+	deltaLimit = limit
+	if _, err := os.Stat(filepath.Join(out, StateName+deltaSuffix)); err == nil {
+		t.Error("the delta is still there after the state was written whole")
+	}
+	sameOutput(t, "compacted", want, out)
+
+	os.WriteFile(filepath.Join(out, StateName+deltaSuffix), stale, 0o644)
+	sameOutput(t, "a stale delta beside the compacted state", want, out)
+	changeDeltaTree(t, src, 4)
+	packAt(t, src, want, chgOptions(4))
+	packAt(t, src, out, chgOptions(4))
+	sameOutput(t, "the run after", want, out)
+	if b := deltaBatches(t, out); len(b) != 1 {
+		t.Errorf("the run after the stale delta left %d batches, want its own", len(b))
+	}
+}
