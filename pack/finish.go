@@ -79,7 +79,14 @@ func (r *run) writeChangeState(until time.Time, publish func() error) error {
 	} else {
 		go func() { published <- publish() }()
 	}
-	err := r.mergeChangeState()
+	// The Resource List's times, in its parts' headers before its entries
+	// (writeInPlace): completed, as a full pack's, is when the packages
+	// are.
+	md := resourcesync.MD{At: until, Completed: time.Now().UTC().Truncate(time.Millisecond)}
+	if r.pinned || md.Completed.Before(until) {
+		md.Completed = until
+	}
+	err := r.mergeChangeState(md)
 	if perr := <-published; err == nil {
 		err = perr
 	}
@@ -90,12 +97,12 @@ func (r *run) writeChangeState(until time.Time, publish func() error) error {
 		r.chg.list.abort()
 		return err
 	}
-	return r.commitChangeState(until)
+	return r.commitChangeState(md)
 }
 
 // mergeChangeState writes the new state and Resource List into scratch
 // files (changeRun.sw and list).
-func (r *run) mergeChangeState() error {
+func (r *run) mergeChangeState(md resourcesync.MD) error {
 	packed, err := r.chg.packed.sorted()
 	if err != nil {
 		return err
@@ -113,6 +120,9 @@ func (r *run) mergeChangeState() error {
 	// baseline has them (their lines in the baseline's list, when it
 	// names one that is still there), changed ones as packed.
 	list := newListWriter(r.opts, r.out, resourcesync.CapResourceList, ResourceListName)
+	if r.out.dir != "" {
+		list.writeInPlace(md)
+	}
 	r.chg.sw, r.chg.list = sw, list
 	var old *oldList
 	if len(r.pkgs) > 0 {
@@ -144,11 +154,11 @@ func (r *run) newChangeState() (stateOut, error) {
 
 // commitChangeState writes the Resource List mergeChangeState made, the
 // Capability List, and last the state.
-func (r *run) commitChangeState(until time.Time) error {
+func (r *run) commitChangeState(md resourcesync.MD) error {
 	sw, list := r.chg.sw, r.chg.list
 	defer list.abort()
 	var err error
-	head := stateHead{Version: 1, Kind: r.stateKind(), Time: until, BaseURL: r.opts.BaseURL}
+	head := stateHead{Version: 1, Kind: r.stateKind(), Time: md.At, BaseURL: r.opts.BaseURL}
 	// Last: until the state names the new time, a rerun after a kill has
 	// the same baseline, and so the same journal. A run that wrote no
 	// Resource List names none: the one there may not be its files'.
@@ -163,11 +173,7 @@ func (r *run) commitChangeState(until time.Time) error {
 	// renamed into place after them.
 	prepared := make(chan error, 1)
 	go func() { prepared <- sw.prepare(head) }()
-	completed := time.Now().UTC().Truncate(time.Millisecond)
-	if r.pinned || completed.Before(until) {
-		completed = until
-	}
-	err = list.commit(resourcesync.MD{At: until, Completed: completed})
+	err = list.commit(md)
 	if err == nil {
 		err = r.writeCapabilities()
 	}

@@ -52,16 +52,23 @@ type listWriter struct {
 	name       string
 	capability string
 	parts      []*listPart
-	written    []string  // the files commit wrote, the document last
-	docs       []listDoc // see bodies
+	written    []string         // the files commit wrote, the document last
+	docs       []listDoc        // see bodies
+	inPlace    *resourcesync.MD // see writeInPlace
 }
 
-// listPart is one part's entries on a scratch file.
+// listPart is one part's entries on a scratch file, or in its document
+// (writeInPlace).
 type listPart struct {
 	f    *os.File
 	sum  *docSum // of the entries, as the body encoder writes them
 	enc  *resourcesync.Encoder
 	last time.Time // in a Change List or Change Dump: where its last entry's changes end
+	// In place: the part's document, its body fed through pw to the
+	// goroutine that writes and syncs it, which done gives the end of.
+	af   sink.File
+	pw   *io.PipeWriter
+	done chan error
 }
 
 func newListWriter(o *Options, out *output, capability, name string) *listWriter {
@@ -111,10 +118,34 @@ func (l *listWriter) put(u *resourcesync.URL, line []byte) error {
 }
 
 func (l *listWriter) startPart() error {
-	if n := len(l.parts); n > 0 {
-		if err := l.parts[n-1].enc.Close(); err != nil {
+	n := len(l.parts)
+	if n > 0 {
+		if err := l.closePart(l.parts[n-1]); err != nil {
 			return err
 		}
+	}
+	if l.inPlace != nil && n > 0 {
+		// The list has parts: the first goes from its scratch file into
+		// its document, and the others into theirs as they are written,
+		// beside the rest of the run.
+		if n == 1 {
+			p := l.parts[0]
+			name, h := l.partDoc(0)
+			p.done = make(chan error, 1)
+			go func() { p.done <- l.prepareDoc(p, name, h, p.f) }()
+		}
+		name, h := l.partDoc(n)
+		pr, pw := io.Pipe()
+		p := &listPart{pw: pw, done: make(chan error, 1)}
+		p.sum = &docSum{w: pw, crc: crc32.New(crcTable)}
+		p.enc = resourcesync.NewBodyEncoder(p.sum, resourcesync.URLSet, headerReserve)
+		l.parts = append(l.parts, p)
+		go func() {
+			err := l.prepareDoc(p, name, h, pr)
+			pr.CloseWithError(err) // the encoder's writes fail, if it failed
+			p.done <- err
+		}()
+		return nil
 	}
 	f, err := os.CreateTemp(l.out.scratch, "."+l.name+".body*.tmp")
 	if err != nil {
@@ -124,6 +155,63 @@ func (l *listWriter) startPart() error {
 	l.parts = append(l.parts, &listPart{f: f, sum: sum, enc: resourcesync.NewBodyEncoder(sum, resourcesync.URLSet, headerReserve)})
 	return nil
 }
+
+// writeInPlace has the parts of a Resource List with several written
+// into their documents as they are complete, or as their entries come
+// (all but the first, which waits on its scratch file until the list
+// turns out to have several), each synced, and renamed by commit, which
+// must then be given md: its times must be known before the entries. A
+// list of one part is written by commit, as any other.
+func (l *listWriter) writeInPlace(md resourcesync.MD) {
+	md.Capability = l.capability
+	l.inPlace = &md
+}
+
+// partDoc is the name and header of part i of a list with several.
+func (l *listWriter) partDoc(i int) (string, resourcesync.Header) {
+	return listPartName(l.name, i+1), l.header(resourcesync.URLSet, l.partMD(*l.inPlace, i), l.o.DumpURL+l.name)
+}
+
+// prepareDoc writes a part's document under its temporary name from its
+// header and body, and syncs it; commit renames it.
+func (l *listWriter) prepareDoc(p *listPart, name string, h resourcesync.Header, body io.Reader) error {
+	l.out.note(name, h, nil)
+	af, err := l.out.Create(l.out.ctx, name)
+	if err != nil {
+		return err
+	}
+	if s, ok := body.(io.Seeker); ok {
+		_, err = s.Seek(0, io.SeekStart)
+	}
+	if err == nil {
+		err = resourcesync.WriteDocument(copying(af), h, body)
+	}
+	if f, ok := af.(interface{ File() *os.File }); ok && err == nil {
+		err = f.File().Sync()
+	}
+	if err != nil {
+		af.Abort()
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	p.af = af
+	return nil
+}
+
+// closePart ends a part's entries; one written in place then gets its
+// closing tag.
+func (l *listPart) close() error {
+	err := l.enc.Close()
+	if l.pw != nil {
+		if err != nil {
+			l.pw.CloseWithError(err)
+		} else {
+			l.pw.Close()
+		}
+	}
+	return err
+}
+
+func (l *listWriter) closePart(p *listPart) error { return p.close() }
 
 // commit writes the document with md's times (at and completed for a
 // Resource List, from and until for a Change List) and removes the
@@ -139,12 +227,15 @@ func (l *listWriter) commit(md resourcesync.MD) error {
 		l.written = append(l.written, l.name)
 		return l.writeDoc(l.name, l.header(resourcesync.URLSet, md, ""), strings.NewReader(""))
 	}
-	if err := l.parts[len(l.parts)-1].enc.Close(); err != nil {
+	if err := l.closePart(l.parts[len(l.parts)-1]); err != nil {
 		return err
 	}
 	if len(l.parts) == 1 {
 		l.written = append(l.written, l.name)
 		return l.writeDoc(l.name, l.header(resourcesync.URLSet, md, ""), l.parts[0].f)
+	}
+	if l.inPlace != nil {
+		return l.commitInPlace(md)
 	}
 	// The parts are copied and synced a few at once, their syncs
 	// overlapping; the index follows them all.
@@ -163,6 +254,29 @@ func (l *listWriter) commit(md resourcesync.MD) error {
 	}
 	if err := g.Wait(); err != nil {
 		return err
+	}
+	l.written = append(l.written, l.name)
+	return encodeFile(l.out, l.name, l.header(resourcesync.SitemapIndex, md, ""), index)
+}
+
+// commitInPlace renames the parts writeInPlace wrote, in order, then
+// writes the index.
+func (l *listWriter) commitInPlace(md resourcesync.MD) error {
+	if !md.At.Equal(l.inPlace.At) || !md.Completed.Equal(l.inPlace.Completed) {
+		return fmt.Errorf("%s: committed with times other than those its parts were written with", l.name)
+	}
+	var index []resourcesync.URL
+	for i, p := range l.parts {
+		if err := <-p.done; err != nil {
+			return err
+		}
+		p.done = nil
+		name, h := l.partDoc(i)
+		l.written = append(l.written, name)
+		if err := p.af.Commit(); err != nil {
+			return err
+		}
+		index = append(index, resourcesync.URL{Loc: l.o.DumpURL + name, MD: &resourcesync.MD{At: h.MD.At, Completed: h.MD.Completed}})
 	}
 	l.written = append(l.written, l.name)
 	return encodeFile(l.out, l.name, l.header(resourcesync.SitemapIndex, md, ""), index)
@@ -265,7 +379,7 @@ func (l *listWriter) bodies() ([]listDoc, error) {
 		l.docs = []listDoc{{Name: l.name}}
 		return l.docs, nil
 	}
-	if err := l.parts[len(l.parts)-1].enc.Close(); err != nil {
+	if err := l.closePart(l.parts[len(l.parts)-1]); err != nil {
 		return nil, err
 	}
 	docs := make([]listDoc, len(l.parts))
@@ -294,8 +408,18 @@ func (l *listWriter) abort() {
 		return
 	}
 	for _, p := range l.parts {
-		p.f.Close()
-		os.Remove(p.f.Name())
+		if p.pw != nil {
+			p.pw.CloseWithError(errors.New("list aborted"))
+		}
+		if p.done != nil {
+			if <-p.done == nil {
+				p.af.Abort()
+			}
+		}
+		if p.f != nil {
+			p.f.Close()
+			os.Remove(p.f.Name())
+		}
 	}
 	l.parts = nil
 }

@@ -1,6 +1,7 @@
 package pack
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -247,4 +248,67 @@ func TestResyncReadsOurDocuments(t *testing.T) {
 			t.Errorf("resync --parse %s: %v\n%s", name, err, outp)
 		}
 	}
+}
+
+// TestListWriteInPlace: a Resource List of several parts written in
+// place (writeInPlace: the parts go into their documents as the entries
+// come, beside the run) is byte for byte the list commit writes from
+// scratch files; before commit its parts are there under temporary names
+// only, and an aborted one leaves nothing.
+func TestListWriteInPlace(t *testing.T) {
+	o := chgOptions(1)
+	o.setDefaults()
+	md := resourcesync.MD{At: hour(1), Completed: hour(1).Add(time.Second)}
+	write := func(inPlace, commit bool) (string, []listDoc) {
+		dir := t.TempDir()
+		out, err := openOutput(context.Background(), dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := newListWriter(&o, out, resourcesync.CapResourceList, ResourceListName)
+		if inPlace {
+			l.writeInPlace(md)
+		}
+		n := int64(3)
+		for i := range resourcesync.MaxEntries + 10 {
+			u := resourcesync.URL{Loc: fmt.Sprintf("%sd/f%06d", o.BaseURL, i), Lastmod: hour(0), MD: &resourcesync.MD{Length: &n, Hash: "md5:00"}}
+			if err := l.add(u); err != nil {
+				t.Fatal(err)
+			}
+		}
+		docs, err := l.bodies()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if names, _ := filepath.Glob(filepath.Join(dir, "resourcelist*.xml")); len(names) > 0 {
+			t.Errorf("in place %v: %v before commit", inPlace, names)
+		}
+		if inPlace {
+			// The last part's, at least: the first may still be copied.
+			if tmps, _ := filepath.Glob(filepath.Join(dir, ".resourcelist-part00002.xml*.tmp")); len(tmps) != 1 {
+				t.Errorf("in place: the second part's document before commit %v, want it", tmps)
+			}
+		}
+		if !commit {
+			l.abort()
+			if left, _ := os.ReadDir(dir); len(left) > 0 {
+				t.Errorf("in place %v: an aborted list left %v", inPlace, left)
+			}
+			return dir, docs
+		}
+		if err := l.commit(md); err != nil {
+			t.Fatal(err)
+		}
+		return dir, docs
+	}
+	want, wantDocs := write(false, true)
+	got, gotDocs := write(true, true)
+	if fmt.Sprint(gotDocs) != fmt.Sprint(wantDocs) || len(gotDocs) != 2 {
+		t.Errorf("bodies %+v, want %+v, of two parts", gotDocs, wantDocs)
+	}
+	sameOutput(t, "in place", want, got)
+	if b := readFile(t, filepath.Join(got, listPartName(ResourceListName, 2))); !bytes.HasPrefix(b, []byte("<?xml")) || !bytes.HasSuffix(b, []byte("</urlset>\n")) {
+		t.Errorf("part 2 written in place: %.100q...", b)
+	}
+	write(true, false)
 }
