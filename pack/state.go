@@ -220,6 +220,11 @@ func openState(path string) (*stateSource, stateHead, error) {
 }
 
 func (s *stateSource) next() (record, bool, error) {
+	if s.delta.recs == nil {
+		if err := s.delta.parse(); err != nil {
+			return record{}, false, err
+		}
+	}
 	for {
 		if !s.have && !s.ended {
 			r, ok, err := s.r.next()
@@ -294,20 +299,25 @@ type deltaTrailer struct {
 // stateDelta is what a delta file holds for a base.
 type stateDelta struct {
 	base  deltaBase
-	recs  []record   // the last version of each file the batches give, in walk order
 	head  *stateHead // the last batch's; nil without one
 	size  int64      // the offset past the last batch that counts
 	bytes int64      // the file's length
 	torn  bool       // it ends within a line
+	// The record lines of the batches that count, parsed by parse, the
+	// first time the state's files are read (on the goroutine reading
+	// them ahead of the walk, not before the walk starts), into recs:
+	// the last version of each file, in walk order.
+	lines [][]byte
+	recs  []record
 }
 
 // deltaLimit is the most a delta may hold, in bytes, beside a base of
 // baseSize bytes: an eighth of it (a run reads the delta into memory,
-// and each reads it all), between 64 KiB and 16 MiB.
-var deltaLimit = func(baseSize int64) int64 { return min(max(baseSize/8, 64<<10), 16<<20) }
+// and each reads it all), between 64 KiB and 8 MiB.
+var deltaLimit = func(baseSize int64) int64 { return min(max(baseSize/8, 64<<10), 8<<20) }
 
-// readDelta reads the batches of the delta at path written for base;
-// none when there is no file.
+// readDelta reads the delta at path for base: the batches that count,
+// checked by their trailers; none when there is no file.
 func readDelta(path string, base deltaBase) (*stateDelta, error) {
 	d := &stateDelta{base: base}
 	b, err := os.ReadFile(path)
@@ -318,45 +328,57 @@ func readDelta(path string, base deltaBase) (*stateDelta, error) {
 		return nil, err
 	}
 	d.bytes, d.torn = int64(len(b)), len(b) > 0 && b[len(b)-1] != '\n'
-	files := map[string]record{}
+	var lines [][]byte // since the last batch that counts
 	for off := 0; off < len(b); {
 		end := bytes.IndexByte(b[off:], '\n')
 		if end < 0 {
 			break
 		}
 		line, next := b[off:off+end], off+end+1
+		if bytes.IndexByte(line, '\t') >= 0 {
+			lines = append(lines, line)
+			off = next
+			continue
+		}
 		var t deltaTrailer
-		if len(line) > 0 && line[0] == '{' && bytes.IndexByte(line, '\t') < 0 && json.Unmarshal(line, &t) == nil &&
-			t.Base == base && t.From >= d.size && t.From <= int64(off) && t.CRC == crc32.Checksum(b[t.From:off], crcTable) {
-			if recs, ok := deltaBatch(b[t.From:off], t.Lines); ok {
-				for _, r := range recs {
-					files[r.Rel] = r
-				}
+		if len(line) > 0 && line[0] == '{' && json.Unmarshal(line, &t) == nil && t.Base == base &&
+			t.From >= d.size && t.From <= int64(off) && t.Lines >= 0 && t.Lines <= len(lines) && t.CRC == crc32.Checksum(b[t.From:off], crcTable) {
+			// The batch's lines are the last t.Lines read, if they start
+			// at t.From (bytes torn off a line before them join the first,
+			// which then starts before).
+			batch := lines[len(lines)-t.Lines:]
+			if t.Lines == 0 && t.From == int64(off) || t.Lines > 0 && &batch[0][0] == &b[t.From] {
+				d.lines = append(d.lines, batch...)
 				d.head, d.size = &t.stateHead, int64(next)
 			}
 		}
-		off = next
+		lines, off = lines[:0], next
 	}
-	d.recs = make([]record, 0, len(files))
-	for _, r := range files {
-		d.recs = append(d.recs, r)
-	}
-	slices.SortFunc(d.recs, func(a, b record) int { return comparePaths(a.Rel, b.Rel) })
 	return d, nil
 }
 
-// deltaBatch parses a batch's lines, which must be n records.
-func deltaBatch(b []byte, n int) ([]record, bool) {
-	recs := make([]record, 0, n)
-	for len(b) > 0 {
-		line, rest, ok := bytes.Cut(b, []byte("\n"))
+// parse gives recs the files of the batches that count, the last version
+// of each, in walk order.
+func (d *stateDelta) parse() error {
+	all := make([]record, 0, len(d.lines))
+	for _, line := range d.lines {
 		r, err := parseRecord(string(line))
-		if !ok || err != nil || len(recs) == n {
-			return nil, false
+		if err != nil {
+			return fmt.Errorf("%s: %w", StateName+deltaSuffix, err)
 		}
-		recs, b = append(recs, r), rest
+		all = append(all, r)
 	}
-	return recs, len(recs) == n
+	// Stable: the batches' order decides between versions of one file.
+	slices.SortStableFunc(all, func(a, b record) int { return comparePaths(a.Rel, b.Rel) })
+	d.recs = all[:0]
+	for i, r := range all {
+		if i+1 < len(all) && all[i+1].Rel == r.Rel {
+			continue
+		}
+		d.recs = append(d.recs, r)
+	}
+	d.lines = nil
+	return nil
 }
 
 // deltaWriter gathers a run's batch for the delta of the state it read:

@@ -115,6 +115,8 @@ func TestStateDeltaTorn(t *testing.T) {
 		"a trailer alone":  batches[1][3],
 		"another base":     strings.Replace(last, `"base":{"size":`, `"base":{"size":1`, 1),
 		"the lines, twice": strings.Join(batches[1][:3], "") + last,
+		"lines -1":         strings.Replace(last, `"lines":3,`, `"lines":-1,`, 1),
+		"lines 2":          strings.Replace(last, `"lines":3,`, `"lines":2,`, 1),
 	} {
 		got := copyDir(t, out)
 		torn := append(delta[:first:first], tail...)
