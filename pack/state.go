@@ -25,7 +25,9 @@ import (
 // kind, base_url, and list: the documents of the Resource List written
 // with it, see listDoc); every other line is one file, in walk order, with
 // tab-separated fields: path, length, mtime in Unix nanoseconds, mode,
-// hash attribute, media type, and three fields unused here.
+// hash attribute, media type, and three fields unused here. A --changes
+// run into the same output adds what changed to the delta beside it
+// (deltaSuffix) rather than writing it again.
 const StateName = ".rsdump-pack.state"
 
 type stateHead struct {
