@@ -26,6 +26,7 @@ type changeRun struct {
 	packed  *sorter       // the files packed, as published, to sort by path for the state
 	found   [3]int        // created, updated, deleted
 	touched int           // files --checksum found the same with another length or mtime
+	walked  int64         // regular files walked
 	old     chan *oldList // the baseline's Resource List, once checked
 	stopOld chan struct{} // ends the check of old
 	sw      stateOut      // the new state and Resource List, merged
@@ -291,6 +292,7 @@ func (d *differ) advance() error {
 }
 
 func (d *differ) visit(it item) error {
+	d.r.chg.walked++
 	for d.have && comparePaths(d.cur.Rel, it.rel) < 0 {
 		if err := d.deleted(); err != nil {
 			return err

@@ -121,7 +121,8 @@ func (r *run) mergeChangeState(md resourcesync.MD) error {
 	// names one that is still there), changed ones as packed.
 	list := newListWriter(r.opts, r.out, resourcesync.CapResourceList, ResourceListName)
 	if r.out.dir != "" {
-		list.writeInPlace(md)
+		// Every file walked but a creation left out has an entry.
+		list.writeInPlace(md, r.chg.walked-int64(r.chg.found[0]) > resourcesync.MaxEntries)
 	}
 	r.chg.sw, r.chg.list = sw, list
 	var old *oldList

@@ -55,6 +55,7 @@ type listWriter struct {
 	written    []string         // the files commit wrote, the document last
 	docs       []listDoc        // see bodies
 	inPlace    *resourcesync.MD // see writeInPlace
+	several    bool             // the list has several parts, known from the start
 }
 
 // listPart is one part's entries on a scratch file, or in its document
@@ -124,11 +125,12 @@ func (l *listWriter) startPart() error {
 			return err
 		}
 	}
-	if l.inPlace != nil && n > 0 {
+	if l.inPlace != nil && (n > 0 || l.several) {
 		// The list has parts: the first goes from its scratch file into
-		// its document, and the others into theirs as they are written,
-		// beside the rest of the run.
-		if n == 1 {
+		// its document (when that was not known as it began), and the
+		// others into theirs as they are written, beside the rest of the
+		// run.
+		if n == 1 && l.parts[0].f != nil {
 			p := l.parts[0]
 			name, h := l.partDoc(0)
 			p.done = make(chan error, 1)
@@ -157,14 +159,15 @@ func (l *listWriter) startPart() error {
 }
 
 // writeInPlace has the parts of a Resource List with several written
-// into their documents as they are complete, or as their entries come
-// (all but the first, which waits on its scratch file until the list
-// turns out to have several), each synced, and renamed by commit, which
-// must then be given md: its times must be known before the entries. A
-// list of one part is written by commit, as any other.
-func (l *listWriter) writeInPlace(md resourcesync.MD) {
+// into their documents as their entries come (the first waits on its
+// scratch file until the list turns out to have several, unless several
+// says so from the start: more entries than a part holds will come),
+// each synced, and renamed by commit, which must then be given md: its
+// times must be known before the entries. A list of one part is written
+// by commit, as any other.
+func (l *listWriter) writeInPlace(md resourcesync.MD, several bool) {
 	md.Capability = l.capability
-	l.inPlace = &md
+	l.inPlace, l.several = &md, several
 }
 
 // partDoc is the name and header of part i of a list with several.
@@ -230,7 +233,7 @@ func (l *listWriter) commit(md resourcesync.MD) error {
 	if err := l.closePart(l.parts[len(l.parts)-1]); err != nil {
 		return err
 	}
-	if len(l.parts) == 1 {
+	if len(l.parts) == 1 && l.parts[0].f != nil {
 		l.written = append(l.written, l.name)
 		return l.writeDoc(l.name, l.header(resourcesync.URLSet, md, ""), l.parts[0].f)
 	}

@@ -259,7 +259,7 @@ func TestListWriteInPlace(t *testing.T) {
 	o := chgOptions(1)
 	o.setDefaults()
 	md := resourcesync.MD{At: hour(1), Completed: hour(1).Add(time.Second)}
-	write := func(inPlace, commit bool) (string, []listDoc) {
+	write := func(inPlace, several, commit bool) (string, []listDoc) {
 		dir := t.TempDir()
 		out, err := openOutput(context.Background(), dir)
 		if err != nil {
@@ -267,7 +267,7 @@ func TestListWriteInPlace(t *testing.T) {
 		}
 		l := newListWriter(&o, out, resourcesync.CapResourceList, ResourceListName)
 		if inPlace {
-			l.writeInPlace(md)
+			l.writeInPlace(md, several)
 		}
 		n := int64(3)
 		for i := range resourcesync.MaxEntries + 10 {
@@ -288,6 +288,10 @@ func TestListWriteInPlace(t *testing.T) {
 			if tmps, _ := filepath.Glob(filepath.Join(dir, ".resourcelist-part00002.xml*.tmp")); len(tmps) != 1 {
 				t.Errorf("in place: the second part's document before commit %v, want it", tmps)
 			}
+			// Known to have several: the first part had no scratch file.
+			if bodies, _ := filepath.Glob(filepath.Join(dir, ".resourcelist.xml.body*.tmp")); several != (len(bodies) == 0) {
+				t.Errorf("in place, several %v: scratch files %v", several, bodies)
+			}
 		}
 		if !commit {
 			l.abort()
@@ -301,14 +305,18 @@ func TestListWriteInPlace(t *testing.T) {
 		}
 		return dir, docs
 	}
-	want, wantDocs := write(false, true)
-	got, gotDocs := write(true, true)
-	if fmt.Sprint(gotDocs) != fmt.Sprint(wantDocs) || len(gotDocs) != 2 {
-		t.Errorf("bodies %+v, want %+v, of two parts", gotDocs, wantDocs)
+	want, wantDocs := write(false, false, true)
+	for _, several := range []bool{false, true} {
+		got, gotDocs := write(true, several, true)
+		if fmt.Sprint(gotDocs) != fmt.Sprint(wantDocs) || len(gotDocs) != 2 {
+			t.Errorf("several %v: bodies %+v, want %+v, of two parts", several, gotDocs, wantDocs)
+		}
+		sameOutput(t, fmt.Sprintf("in place, several %v", several), want, got)
+		for i := range 2 {
+			if b := readFile(t, filepath.Join(got, listPartName(ResourceListName, i+1))); !bytes.HasPrefix(b, []byte("<?xml")) || !bytes.HasSuffix(b, []byte("</urlset>\n")) {
+				t.Errorf("several %v: part %d written in place: %.100q...", several, i+1, b)
+			}
+		}
+		write(true, several, false)
 	}
-	sameOutput(t, "in place", want, got)
-	if b := readFile(t, filepath.Join(got, listPartName(ResourceListName, 2))); !bytes.HasPrefix(b, []byte("<?xml")) || !bytes.HasSuffix(b, []byte("</urlset>\n")) {
-		t.Errorf("part 2 written in place: %.100q...", b)
-	}
-	write(true, false)
 }
