@@ -143,7 +143,7 @@ func (r *run) mergeChangeState(md resourcesync.MD) error {
 // delta stays within deltaLimit; otherwise the whole state.
 func (r *run) newChangeState() (stateOut, error) {
 	c := r.chg
-	if st := c.base.state; st != nil && r.opts.Since == "" {
+	if st := c.base.state; st != nil && st.delta.takes && r.opts.Since == "" {
 		changed := int64(c.found[0] + c.found[1] + c.found[2] + c.touched)
 		line := st.delta.base.Size / max(st.lines, 1)
 		if st.delta.bytes+changed*line <= deltaLimit(st.delta.base.Size) {
@@ -159,7 +159,7 @@ func (r *run) commitChangeState(md resourcesync.MD) error {
 	sw, list := r.chg.sw, r.chg.list
 	defer list.abort()
 	var err error
-	head := stateHead{Version: 1, Kind: r.stateKind(), Time: md.At, BaseURL: r.opts.BaseURL}
+	head := stateHead{Version: stateVersion, Kind: r.stateKind(), Time: md.At, BaseURL: r.opts.BaseURL}
 	// Last: until the state names the new time, a rerun after a kill has
 	// the same baseline, and so the same journal. A run that wrote no
 	// Resource List names none: the one there may not be its files'.

@@ -121,7 +121,7 @@ func (l *listWriter) put(u *resourcesync.URL, line []byte) error {
 func (l *listWriter) startPart() error {
 	n := len(l.parts)
 	if n > 0 {
-		if err := l.closePart(l.parts[n-1]); err != nil {
+		if err := l.parts[n-1].close(); err != nil {
 			return err
 		}
 	}
@@ -200,21 +200,19 @@ func (l *listWriter) prepareDoc(p *listPart, name string, h resourcesync.Header,
 	return nil
 }
 
-// closePart ends a part's entries; one written in place then gets its
+// close ends a part's entries; one written in place then gets its
 // closing tag.
-func (l *listPart) close() error {
-	err := l.enc.Close()
-	if l.pw != nil {
+func (p *listPart) close() error {
+	err := p.enc.Close()
+	if p.pw != nil {
 		if err != nil {
-			l.pw.CloseWithError(err)
+			p.pw.CloseWithError(err)
 		} else {
-			l.pw.Close()
+			p.pw.Close()
 		}
 	}
 	return err
 }
-
-func (l *listWriter) closePart(p *listPart) error { return p.close() }
 
 // commit writes the document with md's times (at and completed for a
 // Resource List, from and until for a Change List) and removes the
@@ -230,7 +228,7 @@ func (l *listWriter) commit(md resourcesync.MD) error {
 		l.written = append(l.written, l.name)
 		return l.writeDoc(l.name, l.header(resourcesync.URLSet, md, ""), strings.NewReader(""))
 	}
-	if err := l.closePart(l.parts[len(l.parts)-1]); err != nil {
+	if err := l.parts[len(l.parts)-1].close(); err != nil {
 		return err
 	}
 	if len(l.parts) == 1 && l.parts[0].f != nil {
@@ -382,7 +380,7 @@ func (l *listWriter) bodies() ([]listDoc, error) {
 		l.docs = []listDoc{{Name: l.name}}
 		return l.docs, nil
 	}
-	if err := l.closePart(l.parts[len(l.parts)-1]); err != nil {
+	if err := l.parts[len(l.parts)-1].close(); err != nil {
 		return nil, err
 	}
 	docs := make([]listDoc, len(l.parts))

@@ -118,7 +118,7 @@ func (m *resourceMode) finish(r *run, completed time.Time, _ *Result) error {
 	if err != nil {
 		return err
 	}
-	sw, err := newStateWriter(r.out, stateHead{Version: 1, Kind: resourcesync.CapResourceDump, Time: r.at, BaseURL: r.opts.BaseURL, List: docs})
+	sw, err := newStateWriter(r.out, stateHead{Version: stateVersion, Kind: resourcesync.CapResourceDump, Time: r.at, BaseURL: r.opts.BaseURL, List: docs})
 	if err != nil {
 		return err
 	}

@@ -321,7 +321,7 @@ func (r *run) mergeShards(ctx context.Context, shards []shardRun, completed time
 		sw.abort()
 		return err
 	}
-	return sw.commitAs(stateHead{Version: 1, Kind: resourcesync.CapResourceDump, Time: r.at, BaseURL: r.opts.BaseURL, List: docs})
+	return sw.commitAs(stateHead{Version: stateVersion, Kind: resourcesync.CapResourceDump, Time: r.at, BaseURL: r.opts.BaseURL, List: docs})
 }
 
 // finishDocuments writes the Resource List, the dump document and the

@@ -30,6 +30,12 @@ import (
 // (deltaSuffix) rather than writing it again.
 const StateName = ".rsdump-pack.state"
 
+// stateVersion is the version of the state pack writes: 2, a state that
+// may have a delta beside it, which an rsdump before it (version 1 only)
+// refuses rather than reading the state without its delta. A state of
+// version 1 is read, and a run from it writes the whole state again.
+const stateVersion = 2
+
 type stateHead struct {
 	Version int       `json:"version"`
 	Kind    string    `json:"kind"` // the capability of the document written: resourcedump or changedump
@@ -197,18 +203,18 @@ func openState(path string) (*stateSource, stateHead, error) {
 	if err == nil {
 		err = json.Unmarshal(line, &head)
 	}
-	if err == nil && (head.Version != 1 || head.Time.IsZero()) {
+	if err == nil && (head.Version != 1 && head.Version != stateVersion || head.Time.IsZero()) {
 		err = errors.New("unknown version or no time")
 	}
-	var d *stateDelta
-	if err == nil {
+	d := &stateDelta{}
+	if err == nil && head.Version == stateVersion {
 		var fi os.FileInfo
 		if fi, err = f.Stat(); err == nil {
 			d, err = readDelta(path+deltaSuffix, deltaBase{Size: fi.Size(), CRC: crc32.Checksum(line, crcTable)})
 		}
 	}
 	if err == nil && d.head != nil {
-		if d.head.Version != 1 || d.head.Time.IsZero() || d.head.BaseURL != head.BaseURL {
+		if d.head.Version != stateVersion || d.head.Time.IsZero() || d.head.BaseURL != head.BaseURL {
 			err = fmt.Errorf("%s: unknown version, no time or another base URL", path+deltaSuffix)
 		} else {
 			head = *d.head
@@ -300,6 +306,7 @@ type deltaTrailer struct {
 
 // stateDelta is what a delta file holds for a base.
 type stateDelta struct {
+	takes bool // the base takes a delta: it is of stateVersion
 	base  deltaBase
 	head  *stateHead // the last batch's; nil without one
 	size  int64      // the offset past the last batch that counts
@@ -321,7 +328,7 @@ var deltaLimit = func(baseSize int64) int64 { return min(max(baseSize/8, 64<<10)
 // readDelta reads the delta at path for base: the batches that count,
 // checked by their trailers; none when there is no file.
 func readDelta(path string, base deltaBase) (*stateDelta, error) {
-	d := &stateDelta{base: base}
+	d := &stateDelta{takes: true, base: base}
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return d, nil

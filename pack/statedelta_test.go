@@ -184,3 +184,33 @@ func TestStateDeltaCompacts(t *testing.T) {
 		t.Errorf("the run after the stale delta left %d batches, want its own", len(b))
 	}
 }
+
+// TestStateVersion1: pack writes states of version 2, which an rsdump
+// before (version 1 only) refuses rather than read without their delta;
+// a state of version 1 is read, and a --changes run from it writes the
+// whole state, of version 2, rather than a delta beside it.
+func TestStateVersion1(t *testing.T) {
+	src, out := deltaTree(t)
+	if h := stateHeadOf(t, out); h.Version != 2 {
+		t.Fatalf("a full pack's state is of version %d, want 2", h.Version)
+	}
+	b := readFile(t, filepath.Join(out, StateName))
+	v1 := bytes.Replace(b, []byte(`{"version":2,`), []byte(`{"version":1,`), 1)
+	if bytes.Equal(v1, b) {
+		t.Fatal("no version in the state's header")
+	}
+	if err := os.WriteFile(filepath.Join(out, StateName), v1, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	changeDeltaTree(t, src, 1)
+	res := packAt(t, src, out, chgOptions(1))
+	if res.Created != 1 || res.Updated != 1 || res.Deleted != 1 {
+		t.Fatalf("from a state of version 1: found %d created, %d updated, %d deleted; want 1 each", res.Created, res.Updated, res.Deleted)
+	}
+	if _, err := os.Stat(filepath.Join(out, StateName+deltaSuffix)); err == nil {
+		t.Error("a delta beside a state of version 1")
+	}
+	if h, recs := stateRecords(t, out); h.Version != 2 || !h.Time.Equal(hour(1)) || len(recs) != 40 {
+		t.Errorf("the state after: version %d, time %s, %d files; want 2, %s, 40", h.Version, h.Time, len(recs), hour(1))
+	}
+}
