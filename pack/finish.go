@@ -343,7 +343,9 @@ func mergeState(walk *walkLines, packed recSource, sw stateOut, feed *listFeed) 
 		if err != nil || !ok {
 			return err
 		}
-		if rel, state, _, ok := keptLine(line); ok {
+		// A file --checksum found touched (seq 0: its mtime is not the
+		// baseline's) goes as a record, which a delta takes too.
+		if rel, state, seq, ok := keptLine(line); ok && seq > 0 {
 			feed.addLine(line)
 			if err := sw.addLine(rel, state); err != nil {
 				return err

@@ -214,3 +214,35 @@ func TestStateVersion1(t *testing.T) {
 		t.Errorf("the state after: version %d, time %s, %d files; want 2, %s, 40", h.Version, h.Time, len(recs), hour(1))
 	}
 }
+
+// TestStateDeltaTouched: a file --checksum finds touched (another mtime,
+// the same content) is kept with its new mtime in the state a run
+// writes whole; the delta has it too, so that the next run, without
+// --checksum, does not find it updated, and the state read is the one a
+// run writing the whole state leaves.
+func TestStateDeltaTouched(t *testing.T) {
+	src, out := deltaTree(t)
+	whole := copyDir(t, out)
+	changeDeltaTree(t, src, 1)
+	touched := hour(0).Add(10 * time.Minute)
+	put(t, src, "d0/f08.txt", strings.Repeat("x", 9), touched)
+	o := chgOptions(1)
+	o.Checksum = true
+	if res := packAt(t, src, out, o); res.Created != 1 || res.Updated != 1 || res.Deleted != 1 {
+		t.Fatalf("found %d created, %d updated, %d deleted; want 1 each", res.Created, res.Updated, res.Deleted)
+	}
+	limit := deltaLimit
+	deltaLimit = func(int64) int64 { return 0 }
+	packAt(t, src, whole, o)
+	deltaLimit = limit
+	sameOutput(t, "touched", whole, out)
+	_, recs := stateRecords(t, out)
+	for _, r := range recs {
+		if r.Rel == "d0/f08.txt" && r.Mtime != nanos(touched) {
+			t.Errorf("the state has %s with mtime %d, want the touched file's %d", r.Rel, r.Mtime, nanos(touched))
+		}
+	}
+	if res := packAt(t, src, out, chgOptions(2)); res.Created+res.Updated+res.Deleted != 0 {
+		t.Errorf("the run after found %d created, %d updated, %d deleted; want none", res.Created, res.Updated, res.Deleted)
+	}
+}
