@@ -268,10 +268,12 @@ func (l *listWriter) commitInPlace(md resourcesync.MD) error {
 	}
 	var index []resourcesync.URL
 	for i, p := range l.parts {
-		if err := <-p.done; err != nil {
+		// Waited for once: abort must not wait again.
+		err := <-p.done
+		p.done = nil
+		if err != nil {
 			return err
 		}
-		p.done = nil
 		name, h := l.partDoc(i)
 		l.written = append(l.written, name)
 		if err := p.af.Commit(); err != nil {

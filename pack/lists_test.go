@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/internal/sharedtest"
+	"github.com/rsdump/rsdump/internal/sink"
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
@@ -318,5 +319,56 @@ func TestListWriteInPlace(t *testing.T) {
 			}
 		}
 		write(true, several, false)
+	}
+}
+
+// failCreate is a sink whose Create of one name fails.
+type failCreate struct {
+	sink.Sink
+	name string
+}
+
+func (f failCreate) Create(ctx context.Context, name string) (sink.File, error) {
+	if name == f.name {
+		return nil, fmt.Errorf("%s: no space left", name)
+	}
+	return f.Sink.Create(ctx, name)
+}
+
+// TestListWriteInPlaceFails: a part written in place whose document
+// could not be written (here the first, copied from its scratch file
+// once the second starts, which the entries' writer does not see) fails
+// commit, which returns the error, and leaves no document.
+func TestListWriteInPlaceFails(t *testing.T) {
+	o := chgOptions(1)
+	o.setDefaults()
+	md := resourcesync.MD{At: hour(1), Completed: hour(1).Add(time.Second)}
+	dir := t.TempDir()
+	out, err := openOutput(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Sink = failCreate{Sink: out.Sink, name: listPartName(ResourceListName, 1)}
+	l := newListWriter(&o, out, resourcesync.CapResourceList, ResourceListName)
+	l.writeInPlace(md, false)
+	n := int64(3)
+	for i := range resourcesync.MaxEntries + 10 {
+		u := resourcesync.URL{Loc: fmt.Sprintf("%sd/f%06d", o.BaseURL, i), Lastmod: hour(0), MD: &resourcesync.MD{Length: &n, Hash: "md5:00"}}
+		if err := l.add(u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- l.commit(md) }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "no space left") {
+			t.Errorf("commit: %v, want the first part's error", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("commit still running after 10 s: it waits on a part already waited for")
+	}
+	if names, _ := filepath.Glob(filepath.Join(dir, "resourcelist*.xml")); len(names) > 0 {
+		t.Errorf("a failed list left %v", names)
 	}
 }
