@@ -246,3 +246,41 @@ func TestStateDeltaTouched(t *testing.T) {
 		t.Errorf("the run after found %d created, %d updated, %d deleted; want none", res.Created, res.Updated, res.Deleted)
 	}
 }
+
+// TestStateDeltaSameFileTwice: files changed in two batches (updated
+// twice; deleted, then created again; created, then deleted) are read as
+// the last batch left them, as a run writing the whole state leaves them.
+func TestStateDeltaSameFileTwice(t *testing.T) {
+	src, out := deltaTree(t)
+	whole := copyDir(t, out)
+	steps := []func(mt time.Time){
+		func(mt time.Time) {
+			put(t, src, "d0/f04.txt", "one", mt)
+			os.Remove(filepath.Join(src, "d1/f05.txt"))
+			put(t, src, "d2/new.txt", "new", mt)
+		},
+		func(mt time.Time) {
+			put(t, src, "d0/f04.txt", "two!", mt)
+			put(t, src, "d1/f05.txt", "back", mt)
+			os.Remove(filepath.Join(src, "d2/new.txt"))
+		},
+	}
+	for k, step := range steps {
+		step(hour(k).Add(30 * time.Minute))
+		res := packAt(t, src, out, chgOptions(k+1))
+		if res.Created != 1 || res.Updated != 1 || res.Deleted != 1 {
+			t.Fatalf("run %d found %d created, %d updated, %d deleted; want 1 each", k+1, res.Created, res.Updated, res.Deleted)
+		}
+		limit := deltaLimit
+		deltaLimit = func(int64) int64 { return 0 }
+		packAt(t, src, whole, chgOptions(k+1))
+		deltaLimit = limit
+		sameOutput(t, fmt.Sprintf("run %d", k+1), whole, out)
+	}
+	if b := deltaBatches(t, out); len(b) != 2 {
+		t.Errorf("%d batches, want 2", len(b))
+	}
+	if res := packAt(t, src, out, chgOptions(3)); res.Created+res.Updated+res.Deleted != 0 {
+		t.Errorf("the run after found %d created, %d updated, %d deleted; want none", res.Created, res.Updated, res.Deleted)
+	}
+}

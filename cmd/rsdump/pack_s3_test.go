@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -21,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/rsdump/rsdump/internal/s3test"
+	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
@@ -258,6 +260,28 @@ func TestPackChangesToS3SameAsDisk(t *testing.T) {
 		t.Fatal("no changedump.xml in the bucket")
 	}
 	sameFiles(t, "s3://pub/chg/", dirFiles(t, disk), objs)
+	// Later runs read the state's delta back from its segments: the
+	// same file changed again, one deleted before created again.
+	for i, at := range []string{"2024-04-01T00:00:00Z", "2024-05-01T00:00:00Z"} {
+		os.WriteFile(filepath.Join(src, "cb"), []byte(fmt.Sprintf("changed %d", i+2)), 0o644)
+		mt := time.Date(2024, time.Month(3+i), 15, 0, 0, 0, 0, time.UTC)
+		os.Chtimes(filepath.Join(src, "cb"), mt, mt)
+		if i == 0 {
+			os.Remove(filepath.Join(src, "cd"))
+		} else {
+			os.WriteFile(filepath.Join(src, "cd"), []byte("back"), 0o644)
+			os.Chtimes(filepath.Join(src, "cd"), mt, mt)
+		}
+		run(at, "--changes")
+		sameFiles(t, "s3://pub/chg/ after run "+at, dirFiles(t, disk), appended(s3Objects(t, srv, "pub", "chg/")))
+	}
+	if _, err := os.Stat(filepath.Join(disk, pack.StateName+".delta")); err != nil {
+		t.Errorf("no delta on disk after three --changes runs: %v", err)
+	}
+	objs = s3Objects(t, srv, "pub", "chg/")
+	if _, ok := objs[pack.StateName+".delta.seg/00000001"]; !ok {
+		t.Errorf("no segment of the delta in the bucket after three --changes runs")
+	}
 }
 
 // A part the server refuses, its body no longer matching the SHA-256 it
