@@ -267,15 +267,21 @@ func TestStateAfterResume(t *testing.T) {
 	if !bytes.Equal(readFile(t, filepath.Join(got, StateName)), readFile(t, filepath.Join(want, StateName))) {
 		t.Error("Resource Dump: the resumed run's state differs from an uninterrupted run's")
 	}
-	for _, c := range "abcdefghij" {
-		put(t, src, string(c)+".txt", strings.Repeat(string(c), 3001), hour(0).Add(time.Duration(c)*time.Second))
-	}
-	packRun(want, chgOptions(1), false)
-	res := packRun(got, chgOptions(1), true)
-	if len(res.Packages) < 3 {
-		t.Fatalf("%d change packages, want several", len(res.Packages))
-	}
-	if !bytes.Equal(readFile(t, filepath.Join(got, StateName)), readFile(t, filepath.Join(want, StateName))) {
-		t.Error("Change Dump: the resumed run's state differs from an uninterrupted run's")
+	// A --changes run adds to the state's delta: the second resumes with
+	// a delta there already, which the journal's key names.
+	for k := 1; k <= 2; k++ {
+		for _, c := range "abcdefghij" {
+			put(t, src, string(c)+".txt", strings.Repeat(string(c), 3000+k), hour(k-1).Add(time.Duration(c)*time.Second))
+		}
+		packRun(want, chgOptions(k), false)
+		res := packRun(got, chgOptions(k), true)
+		if len(res.Packages) < 3 {
+			t.Fatalf("run %d: %d change packages, want several", k, len(res.Packages))
+		}
+		for _, name := range []string{StateName, StateName + deltaSuffix} {
+			if !bytes.Equal(readFile(t, filepath.Join(got, name)), readFile(t, filepath.Join(want, name))) {
+				t.Errorf("Change Dump %d: the resumed run's %s differs from an uninterrupted run's", k, name)
+			}
+		}
 	}
 }
