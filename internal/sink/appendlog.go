@@ -1,6 +1,7 @@
 package sink
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -62,6 +63,9 @@ func (b *Bucket) lastSegment(ctx context.Context, name string) (*segment, error)
 	if s, ok := b.segs.names[name]; ok {
 		return s, nil
 	}
+	if err := b.seedSegments(ctx, name); err != nil {
+		return nil, err
+	}
 	s := &segment{n: 1}
 	var last string
 	err := b.List(ctx, segmentDir(name), func(in Info) error { last = in.Name; return nil })
@@ -81,6 +85,47 @@ func (b *Bucket) lastSegment(ctx context.Context, name string) (*segment, error)
 	}
 	b.segs.names[name] = s
 	return s, nil
+}
+
+// seedSegments makes an object written whole under name (a directory's
+// file copied into the bucket), which Open would read rather than the
+// segments, the first segments: its bytes are written as segments of
+// segmentMax, then it is removed, before anything is appended. A seeding
+// a kill interrupted (segments holding the start of the object's bytes,
+// or all of them) is finished; segments holding anything else are left
+// as they are.
+func (b *Bucket) seedSegments(ctx context.Context, name string) error {
+	rc, err := b.openObject(ctx, name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	obj, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil {
+		return fmt.Errorf("%s: %w", b.Loc(name), err)
+	}
+	var done []byte
+	if segs, err := b.openSegments(ctx, name); err == nil {
+		done, err = io.ReadAll(segs)
+		segs.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", b.Loc(segmentDir(name)), err)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if !bytes.Equal(done, obj) && (!bytes.HasPrefix(obj, done) || len(done)%segmentMax != 0) {
+		return nil // not a seeding: left as it is
+	}
+	for off := len(done); off < len(obj); off += segmentMax {
+		if err := b.WriteFile(ctx, segmentName(name, off/segmentMax+1), obj[off:min(off+segmentMax, len(obj))]); err != nil {
+			return err
+		}
+	}
+	return b.removeObject(ctx, name)
 }
 
 // openSegments reads an appended name's segments in order, or is
