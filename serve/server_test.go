@@ -134,9 +134,12 @@ func TestServerTimeouts(t *testing.T) {
 // client stops reading is cut off.
 func TestSlowDownload(t *testing.T) {
 	src := t.TempDir()
-	data := bigFile(t, src, 4<<20)
-	// A WriteChunk takes the client about 60 ms, well inside Write.
-	to := serve.Timeouts{Read: 300 * time.Millisecond, Write: 600 * time.Millisecond}
+	data := bigFile(t, src, 8<<20)
+	// A WriteChunk takes the client about 60 ms, a twentieth of Write: a
+	// tenth was missed once more under the race detector's whole-module
+	// load (a chunk took the starved client over 600 ms). At least 256
+	// reads of 32 KiB with 15 ms sleeps take 3.84 s, over 3 times Write.
+	to := serve.Timeouts{Read: 300 * time.Millisecond, Write: 1200 * time.Millisecond}
 	addr, logged := startServer(t, src, to)
 
 	c := dialSmall(t, addr)
