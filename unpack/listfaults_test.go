@@ -8,9 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/unpack"
 	"github.com/rsdump/rsdump/verify"
@@ -19,15 +21,23 @@ import (
 
 // listSource serves list documents and resources from a map, on loopback.
 type listSource struct {
-	t     *testing.T
-	srv   *httptest.Server
-	base  string            // the resources' base URL
-	serve map[string]string // path → body
+	t      *testing.T
+	srv    *httptest.Server
+	base   string            // the resources' base URL
+	serve  map[string]string // path → body
+	client *http.Client      // apply's; nil: the test server's
+	served atomic.Int64
+	// closeEvery ends a connection after every closeEvery-th response
+	// (0: never), as a server with a cap on a connection's requests does.
+	closeEvery int64
 }
 
 func newListSource(t *testing.T) *listSource {
 	s := &listSource{t: t, serve: map[string]string{}}
 	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n := s.served.Add(1); s.closeEvery > 0 && n%s.closeEvery == 0 {
+			w.Header().Set("Connection", "close")
+		}
 		body, ok := s.serve[r.URL.Path]
 		if !ok {
 			http.NotFound(w, r)
@@ -62,6 +72,9 @@ func (s *listSource) apply(loc, dir string, opts unpack.Options) (*unpack.Result
 	}
 	var fs []finding.Finding
 	opts.Mapper, opts.Client = m, s.srv.Client()
+	if s.client != nil {
+		opts.Client = s.client
+	}
 	opts.Events = finding.OnFindings(func(f finding.Finding) { fs = append(fs, f) })
 	r, err := unpack.ApplyList(context.Background(), loc, dir, opts)
 	if err != nil {
@@ -74,8 +87,30 @@ func (s *listSource) apply(loc, dir string, opts unpack.Options) (*unpack.Result
 // is refused by its own check, naming what differs, and leaves nothing
 // behind (no file, no directory made for it); a resource whose entry
 // gives no hash is kept, reported unverified.
+//
+// The same through rsdump's own client, whose GETs of small resources are
+// pipelined, on a server that ends every connection after a few
+// responses, with many good resources between the faults: each answer is
+// its own resource's.
 func TestListResourceFaults(t *testing.T) {
-	s := newListSource(t)
+	for _, tc := range []struct {
+		name       string
+		lean       bool
+		good       int
+		closeEvery int64
+	}{{"testclient", false, 0, 0}, {"pipelined", true, 60, 0}, {"pipelined-closing", true, 60, 3}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newListSource(t)
+			s.closeEvery = tc.closeEvery
+			if tc.lean {
+				s.client = httpc.New(httpc.Options{DisableCompression: true})
+			}
+			listResourceFaults(t, s, tc.good)
+		})
+	}
+}
+
+func listResourceFaults(t *testing.T, s *listSource, good int) {
 	nolen := s.entry("nolen/big.txt", "", strings.Repeat("n", 100))
 	nolen.MD.Length, nolen.MD.Hash = nil, ""
 	nohash := s.entry("nohash.txt", "no hash given", "no hash given")
@@ -89,13 +124,19 @@ func TestListResourceFaults(t *testing.T) {
 		nolen,
 		nohash,
 	}
+	want := map[string]string{"good.txt": "good", "nohash.txt": "no hash given"}
+	for i := range good {
+		rel, data := fmt.Sprintf("many/%02d.txt", i), fmt.Sprintf("resource %d", i)
+		urls = append(urls[:i%len(urls)], append([]resourcesync.URL{s.entry(rel, data, data)}, urls[i%len(urls):]...)...)
+		want[rel] = data
+	}
 	delete(s.serve, "/res/gone/a/404.txt")
 	loc := s.doc("resourcelist.xml", resourcesync.Header{Kind: resourcesync.URLSet,
 		MD: resourcesync.MD{Capability: resourcesync.CapResourceList, At: fixedTime}}, urls)
 	dst := t.TempDir()
 	r, fs := s.apply(loc, dst, unpack.Options{MaxResourceSize: 10})
-	if r.Written != 2 || r.Refused != 5 {
-		t.Errorf("%+v, want 2 written and 5 refused\n%s", r, dump(fs))
+	if r.Written != 2+good || r.Refused != 5 {
+		t.Errorf("%+v, want %d written and 5 refused\n%s", r, 2+good, dump(fs))
 	}
 	for _, c := range []struct{ path, check, msg string }{
 		{"long/x.txt", finding.CheckLength, "more than the list's 4 bytes"},
@@ -111,7 +152,7 @@ func TestListResourceFaults(t *testing.T) {
 	if f, ok := find(fs, finding.Unverified, finding.CheckHash, "nohash.txt"); !ok || !strings.Contains(f.Msg, "no hash") {
 		t.Errorf("nohash.txt not reported unverified\n%s", dump(fs))
 	}
-	equalMaps(t, "tree", contents(readTree(t, dst)), map[string]string{"good.txt": "good", "nohash.txt": "no hash given"})
+	equalMaps(t, "tree", contents(readTree(t, dst)), want)
 	for _, d := range []string{"long", "short", "gone", "nolen"} {
 		if _, err := os.Stat(filepath.Join(dst, d)); !os.IsNotExist(err) {
 			t.Errorf("%s: left behind (%v)", d, err)

@@ -8,7 +8,6 @@ import (
 	"math"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -440,25 +439,74 @@ func (p *pkgRun) fetchAll(ctx context.Context) error {
 	p.st = st
 	// n workers take the actions in turn: a goroutine per resource grew
 	// a fresh stack for each (4% of sync's CPU went to copying stacks on
-	// a list of 2 KB files).
-	var next atomic.Int64
+	// a list of 2 KB files). A worker takes a run of small resources at a
+	// time, whose GETs its pipeline writes together.
+	depth := p.u.opts.Pipeline
+	if depth == 0 {
+		depth = DefaultPipeline
+	}
+	runs := &fetchRuns{p: p, depth: max(depth, 1)}
 	g, gctx := errgroup.WithContext(ctx)
 	for range min(n, len(p.actions)) {
 		g.Go(func() error {
-			for {
-				i := next.Add(1) - 1
-				if i >= int64(len(p.actions)) {
-					return nil
+			var pl *httpc.Pipeline
+			if p.source == nil && depth > 1 {
+				pl = httpc.NewPipeline(p.u.opts.Client, depth)
+				defer pl.Close()
+			}
+			for run := runs.take(); len(run) > 0; run = runs.take() {
+				for _, a := range run {
+					if pl != nil {
+						pl.Add(a.b.URL.Loc)
+					}
 				}
-				if a := p.actions[i]; p.needsFetch(a) {
-					if err := p.fetchOne(gctx, a); err != nil {
+				for _, a := range run {
+					if err := p.fetchOne(gctx, a, pl); err != nil {
 						return err
 					}
 				}
 			}
+			return nil
 		})
 	}
 	return g.Wait()
+}
+
+// DefaultPipeline is how many GETs of a list's resources go out at once
+// on one connection (Options.Pipeline).
+const DefaultPipeline = 8
+
+// pipelineBytes bounds a run of resources fetched through one pipeline
+// by their listed lengths: a run is for small files, whose requests cost
+// more than their bytes; a large file, or one of no listed length, is a
+// run of its own, so that the workers share large files as before.
+const pipelineBytes = 256 << 10
+
+// fetchRuns hands the workers runs of consecutive actions to fetch.
+type fetchRuns struct {
+	p     *pkgRun
+	depth int
+	mu    sync.Mutex
+	next  int
+}
+
+func (r *fetchRuns) take() []*action {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var run []*action
+	var bytes int64
+	for ; r.next < len(r.p.actions) && len(run) < r.depth; r.next++ {
+		a := r.p.actions[r.next]
+		if !r.p.needsFetch(a) {
+			continue
+		}
+		if len(run) > 0 && (a.b.Length < 0 || bytes+a.b.Length > pipelineBytes) {
+			break
+		}
+		run = append(run, a)
+		bytes += max(a.b.Length, 0)
+	}
+	return run
 }
 
 func (p *pkgRun) needsFetch(a *action) bool {
@@ -468,7 +516,7 @@ func (p *pkgRun) needsFetch(a *action) bool {
 // fetchOne GETs one resource into a staging file, checking its length
 // and hashes on the way; a resource that fails is refused and reported,
 // and only a cancelled context or an unwritable tree is an error.
-func (p *pkgRun) fetchOne(ctx context.Context, a *action) error {
+func (p *pkgRun) fetchOne(ctx context.Context, a *action, pl *httpc.Pipeline) error {
 	f, err := p.st.create(a.target)
 	if refused(err) {
 		p.recMu.Lock()
@@ -488,7 +536,7 @@ func (p *pkgRun) fetchOne(ctx context.Context, a *action) error {
 	}
 	mh, _ := digest.NewMulti(algs...)
 	pw := &progressWriter{events: p.u.opts.Events, left: max(a.b.Length, 0)}
-	n, ferr, werr := p.download(ctx, a, io.MultiWriter(f, mh, pw))
+	n, ferr, werr := p.download(ctx, a, pl, io.MultiWriter(f, mh, pw))
 	pw.finish()
 	check, why := "", ""
 	switch {
@@ -531,10 +579,14 @@ func (p *pkgRun) fetchOne(ctx context.Context, a *action) error {
 }
 
 // openBitstream opens the bytes of a bitstream fetched on its own: from
-// the run's source, else from its URI, refused past limit bytes.
-func (p *pkgRun) openBitstream(ctx context.Context, a *action, limit int64) (io.ReadCloser, error) {
-	if p.source != nil {
+// the run's source, else from its URI (through pl when not nil), refused
+// past limit bytes.
+func (p *pkgRun) openBitstream(ctx context.Context, a *action, pl *httpc.Pipeline, limit int64) (io.ReadCloser, error) {
+	switch {
+	case p.source != nil:
 		return p.source(ctx, a)
+	case pl != nil:
+		return pl.Next(ctx, a.b.URL.Loc, limit)
 	}
 	return httpc.Open(ctx, p.u.opts.Client, a.b.URL.Loc, limit)
 }
@@ -543,9 +595,9 @@ func (p *pkgRun) openBitstream(ctx context.Context, a *action, limit int64) (io.
 // and one byte more to tell a longer one. A response whose
 // Content-Length is past it is refused before its first byte. ferr is
 // the fetch's failure, werr the writer's.
-func (p *pkgRun) download(ctx context.Context, a *action, w io.Writer) (n int64, ferr, werr error) {
+func (p *pkgRun) download(ctx context.Context, a *action, pl *httpc.Pipeline, w io.Writer) (n int64, ferr, werr error) {
 	limit := p.resourceCap(a)
-	rc, err := p.openBitstream(ctx, a, limit)
+	rc, err := p.openBitstream(ctx, a, pl, limit)
 	if err != nil {
 		return 0, err, nil
 	}

@@ -63,6 +63,10 @@ type Options struct {
 	ResumeDownloads bool
 	// Fetches is how many resources ApplyList fetches at once; default 8.
 	Fetches int
+	// Pipeline is how many GETs of small resources a fetch writes at
+	// once on its connection, before their responses (over plain http;
+	// see httpc.Pipeline); default DefaultPipeline, 1 for one at a time.
+	Pipeline int
 	// MaxResourceSize is the most ApplyList takes of a resource whose
 	// entry gives no length; default DefaultMaxResourceSize.
 	MaxResourceSize int64

@@ -51,7 +51,13 @@ func (c *leanConn) Read(p []byte) (int, error) {
 
 // takes says whether lean sends r.
 func (l *lean) takes(r *http.Request) bool {
-	if r.URL.Scheme != "http" || r.Method != http.MethodGet || (r.Body != nil && r.Body != http.NoBody) || r.Context().Value(judgedKey{}) == nil {
+	return r.Context().Value(judgedKey{}) != nil && l.plain(r)
+}
+
+// plain says whether r is a GET lean can send: over http, with no body,
+// and with no proxy.
+func (l *lean) plain(r *http.Request) bool {
+	if r.URL.Scheme != "http" || r.Method != http.MethodGet || (r.Body != nil && r.Body != http.NoBody) {
 		return false
 	}
 	if l.base.Proxy != nil {
@@ -67,10 +73,7 @@ func (l *lean) takes(r *http.Request) bool {
 var aLongTimeAgo = time.Unix(1, 0)
 
 func (l *lean) roundTrip(r *http.Request) (*http.Response, error) {
-	key := r.URL.Host
-	if r.URL.Port() == "" {
-		key = net.JoinHostPort(r.URL.Hostname(), "80")
-	}
+	key := hostKey(r.URL)
 	ctx := r.Context()
 	for retried := false; ; retried = true {
 		c, reused, err := l.get(ctx, key, retried)
@@ -111,14 +114,23 @@ func (l *lean) dropIdle(key string) {
 // send writes r on c and reads the response's header.
 func (l *lean) send(ctx context.Context, c *leanConn, r *http.Request) (*http.Response, error) {
 	c.read = 0
+	return l.receive(ctx, c, r, func() error {
+		if err := r.Write(c.bw); err != nil {
+			return err
+		}
+		return c.bw.Flush()
+	}, l.release)
+}
+
+// receive runs write (sending r, or r and the requests after it, on c),
+// then reads r's response header; the body gives c to release when it is
+// finished, ok if c can carry the next response.
+func (l *lean) receive(ctx context.Context, c *leanConn, r *http.Request, write func() error, release func(c *leanConn, ok bool)) (*http.Response, error) {
 	if t := l.base.ResponseHeaderTimeout; t > 0 {
 		c.SetReadDeadline(time.Now().Add(t))
 	}
 	stop := context.AfterFunc(ctx, func() { c.SetDeadline(aLongTimeAgo) })
-	err := r.Write(c.bw)
-	if err == nil {
-		err = c.bw.Flush()
-	}
+	err := write()
 	var resp *http.Response
 	for informational := 0; err == nil; informational++ {
 		resp, err = http.ReadResponse(c.br, r)
@@ -141,8 +153,18 @@ func (l *lean) send(ctx context.Context, c *leanConn, r *http.Request) (*http.Re
 		return nil, err
 	}
 	keep := !resp.Close && !r.Close && resp.StatusCode != http.StatusSwitchingProtocols
-	resp.Body = &leanBody{ctx: ctx, l: l, c: c, rc: resp.Body, stop: stop, keep: keep}
+	resp.Body = &leanBody{ctx: ctx, c: c, rc: resp.Body, stop: stop, keep: keep, release: release}
 	return resp, nil
+}
+
+// release keeps a connection whose body was read to its end, and closes
+// any other.
+func (l *lean) release(c *leanConn, ok bool) {
+	if ok {
+		l.put(c)
+	} else {
+		c.Close()
+	}
 }
 
 // get returns an idle connection to key, else (or when fresh) a new one.
@@ -237,14 +259,14 @@ func (l *lean) closeIdle() {
 // gives the connection back; closed before, it closes it (what is left
 // is not read). Close may come from another goroutine than Read's.
 type leanBody struct {
-	ctx  context.Context
-	l    *lean
-	c    *leanConn
-	rc   io.ReadCloser
-	stop func() bool
-	keep bool
-	done atomic.Bool // finished: at its end, or closed
-	eof  bool        // Read's
+	ctx     context.Context
+	c       *leanConn
+	rc      io.ReadCloser
+	stop    func() bool
+	keep    bool
+	release func(c *leanConn, ok bool) // once, when finished
+	done    atomic.Bool                // finished: at its end, or closed
+	eof     bool                       // Read's
 }
 
 var errBodyClosed = errors.New("http: read on closed response body")
@@ -277,10 +299,9 @@ func (b *leanBody) finish(eof bool) {
 	if !b.done.CompareAndSwap(false, true) {
 		return
 	}
-	if b.stop() && eof && b.keep {
+	ok := b.stop() && eof && b.keep
+	if ok {
 		b.rc.Close() // at its end: reads nothing more
-		b.l.put(b.c)
-		return
 	}
-	b.c.Close()
+	b.release(b.c, ok)
 }

@@ -39,6 +39,13 @@ func DoResponse(c *http.Client, req *http.Request, maxBytes int64) (*http.Respon
 	if err != nil {
 		return nil, nil, err // *url.Error names the URL
 	}
+	return checkResponse(req, resp, maxBytes)
+}
+
+// checkResponse is DoResponse's verdict on the response to req: a
+// *StatusError but for a 2xx, ErrTooLarge for a Content-Length past
+// maxBytes, else the body capped.
+func checkResponse(req *http.Request, resp *http.Response, maxBytes int64) (*http.Response, io.ReadCloser, error) {
 	u, final := req.URL.Redacted(), resp.Request.URL.Redacted()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		io.CopyN(io.Discard, resp.Body, 4<<10) // so the connection can be reused

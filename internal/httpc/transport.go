@@ -44,13 +44,19 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		cancel()
 		return nil, err
 	}
-	w := newWatched(resp.Body, req.URL.Redacted(), t.stall, cancel)
-	if t.minSpeed > 0 && req.Context().Value(judgedKey{}) != nil {
+	t.watch(resp, req.URL.Redacted(), req.Context().Value(judgedKey{}) != nil, cancel)
+	return resp, nil
+}
+
+// watch puts resp's body under the stall watch, and, judged, under the
+// minimum speed; cancel stops the request.
+func (t *transport) watch(resp *http.Response, url string, judged bool, cancel context.CancelFunc) {
+	w := newWatched(resp.Body, url, t.stall, cancel)
+	if t.minSpeed > 0 && judged {
 		w.floor = &floor{min: t.minSpeed, window: t.window, clock: time.Now().UnixNano()}
 		w.floor.pace.Begin(w.floor.clock)
 	}
 	resp.Body = w
-	return resp, nil
 }
 
 // CloseIdleConnections lets http.Client.CloseIdleConnections reach the
