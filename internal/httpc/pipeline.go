@@ -16,9 +16,10 @@ import (
 // list of small resources one write carries several requests and one
 // read often several responses, where a request at a time costs a write,
 // a read and a wait on each side. Next(url) returns what Open(url) would;
-// whatever the pipeline does not do (another scheme, a proxy, a client
-// with a time-out, a redirect, a connection that failed or that the
-// server closed with requests on it) Next does through Open, so that the
+// whatever the pipeline does not do (another scheme, a proxy, a URL with
+// a user and password, a client with a time-out, a redirect, a
+// connection that failed or that the server closed with requests on it)
+// Next does through Open, so that the
 // pipeline only saves round trips: a response it hands out is the one to
 // its URL's request, and Open's checks hold for it.
 //
@@ -65,8 +66,8 @@ func (p *Pipeline) Add(rawURL string) {
 		return
 	}
 	req, err := http.NewRequest(http.MethodGet, rawURL, nil)
-	if err != nil || !p.t.lean.plain(req) {
-		return
+	if err != nil || !p.t.lean.plain(req) || req.URL.User != nil {
+		return // a user and password in the URL: http.Client's to send
 	}
 	req.Header.Set("User-Agent", p.t.ua)
 	p.mu.Lock()
