@@ -504,7 +504,11 @@ func (r *fetchRuns) take() []*action {
 			break
 		}
 		run = append(run, a)
-		bytes += max(a.b.Length, 0)
+		if a.b.Length < 0 {
+			r.next++ // of no listed length, maybe large: a run of its own
+			break
+		}
+		bytes += a.b.Length
 	}
 	return run
 }
