@@ -2,6 +2,7 @@ package httpc
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -90,6 +91,12 @@ func (p *Pipeline) Next(ctx context.Context, rawURL string, maxBytes int64) (io.
 	}
 	if err != nil {
 		cancel()
+		var ne net.Error
+		if ctx.Err() == nil && errors.As(err, &ne) && ne.Timeout() {
+			// No answer in the header time-out: Open's verdict, which
+			// would wait as long again.
+			return nil, &url.Error{Op: "Get", URL: a.req.URL.Redacted(), Err: err}
+		}
 		return Open(ctx, p.c, rawURL, maxBytes)
 	}
 	p.t.watch(resp, a.req.URL.Redacted(), true, cancel)

@@ -2,10 +2,13 @@ package httpc
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -39,5 +42,47 @@ func TestPipelineUserinfo(t *testing.T) {
 		if b, err := readAll(p.Next(ctx, base+q, 1<<20)); err != nil || b != "body of "+q {
 			t.Errorf("%s: %q, %v; Open got it", q, b, err)
 		}
+	}
+}
+
+// A server that does not answer within the header time-out fails the
+// request as Open's does, once: the pipeline sent it again through Open,
+// doubling the wait (sync's --stall-timeout) and the requests.
+func TestPipelineHeaderTimeoutOnce(t *testing.T) {
+	var hits atomic.Int64
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			hits.Add(1)
+			select {
+			case <-release:
+			case <-time.After(5 * time.Second):
+			}
+		}
+		fmt.Fprint(w, "body of "+r.URL.Path)
+	}))
+	defer srv.Close()
+	defer close(release)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c := leanClient() // 300 ms for headers
+	start := time.Now()
+	_, oerr := readAll(Open(ctx, c, srv.URL+"/slow", 1<<20))
+	openTook, openHits := time.Since(start), hits.Swap(0)
+	p := NewPipeline(c, 8)
+	defer p.Close()
+	p.Add(srv.URL + "/slow")
+	start = time.Now()
+	_, err := readAll(p.Next(ctx, srv.URL+"/slow", 1<<20))
+	took := time.Since(start)
+	if err == nil || oerr == nil {
+		t.Fatalf("no time-out: %v, Open's %v", err, oerr)
+	}
+	if h := hits.Load(); h != openHits || took > openTook+200*time.Millisecond {
+		t.Errorf("%d requests in %v, Open's %d in %v (%v; Open's %v)", h, took, openHits, openTook, err, oerr)
+	}
+	var ne net.Error
+	if want := fmt.Sprintf("Get %q: ", srv.URL+"/slow"); !errors.As(err, &ne) || !ne.Timeout() || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("error %q, want a time-out as Open's %q", err, oerr)
 	}
 }
