@@ -92,9 +92,11 @@ func (p *Pipeline) Next(ctx context.Context, rawURL string, maxBytes int64) (io.
 	if err != nil {
 		cancel()
 		var ne net.Error
-		if ctx.Err() == nil && errors.As(err, &ne) && ne.Timeout() {
-			// No answer in the header time-out: Open's verdict, which
-			// would wait as long again.
+		if !onWire && ctx.Err() == nil && errors.As(err, &ne) && ne.Timeout() {
+			// Written first on the connection and not answered in the
+			// time-out: Open's verdict, which would wait as long again.
+			// (One written behind another may be lost to a server that
+			// mishandles pipelining: Open sends it again.)
 			return nil, &url.Error{Op: "Get", URL: a.req.URL.Redacted(), Err: err}
 		}
 		return Open(ctx, p.c, rawURL, maxBytes)
