@@ -86,3 +86,52 @@ func TestPipelineHeaderTimeoutOnce(t *testing.T) {
 		t.Errorf("error %q, want a time-out as Open's %q", err, oerr)
 	}
 }
+
+// A body that stalls fails with Open's StallError, one whose context is
+// cancelled fails as Open's does, and the requests written behind
+// them are answered whole all the same.
+func TestPipelineStallAndCancel(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/stall") {
+			w.Header().Set("Content-Length", "100")
+			fmt.Fprint(w, "ten bytes.")
+			w.(http.Flusher).Flush()
+			select {
+			case <-release:
+			case <-time.After(5 * time.Second):
+			}
+			return
+		}
+		fmt.Fprint(w, "body of "+r.URL.Path)
+	}))
+	defer srv.Close()
+	defer close(release)
+	c := leanClient() // stalls after 300 ms
+	p := NewPipeline(c, 8)
+	defer p.Close()
+	for _, q := range []string{"/a", "/stall1", "/b", "/stall2", "/c"} {
+		p.Add(srv.URL + q)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	next := func(ctx context.Context, q string) (string, error) { return readAll(p.Next(ctx, srv.URL+q, 1<<20)) }
+	if b, err := next(ctx, "/a"); b != "body of /a" || err != nil {
+		t.Errorf("/a: %q, %v", b, err)
+	}
+	var stall *StallError
+	if _, err := next(ctx, "/stall1"); !errors.As(err, &stall) {
+		t.Errorf("/stall1: %v, want a StallError", err)
+	}
+	if b, err := next(ctx, "/b"); b != "body of /b" || err != nil {
+		t.Errorf("/b: %q, %v", b, err)
+	}
+	cctx, ccancel := context.WithCancel(ctx)
+	time.AfterFunc(100*time.Millisecond, ccancel)
+	if _, err := next(cctx, "/stall2"); err == nil || errors.As(err, &stall) {
+		t.Errorf("/stall2: %v, want the cancel's error (an i/o time-out, as Open's)", err)
+	}
+	if b, err := next(ctx, "/c"); b != "body of /c" || err != nil {
+		t.Errorf("/c: %q, %v", b, err)
+	}
+}
