@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -133,5 +134,27 @@ func TestPipelineStallAndCancel(t *testing.T) {
 	}
 	if b, err := next(ctx, "/c"); b != "body of /c" || err != nil {
 		t.Errorf("/c: %q, %v", b, err)
+	}
+}
+
+// A client with a proxy fetches every URL through Open, by the proxy.
+func TestPipelineProxy(t *testing.T) {
+	s := newRawServer(t, 0, false)
+	var proxied atomic.Int64
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		proxied.Add(1)
+		fmt.Fprint(w, "body of "+r.URL.Path)
+	}))
+	defer proxy.Close()
+	c := leanClient()
+	tr := c.Transport.(*transport)
+	pu, _ := url.Parse(proxy.URL)
+	tr.base.Proxy = http.ProxyURL(pu)
+	p := NewPipeline(c, 8)
+	defer p.Close()
+	ps := paths(8)
+	checkBodies(t, ps, fetchAll(t, p, s, ps))
+	if _, seen, _ := s.seen(); len(seen) != 0 || proxied.Load() != int64(len(ps)) {
+		t.Errorf("%d requests to the server itself, %d by the proxy; want 0 and %d", len(seen), proxied.Load(), len(ps))
 	}
 }
