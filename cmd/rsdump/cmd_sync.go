@@ -166,8 +166,8 @@ func (f *syncFlags) check(args []string) (string, error) {
 		return "", usagef("sync needs --dest DIR")
 	case f.maxRatio < 1:
 		return "", usagef("--max-ratio must be at least 1")
-	case f.jobs < 0 || f.fetches < 1:
-		return "", usagef("--jobs must not be negative and --fetches must be positive")
+	case f.jobs < 0 || f.fetches < 1 || f.pipeline < 1:
+		return "", usagef("--jobs must not be negative, --fetches and --pipeline must be positive")
 	case f.stall <= 0:
 		return "", usagef("--stall-timeout must be positive")
 	case f.maxSize <= 0:

@@ -99,6 +99,14 @@ func (p *Pipeline) Next(ctx context.Context, rawURL string, maxBytes int64) (io.
 			// mishandles pipelining: Open sends it again.)
 			return nil, &url.Error{Op: "Get", URL: a.req.URL.Redacted(), Err: err}
 		}
+		if onWire && ctx.Err() == nil && errors.As(err, &ne) && ne.Timeout() {
+			// Written behind another and never answered: a server
+			// that loses pipelined requests would cost a time-out
+			// for every one; from now on they go one at a time.
+			p.mu.Lock()
+			p.depth = 1
+			p.mu.Unlock()
+		}
 		return Open(ctx, p.c, rawURL, maxBytes)
 	}
 	p.t.watch(resp, a.req.URL.Redacted(), true, cancel)
