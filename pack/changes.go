@@ -22,6 +22,7 @@ type changeRun struct {
 	dumps   *changeIndex  // changedump.xml, the Change Dump Index the run adds its Change Dump to
 	seq0    int           // number of the last package written before
 	walk    string        // temporary file: the walked files, in walk order
+	sparse  bool          // the walk gives kept files as runs (walkRun)
 	changes *sorter       // the changes found, to sort chronologically
 	packed  *sorter       // the files packed, as published, to sort by path for the state
 	found   [3]int        // created, updated, deleted
@@ -247,6 +248,8 @@ type differ struct {
 	changes *sorter
 	from    int64
 	at      int64
+	sparse  bool  // kept files go as runs (walkRun), not a line each
+	kept    int64 // kept files since the last line written, when sparse
 }
 
 func (r *run) diff(ctx context.Context, changes *sorter) error {
@@ -256,8 +259,9 @@ func (r *run) diff(ctx context.Context, changes *sorter) error {
 	}
 	r.chg.walk = f.Name()
 	defer f.Close()
+	r.chg.sparse = r.chg.takesDelta(r.opts) && r.chg.old != nil
 	d := &differ{r: r, base: r.chg.base.src, state: newRecWriter(f), changes: changes,
-		from: nanos(r.chg.base.time), at: nanos(r.at)}
+		from: nanos(r.chg.base.time), at: nanos(r.at), sparse: r.chg.sparse}
 	if err := d.advance(); err != nil {
 		return err
 	}
@@ -272,6 +276,9 @@ func (r *run) diff(ctx context.Context, changes *sorter) error {
 		if err := d.deleted(); err != nil {
 			return err
 		}
+	}
+	if err := d.flushKept(); err != nil {
+		return err
 	}
 	if err := d.state.flush(); err != nil {
 		return err
@@ -319,7 +326,7 @@ func (d *differ) deleted() error {
 		return err
 	}
 	// In the walk's lines too, for a delta of the state (mergeState).
-	return d.state.write(&record{Rel: old.Rel, Change: resourcesync.ChangeDeleted})
+	return d.write(&record{Rel: old.Rel, Change: resourcesync.ChangeDeleted})
 }
 
 // compare records an unchanged file as the baseline has it, its n-th;
@@ -338,10 +345,32 @@ func (d *differ) compare(old record, n int64, it item) error {
 	rec := record{Rel: it.rel, Size: it.size, Mtime: nanos(it.mtime), Hash: old.Hash, Type: old.Type}
 	if rec.Size == old.Size && rec.Mtime == old.Mtime {
 		rec.Seq = n // not so when --checksum found a file touched
+		if d.sparse {
+			d.kept++
+			return nil
+		}
 	} else {
 		d.r.chg.touched++
 	}
-	return d.state.write(&rec)
+	return d.write(&rec)
+}
+
+// write writes a line of the walk, after the run of kept files before it.
+func (d *differ) write(rec *record) error {
+	if err := d.flushKept(); err != nil {
+		return err
+	}
+	return d.state.write(rec)
+}
+
+// flushKept writes the run of kept files not yet written, if any.
+func (d *differ) flushKept() error {
+	if d.kept == 0 {
+		return nil
+	}
+	n := d.kept
+	d.kept = 0
+	return d.state.writeRun(n)
 }
 
 // changed records a creation or update. The walk state keeps the
@@ -368,7 +397,7 @@ func (d *differ) changed(old record, it item, change string) error {
 	if err := d.changes.add(c); err != nil {
 		return err
 	}
-	return d.state.write(&record{Rel: it.rel, Size: old.Size, Mtime: old.Mtime, Hash: old.Hash, Type: old.Type, Change: change, Datetime: mt, Seq: it.size})
+	return d.write(&record{Rel: it.rel, Size: old.Size, Mtime: old.Mtime, Hash: old.Hash, Type: old.Type, Change: change, Datetime: mt, Seq: it.size})
 }
 
 // sameContent is --checksum's test: same length, and the same hash in

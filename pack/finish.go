@@ -2,9 +2,11 @@ package pack
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/rsdump/rsdump/resourcesync"
@@ -130,8 +132,27 @@ func (r *run) mergeChangeState(md resourcesync.MD) error {
 		old = waitOldList(r.chg.old)
 		defer old.close()
 	}
+	var walk walkSource = &walkLines{name: r.chg.walk, br: bufio.NewReaderSize(f, 1<<20)}
+	if r.chg.sparse {
+		// A delta takes only the files that changed, and the Resource
+		// List's other entries are the lines of the list there: the runs
+		// of kept files are copied from it whole. Otherwise the runs are
+		// the baseline's files, read again.
+		if _, ok := sw.(*deltaWriter); ok && (old != nil || len(r.pkgs) == 0) {
+			if len(r.pkgs) == 0 {
+				list = nil
+			}
+			return spliceState(r.opts, walk.(*walkLines), &lastOnly{src: packed}, sw, list, old)
+		}
+		s, _, err := openState(r.chg.base.name)
+		if err != nil {
+			return &BaselineError{Path: r.chg.base.name, Err: err}
+		}
+		defer s.close()
+		walk = &expandedWalk{walk: walk.(*walkLines), base: s, name: r.chg.base.name}
+	}
 	feed := r.feedList(list, old)
-	err = mergeState(&walkLines{name: r.chg.walk, br: bufio.NewReaderSize(f, 1<<20)}, &lastOnly{src: packed}, sw, feed)
+	err = mergeState(walk, &lastOnly{src: packed}, sw, feed)
 	if ferr := feed.close(); err == nil {
 		err = ferr
 	}
@@ -143,7 +164,8 @@ func (r *run) mergeChangeState(md resourcesync.MD) error {
 // delta stays within deltaLimit; otherwise the whole state.
 func (r *run) newChangeState() (stateOut, error) {
 	c := r.chg
-	if st := c.base.state; st != nil && st.delta.takes && r.opts.Since == "" {
+	if c.takesDelta(r.opts) {
+		st := c.base.state
 		changed := int64(c.found[0] + c.found[1] + c.found[2] + c.touched)
 		line := st.delta.base.Size / max(st.lines, 1)
 		if st.delta.bytes+changed*line <= deltaLimit(st.delta.base.Size) {
@@ -151,6 +173,13 @@ func (r *run) newChangeState() (stateOut, error) {
 		}
 	}
 	return newStateSpool(r.out)
+}
+
+// takesDelta reports whether the run's state may be a batch added to
+// the delta of the state it read: that state is the output's own.
+func (c *changeRun) takesDelta(o *Options) bool {
+	st := c.base.state
+	return st != nil && st.delta.takes && o.Since == ""
 }
 
 // commitChangeState writes the Resource List mergeChangeState made, the
@@ -306,6 +335,13 @@ func (r *run) stateKind() string {
 	return r.kind.capability
 }
 
+// walkSource gives the walk's lines, each without its end, in walk
+// order; pos is where the last came from, for messages.
+type walkSource interface {
+	next() ([]byte, bool, error)
+	pos() string
+}
+
 // walkLines reads the walk's lines, each without its end.
 type walkLines struct {
 	name string
@@ -325,18 +361,128 @@ func (w *walkLines) next() ([]byte, bool, error) {
 	return line[:len(line)-1], true, nil
 }
 
+func (w *walkLines) pos() string { return fmt.Sprintf("%s: line %d", w.name, w.n) }
+
+// walkRun is the number of kept files a line of a sparse walk stands
+// for (recWriter.writeRun), when it is such a line.
+func walkRun(line []byte) (int64, bool) {
+	if len(line) < 2 || line[0] != '\t' {
+		return 0, false
+	}
+	n, ok := parseDigits(string(line[1:]))
+	return int64(n), ok && n > 0 && n < 1<<62
+}
+
+// expandedWalk gives the lines of a sparse walk with its runs of kept
+// files as a full walk has them, each file's line made from its record
+// in the baseline, read again: the n-th file of the baseline is kept
+// with seq n, as the walk's join wrote it (differ.compare).
+type expandedWalk struct {
+	walk *walkLines
+	base recSource
+	name string // the baseline's
+	n    int64  // the baseline's files read
+	run  int64  // kept files of the current run still to give
+	buf  []byte
+}
+
+func (e *expandedWalk) pos() string { return e.walk.pos() }
+
+func (e *expandedWalk) next() ([]byte, bool, error) {
+	for e.run == 0 {
+		line, ok, err := e.walk.next()
+		if err != nil || !ok {
+			return nil, false, err
+		}
+		if n, ok := walkRun(line); ok {
+			e.run = n
+			continue
+		}
+		w, err := parseRecord(string(line))
+		if err != nil {
+			return nil, false, fmt.Errorf("%s: %w", e.pos(), err)
+		}
+		if w.Change != resourcesync.ChangeCreated {
+			// The file's version in the baseline, not kept.
+			b, err := e.baseFile()
+			if err != nil {
+				return nil, false, err
+			}
+			if b.Rel != w.Rel {
+				return nil, false, fmt.Errorf("%s: %s is the baseline's file %d on reading it again, not %s", e.pos(), b.Rel, e.n, w.Rel)
+			}
+		}
+		return line, true, nil
+	}
+	b, err := e.baseFile()
+	if err != nil {
+		return nil, false, err
+	}
+	e.run--
+	rec := record{Rel: b.Rel, Size: b.Size, Mtime: b.Mtime, Hash: b.Hash, Type: b.Type, Seq: e.n}
+	e.buf = rec.appendTo(e.buf[:0])
+	return e.buf[:len(e.buf)-1], true, nil
+}
+
+// baseFile is the baseline's next file.
+func (e *expandedWalk) baseFile() (record, error) {
+	b, ok, err := e.base.next()
+	if err == nil && !ok {
+		err = errors.New("fewer files than on the first reading")
+	}
+	if err != nil {
+		return record{}, &BaselineError{Path: e.name, Err: err}
+	}
+	e.n++
+	return b, nil
+}
+
+// packedCursor goes through the files the run packed, by path, beside
+// the walk.
+type packedCursor struct {
+	src recSource
+	p   record
+	ok  bool
+}
+
+func newPackedCursor(src recSource) (*packedCursor, error) {
+	c := &packedCursor{src: src}
+	var err error
+	c.p, c.ok, err = src.next()
+	return c, err
+}
+
+// version is the record the new state has for w, a line of the walk of
+// a file not kept as it was and not deleted: as the walk has it when
+// --checksum found it touched, the version packed when changed, the
+// baseline's when an update was left out; none (false) for a creation
+// left out.
+func (c *packedCursor) version(w record) (record, bool, error) {
+	for c.ok && comparePaths(c.p.Rel, w.Rel) < 0 {
+		var err error
+		if c.p, c.ok, err = c.src.next(); err != nil {
+			return record{}, false, err
+		}
+	}
+	switch {
+	case w.Change == "":
+		return w, true, nil
+	case c.ok && c.p.Rel == w.Rel:
+		return record{Rel: w.Rel, Size: w.Seq, Mtime: w.Datetime, Hash: c.p.Hash, Type: c.p.Type}, true, nil
+	case w.Change == resourcesync.ChangeUpdated:
+		return record{Rel: w.Rel, Size: w.Size, Mtime: w.Mtime, Hash: w.Hash, Type: w.Type}, true, nil
+	}
+	return record{}, false, nil
+}
+
 // mergeState gives each walked file its record in the new state: as in
 // the baseline when unchanged, its line copied; the version packed when
 // changed; the baseline's version (none for a creation) when it was left
 // out. It hands the same to the Resource List.
-func mergeState(walk *walkLines, packed recSource, sw stateOut, feed *listFeed) error {
-	p, pok, err := packed.next()
+func mergeState(walk walkSource, packed recSource, sw stateOut, feed *listFeed) error {
+	pc, err := newPackedCursor(packed)
 	if err != nil {
 		return err
-	}
-	add := func(rec record) error {
-		feed.add(rec)
-		return sw.add(rec)
 	}
 	for {
 		line, ok, err := walk.next()
@@ -354,7 +500,7 @@ func mergeState(walk *walkLines, packed recSource, sw stateOut, feed *listFeed) 
 		}
 		w, err := parseRecord(string(line))
 		if err != nil {
-			return fmt.Errorf("%s: line %d: %w", walk.name, walk.n, err)
+			return fmt.Errorf("%s: %w", walk.pos(), err)
 		}
 		if w.Change == resourcesync.ChangeDeleted {
 			if err := sw.deleted(w.Rel); err != nil {
@@ -362,22 +508,84 @@ func mergeState(walk *walkLines, packed recSource, sw stateOut, feed *listFeed) 
 			}
 			continue
 		}
-		for pok && comparePaths(p.Rel, w.Rel) < 0 {
-			if p, pok, err = packed.next(); err != nil {
-				return err
-			}
-		}
-		if w.Change == "" {
-			err = add(w)
-		} else if pok && p.Rel == w.Rel {
-			err = add(record{Rel: w.Rel, Size: w.Seq, Mtime: w.Datetime, Hash: p.Hash, Type: p.Type})
-		} else if w.Change == resourcesync.ChangeUpdated {
-			err = add(record{Rel: w.Rel, Size: w.Size, Mtime: w.Mtime, Hash: w.Hash, Type: w.Type})
+		rec, ok, err := pc.version(w)
+		if err == nil && ok {
+			feed.add(rec)
+			err = sw.add(rec)
 		}
 		if err != nil {
 			return err
 		}
 	}
+}
+
+// plainLoc reports whether rel is in its <loc> as it is, after the base
+// URL: nothing in it is escaped, in the URL or in XML.
+func plainLoc(rel string) bool {
+	return !strings.ContainsAny(rel, `&<>"'`) && resourcesync.LocFor("", rel) == rel
+}
+
+// spliceState is mergeState for a sparse walk into a delta, which takes
+// the files not kept alone: the Resource List (none when list is nil)
+// gets the lines of old for the runs of kept files, copied, and the
+// entries of the others, encoded. The baseline's file of each line of
+// the walk but a creation's is the next of old, not copied.
+func spliceState(o *Options, walk *walkLines, packed recSource, sw stateOut, list *listWriter, old *oldList) error {
+	pc, err := newPackedCursor(packed)
+	if err != nil {
+		return err
+	}
+	var md entryMD
+	for {
+		line, ok, err := walk.next()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		if n, ok := walkRun(line); ok {
+			for ; list != nil && n > 0; n-- {
+				if !old.next() {
+					return fmt.Errorf("%s: %s ends before the state's files", walk.pos(), ResourceListName)
+				}
+				if err := list.addLine(old.line); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		w, err := parseRecord(string(line))
+		if err != nil {
+			return fmt.Errorf("%s: %w", walk.pos(), err)
+		}
+		// Its entry is checked when its <loc> is the base URL and the
+		// path as it is, nothing escaped (in the URL nor in XML).
+		if list != nil && w.Change != resourcesync.ChangeCreated &&
+			(!old.next() || plainLoc(w.Rel) && !old.isEntry([]byte(w.Rel))) {
+			return fmt.Errorf("%s: %s has not the entry of %s where the state has the file", walk.pos(), ResourceListName, w.Rel)
+		}
+		if w.Change == resourcesync.ChangeDeleted {
+			if err := sw.deleted(w.Rel); err != nil {
+				return err
+			}
+			continue
+		}
+		rec, ok, err := pc.version(w)
+		if err == nil && ok && list != nil {
+			err = list.add(stateEntry(o, rec, &md))
+		}
+		if err == nil && ok {
+			err = sw.add(rec)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if list != nil && old.next() {
+		return fmt.Errorf("%s has more entries than the state has files", ResourceListName)
+	}
+	return nil
 }
 
 // recordOf is a manifest entry as a state record; a deletion is the zero

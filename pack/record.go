@@ -154,6 +154,15 @@ func (w *recWriter) write(r *record) error {
 	return err
 }
 
+// writeRun writes the line of a sparse walk that stands for n kept
+// files (walkRun): a tab, then n.
+func (w *recWriter) writeRun(n int64) error {
+	w.buf = strconv.AppendInt(append(w.buf[:0], '\t'), n, 10)
+	w.buf = append(w.buf, '\n')
+	_, err := w.w.Write(w.buf)
+	return err
+}
+
 func (w *recWriter) flush() error { return w.w.Flush() }
 
 // recReader reads records written by a recWriter; name is used in errors.

@@ -147,14 +147,19 @@ func (o *oldList) lineFor(k int64, rel []byte) []byte {
 		}
 	}
 	// A check of what check already made sure of: the line is the entry
-	// of rel, whose <loc> is the base URL and rel when rel needs no
-	// escape (LocFor); another is encoded.
-	rest, _ := bytes.CutPrefix(o.line, urlStart)
-	rest, ok := bytes.CutPrefix(rest, o.base)
-	if !ok || len(rest) < len(rel)+6 || !bytes.Equal(rest[:len(rel)], rel) || string(rest[len(rel):len(rel)+6]) != "</loc>" {
+	// of rel; another is encoded.
+	if !o.isEntry(rel) {
 		return nil
 	}
 	return o.line
+}
+
+// isEntry reports whether the last line read is the entry of rel, whose
+// <loc> is the base URL and rel when rel needs no escape (LocFor).
+func (o *oldList) isEntry(rel []byte) bool {
+	rest, _ := bytes.CutPrefix(o.line, urlStart)
+	rest, ok := bytes.CutPrefix(rest, o.base)
+	return ok && len(rest) >= len(rel)+6 && bytes.Equal(rest[:len(rel)], rel) && string(rest[len(rel):len(rel)+6]) == "</loc>"
 }
 
 // next reads the next entry line, opening the next document when one
