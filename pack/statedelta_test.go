@@ -2,12 +2,15 @@ package pack
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rsdump/rsdump/finding"
 )
 
 // deltaTree is a source of 40 files in 4 directories, packed whole at
@@ -282,5 +285,74 @@ func TestStateDeltaSameFileTwice(t *testing.T) {
 	}
 	if res := packAt(t, src, out, chgOptions(3)); res.Created+res.Updated+res.Deleted != 0 {
 		t.Errorf("the run after found %d created, %d updated, %d deleted; want none", res.Created, res.Updated, res.Deleted)
+	}
+}
+
+// TestStateDeltaWalkRuns: a --changes run into the state's delta, with
+// the Resource List that state names there, writes the files it keeps
+// as they were as runs, one line each, in its walk: its lines are those
+// of the three files changed and the runs between them, which count the
+// 38 files kept (of 40, one updated, one deleted), not a line a file.
+func TestStateDeltaWalkRuns(t *testing.T) {
+	src, out := deltaTree(t)
+	changeDeltaTree(t, src, 1)
+	var walk []string
+	o := chgOptions(1)
+	o.Events = func(e finding.Event) {
+		if _, ok := e.(PackageDone); !ok {
+			return
+		}
+		names, _ := filepath.Glob(filepath.Join(out, ".rsdump-walk-*.tmp"))
+		if len(names) != 1 {
+			t.Errorf("walk files %v, want one", names)
+			return
+		}
+		walk = strings.Split(strings.TrimSuffix(string(readFile(t, names[0])), "\n"), "\n")
+	}
+	packAt(t, src, out, o)
+	runs, kept := 0, int64(0)
+	for _, l := range walk {
+		if n, ok := walkRun([]byte(l)); ok {
+			runs++
+			kept += n
+		}
+	}
+	if len(walk)-runs != 3 || runs == 0 || runs > 4 || kept != 38 {
+		t.Errorf("the walk has %d lines, %d of them runs of %d kept files; want 3 lines of changes and up to 4 runs of 38:\n%s",
+			len(walk), runs, kept, strings.Join(walk, "\n"))
+	}
+}
+
+// TestStateDeltaListNotFollowed: a Resource List that the state names
+// (its length and CRC as the state gives them) but whose entries are not
+// in the order of the state's files fails the run where the entry of a
+// file not kept is not where the state has the file, rather than giving
+// the kept files the lines of others.
+func TestStateDeltaListNotFollowed(t *testing.T) {
+	src, out := deltaTree(t)
+	rl := readFile(t, filepath.Join(out, ResourceListName))
+	lines := bytes.SplitAfter(rl, []byte("\n"))
+	i, j := -1, -1
+	for k, l := range lines {
+		switch {
+		case bytes.Contains(l, []byte("/d2/f06.txt</loc>")):
+			i = k
+		case bytes.Contains(l, []byte("/d2/f10.txt</loc>")):
+			j = k
+		}
+	}
+	if i < 0 || j < 0 {
+		t.Fatalf("no entry of d2/f06.txt or d2/f10.txt in\n%s", rl)
+	}
+	lines[i], lines[j] = lines[j], lines[i]
+	swapped := bytes.Join(lines, nil)
+	if err := os.WriteFile(filepath.Join(out, ResourceListName), swapped, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	setStateList(t, out, []listDoc{docOf(ResourceListName, swapped)})
+	changeDeltaTree(t, src, 1) // d2/f06.txt deleted
+	_, err := Pack(context.Background(), src, out, chgOptions(1))
+	if err == nil || !strings.Contains(err.Error(), "has not the entry of d2/f06.txt") {
+		t.Errorf("Pack: %v, want the entry of d2/f06.txt not found where the state has it", err)
 	}
 }
