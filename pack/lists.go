@@ -183,17 +183,11 @@ func (l *listWriter) prepareDoc(p *listPart, name string, h resourcesync.Header,
 	if err != nil {
 		return err
 	}
-	w := copying(af)
 	if s, ok := body.(io.Seeker); ok {
 		_, err = s.Seek(0, io.SeekStart)
-	} else if f, ok := af.(interface{ File() *os.File }); ok {
-		// Its entries come as the run makes them: the kernel starts
-		// writing them to disk as they come, and the sync at the end
-		// waits for the last few only.
-		w = &writingBack{w: af, f: f.File()}
 	}
 	if err == nil {
-		err = resourcesync.WriteDocument(w, h, body)
+		err = resourcesync.WriteDocument(copying(af), h, body)
 	}
 	if f, ok := af.(interface{ File() *os.File }); ok && err == nil {
 		err = f.File().Sync()
@@ -204,28 +198,6 @@ func (l *listWriter) prepareDoc(p *listPart, name string, h resourcesync.Header,
 	}
 	p.af = af
 	return nil
-}
-
-// writingBack writes a file, asking the kernel to start writing what
-// was written to disk (startWriteback) every writebackList bytes.
-type writingBack struct {
-	w        io.Writer
-	f        *os.File
-	n, dirty int64
-}
-
-// writebackList is how often a list's document starts its writeback: a
-// few times in a part of 12 MB (50,000 entries).
-const writebackList = 2 << 20
-
-func (w *writingBack) Write(p []byte) (int, error) {
-	n, err := w.w.Write(p)
-	w.n += int64(n)
-	if w.dirty += int64(n); w.dirty >= writebackList {
-		startWriteback(w.f, w.n-w.dirty, w.dirty)
-		w.dirty = 0
-	}
-	return n, err
 }
 
 // close ends a part's entries; one written in place then gets its
