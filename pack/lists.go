@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -68,7 +69,7 @@ type listPart struct {
 	// In place: the part's document, its body fed through pw to the
 	// goroutine that writes and syncs it, which done gives the end of.
 	af   sink.File
-	pw   *io.PipeWriter
+	pw   *chunkPipe
 	done chan error
 }
 
@@ -137,14 +138,14 @@ func (l *listWriter) startPart() error {
 			go func() { p.done <- l.prepareDoc(p, name, h, p.f) }()
 		}
 		name, h := l.partDoc(n)
-		pr, pw := io.Pipe()
+		pw := newChunkPipe()
 		p := &listPart{pw: pw, done: make(chan error, 1)}
 		p.sum = &docSum{w: pw, crc: crc32.New(crcTable)}
 		p.enc = resourcesync.NewBodyEncoder(p.sum, resourcesync.URLSet, headerReserve)
 		l.parts = append(l.parts, p)
 		go func() {
-			err := l.prepareDoc(p, name, h, pr)
-			pr.CloseWithError(err) // the encoder's writes fail, if it failed
+			err := l.prepareDoc(p, name, h, pw)
+			pw.closeRead(err) // the encoder's writes fail, if it failed
 			p.done <- err
 		}()
 		return nil
@@ -156,6 +157,117 @@ func (l *listWriter) startPart() error {
 	sum := &docSum{w: f, crc: crc32.New(crcTable)}
 	l.parts = append(l.parts, &listPart{f: f, sum: sum, enc: resourcesync.NewBodyEncoder(sum, resourcesync.URLSet, headerReserve)})
 	return nil
+}
+
+// chunkPipe carries a part's body from its encoder to the goroutine
+// writing its document, as io.Pipe did, but a write is copied and queued
+// (pipeChunks at most) rather than handed over: the encoder goes on while
+// the document's goroutine writes the chunks before, where with io.Pipe
+// each waited for the other.
+type chunkPipe struct {
+	c     chan []byte   // the chunks written, closed by the writer
+	free  chan []byte   // chunks written out, to reuse
+	done  chan struct{} // closed by the reader
+	taken chan struct{} // closed once the reader has taken every chunk, or ended
+	wonce sync.Once
+	ronce sync.Once
+	tonce sync.Once
+	werr  error  // the writer's, set before c is closed
+	rerr  error  // the reader's, set before done is closed
+	cur   []byte // Read: the rest of the chunk being read
+}
+
+const pipeChunks = 4
+
+func newChunkPipe() *chunkPipe {
+	return &chunkPipe{c: make(chan []byte, pipeChunks), free: make(chan []byte, pipeChunks+1), done: make(chan struct{}), taken: make(chan struct{})}
+}
+
+// Write queues a copy of b; it fails once the reader has ended.
+func (p *chunkPipe) Write(b []byte) (int, error) {
+	select {
+	case <-p.done:
+		return 0, p.rerr
+	default:
+	}
+	var buf []byte
+	select {
+	case buf = <-p.free:
+	default:
+	}
+	buf = append(buf[:0], b...)
+	select {
+	case p.c <- buf:
+		return len(b), nil
+	case <-p.done:
+		return 0, p.rerr
+	}
+}
+
+// CloseWithError ends the writes: the reader gets err after the chunks
+// written, or the end of the body when err is nil.
+func (p *chunkPipe) CloseWithError(err error) error {
+	p.wonce.Do(func() {
+		p.werr = err
+		close(p.c)
+	})
+	return nil
+}
+
+func (p *chunkPipe) Close() error { return p.CloseWithError(nil) }
+
+// WriteTo writes the chunks to w as they come, until the writer closes.
+func (p *chunkPipe) WriteTo(w io.Writer) (int64, error) {
+	var n int64
+	for b := range p.c {
+		m, err := w.Write(b)
+		n += int64(m)
+		select {
+		case p.free <- b:
+		default:
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+	p.allTaken()
+	return n, p.werr
+}
+
+func (p *chunkPipe) allTaken() { p.tonce.Do(func() { close(p.taken) }) }
+
+// wait waits until the reader has taken every chunk written, as io.Pipe's
+// writer had when its last write returned, or has ended.
+func (p *chunkPipe) wait() { <-p.taken }
+
+func (p *chunkPipe) Read(b []byte) (int, error) {
+	for len(p.cur) == 0 {
+		c, ok := <-p.c
+		if !ok {
+			p.allTaken()
+			if p.werr != nil {
+				return 0, p.werr
+			}
+			return 0, io.EOF
+		}
+		p.cur = c
+	}
+	n := copy(b, p.cur)
+	p.cur = p.cur[n:]
+	return n, nil
+}
+
+// closeRead ends the reading: writes fail from then on, with err (or
+// io.ErrClosedPipe).
+func (p *chunkPipe) closeRead(err error) {
+	if err == nil {
+		err = io.ErrClosedPipe
+	}
+	p.ronce.Do(func() {
+		p.rerr = err
+		close(p.done)
+	})
+	p.allTaken()
 }
 
 // writeInPlace has the parts of a Resource List with several written
@@ -201,7 +313,8 @@ func (l *listWriter) prepareDoc(p *listPart, name string, h resourcesync.Header,
 }
 
 // close ends a part's entries; one written in place then gets its
-// closing tag.
+// closing tag, and close waits until its document has all of its body
+// (or has failed; commit sees how).
 func (p *listPart) close() error {
 	err := p.enc.Close()
 	if p.pw != nil {
@@ -210,6 +323,7 @@ func (p *listPart) close() error {
 		} else {
 			p.pw.Close()
 		}
+		p.pw.wait()
 	}
 	return err
 }
