@@ -372,3 +372,55 @@ func TestListWriteInPlaceFails(t *testing.T) {
 		t.Errorf("a failed list left %v", names)
 	}
 }
+
+// TestChunkPipe: a part's body goes to its document's goroutine through
+// chunkPipe, whose writes return before the reader takes them (io.Pipe's
+// waited for the reader: the encoder and the document's writing took
+// turns), up to pipeChunks of them; the reader gets them in order, then
+// the writer's error; a reader that ended fails the writes, and wait
+// returns once every chunk is taken or the reader ended.
+func TestChunkPipe(t *testing.T) {
+	p := newChunkPipe()
+	wrote := make(chan error, 1)
+	go func() {
+		for i := range pipeChunks {
+			if _, err := fmt.Fprintf(p, "chunk %d;", i); err != nil {
+				wrote <- err
+				return
+			}
+		}
+		wrote <- nil
+	}()
+	select {
+	case err := <-wrote:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%d writes with no reader did not return", pipeChunks)
+	}
+	p.CloseWithError(errMarker)
+	var got bytes.Buffer
+	if _, err := p.WriteTo(&got); err != errMarker {
+		t.Errorf("WriteTo: %v, want the writer's error", err)
+	}
+	want := ""
+	for i := range pipeChunks {
+		want += fmt.Sprintf("chunk %d;", i)
+	}
+	if got.String() != want {
+		t.Errorf("read %q, want %q", got.String(), want)
+	}
+	p.wait() // every chunk taken
+
+	p = newChunkPipe()
+	p.closeRead(errMarker)
+	p.wait() // the reader ended
+	for range pipeChunks + 1 {
+		if _, err := p.Write([]byte("x")); err != errMarker {
+			t.Fatalf("Write after the reader failed: %v, want its error", err)
+		}
+	}
+}
+
+var errMarker = fmt.Errorf("marker")
