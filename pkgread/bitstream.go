@@ -195,16 +195,17 @@ func (r *reading) copy(dst io.Writer, mh *digest.Multi, crc io.Writer) (int64, b
 		scan = &sigScan{at: -1}
 		ws = append(ws, scan)
 	}
+	w := io.MultiWriter(ws...)
 	var dw *errWriter
 	if dst != nil {
 		dw = &errWriter{w: dst}
-		ws = append(ws, dw)
+		w = &besideWriter{checks: w, dst: dw}
 	}
 	if r.p.buf == nil {
 		r.p.buf = make([]byte, bufSize)
 	}
 	lr := io.LimitReader(src, r.limit)
-	n, err := io.CopyBuffer(io.MultiWriter(ws...), lr, r.p.buf)
+	n, err := io.CopyBuffer(w, lr, r.p.buf)
 	r.p.addSpan(r.f)
 	if dw != nil && dw.err != nil {
 		r.res.WriteErr, r.res.Severity = dw.err, finding.Error
@@ -336,6 +337,34 @@ func (p *Package) descriptorCRC(f *zip.File) (uint32, error) {
 		return binary.LittleEndian.Uint32(b[4:]), nil
 	}
 	return binary.LittleEndian.Uint32(b[:4]), nil
+}
+
+// besideWriter writes each buffer to the checks (the hashes, CRC-32, the
+// signature scan) on a goroutine of its own while dst (a staging file)
+// takes it on this one, and returns once both have: hashing a bitstream
+// and writing it are each about half of unpacking it, and neither waits
+// for the other. A small buffer is not worth the goroutine.
+type besideWriter struct {
+	checks io.Writer // never fails
+	dst    io.Writer
+}
+
+// besideMin is the smallest buffer hashed beside its write.
+const besideMin = 16 << 10
+
+func (b *besideWriter) Write(p []byte) (int, error) {
+	if len(p) < besideMin {
+		b.checks.Write(p)
+		return b.dst.Write(p)
+	}
+	done := make(chan struct{})
+	go func() {
+		b.checks.Write(p)
+		close(done)
+	}()
+	n, err := b.dst.Write(p)
+	<-done
+	return n, err
 }
 
 type errWriter struct {

@@ -180,7 +180,7 @@ func (d *download) openHeld() error {
 			w.h.Reset()
 			return nil
 		}
-		w.next = st.Frontier
+		w.set(st.Frontier)
 	}
 	for i := range st.Frontier {
 		d.pieces[i].skip = true
@@ -242,7 +242,9 @@ func (d *download) checkpoint() (stateFile, bool) {
 }
 
 // frontier is the first piece not yet in the whole-file hash (or, with
-// none, the first not verified).
+// none, the first not verified). It does not wait for the hash, which
+// holds its lock while it hashes pieces in: the reader releasing bytes
+// asks, and must not stop for it.
 func (d *download) frontier() int {
 	w := &d.whole
 	if w.h == nil {
@@ -250,9 +252,7 @@ func (d *download) frontier() int {
 		defer d.mu.Unlock()
 		return d.cursor
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.next
+	return int(w.at.Load())
 }
 
 // trimHeld lets go of the pieces both the reader and the whole-file hash

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -255,5 +256,68 @@ func TestStreamHeldBoundedWhileHashLags(t *testing.T) {
 	t.Logf("peak %d pieces held, window %d, %d pieces", peak, window, len(f.Pieces.Hashes))
 	if limit := window + 2*o.Connections + 2; peak > limit {
 		t.Errorf("held %d pieces at once while the hash lagged, more than the window's %d", peak, limit)
+	}
+}
+
+// gatedHash lets the first free bytes through, then holds every Write
+// until open is closed; blocked is closed when the first one waits.
+type gatedHash struct {
+	hash.Hash
+	free    *atomic.Int64
+	once    *sync.Once
+	blocked chan struct{}
+	open    chan struct{}
+}
+
+func (h gatedHash) Write(b []byte) (int, error) {
+	if h.free.Add(-int64(len(b))) < 0 {
+		h.once.Do(func() { close(h.blocked) })
+		<-h.open
+	}
+	return h.Hash.Write(b)
+}
+
+// The reader releasing bytes does not wait for the whole-file hash, which
+// holds its lock while it takes pieces in: unpack's one staging goroutine
+// releases the package as it goes, and waited there for pieces being
+// hashed on other goroutines (a quarter of a second of a 3 s sync). Here
+// the hash stops on its third piece; Release must return all the same.
+func TestStreamHeldReleaseWithoutHash(t *testing.T) {
+	const plen = 64 << 10
+	free := new(atomic.Int64)
+	free.Store(2 * plen)
+	g := gatedHash{free: free, once: new(sync.Once), blocked: make(chan struct{}), open: make(chan struct{})}
+	defer func() { testWholeHash = nil }()
+	testWholeHash = func(h hash.Hash) hash.Hash { g.Hash = h; return g }
+	data := payload(2<<20, 53)
+	srv, _ := serve(t, data)
+	f := fileFor("f.bin", data, plen, srv.URL)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s := New(fastOptions()).StreamHeld(ctx, t.TempDir(), f, -1)
+	defer s.Close()
+	select {
+	case <-g.blocked:
+	case <-ctx.Done():
+		t.Fatal("the whole-file hash never took a third piece")
+	}
+	released := make(chan struct{})
+	go func() {
+		s.Release(plen)
+		close(released)
+	}()
+	select {
+	case <-released:
+	case <-time.After(5 * time.Second):
+		t.Error("Release waited for the whole-file hash")
+	}
+	close(g.open)
+	<-released
+	got, _ := readReleasing(t, s, plen, 100<<10)
+	if !bytes.Equal(got, data[plen:]) {
+		t.Fatal("the held file read differs")
+	}
+	if _, err := s.Wait(); err != nil {
+		t.Fatal(err)
 	}
 }

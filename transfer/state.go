@@ -257,7 +257,7 @@ func (d *download) rehashPiece(i int, buf []byte) (bool, error) {
 		return false, nil
 	}
 	if saved != nil {
-		w.next++
+		w.advance()
 	}
 	return true, nil
 }

@@ -9,6 +9,7 @@ import (
 	"hash"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rsdump/rsdump/internal/digest"
@@ -31,6 +32,19 @@ type wholeHash struct {
 	next     int       // pieces [0, next) are in h
 	pending  map[int]*pend
 	readBack int // pieces hashBack had to read back from the file
+	// at is next, for readers that must not wait for mu: mu is held
+	// while pieces are hashed, and a held download's reader asks how
+	// far the hash is each time it releases bytes (trimHeld).
+	at atomic.Int64
+}
+
+// advance moves the frontier past the piece just hashed in, or to
+// piece n (set). mu is held.
+func (w *wholeHash) advance() { w.set(w.next + 1) }
+
+func (w *wholeHash) set(n int) {
+	w.next = n
+	w.at.Store(int64(n))
 }
 
 // pend is a piece waiting for the frontier; done gets its verdict.
@@ -175,7 +189,7 @@ func (d *download) storeRange(a *attempt, b []byte) error {
 	defer w.mu.Unlock()
 	if w.h != nil && w.next == a.piece {
 		w.h.Write(b)
-		w.next++
+		w.advance()
 		d.takePending()
 	}
 	return nil
@@ -264,7 +278,7 @@ func (d *download) take(a *attempt, b []byte) error {
 			return err
 		}
 		w.h.Write(b)
-		w.next++
+		w.advance()
 		return nil
 	}
 	digest.WriteBoth(ph, w.h, b)
@@ -272,7 +286,7 @@ func (d *download) take(a *attempt, b []byte) error {
 		w.h.(encoding.BinaryUnmarshaler).UnmarshalBinary(saved) // cannot fail: saveHash checked the type
 		return err
 	}
-	w.next++
+	w.advance()
 	return nil
 }
 
@@ -409,7 +423,7 @@ func (d *download) hashBack(i int, buf []byte) error {
 	} else if _, err := io.CopyBuffer(w.h, io.NewSectionReader(d.data(), off, end-off), buf); err != nil {
 		return fmt.Errorf("%s: %w", d.partPath, err)
 	}
-	w.next++
+	w.advance()
 	d.takePending()
 	return nil
 }

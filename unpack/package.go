@@ -59,6 +59,7 @@ type pkgRun struct {
 	m           *pkgread.Meter // progress
 	claimed     claimed        // in the survey of the dump's targets
 	st          *stage         // where the bitstreams are staged
+	creator     *creator       // makes their staging files ahead, while stage runs
 	journal     *journal       // what is staged whole, when the stage is kept (resume.go)
 	held                       // what of a held package is let go (resume.go)
 	dirs        *dirs          // the tree's directories, open
@@ -370,6 +371,11 @@ func (p *pkgRun) stage(ctx context.Context) error {
 	if p.src.release != nil {
 		p.others, p.otherOff = p.pkg.Others()
 	}
+	p.creator = p.startCreator(order)
+	defer func() {
+		p.creator.close()
+		p.creator = nil
+	}()
 	for i, b := range order {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -402,8 +408,42 @@ func (p *pkgRun) stage(ctx context.Context) error {
 	return nil
 }
 
+// startCreator starts making the staging files of the bitstreams stage
+// will write, in order, ahead of it (see creator); nil when an earlier
+// run's staged files are to be looked at first (restaged), which may
+// remove the file at a target.
+func (p *pkgRun) startCreator(order []*pkgread.Bitstream) *creator {
+	if p.journal != nil && !p.journal.fresh {
+		return nil
+	}
+	var todo []*action
+	for _, b := range order {
+		if a := p.byBits[b]; a != nil && !a.present && !a.failed && !a.superseded {
+			todo = append(todo, a)
+		}
+	}
+	if len(todo) < 2 {
+		return nil
+	}
+	return newCreator(p.st, todo)
+}
+
+// createStaged makes a's staging file, or takes the one made ahead.
+func (p *pkgRun) createStaged(a *action) (stagedFile, error) {
+	if p.creator != nil {
+		return p.creator.take(a)
+	}
+	return p.st.create(a.target)
+}
+
+// removeStaged removes a's staging file, which will not be committed.
+func (p *pkgRun) removeStaged(a *action) {
+	p.st.remove(a.target)
+	p.creator.restart()
+}
+
 func (p *pkgRun) stageOne(a *action) error {
-	f, err := p.st.create(a.target)
+	f, err := p.createStaged(a)
 	if refused(err) {
 		p.refuse(a, CheckRefused, "not written: "+err.Error())
 		return nil
@@ -416,7 +456,7 @@ func (p *pkgRun) stageOne(a *action) error {
 	done()
 	if res.WriteErr != nil || res.Severity == finding.Error {
 		f.Close()
-		p.st.remove(a.target)
+		p.removeStaged(a)
 		if res.WriteErr != nil {
 			return fmt.Errorf("%s: writing %s: %w", p.u.dest.dir, a.target, res.WriteErr)
 		}
@@ -424,7 +464,7 @@ func (p *pkgRun) stageOne(a *action) error {
 		return nil
 	}
 	if err := p.st.seal(f, a.b.URL.Lastmod, a.b.File); err != nil {
-		p.st.remove(a.target)
+		p.removeStaged(a)
 		p.refuse(a, CheckRefused, "not written: "+err.Error())
 		return nil
 	}
