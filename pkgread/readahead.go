@@ -24,21 +24,22 @@ func OpenLocation(loc string) (io.ReaderAt, int64, func() error, error) {
 		f.Close()
 		return nil, 0, nil, fmt.Errorf("%s: not a regular file", loc)
 	}
-	return newReadAhead(f, fi.Size()), fi.Size(), f.Close, nil
+	return newReadAhead(f, fi.Size(), readAheadSize), fi.Size(), f.Close, nil
 }
 
 // readAhead serves the small reads a package's entries cost (a local
 // header, a few bytes of data, a data descriptor: several per entry) from
 // one large read of the file, since the package is read front to back: a
 // package of 50,000 small files costs some hundred reads, not 150,000.
-// Reads larger than its buffer go straight to the file.
+// Reads of a quarter of its buffer or more go straight to the file.
 type readAhead struct {
-	ra   io.ReaderAt
-	size int64
-	mu   sync.Mutex
-	buf  []byte
-	off  int64 // the file offset of buf[0]
-	n    int   // valid bytes in buf
+	ra     io.ReaderAt
+	size   int64
+	bufLen int
+	mu     sync.Mutex
+	buf    []byte
+	off    int64 // the file offset of buf[0]
+	n      int   // valid bytes in buf
 }
 
 const readAheadSize = 1 << 20
@@ -46,15 +47,21 @@ const readAheadSize = 1 << 20
 // ReadAhead serves the small reads of ra, a package of size bytes, from
 // large reads, as OpenLocation's file does: for a package read from
 // elsewhere than a local file (a download in progress, transfer/pkgfetch).
-func ReadAhead(ra io.ReaderAt, size int64) io.ReaderAt { return newReadAhead(ra, size) }
+// Its buffer is of bufLen bytes, at most readAheadSize (a file's), and
+// reads of a quarter of that or more go straight to ra: a package held in
+// memory costs no system call a read, and with a small buffer a
+// bitstream's bytes are copied out of it once, not into the buffer first.
+func ReadAhead(ra io.ReaderAt, size int64, bufLen int) io.ReaderAt {
+	return newReadAhead(ra, size, min(bufLen, readAheadSize))
+}
 
-func newReadAhead(ra io.ReaderAt, size int64) *readAhead {
-	return &readAhead{ra: ra, size: size}
+func newReadAhead(ra io.ReaderAt, size int64, bufLen int) *readAhead {
+	return &readAhead{ra: ra, size: size, bufLen: bufLen}
 }
 
 // ReadAt implements io.ReaderAt.
 func (r *readAhead) ReadAt(p []byte, off int64) (int, error) {
-	if len(p) >= readAheadSize/4 || off < 0 {
+	if len(p) >= r.bufLen/4 || off < 0 {
 		return r.ra.ReadAt(p, off)
 	}
 	r.mu.Lock()
@@ -71,7 +78,7 @@ func (r *readAhead) ReadAt(p []byte, off int64) (int, error) {
 // fill reads the buffer's worth of the file from off.
 func (r *readAhead) fill(off int64) error {
 	if r.buf == nil {
-		r.buf = make([]byte, readAheadSize)
+		r.buf = make([]byte, r.bufLen)
 	}
 	n, err := r.ra.ReadAt(r.buf[:min(int64(len(r.buf)), max(r.size-off, 0))], off)
 	r.off, r.n = off, n

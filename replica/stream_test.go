@@ -126,8 +126,9 @@ func TestSyncResumeChecksStaged(t *testing.T) {
 			var first int64
 			fmt.Sscanf(r.Header.Get("Range"), "bytes=%d-", &first)
 			if strings.HasSuffix(r.URL.Path, ".zip") && broken.Load() && first > total*3/4 && first < total-4*plen {
-				// Cut off once half the bitstreams are staged.
-				for end := time.Now().Add(10 * time.Second); len(stagedFiles(dst)) < n/2 && time.Now().Before(end); {
+				// Cut off once half the bitstreams are staged (written
+				// whole: the staging files are made ahead of them).
+				for end := time.Now().Add(10 * time.Second); len(stagedWhole(dst, size)) < n/2 && time.Now().Before(end); {
 					time.Sleep(5 * time.Millisecond)
 				}
 				http.NotFound(w, r)
@@ -184,6 +185,17 @@ func stagedFiles(dst string) []string {
 			}
 			return nil
 		})
+	}
+	return out
+}
+
+// stagedWhole is stagedFiles of size bytes: written whole.
+func stagedWhole(dst string, size int64) []string {
+	var out []string
+	for _, p := range stagedFiles(dst) {
+		if fi, err := os.Stat(p); err == nil && fi.Size() == size {
+			out = append(out, p)
+		}
 	}
 	return out
 }

@@ -1,5 +1,7 @@
 package unpack
 
+import "strings"
+
 // A creator makes the staging files of a package's bitstreams ahead of
 // the stager that fills them, on a goroutine of its own, in the order
 // stage reads them: creating a file (its inode, its directory entry) costs
@@ -12,8 +14,9 @@ package unpack
 // gives: the same files, made in the same order, the same errors. One
 // thing differs: a file created before it is the turn of the bitstream
 // before it, which a failure may remove (with the staging directories
-// it leaves empty). So after such a removal the stager calls restart,
-// which removes what was created ahead and creates it again from there.
+// it leaves empty). So after such a removal the stager tells it
+// (removed), and when the removed file was on the path of one made ahead,
+// or that one on its path, what was made ahead is removed and made again.
 type creator struct {
 	st   *stage
 	todo []*action // the bitstreams to stage, in the order stage reads them
@@ -77,16 +80,24 @@ func (c *creator) take(a *action) (stagedFile, error) {
 	return r.f, r.err
 }
 
-// restart throws away the files made ahead of the stager and makes them
-// again from the next one: the stager just removed a staged file, which
-// may have been in the way of one of them, or made a directory one of
-// them is in.
-func (c *creator) restart() {
+// removed tells c the stager removed the staged file of target (and the
+// staging directories that left empty): when it was in the way of a file
+// made ahead (a file where that one needs a directory, or a directory
+// where that one is a file), the files made ahead are thrown away and
+// made again from the next one. Only those can differ from what making
+// them now gives: a removed directory with a file made ahead in it was
+// not empty.
+func (c *creator) removed(target string) {
 	if c == nil {
 		return
 	}
-	c.halt()
-	c.start()
+	for _, a := range c.todo[c.next:min(len(c.todo), c.next+createAhead+1)] {
+		if strings.HasPrefix(a.target, target+"/") || strings.HasPrefix(target, a.target+"/") {
+			c.halt()
+			c.start()
+			return
+		}
+	}
 }
 
 // halt stops the goroutine and removes the files it made that were not

@@ -439,7 +439,7 @@ func (p *pkgRun) createStaged(a *action) (stagedFile, error) {
 // removeStaged removes a's staging file, which will not be committed.
 func (p *pkgRun) removeStaged(a *action) {
 	p.st.remove(a.target)
-	p.creator.restart()
+	p.creator.removed(a.target)
 }
 
 func (p *pkgRun) stageOne(a *action) error {

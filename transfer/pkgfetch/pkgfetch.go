@@ -166,9 +166,20 @@ func (r *Remote) Stream(ctx context.Context, ref pkgread.PackageRef) (*Opened, e
 		return nil, err
 	}
 	wait := func() error { _, err := s.Wait(); return err }
-	return &Opened{ReaderAt: pkgread.ReadAhead(s, f.Size), Size: f.Size, Checked: checked, Dir: dir, Held: s.Held(),
+	bufLen := 1 << 20 // a .part: large reads of the file
+	if s.Held() {
+		bufLen = heldReadAhead
+	}
+	return &Opened{ReaderAt: pkgread.ReadAhead(s, f.Size, bufLen), Size: f.Size, Checked: checked, Dir: dir, Held: s.Held(),
 		release: s.Release, wait: wait, close: closeFn}, nil
 }
+
+// heldReadAhead is the read-ahead buffer of a held package: what goes
+// through it is the headers and data descriptors of its entries, and
+// entries of under 4 KiB; a larger entry's bytes are read out of the held
+// pieces straight into the reader's, where with a buffer of a MiB
+// (a file's) every byte was copied twice.
+const heldReadAhead = 16 << 10
 
 // streamTail starts f's download, held in memory when hold, and waits
 // for its last byte (pkgread starts with the central directory). A
