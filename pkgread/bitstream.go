@@ -189,17 +189,21 @@ func (r *reading) copy(dst io.Writer, mh *digest.Multi, crc io.Writer) (int64, b
 		defer fr.Close()
 		src = fr
 	}
-	ws := []io.Writer{mh, crc}
+	ws := []io.Writer{mh}
 	var scan *sigScan
 	if r.f.Method == zip.Store && r.f.Flags&flagDataDesc != 0 {
 		scan = &sigScan{at: -1}
 		ws = append(ws, scan)
 	}
-	w := io.MultiWriter(ws...)
+	var w io.Writer
 	var dw *errWriter
 	if dst != nil {
+		// The CRC-32, a tenth of the hashes' time, goes with the write:
+		// the hashes take longer than it.
 		dw = &errWriter{w: dst}
-		w = &besideWriter{checks: w, dst: dw}
+		w = &besideWriter{checks: io.MultiWriter(ws...), dst: io.MultiWriter(crc, dw)}
+	} else {
+		w = io.MultiWriter(append(ws, crc)...)
 	}
 	if r.p.buf == nil {
 		r.p.buf = make([]byte, bufSize)
@@ -339,7 +343,7 @@ func (p *Package) descriptorCRC(f *zip.File) (uint32, error) {
 	return binary.LittleEndian.Uint32(b[:4]), nil
 }
 
-// besideWriter writes each buffer to the checks (the hashes, CRC-32, the
+// besideWriter writes each buffer to the checks (the hashes, the
 // signature scan) on a goroutine of its own while dst (a staging file)
 // takes it on this one, and returns once both have: hashing a bitstream
 // and writing it are each about half of unpacking it, and neither waits
