@@ -24,7 +24,7 @@ func OpenLocation(loc string) (io.ReaderAt, int64, func() error, error) {
 		f.Close()
 		return nil, 0, nil, fmt.Errorf("%s: not a regular file", loc)
 	}
-	return newReadAhead(f, fi.Size(), readAheadSize), fi.Size(), f.Close, nil
+	return newReadAhead(f, fi.Size(), ReadAheadSize), fi.Size(), f.Close, nil
 }
 
 // readAhead serves the small reads a package's entries cost (a local
@@ -42,17 +42,18 @@ type readAhead struct {
 	n      int   // valid bytes in buf
 }
 
-const readAheadSize = 1 << 20
+// ReadAheadSize is the read-ahead buffer of a package read from a file.
+const ReadAheadSize = 1 << 20
 
 // ReadAhead serves the small reads of ra, a package of size bytes, from
 // large reads, as OpenLocation's file does: for a package read from
 // elsewhere than a local file (a download in progress, transfer/pkgfetch).
-// Its buffer is of bufLen bytes, at most readAheadSize (a file's), and
+// Its buffer is of bufLen bytes, at most ReadAheadSize (a file's), and
 // reads of a quarter of that or more go straight to ra: a package held in
 // memory costs no system call a read, and with a small buffer a
 // bitstream's bytes are copied out of it once, not into the buffer first.
 func ReadAhead(ra io.ReaderAt, size int64, bufLen int) io.ReaderAt {
-	return newReadAhead(ra, size, min(bufLen, readAheadSize))
+	return newReadAhead(ra, size, min(bufLen, ReadAheadSize))
 }
 
 func newReadAhead(ra io.ReaderAt, size int64, bufLen int) *readAhead {

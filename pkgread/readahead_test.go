@@ -23,14 +23,14 @@ func (c *countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
 // of a quarter of the buffer or more once each; with a local file's
 // buffer and a held download's (pkgfetch).
 func TestReadAhead(t *testing.T) {
-	for _, bufLen := range []int{readAheadSize, 16 << 10} {
+	for _, bufLen := range []int{ReadAheadSize, 16 << 10} {
 		testReadAhead(t, bufLen)
 	}
 }
 
 func testReadAhead(t *testing.T, bufLen int) {
 	direct := bufLen / 4
-	data := make([]byte, 3*readAheadSize+12345)
+	data := make([]byte, 3*ReadAheadSize+12345)
 	for i := range data {
 		data[i] = byte(i * 7)
 	}
@@ -64,7 +64,7 @@ func testReadAhead(t *testing.T, bufLen int) {
 		t.Errorf("direct %d: %d reads of the file for a pass of headers and %d-byte reads, want at most %d", direct, n, direct, most)
 	}
 	for range 2000 {
-		check(rng.Int64N(int64(len(data))+100), rng.IntN(readAheadSize/2))
+		check(rng.Int64N(int64(len(data))+100), rng.IntN(ReadAheadSize/2))
 	}
 	check(int64(len(data))-10, 20) // across the end
 	check(int64(len(data)), 1)     // at the end

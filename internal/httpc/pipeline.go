@@ -92,17 +92,17 @@ func (p *Pipeline) Next(ctx context.Context, rawURL string, maxBytes int64) (io.
 	if err != nil {
 		cancel()
 		var ne net.Error
-		if !onWire && ctx.Err() == nil && errors.As(err, &ne) && ne.Timeout() {
-			// Written first on the connection and not answered in the
-			// time-out: Open's verdict, which would wait as long again.
-			// (One written behind another may be lost to a server that
-			// mishandles pipelining: Open sends it again.)
-			return nil, &url.Error{Op: "Get", URL: a.req.URL.Redacted(), Err: err}
-		}
-		if onWire && ctx.Err() == nil && errors.As(err, &ne) && ne.Timeout() {
-			// Written behind another and never answered: a server
-			// that loses pipelined requests would cost a time-out
-			// for every one; from now on they go one at a time.
+		if ctx.Err() == nil && errors.As(err, &ne) && ne.Timeout() {
+			if !onWire {
+				// Written first on the connection and not answered in
+				// the time-out: Open's verdict, which would wait as
+				// long again.
+				return nil, &url.Error{Op: "Get", URL: a.req.URL.Redacted(), Err: err}
+			}
+			// Written behind another and never answered: a server that
+			// loses pipelined requests would cost a time-out for every
+			// one; Open sends this one again, and from now on they go
+			// one at a time.
 			p.mu.Lock()
 			p.depth = 1
 			p.mu.Unlock()

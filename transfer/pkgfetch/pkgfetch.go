@@ -166,7 +166,7 @@ func (r *Remote) Stream(ctx context.Context, ref pkgread.PackageRef) (*Opened, e
 		return nil, err
 	}
 	wait := func() error { _, err := s.Wait(); return err }
-	bufLen := 1 << 20 // a .part: large reads of the file
+	bufLen := pkgread.ReadAheadSize // a .part: large reads of the file
 	if s.Held() {
 		bufLen = heldReadAhead
 	}
