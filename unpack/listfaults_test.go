@@ -30,11 +30,17 @@ type listSource struct {
 	// closeEvery ends a connection after every closeEvery-th response
 	// (0: never), as a server with a cap on a connection's requests does.
 	closeEvery int64
+	// before, when set, is called with each request's path before it is
+	// answered.
+	before func(path string)
 }
 
 func newListSource(t *testing.T) *listSource {
 	s := &listSource{t: t, serve: map[string]string{}}
 	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.before != nil {
+			s.before(r.URL.Path)
+		}
 		if n := s.served.Add(1); s.closeEvery > 0 && n%s.closeEvery == 0 {
 			w.Header().Set("Connection", "close")
 		}

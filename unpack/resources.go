@@ -74,9 +74,10 @@ func ApplyList(ctx context.Context, loc, dir string, opts Options) (*Result, err
 	}
 	defer sv.close()
 	l := &listRun{u: u, top: loc, sv: sv, guard: u.needsGuard()}
+	defer func() { l.takeEarly().discard() }()
 	ld := resourcesync.Loader{
 		Open:     u.docs.Open,
-		Document: l.document,
+		Document: func(d *resourcesync.Document) error { return l.document(ctx, d) },
 		Entry:    func(d *resourcesync.Document, _ int, e resourcesync.URL) error { return l.entry(ctx, d, e) },
 		NotAfter: resourcesync.Horizon(),
 		// The parts of a Change List Index the tree has applied are not
@@ -87,6 +88,9 @@ func ApplyList(ctx context.Context, loc, dir string, opts Options) (*Result, err
 	}
 	if err := ld.Load(ctx, loc); err != nil {
 		return nil, err
+	}
+	if l.early != nil && l.early.staged == nil {
+		l.early = nil // the first document was the last, and short: nothing to stage before the apply
 	}
 	if err := l.apply(ctx); err != nil {
 		return nil, err
@@ -111,6 +115,7 @@ type listRun struct {
 	// directory that holds a file at one of its resources' names refuses
 	// in the survey, before anything lands.
 	guard bool
+	early *earlyBatch // the list's first batch, staged during the survey
 }
 
 // listDoc is a document of entries and the seq of its first entry.
@@ -128,7 +133,7 @@ type listItem struct {
 	dup string
 }
 
-func (l *listRun) document(d *resourcesync.Document) error {
+func (l *listRun) document(ctx context.Context, d *resourcesync.Document) error {
 	if d.Index == nil {
 		switch c := d.Header.MD.Capability; c {
 		case resourcesync.CapResourceList, resourcesync.CapChangeList:
@@ -144,6 +149,9 @@ func (l *listRun) document(d *resourcesync.Document) error {
 	}
 	if d.Header.Kind == resourcesync.URLSet {
 		l.docs = append(l.docs, listDoc{loc: d.Loc, first: l.sv.seq})
+		if len(l.docs) == 2 {
+			l.startEarly(ctx) // the first document is whole
+		}
 	}
 	return nil
 }
@@ -170,6 +178,7 @@ func (l *listRun) entry(ctx context.Context, d *resourcesync.Document, u resourc
 		return l.sv.add(u, "")
 	}
 	target, _ := l.u.opts.Mapper.Target(u) // refused when applied
+	l.collectEarly(ctx, d, l.sv.seq, u, target)
 	return l.sv.add(u, target)
 }
 
@@ -199,10 +208,14 @@ func (l *listRun) apply(ctx context.Context) error {
 	}
 	defer rd.Close()
 	b := &listBatcher{l: l, over: over, next: override{seq: -1}}
+	defer func() { b.staged.discard() }() // staged, not committed: a run that failed
 	for seq := int64(0); ; seq++ {
 		e, err := rd.Next()
 		if err == io.EOF {
-			return b.endDoc(ctx)
+			if err := b.endDoc(ctx); err != nil {
+				return err
+			}
+			return b.commitStaged()
 		}
 		if err != nil {
 			return fmt.Errorf("%s: the list's entries: %w", l.u.dest.dir, err)
@@ -215,13 +228,14 @@ func (l *listRun) apply(ctx context.Context) error {
 
 // listBatcher gathers the entries of one document into batches.
 type listBatcher struct {
-	l     *listRun
-	over  extsort.Source[override]
-	next  override // the next entry overridden; seq -1 before the first read, maxInt64 after the last
-	doc   int      // index in l.docs of the batch's document
-	items []listItem
-	old   int  // changes of the document applied before
-	begun bool // the document has had a batch
+	l      *listRun
+	over   extsort.Source[override]
+	next   override // the next entry overridden; seq -1 before the first read, maxInt64 after the last
+	doc    int      // index in l.docs of the batch's document
+	items  []listItem
+	old    int          // changes of the document applied before
+	begun  bool         // the document has had a batch
+	staged *stagedBatch // the batch before, staging or staged, not committed
 }
 
 func (b *listBatcher) add(ctx context.Context, seq int64, e resourcesync.URL) error {
@@ -270,17 +284,39 @@ func (b *listBatcher) override(seq int64) (*override, error) {
 	return nil, nil
 }
 
-// flush applies the batch held.
+// flush starts staging the batch held and commits the one before it
+// meanwhile (stagedBatch); a dry run plans the batch there and then.
 func (b *listBatcher) flush(ctx context.Context) error {
 	if len(b.items) == 0 {
 		return nil
 	}
-	if err := b.l.applyBatch(ctx, b.l.docs[b.doc].loc, b.items, !b.begun); err != nil {
+	doc, first := b.l.docs[b.doc].loc, !b.begun
+	if b.l.u.opts.DryRun {
+		_, err := b.l.stageBatch(ctx, doc, b.items, first, b.l.isChange())
+		clear(b.items) // drop what the entries point to
+		b.items, b.begun = b.items[:0], true
 		return err
 	}
-	clear(b.items) // drop what the entries point to
-	b.items, b.begun = b.items[:0], true
-	return nil
+	prev := b.staged
+	if prev != nil {
+		prev.wait() // one batch staging at a time
+	}
+	b.staged = b.l.stage(ctx, doc, b.items, first)
+	b.items, b.begun = nil, true // the staging holds them now
+	if prev == nil {
+		return nil
+	}
+	return b.l.commitStaged(prev)
+}
+
+// commitStaged commits the batch staged last, if there is one.
+func (b *listBatcher) commitStaged() error {
+	s := b.staged
+	b.staged = nil
+	if s == nil {
+		return nil
+	}
+	return b.l.commitStaged(s)
 }
 
 // endDoc applies the document's last batch and reports its changes
@@ -313,15 +349,16 @@ func (l *listRun) duplicate(doc, n int, of int64) string {
 	return msg
 }
 
-// applyBatch applies a batch of entries of the document doc, as a
-// package's bitstreams are applied; first says it is the document's
-// first.
-func (l *listRun) applyBatch(ctx context.Context, doc string, items []listItem, first bool) error {
+// stageBatch plans a batch of entries of the document doc and fetches
+// every resource still needed into the stage: everything short of
+// changing the tree. change says the list is a Change List. A dry run
+// reports the plan instead, and returns no run. Close the run when done.
+func (l *listRun) stageBatch(ctx context.Context, doc string, items []listItem, first, change bool) (*pkgRun, error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return nil, err
 	}
 	p := &pkgRun{u: l.u, ref: pkgread.PackageRef{Loc: doc, Length: -1}, rep: finding.NewReporter(l.u.rep.Send),
-		m: pkgread.NewMeter(nil, pkgread.PackageRef{Length: 0}), listChange: l.isChange()}
+		m: pkgread.NewMeter(nil, pkgread.PackageRef{Length: 0}), listChange: change}
 	p.planList(items)
 	if r := l.u.rollback; r != nil {
 		r.hold(p.actions)
@@ -332,14 +369,27 @@ func (l *listRun) applyBatch(ctx context.Context, doc string, items []listItem, 
 	if l.u.dest.root != nil {
 		p.dirs = newDirs(l.u.dest.root)
 	}
-	defer p.close()
 	p.checkPresent()
 	if l.u.opts.DryRun {
-		return p.dryRun()
+		defer p.close()
+		return nil, p.dryRun()
 	}
 	if err := p.fetchAll(ctx); err != nil {
+		p.close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// commitStaged applies a staged batch to the tree, as a package's
+// bitstreams are applied, and closes its run.
+func (l *listRun) commitStaged(s *stagedBatch) error {
+	p, err := s.wait()
+	s.cancel()
+	if err != nil {
 		return err
 	}
+	defer p.close()
 	if err := p.apply(); err != nil {
 		return err
 	}
