@@ -3,15 +3,21 @@ package unpack_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/unpack"
 	"github.com/rsdump/rsdump/verify"
+	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // TestListForeignRefusedBeforeFetching: a first run into a directory
@@ -58,4 +64,70 @@ func TestListForeignRefusedBeforeFetching(t *testing.T) {
 		t.Error("a resource was asked for before the whole list was read")
 	}
 	noneStaged(t, dst)
+}
+
+// TestListDeleteThenFileAcrossBatches: a Change List whose deletions
+// empty a directory or remove a file, and whose next changes put a file
+// or a directory in their place, gives the same tree whether all are in
+// one batch or each change's batch is staged while the one before
+// commits. A file becoming a directory (xN, xN/y) was refused now and
+// then, when the check of xN/y's batch found xN a file and then gone,
+// halfway through the deletion's commit.
+func TestListDeleteThenFileAcrossBatches(t *testing.T) {
+	const pairs = 40
+	for _, batch := range []int{1000, 1, 1, 1} {
+		unpack.SetListBatch(t, batch)
+		var res atomic.Value // the served directory of the list applied
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.FileServer(http.Dir(res.Load().(string))).ServeHTTP(w, r)
+		}))
+		base, dir := srv.URL+"/res/", t.TempDir()
+		m, err := verify.NewMapper(verify.ByURI, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entry := func(rel, data, change string, h int) resourcesync.URL {
+			when := fixedTime.Add(time.Duration(h) * time.Hour)
+			md := &resourcesync.MD{Change: change, Datetime: when}
+			if change != resourcesync.ChangeDeleted {
+				md.Hash, md.Length = "sha-256:"+verifytest.SHA256([]byte(data)), resourcesync.Int64(int64(len(data)))
+			}
+			return resourcesync.URL{Loc: base + rel, Lastmod: when, MD: md}
+		}
+		apply := func(name string, md resourcesync.MD, served map[string]string, urls []resourcesync.URL) (*unpack.Result, []finding.Finding) {
+			t.Helper()
+			from := t.TempDir()
+			writeFiles(t, filepath.Join(from, "res"), served)
+			res.Store(from)
+			doc := filepath.Join(t.TempDir(), name)
+			verifytest.WriteDoc(t, doc, resourcesync.Header{Kind: resourcesync.URLSet, MD: md}, urls)
+			var fs []finding.Finding
+			r, err := unpack.ApplyList(context.Background(), doc, dir, unpack.Options{Mapper: m, Client: srv.Client(),
+				Events: finding.OnFindings(func(f finding.Finding) { fs = append(fs, f) })})
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			return r, fs
+		}
+		before, after := map[string]string{}, map[string]string{}
+		var baseline, changes []resourcesync.URL
+		for i := range pairs {
+			d, x := fmt.Sprintf("d%d", i), fmt.Sprintf("x%d", i)
+			before[d+"/g"], before[x] = "g", "x"
+			after[d], after[x+"/y"] = "d", "y"
+			baseline = append(baseline, entry(d+"/g", "g", "", 0), entry(x, "x", "", 0))
+			changes = append(changes, entry(d+"/g", "", resourcesync.ChangeDeleted, 1), entry(d, "d", resourcesync.ChangeCreated, 2),
+				entry(x, "", resourcesync.ChangeDeleted, 1), entry(x+"/y", "y", resourcesync.ChangeCreated, 2))
+		}
+		r, fs := apply("resourcelist.xml", resourcesync.MD{Capability: resourcesync.CapResourceList, At: fixedTime}, before, baseline)
+		if r.Problems() != 0 || r.Written != 2*pairs {
+			t.Fatalf("baseline: %+v\n%s", r, dump(fs))
+		}
+		r, fs = apply("changelist.xml", resourcesync.MD{Capability: resourcesync.CapChangeList, From: fixedTime, Until: fixedTime.Add(3 * time.Hour)}, after, changes)
+		if r.Problems() != 0 || r.Written != 2*pairs || r.Deleted != 2*pairs {
+			t.Errorf("batch %d: %+v\n%s", batch, r, dump(fs))
+		}
+		equalMaps(t, "tree", contents(readTree(t, dir)), after)
+		srv.Close()
+	}
 }

@@ -369,7 +369,16 @@ func (l *listRun) stageBatch(ctx context.Context, doc string, items []listItem, 
 	if l.u.dest.root != nil {
 		p.dirs = newDirs(l.u.dest.root)
 	}
-	p.checkPresent()
+	if change {
+		// A Change List's batch before may be committing: its deletions
+		// would make a path the check looks at vanish half-way (a file
+		// where a directory is needed taken for an unreachable target).
+		l.u.commitMu.Lock()
+		p.checkPresent()
+		l.u.commitMu.Unlock()
+	} else {
+		p.checkPresent()
+	}
 	if l.u.opts.DryRun {
 		defer p.close()
 		return nil, p.dryRun()
