@@ -33,8 +33,8 @@ func twoParts(s *listSource, part1, part2 []string) string {
 }
 
 // holdPart2 makes s answer /part2.xml only once n resources have been
-// asked for, or after 5 s; the result says whether they were.
-func holdPart2(s *listSource, n int64) *atomic.Bool {
+// asked for, or after wait; the result says whether they were.
+func holdPart2(s *listSource, n int64, wait time.Duration) *atomic.Bool {
 	var asked atomic.Int64
 	reached := make(chan struct{})
 	var once sync.Once
@@ -49,7 +49,7 @@ func holdPart2(s *listSource, n int64) *atomic.Bool {
 			select {
 			case <-reached:
 				held.Store(true)
-			case <-time.After(5 * time.Second):
+			case <-time.After(wait):
 			}
 		}
 	}
@@ -78,7 +78,7 @@ func TestListFirstBatchDuringSurvey(t *testing.T) {
 	unpack.SetListBatch(t, 4)
 	s := newListSource(t)
 	loc := twoParts(s, []string{"a", "b", "a", "c", "d", "e"}, []string{"f", "g", "h"})
-	held := holdPart2(s, 3) // a, b, c: the first batch
+	held := holdPart2(s, 3, 5*time.Second) // a, b, c: the first batch
 	dst := t.TempDir()
 	r, fs := s.apply(loc, dst, unpack.Options{})
 	if !held.Load() {
@@ -112,7 +112,7 @@ func TestListFailsAfterFirstBatchStaged(t *testing.T) {
 	s := newListSource(t)
 	loc := twoParts(s, []string{"a", "b", "c", "d", "e"}, []string{"f"})
 	s.serve["/part2.xml"] = `<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>`
-	held := holdPart2(s, 4)
+	held := holdPart2(s, 4, 5*time.Second)
 	m, err := verify.NewMapper(verify.ByURI, s.base)
 	if err != nil {
 		t.Fatal(err)

@@ -62,7 +62,7 @@ func (l *listRun) stage(ctx context.Context, doc string, items []listItem, first
 		if first && !change && sameItems(items, e.items) {
 			return e
 		}
-		e.discard() // not a Resource List after all: one of its parts said otherwise
+		e.discard() // planned otherwise by the survey: not expected (a part's capability is its index's), but then it is not this batch
 	}
 	return l.stageAsync(ctx, doc, items, first, change)
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,7 +15,6 @@ import (
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/unpack"
 	"github.com/rsdump/rsdump/verify"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // TestListForeignRefusedBeforeFetching: a first run into a directory
@@ -29,7 +26,7 @@ func TestListForeignRefusedBeforeFetching(t *testing.T) {
 	unpack.SetListBatch(t, 2)
 	s := newListSource(t)
 	loc := twoParts(s, []string{"a", "b", "c"}, []string{"d", "e"})
-	held := holdPart2(s, 1) // part2.xml waits (5 s at most) for a resource to be asked for
+	held := holdPart2(s, 1, time.Second) // part2.xml waits (1 s at most) for a resource to be asked for
 	var asked atomic.Int64
 	hold := s.before
 	s.before = func(path string) {
@@ -77,38 +74,8 @@ func TestListDeleteThenFileAcrossBatches(t *testing.T) {
 	const pairs = 40
 	for _, batch := range []int{1000, 1, 1, 1} {
 		unpack.SetListBatch(t, batch)
-		var res atomic.Value // the served directory of the list applied
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			http.FileServer(http.Dir(res.Load().(string))).ServeHTTP(w, r)
-		}))
-		base, dir := srv.URL+"/res/", t.TempDir()
-		m, err := verify.NewMapper(verify.ByURI, base)
-		if err != nil {
-			t.Fatal(err)
-		}
-		entry := func(rel, data, change string, h int) resourcesync.URL {
-			when := fixedTime.Add(time.Duration(h) * time.Hour)
-			md := &resourcesync.MD{Change: change, Datetime: when}
-			if change != resourcesync.ChangeDeleted {
-				md.Hash, md.Length = "sha-256:"+verifytest.SHA256([]byte(data)), resourcesync.Int64(int64(len(data)))
-			}
-			return resourcesync.URL{Loc: base + rel, Lastmod: when, MD: md}
-		}
-		apply := func(name string, md resourcesync.MD, served map[string]string, urls []resourcesync.URL) (*unpack.Result, []finding.Finding) {
-			t.Helper()
-			from := t.TempDir()
-			writeFiles(t, filepath.Join(from, "res"), served)
-			res.Store(from)
-			doc := filepath.Join(t.TempDir(), name)
-			verifytest.WriteDoc(t, doc, resourcesync.Header{Kind: resourcesync.URLSet, MD: md}, urls)
-			var fs []finding.Finding
-			r, err := unpack.ApplyList(context.Background(), doc, dir, unpack.Options{Mapper: m, Client: srv.Client(),
-				Events: finding.OnFindings(func(f finding.Finding) { fs = append(fs, f) })})
-			if err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			return r, fs
-		}
+		c := newChangeSource(t)
+		entry, apply := c.entry, c.apply
 		before, after := map[string]string{}, map[string]string{}
 		var baseline, changes []resourcesync.URL
 		for i := range pairs {
@@ -119,15 +86,14 @@ func TestListDeleteThenFileAcrossBatches(t *testing.T) {
 			changes = append(changes, entry(d+"/g", "", resourcesync.ChangeDeleted, 1), entry(d, "d", resourcesync.ChangeCreated, 2),
 				entry(x, "", resourcesync.ChangeDeleted, 1), entry(x+"/y", "y", resourcesync.ChangeCreated, 2))
 		}
-		r, fs := apply("resourcelist.xml", resourcesync.MD{Capability: resourcesync.CapResourceList, At: fixedTime}, before, baseline)
+		r, fs := apply("resourcelist.xml", resourcesync.MD{Capability: resourcesync.CapResourceList, At: fixedTime}, before, baseline...)
 		if r.Problems() != 0 || r.Written != 2*pairs {
 			t.Fatalf("baseline: %+v\n%s", r, dump(fs))
 		}
-		r, fs = apply("changelist.xml", resourcesync.MD{Capability: resourcesync.CapChangeList, From: fixedTime, Until: fixedTime.Add(3 * time.Hour)}, after, changes)
+		r, fs = apply("changelist.xml", resourcesync.MD{Capability: resourcesync.CapChangeList, From: fixedTime, Until: fixedTime.Add(3 * time.Hour)}, after, changes...)
 		if r.Problems() != 0 || r.Written != 2*pairs || r.Deleted != 2*pairs {
 			t.Errorf("batch %d: %+v\n%s", batch, r, dump(fs))
 		}
-		equalMaps(t, "tree", contents(readTree(t, dir)), after)
-		srv.Close()
+		equalMaps(t, "tree", contents(readTree(t, c.dir)), after)
 	}
 }

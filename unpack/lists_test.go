@@ -18,6 +18,57 @@ import (
 	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
+// changeSource serves the files of each list applied from loopback and
+// applies the list to dir, for tests of Change Lists.
+type changeSource struct {
+	t         *testing.T
+	res       string // the served directory; its res/ holds the resources
+	base, dir string
+	srv       *httptest.Server
+	m         verify.Mapper
+}
+
+func newChangeSource(t *testing.T) *changeSource {
+	c := &changeSource{t: t, res: t.TempDir(), dir: t.TempDir()}
+	c.srv = httptest.NewServer(http.FileServer(http.Dir(c.res)))
+	t.Cleanup(c.srv.Close)
+	c.base = c.srv.URL + "/res/"
+	m, err := verify.NewMapper(verify.ByURI, c.base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.m = m
+	return c
+}
+
+// entry is a change of rel to data at h hours after fixedTime.
+func (c *changeSource) entry(rel, data, change string, h int) resourcesync.URL {
+	when := fixedTime.Add(time.Duration(h) * time.Hour)
+	md := &resourcesync.MD{Change: change, Datetime: when}
+	if change != resourcesync.ChangeDeleted {
+		md.Hash, md.Length = "sha-256:"+verifytest.SHA256([]byte(data)), resourcesync.Int64(int64(len(data)))
+	}
+	return resourcesync.URL{Loc: c.base + rel, Lastmod: when, MD: md}
+}
+
+// apply serves served (path → content) and applies the list document
+// name of urls.
+func (c *changeSource) apply(name string, md resourcesync.MD, served map[string]string, urls ...resourcesync.URL) (*unpack.Result, []finding.Finding) {
+	t := c.t
+	t.Helper()
+	os.RemoveAll(filepath.Join(c.res, "res"))
+	writeFiles(t, filepath.Join(c.res, "res"), served)
+	doc := filepath.Join(t.TempDir(), name)
+	verifytest.WriteDoc(t, doc, resourcesync.Header{Kind: resourcesync.URLSet, MD: md}, urls)
+	var fs []finding.Finding
+	r, err := unpack.ApplyList(context.Background(), doc, c.dir, unpack.Options{Mapper: c.m, Client: c.srv.Client(),
+		Events: finding.OnFindings(func(f finding.Finding) { fs = append(fs, f) })})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return r, fs
+}
+
 // TestListBatches: a Change List applied two entries at a time gives the
 // tree and findings it gives whole: the last change of a resource wins
 // across batches (its earlier version, no longer served, is not
@@ -25,36 +76,8 @@ import (
 // once, and the state moves to the list's until.
 func TestListBatches(t *testing.T) {
 	unpack.SetListBatch(t, 2)
-	res := t.TempDir()
-	srv := httptest.NewServer(http.FileServer(http.Dir(res)))
-	defer srv.Close()
-	base, dir := srv.URL+"/res/", t.TempDir()
-	m, err := verify.NewMapper(verify.ByURI, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	entry := func(rel, data, change string, h int) resourcesync.URL {
-		when := fixedTime.Add(time.Duration(h) * time.Hour)
-		md := &resourcesync.MD{Change: change, Datetime: when}
-		if change != resourcesync.ChangeDeleted {
-			md.Hash, md.Length = "sha-256:"+verifytest.SHA256([]byte(data)), resourcesync.Int64(int64(len(data)))
-		}
-		return resourcesync.URL{Loc: base + rel, Lastmod: when, MD: md}
-	}
-	apply := func(name string, md resourcesync.MD, served map[string]string, urls ...resourcesync.URL) (*unpack.Result, []finding.Finding) {
-		t.Helper()
-		os.RemoveAll(filepath.Join(res, "res"))
-		writeFiles(t, filepath.Join(res, "res"), served)
-		doc := filepath.Join(t.TempDir(), name)
-		verifytest.WriteDoc(t, doc, resourcesync.Header{Kind: resourcesync.URLSet, MD: md}, urls)
-		var fs []finding.Finding
-		r, err := unpack.ApplyList(context.Background(), doc, dir, unpack.Options{Mapper: m, Client: srv.Client(),
-			Events: finding.OnFindings(func(f finding.Finding) { fs = append(fs, f) })})
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		return r, fs
-	}
+	c := newChangeSource(t)
+	entry, apply, dir := c.entry, c.apply, c.dir
 	r, fs := apply("resourcelist.xml", resourcesync.MD{Capability: resourcesync.CapResourceList, At: fixedTime},
 		map[string]string{"a": "a0", "b": "b0", "c": "c0"},
 		entry("a", "a0", "", 0), entry("b", "b0", "", 0), entry("c", "c0", "", 0))

@@ -36,7 +36,8 @@ const defaultFetches = 8
 
 // listBatch is how many entries of a list are planned, fetched and
 // committed together: a third of a full list document, so that memory
-// stays some 60 MB whatever the list's size (about 1.8 KB an entry held),
+// stays some 60-80 MB whatever the list's size (about 1.8 KB an entry
+// held, two batches at a time: one committing, the next staging),
 // while the costs paid once a batch (the written log is read through for
 // the targets a batch replaces, deletes or adopts; the syncs) stay few:
 // 4,096 took half as much memory and 1.5 times as long to adopt 805,000
@@ -299,7 +300,9 @@ func (b *listBatcher) flush(ctx context.Context) error {
 	}
 	prev := b.staged
 	if prev != nil {
-		prev.wait() // one batch staging at a time
+		if _, err := prev.wait(); err != nil { // one batch staging at a time
+			return err // the deferred discard clears it
+		}
 	}
 	b.staged = b.l.stage(ctx, doc, b.items, first)
 	b.items, b.begun = nil, true // the staging holds them now
