@@ -21,7 +21,9 @@
 # Resource List alone). Data: FILES random files of SIZE bytes (default
 # 100,000 x 2,048) from benchmarks/lib.sh's generator. Each run starts from
 # an empty destination, page cache warm (the resources are small and
-# served from memory either way). Wall, CPU (user+sys of the client) and
+# served from memory either way), nothing left to write back by the run
+# before (sync(1) first: aria2c and resync leave 100,000 dirty files that
+# the next run's syncfs would otherwise write). Wall, CPU (user+sys of the client) and
 # peak RSS from GNU time; rate = resources / wall; server CPU is what the
 # rsdump serve processes used meanwhile (/proc).
 # RTT=20ms puts the server behind benchmarks/wan, as in sync.sh.
@@ -144,6 +146,9 @@ check() {
 servers_cpu() { cat "/proc/$SA/stat" ${SS:+"/proc/$SS/stat"} ${SB:+"/proc/$SB/stat"} | awk -v hz="$(getconf CLK_TCK)" '{t += $14 + $15} END {printf "%.2f", t / hz}'; }
 timed() {
   local line; line=$(cmd "$1")
+  # The runs before leave their files to write back (aria2c and resync
+  # sync none): flushed here, or the next run's syncfs would pay for them.
+  sync
   local c0; c0=$(servers_cpu)
   # shellcheck disable=SC2086
   if ! (cd "$W/work" && /usr/bin/time -f '%e %U %S %M' -o "$W/time" $line >/dev/null 2>"$W/stderr"); then
