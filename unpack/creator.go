@@ -70,10 +70,19 @@ func (c *creator) start() {
 }
 
 // take returns a's staging file: the one made ahead, or, for a bitstream
-// not in todo, one made now.
+// not in todo, one made now. The files made ahead for bitstreams before a
+// that the stager passed over (one refused since todo was drawn up) are
+// removed: made ahead for nothing, they would hold their targets' names.
 func (c *creator) take(a *action) (stagedFile, error) {
-	if c.next >= len(c.todo) || c.todo[c.next] != a {
+	i := c.next
+	for i < len(c.todo) && c.todo[i] != a { // the stager goes in todo's order: a is next, or not far
+		i++
+	}
+	if i == len(c.todo) {
 		return c.st.create(a.target)
+	}
+	for ; c.next < i; c.next++ {
+		c.discard(<-c.out)
 	}
 	c.next++
 	r := <-c.out
