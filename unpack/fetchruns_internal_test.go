@@ -29,3 +29,13 @@ func TestFetchRunsNoLengthAlone(t *testing.T) {
 		}
 	}
 }
+
+// Options.Pipeline is bounded: a library caller's 1,000 writes no more
+// GETs ahead than --pipeline may.
+func TestPipelineDepthBounded(t *testing.T) {
+	for _, c := range []struct{ opt, want int }{{0, DefaultPipeline}, {-3, 1}, {1, 1}, {20, 20}, {1000, MaxPipeline}} {
+		if got := pipelineDepth(c.opt); got != c.want {
+			t.Errorf("Pipeline %d: depth %d, want %d", c.opt, got, c.want)
+		}
+	}
+}

@@ -503,11 +503,8 @@ func (p *pkgRun) fetchAll(ctx context.Context) error {
 	// a fresh stack for each (4% of sync's CPU went to copying stacks on
 	// a list of 2 KB files). A worker takes a run of small resources at a
 	// time, whose GETs its pipeline writes together.
-	depth := p.u.opts.Pipeline
-	if depth == 0 {
-		depth = DefaultPipeline
-	}
-	runs := &fetchRuns{p: p, depth: max(depth, 1)}
+	depth := pipelineDepth(p.u.opts.Pipeline)
+	runs := &fetchRuns{p: p, depth: depth}
 	g, gctx := errgroup.WithContext(ctx)
 	for range min(n, len(p.actions)) {
 		g.Go(func() error {
@@ -537,6 +534,22 @@ func (p *pkgRun) fetchAll(ctx context.Context) error {
 // DefaultPipeline is how many GETs of a list's resources go out at once
 // on one connection (Options.Pipeline).
 const DefaultPipeline = 8
+
+// MaxPipeline bounds Options.Pipeline: a server answers the requests of a
+// connection one after the other and may close it after so many (Apache
+// after 100 by default), when those written behind are written again, so
+// a deeper pipeline only holds more requests at risk, and more memory on
+// both sides.
+const MaxPipeline = 64
+
+// pipelineDepth is Options.Pipeline's depth: 0 the default, at least 1,
+// at most MaxPipeline.
+func pipelineDepth(opt int) int {
+	if opt == 0 {
+		return DefaultPipeline
+	}
+	return min(max(opt, 1), MaxPipeline)
+}
 
 // pipelineBytes bounds a run of resources fetched through one pipeline
 // by their listed lengths: a run is for small files, whose requests cost

@@ -65,7 +65,8 @@ type Options struct {
 	Fetches int
 	// Pipeline is how many GETs of small resources a fetch writes at
 	// once on its connection, before their responses (over plain http;
-	// see httpc.Pipeline); default DefaultPipeline, 1 for one at a time.
+	// see httpc.Pipeline); default DefaultPipeline, 1 for one at a time,
+	// at most MaxPipeline.
 	Pipeline int
 	// MaxResourceSize is the most ApplyList takes of a resource whose
 	// entry gives no length; default DefaultMaxResourceSize.

@@ -168,6 +168,8 @@ func (f *syncFlags) check(args []string) (string, error) {
 		return "", usagef("--max-ratio must be at least 1")
 	case f.jobs < 0 || f.fetches < 1 || f.pipeline < 1:
 		return "", usagef("--jobs must not be negative, --fetches and --pipeline must be positive")
+	case f.pipeline > unpack.MaxPipeline:
+		return "", usagef("--pipeline must be at most %d", unpack.MaxPipeline)
 	case f.stall <= 0:
 		return "", usagef("--stall-timeout must be positive")
 	case f.maxSize <= 0:

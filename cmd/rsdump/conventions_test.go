@@ -93,6 +93,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"unpack", "x.zip", "--dest", dst, "--layout", "zip"},
 		{"version", "--bogus"},
 		{"sync", "http://127.0.0.1:9/", "--dest", dst, "--pipeline", "0"},
+		{"sync", "http://127.0.0.1:9/", "--dest", dst, "--pipeline", "65"},
 		{"sync", "http://127.0.0.1:9/", "--dest", dst, "--fetches", "0"},
 	}
 	for _, args := range cases {
