@@ -2,6 +2,7 @@ package unpack
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/rsdump/rsdump/resourcesync"
 )
@@ -62,9 +63,21 @@ func (l *listRun) stage(ctx context.Context, doc string, items []listItem, first
 		if first && !change && sameItems(items, e.items) {
 			return e
 		}
-		e.discard() // planned otherwise by the survey: not expected (a part's capability is its index's), but then it is not this batch
+		// Planned otherwise by the survey, which no list can do (a part's
+		// capability is its index's, and the survey refuses as the early
+		// batch did). Its findings and its package are counted already;
+		// staged again, they would count twice: the run ends instead.
+		e.discard()
+		return failedBatch(fmt.Errorf("%s: the first batch staged during the survey is not the one the survey planned (a bug in rsdump)", doc))
 	}
 	return l.stageAsync(ctx, doc, items, first, change)
+}
+
+// failedBatch is a batch whose staging failed with err before it began.
+func failedBatch(err error) *stagedBatch {
+	s := &stagedBatch{done: make(chan struct{}), err: err, cancel: func() {}}
+	close(s.done)
+	return s
 }
 
 // earlyBatch gathers a Resource List's first batch while the list is
