@@ -207,3 +207,68 @@ func TestListPathConflictAcrossBatches(t *testing.T) {
 		noneStaged(t, dst)
 	}
 }
+
+// TestListStagingFailsMidList: a batch whose staging fails (its staging
+// directory gone under it) ends the run with an error naming the file,
+// once the batches before it have landed, and before the batch after it
+// is fetched; nothing of it lands, nothing stays staged, and the list is
+// not recorded as applied.
+func TestListStagingFailsMidList(t *testing.T) {
+	unpack.SetListBatch(t, 4)
+	s := newListSource(t)
+	var urls []resourcesync.URL
+	for _, n := range strings.Split("abcdefghijkl", "") {
+		urls = append(urls, s.entry(n, n, n))
+	}
+	loc := s.doc("resourcelist.xml", resourcesync.Header{Kind: resourcesync.URLSet,
+		MD: resourcesync.MD{Capability: resourcesync.CapResourceList, At: fixedTime}}, urls)
+	dst := t.TempDir()
+	tmp := filepath.Join(dst, verify.StateDir, "tmp")
+	var mu sync.Mutex
+	var asked []string
+	removed := false
+	s.before = func(path string) {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, strings.TrimPrefix(path, "/res/"))
+		if path != "/res/e" {
+			return
+		}
+		// e is the second batch's first: once the first batch's staging
+		// directory is gone (it committed), the second's goes too.
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			var dirs []string
+			ents, _ := os.ReadDir(tmp)
+			for _, e := range ents {
+				if e.IsDir() { // not the survey's spool
+					dirs = append(dirs, e.Name())
+				}
+			}
+			if len(dirs) == 1 {
+				removed = os.RemoveAll(filepath.Join(tmp, dirs[0])) == nil
+				return
+			}
+		}
+	}
+	m, err := verify.NewMapper(verify.ByURI, s.base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = unpack.ApplyList(context.Background(), loc, dst, unpack.Options{Mapper: m, Client: s.srv.Client(), Fetches: 1})
+	if !removed {
+		t.Fatal("the second batch's staging directory was not found alone")
+	}
+	if err == nil || !strings.Contains(err.Error(), "staging f") {
+		t.Errorf("error %v, want one naming the staging of f", err)
+	}
+	equalMaps(t, "tree", contents(readTree(t, dst)), map[string]string{"a": "a", "b": "b", "c": "c", "d": "d"})
+	for _, n := range asked {
+		if n >= "i" && n <= "l" {
+			t.Errorf("%s of the third batch was fetched after the second failed (asked: %v)", n, asked)
+		}
+	}
+	noneStaged(t, dst)
+	if st := readState(t, dst); !st.ResourceDumpAt.IsZero() {
+		t.Errorf("the list is recorded as applied: %+v", st)
+	}
+}
