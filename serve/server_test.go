@@ -46,7 +46,7 @@ func startServer(t *testing.T, src string, to serve.Timeouts) (string, chan serv
 		t.Fatal(err)
 	}
 	srv := serve.NewServer(h, to)
-	go srv.Serve(smallBuffers{ln})
+	go srv.Serve(serve.Coalesce(smallBuffers{ln}))
 	t.Cleanup(func() {
 		srv.Close()
 		h.(io.Closer).Close()

@@ -61,7 +61,7 @@ func run(prof, addr, dir string, opts serve.Options) error {
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, os.Interrupt)
 	srv := serve.NewServer(h, serve.Timeouts{})
-	go srv.Serve(ln)
+	go srv.Serve(serve.Coalesce(ln))
 	<-stop
 	return srv.Close()
 }

@@ -286,7 +286,7 @@ func (f *serveFlags) listenAndServe(ctx context.Context, h http.Handler, ln net.
 	}
 	fmt.Fprintf(stderr, "rsdump: serving %s at http://%s/%s\n", escapeControl(dir), ln.Addr(), escapeControl(with))
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
+	go func() { done <- srv.Serve(serve.Coalesce(ln)) }()
 	select {
 	case err := <-done:
 		return err
