@@ -104,7 +104,7 @@ func smallTree(tb testing.TB, n, size int) *tree {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { h.(io.Closer).Close() })
-	return &tree{h: h, src: src, names: names, data: data}
+	return &tree{h: h, src: src, dir: dir, names: names, data: data}
 }
 
 // tree is what smallTree serves: the handler, the directory, the files'
@@ -112,6 +112,7 @@ func smallTree(tb testing.TB, n, size int) *tree {
 type tree struct {
 	h     http.Handler
 	src   string
+	dir   string // the pack output, with only a Capability List
 	names []string
 	data  map[string][]byte
 }

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"time"
 
 	"github.com/rsdump/rsdump/metalink"
 	"github.com/rsdump/rsdump/metalink/httpheader"
@@ -107,7 +108,57 @@ func (h *handler) capabilityLink(r *http.Request) string {
 	if !isFile(h.dir, pack.CapabilityListName) {
 		return ""
 	}
+	return h.linkCapabilityList(r)
+}
+
+func (h *handler) linkCapabilityList(r *http.Request) string {
 	return httpheader.Link{URL: h.selfURL(r) + pack.CapabilityListName, Rel: []string{"resourcesync"}}.String()
+}
+
+// capabilityRecheck is how long resourceLink trusts what it found of the
+// Capability List. A resource's response may then name the list up to a
+// second after it is gone, or leave it out up to a second after it came:
+// as it would, had its request come a second earlier. pack writes the
+// list once a dump, by rename; a Destination that follows the link finds
+// the list, or the 404 it would find a moment later anyway.
+const capabilityRecheck = time.Second
+
+// seenLink is what resourceLink found: whether the Capability List was
+// there, until when to trust it, and its link as made for a request to
+// host (by https or not).
+type seenLink struct {
+	until   time.Time
+	present bool
+	host    string
+	https   bool
+	link    string
+}
+
+// resourceLink is capabilityLink for the resources, whose requests come
+// many at a time: the Capability List is looked for at most once every
+// capabilityRecheck, not once a request (an lstat each), and its link
+// is made once for every host it is asked for in turn. The index and
+// the Tracked Resource Set look at each request.
+func (h *handler) resourceLink(r *http.Request) string {
+	now := time.Now()
+	s := h.seen.Load()
+	if s == nil || !now.Before(s.until) {
+		s = &seenLink{until: now.Add(capabilityRecheck), present: isFile(h.dir, pack.CapabilityListName)}
+		h.seen.Store(s)
+	}
+	if !s.present {
+		return ""
+	}
+	host, https := r.Host, r.TLS != nil
+	if h.dumpURL != "" {
+		host, https = "", false // the link is on the dump URL's host
+	}
+	if s.link != "" && s.host == host && s.https == https {
+		return s.link
+	}
+	l := h.linkCapabilityList(r)
+	h.seen.Store(&seenLink{until: s.until, present: true, host: host, https: https, link: l})
+	return l
 }
 
 // isFile reports whether name is a regular file in root, to link to it.

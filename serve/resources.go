@@ -59,7 +59,7 @@ func (h *handler) serveResource(w http.ResponseWriter, r *http.Request, rel stri
 // List.
 func (h *handler) resourceHeaders(w http.ResponseWriter, r *http.Request, size int64, mtime time.Time) {
 	w.Header().Set("ETag", fileETag(size, mtime.UnixNano()))
-	if l := h.capabilityLink(r); l != "" {
+	if l := h.resourceLink(r); l != "" {
 		w.Header().Set("Link", l)
 	}
 }

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rsdump/rsdump/metalink/httpheader"
 	"github.com/rsdump/rsdump/pack"
@@ -266,4 +268,50 @@ func TestResourceSizes(t *testing.T) {
 			t.Errorf("%s: logged %d bytes, sent %d", r.Path, r.Bytes, len(fs[name]))
 		}
 	}
+}
+
+// A resource's link to the Capability List is made for the host it was
+// asked on, whichever host came before; it goes when the list goes, and
+// comes back with it, within a few seconds (it is looked for once a
+// second, not once a request).
+func TestResourceLinkFollowsTheList(t *testing.T) {
+	tr := smallTree(t, 1, 10)
+	ts := httptest.NewServer(tr.h)
+	defer ts.Close()
+	u := ts.URL + "/res/" + tr.names[0]
+	link := func(host string) string {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, u, nil)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.Header.Get("Link")
+	}
+	for _, host := range []string{"a.example", "b.example", "a.example"} {
+		if l, want := link(host), "<http://"+host+"/res/"+pack.CapabilityListName+">"; !strings.HasPrefix(l, want) {
+			t.Errorf("on %s: Link %q, want %s", host, l, want)
+		}
+	}
+	list := filepath.Join(tr.dir, pack.CapabilityListName)
+	within := func(what string, gone bool) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for (link("a.example") == "") != gone {
+			if time.Now().After(deadline) {
+				t.Fatalf("the Capability List %s: the link did not follow in 5 s", what)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if err := os.Remove(list); err != nil {
+		t.Fatal(err)
+	}
+	within("removed", true)
+	if err := os.WriteFile(list, []byte("<urlset/>"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	within("written again", false)
 }

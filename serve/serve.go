@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/rsdump/rsdump/pack"
@@ -85,6 +86,7 @@ type handler struct {
 	sums      *digests
 	hub       http.Handler
 	trs       *trs.Handler
+	seen      atomic.Pointer[seenLink] // resourceLink's
 }
 
 // New returns a handler serving dir, a directory pack wrote (or is

@@ -15,9 +15,10 @@ import (
 // small and its way plain: every name before the last a directory, the
 // last a regular file of at most len(buf) bytes, none a symbolic link and
 // no directory hide. That is most requests of a list's resources, and it
-// takes an openat and an fstat per directory, an fstatat, an openat, an
-// fstat and a pread for the file, where open's walk takes an lstat more
-// per directory and its os.Root and os.File for each. ok is false
+// takes an openat and an fstat per directory (the fstat only to compare
+// with hide, none without it), an fstatat, an openat, an fstat and a
+// pread for the file, where open's walk takes an lstat more per
+// directory and its os.Root and os.File for each. ok is false
 // whenever the name is anything else or anything fails, with nothing left
 // open: open's walk judges the name then. dir is the resources' root,
 // open.
@@ -60,8 +61,11 @@ func readSmallAt(root int, name string, hide *syscall.Stat_t, buf []byte) (b []b
 			unix.Close(dir)
 		}
 		dir, name = fd, rest
+		if hide == nil {
+			continue
+		}
 		var st unix.Stat_t
-		if unix.Fstat(fd, &st) != nil || hide != nil && sameFile(&st, hide) {
+		if unix.Fstat(fd, &st) != nil || sameFile(&st, hide) {
 			return
 		}
 	}

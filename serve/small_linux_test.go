@@ -56,7 +56,15 @@ func TestReadSmall(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("readSmall waited (on the FIFO?)")
 	}
-	if _, _, _, ok := readSmall(dir, "out/j", nil, buf); !ok {
-		t.Error("out/j with nothing hidden: left to the walk")
+	for name, want := range map[string]string{"out/j": "journal", "a/b/f.txt": "plain"} {
+		if b, _, _, ok := readSmall(dir, name, nil, buf); !ok || string(b) != want {
+			t.Errorf("%s with nothing hidden: %q, %v", name, b, ok)
+		}
+	}
+	// Without hide, the directories go unchecked, not unguarded.
+	for _, name := range []string{"a/lb/f.txt", "a/b/lf", "top.txt/x", "a/none/f"} {
+		if b, _, _, ok := readSmall(dir, name, nil, buf); ok {
+			t.Errorf("%s with nothing hidden: read %q, want it left to the walk", name, b)
+		}
 	}
 }
