@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -369,5 +370,48 @@ func BenchmarkPipelinedSmall(b *testing.B) {
 			b.ReportMetric(float64(cl.writes.Load()-before)/float64(b.N), "writes/resp")
 			b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
 		})
+	}
+}
+
+// oneConn is a listener that hands out one connection.
+type oneConn struct {
+	net.Listener
+	c net.Conn
+}
+
+func (l oneConn) Accept() (net.Conn, error) { return l.c, nil }
+
+// What a connection holds goes out under the write deadline it was
+// written under, not the none net/http sets between requests: held
+// bytes that a client does not take fail when that deadline passes, as
+// they would have without Coalesce, and the read that sent them fails
+// too, which ends net/http's connection.
+func TestCoalesceKeepsWriteDeadline(t *testing.T) {
+	defer serve.SetHoldTime(time.Hour)()
+	server, client := net.Pipe() // a write waits for the other end's read
+	defer client.Close()
+	c, err := serve.Coalesce(oneConn{c: server}).Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+	if _, err := c.Write([]byte("HTTP/1.1 200 OK\r\n\r\n")); err != nil {
+		t.Fatalf("a held write: %v", err)
+	}
+	c.SetWriteDeadline(time.Time{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Read(make([]byte, 4096))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		var ne net.Error
+		if !errors.As(err, &ne) || !ne.Timeout() {
+			t.Errorf("the read after the held write: %v, want its write's timeout", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("held bytes nobody takes were still being written 5 s after their deadline")
 	}
 }
