@@ -171,8 +171,11 @@ func (c *coalescer) CloseWrite() error {
 }
 
 // Close writes out what is held and closes the connection. While a
-// write is under way (http.Server.Close, from another goroutine), it
-// closes at once, which ends that write, as it would end net/http's.
+// write is under way (http.Server.Close or Shutdown, from another
+// goroutine, closing a connection net/http counts as idle while its last
+// answers still go out to a client slow to take them), it closes at
+// once, which ends that write, as Server.Close ends net/http's: Close
+// never waits on a client.
 func (c *coalescer) Close() error {
 	if c.mu.TryLock() {
 		c.flushLocked()
