@@ -29,7 +29,7 @@ func (h *handler) serveResource(w http.ResponseWriter, r *http.Request, rel stri
 	name := path.Base(rel) // the type is the name asked for's
 	bp := smallBufs.Get().(*[]byte)
 	defer smallBufs.Put(bp)
-	if b, size, mtime, ok := readSmall(h.resDir, rel, h.hide, *bp); ok {
+	if b, size, mtime, ok := readSmall(h.resDir, h.dirs, rel, h.hide, *bp); ok {
 		h.resourceHeaders(w, r, size, mtime)
 		http.ServeContent(writerOnly{w}, r, name, mtime, bytes.NewReader(b))
 		return

@@ -78,6 +78,7 @@ type handler struct {
 	hide      os.FileInfo // DIR, which the resources route does not enter
 	resHidden bool        // res is DIR itself: no resource is served
 	resDir    *os.File    // res's directory, for readSmall
+	dirs      *dirCache   // readSmall's, nil without resources
 	dumpPath  string      // with a trailing slash
 	basePath  string
 	dumpURL   string // absolute prefix, or "" to build one from the request
@@ -131,6 +132,7 @@ func New(dir string, opts Options) (http.Handler, error) {
 			h.Close()
 			return nil, err
 		}
+		h.dirs = newDirCache()
 	}
 	h.sums = newDigests(h.dir)
 	if opts.TRS != nil {
@@ -153,6 +155,9 @@ func (h *handler) Close() error {
 	}
 	if h.resDir != nil {
 		err = errors.Join(err, h.resDir.Close())
+	}
+	if h.dirs != nil {
+		h.dirs.close()
 	}
 	return err
 }
