@@ -6,8 +6,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/textproto"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -31,6 +33,7 @@ type Pipeline struct {
 	c     *http.Client
 	t     *transport // nil: every Next is Open
 	depth int
+	ua    string // the User-Agent line as Request.Write writes it
 
 	mu     sync.Mutex // the body's release may run on another goroutine
 	queue  []announced
@@ -42,9 +45,10 @@ type Pipeline struct {
 }
 
 type announced struct {
-	url string // as the caller names it
-	req *http.Request
-	key string // its host:port
+	url  string // as the caller names it
+	req  *http.Request
+	key  string // its host:port
+	wire string // the request as Request.Write writes it (getRequest)
 }
 
 // NewPipeline returns a pipeline on c (nil: Default()) that writes at most
@@ -56,6 +60,7 @@ func NewPipeline(c *http.Client, depth int) *Pipeline {
 	p := &Pipeline{c: c, depth: depth}
 	if t, ok := c.Transport.(*transport); ok && t.lean != nil && c.Timeout <= 0 && c.Jar == nil && depth > 1 {
 		p.t = t
+		p.ua = userAgentLine(t.ua)
 	}
 	return p
 }
@@ -70,10 +75,55 @@ func (p *Pipeline) Add(rawURL string) {
 	if err != nil || !p.t.lean.plain(req) || req.URL.User != nil {
 		return // a user and password in the URL: http.Client's to send
 	}
-	req.Header.Set("User-Agent", p.t.ua)
+	wire, ok := getRequest(req, p.ua)
+	if !ok {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.queue = append(p.queue, announced{url: rawURL, req: req, key: hostKey(req.URL)})
+	p.queue = append(p.queue, announced{url: rawURL, req: req, key: hostKey(req.URL), wire: wire})
+}
+
+// getRequest is the GET req as Request.Write writes it with the
+// User-Agent line ua (userAgentLine) and no other field set, built once without Request.Write's
+// cost: the request line, Host and User-Agent. ok is false for a request
+// Request.Write would change or refuse: a host it would rewrite (not
+// ASCII, a zone) or drop (a byte a Host field cannot carry), a target
+// with a control byte; those go through Open.
+func getRequest(req *http.Request, ua string) (wire string, ok bool) {
+	host, target := req.Host, req.URL.RequestURI()
+	if !plainHost(host) {
+		return "", false
+	}
+	for i := range len(target) {
+		if b := target[i]; b < ' ' || b == 0x7f {
+			return "", false
+		}
+	}
+	return "GET " + target + " HTTP/1.1\r\nHost: " + host + "\r\n" + ua + "\r\n", true
+}
+
+// plainHost says whether Request.Write sends host as it is: ASCII (no
+// punycode), no zone, only bytes a Host field carries.
+func plainHost(host string) bool {
+	for i := range len(host) {
+		switch b := host[i]; {
+		case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', '0' <= b && b <= '9':
+		case strings.IndexByte("-._~:[]", b) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// userAgentLine is the User-Agent line Request.Write writes for ua:
+// none for "", else ua with line breaks as spaces, no space around.
+func userAgentLine(ua string) string {
+	if ua == "" {
+		return ""
+	}
+	return "User-Agent: " + textproto.TrimString(strings.NewReplacer("\n", " ", "\r", " ").Replace(ua)) + "\r\n"
 }
 
 // Next GETs rawURL as Open does, from the connection when it was
@@ -186,13 +236,9 @@ func (p *Pipeline) write(a announced) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	c := p.conn
-	if err := a.req.Write(c.bw); err != nil {
-		return err
-	}
+	c.bw.WriteString(a.wire)
 	for p.sent < len(p.queue) && p.sent+1 < p.depth && p.queue[p.sent].key == a.key {
-		if err := p.queue[p.sent].req.Write(c.bw); err != nil {
-			return err
-		}
+		c.bw.WriteString(p.queue[p.sent].wire)
 		p.sent++
 	}
 	return c.bw.Flush()
