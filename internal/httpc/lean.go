@@ -295,6 +295,15 @@ func (b *leanBody) Close() error {
 	return nil
 }
 
+// cut makes the connection's reads fail at once, as the end of the
+// body's context does, unless the body is finished: a connection given
+// back is not cut.
+func (b *leanBody) cut() {
+	if b.stop() {
+		b.c.SetDeadline(aLongTimeAgo)
+	}
+}
+
 func (b *leanBody) finish(eof bool) {
 	if !b.done.CompareAndSwap(false, true) {
 		return

@@ -46,7 +46,12 @@ func DoResponse(c *http.Client, req *http.Request, maxBytes int64) (*http.Respon
 // *StatusError but for a 2xx, ErrTooLarge for a Content-Length past
 // maxBytes, else the body capped.
 func checkResponse(req *http.Request, resp *http.Response, maxBytes int64) (*http.Response, io.ReadCloser, error) {
-	u, final := req.URL.Redacted(), resp.Request.URL.Redacted()
+	u, final := req.URL.Redacted(), ""
+	if resp.Request == req {
+		final = u // not redirected (a pipelined response): one URL to render
+	} else {
+		final = resp.Request.URL.Redacted()
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		io.CopyN(io.Discard, resp.Body, 4<<10) // so the connection can be reused
 		resp.Body.Close()

@@ -133,14 +133,12 @@ func (p *Pipeline) Next(ctx context.Context, rawURL string, maxBytes int64) (io.
 	if !ok {
 		return Open(ctx, p.c, rawURL, maxBytes)
 	}
-	rctx, cancel := context.WithCancel(ctx)
-	resp, err := p.receive(rctx, a, onWire)
+	resp, err := p.receive(ctx, a, onWire)
 	if err == nil && resp.StatusCode >= 300 && resp.StatusCode <= 399 {
 		resp.Body.Close() // the client's redirect policy is Open's to apply
 		err = errRedirect
 	}
 	if err != nil {
-		cancel()
 		var ne net.Error
 		if ctx.Err() == nil && errors.As(err, &ne) && ne.Timeout() {
 			if !onWire {
@@ -159,7 +157,9 @@ func (p *Pipeline) Next(ctx context.Context, rawURL string, maxBytes int64) (io.
 		}
 		return Open(ctx, p.c, rawURL, maxBytes)
 	}
-	p.t.watch(resp, a.req.URL.Redacted(), true, cancel)
+	// The watch stops the request by cutting the connection short, as
+	// the end of ctx does: no context of its own for each response.
+	p.t.watch(resp, a.req.URL.Redacted(), true, resp.Body.(*leanBody).cut)
 	_, rc, err := checkResponse(a.req, resp, maxBytes)
 	return rc, err
 }
