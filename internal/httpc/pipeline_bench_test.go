@@ -63,7 +63,7 @@ func cannedServer(b *testing.B) string {
 // connection.
 func BenchmarkPipeline(b *testing.B) {
 	base := cannedServer(b)
-	p := NewPipeline(New(Options{ConnectTimeout: time.Second, DisableCompression: true}), 8)
+	p := NewPipeline(New(Options{ConnectTimeout: time.Second, DisableCompression: true, ReadBufferSize: benchReadBuffer}), 8)
 	defer p.Close()
 	urls := make([]string, 8)
 	for i := range urls {
@@ -89,3 +89,6 @@ func BenchmarkPipeline(b *testing.B) {
 		}
 	}
 }
+
+// benchReadBuffer is sync's (transfer.NewClient's) read buffer.
+const benchReadBuffer = 64 << 10
