@@ -153,7 +153,8 @@ func (l *lean) receive(ctx context.Context, c *leanConn, r *http.Request, write 
 		return nil, err
 	}
 	keep := !resp.Close && !r.Close && resp.StatusCode != http.StatusSwitchingProtocols
-	resp.Body = &leanBody{ctx: ctx, c: c, rc: resp.Body, stop: stop, keep: keep, release: release}
+	chunked := len(resp.TransferEncoding) > 0
+	resp.Body = &leanBody{ctx: ctx, c: c, rc: resp.Body, stop: stop, keep: keep, chunked: chunked, release: release}
 	return resp, nil
 }
 
@@ -264,6 +265,7 @@ type leanBody struct {
 	rc      io.ReadCloser
 	stop    func() bool
 	keep    bool
+	chunked bool                       // its reads may wait on a chunk's header with bytes buffered
 	release func(c *leanConn, ok bool) // once, when finished
 	done    atomic.Bool                // finished: at its end, or closed
 	eof     bool                       // Read's
@@ -293,6 +295,14 @@ func (b *leanBody) Read(p []byte) (int, error) {
 func (b *leanBody) Close() error {
 	b.finish(false)
 	return nil
+}
+
+// ready says whether the next Read returns without waiting on the
+// network: bytes of the body are already buffered (net/http's body reads
+// a length or an end of connection from the buffer first; a chunked
+// body may wait for the rest of a chunk's header).
+func (b *leanBody) ready() bool {
+	return !b.chunked && b.c.br.Buffered() > 0
 }
 
 // cut makes the connection's reads fail at once, as the end of the

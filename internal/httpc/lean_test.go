@@ -274,3 +274,58 @@ func TestLeanBodyAfterCancel(t *testing.T) {
 		t.Fatalf("read %d bytes of a cancelled request's body, no error", len(b))
 	}
 }
+
+// A body that stalls with bytes of it buffered (the first ones; the start
+// of a chunk's header) fails with a StallError after the stall time-out,
+// through Open and through a pipeline: a read that may wait on the
+// network is timed, whatever the buffer holds.
+func TestLeanStallBuffered(t *testing.T) {
+	for name, head := range map[string]string{
+		"length":       "Content-Length: 100\r\n\r\nten bytes.",
+		"chunk-header": "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n1",
+		"chunk-data":   "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n5\r\nhel",
+	} {
+		t.Run(name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			release := make(chan struct{})
+			defer close(release)
+			go func() {
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					go func() {
+						defer c.Close()
+						c.Read(make([]byte, 4096))
+						io.WriteString(c, "HTTP/1.1 200 OK\r\n"+head)
+						select {
+						case <-release:
+						case <-time.After(5 * time.Second):
+						}
+					}()
+				}
+			}()
+			u := "http://" + ln.Addr().String() + "/s"
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			p := NewPipeline(leanClient(), 8) // stalls after 300 ms
+			defer p.Close()
+			p.Add(u)
+			for how, open := range map[string]func() (io.ReadCloser, error){
+				"Open":     func() (io.ReadCloser, error) { return Open(ctx, leanClient(), u, 1<<20) },
+				"Pipeline": func() (io.ReadCloser, error) { return p.Next(ctx, u, 1<<20) },
+			} {
+				var se *StallError
+				err := within(t, 2*time.Second, func() error { _, err := readAll(open()); return err })
+				if !errors.As(err, &se) {
+					t.Errorf("%s: %v, want a StallError", how, err)
+				}
+			}
+		})
+	}
+}

@@ -71,17 +71,22 @@ func (t *transport) CloseIdleConnections() {
 // watched is a response body whose reads fail with a StallError after
 // waiting stall without a byte, and, with a floor, with a SpeedError
 // below its speed. Only time spent inside Read counts: a caller busy
-// between reads is not a stalled or slow server.
+// between reads is not a stalled or slow server. The stall timer is made
+// at the first read that may wait (a body already buffered, as a small
+// pipelined resource is, needs none).
 type watched struct {
 	rc      io.ReadCloser
 	url     string
 	stall   time.Duration
 	cancel  context.CancelFunc
-	timer   *time.Timer
+	timer   atomic.Pointer[time.Timer] // nil: no read waited yet
 	stalled atomic.Bool
 	floor   *floor
 	slow    error // the floor's verdict, returned by every later read
 }
+
+// readier is a body that can tell a read will not wait (leanBody).
+type readier interface{ ready() bool }
 
 // floor judges a body's speed with a Pace on a clock that runs only
 // while a read waits.
@@ -93,13 +98,21 @@ type floor struct {
 }
 
 func newWatched(rc io.ReadCloser, url string, stall time.Duration, cancel context.CancelFunc) *watched {
-	w := &watched{rc: rc, url: url, stall: stall, cancel: cancel}
-	w.timer = time.AfterFunc(time.Hour, func() {
+	return &watched{rc: rc, url: url, stall: stall, cancel: cancel}
+}
+
+// arm starts the stall timer for a read, making it the first time.
+func (w *watched) arm() *time.Timer {
+	if t := w.timer.Load(); t != nil {
+		t.Reset(w.stall)
+		return t
+	}
+	t := time.AfterFunc(w.stall, func() {
 		w.stalled.Store(true)
-		cancel()
+		w.cancel()
 	})
-	w.timer.Stop()
-	return w
+	w.timer.Store(t)
+	return t
 }
 
 func (w *watched) Read(p []byte) (int, error) {
@@ -110,9 +123,14 @@ func (w *watched) Read(p []byte) (int, error) {
 		return 0, w.slow
 	}
 	start := time.Now()
-	w.timer.Reset(w.stall)
+	var t *time.Timer
+	if r, ok := w.rc.(readier); !ok || !r.ready() {
+		t = w.arm()
+	}
 	n, err := w.rc.Read(p)
-	w.timer.Stop()
+	if t != nil {
+		t.Stop()
+	}
 	if err != nil && err != io.EOF && w.stalled.Load() {
 		err = w.stallErr()
 	}
@@ -130,7 +148,12 @@ func (w *watched) Read(p []byte) (int, error) {
 func (w *watched) stallErr() error { return &StallError{URL: w.url, After: w.stall} }
 
 func (w *watched) Close() error {
-	w.timer.Stop()
+	// A read on another goroutine that had not made its timer yet
+	// stops the one it makes when its read returns, which it does at
+	// once on a closed body.
+	if t := w.timer.Load(); t != nil {
+		t.Stop()
+	}
 	err := w.rc.Close()
 	w.cancel()
 	return err
