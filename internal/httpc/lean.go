@@ -122,15 +122,19 @@ func (l *lean) send(ctx context.Context, c *leanConn, r *http.Request) (*http.Re
 	}, l.release)
 }
 
-// receive runs write (sending r, or r and the requests after it, on c),
-// then reads r's response header; the body gives c to release when it is
-// finished, ok if c can carry the next response.
+// receive runs write (sending r, or r and the requests after it, on c;
+// nil when they are sent already), then reads r's response header; the
+// body gives c to release when it is finished, ok if c can carry the
+// next response.
 func (l *lean) receive(ctx context.Context, c *leanConn, r *http.Request, write func() error, release func(c *leanConn, ok bool)) (*http.Response, error) {
 	if t := l.base.ResponseHeaderTimeout; t > 0 {
 		c.SetReadDeadline(time.Now().Add(t))
 	}
 	stop := context.AfterFunc(ctx, func() { c.SetDeadline(aLongTimeAgo) })
-	err := write()
+	var err error
+	if write != nil {
+		err = write()
+	}
 	var resp *http.Response
 	for informational := 0; err == nil; informational++ {
 		resp, err = http.ReadResponse(c.br, r)

@@ -39,14 +39,14 @@ func DoResponse(c *http.Client, req *http.Request, maxBytes int64) (*http.Respon
 	if err != nil {
 		return nil, nil, err // *url.Error names the URL
 	}
-	return checkResponse(req, resp, maxBytes)
+	return checkResponse(req.URL.Redacted(), req, resp, maxBytes)
 }
 
-// checkResponse is DoResponse's verdict on the response to req: a
-// *StatusError but for a 2xx, ErrTooLarge for a Content-Length past
-// maxBytes, else the body capped.
-func checkResponse(req *http.Request, resp *http.Response, maxBytes int64) (*http.Response, io.ReadCloser, error) {
-	u, final := req.URL.Redacted(), ""
+// checkResponse is DoResponse's verdict on the response to req, whose
+// URL renders as u (req.URL.Redacted()): a *StatusError but for a 2xx,
+// ErrTooLarge for a Content-Length past maxBytes, else the body capped.
+func checkResponse(u string, req *http.Request, resp *http.Response, maxBytes int64) (*http.Response, io.ReadCloser, error) {
+	final := ""
 	if resp.Request == req {
 		final = u // not redirected (a pipelined response): one URL to render
 	} else {

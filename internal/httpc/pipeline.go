@@ -159,8 +159,9 @@ func (p *Pipeline) Next(ctx context.Context, rawURL string, maxBytes int64) (io.
 	}
 	// The watch stops the request by cutting the connection short, as
 	// the end of ctx does: no context of its own for each response.
-	p.t.watch(resp, a.req.URL.Redacted(), true, resp.Body.(*leanBody).cut)
-	_, rc, err := checkResponse(a.req, resp, maxBytes)
+	u := a.req.URL.Redacted()
+	p.t.watch(resp, u, true, resp.Body.(*leanBody).cut)
+	_, rc, err := checkResponse(u, a.req, resp, maxBytes)
 	return rc, err
 }
 
@@ -209,7 +210,7 @@ func (p *Pipeline) receive(ctx context.Context, a announced, onWire bool) (*http
 		p.mu.Unlock()
 	}
 	c := p.conn
-	write := func() error { return nil }
+	var write func() error // nil: a's request is on the wire already
 	if !onWire {
 		write = func() error { return p.write(a) }
 	}
