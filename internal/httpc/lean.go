@@ -20,8 +20,9 @@ import (
 // caller; for a list of small resources that cost sync as much CPU as the
 // files' own system calls (50 µs a request against 28 on loopback). The
 // request is written and the response parsed by net/http
-// (Request.Write, ReadResponse), so that only the connection's life is
-// lean's: a GET on a kept-alive connection the server had closed is sent
+// (Request.Write, ReadResponse; a Pipeline writes the bytes Request.Write
+// would, built once, see getRequest), so that only the connection's life
+// is lean's: a GET on a kept-alive connection the server had closed is sent
 // once more on a new one, as net/http does; a body read to its end gives
 // the connection back, one closed before gives it up. Everything else (a
 // proxy, https, a request with a body) goes to the Transport.
