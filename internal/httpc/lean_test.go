@@ -286,31 +286,16 @@ func TestLeanStallBuffered(t *testing.T) {
 		"chunk-data":   "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n5\r\nhel",
 	} {
 		t.Run(name, func(t *testing.T) {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ln.Close()
 			release := make(chan struct{})
 			defer close(release)
-			go func() {
-				for {
-					c, err := ln.Accept()
-					if err != nil {
-						return
-					}
-					go func() {
-						defer c.Close()
-						c.Read(make([]byte, 4096))
-						io.WriteString(c, "HTTP/1.1 200 OK\r\n"+head)
-						select {
-						case <-release:
-						case <-time.After(5 * time.Second):
-						}
-					}()
+			u := rawListen(t, func(c net.Conn) {
+				c.Read(make([]byte, 4096))
+				io.WriteString(c, "HTTP/1.1 200 OK\r\n"+head)
+				select {
+				case <-release:
+				case <-time.After(5 * time.Second):
 				}
-			}()
-			u := "http://" + ln.Addr().String() + "/s"
+			}) + "/s"
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
 			p := NewPipeline(leanClient(), 8) // stalls after 300 ms

@@ -18,44 +18,29 @@ import (
 // measures the client, not the server.
 func cannedServer(b *testing.B) string {
 	b.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { ln.Close() })
 	body := strings.Repeat("x", 2048)
 	resp := []byte(fmt.Sprintf("HTTP/1.1 200 OK\r\nAccept-Ranges: bytes\r\nContent-Length: %d\r\n"+
 		"Content-Type: application/octet-stream\r\nEtag: \"800-18a2b3c4d5e6f700\"\r\n"+
 		"Last-Modified: Fri, 27 Nov 2026 22:00:00 GMT\r\nDate: Fri, 27 Nov 2026 22:30:00 GMT\r\n\r\n%s", len(body), body))
-	go func() {
+	return rawListen(b, func(c net.Conn) {
+		br := bufio.NewReaderSize(c, 64<<10)
+		bw := bufio.NewWriterSize(c, 64<<10)
 		for {
-			c, err := ln.Accept()
+			line, err := br.ReadSlice('\n')
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReaderSize(c, 64<<10)
-				bw := bufio.NewWriterSize(c, 64<<10)
-				for {
-					line, err := br.ReadSlice('\n')
-					if err != nil {
-						return
-					}
-					if len(bytes.TrimSpace(line)) > 0 {
-						continue
-					}
-					bw.Write(resp)
-					if br.Buffered() == 0 {
-						if bw.Flush() != nil {
-							return
-						}
-					}
+			if len(bytes.TrimSpace(line)) > 0 {
+				continue
+			}
+			bw.Write(resp)
+			if br.Buffered() == 0 {
+				if bw.Flush() != nil {
+					return
 				}
-			}()
+			}
 		}
-	}()
-	return "http://" + ln.Addr().String()
+	})
 }
 
 // BenchmarkPipeline is a list's fetch at its default depth: each op

@@ -19,71 +19,56 @@ import (
 // (Connection: close), drop (closes after the answer, saying nothing),
 // 404, redir (to the path without it), big (a body of 20 KB).
 func modelServer(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
+	return rawListen(t, func(c net.Conn) {
+		c.SetDeadline(time.Now().Add(20 * time.Second))
+		br := bufio.NewReader(c)
+		bw := bufio.NewWriter(c)
 		for {
-			c, err := ln.Accept()
+			req, err := http.ReadRequest(br)
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(20 * time.Second))
-				br := bufio.NewReader(c)
-				bw := bufio.NewWriter(c)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					p := req.URL.Path
-					has := func(s string) bool { return strings.Contains(p, s) }
-					body := "body of " + p
-					if has("big") {
-						body += strings.Repeat("x", 20<<10)
-					}
-					status, hdr := "200 OK", ""
-					if has("info") {
-						fmt.Fprint(bw, "HTTP/1.1 100 Continue\r\n\r\n")
-					}
-					switch {
-					case has("redir"):
-						status, hdr, body = "302 Found", "Location: "+strings.Replace(p, "redir", "", 1)+"\r\n", ""
-					case has("404"):
-						status = "404 Not Found"
-					}
-					if has("tell") {
-						hdr += "Connection: close\r\n"
-					}
-					switch {
-					case has("eof"):
-						fmt.Fprintf(bw, "HTTP/1.1 %s\r\n%s\r\n%s", status, hdr, body)
-						bw.Flush()
-						return
-					case has("chunk"):
-						fmt.Fprintf(bw, "HTTP/1.1 %s\r\n%sTransfer-Encoding: chunked\r\n\r\n", status, hdr)
-						for b := body; b != ""; {
-							n := min(len(b), 7)
-							fmt.Fprintf(bw, "%x\r\n%s\r\n", n, b[:n])
-							b = b[n:]
-						}
-						fmt.Fprint(bw, "0\r\n\r\n")
-					default:
-						fmt.Fprintf(bw, "HTTP/1.1 %s\r\n%sContent-Length: %d\r\n\r\n%s", status, hdr, len(body), body)
-					}
-					bw.Flush()
-					if has("tell") || has("drop") {
-						return
-					}
+			p := req.URL.Path
+			has := func(s string) bool { return strings.Contains(p, s) }
+			body := "body of " + p
+			if has("big") {
+				body += strings.Repeat("x", 20<<10)
+			}
+			status, hdr := "200 OK", ""
+			if has("info") {
+				fmt.Fprint(bw, "HTTP/1.1 100 Continue\r\n\r\n")
+			}
+			switch {
+			case has("redir"):
+				status, hdr, body = "302 Found", "Location: "+strings.Replace(p, "redir", "", 1)+"\r\n", ""
+			case has("404"):
+				status = "404 Not Found"
+			}
+			if has("tell") {
+				hdr += "Connection: close\r\n"
+			}
+			switch {
+			case has("eof"):
+				fmt.Fprintf(bw, "HTTP/1.1 %s\r\n%s\r\n%s", status, hdr, body)
+				bw.Flush()
+				return
+			case has("chunk"):
+				fmt.Fprintf(bw, "HTTP/1.1 %s\r\n%sTransfer-Encoding: chunked\r\n\r\n", status, hdr)
+				for b := body; b != ""; {
+					n := min(len(b), 7)
+					fmt.Fprintf(bw, "%x\r\n%s\r\n", n, b[:n])
+					b = b[n:]
 				}
-			}()
+				fmt.Fprint(bw, "0\r\n\r\n")
+			default:
+				fmt.Fprintf(bw, "HTTP/1.1 %s\r\n%sContent-Length: %d\r\n\r\n%s", status, hdr, len(body), body)
+			}
+			bw.Flush()
+			if has("tell") || has("drop") {
+				return
+			}
 		}
-	}()
-	return "http://" + ln.Addr().String()
+	})
 }
 
 // Any interleaving of Add and Next, skipped and unannounced URLs, bodies

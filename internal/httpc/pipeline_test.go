@@ -20,7 +20,7 @@ import (
 // a connection (0: never) closes it, saying so in the last response's
 // header when tell; /redirect/PATH redirects to /PATH, /missing is 404.
 type rawServer struct {
-	ln         net.Listener
+	base       string // http://127.0.0.1:PORT
 	closeAfter int
 	tell       bool
 	// dropBehind loses the requests that came in behind the one it
@@ -38,28 +38,42 @@ type rawServer struct {
 
 func newRawServer(t *testing.T, closeAfter int, tell bool) *rawServer {
 	t.Helper()
+	s := &rawServer{closeAfter: closeAfter, tell: tell}
+	s.base = rawListen(t, func(c net.Conn) {
+		s.mu.Lock()
+		s.conns++
+		s.mu.Unlock()
+		s.serve(c)
+	})
+	return s
+}
+
+// rawListen serves each connection to 127.0.0.1 with serve, on a
+// goroutine of its own, closing it after, until the test ends; it
+// returns the server's http:// URL.
+func rawListen(tb testing.TB, serve func(c net.Conn)) string {
+	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	s := &rawServer{ln: ln, closeAfter: closeAfter, tell: tell}
-	t.Cleanup(func() { ln.Close() })
+	tb.Cleanup(func() { ln.Close() })
 	go func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			s.mu.Lock()
-			s.conns++
-			s.mu.Unlock()
-			go s.serve(c)
+			go func() {
+				defer c.Close()
+				serve(c)
+			}()
 		}
 	}()
-	return s
+	return "http://" + ln.Addr().String()
 }
 
-func (s *rawServer) url(p string) string { return "http://" + s.ln.Addr().String() + p }
+func (s *rawServer) url(p string) string { return s.base + p }
 
 func (s *rawServer) serve(c net.Conn) {
 	defer c.Close()
