@@ -1,10 +1,15 @@
 package httpc
 
 import (
+	"bufio"
 	"bytes"
+	"io"
+	"net"
 	"net/http"
 	"slices"
+	"sync"
 	"testing"
+	"time"
 )
 
 // wireURLs are URLs of every shape a list may name: queries, escapes,
@@ -76,4 +81,59 @@ func FuzzPipelineRequestBytes(f *testing.F) {
 	f.Fuzz(func(t *testing.T, u, ua string) {
 		checkWire(t, u, ua)
 	})
+}
+
+// What a server reads from a pipeline is, byte for byte, the requests
+// Request.Write writes for the GETs the pipeline built before (its
+// User-Agent set), one after another, several in one write.
+func TestPipelineWireSent(t *testing.T) {
+	var mu sync.Mutex
+	var got bytes.Buffer
+	base := rawListen(t, func(c net.Conn) {
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		br := bufio.NewReader(io.TeeReader(c, lockedWriter{&mu, &got}))
+		for {
+			if _, err := http.ReadRequest(br); err != nil {
+				return
+			}
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		}
+	})
+	c := leanClient()
+	p := NewPipeline(c, 8)
+	defer p.Close()
+	var want bytes.Buffer
+	var us []string
+	for _, q := range []string{"/a", "/b%20c?d=e&f", "/€/x", "/a/../b//c;p", "/?"} {
+		u := base + q
+		us = append(us, u)
+		p.Add(u)
+		req, err := http.NewRequest(http.MethodGet, u, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("User-Agent", c.Transport.(*transport).ua)
+		req.Write(&want)
+	}
+	for _, u := range us {
+		if b, err := readAll(p.Next(t.Context(), u, 1<<20)); err != nil || b != "ok" {
+			t.Fatalf("%s: %q, %v", u, b, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got.String() != want.String() {
+		t.Errorf("the server read\n%q\nwant\n%q", got.String(), want.String())
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (w lockedWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.Write(b)
 }
