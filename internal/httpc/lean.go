@@ -2,6 +2,7 @@ package httpc
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -128,8 +129,15 @@ func (l *lean) send(ctx context.Context, c *leanConn, r *http.Request) (*http.Re
 // body gives c to release when it is finished, ok if c can carry the
 // next response.
 func (l *lean) receive(ctx context.Context, c *leanConn, r *http.Request, write func() error, release func(c *leanConn, ok bool)) (*http.Response, error) {
-	if t := l.base.ResponseHeaderTimeout; t > 0 {
+	// The header time-out runs from before the write, as the
+	// Transport's from the request sent; a header buffered whole already
+	// (a pipelined response, read with those before it) cannot wait, and
+	// is read with no deadline set and cleared, two a response.
+	t := l.base.ResponseHeaderTimeout
+	timed := false
+	if t > 0 && !headerBuffered(c.br) {
 		c.SetReadDeadline(time.Now().Add(t))
+		timed = true
 	}
 	stop := context.AfterFunc(ctx, func() { c.SetDeadline(aLongTimeAgo) })
 	var err error
@@ -138,6 +146,11 @@ func (l *lean) receive(ctx context.Context, c *leanConn, r *http.Request, write 
 	}
 	var resp *http.Response
 	for informational := 0; err == nil; informational++ {
+		if t > 0 && !timed && !headerBuffered(c.br) {
+			// After a buffered 1xx, the rest is still to come.
+			c.SetReadDeadline(time.Now().Add(t))
+			timed = true
+		}
 		resp, err = http.ReadResponse(c.br, r)
 		if err != nil || resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
 			break
@@ -148,7 +161,9 @@ func (l *lean) receive(ctx context.Context, c *leanConn, r *http.Request, write 
 		}
 	}
 	if err == nil {
-		c.SetReadDeadline(time.Time{})
+		if timed {
+			c.SetReadDeadline(time.Time{})
+		}
 		if ctx.Err() != nil {
 			c.SetDeadline(aLongTimeAgo) // the AfterFunc may have run before
 		}
@@ -161,6 +176,23 @@ func (l *lean) receive(ctx context.Context, c *leanConn, r *http.Request, write 
 	chunked := len(resp.TransferEncoding) > 0
 	resp.Body = &leanBody{ctx: ctx, c: c, rc: resp.Body, stop: stop, keep: keep, chunked: chunked, release: release}
 	return resp, nil
+}
+
+// headerBuffered says whether br holds a response header whole, up to
+// the blank line that ends it (a line ends with LF or CRLF, as
+// ReadResponse reads it), so that reading it cannot wait.
+func headerBuffered(br *bufio.Reader) bool {
+	b, _ := br.Peek(br.Buffered())
+	for {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			return false
+		}
+		b = b[i+1:]
+		if len(b) > 0 && b[0] == '\n' || len(b) > 1 && b[0] == '\r' && b[1] == '\n' {
+			return true
+		}
+	}
 }
 
 // release keeps a connection whose body was read to its end, and closes

@@ -1,9 +1,11 @@
 package httpc
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -158,5 +160,64 @@ func TestPipelineProxy(t *testing.T) {
 	checkBodies(t, ps, fetchAll(t, p, s, ps))
 	if _, seen, _ := s.seen(); len(seen) != 0 || proxied.Load() != int64(len(ps)) {
 		t.Errorf("%d requests to the server itself, %d by the proxy; want 0 and %d", len(seen), proxied.Load(), len(ps))
+	}
+}
+
+// A pipelined response whose header is buffered in part (after a whole
+// response, or after a whole 100 Continue) and then stalls still fails
+// with the header time-out, and Open fetches it again: a header read
+// with no deadline, for being partly buffered, waited for the server.
+func TestPipelineHeaderPartlyBuffered(t *testing.T) {
+	for name, after := range map[string]string{
+		"response": "",
+		"continue": "HTTP/1.1 100 Continue\r\n\r\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			var conns atomic.Int64
+			release := make(chan struct{})
+			defer close(release)
+			base := rawListen(t, func(c net.Conn) {
+				first := conns.Add(1) == 1
+				br := bufio.NewReader(c)
+				for {
+					if _, err := http.ReadRequest(br); err != nil {
+						return
+					}
+					if first && br.Buffered() == 0 {
+						// the first connection's second request
+						io.WriteString(c, after+"HTTP/1.1 200 OK\r\nContent-Le")
+						select {
+						case <-release:
+						case <-time.After(5 * time.Second):
+						}
+						return
+					}
+					if first {
+						// both requests came in one write: one response whole
+						io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+						continue
+					}
+					io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+				}
+			})
+			p := NewPipeline(leanClient(), 8) // 300 ms for headers
+			defer p.Close()
+			p.Add(base + "/a")
+			p.Add(base + "/b")
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			for _, q := range []string{"/a", "/b"} {
+				err := within(t, 2*time.Second, func() error {
+					b, err := readAll(p.Next(ctx, base+q, 1<<20))
+					if err == nil && b != "ok" {
+						err = fmt.Errorf("body %q", b)
+					}
+					return err
+				})
+				if err != nil {
+					t.Errorf("%s: %v", q, err)
+				}
+			}
+		})
 	}
 }

@@ -3,10 +3,12 @@ package httpc
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -136,4 +138,64 @@ func (w lockedWriter) Write(b []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.w.Write(b)
+}
+
+// errWouldWait is what a read past the buffered bytes gets.
+var errWouldWait = errors.New("read past what was buffered")
+
+type waitReader struct{}
+
+func (waitReader) Read([]byte) (int, error) { return 0, errWouldWait }
+
+// checkHeaderBuffered: when headerBuffered says a buffered prefix of
+// resp holds the header whole, ReadResponse reads no further (no 1xx
+// loop: lean checks again before each response).
+func checkHeaderBuffered(t *testing.T, resp string) {
+	for k := range len(resp) + 1 {
+		br := bufio.NewReaderSize(io.MultiReader(strings.NewReader(resp[:k]), waitReader{}), 64<<10)
+		br.Peek(k)
+		if br.Buffered() != k || !headerBuffered(br) {
+			continue
+		}
+		if _, err := http.ReadResponse(br, nil); errors.Is(err, errWouldWait) {
+			t.Errorf("%q: headerBuffered, and ReadResponse read further", resp[:k])
+		}
+	}
+}
+
+var headerSeeds = []string{
+	"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+	"HTTP/1.1 200 OK\nContent-Length: 2\n\nok",
+	"HTTP/1.1 200 OK\r\nX: a\r\n b\r\n\tc\r\n\r\n",
+	"HTTP/1.1 200 OK\r\nX: a\n\r\nY: b\r\n\r\n",
+	"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n\r\n",
+	"HTTP/1.1 204 No Content\r\n\r\n",
+	"\r\n\r\nHTTP/1.1 200 OK\r\n\r\n",
+	"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n",
+	"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+	"HTTP/1.1 200 OK\r\n X: leading\r\n\r\n",
+	"HTTP/1.1 200 OK\r\nX: a\r\r\n\r\n",
+}
+
+func TestHeaderBuffered(t *testing.T) {
+	for _, r := range headerSeeds {
+		checkHeaderBuffered(t, r)
+	}
+	for r, want := range map[string]bool{
+		"HTTP/1.1 200 OK\r\n\r\n": true, "HTTP/1.1 200 OK\n\n": true, "HTTP/1.1 200 OK\r\nX: a\r\n\r": false,
+		"HTTP/1.1 200 OK\r\nX: a\r\n": false, "": false, "HTTP/1.1 200 OK\r\nX: a\r\n\r\nbody\n\n": true,
+	} {
+		br := bufio.NewReader(strings.NewReader(r))
+		br.Peek(len(r))
+		if got := headerBuffered(br); got != want {
+			t.Errorf("%q: headerBuffered %v, want %v", r, got, want)
+		}
+	}
+}
+
+func FuzzHeaderBuffered(f *testing.F) {
+	for _, r := range headerSeeds {
+		f.Add(r)
+	}
+	f.Fuzz(checkHeaderBuffered)
 }
