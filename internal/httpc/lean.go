@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -43,13 +44,33 @@ type leanConn struct {
 	key   string
 	since time.Time // idle since
 	read  int64     // bytes read since the last request was sent
+	// header is how many bytes more the response header being read may
+	// take from the connection, of headerMax; -1 when no header is being
+	// read.
+	header, headerMax int64
 }
 
 func (c *leanConn) Read(p []byte) (int, error) {
+	if c.header >= 0 {
+		if c.header == 0 {
+			return 0, fmt.Errorf("the response header is over %d bytes", c.headerMax)
+		}
+		p = p[:min(int64(len(p)), c.header)]
+	}
 	n, err := c.Conn.Read(p)
 	c.read += int64(n)
+	if c.header >= 0 {
+		c.header -= int64(n)
+	}
 	return n, err
 }
+
+// maxHeaderBytes is what a response header may take from the connection
+// when the Transport sets no MaxResponseHeaderBytes: its own default.
+// ReadResponse reads a header line however long, and the header however
+// many lines; a server sending one without end would grow the client's
+// memory until the header time-out, a minute.
+const maxHeaderBytes = 10 << 20
 
 // takes says whether lean sends r.
 func (l *lean) takes(r *http.Request) bool {
@@ -145,6 +166,9 @@ func (l *lean) receive(ctx context.Context, c *leanConn, r *http.Request, write 
 		err = write()
 	}
 	var resp *http.Response
+	c.header = l.headerLimit()
+	c.headerMax = c.header
+	defer func() { c.header = -1 }()
 	for informational := 0; err == nil; informational++ {
 		if t > 0 && !timed && !headerBuffered(c.br) {
 			// After a buffered 1xx, the rest is still to come.
@@ -176,6 +200,17 @@ func (l *lean) receive(ctx context.Context, c *leanConn, r *http.Request, write 
 	chunked := len(resp.TransferEncoding) > 0
 	resp.Body = &leanBody{ctx: ctx, c: c, rc: resp.Body, stop: stop, keep: keep, chunked: chunked, release: release}
 	return resp, nil
+}
+
+// headerLimit is what a response header may take from a connection:
+// the Transport's MaxResponseHeaderBytes, as for the requests it sends.
+// What was buffered before the header began (pipelined responses read
+// with those before them, at most a buffer) does not count.
+func (l *lean) headerLimit() int64 {
+	if n := l.base.MaxResponseHeaderBytes; n > 0 {
+		return n
+	}
+	return maxHeaderBytes
 }
 
 // headerBuffered says whether br holds a response header whole, up to
@@ -227,7 +262,7 @@ func (l *lean) get(ctx context.Context, key string, fresh bool) (*leanConn, bool
 	if err != nil {
 		return nil, false, err
 	}
-	c := &leanConn{Conn: nc, key: key}
+	c := &leanConn{Conn: nc, key: key, header: -1}
 	size := l.base.ReadBufferSize
 	if size <= 0 {
 		size = 4 << 10

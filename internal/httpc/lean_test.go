@@ -1,6 +1,7 @@
 package httpc
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -312,5 +313,43 @@ func TestLeanStallBuffered(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A response header without end fails once it is past the Transport's
+// limit (net/http's 10 MB), through Open and through a pipeline, as the
+// Transport's own would: before, lean read it into memory until the
+// header time-out (a minute by default).
+func TestLeanHeaderBounded(t *testing.T) {
+	line := "X-Pad: " + strings.Repeat("a", 1000) + "\r\n"
+	base := rawListen(t, func(c net.Conn) {
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+			return
+		}
+		io.WriteString(c, "HTTP/1.1 200 OK\r\n")
+		for sent := 0; sent < 12<<20; sent += len(line) { // past 10 MB, bounded
+			if _, err := io.WriteString(c, line); err != nil {
+				return
+			}
+		}
+		io.Copy(io.Discard, c) // hold the connection until the client ends it
+	})
+	c := New(Options{DisableCompression: true, ReadBufferSize: 64 << 10}) // the header time-out a minute
+	for _, how := range []string{"open", "pipeline"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+		var err error
+		if how == "open" {
+			_, err = Open(ctx, c, base+"/x", 1<<20)
+		} else {
+			p := NewPipeline(c, 8)
+			p.Add(base + "/x")
+			_, err = p.Next(ctx, base+"/x", 1<<20)
+			p.Close()
+		}
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), "the response header is over 10485760 bytes") || !strings.Contains(err.Error(), base+"/x") {
+			t.Errorf("%s: %v, want the header refused, naming the URL", how, err)
+		}
 	}
 }
