@@ -398,7 +398,7 @@ func (s *syncer) apply(ctx context.Context, kind, doc, why string, list bool) er
 }
 
 func (s *syncer) unpackOptions() (unpack.Options, error) {
-	m, err := verify.NewMapper(verify.ByURI, s.base)
+	m, err := deststate.NewMapper(deststate.ByURI, s.base)
 	if err != nil {
 		return unpack.Options{}, err
 	}
@@ -468,7 +468,7 @@ func (s *syncer) audit(ctx context.Context) error {
 		return fmt.Errorf("--audit: the Source has no Resource List or Resource Dump to audit against")
 	}
 	s.note("audit: %s against %s", s.dir, against)
-	m, err := verify.NewMapper(verify.ByURI, s.base)
+	m, err := deststate.NewMapper(deststate.ByURI, s.base)
 	if err != nil {
 		return err
 	}

@@ -22,9 +22,9 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/internal/pkgfetch"
 	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/transfer"
-	"github.com/rsdump/rsdump/transfer/pkgfetch"
 )
 
 // Options configure Verify.

@@ -12,13 +12,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spf13/pflag"
+
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/plural"
 	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/transfer"
 	"github.com/rsdump/rsdump/verify"
-	"github.com/spf13/pflag"
 )
 
 const verifyHelp = `Usage: rsdump verify TARGET... [flags]
@@ -152,14 +154,14 @@ func doVerify(ctx context.Context, f verifyFlags, targets []string, stdout, stde
 }
 
 func audit(ctx context.Context, f verifyFlags, opts verify.Options) (*verify.Summary, error) {
-	layout, err := verify.ParseLayout(f.layout)
+	layout, err := deststate.ParseLayout(f.layout)
 	if err != nil {
 		return nil, err
 	}
-	if layout == verify.ByURI && f.baseURL == "" {
+	if layout == deststate.ByURI && f.baseURL == "" {
 		return nil, errors.New("--tree with --layout url needs --base-url")
 	}
-	m, err := verify.NewMapper(layout, f.baseURL)
+	m, err := deststate.NewMapper(layout, f.baseURL)
 	if err != nil {
 		return nil, err
 	}
