@@ -23,6 +23,7 @@ import (
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/s3"
 	"github.com/rsdump/rsdump/transfer"
+	"github.com/rsdump/rsdump/transfer/pkgfetch"
 	"github.com/rsdump/rsdump/unpack"
 	"github.com/rsdump/rsdump/verify"
 )
@@ -472,7 +473,8 @@ func (s *syncer) audit(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sum, err := verify.Audit(ctx, s.dir, against, m, verify.Options{Client: s.opts.Client, Events: s.opts.Events, Jobs: s.opts.Jobs, AllowExtras: true})
+	sum, err := verify.Audit(ctx, s.dir, against, m, verify.Options{Client: s.opts.Client, Packages: &pkgfetch.Remote{Transfer: s.opts.Transfer, Client: s.opts.Client},
+		Events: s.opts.Events, Jobs: s.opts.Jobs, AllowExtras: true})
 	if err != nil {
 		return err
 	}

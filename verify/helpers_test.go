@@ -12,6 +12,7 @@ import (
 	"github.com/rsdump/rsdump/internal/packtest"
 	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/transfer/pkgfetch"
 	"github.com/rsdump/rsdump/verify"
 )
 
@@ -25,6 +26,10 @@ func run(t testing.TB, opts verify.Options, targets ...string) (*verify.Summary,
 			fs = append(fs, f)
 		}
 		finding.Send(events, e)
+	}
+	if opts.Packages == nil {
+		// Remote packages are fetched as rsdump verify fetches them.
+		opts.Packages = &pkgfetch.Remote{Client: opts.Client}
 	}
 	sum, err := verify.Verify(context.Background(), targets, opts)
 	if err != nil {

@@ -155,7 +155,7 @@ func (a *auditor) dumpListing(ctx context.Context, loc string, fn func(string, r
 
 func (a *auditor) manifestOf(ctx context.Context, ref pkgread.PackageRef) ([]byte, error) {
 	if ref.Contents != "" {
-		if m, err := fetchLinked(ctx, a.opts.Client, ref, ref.Contents); err == nil {
+		if m, err := fetchLinked(ctx, a.opts.Client, a.opener, ref, ref.Contents); err == nil {
 			return m, nil
 		}
 	}

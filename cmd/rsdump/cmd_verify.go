@@ -20,6 +20,7 @@ import (
 	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/transfer"
+	"github.com/rsdump/rsdump/transfer/pkgfetch"
 	"github.com/rsdump/rsdump/verify"
 )
 
@@ -138,8 +139,12 @@ func doVerify(ctx context.Context, f verifyFlags, targets []string, stdout, stde
 	}
 	p := newProgress(stderr, f.quiet || f.json, "verifying")
 	rep.msg = p.message
-	opts := verify.Options{Limits: pkgread.Limits{MaxRatio: f.maxRatio}, Jobs: f.jobs, Transfer: transfer.Options{StallTimeout: f.stall},
-		Events: p.events(rep.event)}
+	// verify holds no download code: remote packages are fetched, from
+	// every mirror, by the engine behind rsdump get.
+	to := transfer.Options{StallTimeout: f.stall}
+	client := transfer.NewClient(to)
+	opts := verify.Options{Limits: pkgread.Limits{MaxRatio: f.maxRatio}, Jobs: f.jobs, Client: client,
+		Packages: &pkgfetch.Remote{Transfer: to, Client: client}, Events: p.events(rep.event)}
 	var sum *verify.Summary
 	if f.tree != "" {
 		sum, err = audit(ctx, f, opts)
