@@ -28,10 +28,10 @@ import (
 
 	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
-	"github.com/rsdump/rsdump/transfer/pkgfetch"
 	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/transfer"
+	"github.com/rsdump/rsdump/transfer/pkgfetch"
 )
 
 // Options configure Unpack.
