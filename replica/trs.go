@@ -434,7 +434,7 @@ func changeOf(eventType string) string {
 // gives no more (the members are then fetched unchecked, said in a
 // note); one that names what it may not is an error.
 func (s *syncer) memberEntries(ctx context.Context, dir string) (*extsort.Sorter[resourcesync.URL], error) {
-	known := extsort.New(dir, ".rsdump-trs-entries-*.tmp", trsEntryRun, func(a, b *resourcesync.URL) int { return strings.Compare(a.Loc, b.Loc) }, entryspool.Codec)
+	known := extsort.New(dir, ".rsdump-trs-entries-*.tmp", trsEntryRun, func(a, b *resourcesync.URL) int { return strings.Compare(a.Loc, b.Loc) }, entryspool.Codec[resourcesync.URL]())
 	lists, _, err := s.sourceDocs(ctx)
 	ld := s.loader()
 	var fail error // of the sort, not of the lists

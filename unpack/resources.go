@@ -203,7 +203,7 @@ func (l *listRun) apply(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%s: sorting the list's entries: %w", l.u.dest.dir, err)
 	}
-	rd, err := entryspool.Open(l.sv.name, entryspool.Source{})
+	rd, err := entryspool.Open[resourcesync.URL](l.sv.name, entryspool.Source{})
 	if err != nil {
 		return fmt.Errorf("%s: the list's entries: %w", l.u.dest.dir, err)
 	}
