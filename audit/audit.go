@@ -338,7 +338,11 @@ func (p *picker) take(e *entry) bool {
 }
 
 func (a *auditor) picker() *picker {
-	return &picker{sel: a.opts.Select, run: a.run, budget: a.opts.Select.budget(a.sum.Bytes)}
+	p := &picker{sel: a.opts.Select, run: a.run}
+	if p.sel.Mode == Fraction {
+		p.budget = p.sel.budget(a.sum.Bytes)
+	}
+	return p
 }
 
 // picked streams the entries the run checks to fn.

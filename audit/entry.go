@@ -106,4 +106,3 @@ func fromNano(n int64) time.Time {
 }
 
 func byPath(a, b *entry) int { return strings.Compare(a.Path, b.Path) }
-
