@@ -20,6 +20,7 @@ package audit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net/url"
@@ -73,6 +74,9 @@ func Run(ctx context.Context, dir string, opts Options) (*Summary, error) {
 	if opts.Jobs <= 0 {
 		opts.Jobs = runtime.GOMAXPROCS(0)
 	}
+	if fi, err := os.Stat(filepath.Join(dir, deststate.DirName)); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("%s: %w", dir, ErrNotCopy)
+	}
 	d, err := deststate.Open(dir, deststate.Options{Command: "audit", KeepCache: true})
 	if err != nil {
 		return nil, err
@@ -85,6 +89,10 @@ func Run(ctx context.Context, dir string, opts Options) (*Summary, error) {
 	}
 	return a.audit(ctx)
 }
+
+// ErrNotCopy is a directory rsdump keeps no copy in: it has no
+// deststate.DirName. Run creates nothing in it.
+var ErrNotCopy = errors.New("not a copy rsdump keeps (no " + deststate.DirName + " directory: unpack or sync writes one)")
 
 type auditor struct {
 	opts  Options
@@ -133,7 +141,10 @@ func (a *auditor) prepare() error {
 		}
 		a.base = b
 	}
-	a.sum = Summary{Run: newUUID(), Type: TypeSummary, Dir: a.d.Path(), Selection: a.opts.Select.String(), Started: a.start, Agent: Agent()}
+	a.sum = Summary{Run: newUUID(), Type: TypeSummary, Dir: a.d.Path(), URI: a.base, Selection: a.opts.Select.String(), Started: a.start, Agent: Agent()}
+	if a.base == "" {
+		a.sum.URI = fileURL(a.d.Path() + "/")
+	}
 	a.entries, a.results, a.damaged = a.sorter(byPath), a.sorter(byPath), a.sorter(byPath)
 	var err error
 	a.log, err = openLog(a.root)
@@ -149,10 +160,17 @@ func (a *auditor) uri(rel string) string {
 	if a.base != "" {
 		return resourcesync.LocFor(a.base, rel)
 	}
-	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(filepath.Join(a.d.Path(), filepath.FromSlash(rel)))}).String()
+	return fileURL(filepath.Join(a.d.Path(), filepath.FromSlash(rel)))
 }
 
+func fileURL(p string) string { return (&url.URL{Scheme: "file", Path: filepath.ToSlash(p)}).String() }
+
 func (a *auditor) audit(ctx context.Context) (*Summary, error) {
+	for _, r := range a.opts.Recorders {
+		if err := r.Begin(a.sum); err != nil {
+			return nil, err
+		}
+	}
 	if err := a.survey(ctx); err != nil {
 		return nil, err
 	}
@@ -170,7 +188,7 @@ func (a *auditor) audit(ctx context.Context) (*Summary, error) {
 		return nil, err
 	}
 	for _, r := range a.opts.Recorders {
-		if err := r.Summary(a.sum); err != nil {
+		if err := r.End(a.sum); err != nil {
 			return nil, err
 		}
 	}

@@ -53,6 +53,7 @@ type Summary struct {
 	Run       string    `json:"run"`
 	Type      string    `json:"type"` // TypeSummary
 	Dir       string    `json:"dir"`
+	URI       string    `json:"uri"` // the copy's: its base URL, else its directory's file: URL
 	Selection string    `json:"selection"`
 	Started   time.Time `json:"started"`
 	Ended     time.Time `json:"ended"`
@@ -89,11 +90,13 @@ type Summary struct {
 // repaired.
 func (s *Summary) Problems() int { return s.Failed - s.Repaired }
 
-// Recorder receives the events of a run, one at a time, and its summary
-// once at its end: a PREMIS document, a CSV file.
+// Recorder receives a run as it goes: Begin with the summary as it
+// starts (the run, the copy, the selection), every event, one at a time,
+// and End with the summary once it ends. PREMIS and CSV are Recorders.
 type Recorder interface {
+	Begin(Summary) error
 	Event(Event) error
-	Summary(Summary) error
+	End(Summary) error
 }
 
 // newUUID is a random (version 4) UUID.

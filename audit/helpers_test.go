@@ -89,7 +89,9 @@ func (c *collector) Event(ev Event) error {
 	return nil
 }
 
-func (c *collector) Summary(s Summary) error { c.summary = &s; return nil }
+func (c *collector) Begin(Summary) error { return nil }
+
+func (c *collector) End(s Summary) error { c.summary = &s; return nil }
 
 func (c *collector) onEvent(e finding.Event) {
 	if f, ok := e.(finding.Finding); ok {

@@ -31,35 +31,28 @@ var eventTypeURI = map[string]string{TypeFixity: eventTypeScheme + "/fix"}
 // to the agent, and the agent (rsdump, its version) once the run ends.
 // The caller closes the writer it gives.
 type PREMIS struct {
-	w      *bufio.Writer
-	enc    *xml.Encoder
-	object string
-	begun  bool
+	w   *bufio.Writer
+	enc *xml.Encoder
 }
 
-// NewPREMIS returns a Recorder writing PREMIS 3 to w; object is the URI
-// of the copy audited (its base URL, or the file: URL of its directory).
-func NewPREMIS(w io.Writer, object string) *PREMIS {
+// NewPREMIS returns a Recorder writing PREMIS 3 to w.
+func NewPREMIS(w io.Writer) *PREMIS {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	enc := xml.NewEncoder(bw)
 	enc.Indent("  ", "  ")
-	return &PREMIS{w: bw, enc: enc, object: object}
+	return &PREMIS{w: bw, enc: enc}
 }
 
-func (p *PREMIS) begin() error {
-	if p.begun {
-		return nil
-	}
-	p.begun = true
+// Begin starts the document with its object: the copy audited, a
+// representation identified by its URI (its base URL, or the file: URL
+// of its directory).
+func (p *PREMIS) Begin(s Summary) error {
 	fmt.Fprintf(p.w, "%s<premis xmlns=%q xmlns:premis=%q xmlns:xsi=%q version=\"3.0\">\n", xml.Header, PREMISNamespace, PREMISNamespace, "http://www.w3.org/2001/XMLSchema-instance")
-	return p.enc.Encode(pObject{XSIType: "premis:representation", ID: pObjectID{Type: "URI", Value: p.object}})
+	return p.enc.Encode(pObject{XSIType: "premis:representation", ID: pObjectID{Type: "URI", Value: s.URI}})
 }
 
 // Event writes ev as a PREMIS event.
 func (p *PREMIS) Event(ev Event) error {
-	if err := p.begin(); err != nil {
-		return err
-	}
 	pe := pEvent{
 		ID:       pEventID{Type: "UUID", Value: ev.ID},
 		Type:     pTerm{Authority: "eventType", AuthorityURI: eventTypeScheme, ValueURI: eventTypeURI[ev.Type], Text: ev.Type},
@@ -75,11 +68,8 @@ func (p *PREMIS) Event(ev Event) error {
 	return p.enc.Encode(pe)
 }
 
-// Summary writes the agent and ends the document.
-func (p *PREMIS) Summary(Summary) error {
-	if err := p.begin(); err != nil {
-		return err
-	}
+// End writes the agent and ends the document.
+func (p *PREMIS) End(Summary) error {
 	err := p.enc.Encode(pAgent{ID: pAgentID{Type: "URI", Value: agentURI}, Name: "rsdump", Type: "software", Version: agentVersion()})
 	if err == nil {
 		_, err = io.WriteString(p.w, "\n</premis>\n")

@@ -109,7 +109,7 @@ func TestPREMIS(t *testing.T) {
 		return &unpack.RepairResult{Repaired: len(recs)}, nil
 	}
 	_, c := tr.audit(Selection{}, day0, Options{BaseURL: "https://example.org/data/", Repair: repair,
-		Recorders: []Recorder{NewPREMIS(&buf, "https://example.org/data/"), NewCSV(&cbuf)}})
+		Recorders: []Recorder{NewPREMIS(&buf), NewCSV(&cbuf)}})
 	doc := filepath.Join(t.TempDir(), "premis.xml")
 	os.WriteFile(doc, buf.Bytes(), 0o644)
 	xp := func(expr string) string {
@@ -122,28 +122,31 @@ func TestPREMIS(t *testing.T) {
 	}
 	const p = `/*[local-name()='premis' and namespace-uri()='http://www.loc.gov/premis/v3']`
 	ev := p + `/*[local-name()='event' and namespace-uri()='http://www.loc.gov/premis/v3']`
-	el := func(name string) string { return `/*[local-name()='` + name + `' and namespace-uri()='http://www.loc.gov/premis/v3']` }
+	el := func(name string) string {
+		return `/*[local-name()='` + name + `' and namespace-uri()='http://www.loc.gov/premis/v3']`
+	}
 	checks := map[string]string{
-		`string(` + p + `/@version)`: "3.0",
+		`string(` + p + `/@version)`:      "3.0",
 		`count(` + p + el("object") + `)`: "1",
+		`string(` + p + el("object") + el("objectIdentifier") + el("objectIdentifierValue") + `)`: "https://example.org/data/",
 		`count(` + ev + `)`: "5",
-		`count(` + ev + `[` + el("eventType")[1:] + `='fixity check'])`: "4",
-		`count(` + ev + `[` + el("eventType")[1:] + `='replacement'])`: "1",
-		`string(` + ev + `[1]` + el("eventType") + `/@valueURI)`: "http://id.loc.gov/vocabulary/preservation/eventType/fix",
-		`count(` + ev + el("eventIdentifier") + el("eventIdentifierValue") + `)`: "5",
-		`count(` + ev + el("eventDateTime") + `[starts-with(., '2026-03-01T02:00:00')])`: "5",
-		`count(` + ev + el("eventOutcomeInformation") + el("eventOutcome") + `[.='failure'])`: "1",
-		`count(` + ev + el("eventOutcomeInformation") + el("eventOutcome") + `[.='success'])`: "4",
-		`count(` + ev + el("eventOutcomeInformation") + el("eventOutcomeDetail") + el("eventOutcomeDetailNote") + `[starts-with(., 'sha-256: expected ')])`: "5",
-		`string(` + ev + `[` + el("eventOutcomeInformation")[1:] + el("eventOutcome") + `='failure']` + el("linkingObjectIdentifier") + el("linkingObjectIdentifierValue") + `)`: "https://example.org/data/d1/f001.bin",
-		`string(` + ev + `[1]` + el("linkingObjectIdentifier") + el("linkingObjectIdentifierType") + `)`: "URI",
+		`count(` + ev + `[` + el("eventType")[1:] + `='fixity check'])`:                                                                                                                               "4",
+		`count(` + ev + `[` + el("eventType")[1:] + `='replacement'])`:                                                                                                                                "1",
+		`string(` + ev + `[1]` + el("eventType") + `/@valueURI)`:                                                                                                                                      "http://id.loc.gov/vocabulary/preservation/eventType/fix",
+		`count(` + ev + el("eventIdentifier") + el("eventIdentifierValue") + `)`:                                                                                                                      "5",
+		`count(` + ev + el("eventDateTime") + `[starts-with(., '2026-03-01T02:00:00')])`:                                                                                                              "5",
+		`count(` + ev + el("eventOutcomeInformation") + el("eventOutcome") + `[.='failure'])`:                                                                                                         "1",
+		`count(` + ev + el("eventOutcomeInformation") + el("eventOutcome") + `[.='success'])`:                                                                                                         "4",
+		`count(` + ev + el("eventOutcomeInformation") + el("eventOutcomeDetail") + el("eventOutcomeDetailNote") + `[starts-with(., 'sha-256: expected ')])`:                                           "5",
+		`string(` + ev + `[` + el("eventOutcomeInformation")[1:] + el("eventOutcome") + `='failure']` + el("linkingObjectIdentifier") + el("linkingObjectIdentifierValue") + `)`:                      "https://example.org/data/d1/f001.bin",
+		`string(` + ev + `[1]` + el("linkingObjectIdentifier") + el("linkingObjectIdentifierType") + `)`:                                                                                              "URI",
 		`count(` + ev + el("linkingAgentIdentifier") + el("linkingAgentIdentifierValue") + `[.=/*/*[local-name()='agent']/*[local-name()='agentIdentifier']/*[local-name()='agentIdentifierValue']])`: "5",
-		`string(` + p + el("agent") + el("agentName") + `)`: "rsdump",
-		`string(` + p + el("agent") + el("agentType") + `)`: "software",
-		`string-length(` + p + el("agent") + el("agentVersion") + `) > 0`: "true",
+		`string(` + p + el("agent") + el("agentName") + `)`:                                                                                                                                           "rsdump",
+		`string(` + p + el("agent") + el("agentType") + `)`:                                                                                                                                           "software",
+		`string-length(` + p + el("agent") + el("agentVersion") + `) > 0`:                                                                                                                             "true",
 		// PREMIS 3 orders a document's objects, then events, then agents.
 		`count(` + p + el("event") + `[1]/preceding-sibling::*[local-name()='agent'])`: "0",
-		`count(` + p + el("object") + `/following-sibling::*[local-name()='event'])`: "5",
+		`count(` + p + el("object") + `/following-sibling::*[local-name()='event'])`:   "5",
 	}
 	for expr, want := range checks {
 		if got := xp(expr); got != want {

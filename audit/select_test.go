@@ -29,7 +29,7 @@ func TestFractionRotation(t *testing.T) {
 	files := sized(30, 200)
 	tr := newTree(t, files)
 	sel := mustFraction(t, fmt.Sprintf("1/%d", n))
-	seen := map[string]int{}   // run at which a file first was in the tree
+	seen := map[string]int{}     // run at which a file first was in the tree
 	checks := map[string][]int{} // runs that checked it
 	for p := range files {
 		seen[p] = 1
