@@ -46,6 +46,11 @@ type Options struct {
 	// sync's repair from the Source the tree's state records, is the one
 	// rsdump audit --repair gives. Each file gets a replacement event.
 	Repair func(ctx context.Context, d *deststate.Dir, recs []deststate.Record) (*unpack.RepairResult, error)
+	// Hashes, when set, are the only algorithms checked of those a
+	// file's record carries (blake3, say: the fastest); a file whose
+	// record carries none of them is checked with all of its own. By
+	// default every hash the record carries is checked.
+	Hashes []string
 	// Jobs is how many files are read at once; default GOMAXPROCS.
 	Jobs int
 	// BaseURL is the URI prefix the tree maps, for the events' URIs;

@@ -96,3 +96,26 @@ func readLog(t *testing.T, path string) []map[string]any {
 	}
 	return out
 }
+
+// TestHashesChecked: by default every hash a file's record carries is
+// checked; Options.Hashes checks only those named, when the record
+// carries them.
+func TestHashesChecked(t *testing.T) {
+	tr := newTree(t, nil)
+	d, err := deststate.Open(tr.dir, deststate.Options{Command: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(tr.path("a.txt"), []byte("abc"), 0o644)
+	wrongMD5 := "md5:" + strings.Repeat("0", 32)
+	d.Append([]deststate.Record{{Path: "a.txt", Length: 3, Hash: wrongMD5 + " " + sha("abc")}})
+	d.Close()
+	sum, c := tr.audit(Selection{}, day0, Options{})
+	if sum.Failed != 1 || len(c.findings) != 1 || c.findings[0].Msg != "md5 mismatch" {
+		t.Errorf("every hash: %+v %v", sum, c.findings)
+	}
+	sum, c = tr.audit(Selection{}, day0, Options{Hashes: []string{"sha-256"}})
+	if ev := c.checked()["a.txt"]; sum.Failed != 0 || ev.Expected != sha("abc") || ev.Found != sha("abc") {
+		t.Errorf("sha-256 alone: %+v %+v", sum, ev)
+	}
+}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/unpack"
 )
 
@@ -56,7 +58,7 @@ func (a *auditor) check(ctx context.Context) error {
 		workers.Go(func() error {
 			buf := make([]byte, readBuffer)
 			for e := range todo {
-				c, err := unpack.CheckFile(a.root, e.Record, true, buf)
+				c, err := unpack.CheckFile(a.root, only(e.Record, a.opts.Hashes), true, buf)
 				if err != nil {
 					c.Problem, c.Err = finding.CheckRead, err
 				}
@@ -96,7 +98,7 @@ func (a *auditor) check(ctx context.Context) error {
 // results (and the damaged).
 func (a *auditor) checkedOne(r checked) error {
 	e, c := r.e, r.c
-	ev := a.event(TypeFixity, e.Record)
+	ev := a.event(TypeFixity, only(e.Record, a.opts.Hashes))
 	ev.Size, ev.Found = c.Size, c.Found
 	a.sum.Checked++
 	if c.Hashed {
@@ -131,6 +133,27 @@ func (a *auditor) checkedOne(r checked) error {
 		return err
 	}
 	return a.emit(ev)
+}
+
+// only is rec with the hashes of algs alone, when it carries any of them.
+func only(rec deststate.Record, algs []string) deststate.Record {
+	if len(algs) == 0 {
+		return rec
+	}
+	have, err := digest.Parse(rec.Hash)
+	if err != nil {
+		return rec
+	}
+	var keep digest.Set
+	for _, s := range have {
+		if slices.Contains(algs, s.Alg) {
+			keep = append(keep, s)
+		}
+	}
+	if len(keep) > 0 {
+		rec.Hash = keep.String()
+	}
+	return rec
 }
 
 // event is an event of the run about the file of rec, now.

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rsdump/rsdump/internal/digest"
 )
 
 // Mode says which files a run checks.
@@ -64,6 +66,10 @@ func ratio(s string, maxN int) (k, n int, err error) {
 	}
 	return k, n, nil
 }
+
+// ParseHashes reads a comma-separated list of hash algorithms, as
+// Options.Hashes takes it: "blake3", "sha-256,md5".
+func ParseHashes(s string) ([]string, error) { return digest.ParseList(s) }
 
 // String says what the selection checks, for the log and messages.
 func (s Selection) String() string {

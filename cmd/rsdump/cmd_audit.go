@@ -21,7 +21,8 @@ Checks the copy in DIR, one rsdump sync or unpack keeps, against what
 rsdump wrote there (DIR/.rsdump/written.log: each file's length and the
 hashes of the manifest it was written from), and records every check. It
 reads no network unless --repair is given. Each file checked is read once,
-through every hash its record carries; files are read in parallel.
+through every hash its record carries (--hash: only those named, when it
+carries them); files are read in parallel.
 
 A file is missing, changed (its length, then any hash differs) or holds.
 Files in DIR that rsdump did not write are listed apart, as extras, and
@@ -68,6 +69,8 @@ type auditFlags struct {
 	fraction, subset         string
 	sinceDays                float64
 	premis, csv, baseURL     string
+	hashes                   string
+	algs                     []string
 	jobs                     int
 	stall                    time.Duration
 	selectionFlags, selected int
@@ -82,6 +85,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&f.repair, "repair", false, "restore the files that do not hold from the Source DIR's state records (reads the network)")
 	pathVarP(fs, &f.premis, "premis", "", "", "write the run's events as PREMIS 3 XML to `FILE`")
 	pathVarP(fs, &f.csv, "csv", "", "", "write the run's events as CSV to `FILE`")
+	fs.StringVar(&f.hashes, "hash", "", "check only these `ALGS` (comma-separated: blake3, the fastest, say) of the hashes a file's record carries (default: every one)")
 	fs.StringVar(&f.baseURL, "base-url", "", "`URL` prefix the copy maps, for the events' URIs (default: the one sync recorded, else file: URLs)")
 	fs.IntVarP(&f.jobs, "jobs", "j", 0, "files read at once (default: number of CPUs)")
 	fs.DurationVar(&f.stall, "stall-timeout", 20*time.Second, "with --repair: give up a request after `DURATION` without a byte")
@@ -129,6 +133,11 @@ func (f *auditFlags) check(args []string, since bool) (audit.Selection, error) {
 	if err != nil {
 		return sel, usagef("%v", err)
 	}
+	if f.hashes != "" {
+		if f.algs, err = audit.ParseHashes(f.hashes); err != nil {
+			return sel, usagef("--hash: %v", err)
+		}
+	}
 	return sel, checkURL("--base-url", f.baseURL)
 }
 
@@ -140,7 +149,7 @@ func doAudit(ctx context.Context, dir string, sel audit.Selection, f auditFlags,
 	p := newProgress(stderr, f.quiet || f.json, "auditing")
 	rep.msg = p.message
 	events := p.events(rep.event)
-	o := audit.Options{Select: sel, Jobs: f.jobs, BaseURL: f.baseURL, Events: events}
+	o := audit.Options{Select: sel, Hashes: f.algs, Jobs: f.jobs, BaseURL: f.baseURL, Events: events}
 	if f.repair {
 		to := transfer.Options{StallTimeout: f.stall, MinSpeed: -1}
 		ro := replica.Options{Transfer: to, Client: transfer.NewClient(to), Events: repairEvents(events)}
