@@ -56,7 +56,9 @@ each file by its URI and to rsdump as agent); --csv FILE as CSV rows.
 Exit status: 0 every file checked holds (or was repaired), 1 a file does
 not hold (each named on stderr with the hash expected and found), 2 could
 not run (usage, DIR not a copy rsdump keeps, the tree busy, a repair that
-could not reach the Source), 130 interrupted.
+could not reach the Source), 130 interrupted. On a terminal a progress
+bar shows the bytes read and the time left; otherwise nothing but the
+problems (stderr) and the summary line (stdout) is printed.
 
 Examples:
   rsdump audit ./copy
@@ -146,7 +148,9 @@ func doAudit(ctx context.Context, dir string, sel audit.Selection, f auditFlags,
 	if err != nil {
 		return exitError{exitUsage, err}
 	}
-	p := newProgress(stderr, f.quiet || f.json, "auditing")
+	// A bar on a terminal; nothing otherwise (a run from cron mails what
+	// it prints): the summary line, and the log, say what was done.
+	p := newProgress(stderr, f.quiet || f.json || !onTerminal(stderr), "auditing")
 	rep.msg = p.message
 	events := p.events(rep.event)
 	o := audit.Options{Select: sel, Hashes: f.algs, Jobs: f.jobs, BaseURL: f.baseURL, Events: events}
