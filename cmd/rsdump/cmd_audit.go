@@ -155,6 +155,12 @@ func doAudit(ctx context.Context, dir string, sel audit.Selection, f auditFlags,
 	events := p.events(rep.event)
 	o := audit.Options{Select: sel, Hashes: f.algs, Jobs: f.jobs, BaseURL: f.baseURL, Events: events}
 	if f.repair {
+		// Refused before anything is checked: a copy only ever unpacked
+		// records no Source to repair from.
+		if st, err := deststate.Read(dir); err == nil && st.Sync == nil {
+			p.done()
+			return rep.fail(fmt.Errorf("--repair: %s %w", dir, replica.ErrNoSource))
+		}
 		to := transfer.Options{StallTimeout: f.stall, MinSpeed: -1}
 		ro := replica.Options{Transfer: to, Client: transfer.NewClient(to), Events: repairEvents(events)}
 		o.Repair = func(ctx context.Context, d *deststate.Dir, recs []deststate.Record) (*unpack.RepairResult, error) {

@@ -22,6 +22,17 @@ func syncedCopy(t *testing.T) string {
 	return dst
 }
 
+// unpackedCopy is a copy of the example tree only ever unpacked: its
+// state records no Source.
+func unpackedCopy(t *testing.T) string {
+	doc, _ := servedExample(t)
+	dst := t.TempDir()
+	if code, _, stderr := rsdump(t, "unpack", doc, "--dest", dst, "--base-url", verifytest.BaseURL, "-q"); code != 0 {
+		t.Fatalf("unpack: exit %d\n%s", code, stderr)
+	}
+	return dst
+}
+
 func flipFile(t *testing.T, path string) {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -64,6 +75,7 @@ func TestAuditExitCodes(t *testing.T) {
 		{"audit", dst, "--since-days", "0"},
 		{"audit", dst, "--base-url", "rs/"},
 		{"audit", t.TempDir()}, // no copy there
+		{"audit", unpackedCopy(t), "--repair"}, // no Source recorded
 	} {
 		code, stdout, stderr := rsdump(t, args...)
 		if code != exitUsage || stdout != "" || !strings.HasPrefix(stderr, "rsdump: ") {
