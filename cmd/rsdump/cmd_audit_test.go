@@ -74,7 +74,7 @@ func TestAuditExitCodes(t *testing.T) {
 		{"audit", dst, "--subset", "1/10001"},
 		{"audit", dst, "--since-days", "0"},
 		{"audit", dst, "--base-url", "rs/"},
-		{"audit", t.TempDir()}, // no copy there
+		{"audit", t.TempDir()},                 // no copy there
 		{"audit", unpackedCopy(t), "--repair"}, // no Source recorded
 	} {
 		code, stdout, stderr := rsdump(t, args...)
