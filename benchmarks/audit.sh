@@ -23,7 +23,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 W=${BENCH_DIR:-/tmp/rsdump-bench-audit}
 FILES=${FILES:-64}
 SIZE=${SIZE:-33554432}
-HASHES=${HASHES:-sha-256 md5,sha-256 sha-256,blake3}
+HASHES=${HASHES-sha-256 md5,sha-256 sha-256,blake3}
 SMALL=${SMALL:-}
 BASE=http://127.0.0.1:1/audit/ # a name only: nothing is fetched
 . "$ROOT/benchmarks/lib.sh"
