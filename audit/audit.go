@@ -211,8 +211,13 @@ func (a *auditor) walk(ctx context.Context) (*extsort.Sorter[string], error) {
 	s := extsort.New(a.d.Scratch(), ".rsdump-audit-walk-*.tmp", sortRun, func(x, y *string) int { return strings.Compare(*x, *y) }, extsort.Strings).Total()
 	dir := a.d.Path()
 	err := filepath.WalkDir(dir, func(p string, de fs.DirEntry, err error) error {
-		if err != nil {
+		switch {
+		case err != nil && p == dir:
 			return err
+		case err != nil:
+			// An unreadable directory: the files rsdump owns in it are
+			// not walked, so they are checked, and each fails to be read.
+			return nil
 		}
 		if err := ctx.Err(); err != nil {
 			return err
@@ -235,7 +240,7 @@ func (a *auditor) walk(ctx context.Context) (*extsort.Sorter[string], error) {
 }
 
 // survey merges the written log's owned files with the record and the
-// walk, in path order: each owned file becomes an entry, what it last
+// walk, in path order: each owned file becomes an entry, what its last
 // audit says of it and whether the tree holds it; a walked file rsdump
 // does not own is an extra. It picks the files to check.
 func (a *auditor) survey(ctx context.Context) error {
