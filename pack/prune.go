@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/rsdump/rsdump/internal/sink"
+	"github.com/rsdump/rsdump/sign"
 )
 
 // packNames matches the numbered files pack writes in its output
@@ -25,9 +26,13 @@ var docNames = map[string]bool{
 // IsOutput reports whether name, a slash-separated path relative to an
 // output directory, is one pack writes there: packages, manifests,
 // Metalinks, dump documents, lists, the Capability List and the Source
-// Description. It is false for the journal, the state file and temporary
-// files. A server of the directory uses it as its allowlist.
+// Description, and the signature NAME.asc of each document (IsDocument).
+// It is false for the journal, the state file and temporary files. A
+// server of the directory uses it as its allowlist.
 func IsOutput(name string) bool {
+	if doc, ok := strings.CutSuffix(name, sign.Suffix); ok {
+		return IsDocument(doc) // a document's signature
+	}
 	return docNames[name] || packNames.MatchString(name)
 }
 
@@ -92,7 +97,8 @@ func (r *run) stale(prev func(string) bool) ([]string, error) {
 	}
 	var stale []string
 	err := r.topFiles(func(name string) {
-		if r.ownsName(name) && !keep[name] && (prev == nil || !prev(name)) {
+		of := strings.TrimSuffix(name, sign.Suffix) // a signature goes with its document
+		if r.ownsName(of) && !keep[of] && (prev == nil || !prev(of)) {
 			stale = append(stale, name)
 		}
 	})

@@ -20,6 +20,7 @@ import (
 
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
+	"github.com/rsdump/rsdump/sign"
 	"github.com/rsdump/rsdump/trs"
 )
 
@@ -250,8 +251,8 @@ func (h *handler) route(w http.ResponseWriter, r *http.Request) {
 		h.trs.ServeHTTP(w, r)
 		return
 	}
-	if p == "/"+pack.SourceDescriptionName {
-		h.serveOutput(w, r, pack.SourceDescriptionName)
+	if p == "/"+pack.SourceDescriptionName || p == "/"+pack.SourceDescriptionName+sign.Suffix {
+		h.serveOutput(w, r, p[1:]) // the Source Description, or its signature
 		return
 	}
 	if p == h.dumpPath {

@@ -144,11 +144,15 @@ func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.DurationVar(&f.lease, "lease", 0, "with --follow: the subscription lease to ask the hub for (default: the hub's)")
 	f.register(fs)
 	withS3 := s3Flag(fs)
+	withTrust := trustFlag(fs)
 	if err := parse(fs, args, syncHelp, stdout); err != nil {
 		return err
 	}
 	ctx, err := withS3(ctx, append(fs.Args(), f.baseURL)...)
 	if err != nil {
+		return err
+	}
+	if ctx, err = withTrust(ctx); err != nil {
 		return err
 	}
 	source, err := f.check(absArgs(fs.Args()))
