@@ -15,6 +15,7 @@ import (
 	"github.com/rsdump/rsdump/metalink/httpheader"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/s3"
+	"github.com/rsdump/rsdump/sign"
 	"github.com/rsdump/rsdump/trs"
 )
 
@@ -103,8 +104,9 @@ func (d *discovery) useful() bool {
 func (d *discovery) wellKnown(ctx context.Context, loc string, first error) error {
 	for _, wk := range wellKnownURLs(loc) {
 		err := d.follow(ctx, wk, "well-known", 1)
-		if err == nil || ctx.Err() != nil {
-			return err
+		var se *sign.Error
+		if err == nil || ctx.Err() != nil || errors.As(err, &se) {
+			return err // a Source Description whose signature fails is refused, not missed
 		}
 	}
 	return first

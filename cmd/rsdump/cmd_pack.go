@@ -91,9 +91,7 @@ read, or an output could not be written), 2 usage error, 130 interrupted.
 Examples:
   rsdump pack ./collection --base-url https://example.org/data/ -o ./dump
   rsdump pack ./collection --base-url https://example.org/data/ -o ./dump \
-      --metalink --sign source.sec.asc --sign-valid 168h
-  rsdump pack ./collection --base-url https://example.org/data/ -o ./dump \
-      --metalink --mirror https://mirror.example.net/dump/ --json
+      --metalink --mirror https://mirror.example.net/dump/ --sign source.sec.asc --sign-valid 168h --json
   rsdump pack ./collection --base-url https://example.org/data/ -o s3://dumps/rs \
       --s3-endpoint https://rgw.example.org --shard 2/3
 `

@@ -98,8 +98,8 @@ before the document changed.
 Exit status: 0 success, 1 failure, 2 usage error.
 
 Examples:
-  resync-build --write-resourcelist --outfile pub/resourcelist.xml http://example.org/res/=/data
-  rsdump sign pub --key source.sec.asc --valid 168h
+  rsdump sign ./pub --key source.sec.asc --valid 168h
+  rsdump sign ./pub --key source.sec.gpg --passphrase-file ./passphrase --json
 `
 
 func runSign(ctx context.Context, args []string, stdout, stderr io.Writer) error {
