@@ -376,3 +376,41 @@ func TestTrustRefusesListEntryWithoutHash(t *testing.T) {
 		t.Errorf("the hashed resource: %q, %v", b, err)
 	}
 }
+
+// TestTrustedGetAndUnpack: get --trust of a signed dump saves its
+// documents with their signatures beside the packages, and the copy is
+// unpacked and verified with --trust as the original is; get --trust of a
+// .meta4 alone takes a package only when its own <signature> verifies
+// (one by another key is refused before it gets its name, one without a
+// signature before anything is fetched).
+func TestTrustedGetAndUnpack(t *testing.T) {
+	t.Parallel()
+	key, other := signtest.NewKey(t, "source"), signtest.NewKey(t, "other")
+	s := newSignedSource(t, verifytest.ExampleFiles(t))
+	s.pack("--sign", key.Secret)
+	got := t.TempDir()
+	rsdumpOK(t, "get", s.url()+pack.DumpName, "-o", got, "--trust", key.Public)
+	for _, name := range []string{pack.DumpName, "resourcedump-00001.manifest.xml"} {
+		if _, err := os.Stat(filepath.Join(got, name+sign.Suffix)); err != nil {
+			t.Errorf("get saved no signature of %s: %v", name, err)
+		}
+	}
+	rsdumpOK(t, "verify", got, "--trust", key.Public)
+	dst := t.TempDir()
+	rsdumpOK(t, "unpack", got, "--base-url", s.srv.URL+"/res/", "--dest", dst, "--trust", key.Public)
+	sameTree(t, "unpack of get's copy", s.src, dst)
+	refused(t, []string{"not authenticated", key.Fingerprint}, "verify", got, "--trust", other.Public)
+	refused(t, []string{"resourcedump-00001.zip", "cannot be authenticated"}, "unpack", filepath.Join(got, "resourcedump-00001.zip"), "--base-url", s.srv.URL+"/res/", "--dest", t.TempDir(), "--trust", key.Public)
+
+	meta := s.url() + "resourcedump-00001.zip.meta4"
+	rsdumpOK(t, "get", meta, "-o", t.TempDir(), "--trust", key.Public)
+	bad := t.TempDir()
+	refused(t, []string{"resourcedump-00001.zip", "not authenticated", key.Fingerprint}, "get", meta, "-o", bad, "--trust", other.Public)
+	if _, err := os.Stat(filepath.Join(bad, "resourcedump-00001.zip")); !os.IsNotExist(err) {
+		t.Errorf("a package whose signature was refused got its name: %v", err)
+	}
+	p := filepath.Join(s.out, "resourcedump-00001.zip.meta4")
+	b, _ := os.ReadFile(p)
+	os.WriteFile(p, meta4Signature.ReplaceAll(b, nil), 0o644)
+	refused(t, []string{"no OpenPGP signature", "cannot be authenticated"}, "get", meta, "-o", t.TempDir(), "--trust", key.Public)
+}
