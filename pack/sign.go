@@ -5,21 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/rsdump/rsdump/internal/sink"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/metalink"
 	"github.com/rsdump/rsdump/sign"
 )
-
-// IsDocument reports whether name, a slash-separated path relative to an
-// output, is a ResourceSync document pack writes: a dump document, a
-// list, an index or its part, a detached manifest, the Capability List,
-// the Source Description. Each is signed beside it (NAME.asc) when the
-// run signs.
-func IsDocument(name string) bool {
-	return name == SourceDescriptionName || IsOutput(name) && strings.HasSuffix(name, ".xml")
-}
 
 // signingSink is the output of a run that signs (Options.Signer): every
 // document it writes gets its armored detached signature beside it,
@@ -33,7 +24,7 @@ type signingSink struct {
 }
 
 func (s signingSink) WriteFile(ctx context.Context, name string, data []byte) error {
-	if err := s.Sink.WriteFile(ctx, name, data); err != nil || !IsDocument(name) {
+	if err := s.Sink.WriteFile(ctx, name, data); err != nil || !layout.IsDocument(name) {
 		return err
 	}
 	sig, err := s.signer.Sign(bytes.NewReader(data))
@@ -45,7 +36,7 @@ func (s signingSink) WriteFile(ctx context.Context, name string, data []byte) er
 
 func (s signingSink) Create(ctx context.Context, name string) (sink.File, error) {
 	f, err := s.Sink.Create(ctx, name)
-	if err != nil || !IsDocument(name) {
+	if err != nil || !layout.IsDocument(name) {
 		return f, err
 	}
 	w, err := s.signer.NewWriter()

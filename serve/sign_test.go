@@ -7,11 +7,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/serve"
 	"github.com/rsdump/rsdump/sign"
 	"github.com/rsdump/rsdump/sign/signtest"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // TestServesSignatures: the signature of every document of a signed pack,
@@ -29,7 +30,7 @@ func TestServesSignatures(t *testing.T) {
 	ts, u := listen(t)
 	src, dir := verifytest.Tree(t, files(6)), t.TempDir()
 	o := pack.Options{BaseURL: u + "/res/", DumpURL: u + "/dump/", At: verifytest.Time, SourceDescription: true, Signer: signer,
-		Metalink: &pack.MetalinkOptions{Mirrors: []pack.Mirror{{BaseURL: u + "/dump/"}}}}
+		Metalink: &pack.MetalinkOptions{Mirrors: []layout.Mirror{{BaseURL: u + "/dump/"}}}}
 	if _, err := pack.Pack(context.Background(), src, dir, o); err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/rsdump/rsdump/internal/plural"
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/sign"
@@ -129,7 +129,7 @@ func runSign(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if asJSON {
 		return json.NewEncoder(stdout).Encode(res)
 	}
-	fmt.Fprintf(stdout, "signed %s and %s in %s with %s\n", plural.Count(len(res.Documents), "document"),
-		plural.Count(len(res.Metalinks), "Metalink"), args[0], signer.Fingerprint())
+	fmt.Fprintf(stdout, "signed %s and %s in %s with %s\n", finding.Plural(len(res.Documents), "document"),
+		finding.Plural(len(res.Metalinks), "Metalink"), args[0], signer.Fingerprint())
 	return nil
 }

@@ -15,11 +15,11 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/internal/sharedtest"
-	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/sign"
 	"github.com/rsdump/rsdump/sign/signtest"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // signedSource is a Source on a loopback file server: the pack output at
@@ -117,7 +117,7 @@ func documents(t *testing.T, out string) []string {
 	var docs []string
 	filepath.WalkDir(out, func(p string, d fs.DirEntry, err error) error {
 		rel, _ := filepath.Rel(out, p)
-		if err == nil && d.Type().IsRegular() && pack.IsDocument(filepath.ToSlash(rel)) {
+		if err == nil && d.Type().IsRegular() && layout.IsDocument(filepath.ToSlash(rel)) {
 			docs = append(docs, p)
 		}
 		return nil
@@ -237,11 +237,11 @@ func TestTrustRefusesChangedDocument(t *testing.T) {
 	key := signtest.NewKey(t, "source")
 	s := newSignedSource(t, verifytest.ExampleFiles(t))
 	s.pack("--sign", key.Secret)
-	dump := filepath.Join(s.out, pack.DumpName)
+	dump := filepath.Join(s.out, layout.DumpName)
 	b, _ := os.ReadFile(dump)
 	os.WriteFile(dump, []byte(strings.Replace(string(b), "<urlset", "<urlset ", 1)), 0o644)
 	dst := filepath.Join(t.TempDir(), "copy")
-	refused(t, []string{s.url() + pack.DumpName + ": not authenticated", "does not match"}, "sync", s.url(), "--dest", dst, "--trust", key.Public)
+	refused(t, []string{s.url() + layout.DumpName + ": not authenticated", "does not match"}, "sync", s.url(), "--dest", dst, "--trust", key.Public)
 	if _, err := os.Lstat(dst); !os.IsNotExist(err) {
 		t.Errorf("a refused first sync left %s: %v", dst, err)
 	}
@@ -272,10 +272,10 @@ func TestTrustRefusesRollback(t *testing.T) {
 	rsdumpOK(t, "sync", s.url(), "--dest", dst, "--trust", key.Public)
 	s.pack("--sign", key.Secret, "--at", "2026-02-01T00:00:00Z")
 	before := snapshot(t, dst)
-	refused(t, []string{"older", "2026-02-01", "2026-03-01"}, "unpack", s.url()+pack.DumpName, "--base-url", s.srv.URL+"/res/", "--dest", dst)
+	refused(t, []string{"older", "2026-02-01", "2026-03-01"}, "unpack", s.url()+layout.DumpName, "--base-url", s.srv.URL+"/res/", "--dest", dst)
 	sameSnapshot(t, "rollback", before, snapshot(t, dst))
 	s.pack("--sign", other.Secret, "--at", "2026-04-01T00:00:00Z")
-	refused(t, []string{"not authenticated", key.Fingerprint}, "unpack", s.url()+pack.DumpName, "--base-url", s.srv.URL+"/res/", "--dest", dst)
+	refused(t, []string{"not authenticated", key.Fingerprint}, "unpack", s.url()+layout.DumpName, "--base-url", s.srv.URL+"/res/", "--dest", dst)
 	sameSnapshot(t, "unpack of another key's dump", before, snapshot(t, dst))
 }
 
@@ -389,8 +389,8 @@ func TestTrustedGetAndUnpack(t *testing.T) {
 	s := newSignedSource(t, verifytest.ExampleFiles(t))
 	s.pack("--sign", key.Secret)
 	got := t.TempDir()
-	rsdumpOK(t, "get", s.url()+pack.DumpName, "-o", got, "--trust", key.Public)
-	for _, name := range []string{pack.DumpName, "resourcedump-00001.manifest.xml"} {
+	rsdumpOK(t, "get", s.url()+layout.DumpName, "-o", got, "--trust", key.Public)
+	for _, name := range []string{layout.DumpName, "resourcedump-00001.manifest.xml"} {
 		if _, err := os.Stat(filepath.Join(got, name+sign.Suffix)); err != nil {
 			t.Errorf("get saved no signature of %s: %v", name, err)
 		}
