@@ -280,3 +280,29 @@ func FuzzVerify(f *testing.F) {
 		sign.ParseKeyring(sig)
 	})
 }
+
+// TestEitherOfTwoSignatures: a signature file holding signatures by two
+// keys (gpg -u OLD -u NEW, a Source rotating its key) verifies with a
+// keyring that holds either key.
+func TestEitherOfTwoSignatures(t *testing.T) {
+	t.Parallel()
+	oldKey, newKey := signtest.NewKey(t, "old"), signtest.NewKey(t, "new")
+	var both []byte
+	for _, k := range []signtest.Key{oldKey, newKey} {
+		sig, err := signer(t, k, 0).Sign(bytes.NewReader(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		block, err := armor.Decode(bytes.NewReader(sig))
+		if err != nil {
+			t.Fatal(err)
+		}
+		both = append(both, must(io.ReadAll(block.Body))...)
+	}
+	for _, k := range []signtest.Key{oldKey, newKey} {
+		res, err := keyring(t, k.Public).Verify(bytes.NewReader(doc), both)
+		if err != nil || res.Fingerprint != k.Fingerprint {
+			t.Errorf("trusting %s: %+v, %v", k.Fingerprint, res, err)
+		}
+	}
+}
