@@ -33,6 +33,11 @@ const maxDocument = 256 << 20
 func (g *Getter) Resolve(ctx context.Context, source string) ([]File, error) {
 	if resourcesync.IsURL(source) && !documentName(source) {
 		files, err := g.fromPlainURL(ctx, source)
+		if err == nil && resourcesync.Trust(ctx) != nil {
+			// Its Digest and Metalink came with it: nothing signed vouches
+			// for it.
+			return nil, fmt.Errorf("%s: a package given by its URL alone cannot be authenticated: get its signed dump document, or a .meta4 whose files carry signatures", source)
+		}
 		if !errors.Is(err, errDocument) {
 			return files, err
 		}

@@ -402,6 +402,8 @@ func TestTrustedGetAndUnpack(t *testing.T) {
 	refused(t, []string{"not authenticated", key.Fingerprint}, "verify", got, "--trust", other.Public)
 	refused(t, []string{"resourcedump-00001.zip", "cannot be authenticated"}, "unpack", filepath.Join(got, "resourcedump-00001.zip"), "--base-url", s.srv.URL+"/res/", "--dest", t.TempDir(), "--trust", key.Public)
 
+	refused(t, []string{"resourcedump-00001.zip", "cannot be authenticated"}, "get", s.url()+"resourcedump-00001.zip", "-o", t.TempDir(), "--trust", key.Public)
+
 	meta := s.url() + "resourcedump-00001.zip.meta4"
 	rsdumpOK(t, "get", meta, "-o", t.TempDir(), "--trust", key.Public)
 	bad := t.TempDir()
