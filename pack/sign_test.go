@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/layout"
+	"github.com/rsdump/rsdump/metalink"
 	"github.com/rsdump/rsdump/sign"
 	"github.com/rsdump/rsdump/sign/signtest"
 )
@@ -113,5 +114,64 @@ func TestPruneTakesSignatures(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(out, "resourcedump-00002.manifest.xml"+sign.Suffix)); err != nil {
 		t.Errorf("a kept manifest's signature: %v", err)
+	}
+}
+
+// TestSignDir: rsdump sign's library signs, in an output packed without a
+// signer, every document (found by its content: a sitemap renamed .txt
+// too, a page that is none is left alone) and every package in its
+// .meta4, each signature verifying over its bytes.
+func TestSignDir(t *testing.T) {
+	t.Parallel()
+	key := signtest.NewKey(t, "source")
+	signer, err := sign.LoadSigner(key.Secret, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring, err := sign.LoadKeyring(key.Public)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := testOptions()
+	o.SourceDescription, o.Metalink, o.MaxPackageSize = true, &MetalinkOptions{}, 64<<10
+	_, out := mustPack(t, tree(t, map[string]string{"a.bin": strings.Repeat("a", 50000), "b.bin": strings.Repeat("b", 50000)}), o)
+	list, _ := os.ReadFile(filepath.Join(out, layout.ResourceListName))
+	os.WriteFile(filepath.Join(out, "list-renamed.txt"), list, 0o644)
+	os.WriteFile(filepath.Join(out, "page.html"), []byte("<html><body>not a sitemap</body></html>"), 0o644)
+	res, err := SignDir(context.Background(), out, signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(doc string, sig []byte) {
+		t.Helper()
+		b, _ := os.ReadFile(doc)
+		if _, err := ring.Verify(bytes.NewReader(b), sig); err != nil {
+			t.Errorf("%s: %v", doc, err)
+		}
+	}
+	for _, d := range res.Documents {
+		sig, _ := os.ReadFile(d + sign.Suffix)
+		check(d, sig)
+	}
+	want := []string{layout.DumpName, layout.ResourceListName, layout.CapabilityListName, layout.SourceDescriptionName, "resourcedump-00001.manifest.xml", "list-renamed.txt"}
+	for _, name := range want {
+		if _, err := os.Stat(filepath.Join(out, name+sign.Suffix)); err != nil {
+			t.Errorf("%s: not signed", name)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, "page.html"+sign.Suffix)); err == nil {
+		t.Error("an HTML page was signed")
+	}
+	if len(res.Metalinks) != 2 {
+		t.Fatalf("Metalinks signed: %v", res.Metalinks)
+	}
+	for _, m := range res.Metalinks {
+		f, _ := os.Open(m)
+		ml, _, err := metalink.Decode(f)
+		f.Close()
+		if err != nil || ml.Files[0].Signature == nil || ml.Files[0].Signature.MediaType != sign.MediaType {
+			t.Fatalf("%s: %v, %+v", m, err, ml)
+		}
+		check(strings.TrimSuffix(m, ".meta4"), []byte(ml.Files[0].Signature.Value))
 	}
 }
