@@ -49,19 +49,20 @@ pack_args() { # OUT ADDR
 # The outputs the syncs read, packed once, untimed.
 for v in plain signed; do
   addr=$A; [ $v = signed ] && addr=$S
-  if [ ! -f "$W/src-$v-$FILES/resourcedump.xml" ]; then
-    rm -rf "$W/src-$v-$FILES"
+  if [ ! -f "$W/src-$v-$FILES-$PORT/resourcedump.xml" ]; then
+    rm -rf "$W/src-$v-$FILES-$PORT"
     extra=""; [ $v = signed ] && extra="--sign $W/key.sec.asc"
     # shellcheck disable=SC2046
-    $(pack_args "$W/src-$v-$FILES" "$addr") $extra
+    $(pack_args "$W/src-$v-$FILES-$PORT" "$addr") $extra
   fi
 done
-"$W/rsdump" serve "$W/src-plain-$FILES" -q --addr "$A" --base-url "http://$A/res/" --dump-url "http://$A/dump/" &
+"$W/rsdump" serve "$W/src-plain-$FILES-$PORT" -q --addr "$A" --base-url "http://$A/res/" --dump-url "http://$A/dump/" &
 SA=$!
-"$W/rsdump" serve "$W/src-signed-$FILES" -q --addr "$S" --base-url "http://$S/res/" --dump-url "http://$S/dump/" &
+"$W/rsdump" serve "$W/src-signed-$FILES-$PORT" -q --addr "$S" --base-url "http://$S/res/" --dump-url "http://$S/dump/" &
 SS=$!
-trap 'kill $SA $SS 2>/dev/null; rm -rf "$W/dst" "$W/work" "$W/trash"' EXIT
+trap 'kill $SA $SS 2>/dev/null; gpgconf --kill gpg-agent 2>/dev/null; rm -rf "$W/dst" "$W/work" "$W/trash"' EXIT
 sleep 0.5
+for p in $SA $SS; do kill -0 "$p" || { echo "a server did not start (PORT=$PORT taken?)" >&2; exit 1; }; done
 
 DROP=${DROP_CACHES:-1}
 if [ "$DROP" = 1 ] && { sync; echo 3 > /proc/sys/vm/drop_caches; } 2>/dev/null; then CACHE=cold; else DROP=0; CACHE=warm; fi
