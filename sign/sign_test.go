@@ -306,3 +306,31 @@ func TestEitherOfTwoSignatures(t *testing.T) {
 		}
 	}
 }
+
+// TestBinaryKeys: key files without armor (gpg --export, gpg
+// --export-secret-keys) sign and trust as armored ones do.
+func TestBinaryKeys(t *testing.T) {
+	t.Parallel()
+	k := signtest.NewKey(t, "source")
+	dir := t.TempDir()
+	unarmor := func(path string) string {
+		block, err := armor.Decode(bytes.NewReader(must(os.ReadFile(path))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, filepath.Base(path)+".gpg")
+		os.WriteFile(out, must(io.ReadAll(block.Body)), 0o600)
+		return out
+	}
+	s, err := sign.LoadSigner(unarmor(k.Secret), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, err := s.Sign(bytes.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := keyring(t, unarmor(k.Public)).Verify(bytes.NewReader(doc), sig); err != nil || res.Fingerprint != k.Fingerprint {
+		t.Fatalf("%+v, %v", res, err)
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"io/fs"
@@ -13,6 +14,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ProtonMail/go-crypto/openpgp"
+	"github.com/ProtonMail/go-crypto/openpgp/armor"
 
 	"github.com/rsdump/rsdump/internal/sharedtest"
 	"github.com/rsdump/rsdump/internal/verifytest"
@@ -415,4 +419,44 @@ func TestTrustedGetAndUnpack(t *testing.T) {
 	b, _ := os.ReadFile(p)
 	os.WriteFile(p, meta4Signature.ReplaceAll(b, nil), 0o644)
 	refused(t, []string{"no OpenPGP signature", "cannot be authenticated"}, "get", meta, "-o", t.TempDir(), "--trust", key.Public)
+}
+
+// TestSignPassphrase: a protected secret key signs with its passphrase
+// from --sign-passphrase-file or RSDUMP_SIGN_PASSPHRASE, and without it
+// pack refuses before writing anything, saying where to give it.
+func TestSignPassphrase(t *testing.T) {
+	key := signtest.NewKey(t, "source")
+	el, err := openpgp.ReadArmoredKeyRing(strings.NewReader(string(must(os.ReadFile(key.Secret)))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := el[0].EncryptPrivateKeys([]byte("correct horse"), nil); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	w, _ := armor.Encode(&b, openpgp.PrivateKeyType, nil)
+	el[0].SerializePrivateWithoutSigning(w, nil)
+	w.Close()
+	dir := t.TempDir()
+	protected, passFile := filepath.Join(dir, "protected.asc"), filepath.Join(dir, "passphrase")
+	os.WriteFile(protected, b.Bytes(), 0o600)
+	os.WriteFile(passFile, []byte("correct horse\n"), 0o600)
+	s := newSignedSource(t, map[string]string{"a.txt": "a"})
+	t.Setenv(passphraseEnv, "")
+	refused(t, []string{"passphrase", "--sign-passphrase-file", passphraseEnv}, "pack", s.src, "--base-url", "http://127.0.0.1/res/", "-o", filepath.Join(dir, "none"), "--sign", protected)
+	if _, err := os.Stat(filepath.Join(dir, "none")); !os.IsNotExist(err) {
+		t.Errorf("a refused pack wrote its output: %v", err)
+	}
+	s.pack("--sign", protected, "--sign-passphrase-file", passFile)
+	rsdumpOK(t, "sync", s.url(), "--dest", t.TempDir(), "--trust", key.Public)
+	t.Setenv(passphraseEnv, "correct horse")
+	s.pack("--sign", protected)
+	rsdumpOK(t, "sync", s.url(), "--dest", t.TempDir(), "--trust", key.Public)
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
