@@ -251,15 +251,16 @@ func TestTrustRefusesChangedDocument(t *testing.T) {
 	}
 }
 
-// TestSignValidExpires: signatures made with --sign-valid 2s are taken at
-// once and refused after 4 s, saying they expired and when.
+// TestSignValidExpires: signatures made with --sign-valid 2s are refused
+// after 4 s, saying they expired and when. (That a signature is taken
+// before it expires is sign.TestExpired's: on a loaded machine a sync may
+// not be done within 2 s of the pack.)
 func TestSignValidExpires(t *testing.T) {
 	t.Parallel()
 	key := signtest.NewKey(t, "source")
 	s := newSignedSource(t, verifytest.ExampleFiles(t))
 	s.pack("--sign", key.Secret, "--sign-valid", "2s")
 	made := time.Now()
-	rsdumpOK(t, "sync", s.url(), "--dest", t.TempDir(), "--trust", key.Public)
 	time.Sleep(time.Until(made.Add(4 * time.Second)))
 	refused(t, []string{"not authenticated", "expired at "}, "sync", s.url(), "--dest", t.TempDir(), "--trust", key.Public)
 }
