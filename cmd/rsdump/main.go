@@ -44,6 +44,7 @@ Usage:
   rsdump sync SOURCE --dest DIR [flags]              keep DIR an exact copy of a ResourceSync Source
   rsdump audit DIR [flags]                           check DIR against what rsdump wrote; record each check
   rsdump serve DIR [--addr HOST:PORT] [flags]        publish a pack output over HTTP (Range, RFC 6249 mirrors)
+  rsdump sign DIR --key KEYFILE [flags]              sign the documents another tool wrote (NAME.asc)
   rsdump version                                     print the version, VCS revision and Go version
 
 Run 'rsdump help COMMAND' or 'rsdump COMMAND --help' for a command's flags.
@@ -65,6 +66,7 @@ var commands = []command{
 	{"sync", runSync},
 	{"audit", runAudit},
 	{"serve", runServe},
+	{"sign", runSign},
 	{"version", runVersion},
 }
 
