@@ -79,8 +79,8 @@ timed() {
   printf '  %-22s %8.2f s wall %8.2f s CPU %8d KB\n' "$1" "$s" "$(awk "BEGIN{print $u+$y}")" "$k"
 }
 
-echo "machine: $(nproc) cores, $(go version | cut -d' ' -f3); rsdump $REV; data: $FILES files x $SIZE B" \
-  "$([ -n "$SMALL" ] && echo "and $SMALL small files"); warm page cache; $(date -u '+%Y-%m-%d %H:%M UTC'), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "machine: $(nproc) cores, $(go version | cut -d' ' -f3); rsdump $REV; data:" \
+  "$([ -n "$HASHES" ] && echo "$FILES files x $SIZE B") $([ -n "$SMALL" ] && echo "$SMALL small files"); warm page cache; $(date -u '+%Y-%m-%d %H:%M UTC'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 find "$W"/copy-* -type f -print0 | xargs -0 cat >/dev/null 2>&1 || true # warm
 printf 'run\tcommand\twall\tcpu\trss_kb\tload1\n' > "$W/results.tsv"
 CMDS=()
