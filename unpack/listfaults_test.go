@@ -77,9 +77,9 @@ func (s *listSource) apply(loc, dir string, opts unpack.Options) (*unpack.Result
 		s.t.Fatal(err)
 	}
 	var fs []finding.Finding
-	opts.Mapper, opts.Client = m, s.srv.Client()
-	if s.client != nil {
-		opts.Client = s.client
+	opts.Mapper, opts.Client = m, s.client
+	if s.client == nil {
+		opts.Client = s.srv.Client()
 	}
 	opts.Events = finding.OnFindings(func(f finding.Finding) { fs = append(fs, f) })
 	r, err := unpack.ApplyList(context.Background(), loc, dir, opts)

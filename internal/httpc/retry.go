@@ -280,7 +280,15 @@ func transient(err error) bool {
 		return false
 	}
 	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.EPIPE) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || closedIdle(err)
+}
+
+// closedIdle says whether err is net/http's "server closed idle
+// connection" (unexported): a connection the server closed before it
+// answered, which net/http sends again by itself only when it was a
+// reused one.
+func closedIdle(err error) bool {
+	return strings.Contains(err.Error(), "http: server closed idle connection")
 }
 
 // parseRetryAfter reads a Retry-After field: seconds, or an HTTP date; 0
