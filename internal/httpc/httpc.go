@@ -69,6 +69,11 @@ type Options struct {
 
 	MaxRedirects int // redirects followed [10]
 
+	// Proxy, when set, names the proxy of each request (nil: none), in
+	// place of the environment's HTTP_PROXY, HTTPS_PROXY and NO_PROXY
+	// (which leave out loopback addresses).
+	Proxy func(*http.Request) (*url.URL, error)
+
 	// DialControl, when set, checks the address of every connection
 	// before it is made (net.Dialer.Control): a hub refuses its own
 	// network with it. No proxy is used then, since the check must see
@@ -167,6 +172,9 @@ func NewTransport(o Options) http.RoundTripper {
 		// connection a NAT or a firewall dropped in silence is not
 		// given the next requests.
 		HTTP2: &http.HTTP2Config{SendPingTimeout: 30 * time.Second, PingTimeout: 15 * time.Second},
+	}
+	if o.Proxy != nil {
+		t.Proxy = o.Proxy
 	}
 	if o.DialControl != nil {
 		// No proxy then: the check must see the address really
