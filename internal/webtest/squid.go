@@ -30,11 +30,11 @@ cache_mem 64 MB
 maximum_object_size_in_memory 8 MB
 refresh_pattern . 60 50%% 4320
 shutdown_lifetime 0 seconds
-dns_v4_first on
 `, s.Addr, s.Prefix, s.AccessLog)
 	if root() {
 		// squid leaves root for this user, which must write its logs.
 		text += "cache_effective_user proxy\n"
+		readableByAll(t, s.Prefix)
 		if u, err := userIDs("proxy"); err == nil {
 			os.Chown(s.Prefix, u, u)
 		}

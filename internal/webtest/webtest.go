@@ -34,6 +34,15 @@ type Server struct {
 	AccessLog string // one line a request, in the format the starter says
 }
 
+// Status is what marks an answer of status code in the server's access
+// log, for Count: " 206 ", or squid's "/206 ".
+func (s *Server) Status(code int) string {
+	if s.Name == "squid" {
+		return fmt.Sprintf("/%d ", code)
+	}
+	return fmt.Sprintf(" %d ", code)
+}
+
 // Requests returns the lines of the server's access log so far.
 func (s *Server) Requests(t testing.TB) []string {
 	t.Helper()
