@@ -86,4 +86,3 @@ http {
 	start(t, s, exec.Command(bin, "-p", s.Prefix, "-c", conf, "-e", filepath.Join(s.Prefix, "error.log")))
 	return s
 }
-
