@@ -508,8 +508,8 @@ func (p *pkgRun) fetchAll(ctx context.Context) error {
 	// as a connection each carries over HTTP/1.1.
 	f := &fetcher{p: p}
 	f.g, f.ctx = errgroup.WithContext(ctx)
-	f.start(min(n, len(p.actions)))
 	f.more = func() { f.start(min(n*(streamsPerFetch-1), len(p.actions)-n)) }
+	f.start(min(n, len(p.actions)))
 	return f.g.Wait()
 }
 
