@@ -205,11 +205,11 @@ line:
 
 // Count counts the requests whose access log line holds every one of
 // parts ("HTTP/2.0", " 206 "). A server may log a request a moment
-// after its answer: Count waits up to a second for the count to reach
-// atLeast.
+// after its answer (seconds, on a loaded machine): Count waits up to 5 s
+// for the count to reach atLeast.
 func (s *Server) Count(t testing.TB, atLeast int, parts ...string) int {
 	t.Helper()
-	deadline := time.Now().Add(time.Second)
+	deadline := time.Now().Add(5 * time.Second)
 	for {
 		n := s.countLines(t, parts...)
 		if n >= atLeast || time.Now().After(deadline) {
