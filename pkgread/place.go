@@ -2,9 +2,11 @@ package pkgread
 
 import (
 	"archive/zip"
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/rsdump/rsdump/internal/ziprange"
 )
@@ -50,14 +52,12 @@ func (p *Package) placeEntries() {
 		return
 	}
 	off := pl.end.dirStart
-	var b []byte
+	// One buffered pass, as archive/zip reads the directory: a read of
+	// each record would cost a PassHasher an early read to check each.
+	br := bufio.NewReaderSize(io.NewSectionReader(p.ra, off, max(p.size-off, 0)), 64<<10)
+	var b [ziprange.CentralLen]byte
 	for i, f := range p.zr.File {
-		n := ziprange.CentralLen + len(f.Name)
-		if cap(b) < n {
-			b = make([]byte, n, n+64)
-		}
-		b = b[:n]
-		if _, err := p.ra.ReadAt(b, off); err != nil || binary.LittleEndian.Uint32(b) != ziprange.SigCentral {
+		if _, err := io.ReadFull(br, b[:]); err != nil || binary.LittleEndian.Uint32(b[:]) != ziprange.SigCentral {
 			pl.err = fmt.Errorf("no central directory record %d at offset %d", i+1, off)
 			return
 		}
@@ -66,17 +66,22 @@ func (p *Package) placeEntries() {
 			return
 		}
 		nameLen := int(binary.LittleEndian.Uint16(b[28:]))
-		if nameLen != len(f.Name) || string(b[ziprange.CentralLen:]) != f.Name {
+		rest := nameLen + int(binary.LittleEndian.Uint16(b[30:])) + int(binary.LittleEndian.Uint16(b[32:]))
+		if name, err := br.Peek(nameLen); err != nil || string(name) != f.Name {
 			pl.err = fmt.Errorf("central directory record %d at offset %d is not the record of %s that archive/zip read", i+1, off, f.Name)
 			return
 		}
-		rec, err := recordedOffset(f, b)
+		rec, err := recordedOffset(f, b[:])
 		if err != nil {
 			pl.err = fmt.Errorf("central directory record %d (%s): %v", i+1, f.Name, err)
 			return
 		}
+		if _, err := br.Discard(rest); err != nil {
+			pl.err = fmt.Errorf("central directory record %d (%s) at offset %d: %v", i+1, f.Name, off, err)
+			return
+		}
 		pl.hdrs[i], pl.n = pl.end.base+rec, i+1
-		off += int64(n) + int64(binary.LittleEndian.Uint16(b[30:])) + int64(binary.LittleEndian.Uint16(b[32:]))
+		off += ziprange.CentralLen + int64(rest)
 	}
 	if end := pl.end.dirStart + pl.end.dirSize; off != end {
 		pl.err = fmt.Errorf("the central directory records end at offset %d, the directory at %d: bytes %d-%d belong to no record", off, end, min(off, end), max(off, end)-1)
