@@ -38,7 +38,8 @@ const (
 // record: the same name, method and flags and, unless a
 // data descriptor follows the data, the same CRC-32 and sizes.
 func (r *reading) checkLocal() bool {
-	if err := r.p.checkLocal(r.f); err != nil {
+	var err error
+	if r.start, r.data, err = r.p.checkLocal(r.f); err != nil {
 		r.fail(finding.CheckZip, "", "", err.Error())
 		r.p.localFailed(r.f)
 		return false
@@ -46,28 +47,29 @@ func (r *reading) checkLocal() bool {
 	return true
 }
 
-func (p *Package) checkLocal(f *zip.File) error {
+// It returns where the header and the data are.
+func (p *Package) checkLocal(f *zip.File) (off, data int64, err error) {
 	if f.Flags&(flagEncrypt|flagStrong|flagMasked) != 0 {
 		// archive/zip ignores the flag and hands out the ciphertext;
 		// other readers ask for a password or skip the entry.
-		return fmt.Errorf("entry is flagged as encrypted (flags %#x); packages are never encrypted", f.Flags)
+		return 0, 0, fmt.Errorf("entry is flagged as encrypted (flags %#x); packages are never encrypted", f.Flags)
 	}
-	b, off, _, err := p.localAt(f)
+	b, off, data, err := p.localAt(f)
 	if err != nil {
-		return err
+		return off, data, err
 	}
 	flags, method := binary.LittleEndian.Uint16(b[6:]), binary.LittleEndian.Uint16(b[8:])
 	nameLen := int(binary.LittleEndian.Uint16(b[26:]))
 	if nameLen != len(f.Name) || string(b[ziprange.LocalLen:]) != f.Name {
-		return fmt.Errorf("the local header names the entry %s, the central directory %q", ziprange.LocalName(p.ra, off, nameLen), f.Name)
+		return off, data, fmt.Errorf("the local header names the entry %s, the central directory %q", ziprange.LocalName(p.ra, off, nameLen), f.Name)
 	}
 	if method != f.Method || flags&flagsCompared != f.Flags&flagsCompared {
-		return fmt.Errorf("the local header gives method %d, flags %#x; the central directory method %d, flags %#x", method, flags, f.Method, f.Flags)
+		return off, data, fmt.Errorf("the local header gives method %d, flags %#x; the central directory method %d, flags %#x", method, flags, f.Method, f.Flags)
 	}
 	if flags&flagDataDesc == 0 {
-		return checkLocalSums(p.ra, off, b, f)
+		return off, data, checkLocalSums(p.ra, off, b, f)
 	}
-	return nil
+	return off, data, nil
 }
 
 // checkLocalSums compares the CRC-32 and sizes a local header carries when
@@ -149,7 +151,7 @@ func (p *Package) checkDirectory(f *zip.File) {
 	if f.CompressedSize64 != 0 || f.UncompressedSize64 != 0 {
 		p.report(finding.Finding{Severity: finding.Error, Code: finding.CheckZip, Path: f.Name,
 			Msg: fmt.Sprintf("directory entry carries data (%d bytes, %d compressed), which a reader may extract as a file", f.UncompressedSize64, f.CompressedSize64)})
-	} else if err := p.checkLocal(f); err != nil {
+	} else if _, _, err := p.checkLocal(f); err != nil {
 		p.report(finding.Finding{Severity: finding.Error, Code: finding.CheckZip, Path: f.Name, Msg: err.Error()})
 		p.localFailed(f)
 	}

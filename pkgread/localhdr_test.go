@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"go/build"
 	"hash/crc32"
@@ -43,7 +44,7 @@ func TestHeaderOffset(t *testing.T) {
 				if data, _ := f.DataOffset(); binary.LittleEndian.Uint32(h) != ziprange.SigLocal || off+ziprange.LocalLen+n+e != data || string(h[ziprange.LocalLen:ziprange.LocalLen+n]) != f.Name {
 					t.Fatalf("%s: header at %d names %q and leads to %d, data at %d", f.Name, off, h[ziprange.LocalLen:ziprange.LocalLen+n], off+ziprange.LocalLen+n+e, data)
 				}
-				if err := p.checkLocal(f); err != nil {
+				if _, _, err := p.checkLocal(f); err != nil {
 					t.Fatalf("%s: %v", f.Name, err)
 				}
 			}
@@ -78,7 +79,7 @@ func TestDecoyHeaderRefused(t *testing.T) {
 			if err := naiveCheck(c.z, c.naive(c.z, f), f); err != nil {
 				t.Fatalf("the decoy does not pass a naive check, the test shows nothing: %v", err)
 			}
-			err := p.checkLocal(f)
+			_, _, err := p.checkLocal(f)
 			if err == nil || !strings.Contains(err.Error(), `names the entry "g`) {
 				t.Fatalf("%s: error %v, want one naming the header archive/zip reads (g...)", f.Name, err)
 			}
@@ -99,7 +100,7 @@ func TestHeaderMustLeadToData(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.place.hdrs[1] = decoy
-	err := p.checkLocal(f)
+	_, _, err := p.checkLocal(f)
 	if err == nil || !strings.Contains(err.Error(), "archive/zip reads the entry's data from offset") {
 		t.Fatalf("error %v, want one saying the header does not lead to archive/zip's data", err)
 	}
@@ -124,7 +125,7 @@ func TestHeaderInsidePreviousEntry(t *testing.T) {
 	}
 	p, fs := layoutOf(t, z)
 	for _, f := range p.zr.File {
-		if err := p.checkLocal(f); err != nil {
+		if _, _, err := p.checkLocal(f); err != nil {
 			t.Fatalf("%s: %v (each entry must pass on its own)", f.Name, err)
 		}
 	}
@@ -157,26 +158,34 @@ func TestNoReflection(t *testing.T) {
 // for the layout checks, with the findings they report.
 func layoutOf(t *testing.T, z []byte) (*Package, *[]finding.Finding) {
 	t.Helper()
-	zr, err := zip.NewReader(bytes.NewReader(z), int64(len(z)))
+	p, fs, err := newLayout(z)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var fs []finding.Finding
+	if p.place.err != nil || p.place.endErr != nil {
+		t.Fatalf("placing the local headers: %v %v", p.place.endErr, p.place.err)
+	}
+	return p, fs
+}
+
+// newLayout is layoutOf for any bytes: an error when archive/zip cannot
+// read them.
+func newLayout(z []byte) (*Package, *[]finding.Finding, error) {
+	zr, err := zip.NewReader(bytes.NewReader(z), int64(len(z)))
+	if err != nil && !errors.Is(err, zip.ErrInsecurePath) {
+		return nil, nil, err
+	}
+	fs := new([]finding.Finding)
 	rep := finding.NewReporter(func(e finding.Event) {
 		if f, ok := e.(finding.Finding); ok {
-			fs = append(fs, f)
+			*fs = append(*fs, f)
 		}
 	})
 	p := &Package{Source: "test.zip", zr: zr, ra: bytes.NewReader(z), size: int64(len(z)), rep: rep,
 		index: map[*zip.File]int{}, tiles: map[*zip.File]tile{}, visited: map[*zip.File]bool{}}
-	for i, f := range zr.File {
-		p.index[f] = i
-	}
+	p.indexEntries()
 	p.placeEntries()
-	if p.place.err != nil || p.place.endErr != nil {
-		t.Fatalf("placing the local headers: %v %v", p.place.endErr, p.place.err)
-	}
-	return p, &fs
+	return p, fs, nil
 }
 
 // naiveCheck is what a second parser checks at off: a local header that
@@ -204,7 +213,7 @@ type rawFile struct {
 
 // rawZip writes stored entries with CRC-32 and sizes in their local
 // headers, no data descriptor.
-func rawZip(t *testing.T, prefix string, files []rawFile) []byte {
+func rawZip(t testing.TB, prefix string, files []rawFile) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	buf.WriteString(prefix)
@@ -240,7 +249,7 @@ func zip64Field(vals ...uint64) []byte {
 
 // zip64Offsets writes files with ZIP64 fields giving their sizes and
 // local header offsets, and saturates those in the central records.
-func zip64Offsets(t *testing.T, files []rawFile) []byte {
+func zip64Offsets(t testing.TB, files []rawFile) []byte {
 	for i := range files {
 		n := uint64(len(files[i].data))
 		files[i].extra = func(at int) []byte { return zip64Field(n, n, uint64(at)) }
@@ -270,7 +279,7 @@ func decoyEntry(name, data string) string {
 // decoyZip64 holds f0, whose data is a decoy entry for f1, and f1, whose
 // ZIP64 field points to the decoy while its 32-bit offset, not
 // saturated, points to its own header, which names g1.
-func decoyZip64(t *testing.T) []byte {
+func decoyZip64(t testing.TB) []byte {
 	decoy := decoyEntry("f1", "good\n")
 	z := rawZip(t, "", []rawFile{
 		{name: "f0", data: decoy},
@@ -282,13 +291,13 @@ func decoyZip64(t *testing.T) []byte {
 // decoyPrefix is f0 behind a prefix that begins with a decoy entry for
 // f0, where its offset, without the prefix, points; its own header names
 // g0.
-func decoyPrefix(t *testing.T) []byte {
+func decoyPrefix(t testing.TB) []byte {
 	z := rawZip(t, decoyEntry("f0", "good\n")+"padding", []rawFile{{name: "f0", data: "good\n"}})
 	return renameLocal(t, z, "f0", "g0")
 }
 
 // renameLocal renames the last local header of name.
-func renameLocal(t *testing.T, z []byte, name, to string) []byte {
+func renameLocal(t testing.TB, z []byte, name, to string) []byte {
 	c := centralOf(t, z, name)
 	i := bytes.LastIndex(z[:c], []byte(name))
 	if i < 0 {
@@ -299,7 +308,7 @@ func renameLocal(t *testing.T, z []byte, name, to string) []byte {
 }
 
 // centralOf is the offset of name's central record.
-func centralOf(t *testing.T, z []byte, name string) int {
+func centralOf(t testing.TB, z []byte, name string) int {
 	i := bytes.Index(z, []byte("PK\x01\x02"))
 	for i >= 0 {
 		n := int(binary.LittleEndian.Uint16(z[i+28:]))
@@ -319,7 +328,7 @@ func centralOf(t *testing.T, z []byte, name string) int {
 // straddled is a, stored, whose data runs k bytes into b's local header:
 // to the start of b's extra field's content, which is a whole local
 // entry, evil.sh; then b's data.
-func straddled(t *testing.T) []byte {
+func straddled(t testing.TB) []byte {
 	evil := decoyEntry("evil.sh", "#!/bin/sh\necho owned\n")
 	bExtra := binary.LittleEndian.AppendUint16(nil, 0xcafe)
 	bExtra = binary.LittleEndian.AppendUint16(bExtra, uint16(len(evil)))
@@ -374,7 +383,7 @@ func centralRecord(name, data string, at int) []byte {
 	return append(c, name...)
 }
 
-func testZip(t *testing.T, n int, comment string) []byte {
+func testZip(t testing.TB, n int, comment string) []byte {
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
 	for i := range n {

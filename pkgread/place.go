@@ -34,6 +34,7 @@ type placement struct {
 	endErr error // the end records could not be read whole (the layout check reports it)
 	hdrs   []int64
 	n      int
+	last   int   // the entry headerOffset was last asked for
 	err    error // no end record, a record not as archive/zip read it, or records that do not fill the directory
 }
 
@@ -127,7 +128,11 @@ func recordedOffset(f *zip.File, b []byte) (int64, error) {
 // it: trusted only once localAt and the tiling agree.
 func (p *Package) headerOffset(f *zip.File) (int64, error) {
 	pl := &p.place
-	i, ok := p.index[f]
+	i, ok := pl.last+1, true
+	if i >= len(p.zr.File) || p.zr.File[i] != f { // not the entry after the last asked for, as in a read in ZIP order
+		i, ok = p.index[f]
+	}
+	pl.last = i
 	switch {
 	case !ok:
 		return 0, fmt.Errorf("%s is not an entry of this package's central directory", f.Name)

@@ -13,20 +13,13 @@ type span struct {
 	name       string
 }
 
-func (p *Package) addSpan(f *zip.File) {
-	off, err := f.DataOffset()
-	if err != nil {
-		return // reported by the read itself
-	}
-	p.spans = append(p.spans, span{off, off + clampInt64(f.CompressedSize64), f.Name})
+// addSpan keeps the bytes of entry f, read, whose local header checkLocal
+// found at start, its data at data.
+func (p *Package) addSpan(f *zip.File, start, data int64) {
+	p.spans = append(p.spans, span{data, data + clampInt64(f.CompressedSize64), f.Name})
 	// Its bytes for checkTiling, taken now, while the reads are near
-	// them: one front-to-back pass. The read checked its local header
-	// (checkLocal), so the central directory places it right.
-	start, err := p.headerOffset(f)
-	if err != nil {
-		return
-	}
-	r, err := p.entryRangeAt(f, start, off)
+	// them: one front-to-back pass.
+	r, err := p.entryRangeAt(f, start, data)
 	p.tiles[f] = tile{r, err}
 }
 

@@ -211,7 +211,7 @@ type tile struct {
 // whose data descriptor is missing or disagrees with the central record.
 // Entries read as bitstreams were measured then (addSpan).
 func (p *Package) entryRanges() ([]byteRange, []finding.Finding) {
-	var out []byteRange
+	out := make([]byteRange, 0, len(p.zr.File))
 	var bad []finding.Finding
 	for _, f := range p.zr.File {
 		t, ok := p.tiles[f]
