@@ -38,17 +38,20 @@ type placement struct {
 	err    error // no end record, a record not as archive/zip read it, or records that do not fill the directory
 }
 
-// placeEntries reads the end records and the central records archive/zip read,
-// and keeps each entry's local header offset: 8 bytes an entry, read in
-// one pass over the directory when the package is opened, before any
-// entry's bytes are, so that a reader of a package still arriving
+// placeEntries reads the end records and the central records archive/zip
+// read, and keeps each entry's local header offset: 8 bytes an entry,
+// read in one pass over the directory when the package is opened, before
+// any entry's bytes are, so that a reader of a package still arriving
 // (HeaderOffset, Others) knows where each entry starts without reading
 // ahead.
 func (p *Package) placeEntries() {
 	p.place = placement{hdrs: make([]int64, len(p.zr.File))}
 	pl := &p.place
 	pl.end, pl.endErr = p.readEnd()
-	if pl.end.Record == nil { // a ZIP64 record that cannot be read is one archive/zip did without
+	if pl.end.Record == nil {
+		// No end record. Without one it could read, archive/zip does
+		// without the ZIP64 record: so does placeEntries, and the layout
+		// check reports it.
 		pl.err = pl.endErr
 		return
 	}
