@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"testing"
 
@@ -187,49 +186,4 @@ func sameSet(a, b []string) bool {
 	slices.Sort(a)
 	slices.Sort(b)
 	return slices.Equal(a, b)
-}
-
-// FuzzDecode checks that Decode never panics, always explains a missing
-// document with a *finding.Finding, and that any document it accepts survives
-// Encode and a second Decode unchanged.
-func FuzzDecode(f *testing.F) {
-	for _, dir := range []string{filepath.Join("..", "..", "shared", "metalink", "corpus"), "testdata"} {
-		files, _ := filepath.Glob(filepath.Join(dir, "*"))
-		for _, name := range files {
-			if data, err := os.ReadFile(name); err == nil && filepath.Ext(name) != ".md" {
-				f.Add(data)
-			}
-		}
-	}
-	lim := Limits{MaxBytes: 1 << 20, MaxFiles: 1000, MaxPieceHashes: 10000}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		m, ps, err := DecodeLimits(bytes.NewReader(data), lim)
-		var p *finding.Finding
-		switch {
-		case m == nil && !asProblem(err, &p):
-			t.Fatalf("no document and error %v is not a *finding.Finding", err)
-		case m == nil:
-			return
-		case (err != nil) != finding.HasErrors(ps):
-			t.Fatalf("error %v does not match problems %v", err, ps)
-		case err != nil:
-			return
-		}
-		var buf bytes.Buffer
-		if err := Encode(&buf, m); err != nil {
-			t.Fatalf("an accepted document does not encode: %v", err)
-		}
-		m2, ps2, err := Decode(&buf)
-		if err != nil {
-			t.Fatalf("re-decoding gave %v\n%s", err, buf.Bytes())
-		}
-		for _, p := range ps2 {
-			if !hasCode(ps, p.Code) {
-				t.Fatalf("encoding introduced a problem: %v (first pass %v)\n%s", p, ps, buf.Bytes())
-			}
-		}
-		if !reflect.DeepEqual(m, m2) {
-			t.Fatalf("model changed on a round trip\nfirst: %+v\nthen:  %+v", m, m2)
-		}
-	})
 }

@@ -49,6 +49,8 @@ type reading struct {
 	res   Result
 	limit int64  // bytes to read at most, one past what is allowed
 	capBy string // which bound set limit: CheckLength, CheckBomb or CheckSize
+	start int64  // where the local header is (checkLocal)
+	data  int64  // and the data
 }
 
 func (p *Package) read(b *Bitstream, dst io.Writer, max int64) Result {
@@ -210,7 +212,7 @@ func (r *reading) copy(dst io.Writer, mh *digest.Multi, crc io.Writer) (int64, b
 	}
 	lr := io.LimitReader(src, r.limit)
 	n, err := io.CopyBuffer(w, lr, r.p.buf)
-	r.p.addSpan(r.f)
+	r.p.addSpan(r.f, r.start, r.data)
 	if dw != nil && dw.err != nil {
 		r.res.WriteErr, r.res.Severity = dw.err, finding.Error
 		return n, false

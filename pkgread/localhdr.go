@@ -7,9 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"reflect"
 	"slices"
-	"sync"
 
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/ziprange"
@@ -35,72 +33,43 @@ const (
 	flagsCompared = flagEncrypt | flagDataDesc | flagUTF8
 )
 
-// headerOffset is where archive/zip found f's local header. It is taken
-// from archive/zip itself, which keeps it unexported, rather than parsed
-// again from the central directory: a second parser could be steered to a
-// decoy header that passes while archive/zip reads the data behind
-// another. TestHeaderOffset fails if a Go release renames the field.
-func headerOffset(f *zip.File) (int64, error) {
-	i, ok := headerOffsetField()
-	if !ok {
-		return 0, errors.New("archive/zip no longer exposes local header offsets to reflection")
-	}
-	return reflect.ValueOf(f).Elem().Field(i).Int(), nil
-}
-
-// headerOffsetField is the index of zip.File's headerOffset, looked up
-// once: by name, it was a search of the struct's fields for every entry.
-var headerOffsetField = sync.OnceValues(func() (int, bool) {
-	sf, ok := reflect.TypeFor[zip.File]().FieldByName("headerOffset")
-	if !ok || len(sf.Index) != 1 || sf.Type.Kind() != reflect.Int64 {
-		return 0, false
-	}
-	return sf.Index[0], true
-})
-
-// checkLocal compares the local header archive/zip used for the entry
-// with its central record: the same name, method and flags and, unless a
+// checkLocal compares the entry's local header (localAt: where the
+// central directory points and archive/zip found it) with its central
+// record: the same name, method and flags and, unless a
 // data descriptor follows the data, the same CRC-32 and sizes.
 func (r *reading) checkLocal() bool {
-	if err := checkLocal(r.p.ra, r.f); err != nil {
+	var err error
+	if r.start, r.data, err = r.p.checkLocal(r.f); err != nil {
 		r.fail(finding.CheckZip, "", "", err.Error())
+		r.p.localFailed(r.f)
 		return false
 	}
 	return true
 }
 
-func checkLocal(ra io.ReaderAt, f *zip.File) error {
+// It returns where the header and the data are.
+func (p *Package) checkLocal(f *zip.File) (off, data int64, err error) {
 	if f.Flags&(flagEncrypt|flagStrong|flagMasked) != 0 {
 		// archive/zip ignores the flag and hands out the ciphertext;
 		// other readers ask for a password or skip the entry.
-		return fmt.Errorf("entry is flagged as encrypted (flags %#x); packages are never encrypted", f.Flags)
+		return 0, 0, fmt.Errorf("entry is flagged as encrypted (flags %#x); packages are never encrypted", f.Flags)
 	}
-	off, err := headerOffset(f)
+	b, off, data, err := p.localAt(f)
 	if err != nil {
-		return err
-	}
-	if off < 0 {
-		return fmt.Errorf("local header at negative offset %d", off)
-	}
-	b := make([]byte, ziprange.LocalLen+len(f.Name))
-	if _, err := ra.ReadAt(b, off); err != nil {
-		return fmt.Errorf("local header at offset %d: %v", off, err)
-	}
-	if binary.LittleEndian.Uint32(b) != ziprange.SigLocal {
-		return fmt.Errorf("no local header at offset %d, where the central directory points", off)
+		return off, data, err
 	}
 	flags, method := binary.LittleEndian.Uint16(b[6:]), binary.LittleEndian.Uint16(b[8:])
 	nameLen := int(binary.LittleEndian.Uint16(b[26:]))
 	if nameLen != len(f.Name) || string(b[ziprange.LocalLen:]) != f.Name {
-		return fmt.Errorf("the local header names the entry %s, the central directory %q", ziprange.LocalName(ra, off, nameLen), f.Name)
+		return off, data, fmt.Errorf("the local header names the entry %s, the central directory %q", ziprange.LocalName(p.ra, off, nameLen), f.Name)
 	}
 	if method != f.Method || flags&flagsCompared != f.Flags&flagsCompared {
-		return fmt.Errorf("the local header gives method %d, flags %#x; the central directory method %d, flags %#x", method, flags, f.Method, f.Flags)
+		return off, data, fmt.Errorf("the local header gives method %d, flags %#x; the central directory method %d, flags %#x", method, flags, f.Method, f.Flags)
 	}
 	if flags&flagDataDesc == 0 {
-		return checkLocalSums(ra, off, b, f)
+		return off, data, checkLocalSums(p.ra, off, b, f)
 	}
-	return nil
+	return off, data, nil
 }
 
 // checkLocalSums compares the CRC-32 and sizes a local header carries when
@@ -168,7 +137,7 @@ func (p *Package) checkDirectories() {
 			dirs = append(dirs, f)
 		}
 	}
-	for _, f := range inFileOrder(dirs) {
+	for _, f := range p.inFileOrder(dirs) {
 		if p.visited[f] {
 			continue // checked by Visit
 		}
@@ -182,16 +151,18 @@ func (p *Package) checkDirectory(f *zip.File) {
 	if f.CompressedSize64 != 0 || f.UncompressedSize64 != 0 {
 		p.report(finding.Finding{Severity: finding.Error, Code: finding.CheckZip, Path: f.Name,
 			Msg: fmt.Sprintf("directory entry carries data (%d bytes, %d compressed), which a reader may extract as a file", f.UncompressedSize64, f.CompressedSize64)})
-	} else if err := checkLocal(p.ra, f); err != nil {
+	} else if _, _, err := p.checkLocal(f); err != nil {
 		p.report(finding.Finding{Severity: finding.Error, Code: finding.CheckZip, Path: f.Name, Msg: err.Error()})
+		p.localFailed(f)
 	}
 }
 
-func inFileOrder(fs []*zip.File) []*zip.File {
-	off := make(map[*zip.File]int64, len(fs))
-	for _, f := range fs {
-		off[f], _ = headerOffset(f)
+// inFileOrder sorts fs by where their local headers are.
+func (p *Package) inFileOrder(fs []*zip.File) []*zip.File {
+	at := func(f *zip.File) int64 {
+		off, _ := p.headerOffset(f)
+		return off
 	}
-	slices.SortStableFunc(fs, func(a, b *zip.File) int { return cmp.Compare(off[a], off[b]) })
+	slices.SortStableFunc(fs, func(a, b *zip.File) int { return cmp.Compare(at(a), at(b)) })
 	return fs
 }

@@ -58,6 +58,7 @@ type Package struct {
 	rep     *finding.Reporter
 	lim     Limits
 	index   map[*zip.File]int // central directory position
+	place   placement         // where the local headers are
 	mf      *zip.File         // manifest.xml
 	buf     []byte
 	mh      *digest.Multi // the last bitstream's hashes, for the next (hasher)
@@ -113,6 +114,7 @@ func OpenPackageDecoded(ra io.ReaderAt, size int64, src, wantCap string, lim Lim
 	}
 	p := &Package{Source: src, zr: zr, ra: ra, size: size, rep: rep, lim: lim, index: make(map[*zip.File]int, len(zr.File)), tiles: map[*zip.File]tile{}, visited: map[*zip.File]bool{}}
 	files := p.indexEntries()
+	p.placeEntries()
 	mf, err := p.manifestEntry(files)
 	if err != nil {
 		return nil, err
@@ -314,6 +316,7 @@ func (p *Package) Release() {
 		b.File = nil
 	}
 	p.zr, p.spans, p.tiles, p.index, p.mf, p.visited = nil, nil, nil, nil, nil, nil
+	p.place = placement{}
 }
 
 // ReadManifest reads manifest.xml again, for a caller that let go of

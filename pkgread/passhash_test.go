@@ -13,21 +13,23 @@ import (
 	"github.com/rsdump/rsdump/pkgread"
 )
 
-// swapReader serves before until the first read at offset 0 (the first
-// bitstream's local header, read only once hashing has started), then
-// after: a file whose tail changes between the first reads and the hash
-// pass.
+// swapReader serves before until swap is called (once the package is
+// opened, before hashing starts), then after: a file that changes between
+// the first reads and the hash pass.
 type swapReader struct {
 	before, after []byte
 	mu            sync.Mutex
 	swapped       bool
 }
 
+func (s *swapReader) swap() {
+	s.mu.Lock()
+	s.swapped = true
+	s.mu.Unlock()
+}
+
 func (s *swapReader) ReadAt(p []byte, off int64) (int, error) {
 	s.mu.Lock()
-	if off == 0 {
-		s.swapped = true
-	}
 	b := s.before
 	if s.swapped {
 		b = s.after
@@ -48,11 +50,13 @@ func TestPassHasherRefusesChangedTail(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := sha256.New()
-			ph := pkgread.NewPassHasher(&swapReader{before: tc.before, after: good}, int64(len(good)), h)
+			sw := &swapReader{before: tc.before, after: good}
+			ph := pkgread.NewPassHasher(sw, int64(len(good)), h)
 			pkg, err := pkgread.OpenPackage(ph, int64(len(good)), "p.zip", "", pkgread.Limits{}, finding.NewReporter(nil))
 			if err != nil {
 				t.Fatal(err)
 			}
+			sw.swap()
 			ph.Start()
 			for _, b := range pkg.InZipOrder() {
 				pkg.Read(b, io.Discard)

@@ -2,7 +2,6 @@ package pkgread
 
 import (
 	"archive/zip"
-	"fmt"
 	"sort"
 
 	"github.com/rsdump/rsdump/finding"
@@ -14,25 +13,22 @@ type span struct {
 	name       string
 }
 
-func (p *Package) addSpan(f *zip.File) {
-	off, err := f.DataOffset()
-	if err != nil {
-		return // reported by the read itself
-	}
-	p.spans = append(p.spans, span{off, off + clampInt64(f.CompressedSize64), f.Name})
+// addSpan keeps the bytes of entry f, read, whose local header checkLocal
+// found at start, its data at data.
+func (p *Package) addSpan(f *zip.File, start, data int64) {
+	p.spans = append(p.spans, span{data, data + clampInt64(f.CompressedSize64), f.Name})
 	// Its bytes for checkTiling, taken now, while the reads are near
 	// them: one front-to-back pass.
-	r, err := p.entryRangeAt(f, off)
+	r, err := p.entryRangeAt(f, start, data)
 	p.tiles[f] = tile{r, err}
 }
 
-// CheckLayout reports what reading the bitstreams does not: entries whose
-// data share bytes, the trick of non-recursive zip bombs (and a sign of a
-// forged central directory), data that runs past the end of the file, and
+// CheckLayout reports what reading the bitstreams does not: entries that
+// share bytes, the trick of non-recursive zip bombs (and a sign of a
+// forged central directory), data that runs past the end of the file,
 // directory entries whose local headers disagree with the central
 // directory or that carry data, and bytes no entry accounts for
-// (checkTiling). The overlaps cover the entries read so far; call it after the
-// last Read.
+// (checkTiling). Call it after the last Read.
 func (p *Package) CheckLayout() {
 	p.checkDirectories()
 	p.checkTiling()
@@ -43,9 +39,6 @@ func (p *Package) CheckLayout() {
 	for i := range s {
 		if s[i].end > p.size {
 			p.report(finding.Finding{Severity: finding.Error, Code: finding.CheckSize, Path: s[i].name, Msg: "entry data runs past the end of the file (truncated package)"})
-		}
-		if i > 0 && s[i].start < s[i-1].end {
-			p.report(finding.Finding{Severity: finding.Error, Code: finding.CheckOverlap, Path: s[i].name, Msg: fmt.Sprintf("entry data overlaps that of %s", s[i-1].name)})
 		}
 	}
 	p.spans = p.spans[:0]
@@ -68,13 +61,13 @@ func (p *Package) Span(b *Bitstream) (start, end int64, err error) {
 // KnownSpan gives the layout check b's span as an earlier read of the
 // same package found it (unpack's resumed staging), instead of a read.
 func (p *Package) KnownSpan(b *Bitstream, start, end int64) {
-	p.tiles[b.File] = tile{r: byteRange{start, end, b.File.Name}}
+	p.tiles[b.File] = tile{r: byteRange{start: start, end: end, name: b.File.Name}}
 }
 
 // HeaderOffset is where b's local header starts, from the central
 // directory, without a read; -1 when unknown.
 func (p *Package) HeaderOffset(b *Bitstream) int64 {
-	off, err := headerOffset(b.File)
+	off, err := p.headerOffset(b.File)
 	if err != nil {
 		return -1
 	}
@@ -97,10 +90,10 @@ func (p *Package) Others() ([]*zip.File, []int64) {
 			fs = append(fs, f)
 		}
 	}
-	fs = inFileOrder(fs)
+	fs = p.inFileOrder(fs)
 	offs := make([]int64, len(fs))
 	for i, f := range fs {
-		off, err := headerOffset(f)
+		off, err := p.headerOffset(f)
 		if err != nil {
 			off = -1
 		}
@@ -118,12 +111,12 @@ func (p *Package) Visit(f *zip.File) {
 		return
 	}
 	p.visited[f] = true
+	if len(f.Name) > 0 && f.Name[len(f.Name)-1] == '/' {
+		p.checkDirectory(f)
+	}
 	if _, ok := p.tiles[f]; !ok {
 		var t tile
 		t.r, t.err = p.entryRange(f)
 		p.tiles[f] = t
-	}
-	if len(f.Name) > 0 && f.Name[len(f.Name)-1] == '/' {
-		p.checkDirectory(f)
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"reflect"
+	"math"
 	"sort"
 
 	"github.com/rsdump/rsdump/finding"
@@ -27,6 +27,7 @@ const sigDescriptor = 0x08074b50
 // zipEnd is what the end records say, where they are.
 type zipEnd struct {
 	ziprange.End       // the records as stored, where they are
+	base         int64 // what the archive's offsets are relative to (directoryAt)
 	dirStart     int64 // the central directory, as archive/zip read it
 	dirSize      int64
 	records      uint64
@@ -35,7 +36,7 @@ type zipEnd struct {
 // checkTiling reports bytes that no entry, directory record or end record
 // accounts for, and end records that disagree.
 func (p *Package) checkTiling() {
-	end, err := p.readEnd()
+	end, err := p.place.end, p.place.endErr
 	if err != nil {
 		p.report(finding.Finding{Severity: finding.Error, Code: finding.CheckZip, Msg: err.Error()})
 		return
@@ -47,35 +48,25 @@ func (p *Package) checkTiling() {
 	for _, f := range problems {
 		p.report(f)
 	}
-	for _, gap := range gaps(ranges, end.dirStart) {
-		p.report(finding.Finding{Severity: finding.Error, Code: finding.CheckZip, Msg: gap})
+	for _, f := range tiled(ranges, end.dirStart) {
+		p.report(f)
 	}
-}
-
-// baseOffset is where archive/zip found the archive to start (non-zero
-// when a prefix shifts every offset), read like headerOffset.
-func baseOffset(zr *zip.Reader) int64 {
-	v := reflect.ValueOf(zr).Elem().FieldByName("baseOffset")
-	if !v.IsValid() || v.Kind() != reflect.Int64 {
-		return 0
-	}
-	return v.Int()
 }
 
 // readEnd reads the end records where archive/zip finds them
 // (ziprange.ReadEnd), and takes from them where the central directory is
 // and how many entries it holds, by archive/zip's rules: a ZIP64 value
-// replaces a saturated one.
+// replaces a saturated one, and the directory lies where directoryAt
+// places it.
 func (p *Package) readEnd() (zipEnd, error) {
 	raw, err := ziprange.ReadEnd(p.ra, p.size)
-	if err != nil {
-		return zipEnd{End: raw}, err
-	}
 	e := zipEnd{End: raw}
+	if raw.Record == nil {
+		return e, err
+	}
 	r := raw.Record
 	e.records = uint64(binary.LittleEndian.Uint16(r[10:]))
 	e.dirSize = int64(binary.LittleEndian.Uint32(r[12:]))
-	dirOff := int64(binary.LittleEndian.Uint32(r[16:]))
 	if r64 := raw.Record64; r64 != nil {
 		if e.records == 0xffff {
 			e.records = binary.LittleEndian.Uint64(r64[32:])
@@ -83,12 +74,46 @@ func (p *Package) readEnd() (zipEnd, error) {
 		if e.dirSize == 0xffffffff {
 			e.dirSize = int64(binary.LittleEndian.Uint64(r64[40:]))
 		}
-		if dirOff == 0xffffffff {
-			dirOff = int64(binary.LittleEndian.Uint64(r64[48:]))
-		}
 	}
-	e.dirStart = baseOffset(p.zr) + dirOff
-	return e, nil
+	e.base, e.dirStart = p.directoryAt(raw)
+	return e, err
+}
+
+// directoryAt is where archive/zip reads the central directory, and the
+// base its offsets are relative to: the file's offset of the archive
+// proper, non-zero when a prefix (a self-extractor's stub) shifts it. The
+// end records give the directory's offset and size, and the base is what
+// is left of their own offset: the ZIP64 end record's when the plain one
+// saturates a field and a ZIP64 locator says one disk, else the plain
+// one's. A positive base counts only when no central record lies at the
+// offset as given (archive/zip's remedy for writers that get it wrong).
+// Where archive/zip decides otherwise, its header offsets are not these:
+// no local header found from them leads to the data it reads
+// (checkLocal), and the package is refused.
+func (p *Package) directoryAt(e ziprange.End) (base, dirStart int64) {
+	r := e.Record
+	records, size, off := binary.LittleEndian.Uint16(r[10:]), uint64(binary.LittleEndian.Uint32(r[12:])), uint64(binary.LittleEndian.Uint32(r[16:]))
+	endOff := e.Off
+	saturated := records == 0xffff || size == 0xffffffff || off == 0xffffffff
+	if loc := e.Locator; saturated && e.Record64 != nil && binary.LittleEndian.Uint32(loc[4:]) == 0 && binary.LittleEndian.Uint32(loc[16:]) == 1 {
+		endOff = e.Off64
+		size, off = binary.LittleEndian.Uint64(e.Record64[40:]), binary.LittleEndian.Uint64(e.Record64[48:])
+	}
+	if size > math.MaxInt64/2 || off > math.MaxInt64/2 {
+		return 0, math.MaxInt64 // archive/zip refuses the archive
+	}
+	base = endOff - int64(size) - int64(off)
+	if base > 0 && p.sigAt(int64(off), ziprange.SigCentral) {
+		base = 0
+	}
+	return base, base + int64(off)
+}
+
+// sigAt says whether the four bytes at off are the signature sig.
+func (p *Package) sigAt(off int64, sig uint32) bool {
+	var b [4]byte
+	_, err := p.ra.ReadAt(b[:], off)
+	return err == nil && binary.LittleEndian.Uint32(b[:]) == sig
 }
 
 // checkEndRecords compares the end records with each other and with the
@@ -123,8 +148,8 @@ func (p *Package) checkEndRecords(e zipEnd) []string {
 	if dirEnd := e.dirStart + e.dirSize; dirEnd != next {
 		add("the central directory ends at offset %d but the end records start at %d", dirEnd, next)
 	}
-	if err := p.walkDirectory(e); err != nil {
-		errs = append(errs, err.Error())
+	if p.place.err != nil {
+		errs = append(errs, p.place.err.Error())
 	}
 	return errs
 }
@@ -166,30 +191,14 @@ func (p *Package) checkEnd64(e zipEnd) []string {
 	return errs
 }
 
-// walkDirectory checks that the central records, as many as archive/zip
-// read, fill the directory exactly.
-func (p *Package) walkDirectory(e zipEnd) error {
-	off := e.dirStart
-	var h [ziprange.CentralLen]byte
-	for i := range p.zr.File {
-		if _, err := p.ra.ReadAt(h[:], off); err != nil || binary.LittleEndian.Uint32(h[:]) != ziprange.SigCentral {
-			return fmt.Errorf("no central directory record %d at offset %d", i+1, off)
-		}
-		if d := binary.LittleEndian.Uint16(h[34:]); d != 0 {
-			return fmt.Errorf("central directory record %d (%s) starts on disk %d; a package is one disk", i+1, p.zr.File[i].Name, d)
-		}
-		off += ziprange.CentralLen + int64(binary.LittleEndian.Uint16(h[28:])) + int64(binary.LittleEndian.Uint16(h[30:])) + int64(binary.LittleEndian.Uint16(h[32:]))
-	}
-	if end := e.dirStart + e.dirSize; off != end {
-		return fmt.Errorf("the central directory records end at offset %d, the directory at %d: bytes %d-%d belong to no record", off, end, min(off, end), max(off, end)-1)
-	}
-	return nil
-}
-
 // byteRange is an entry's bytes: local header, data, data descriptor.
 type byteRange struct {
 	start, end int64
 	name       string
+	// reported: the entry's local header was reported as not agreeing
+	// with the central directory; its bytes are where the central
+	// directory places them, and no overlap is reported for them again.
+	reported bool
 }
 
 // tile is an entry's bytes, or why they cannot be told.
@@ -202,7 +211,7 @@ type tile struct {
 // whose data descriptor is missing or disagrees with the central record.
 // Entries read as bitstreams were measured then (addSpan).
 func (p *Package) entryRanges() ([]byteRange, []finding.Finding) {
-	var out []byteRange
+	out := make([]byteRange, 0, len(p.zr.File))
 	var bad []finding.Finding
 	for _, f := range p.zr.File {
 		t, ok := p.tiles[f]
@@ -220,28 +229,40 @@ func (p *Package) entryRanges() ([]byteRange, []finding.Finding) {
 	return out, bad
 }
 
-// entryRange is f's local header, data and data descriptor.
+// entryRange is f's local header, data and data descriptor, the header
+// where localAt finds it.
 func (p *Package) entryRange(f *zip.File) (byteRange, error) {
-	data, err := f.DataOffset()
-	if err != nil {
-		return byteRange{}, fmt.Errorf("local header: %v", err)
-	}
-	return p.entryRangeAt(f, data)
-}
-
-// entryRangeAt is entryRange for an entry whose data offset (a read of its
-// local header) is known already.
-func (p *Package) entryRangeAt(f *zip.File, data int64) (byteRange, error) {
-	start, err := headerOffset(f)
+	_, start, data, err := p.localAt(f)
 	if err != nil {
 		return byteRange{}, err
 	}
+	return p.entryRangeAt(f, start, data)
+}
+
+// localFailed keeps the bytes of an entry whose local header was just
+// reported, as the central directory and archive/zip place them: the
+// tiling check then reports the bytes it leaves out, and nothing about
+// the entry again.
+func (p *Package) localFailed(f *zip.File) {
+	r := byteRange{name: f.Name}
+	start, err := p.headerOffset(f)
+	data, err2 := f.DataOffset()
+	if err == nil && err2 == nil {
+		r, _ = p.entryRangeAt(f, start, data)
+	}
+	r.reported = true
+	p.tiles[f] = tile{r: r}
+}
+
+// entryRangeAt is entryRange for an entry whose local header (at start)
+// and data offset are known already.
+func (p *Package) entryRangeAt(f *zip.File, start, data int64) (byteRange, error) {
 	end := data + clampInt64(f.CompressedSize64)
 	if f.Flags&flagDataDesc != 0 {
 		n, err := p.descriptorLen(f, end)
-		return byteRange{start, end + n, f.Name}, err
+		return byteRange{start: start, end: end + n, name: f.Name}, err
 	}
-	return byteRange{start, end, f.Name}, nil
+	return byteRange{start: start, end: end, name: f.Name}, nil
 }
 
 // descriptorLen is the length of the data descriptor at off: with or
@@ -276,27 +297,45 @@ func (p *Package) descriptorLen(f *zip.File, off int64) (int64, error) {
 	return 0, fmt.Errorf("no data descriptor with the central record's sizes at offset %d, right after the data", off)
 }
 
-// gaps lists the bytes before the central directory at dirStart that no
-// entry covers, and entries that run into the directory. Overlaps between
-// entries are CheckLayout's.
-func gaps(rs []byteRange, dirStart int64) []string {
-	sort.Slice(rs, func(i, j int) bool { return rs[i].start < rs[j].start })
-	var out []string
+// tiled reports where the entries' bytes rs do not tile the file from
+// offset 0 to the central directory at dirStart, as a streaming reader
+// walks them: bytes no entry covers, an entry that starts inside the one
+// before it (sharing its data, the trick of non-recursive zip bombs, or
+// with its local header where a streaming reader, reading that one to its
+// end, never meets it), and entries that run into the directory.
+func tiled(rs []byteRange, dirStart int64) []finding.Finding {
+	sort.Slice(rs, func(i, j int) bool {
+		return rs[i].start < rs[j].start || rs[i].start == rs[j].start && rs[i].name < rs[j].name
+	})
+	var out []finding.Finding
+	zipErr := func(msg string) {
+		out = append(out, finding.Finding{Severity: finding.Error, Code: finding.CheckZip, Msg: msg})
+	}
 	var at int64
-	prev := "the start of the file"
+	prev := byteRange{name: "the start of the file"}
+	after := func() string {
+		if prev.end == 0 {
+			return prev.name
+		}
+		return "the end of " + prev.name
+	}
 	for _, r := range rs {
-		if r.start > at {
-			out = append(out, unaccounted(at, r.start, prev, "the local header of "+r.name))
+		switch {
+		case r.start > at:
+			zipErr(unaccounted(at, r.start, after(), "the local header of "+r.name))
+		case r.start < at && !r.reported && !prev.reported:
+			out = append(out, finding.Finding{Severity: finding.Error, Code: finding.CheckOverlap, Path: r.name,
+				Msg: fmt.Sprintf("the entry's bytes, from its local header at offset %d, start inside those of %s (offsets %d-%d): entries share bytes, or a streaming reader never meets this header", r.start, prev.name, prev.start, prev.end-1)})
 		}
 		if r.end > at {
-			at, prev = r.end, "the end of "+r.name
+			at, prev = r.end, r
 		}
 	}
 	switch {
 	case at < dirStart:
-		out = append(out, unaccounted(at, dirStart, prev, "the central directory"))
+		zipErr(unaccounted(at, dirStart, after(), "the central directory"))
 	case at > dirStart && len(rs) > 0:
-		out = append(out, fmt.Sprintf("entry bytes run %d bytes into the central directory at offset %d", at-dirStart, dirStart))
+		zipErr(fmt.Sprintf("entry bytes run %d bytes into the central directory at offset %d", at-dirStart, dirStart))
 	}
 	return out
 }

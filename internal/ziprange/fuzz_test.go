@@ -1,7 +1,9 @@
 package ziprange
 
 import (
+	"archive/zip"
 	"bytes"
+	"errors"
 	"io"
 	"testing"
 )
@@ -68,6 +70,58 @@ func FuzzFind(f *testing.F) {
 					t.Fatalf("Find(%q) gave %v", n, found)
 				}
 			}
+		}
+	})
+}
+
+// FuzzReadEnd reads the end records of any bytes and checks what it gives
+// against the bytes and against archive/zip: the records it returns are
+// the bytes at the offsets it gives, within the archive, and an archive
+// archive/zip reads has its end record where archive/zip found it (the
+// same comment) and the count archive/zip went by.
+func FuzzReadEnd(f *testing.F) {
+	for _, data := range hostileArchives(f) {
+		f.Add(data)
+		f.Add(append(bytes.Clone(data), make([]byte, 100)...)) // a writer's zero padding
+	}
+	f.Add(zipwBytes(f, manifestFiles(3)))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		size := int64(len(data))
+		e, err := ReadEnd(bytes.NewReader(data), size)
+		if e.Record != nil {
+			switch {
+			case e.Off < 0 || e.Off+EndLen > size || !bytes.Equal(e.Record, data[e.Off:e.Off+EndLen]) || u32(e.Record) != SigEnd:
+				t.Fatalf("end record at offset %d of %d bytes: %x", e.Off, size, e.Record)
+			case size-e.Off > maxTail:
+				t.Fatalf("end record at offset %d, %d bytes before the end, where archive/zip does not look", e.Off, size-e.Off)
+			case err == nil && e.Off+EndLen+int64(e.Comment) > size:
+				t.Fatalf("comment of %d bytes at offset %d runs past %d bytes", e.Comment, e.Off+EndLen, size)
+			}
+		}
+		if e.Record64 != nil && (e.Off64 < 0 || e.Off64+End64Len > e.Off-End64LocLen || !bytes.Equal(e.Record64, data[e.Off64:e.Off64+End64Len]) ||
+			!bytes.Equal(e.Locator, data[e.Off-End64LocLen:e.Off])) {
+			t.Fatalf("ZIP64 end record at offset %d, locator before %d: %x %x", e.Off64, e.Off, e.Record64, e.Locator)
+		}
+		zr, zerr := zip.NewReader(bytes.NewReader(data), size)
+		if zerr != nil && !errors.Is(zerr, zip.ErrInsecurePath) {
+			return
+		}
+		if e.Record == nil {
+			t.Fatalf("archive/zip reads %d entries where ReadEnd finds no end record: %v", len(zr.File), err)
+		}
+		if comment := string(data[e.Off+EndLen : e.Off+EndLen+int64(e.Comment)]); comment != zr.Comment {
+			t.Fatalf("end record at offset %d, comment %q; archive/zip's comment %q", e.Off, comment, zr.Comment)
+		}
+		// archive/zip takes the ZIP64 record's count when the plain record
+		// saturates a field (as it tests them: the size against 0xffff)
+		// and the locator says one disk.
+		count := uint64(u16(e.Record[10:]))
+		saturated := count == 0xffff || u32(e.Record[12:]) == 0xffff || u32(e.Record[16:]) == 0xffffffff
+		if r64, loc := e.Record64, e.Locator; r64 != nil && saturated && u32(loc[4:]) == 0 && u32(loc[16:]) == 1 {
+			count = u64(r64[32:])
+		}
+		if uint16(count) != uint16(len(zr.File)) {
+			t.Fatalf("end records count %d entries, archive/zip read %d", count, len(zr.File))
 		}
 	})
 }

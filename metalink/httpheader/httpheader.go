@@ -191,7 +191,11 @@ func parseLink(raw string, base *url.URL) (Link, bool) {
 		case "geo":
 			l.Geo = strings.ToLower(v)
 		case "pri":
-			l.Pri, _ = strconv.Atoi(v)
+			// RFC 6249 §3.1: 1 to 999999. Another value is no priority,
+			// not one that ranks its mirror above the others.
+			if n, err := strconv.Atoi(v); err == nil && n >= 1 && n <= 999999 {
+				l.Pri = n
+			}
 		case "pref":
 			l.Pref = true
 		}
