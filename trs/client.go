@@ -7,8 +7,9 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"sort"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/metalink/httpheader"
@@ -54,8 +55,10 @@ func IsMediaType(contentType string) bool {
 }
 
 // get fetches loc as Turtle and parses it, relative IRIs against the URL
-// the response came from (after redirects).
-func (c *Client) get(ctx context.Context, loc string) ([]Triple, string, http.Header, error) {
+// the response came from (after redirects). The body is read into the
+// string the parser holds substrings of, sized by Content-Length when
+// the server gives one.
+func (c *Client) get(ctx context.Context, loc string) (*docGraph, string, http.Header, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, loc, nil)
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("%s: %w", loc, err)
@@ -77,62 +80,33 @@ func (c *Client) get(ctx context.Context, loc string) ([]Triple, string, http.He
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != mediaTurtle {
 		return nil, final, resp.Header, fmt.Errorf("%s: %w: Content-Type %q, not text/turtle", final, ErrNotTRS, resp.Header.Get("Content-Type"))
 	}
-	body, err := io.ReadAll(rc)
+	var body strings.Builder
+	if n := resp.ContentLength; n > 0 && n <= maxDocument {
+		body.Grow(int(n))
+	}
+	if _, err := io.Copy(&body, rc); err != nil {
+		return nil, final, resp.Header, fmt.Errorf("%s: %w", final, err)
+	}
+	g, err := parseTurtle(body.String(), final)
 	if err != nil {
 		return nil, final, resp.Header, fmt.Errorf("%s: %w", final, err)
 	}
-	ts, err := ParseTurtle(body, final)
-	if err != nil {
-		return nil, final, resp.Header, fmt.Errorf("%s: %w", final, err)
-	}
-	return ts, final, resp.Header, nil
-}
-
-// rdfGraph indexes triples by subject and predicate.
-type rdfGraph map[Term]map[string][]Term
-
-func index(ts []Triple) rdfGraph {
-	g := rdfGraph{}
-	for _, t := range ts {
-		if g[t.S] == nil {
-			g[t.S] = map[string][]Term{}
-		}
-		g[t.S][t.P.Value] = append(g[t.S][t.P.Value], t.O)
-	}
-	return g
-}
-
-func (g rdfGraph) typed(class string) []Term {
-	var out []Term
-	for s, ps := range g {
-		for _, o := range ps[rdfType] {
-			if o == iri(class) {
-				out = append(out, s)
-			}
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Value < out[j].Value })
-	return out
-}
-
-// one is the single object of s p, which must be there exactly once.
-func (g rdfGraph) one(s Term, p string) (Term, error) {
-	os := g[s][p]
-	if len(os) != 1 {
-		return Term{}, fmt.Errorf("%s has %d %s, the specification allows exactly one", s, len(os), p)
-	}
-	return os[0], nil
+	return g, final, resp.Header, nil
 }
 
 // Read reads the Tracked Resource Set at loc.
 func (c *Client) Read(ctx context.Context, loc string) (*Set, error) {
-	ts, final, hdr, err := c.get(ctx, loc)
+	g, final, hdr, err := c.get(ctx, loc)
 	if err != nil {
 		return nil, err
 	}
-	g := index(ts)
-	subj := iri(final)
-	if g[subj] == nil {
+	return readSet(g, final, hdr)
+}
+
+// readSet reads the Tracked Resource Set of the document at final.
+func readSet(g *docGraph, final string, hdr http.Header) (*Set, error) {
+	subj := g.node(final)
+	if !g.has(subj) {
 		sets := g.typed(trsTrackedResourceSet)
 		if len(sets) != 1 {
 			return nil, fmt.Errorf("%s: %w: %d resources of type trs:TrackedResourceSet", final, ErrNotTRS, len(sets))
@@ -151,18 +125,22 @@ func (c *Client) Read(ctx context.Context, loc string) (*Set, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", final, err)
 	}
-	return &Set{URL: final, Base: base.Value, Log: log, Header: hdr}, nil
+	return &Set{URL: final, Base: strings.Clone(g.value(base)), Log: log, Header: hdr}, nil
 }
 
 // Segment reads the Change Log segment at loc (a trs:previous).
 func (c *Client) Segment(ctx context.Context, loc string) (Segment, error) {
-	ts, final, _, err := c.get(ctx, loc)
+	g, final, _, err := c.get(ctx, loc)
 	if err != nil {
 		return Segment{}, err
 	}
-	g := index(ts)
-	subj := iri(final)
-	if g[subj] == nil {
+	return readSegment(g, final)
+}
+
+// readSegment reads the Change Log segment of the document at final.
+func readSegment(g *docGraph, final string) (Segment, error) {
+	subj := g.node(final)
+	if !g.has(subj) {
 		logs := g.typed(trsChangeLogClass)
 		if len(logs) != 1 {
 			return Segment{}, fmt.Errorf("%s: %d resources of type trs:ChangeLog", final, len(logs))
@@ -176,40 +154,43 @@ func (c *Client) Segment(ctx context.Context, loc string) (Segment, error) {
 	return s, nil
 }
 
-// segment reads the events of the ChangeLog node cl.
-func (g rdfGraph) segment(cl Term) (Segment, error) {
+// segment reads the events of the ChangeLog node cl. The strings it
+// returns are copies: a substring of the document would keep all of it
+// in memory for as long as the caller keeps an event.
+func (g *docGraph) segment(cl node) (Segment, error) {
 	var s Segment
-	if prev := g[cl][trsPrevious]; len(prev) > 1 {
+	if prev := g.objects(cl, trsPrevious); len(prev) > 1 {
 		return s, fmt.Errorf("%d trs:previous, at most one allowed", len(prev))
-	} else if len(prev) == 1 && prev[0].Value != rdfNil {
-		s.Previous = prev[0].Value
+	} else if len(prev) == 1 && g.value(prev[0]) != rdfNil {
+		s.Previous = strings.Clone(g.value(prev[0]))
 	}
-	for _, e := range g[cl][trsChange] {
-		if e.Kind != IRI {
+	kinds := []string{Creation, Modification, Deletion}
+	for _, e := range g.objects(cl, trsChange) {
+		if !g.isIRI(e) {
 			return s, fmt.Errorf("a Change Event that is a blank node (it must have a URI)")
 		}
-		ev := Event{URI: e.Value}
+		ev := Event{URI: strings.Clone(g.value(e))}
 		types := 0
-		for _, t := range g[e][rdfType] {
-			if t == iri(Creation) || t == iri(Modification) || t == iri(Deletion) {
-				ev.Type = t.Value
+		for _, t := range g.objects(e, rdfType) {
+			if i := slices.Index(kinds, g.value(t)); i >= 0 && g.isIRI(t) {
+				ev.Type = kinds[i]
 				types++
 			}
 		}
 		if types != 1 {
-			return s, fmt.Errorf("Change Event %s has %d types of trs:Creation, trs:Modification, trs:Deletion; exactly one is required", e.Value, types)
+			return s, fmt.Errorf("Change Event %s has %d types of trs:Creation, trs:Modification, trs:Deletion; exactly one is required", ev.URI, types)
 		}
 		changed, err := g.one(e, trsChanged)
-		if err != nil || changed.Kind != IRI {
-			return s, fmt.Errorf("Change Event %s: trs:changed: %v", e.Value, errors.Join(err, errors.New("must be one IRI")))
+		if err != nil || !g.isIRI(changed) {
+			return s, fmt.Errorf("Change Event %s: trs:changed: %v", ev.URI, errors.Join(err, errors.New("must be one IRI")))
 		}
-		ev.Changed = changed.Value
+		ev.Changed = strings.Clone(g.value(changed))
 		order, err := g.one(e, trsOrder)
 		if err != nil {
-			return s, fmt.Errorf("Change Event %s: %w", e.Value, err)
+			return s, fmt.Errorf("Change Event %s: %w", ev.URI, err)
 		}
-		if ev.Order, err = strconv.ParseInt(order.Value, 10, 64); err != nil || ev.Order < 0 {
-			return s, fmt.Errorf("Change Event %s: trs:order %q is not a non-negative integer", e.Value, order.Value)
+		if ev.Order, err = strconv.ParseInt(g.value(order), 10, 64); err != nil || ev.Order < 0 {
+			return s, fmt.Errorf("Change Event %s: trs:order %q is not a non-negative integer", ev.URI, g.value(order))
 		}
 		s.Events = append(s.Events, ev)
 	}
@@ -258,14 +239,19 @@ func (c *Client) Base(ctx context.Context, loc string, fn func(BasePage) error) 
 }
 
 func (c *Client) page(ctx context.Context, base, loc string) (BasePage, error) {
-	ts, final, hdr, err := c.get(ctx, loc)
+	g, final, hdr, err := c.get(ctx, loc)
 	if err != nil {
 		return BasePage{}, err
 	}
-	g := index(ts)
+	return readPage(g, hdr, base, final)
+}
+
+// readPage reads the document at final as a page of the Base at base.
+// Its members are copies of the document's strings, as segment's are.
+func readPage(g *docGraph, hdr http.Header, base, final string) (BasePage, error) {
 	p := BasePage{URL: final}
-	container := iri(base)
-	if g[container] == nil {
+	container := g.node(base)
+	if !g.has(container) {
 		cs := g.typed(ldpDirectContainer)
 		if len(cs) != 1 {
 			return p, fmt.Errorf("%s: %d ldp:DirectContainer on a page of the Base %s", final, len(cs), base)
@@ -273,22 +259,24 @@ func (c *Client) page(ctx context.Context, base, loc string) (BasePage, error) {
 		container = cs[0]
 	}
 	rel, mr := ldpMember, container
-	if r := g[container][ldpHasMemberRelation]; len(r) == 1 {
-		rel = r[0].Value
+	if r := g.objects(container, ldpHasMemberRelation); len(r) == 1 {
+		rel = g.value(r[0])
 	}
-	if m := g[container][ldpMembershipResource]; len(m) == 1 {
+	if m := g.objects(container, ldpMembershipResource); len(m) == 1 {
 		mr = m[0]
 	}
-	for _, m := range g[mr][rel] {
-		if m.Kind != IRI {
+	members := g.objects(mr, rel)
+	p.Members = make([]string, 0, len(members))
+	for _, m := range members {
+		if !g.isIRI(m) {
 			return p, fmt.Errorf("%s: a member that is not an IRI", final)
 		}
-		p.Members = append(p.Members, m.Value)
+		p.Members = append(p.Members, strings.Clone(g.value(m)))
 	}
-	if co := g[container][trsCutoffEvent]; len(co) > 1 {
+	if co := g.objects(container, trsCutoffEvent); len(co) > 1 {
 		return p, fmt.Errorf("%s: %d trs:cutoffEvent, exactly one allowed", final, len(co))
 	} else if len(co) == 1 {
-		p.Cutoff = co[0].Value
+		p.Cutoff = strings.Clone(g.value(co[0]))
 	}
 	for _, l := range httpheader.ParseLinks(hdr.Values("Link"), final) {
 		if l.Has("next") {
@@ -296,15 +284,29 @@ func (c *Client) page(ctx context.Context, base, loc string) (BasePage, error) {
 		}
 	}
 	if p.Next == "" {
-		for s, ps := range g {
-			if len(ps[ldpPageOf]) > 0 || s == iri(final) {
-				if nx := ps[ldpNextPage]; len(nx) == 1 && nx[0].Value != rdfNil {
-					p.Next = nx[0].Value
-				}
-			}
-		}
+		p.Next = strings.Clone(g.nextPage(final))
 	}
 	return p, nil
+}
+
+// nextPage is the ldp:nextPage of the page at final, or of a subject
+// that is an ldp:pageOf something; "" when there is none, or rdf:nil.
+func (g *docGraph) nextPage(final string) string {
+	self, pageOf, next := g.node(final), g.node(ldpPageOf), g.node(ldpNextPage)
+	if next == noNode {
+		return ""
+	}
+	out := ""
+	g.sort()
+	for _, t := range g.triples {
+		if t.p != next || t.s != self && (pageOf == noNode || len(g.span(t.s, pageOf)) == 0) {
+			continue
+		}
+		if nx := g.span(t.s, next); len(nx) == 1 && g.value(nx[0].o) != rdfNil {
+			out = g.value(nx[0].o)
+		}
+	}
+	return out
 }
 
 // ErrLost is a sync point the Change Log no longer holds: it was

@@ -151,9 +151,8 @@ func TestOutOfOrderChangeList(t *testing.T) {
 	}
 }
 
-// TestTurtleParser reads the grammar a foreign server may write.
-func TestTurtleParser(t *testing.T) {
-	doc := `@base <http://h/dir/> .
+// turtleGrammarDoc uses the grammar a foreign server may write.
+const turtleGrammarDoc = `@base <http://h/dir/> .
 PREFIX ex: <http://ex/ns#>
 @prefix : <http://default/> .
 <a> ex:p "x\"y\u00e9"@en, 'z', """long
@@ -161,6 +160,10 @@ PREFIX ex: <http://ex/ns#>
 _:b1 ex:list (1 <b>) .
 ex:dotted.name ex:p ex:o. # comment
 `
+
+// TestTurtleParser reads the grammar a foreign server may write.
+func TestTurtleParser(t *testing.T) {
+	doc := turtleGrammarDoc
 	ts, err := ParseTurtle([]byte(doc), "http://ignored/")
 	if err != nil {
 		t.Fatal(err)
