@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/metalink/httpheader"
@@ -41,7 +42,61 @@ type Segment struct {
 
 // Client reads a Tracked Resource Set over HTTP, as Turtle.
 type Client struct {
-	HTTP *http.Client // nil: httpc.Default()
+	HTTP   *http.Client // nil: httpc.Default()
+	Limits Limits
+}
+
+// Limits bound the walks of a Client through chains of documents a
+// server links, which a server may make endless, or lead round, or keep
+// from ever reaching the point sought: a walk stopped by one ends with
+// an error wrapping ErrWalkBound. Zero fields take the defaults.
+type Limits struct {
+	// Segments bounds the Change Log segments one Walk reads, the
+	// Tracked Resource Set's own included. Default DefaultSegments.
+	Segments int
+	// Pages bounds the pages of the Base one Base reads. Default
+	// DefaultPages.
+	Pages int
+	// Time bounds one Walk or one Base, whatever each request takes.
+	// Default DefaultWalkTime.
+	Time time.Duration
+}
+
+// Defaults of Limits.
+const (
+	DefaultSegments = 10_000    // 10 million events, at this package's server's 1,000 a segment
+	DefaultPages    = 100_000   // 100 million members, at 1,000 a page
+	DefaultWalkTime = time.Hour // what one walk may take
+)
+
+// ErrWalkBound is a walk stopped by a bound of Limits.
+var ErrWalkBound = errors.New("stopped at a bound of the walk")
+
+func (l Limits) withDefaults() Limits {
+	if l.Segments <= 0 {
+		l.Segments = DefaultSegments
+	}
+	if l.Pages <= 0 {
+		l.Pages = DefaultPages
+	}
+	if l.Time <= 0 {
+		l.Time = DefaultWalkTime
+	}
+	return l
+}
+
+// walkContext is ctx bounded by Limits.Time, and the error a walk whose
+// time ran out returns: err as it is when ctx itself ended.
+func (c *Client) walkContext(ctx context.Context) (context.Context, context.CancelFunc, func(what string, err error) error) {
+	limit := c.Limits.withDefaults().Time
+	wctx, cancel := context.WithTimeout(ctx, limit)
+	timedOut := func(what string, err error) error {
+		if err == nil || ctx.Err() != nil || wctx.Err() == nil {
+			return err
+		}
+		return fmt.Errorf("%s took more than %s (Limits.Time): %w", what, limit, ErrWalkBound)
+	}
+	return wctx, cancel, timedOut
 }
 
 // ErrNotTRS is a response that is not a Tracked Resource Set.
@@ -205,19 +260,27 @@ type BasePage struct {
 	Next    string
 }
 
-// maxPages bounds the pages of one Base a client follows: a server whose
-// next links go round forever is stopped.
-const maxPages = 1 << 20
-
 // Base reads every page of the Base at loc (a redirect to its first page
 // is followed), handing each to fn in turn. The cutoff event is the
 // first page's; a first page without one is an error, as is a next link
-// back to a page read.
+// back to a page read, and a Base whose pages go on past Limits.Pages or
+// Limits.Time (ErrWalkBound).
 func (c *Client) Base(ctx context.Context, loc string, fn func(BasePage) error) (cutoff string, err error) {
+	ctx, cancel, timedOut := c.walkContext(ctx)
+	defer cancel()
+	cutoff, err = c.base(ctx, loc, fn)
+	return cutoff, timedOut(loc+": reading the Base", err)
+}
+
+func (c *Client) base(ctx context.Context, loc string, fn func(BasePage) error) (cutoff string, err error) {
+	maxPages := c.Limits.withDefaults().Pages
 	seen := map[string]bool{}
 	for next, n := loc, 0; next != ""; n++ {
-		if seen[next] || n >= maxPages {
+		switch {
+		case seen[next]:
 			return "", fmt.Errorf("%s: the Base's next links go round (page %s again)", loc, next)
+		case n >= maxPages:
+			return "", fmt.Errorf("%s: the Base's next links go on past %d pages (Limits.Pages): %w", loc, maxPages, ErrWalkBound)
 		}
 		seen[next] = true
 		p, err := c.page(ctx, loc, next)
@@ -320,12 +383,22 @@ var ErrLost = errors.New("the sync point is not in the Change Log")
 // greater order (events need not be listed in order, within a segment or
 // across them). point rdf:nil (the Base's cutoff at the start of time)
 // takes the whole log, its order -1. When the log ends (or a
-// trs:previous answers 404) before point, the error is ErrLost. Memory
-// holds one segment.
+// trs:previous answers 404) before point, the error is ErrLost; when its
+// trs:previous links lead round, or go on past Limits.Segments or
+// Limits.Time before point, the walk stops with an error (ErrWalkBound
+// for a bound). Memory holds one segment.
 func (c *Client) Walk(ctx context.Context, set *Set, point string, fn func(Event) error) (at int64, err error) {
+	ctx, cancel, timedOut := c.walkContext(ctx)
+	defer cancel()
+	at, err = c.walk(ctx, set, point, fn)
+	return at, timedOut(set.URL+": walking the Change Log back to "+point, err)
+}
+
+func (c *Client) walk(ctx context.Context, set *Set, point string, fn func(Event) error) (at int64, err error) {
+	maxSegments := c.Limits.withDefaults().Segments
 	seg := set.Log
 	seen := map[string]bool{}
-	for {
+	for n := 1; ; n++ {
 		at = -1
 		found := false
 		for _, e := range seg.Events {
@@ -348,6 +421,9 @@ func (c *Client) Walk(ctx context.Context, set *Set, point string, fn func(Event
 		}
 		if seen[seg.Previous] {
 			return 0, fmt.Errorf("%s: the Change Log's trs:previous links go round (%s)", set.URL, seg.Previous)
+		}
+		if n >= maxSegments {
+			return 0, fmt.Errorf("%s: the Change Log's trs:previous links go on past %d segments without reaching %s (Limits.Segments): %w", set.URL, maxSegments, point, ErrWalkBound)
 		}
 		seen[seg.Previous] = true
 		prev, err := c.Segment(ctx, seg.Previous)

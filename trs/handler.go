@@ -15,6 +15,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"mime"
 	"net/http"
 	"net/url"
@@ -150,7 +151,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, h.pageURL(self, v, 1, 0), http.StatusSeeOther)
 	case parts[0] == "base" && len(parts) == 3 && parts[1] == v.version:
 		part, k, ok := parsePage(parts[2])
-		if !ok || part > len(v.lists) && !(part == 1 && len(v.lists) == 0) {
+		if !ok || part > len(v.lists) && !(part == 1 && len(v.lists) == 0) || k > h.lastPage() {
 			http.NotFound(w, r)
 			return
 		}
@@ -195,6 +196,11 @@ func parsePage(s string) (part, k int, ok bool) {
 	}
 	return p, n, true
 }
+
+// lastPage is the highest page number whose first member's index,
+// and the next page's, an int holds: past it, k*PageSize would overflow
+// to some other page's, which must not be served under this number.
+func (h *Handler) lastPage() int { return (math.MaxInt-1)/h.opts.PageSize - 1 }
 
 // segment is the Change Log segment an order falls in, counting from 1;
 // 0 for order 0 (an empty Change Log).
