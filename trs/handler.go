@@ -26,10 +26,11 @@ import (
 	"time"
 )
 
-// Defaults of Options.
+// Defaults of Options, and the most either size may be.
 const (
 	DefaultPageSize    = 1000
 	DefaultSegmentSize = 1000
+	MaxSize            = 1 << 20
 )
 
 // Options configure a Handler.
@@ -49,7 +50,7 @@ type Options struct {
 	// dropping the Base's cutoff event or a later one); 0 keeps all.
 	Keep int
 	// PageSize is the most members a Base page lists; SegmentSize the
-	// most events a Change Log segment holds.
+	// most events a Change Log segment holds. Each is at most MaxSize.
 	PageSize, SegmentSize int
 }
 
@@ -79,6 +80,7 @@ func New(opts Options) (*Handler, error) {
 	if opts.SegmentSize <= 0 {
 		opts.SegmentSize = DefaultSegmentSize
 	}
+	opts.PageSize, opts.SegmentSize = min(opts.PageSize, MaxSize), min(opts.SegmentSize, MaxSize)
 	opts.Path = "/" + strings.Trim(opts.Path, "/")
 	return &Handler{opts: opts, src: source{open: opts.Open, keep: int64(opts.Keep), segment: int64(opts.SegmentSize)}}, nil
 }
