@@ -282,7 +282,7 @@ func TestSpecServerMUSTs(t *testing.T) {
 			}
 		}},
 		{"The TRS servers MUST document the URLs of its Tracked Resource Set resources in their documentation", 0, func(t *testing.T, f *fixture) {
-			b, err := os.ReadFile("../docs/trs.md") // the TRS page of the documentation
+			b, err := os.ReadFile("../docs/trs.md")
 			if err != nil {
 				t.Fatal(err)
 			}
