@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/replica"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/websub"
@@ -136,7 +137,8 @@ func (f *follower) subscribed(ctx context.Context, r subscribed) {
 			f.emit(Event{Kind: SubscribeFailed, Topic: ch.Topic, Hub: ch.Hub, Capability: ch.Capability, Err: r.err})
 		}
 		ch.failures++
-		ch.active, ch.next = false, time.Now().Add(backoff(f.opts.Retry, f.opts.MaxRetry, ch.failures))
+		wait := httpc.Backoff{Base: f.opts.Retry, Max: f.opts.MaxRetry}.Wait(ch.failures-1, 0)
+		ch.active, ch.next = false, time.Now().Add(wait)
 		return
 	}
 	lease := r.sub.Lease
@@ -146,19 +148,6 @@ func (f *follower) subscribed(ctx context.Context, r subscribed) {
 	ch.failures = 0
 	ch.active, ch.next = true, time.Now().Add(max(lease*4/5, f.opts.MinRenew))
 	f.emit(Event{Kind: Subscribed, Topic: ch.Topic, Hub: ch.Hub, Capability: ch.Capability, Lease: r.sub.Lease})
-}
-
-// backoff is the wait after the n-th failure in a row: first, doubled
-// n-1 times, at most most.
-func backoff(first, most time.Duration, n int) time.Duration {
-	d := first
-	for range n - 1 {
-		if d >= most/2 {
-			return most
-		}
-		d *= 2
-	}
-	return min(d, most)
 }
 
 // loop waits for notifications, the poll interval and renewals until ctx

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/metalink/httpheader"
 )
 
@@ -151,7 +152,7 @@ func (h *Hub) try(s *sub) {
 		return
 	}
 	status, err := h.send(s.key, secret, c)
-	wait := h.opts.RetryWait << (attempt - 1)
+	wait := httpc.Backoff{Base: h.opts.RetryWait, Max: h.opts.RetryTime}.Wait(attempt-1, 0) // unjittered
 	ev := Event{Topic: s.topic, Callback: s.callback, Attempt: attempt, Err: err}
 	switch {
 	case err == nil:
