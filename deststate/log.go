@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rsdump/rsdump/internal/appendlog"
 	"github.com/rsdump/rsdump/internal/atomic"
 	"github.com/rsdump/rsdump/internal/extsort"
 )
@@ -36,15 +37,17 @@ func (r Record) Deleted() bool { return r.Length < 0 }
 
 // Append adds records to the written log and syncs it. A crash between a
 // rename and its record loses the record, which makes a later deletion of
-// that file refuse and report rather than remove: the safe side. In a dry
-// run nothing is written.
+// that file refuse and report rather than remove: the safe side. A last
+// line a crash cut short is ended first (appendlog), so that it loses
+// only itself, not the records appended after it. In a dry run nothing
+// is written.
 func (d *Dir) Append(recs []Record) error {
 	if len(recs) == 0 || d.dry {
 		return nil
 	}
-	f, err := d.root.OpenFile(Path(logName), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := appendlog.Open(d.root, Path(logName), 0, 0o644)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: written log: %w", d.dir, err)
 	}
 	w := bufio.NewWriter(f)
 	enc := json.NewEncoder(w)

@@ -2,6 +2,8 @@ package deststate
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -116,5 +118,69 @@ func TestOwned(t *testing.T) {
 	d.scanLog(nil, func(Record) error { lines++; return nil })
 	if lines != len(want) {
 		t.Errorf("compacted log has %d lines, want %d", lines, len(want))
+	}
+}
+
+// TestTornLastLine: a written log whose last line a crash cut short (in
+// the middle of a record, or right before its newline) loses only that
+// line: the records a later run appends are read back, by Lookup and by
+// Owned, and a later deletion record hides the file again.
+func TestTornLastLine(t *testing.T) {
+	for name, torn := range map[string]string{
+		"mid-record":     `{"path":"torn.txt","len`,
+		"before newline": `{"path":"whole.txt","length":7,"hash":"sha-256:77"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			d, err := Open(dir, Options{Command: "test"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Append([]Record{{Path: "first.txt", Length: 1, Hash: "sha-256:01"}}); err != nil {
+				t.Fatal(err)
+			}
+			d.Close()
+			f, err := os.OpenFile(filepath.Join(dir, DirName, logName), os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.WriteString(torn) // the crash
+			f.Close()
+
+			d, err = Open(dir, Options{Command: "test"}) // a later run
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			if err := d.Append([]Record{{Path: "later.txt", Length: 2, Hash: "sha-256:02"}}); err != nil {
+				t.Fatal(err)
+			}
+			got, err := d.Lookup(map[string]bool{"later.txt": true, "first.txt": true, "whole.txt": true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got["later.txt"].Hash != "sha-256:02" || got["first.txt"].Hash != "sha-256:01" {
+				t.Errorf("after a torn line: %+v, want first.txt and later.txt", got)
+			}
+			if _, ok := got["whole.txt"]; ok != (name == "before newline") {
+				t.Errorf("a whole record that lacked only its newline: read back %v", ok)
+			}
+			owned := func() map[string]bool {
+				m := map[string]bool{}
+				if _, err := d.Owned(context.Background(), t.TempDir(), func(r Record) error { m[r.Path] = true; return nil }); err != nil {
+					t.Fatal(err)
+				}
+				return m
+			}
+			if !owned()["later.txt"] {
+				t.Errorf("Owned leaves out later.txt: %v", owned())
+			}
+			if err := d.Append([]Record{{Path: "later.txt", Length: -1}}); err != nil {
+				t.Fatal(err)
+			}
+			if o := owned(); o["later.txt"] || !o["first.txt"] {
+				t.Errorf("after the deletion: %v, want first.txt alone", o)
+			}
+		})
 	}
 }

@@ -2,9 +2,12 @@
 // changes: it syncs (package replica), subscribes to the Source's
 // notification channels at their WebSub hub (ResourceSync Framework and
 // Change Notification §4.2), and syncs again each time a notification
-// comes, signed with the subscription's secret. It renews its leases,
-// falls back to polling when no hub can be reached or nothing is heard
-// for Options.Poll, and, when it stops, unsubscribes.
+// comes, signed with the subscription's secret. It renews its leases
+// (never sooner than Options.MinRenew, however short the lease), tries
+// again after a failure with waits that double, falls back to polling
+// when no hub can be reached or nothing is heard for Options.Poll (a
+// subscription waiting for its hub's verification never holds a sync
+// up), and, when it stops, unsubscribes.
 //
 // A notification is a trigger, never a source of content: what it
 // announces is fetched and checked from the Source's documents, as any
@@ -33,8 +36,13 @@ const (
 	DefaultCallbackAddr = "127.0.0.1:0"
 	DefaultVerifyWait   = 30 * time.Second
 	// DefaultRetry is the wait before subscribing again after a hub could
-	// not be reached or refused.
-	DefaultRetry = time.Minute
+	// not be reached or refused; it doubles with each failure in a row,
+	// up to DefaultMaxRetry.
+	DefaultRetry    = time.Minute
+	DefaultMaxRetry = time.Hour
+	// DefaultMinRenew is the shortest time between a subscription and
+	// its renewal.
+	DefaultMinRenew = time.Minute
 )
 
 // Options configure Follow.
@@ -54,8 +62,14 @@ type Options struct {
 	// anyway; default an hour.
 	Poll time.Duration
 	// VerifyWait bounds the wait for a hub's verification of intent;
-	// Retry is the wait before subscribing again after a failure.
-	VerifyWait, Retry time.Duration
+	// Retry is the wait before subscribing again after a failure, doubled
+	// with each failure in a row up to MaxRetry.
+	VerifyWait, Retry, MaxRetry time.Duration
+	// MinRenew is the shortest time between a subscription and its
+	// renewal (at four fifths of the lease otherwise): a hub granting a
+	// lease of a second is not asked every second. Default
+	// DefaultMinRenew.
+	MinRenew time.Duration
 	// Client sends the subscription requests; default Sync.Client.
 	Client *http.Client
 	// Events is told of what Follow does (an Event each time) and of
@@ -128,6 +142,7 @@ func Follow(ctx context.Context, source, dir string, o Options) error {
 	f.subscribeAll(ctx, res.Source)
 	f.loop(ctx)
 	f.unsubscribeAll()
+	f.wg.Wait()
 	return nil
 }
 
@@ -143,6 +158,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Retry <= 0 {
 		o.Retry = DefaultRetry
+	}
+	if o.MaxRetry <= 0 {
+		o.MaxRetry = max(DefaultMaxRetry, o.Retry)
+	}
+	if o.MinRenew <= 0 {
+		o.MinRenew = DefaultMinRenew
 	}
 	if o.Client == nil {
 		o.Client = o.Sync.Client

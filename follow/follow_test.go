@@ -166,7 +166,7 @@ func follow(t *testing.T, s *source, o Options) (*events, func() error) {
 
 func TestLeaseRenewed(t *testing.T) {
 	s := newSource(t, websub.Options{MinLease: time.Second, Lease: 2 * time.Second})
-	ev, stop := follow(t, s, Options{})
+	ev, stop := follow(t, s, Options{MinRenew: time.Second})
 	subs := ev.waitFor(t, "subscriptions and renewals", 4, func(e Event) bool { return e.Kind == Subscribed })
 	for _, e := range subs {
 		if e.Lease != 2*time.Second {

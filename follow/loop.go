@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/replica"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/websub"
@@ -23,25 +25,36 @@ const maxQueued = 64
 const unsubscribeWait = 5 * time.Second
 
 type follower struct {
-	opts   Options
-	source string
-	dir    string
-	srv    *http.Server
-	sub    *websub.Subscriber
-	notes  chan websub.Content
-	chans  []*channel
-	since  time.Time   // what the tree is up to, after the last sync
-	before time.Time   // what it was up to before that sync (at the start, since)
-	heard  time.Time   // the end of the last change notification's interval
-	missed atomic.Bool // a notification was dropped: the queue was full
+	opts    Options
+	source  string
+	dir     string
+	srv     *http.Server
+	sub     *websub.Subscriber
+	notes   chan websub.Content
+	chans   []*channel
+	results chan subscribed // of the subscriptions running in the background
+	wg      sync.WaitGroup  // the subscriptions running
+	since   time.Time       // what the tree is up to, after the last sync
+	before  time.Time       // what it was up to before that sync (at the start, since)
+	heard   time.Time       // the end of the last change notification's interval
+	missed  atomic.Bool     // a notification was dropped: the queue was full
 }
 
 // channel is one channel Follow subscribes to, and when to renew or
 // retry its subscription.
 type channel struct {
 	replica.Channel
-	active bool
-	next   time.Time
+	active   bool
+	pending  bool // a subscription request is running
+	failures int  // in a row
+	next     time.Time
+}
+
+// subscribed is the outcome of a subscription request.
+type subscribed struct {
+	ch  *channel
+	sub websub.Subscription
+	err error
 }
 
 func newFollower(source, dir string, o Options) (*follower, error) {
@@ -56,7 +69,7 @@ func newFollower(source, dir string, o Options) (*follower, error) {
 	if o.CallbackURL == "" {
 		o.CallbackURL = "http://" + ln.Addr().String() + "/"
 	}
-	f := &follower{opts: o, source: source, dir: dir, notes: make(chan websub.Content, maxQueued)}
+	f := &follower{opts: o, source: source, dir: dir, notes: make(chan websub.Content, maxQueued), results: make(chan subscribed)}
 	f.sub = &websub.Subscriber{CallbackURL: o.CallbackURL, Client: o.Client,
 		Notify: func(c websub.Content) {
 			select {
@@ -73,7 +86,8 @@ func newFollower(source, dir string, o Options) (*follower, error) {
 }
 
 // subscribeAll subscribes to every channel the Source advertises, or,
-// with none in its Capability List, to the hub its Link header names.
+// with none in its Capability List, to the hub its Link header names, in
+// the background: the loop takes the outcomes.
 func (f *follower) subscribeAll(ctx context.Context, src *replica.Source) {
 	chans := src.Channels
 	if len(chans) == 0 && src.CapabilityList != "" && resourcesync.IsURL(src.CapabilityList) {
@@ -92,24 +106,48 @@ func (f *follower) subscribeAll(ctx context.Context, src *replica.Source) {
 	}
 }
 
-// subscribe subscribes to ch, or renews its subscription, and sets when
-// to do so again: at four fifths of the lease, or after Retry when it
-// failed.
+// subscribe starts a subscription to ch, or a renewal of it, in the
+// background: a hub may take VerifyWait to verify it, or never do, and
+// polling goes on meanwhile. Its outcome comes back on f.results.
 func (f *follower) subscribe(ctx context.Context, ch *channel) {
-	s, err := f.sub.Subscribe(ctx, ch.Hub, ch.Topic, f.opts.Lease, f.opts.VerifyWait)
-	if err != nil {
-		if ctx.Err() == nil {
-			f.emit(Event{Kind: SubscribeFailed, Topic: ch.Topic, Hub: ch.Hub, Capability: ch.Capability, Err: err})
-		}
-		ch.active, ch.next = false, time.Now().Add(f.opts.Retry)
+	if ch.pending {
 		return
 	}
-	lease := s.Lease
+	ch.pending = true
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		s, err := f.sub.Subscribe(ctx, ch.Hub, ch.Topic, f.opts.Lease, f.opts.VerifyWait)
+		select {
+		case f.results <- subscribed{ch, s, err}:
+		case <-ctx.Done():
+		}
+	}()
+}
+
+// subscribed takes the outcome of a subscription request and sets when
+// to subscribe again: at four fifths of the lease, but never sooner
+// than MinRenew; after a failure, after Retry doubled with each failure
+// in a row, up to MaxRetry.
+func (f *follower) subscribed(ctx context.Context, r subscribed) {
+	ch := r.ch
+	ch.pending = false
+	if r.err != nil {
+		if ctx.Err() == nil {
+			f.emit(Event{Kind: SubscribeFailed, Topic: ch.Topic, Hub: ch.Hub, Capability: ch.Capability, Err: r.err})
+		}
+		ch.failures++
+		wait := httpc.Backoff{Base: f.opts.Retry, Max: f.opts.MaxRetry}.Wait(ch.failures-1, 0)
+		ch.active, ch.next = false, time.Now().Add(wait)
+		return
+	}
+	lease := r.sub.Lease
 	if lease <= 0 {
 		lease = websub.DefaultMinLease // the hub did not say: renew early
 	}
-	ch.active, ch.next = true, time.Now().Add(lease*4/5)
-	f.emit(Event{Kind: Subscribed, Topic: ch.Topic, Hub: ch.Hub, Capability: ch.Capability, Lease: s.Lease})
+	ch.failures = 0
+	ch.active, ch.next = true, time.Now().Add(max(lease*4/5, f.opts.MinRenew))
+	f.emit(Event{Kind: Subscribed, Topic: ch.Topic, Hub: ch.Hub, Capability: ch.Capability, Lease: r.sub.Lease})
 }
 
 // loop waits for notifications, the poll interval and renewals until ctx
@@ -131,9 +169,11 @@ func (f *follower) loop(ctx context.Context) {
 			f.emit(Event{Kind: Polling})
 			f.sync(ctx, "poll")
 			poll.Reset(f.opts.Poll)
+		case r := <-f.results:
+			f.subscribed(ctx, r)
 		case <-renew.C:
 			for _, ch := range f.chans {
-				if !time.Now().Before(ch.next) {
+				if !ch.pending && !time.Now().Before(ch.next) {
 					f.subscribe(ctx, ch)
 				}
 			}
@@ -142,11 +182,14 @@ func (f *follower) loop(ctx context.Context) {
 	}
 }
 
-// untilRenewal is the time to the next renewal or retry.
+// untilRenewal is the time to the next renewal or retry of a channel
+// with no request running.
 func (f *follower) untilRenewal() time.Duration {
 	d := 24 * time.Hour
 	for _, ch := range f.chans {
-		d = min(d, max(0, time.Until(ch.next)))
+		if !ch.pending {
+			d = min(d, max(0, time.Until(ch.next)))
+		}
 	}
 	return d
 }
@@ -268,12 +311,14 @@ func (f *follower) synced(res *replica.Result, why string) {
 	f.emit(Event{Kind: Synced, Why: why, Result: res})
 }
 
-// unsubscribeAll ends the subscriptions, each within unsubscribeWait.
+// unsubscribeAll ends the subscriptions, each within unsubscribeWait:
+// those active, and those whose request was running (a hub may have
+// taken it).
 func (f *follower) unsubscribeAll() {
 	ctx, cancel := context.WithTimeout(context.Background(), unsubscribeWait)
 	defer cancel()
 	for _, ch := range f.chans {
-		if !ch.active {
+		if !ch.active && !ch.pending {
 			continue
 		}
 		err := f.sub.Unsubscribe(ctx, ch.Hub, ch.Topic, unsubscribeWait)

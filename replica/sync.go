@@ -23,6 +23,7 @@ import (
 	"github.com/rsdump/rsdump/s3"
 	"github.com/rsdump/rsdump/transfer"
 	"github.com/rsdump/rsdump/transfer/pkgfetch"
+	"github.com/rsdump/rsdump/trs"
 	"github.com/rsdump/rsdump/unpack"
 	"github.com/rsdump/rsdump/verify"
 )
@@ -54,6 +55,9 @@ type Options struct {
 	// gives no length (unpack.Options.MaxResourceSize).
 	MaxResourceSize int64
 	pkgread.Limits
+	// TRS bounds the walks of a Tracked Resource Set's Change Log and Base
+	// (trs.Limits; zero fields take its defaults).
+	TRS trs.Limits
 
 	// Events receives the events of unpack.Options.Events (every finding,
 	// and the progress in bytes), and a finding.Note for each step sync

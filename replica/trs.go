@@ -52,7 +52,7 @@ func (d *discovery) trackedResourceSet(ctx context.Context, loc string, h http.H
 // a directory of the tree's scratch removed after), so memory does not
 // grow with the Base or the Change Log.
 func (s *syncer) runTRS(ctx context.Context) error {
-	c := &trs.Client{HTTP: s.opts.Client}
+	c := &trs.Client{HTTP: s.opts.Client, Limits: s.opts.TRS}
 	set, err := c.Read(ctx, s.src.TRS)
 	if err != nil {
 		return err

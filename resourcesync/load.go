@@ -1,6 +1,7 @@
 package resourcesync
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -56,7 +57,16 @@ type Loader struct {
 	// FutureEntry): a Destination sets Horizon(), so that no time from a
 	// Source's future reaches its state.
 	NotAfter time.Time
+	// MaxParts bounds the parts of an index a load reads: past it, the
+	// load stops with an error wrapping ErrTooManyParts, so that an index
+	// a server makes endless (it is one document, but of up to MaxBytes)
+	// is not walked for ever. Default MaxEntries, the sitemap protocol's
+	// limit on an index's entries.
+	MaxParts int
 }
+
+// ErrTooManyParts is an index listing more parts than Loader.MaxParts.
+var ErrTooManyParts = errors.New("an index listing more parts than the walk's bound")
 
 // OpenError is a document that could not be opened or read, as opposed to
 // one that was read and is not valid.
@@ -147,6 +157,9 @@ func (l *Loader) entry(ctx context.Context, d *Document, n int, u URL) error {
 	}
 	if d.Header.Kind != SitemapIndex || l.NoParts || l.SkipPart != nil && l.SkipPart(d, n, u) {
 		return nil
+	}
+	if max := cmp.Or(l.MaxParts, MaxEntries); n > max {
+		return fmt.Errorf("%s: part %d: %w (Loader.MaxParts, %d)", d.Loc, n, ErrTooManyParts, max)
 	}
 	part, err := Resolve(ctx, d.Loc, u.Loc)
 	if err != nil {

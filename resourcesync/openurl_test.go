@@ -2,9 +2,11 @@ package resourcesync
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -52,5 +54,39 @@ func TestLoadURL(t *testing.T) {
 	var oe *OpenError
 	if !errors.As(err, &oe) || !strings.Contains(err.Error(), srv.URL+"/gone.xml") || !strings.Contains(err.Error(), "404") {
 		t.Errorf("%v, want an OpenError naming the URL and the status", err)
+	}
+}
+
+// TestLoadIndexPartsBounded: an index listing more parts than MaxParts
+// (a Change List Index a server keeps growing) stops the load after
+// MaxParts parts with ErrTooManyParts naming the index; the default
+// bound is MaxEntries.
+func TestLoadIndexPartsBounded(t *testing.T) {
+	const head = `<?xml version="1.0" encoding="UTF-8"?>` + "\n"
+	const ns = `xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/"`
+	var parts atomic.Int64
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/index.xml" {
+			var b strings.Builder
+			b.WriteString(head + `<sitemapindex ` + ns + `><rs:md capability="changelist"/>`)
+			for i := range 40 {
+				fmt.Fprintf(&b, "<sitemap><loc>%s/part/%d.xml</loc></sitemap>", srv.URL, i)
+			}
+			w.Write([]byte(b.String() + `</sitemapindex>`))
+			return
+		}
+		parts.Add(1)
+		w.Write([]byte(head + `<urlset ` + ns + `><rs:md capability="changelist"/></urlset>`))
+	}))
+	defer srv.Close()
+	l := Loader{MaxParts: 15}
+	err := l.Load(t.Context(), srv.URL+"/index.xml")
+	if !errors.Is(err, ErrTooManyParts) || !strings.Contains(err.Error(), srv.URL+"/index.xml") || parts.Load() != 15 {
+		t.Errorf("%d parts read: %v, want 15 and ErrTooManyParts naming the index", parts.Load(), err)
+	}
+	parts.Store(0)
+	if err := (&Loader{}).Load(t.Context(), srv.URL+"/index.xml"); err != nil || parts.Load() != 40 {
+		t.Errorf("default bound: %d parts, %v", parts.Load(), err)
 	}
 }

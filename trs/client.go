@@ -7,8 +7,10 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"sort"
+	"slices"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/metalink/httpheader"
@@ -40,7 +42,61 @@ type Segment struct {
 
 // Client reads a Tracked Resource Set over HTTP, as Turtle.
 type Client struct {
-	HTTP *http.Client // nil: httpc.Default()
+	HTTP   *http.Client // nil: httpc.Default()
+	Limits Limits
+}
+
+// Limits bound the walks of a Client through chains of documents a
+// server links, which a server may make endless, or lead round, or keep
+// from ever reaching the point sought: a walk stopped by one ends with
+// an error wrapping ErrWalkBound. Zero fields take the defaults.
+type Limits struct {
+	// Segments bounds the Change Log segments one Walk reads, the
+	// Tracked Resource Set's own included. Default DefaultSegments.
+	Segments int
+	// Pages bounds the pages of the Base one Base reads. Default
+	// DefaultPages.
+	Pages int
+	// Time bounds one Walk or one Base, whatever each request takes.
+	// Default DefaultWalkTime.
+	Time time.Duration
+}
+
+// Defaults of Limits.
+const (
+	DefaultSegments = 10_000    // 10 million events, at this package's server's 1,000 a segment
+	DefaultPages    = 100_000   // 100 million members, at 1,000 a page
+	DefaultWalkTime = time.Hour // what one walk may take
+)
+
+// ErrWalkBound is a walk stopped by a bound of Limits.
+var ErrWalkBound = errors.New("stopped at a bound of the walk")
+
+func (l Limits) withDefaults() Limits {
+	if l.Segments <= 0 {
+		l.Segments = DefaultSegments
+	}
+	if l.Pages <= 0 {
+		l.Pages = DefaultPages
+	}
+	if l.Time <= 0 {
+		l.Time = DefaultWalkTime
+	}
+	return l
+}
+
+// walkContext is ctx bounded by Limits.Time, and the error a walk whose
+// time ran out returns: err as it is when ctx itself ended.
+func (c *Client) walkContext(ctx context.Context) (context.Context, context.CancelFunc, func(what string, err error) error) {
+	limit := c.Limits.withDefaults().Time
+	wctx, cancel := context.WithTimeout(ctx, limit)
+	timedOut := func(what string, err error) error {
+		if err == nil || ctx.Err() != nil || wctx.Err() == nil {
+			return err
+		}
+		return fmt.Errorf("%s took more than %s (Limits.Time): %w", what, limit, ErrWalkBound)
+	}
+	return wctx, cancel, timedOut
 }
 
 // ErrNotTRS is a response that is not a Tracked Resource Set.
@@ -54,8 +110,10 @@ func IsMediaType(contentType string) bool {
 }
 
 // get fetches loc as Turtle and parses it, relative IRIs against the URL
-// the response came from (after redirects).
-func (c *Client) get(ctx context.Context, loc string) ([]Triple, string, http.Header, error) {
+// the response came from (after redirects). The body is read into the
+// string the parser holds substrings of, sized by Content-Length when
+// the server gives one.
+func (c *Client) get(ctx context.Context, loc string) (*docGraph, string, http.Header, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, loc, nil)
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("%s: %w", loc, err)
@@ -77,62 +135,33 @@ func (c *Client) get(ctx context.Context, loc string) ([]Triple, string, http.He
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != mediaTurtle {
 		return nil, final, resp.Header, fmt.Errorf("%s: %w: Content-Type %q, not text/turtle", final, ErrNotTRS, resp.Header.Get("Content-Type"))
 	}
-	body, err := io.ReadAll(rc)
+	var body strings.Builder
+	if n := resp.ContentLength; n > 0 && n <= maxDocument {
+		body.Grow(int(n))
+	}
+	if _, err := io.Copy(&body, rc); err != nil {
+		return nil, final, resp.Header, fmt.Errorf("%s: %w", final, err)
+	}
+	g, err := parseTurtle(body.String(), final)
 	if err != nil {
 		return nil, final, resp.Header, fmt.Errorf("%s: %w", final, err)
 	}
-	ts, err := ParseTurtle(body, final)
-	if err != nil {
-		return nil, final, resp.Header, fmt.Errorf("%s: %w", final, err)
-	}
-	return ts, final, resp.Header, nil
-}
-
-// rdfGraph indexes triples by subject and predicate.
-type rdfGraph map[Term]map[string][]Term
-
-func index(ts []Triple) rdfGraph {
-	g := rdfGraph{}
-	for _, t := range ts {
-		if g[t.S] == nil {
-			g[t.S] = map[string][]Term{}
-		}
-		g[t.S][t.P.Value] = append(g[t.S][t.P.Value], t.O)
-	}
-	return g
-}
-
-func (g rdfGraph) typed(class string) []Term {
-	var out []Term
-	for s, ps := range g {
-		for _, o := range ps[rdfType] {
-			if o == iri(class) {
-				out = append(out, s)
-			}
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Value < out[j].Value })
-	return out
-}
-
-// one is the single object of s p, which must be there exactly once.
-func (g rdfGraph) one(s Term, p string) (Term, error) {
-	os := g[s][p]
-	if len(os) != 1 {
-		return Term{}, fmt.Errorf("%s has %d %s, the specification allows exactly one", s, len(os), p)
-	}
-	return os[0], nil
+	return g, final, resp.Header, nil
 }
 
 // Read reads the Tracked Resource Set at loc.
 func (c *Client) Read(ctx context.Context, loc string) (*Set, error) {
-	ts, final, hdr, err := c.get(ctx, loc)
+	g, final, hdr, err := c.get(ctx, loc)
 	if err != nil {
 		return nil, err
 	}
-	g := index(ts)
-	subj := iri(final)
-	if g[subj] == nil {
+	return readSet(g, final, hdr)
+}
+
+// readSet reads the Tracked Resource Set of the document at final.
+func readSet(g *docGraph, final string, hdr http.Header) (*Set, error) {
+	subj := g.node(final)
+	if !g.has(subj) {
 		sets := g.typed(trsTrackedResourceSet)
 		if len(sets) != 1 {
 			return nil, fmt.Errorf("%s: %w: %d resources of type trs:TrackedResourceSet", final, ErrNotTRS, len(sets))
@@ -151,18 +180,22 @@ func (c *Client) Read(ctx context.Context, loc string) (*Set, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", final, err)
 	}
-	return &Set{URL: final, Base: base.Value, Log: log, Header: hdr}, nil
+	return &Set{URL: final, Base: strings.Clone(g.value(base)), Log: log, Header: hdr}, nil
 }
 
 // Segment reads the Change Log segment at loc (a trs:previous).
 func (c *Client) Segment(ctx context.Context, loc string) (Segment, error) {
-	ts, final, _, err := c.get(ctx, loc)
+	g, final, _, err := c.get(ctx, loc)
 	if err != nil {
 		return Segment{}, err
 	}
-	g := index(ts)
-	subj := iri(final)
-	if g[subj] == nil {
+	return readSegment(g, final)
+}
+
+// readSegment reads the Change Log segment of the document at final.
+func readSegment(g *docGraph, final string) (Segment, error) {
+	subj := g.node(final)
+	if !g.has(subj) {
 		logs := g.typed(trsChangeLogClass)
 		if len(logs) != 1 {
 			return Segment{}, fmt.Errorf("%s: %d resources of type trs:ChangeLog", final, len(logs))
@@ -176,40 +209,43 @@ func (c *Client) Segment(ctx context.Context, loc string) (Segment, error) {
 	return s, nil
 }
 
-// segment reads the events of the ChangeLog node cl.
-func (g rdfGraph) segment(cl Term) (Segment, error) {
+// segment reads the events of the ChangeLog node cl. The strings it
+// returns are copies: a substring of the document would keep all of it
+// in memory for as long as the caller keeps an event.
+func (g *docGraph) segment(cl node) (Segment, error) {
 	var s Segment
-	if prev := g[cl][trsPrevious]; len(prev) > 1 {
+	if prev := g.objects(cl, trsPrevious); len(prev) > 1 {
 		return s, fmt.Errorf("%d trs:previous, at most one allowed", len(prev))
-	} else if len(prev) == 1 && prev[0].Value != rdfNil {
-		s.Previous = prev[0].Value
+	} else if len(prev) == 1 && g.value(prev[0]) != rdfNil {
+		s.Previous = strings.Clone(g.value(prev[0]))
 	}
-	for _, e := range g[cl][trsChange] {
-		if e.Kind != IRI {
+	kinds := []string{Creation, Modification, Deletion}
+	for _, e := range g.objects(cl, trsChange) {
+		if !g.isIRI(e) {
 			return s, fmt.Errorf("a Change Event that is a blank node (it must have a URI)")
 		}
-		ev := Event{URI: e.Value}
+		ev := Event{URI: strings.Clone(g.value(e))}
 		types := 0
-		for _, t := range g[e][rdfType] {
-			if t == iri(Creation) || t == iri(Modification) || t == iri(Deletion) {
-				ev.Type = t.Value
+		for _, t := range g.objects(e, rdfType) {
+			if i := slices.Index(kinds, g.value(t)); i >= 0 && g.isIRI(t) {
+				ev.Type = kinds[i]
 				types++
 			}
 		}
 		if types != 1 {
-			return s, fmt.Errorf("Change Event %s has %d types of trs:Creation, trs:Modification, trs:Deletion; exactly one is required", e.Value, types)
+			return s, fmt.Errorf("Change Event %s has %d types of trs:Creation, trs:Modification, trs:Deletion; exactly one is required", ev.URI, types)
 		}
 		changed, err := g.one(e, trsChanged)
-		if err != nil || changed.Kind != IRI {
-			return s, fmt.Errorf("Change Event %s: trs:changed: %v", e.Value, errors.Join(err, errors.New("must be one IRI")))
+		if err != nil || !g.isIRI(changed) {
+			return s, fmt.Errorf("Change Event %s: trs:changed: %v", ev.URI, errors.Join(err, errors.New("must be one IRI")))
 		}
-		ev.Changed = changed.Value
+		ev.Changed = strings.Clone(g.value(changed))
 		order, err := g.one(e, trsOrder)
 		if err != nil {
-			return s, fmt.Errorf("Change Event %s: %w", e.Value, err)
+			return s, fmt.Errorf("Change Event %s: %w", ev.URI, err)
 		}
-		if ev.Order, err = strconv.ParseInt(order.Value, 10, 64); err != nil || ev.Order < 0 {
-			return s, fmt.Errorf("Change Event %s: trs:order %q is not a non-negative integer", e.Value, order.Value)
+		if ev.Order, err = strconv.ParseInt(g.value(order), 10, 64); err != nil || ev.Order < 0 {
+			return s, fmt.Errorf("Change Event %s: trs:order %q is not a non-negative integer", ev.URI, g.value(order))
 		}
 		s.Events = append(s.Events, ev)
 	}
@@ -224,19 +260,27 @@ type BasePage struct {
 	Next    string
 }
 
-// maxPages bounds the pages of one Base a client follows: a server whose
-// next links go round forever is stopped.
-const maxPages = 1 << 20
-
 // Base reads every page of the Base at loc (a redirect to its first page
 // is followed), handing each to fn in turn. The cutoff event is the
 // first page's; a first page without one is an error, as is a next link
-// back to a page read.
+// back to a page read, and a Base whose pages go on past Limits.Pages or
+// Limits.Time (ErrWalkBound).
 func (c *Client) Base(ctx context.Context, loc string, fn func(BasePage) error) (cutoff string, err error) {
+	ctx, cancel, timedOut := c.walkContext(ctx)
+	defer cancel()
+	cutoff, err = c.base(ctx, loc, fn)
+	return cutoff, timedOut(loc+": reading the Base", err)
+}
+
+func (c *Client) base(ctx context.Context, loc string, fn func(BasePage) error) (cutoff string, err error) {
+	maxPages := c.Limits.withDefaults().Pages
 	seen := map[string]bool{}
 	for next, n := loc, 0; next != ""; n++ {
-		if seen[next] || n >= maxPages {
+		switch {
+		case seen[next]:
 			return "", fmt.Errorf("%s: the Base's next links go round (page %s again)", loc, next)
+		case n >= maxPages:
+			return "", fmt.Errorf("%s: the Base's next links go on past %d pages (Limits.Pages): %w", loc, maxPages, ErrWalkBound)
 		}
 		seen[next] = true
 		p, err := c.page(ctx, loc, next)
@@ -258,14 +302,19 @@ func (c *Client) Base(ctx context.Context, loc string, fn func(BasePage) error) 
 }
 
 func (c *Client) page(ctx context.Context, base, loc string) (BasePage, error) {
-	ts, final, hdr, err := c.get(ctx, loc)
+	g, final, hdr, err := c.get(ctx, loc)
 	if err != nil {
 		return BasePage{}, err
 	}
-	g := index(ts)
+	return readPage(g, hdr, base, final)
+}
+
+// readPage reads the document at final as a page of the Base at base.
+// Its members are copies of the document's strings, as segment's are.
+func readPage(g *docGraph, hdr http.Header, base, final string) (BasePage, error) {
 	p := BasePage{URL: final}
-	container := iri(base)
-	if g[container] == nil {
+	container := g.node(base)
+	if !g.has(container) {
 		cs := g.typed(ldpDirectContainer)
 		if len(cs) != 1 {
 			return p, fmt.Errorf("%s: %d ldp:DirectContainer on a page of the Base %s", final, len(cs), base)
@@ -273,22 +322,24 @@ func (c *Client) page(ctx context.Context, base, loc string) (BasePage, error) {
 		container = cs[0]
 	}
 	rel, mr := ldpMember, container
-	if r := g[container][ldpHasMemberRelation]; len(r) == 1 {
-		rel = r[0].Value
+	if r := g.objects(container, ldpHasMemberRelation); len(r) == 1 {
+		rel = g.value(r[0])
 	}
-	if m := g[container][ldpMembershipResource]; len(m) == 1 {
+	if m := g.objects(container, ldpMembershipResource); len(m) == 1 {
 		mr = m[0]
 	}
-	for _, m := range g[mr][rel] {
-		if m.Kind != IRI {
+	members := g.objects(mr, rel)
+	p.Members = make([]string, 0, len(members))
+	for _, m := range members {
+		if !g.isIRI(m) {
 			return p, fmt.Errorf("%s: a member that is not an IRI", final)
 		}
-		p.Members = append(p.Members, m.Value)
+		p.Members = append(p.Members, strings.Clone(g.value(m)))
 	}
-	if co := g[container][trsCutoffEvent]; len(co) > 1 {
+	if co := g.objects(container, trsCutoffEvent); len(co) > 1 {
 		return p, fmt.Errorf("%s: %d trs:cutoffEvent, exactly one allowed", final, len(co))
 	} else if len(co) == 1 {
-		p.Cutoff = co[0].Value
+		p.Cutoff = strings.Clone(g.value(co[0]))
 	}
 	for _, l := range httpheader.ParseLinks(hdr.Values("Link"), final) {
 		if l.Has("next") {
@@ -296,15 +347,29 @@ func (c *Client) page(ctx context.Context, base, loc string) (BasePage, error) {
 		}
 	}
 	if p.Next == "" {
-		for s, ps := range g {
-			if len(ps[ldpPageOf]) > 0 || s == iri(final) {
-				if nx := ps[ldpNextPage]; len(nx) == 1 && nx[0].Value != rdfNil {
-					p.Next = nx[0].Value
-				}
-			}
-		}
+		p.Next = strings.Clone(g.nextPage(final))
 	}
 	return p, nil
+}
+
+// nextPage is the ldp:nextPage of the page at final, or of a subject
+// that is an ldp:pageOf something; "" when there is none, or rdf:nil.
+func (g *docGraph) nextPage(final string) string {
+	self, pageOf, next := g.node(final), g.node(ldpPageOf), g.node(ldpNextPage)
+	if next == noNode {
+		return ""
+	}
+	out := ""
+	g.sort()
+	for _, t := range g.triples {
+		if t.p != next || t.s != self && (pageOf == noNode || len(g.span(t.s, pageOf)) == 0) {
+			continue
+		}
+		if nx := g.span(t.s, next); len(nx) == 1 && g.value(nx[0].o) != rdfNil {
+			out = g.value(nx[0].o)
+		}
+	}
+	return out
 }
 
 // ErrLost is a sync point the Change Log no longer holds: it was
@@ -318,12 +383,22 @@ var ErrLost = errors.New("the sync point is not in the Change Log")
 // greater order (events need not be listed in order, within a segment or
 // across them). point rdf:nil (the Base's cutoff at the start of time)
 // takes the whole log, its order -1. When the log ends (or a
-// trs:previous answers 404) before point, the error is ErrLost. Memory
-// holds one segment.
+// trs:previous answers 404) before point, the error is ErrLost; when its
+// trs:previous links lead round, or go on past Limits.Segments or
+// Limits.Time before point, the walk stops with an error (ErrWalkBound
+// for a bound). Memory holds one segment.
 func (c *Client) Walk(ctx context.Context, set *Set, point string, fn func(Event) error) (at int64, err error) {
+	ctx, cancel, timedOut := c.walkContext(ctx)
+	defer cancel()
+	at, err = c.walk(ctx, set, point, fn)
+	return at, timedOut(set.URL+": walking the Change Log back to "+point, err)
+}
+
+func (c *Client) walk(ctx context.Context, set *Set, point string, fn func(Event) error) (at int64, err error) {
+	maxSegments := c.Limits.withDefaults().Segments
 	seg := set.Log
 	seen := map[string]bool{}
-	for {
+	for n := 1; ; n++ {
 		at = -1
 		found := false
 		for _, e := range seg.Events {
@@ -346,6 +421,9 @@ func (c *Client) Walk(ctx context.Context, set *Set, point string, fn func(Event
 		}
 		if seen[seg.Previous] {
 			return 0, fmt.Errorf("%s: the Change Log's trs:previous links go round (%s)", set.URL, seg.Previous)
+		}
+		if n >= maxSegments {
+			return 0, fmt.Errorf("%s: the Change Log's trs:previous links go on past %d segments without reaching %s (Limits.Segments): %w", set.URL, maxSegments, point, ErrWalkBound)
 		}
 		seen[seg.Previous] = true
 		prev, err := c.Segment(ctx, seg.Previous)

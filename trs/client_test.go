@@ -8,16 +8,10 @@ import (
 	"testing"
 )
 
-// specServer serves the examples of the specification (its Tracked
-// Resource Set with a trs:previous segment, a Base paged by a 303 to its
-// first page and Link rel="next"), with cm1.example.com replaced by the
-// server's address and relative IRIs where the examples' server would
-// have written them. The examples' "." before the "]" that closes the
-// Change Log is left out: it is not Turtle (rapper refuses it too).
-func specServer(t *testing.T) *httptest.Server {
-	var srv *httptest.Server
-	docs := map[string]string{
-		"/trackedResourceSet": `@prefix trs: <http://open-services.net/ns/core/trs#> .
+// specDocs are the examples of the specification, as specServer serves
+// them.
+var specDocs = map[string]string{
+	"/trackedResourceSet": `@prefix trs: <http://open-services.net/ns/core/trs#> .
 <trackedResourceSet>
   a trs:TrackedResourceSet ;
   trs:base <baseResources/> ;
@@ -32,13 +26,13 @@ func specServer(t *testing.T) *httptest.Server {
 <urn:urn-3:cm1.example.com:2010-10-27T17:39:32.000Z:102> a trs:Modification ; trs:changed <bugs/22> ; trs:order 102 .
 <urn:urn-3:cm1.example.com:2010-10-27T17:39:31.000Z:101> a trs:Deletion ; trs:changed <bugs/21> ; trs:order 101 .
 `,
-		"/changeLog/1": `@prefix trs: <http://open-services.net/ns/core/trs#> .
+	"/changeLog/1": `@prefix trs: <http://open-services.net/ns/core/trs#> .
 </changeLog/1> a trs:ChangeLog ;
   trs:change <urn:urn-3:cm1.example.com:2010-10-27T17:39:30.000Z:100>, <urn:urn-3:cm1.example.com:2010-10-27T17:39:29.000Z:99> .
 <urn:urn-3:cm1.example.com:2010-10-27T17:39:30.000Z:100> a trs:Creation ; trs:changed </bugs/21> ; trs:order 100 .
 <urn:urn-3:cm1.example.com:2010-10-27T17:39:29.000Z:99> a trs:Creation ; trs:changed </bugs/3> ; trs:order 99 .
 `,
-		"/baseResources/page1": `@prefix trs: <http://open-services.net/ns/core/trs#> .
+	"/baseResources/page1": `@prefix trs: <http://open-services.net/ns/core/trs#> .
 @prefix ldp: <http://www.w3.org/ns/ldp#> .
 </baseResources/>
   a ldp:DirectContainer;
@@ -49,10 +43,20 @@ func specServer(t *testing.T) *httptest.Server {
   ldp:member </bugs/2> ;
   ldp:member </bugs/3> .
 `,
-		"/baseResources/page2": `@prefix ldp: <http://www.w3.org/ns/ldp#> .
+	"/baseResources/page2": `@prefix ldp: <http://www.w3.org/ns/ldp#> .
 </baseResources/> ldp:member </bugs/21>, </bugs/22> .
 `,
-	}
+}
+
+// specServer serves the examples of the specification (its Tracked
+// Resource Set with a trs:previous segment, a Base paged by a 303 to its
+// first page and Link rel="next"), with cm1.example.com replaced by the
+// server's address and relative IRIs where the examples' server would
+// have written them. The examples' "." before the "]" that closes the
+// Change Log is left out: it is not Turtle (rapper refuses it too).
+func specServer(t *testing.T) *httptest.Server {
+	var srv *httptest.Server
+	docs := specDocs
 	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/baseResources/":

@@ -15,6 +15,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"mime"
 	"net/http"
 	"net/url"
@@ -25,10 +26,11 @@ import (
 	"time"
 )
 
-// Defaults of Options.
+// Defaults of Options, and the most either size may be.
 const (
 	DefaultPageSize    = 1000
 	DefaultSegmentSize = 1000
+	MaxSize            = 1 << 20
 )
 
 // Options configure a Handler.
@@ -48,7 +50,7 @@ type Options struct {
 	// dropping the Base's cutoff event or a later one); 0 keeps all.
 	Keep int
 	// PageSize is the most members a Base page lists; SegmentSize the
-	// most events a Change Log segment holds.
+	// most events a Change Log segment holds. Each is at most MaxSize.
 	PageSize, SegmentSize int
 }
 
@@ -78,6 +80,7 @@ func New(opts Options) (*Handler, error) {
 	if opts.SegmentSize <= 0 {
 		opts.SegmentSize = DefaultSegmentSize
 	}
+	opts.PageSize, opts.SegmentSize = min(opts.PageSize, MaxSize), min(opts.SegmentSize, MaxSize)
 	opts.Path = "/" + strings.Trim(opts.Path, "/")
 	return &Handler{opts: opts, src: source{open: opts.Open, keep: int64(opts.Keep), segment: int64(opts.SegmentSize)}}, nil
 }
@@ -150,7 +153,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, h.pageURL(self, v, 1, 0), http.StatusSeeOther)
 	case parts[0] == "base" && len(parts) == 3 && parts[1] == v.version:
 		part, k, ok := parsePage(parts[2])
-		if !ok || part > len(v.lists) && !(part == 1 && len(v.lists) == 0) {
+		if !ok || part > len(v.lists) && !(part == 1 && len(v.lists) == 0) || k > h.lastPage() {
 			http.NotFound(w, r)
 			return
 		}
@@ -195,6 +198,11 @@ func parsePage(s string) (part, k int, ok bool) {
 	}
 	return p, n, true
 }
+
+// lastPage is the highest page number whose first member's index,
+// and the next page's, an int holds: past it, k*PageSize would overflow
+// to some other page's, which must not be served under this number.
+func (h *Handler) lastPage() int { return (math.MaxInt-1)/h.opts.PageSize - 1 }
 
 // segment is the Change Log segment an order falls in, counting from 1;
 // 0 for order 0 (an empty Change Log).

@@ -3,9 +3,11 @@ package trs
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -151,9 +153,8 @@ func TestOutOfOrderChangeList(t *testing.T) {
 	}
 }
 
-// TestTurtleParser reads the grammar a foreign server may write.
-func TestTurtleParser(t *testing.T) {
-	doc := `@base <http://h/dir/> .
+// turtleGrammarDoc uses the grammar a foreign server may write.
+const turtleGrammarDoc = `@base <http://h/dir/> .
 PREFIX ex: <http://ex/ns#>
 @prefix : <http://default/> .
 <a> ex:p "x\"y\u00e9"@en, 'z', """long
@@ -161,6 +162,10 @@ PREFIX ex: <http://ex/ns#>
 _:b1 ex:list (1 <b>) .
 ex:dotted.name ex:p ex:o. # comment
 `
+
+// TestTurtleParser reads the grammar a foreign server may write.
+func TestTurtleParser(t *testing.T) {
+	doc := turtleGrammarDoc
 	ts, err := ParseTurtle([]byte(doc), "http://ignored/")
 	if err != nil {
 		t.Fatal(err)
@@ -272,5 +277,37 @@ func TestConcurrentRequestsAcrossPacks(t *testing.T) {
 	}
 	if evs, _ := f.walk(); len(evs) != len(f.changeEntries()) {
 		t.Errorf("%d events, %d changes", len(evs), len(f.changeEntries()))
+	}
+}
+
+// TestPageNumberOverflow: a page or segment number no page has is 404,
+// whatever k*PageSize overflows to (2^61 pages of 8 members start at
+// member 2^64, which wraps to the first page's), and never a page.
+func TestPageNumberOverflow(t *testing.T) {
+	for _, size := range []int{8, 1000} {
+		f := newFixture(t, 5, Options{PageSize: size, SegmentSize: 2})
+		f.generation()
+		_, _, pages := f.members()
+		version := strings.Split(strings.TrimPrefix(pages[0], f.url("/trs/base/")), "/")[0]
+		for _, k := range []string{
+			"2305843009213693952",  // 2^61: times 8 or 1000, a multiple of 2^64
+			"9223372036854775807",  // the largest int64
+			"9223372036854775808",  // past it
+			"4611686018427387905",  // 2^62+1
+			"18446744073709551616", // 2^64
+			strconv.Itoa(math.MaxInt/size - 1),
+			strconv.Itoa(math.MaxInt / size),
+			"1",
+		} {
+			p := "/trs/base/" + version + "/1-" + k
+			if r, body := f.get(p, ""); r.StatusCode != http.StatusNotFound || strings.Contains(string(body), "ldp:member") {
+				t.Errorf("page size %d: %s: %s\n%s", size, p, r.Status, body)
+			}
+		}
+		for _, k := range []string{"0", "9223372036854775807", "9223372036854775808", "-9223372036854775808", "4611686018427387905"} {
+			if r, body := f.get("/trs/changelog/"+k, ""); r.StatusCode != http.StatusNotFound {
+				t.Errorf("segment %s: %s\n%s", k, r.Status, body)
+			}
+		}
 	}
 }

@@ -236,3 +236,31 @@ func since(ctx context.Context, c *Client, set *Set, point string) ([]Event, err
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Order < out[j].Order })
 	return out, nil
 }
+
+// rdfGraph indexes triples by subject and predicate, for the tests to
+// look into a response.
+type rdfGraph map[Term]map[string][]Term
+
+func index(ts []Triple) rdfGraph {
+	g := rdfGraph{}
+	for _, t := range ts {
+		if g[t.S] == nil {
+			g[t.S] = map[string][]Term{}
+		}
+		g[t.S][t.P.Value] = append(g[t.S][t.P.Value], t.O)
+	}
+	return g
+}
+
+func (g rdfGraph) typed(class string) []Term {
+	var out []Term
+	for s, ps := range g {
+		for _, o := range ps[rdfType] {
+			if o == iri(class) {
+				out = append(out, s)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Value < out[j].Value })
+	return out
+}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // ParseTurtle reads a Turtle document (W3C RDF 1.1 Turtle) into its
@@ -13,20 +14,48 @@ import (
 // grammar a TRS server may write: @prefix/PREFIX, @base/BASE, prefixed
 // names, 'a', predicate and object lists, blank node labels and property
 // lists, collections, and string, numeric and boolean literals with
-// their escapes, language tags and datatypes.
+// their escapes, language tags and datatypes. A document is network
+// input: one that nests deeper than MaxNesting, or whose triples would
+// take more memory than a few times its size (ErrTooLarge, counting
+// them as the client holds them), is an error, never a crash.
 func ParseTurtle(doc []byte, base string) ([]Triple, error) {
-	p := &turtleParser{s: string(doc), prefixes: map[string]string{}}
+	g, err := parseTurtle(string(doc), base)
+	if err != nil {
+		return nil, err
+	}
+	if int64(g.added.n)*int64(unsafe.Sizeof(Triple{})) > g.budget {
+		return nil, fmt.Errorf("turtle: %w as []Triple (%d triples)", ErrTooLarge, g.added.n)
+	}
+	return g.Triples(), nil
+}
+
+// parseTurtle reads doc into a docGraph, within its budget.
+func parseTurtle(doc, base string) (*docGraph, error) {
+	p := &turtleParser{s: doc, prefixes: map[string]string{}, g: newDocGraph(doc)}
 	if base != "" {
 		u, err := url.Parse(base)
 		if err != nil {
 			return nil, fmt.Errorf("base %q: %w", base, err)
 		}
-		p.base = u
+		p.setBase(u)
+	}
+	var err error
+	if p.first, err = p.g.iri(NSRDF + "first"); err == nil {
+		p.rest, err = p.g.iri(NSRDF + "rest")
+	}
+	if err == nil {
+		p.nil, err = p.g.iri(rdfNil)
+	}
+	if err == nil {
+		p.typ, err = p.g.iri(rdfType)
+	}
+	if err != nil {
+		return nil, err
 	}
 	for {
 		p.skipSpace()
 		if p.pos >= len(p.s) {
-			return p.out, nil
+			return p.g, nil
 		}
 		if err := p.statement(); err != nil {
 			return nil, p.errAt(err)
@@ -34,13 +63,19 @@ func ParseTurtle(doc []byte, base string) ([]Triple, error) {
 	}
 }
 
+// turtleParser is a recursive descent parser whose recursion (blank node
+// property lists and collections) is bounded by MaxNesting.
 type turtleParser struct {
 	s        string
 	pos      int
 	base     *url.URL
+	baseDir  string // what a reference of one plain segment resolves after
 	prefixes map[string]string
-	out      []Triple
-	blanks   int
+	g        *docGraph
+	depth    int
+	buf      []byte // a prefixed name spelled out
+	// The nodes of the IRIs the grammar itself produces.
+	first, rest, nil, typ node
 }
 
 func (p *turtleParser) errAt(err error) error {
@@ -154,7 +189,7 @@ func (p *turtleParser) baseDirective(dot bool) error {
 	if err != nil {
 		return err
 	}
-	p.base = u
+	p.setBase(u)
 	if dot {
 		return p.expect('.')
 	}
@@ -162,7 +197,7 @@ func (p *turtleParser) baseDirective(dot bool) error {
 }
 
 func (p *turtleParser) triples() error {
-	var subj Term
+	var subj node
 	var err error
 	if p.peek() == '[' {
 		subj, err = p.blankPropertyList()
@@ -183,7 +218,7 @@ func (p *turtleParser) triples() error {
 }
 
 // subject reads a subject: an IRI, a blank node label or a collection.
-func (p *turtleParser) subject() (Term, error) {
+func (p *turtleParser) subject() (node, error) {
 	switch p.peek() {
 	case '_':
 		return p.blankLabel()
@@ -194,18 +229,18 @@ func (p *turtleParser) subject() (Term, error) {
 }
 
 // iri reads an IRI, written <...> or as a prefixed name.
-func (p *turtleParser) iri() (Term, error) {
-	var s string
-	var err error
-	if p.peek() == '<' {
-		s, err = p.iriRef()
-	} else {
-		s, err = p.prefixedName()
+func (p *turtleParser) iri() (node, error) {
+	if p.peek() != '<' {
+		return p.prefixedName()
 	}
-	return iri(s), err
+	s, err := p.iriRef()
+	if err != nil {
+		return noNode, err
+	}
+	return p.g.iri(s)
 }
 
-func (p *turtleParser) predicateObjectList(subj Term) error {
+func (p *turtleParser) predicateObjectList(subj node) error {
 	for {
 		verb, err := p.verb()
 		if err != nil {
@@ -216,7 +251,9 @@ func (p *turtleParser) predicateObjectList(subj Term) error {
 			if err != nil {
 				return err
 			}
-			p.out = append(p.out, Triple{subj, verb, obj})
+			if err := p.g.add(subj, verb, obj); err != nil {
+				return err
+			}
 			if p.peek() != ',' {
 				break
 			}
@@ -234,16 +271,16 @@ func (p *turtleParser) predicateObjectList(subj Term) error {
 	}
 }
 
-func (p *turtleParser) verb() (Term, error) {
+func (p *turtleParser) verb() (node, error) {
 	p.skipSpace()
 	if p.pos+1 <= len(p.s) && p.s[p.pos] == 'a' && (p.pos+1 == len(p.s) || !isNameChar(rune(p.s[p.pos+1])) && p.s[p.pos+1] != ':') {
 		p.pos++
-		return iri(rdfType), nil
+		return p.typ, nil
 	}
 	return p.iri()
 }
 
-func (p *turtleParser) object() (Term, error) {
+func (p *turtleParser) object() (node, error) {
 	switch c := p.peek(); {
 	case c == '_' || c == '(' || c == '<':
 		return p.subject()
@@ -254,21 +291,32 @@ func (p *turtleParser) object() (Term, error) {
 	case c == '+' || c == '-' || c == '.' || c >= '0' && c <= '9':
 		return p.number()
 	case p.keyword("true", false):
-		return Term{Kind: Literal, Value: "true", Datatype: NSXSD + "boolean"}, nil
+		return p.g.literal(Term{Kind: Literal, Value: "true", Datatype: xsdBoolean})
 	case p.keyword("false", false):
-		return Term{Kind: Literal, Value: "false", Datatype: NSXSD + "boolean"}, nil
+		return p.g.literal(Term{Kind: Literal, Value: "false", Datatype: xsdBoolean})
 	}
 	return p.iri()
 }
 
-func (p *turtleParser) newBlank() Term {
-	p.blanks++
-	return blank(fmt.Sprintf("genid%d", p.blanks))
+// nest enters a blank node property list or a collection, refusing one
+// deeper than MaxNesting; leave undoes it.
+func (p *turtleParser) nest() error {
+	p.depth++
+	if p.depth > MaxNesting {
+		return fmt.Errorf("blank node property lists and collections nested deeper than %d", MaxNesting)
+	}
+	return nil
 }
 
-func (p *turtleParser) blankPropertyList() (Term, error) {
+func (p *turtleParser) leave() { p.depth-- }
+
+func (p *turtleParser) blankPropertyList() (node, error) {
+	if err := p.nest(); err != nil {
+		return noNode, err
+	}
+	defer p.leave()
 	p.pos++ // [
-	b := p.newBlank()
+	b := p.g.genid()
 	if p.peek() == ']' {
 		p.pos++
 		return b, nil
@@ -279,10 +327,15 @@ func (p *turtleParser) blankPropertyList() (Term, error) {
 	return b, p.expect(']')
 }
 
-func (p *turtleParser) collection() (Term, error) {
+// collection reads ( ... ) as an RDF list: a blank node an item, each
+// with its rdf:first and rdf:rest; rdf:nil when empty.
+func (p *turtleParser) collection() (node, error) {
+	if err := p.nest(); err != nil {
+		return noNode, err
+	}
+	defer p.leave()
 	p.pos++ // (
-	head := iri(rdfNil)
-	var last Term
+	head, last := p.nil, noNode
 	for p.peek() != ')' {
 		if p.peek() == 0 {
 			return head, fmt.Errorf("unterminated collection")
@@ -291,25 +344,27 @@ func (p *turtleParser) collection() (Term, error) {
 		if err != nil {
 			return head, err
 		}
-		node := p.newBlank()
-		if head.Value == rdfNil && head.Kind == IRI {
-			head = node
-		} else {
-			p.out = append(p.out, Triple{last, iri(NSRDF + "rest"), node})
+		item := p.g.genid()
+		if last == noNode {
+			head = item
+		} else if err := p.g.add(last, p.rest, item); err != nil {
+			return head, err
 		}
-		p.out = append(p.out, Triple{node, iri(NSRDF + "first"), o})
-		last = node
+		if err := p.g.add(item, p.first, o); err != nil {
+			return head, err
+		}
+		last = item
 	}
 	p.pos++
-	if head.Kind == Blank {
-		p.out = append(p.out, Triple{last, iri(NSRDF + "rest"), iri(rdfNil)})
+	if last != noNode {
+		return head, p.g.add(last, p.rest, p.nil)
 	}
 	return head, nil
 }
 
-func (p *turtleParser) blankLabel() (Term, error) {
+func (p *turtleParser) blankLabel() (node, error) {
 	if !strings.HasPrefix(p.s[p.pos:], "_:") {
-		return Term{}, fmt.Errorf("expected a blank node label, found %s", p.near())
+		return noNode, fmt.Errorf("expected a blank node label, found %s", p.near())
 	}
 	p.pos += 2
 	start := p.pos
@@ -324,9 +379,9 @@ func (p *turtleParser) blankLabel() (Term, error) {
 		p.pos--
 	}
 	if p.pos == start {
-		return Term{}, fmt.Errorf("empty blank node label")
+		return noNode, fmt.Errorf("empty blank node label")
 	}
-	return blank("b_" + p.s[start:p.pos]), nil
+	return p.g.label(p.s[start:p.pos])
 }
 
 // iriRef reads <...>, unescapes \u and \U, and resolves it against the
@@ -336,7 +391,17 @@ func (p *turtleParser) iriRef() (string, error) {
 		return "", fmt.Errorf("expected an IRI, found %s", p.near())
 	}
 	p.pos++
+	// An IRI without escapes is a substring of the document: no copy.
+	start := p.pos
+	for p.pos < len(p.s) && p.s[p.pos] != '>' && p.s[p.pos] != '\\' && !badIRIByte(p.s[p.pos]) {
+		p.pos++
+	}
+	if p.pos < len(p.s) && p.s[p.pos] == '>' {
+		p.pos++
+		return p.resolve(p.s[start : p.pos-1])
+	}
 	var b strings.Builder
+	b.WriteString(p.s[start:p.pos])
 	for {
 		if p.pos >= len(p.s) {
 			return "", fmt.Errorf("unterminated IRI")
@@ -352,7 +417,7 @@ func (p *turtleParser) iriRef() (string, error) {
 				return "", err
 			}
 			b.WriteRune(r)
-		case c <= 0x20 || strings.IndexByte("<\"{}|^`", c) >= 0:
+		case badIRIByte(c):
 			return "", fmt.Errorf("character %q not allowed in an IRI", c)
 		default:
 			b.WriteByte(c)
@@ -361,9 +426,48 @@ func (p *turtleParser) iriRef() (string, error) {
 	}
 }
 
+// hasScheme says whether s begins with a URI scheme and its colon
+// (RFC 3986 §3.1): an absolute IRI, which no base changes.
+func hasScheme(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z':
+		case i > 0 && ('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'):
+		case i > 0 && c == ':':
+			return true
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// plainSegment says whether s is a relative reference of one path
+// segment of letters, digits, '-', '_' and '~' (not dot segments, nothing
+// to escape): it resolves to the base's directory followed by it.
+func plainSegment(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '~') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// badIRIByte is a byte an IRIREF may not hold unescaped.
+func badIRIByte(c byte) bool { return c <= 0x20 || strings.IndexByte("<\"{}|^`", c) >= 0 }
+
+func (p *turtleParser) setBase(u *url.URL) {
+	p.base = u
+	p.baseDir = strings.TrimSuffix(u.ResolveReference(&url.URL{Path: "x"}).String(), "x")
+}
+
 func (p *turtleParser) resolve(s string) (string, error) {
-	if p.base == nil {
-		return s, nil
+	switch {
+	case p.base == nil || hasScheme(s):
+		return s, nil // absolute: as it is, with no parse
+	case plainSegment(s):
+		return p.baseDir + s, nil // what ResolveReference gives, with no parse
 	}
 	u, err := url.Parse(s)
 	if err != nil {
@@ -400,50 +504,54 @@ func (p *turtleParser) uchar() (rune, error) {
 	return rune(v), nil
 }
 
-func (p *turtleParser) prefixedName() (string, error) {
+// prefixedName reads a prefixed name as the IRI it stands for. It is
+// spelled out in a buffer of the parser's, so that a name the document
+// used before takes no memory again.
+func (p *turtleParser) prefixedName() (node, error) {
 	p.skipSpace()
 	start := p.pos
 	for p.pos < len(p.s) && p.s[p.pos] != ':' {
 		r, n := utf8.DecodeRuneInString(p.s[p.pos:])
 		if !isNameChar(r) && r != '.' {
-			return "", fmt.Errorf("expected a term, found %s", p.near())
+			return noNode, fmt.Errorf("expected a term, found %s", p.near())
 		}
 		p.pos += n
 	}
 	if p.pos >= len(p.s) {
-		return "", fmt.Errorf("expected a prefixed name, found the end")
+		return noNode, fmt.Errorf("expected a prefixed name, found the end")
 	}
 	prefix := p.s[start:p.pos]
 	ns, ok := p.prefixes[prefix]
 	if !ok {
-		return "", fmt.Errorf("undeclared prefix %q", prefix)
+		return noNode, fmt.Errorf("undeclared prefix %q", prefix)
 	}
 	p.pos++
-	var local strings.Builder
+	p.buf = append(p.buf[:0], ns...)
 	for p.pos < len(p.s) {
 		c := p.s[p.pos]
 		switch {
 		case c == '\\' && p.pos+1 < len(p.s):
-			local.WriteByte(p.s[p.pos+1])
+			p.buf = append(p.buf, p.s[p.pos+1])
 			p.pos += 2
 			continue
 		case c == '%' || c == ':' || c == '.':
 		default:
 			r, _ := utf8.DecodeRuneInString(p.s[p.pos:])
 			if !isNameChar(r) {
-				return ns + p.fixDots(local.String()), nil
+				return p.g.iriBytes(p.fixDots(p.buf, len(ns)))
 			}
 		}
-		r, n := utf8.DecodeRuneInString(p.s[p.pos:])
-		local.WriteRune(r)
+		_, n := utf8.DecodeRuneInString(p.s[p.pos:])
+		p.buf = append(p.buf, p.s[p.pos:p.pos+n]...)
 		p.pos += n
 	}
-	return ns + p.fixDots(local.String()), nil
+	return p.g.iriBytes(p.fixDots(p.buf, len(ns)))
 }
 
-// fixDots puts back the dots a prefixed name may not end with.
-func (p *turtleParser) fixDots(name string) string {
-	for strings.HasSuffix(name, ".") {
+// fixDots puts back the dots a prefixed name may not end with: those
+// that end name past its namespace's ns bytes.
+func (p *turtleParser) fixDots(name []byte, ns int) []byte {
+	for len(name) > ns && name[len(name)-1] == '.' {
 		name = name[:len(name)-1]
 		p.pos--
 	}
@@ -454,13 +562,32 @@ func isNameChar(r rune) bool {
 	return r == '_' || r == '-' || r == 0xB7 || '0' <= r && r <= '9' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || r >= 0xC0 && r != 0xD7 && r != 0xF7 && r < 0xFFFE
 }
 
-func (p *turtleParser) literal() (Term, error) {
+func (p *turtleParser) literal() (node, error) {
+	t, err := p.literalTerm()
+	if err != nil {
+		return noNode, err
+	}
+	return p.g.literal(t)
+}
+
+func (p *turtleParser) literalTerm() (Term, error) {
 	q := p.s[p.pos]
-	long := strings.HasPrefix(p.s[p.pos:], strings.Repeat(string(q), 3))
+	q3 := strings.Repeat(string(q), 3)
+	long := strings.HasPrefix(p.s[p.pos:], q3)
 	if long {
 		p.pos += 3
 	} else {
 		p.pos++
+		// A short string without escapes is a substring: no copy.
+		end := p.pos
+		for end < len(p.s) && p.s[end] != q && p.s[end] != '\\' && p.s[end] != '\n' && p.s[end] != '\r' {
+			end++
+		}
+		if end < len(p.s) && p.s[end] == q {
+			v := p.s[p.pos:end]
+			p.pos = end + 1
+			return p.literalEnd(v)
+		}
 	}
 	var b strings.Builder
 	for {
@@ -469,7 +596,7 @@ func (p *turtleParser) literal() (Term, error) {
 		}
 		c := p.s[p.pos]
 		switch {
-		case long && strings.HasPrefix(p.s[p.pos:], strings.Repeat(string(q), 3)) && !strings.HasPrefix(p.s[p.pos+1:], strings.Repeat(string(q), 3)):
+		case long && strings.HasPrefix(p.s[p.pos:], q3) && !strings.HasPrefix(p.s[p.pos+1:], q3):
 			p.pos += 3
 			return p.literalEnd(b.String())
 		case !long && c == q:
@@ -478,28 +605,45 @@ func (p *turtleParser) literal() (Term, error) {
 		case !long && (c == '\n' || c == '\r'):
 			return Term{}, fmt.Errorf("line break in a short string")
 		case c == '\\':
-			if p.pos+1 >= len(p.s) {
-				return Term{}, fmt.Errorf("bad escape")
+			r, err := p.escape()
+			if err != nil {
+				return Term{}, err
 			}
-			if e := p.s[p.pos+1]; e == 'u' || e == 'U' {
-				r, err := p.uchar()
-				if err != nil {
-					return Term{}, err
-				}
-				b.WriteRune(r)
-				continue
-			}
-			r, ok := map[byte]string{'t': "\t", 'b': "\b", 'n': "\n", 'r': "\r", 'f': "\f", '"': `"`, '\'': "'", '\\': `\`}[p.s[p.pos+1]]
-			if !ok {
-				return Term{}, fmt.Errorf("bad escape \\%c", p.s[p.pos+1])
-			}
-			b.WriteString(r)
-			p.pos += 2
+			b.WriteRune(r)
 		default:
 			b.WriteByte(c)
 			p.pos++
 		}
 	}
+}
+
+// escape reads a string's escape at pos: \uXXXX, \UXXXXXXXX or one of
+// \t \b \n \r \f \" \' \\.
+func (p *turtleParser) escape() (rune, error) {
+	if p.pos+1 >= len(p.s) {
+		return 0, fmt.Errorf("bad escape")
+	}
+	var r rune
+	switch e := p.s[p.pos+1]; e {
+	case 'u', 'U':
+		return p.uchar()
+	case 't':
+		r = '\t'
+	case 'b':
+		r = '\b'
+	case 'n':
+		r = '\n'
+	case 'r':
+		r = '\r'
+	case 'f':
+		r = '\f'
+	case '"', '\'', '\\':
+		r = rune(e)
+	default:
+		return 0, fmt.Errorf("bad escape \\%c", e)
+	}
+	p.pos += 2
+	return r, nil
 }
 
 func (p *turtleParser) literalEnd(v string) (Term, error) {
@@ -518,12 +662,20 @@ func (p *turtleParser) literalEnd(v string) (Term, error) {
 		if err != nil {
 			return t, err
 		}
-		t.Datatype = dt.Value
+		t.Datatype = p.g.value(dt) // the string the graph holds once
 	}
 	return t, nil
 }
 
-func (p *turtleParser) number() (Term, error) {
+func (p *turtleParser) number() (node, error) {
+	t, err := p.numberTerm()
+	if err != nil {
+		return noNode, err
+	}
+	return p.g.literal(t)
+}
+
+func (p *turtleParser) numberTerm() (Term, error) {
 	start := p.pos
 	if c := p.s[p.pos]; c == '+' || c == '-' {
 		p.pos++
@@ -541,7 +693,7 @@ func (p *turtleParser) number() (Term, error) {
 	if p.pos+1 < len(p.s) && p.s[p.pos] == '.' && p.s[p.pos+1] >= '0' && p.s[p.pos+1] <= '9' {
 		p.pos++
 		digits()
-		dt = NSXSD + "decimal"
+		dt = xsdDecimal
 	}
 	if p.pos < len(p.s) && (p.s[p.pos] == 'e' || p.s[p.pos] == 'E') {
 		p.pos++
@@ -551,7 +703,7 @@ func (p *turtleParser) number() (Term, error) {
 		if digits() == 0 {
 			return Term{}, fmt.Errorf("bad exponent")
 		}
-		dt = NSXSD + "double"
+		dt = xsdDouble
 	}
 	if intDigits == 0 && dt == xsdInteger {
 		return Term{}, fmt.Errorf("expected a term, found %s", strconv.Quote(p.s[start:min(start+20, len(p.s))]))

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/rsdump/rsdump/deststate"
+	"github.com/rsdump/rsdump/internal/appendlog"
 	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/pkgread"
 )
@@ -80,11 +81,13 @@ func openJournal(dir string, head journalHead) (j *journal, fresh bool, err erro
 		}
 		f.Close()
 	}
-	flags := os.O_WRONLY | os.O_CREATE | os.O_APPEND
+	trunc := 0
 	if fresh {
-		flags |= os.O_TRUNC
+		trunc = os.O_TRUNC
 	}
-	if j.f, err = os.OpenFile(name, flags, 0o600); err != nil {
+	// A line a killed run cut short is ended, so that the lines this run
+	// adds are read back by the next (appendlog).
+	if j.f, err = appendlog.Open(appendlog.OS, name, trunc, 0o600); err != nil {
 		return nil, false, err
 	}
 	if fresh {

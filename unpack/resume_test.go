@@ -43,3 +43,31 @@ func TestJournalIsOfOnePackage(t *testing.T) {
 	}
 	j.close()
 }
+
+// TestJournalTornLastLine: a journal a killed run left ending in the
+// middle of a line: the line the next run adds after it is read back by
+// the run after that.
+func TestJournalTornLastLine(t *testing.T) {
+	dir := t.TempDir()
+	a := journalHead{Package: "http://127.0.0.1/p.zip", Length: 100, Hash: "sha-256:aa"}
+	j, _, err := openJournal(dir, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.add(stagedLine{Target: "x", Length: 1, Hash: "sha-256:01", Start: 0, End: 40})
+	j.f.Write([]byte(`{"target":"torn","len`)) // killed here
+	j.close()
+
+	j, _, err = openJournal(dir, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.add(stagedLine{Target: "y", Length: 2, Hash: "sha-256:02", Start: 40, End: 90})
+	j.close()
+
+	j, fresh, err := openJournal(dir, a)
+	if err != nil || fresh || j.prev["x"].End != 40 || j.prev["y"].End != 90 {
+		t.Errorf("after a torn line: fresh %v, %v, lines %+v, want x and y", fresh, err, j.prev)
+	}
+	j.close()
+}

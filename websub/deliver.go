@@ -20,44 +20,186 @@ import (
 	"github.com/rsdump/rsdump/metalink/httpheader"
 )
 
-// enqueue queues c for s, starting its delivery goroutine when idle. A
-// queue at its bound loses its oldest waiting content, which the returned
-// event reports. It is called with h.mu held.
+// pool is the delivery workers and the subscribers waiting for one, in
+// two lanes taken in turn (first in, first out): ready, and slow, those
+// whose last try failed, which hold at most a quarter of the workers.
+// A subscriber waits in one lane at most once, and a worker makes one
+// try of its first content before it goes to the back of its lane: no
+// subscriber holds a worker while others wait, nor while it waits to
+// retry (a timer puts it back). It is guarded by Hub.mu.
+type pool struct {
+	ready, slow   []*sub
+	workers, busy int // workers running; of them, taking a slow one
+}
+
+// enqueue queues c for s, and puts s in line when it was idle. A queue
+// at its bound loses its oldest waiting content, and content past the
+// bytes all queues may hold is not queued: the returned event reports
+// either. It is called with h.mu held.
 func (h *Hub) enqueue(s *sub, c *content) (Event, bool) {
+	if c.queued == 0 && h.queuedBytes+int64(len(c.body)) > maxQueued {
+		return Event{Kind: Dropped, Topic: s.topic, Callback: s.callback, Err: fmt.Errorf("the hub holds more than %d bytes of content waiting for delivery", maxQueued)}, true
+	}
 	var e Event
 	dropped := false
 	if len(s.queue) >= maxQueue {
 		e = Event{Kind: Dropped, Topic: s.topic, Callback: s.callback, Err: fmt.Errorf("more than %d notifications waiting for this subscriber", maxQueue)}
+		h.unqueue(s.queue[1])
 		s.queue = append(s.queue[:1], s.queue[2:]...)
 		dropped = true
 	}
+	if c.queued == 0 {
+		h.queuedBytes += int64(len(c.body))
+	}
+	c.queued++
 	s.queue = append(s.queue, c)
 	if !s.busy {
 		s.busy = true
-		h.spawn(func() { h.run(s) })
+		h.line(s)
 	}
 	return e, dropped
 }
 
-// run delivers s's queue in order, until it is empty, the subscription is
-// gone or the hub closes.
-func (h *Hub) run(s *sub) {
+// unqueue is c leaving a queue; h.mu is held.
+func (h *Hub) unqueue(c *content) {
+	if c.queued--; c.queued == 0 {
+		h.queuedBytes -= int64(len(c.body))
+	}
+}
+
+// line puts s at the back of its lane and starts a worker if one may
+// take it; h.mu is held.
+func (h *Hub) line(s *sub) {
+	if s.failing {
+		h.pool.slow = append(h.pool.slow, s)
+	} else {
+		h.pool.ready = append(h.pool.ready, s)
+	}
+	if h.pool.workers < h.opts.Deliveries && h.waiting() {
+		h.pool.workers++
+		h.spawn(h.work)
+	}
+}
+
+// slowWorkers is the most workers the slow lane may hold.
+func (h *Hub) slowWorkers() int { return max(1, h.opts.Deliveries/4) }
+
+// waiting says whether a subscriber waits that a free worker may take.
+func (h *Hub) waiting() bool {
+	return len(h.pool.ready) > 0 || len(h.pool.slow) > 0 && h.pool.busy < h.slowWorkers()
+}
+
+// take is the next subscriber a worker tries, and whether it is from
+// the slow lane; nil when none may be taken. h.mu is held.
+func (h *Hub) take() (*sub, bool) {
+	switch {
+	case len(h.pool.ready) > 0:
+		s := h.pool.ready[0]
+		h.pool.ready = h.pool.ready[1:]
+		return s, false
+	case len(h.pool.slow) > 0 && h.pool.busy < h.slowWorkers():
+		s := h.pool.slow[0]
+		h.pool.slow = h.pool.slow[1:]
+		h.pool.busy++
+		return s, true
+	}
+	return nil, false
+}
+
+// work is a worker: it tries subscribers in turn until none waits that
+// it may take.
+func (h *Hub) work() {
 	for {
 		h.mu.Lock()
-		if len(s.queue) == 0 || h.subs[s.key] != s || h.ctx.Err() != nil {
-			s.queue, s.busy = nil, false
+		s, slow := h.take()
+		if s == nil {
+			h.pool.workers--
 			h.mu.Unlock()
 			return
 		}
-		c := s.queue[0]
 		h.mu.Unlock()
-		h.deliver(s, c)
-		h.mu.Lock()
-		if len(s.queue) > 0 {
-			s.queue = s.queue[1:]
+		h.try(s)
+		if slow {
+			h.mu.Lock()
+			h.pool.busy--
+			h.mu.Unlock()
 		}
-		h.mu.Unlock()
 	}
+}
+
+// try makes one try of the first content queued for s, then puts s back
+// in line: at once when more content waits, after the backoff's wait
+// when this one is to be tried again.
+func (h *Hub) try(s *sub) {
+	h.mu.Lock()
+	if len(s.queue) == 0 || h.subs[s.key] != s || h.ctx.Err() != nil {
+		h.idle(s)
+		h.mu.Unlock()
+		return
+	}
+	c := s.queue[0]
+	if s.attempt == 0 {
+		s.first = time.Now()
+	}
+	s.attempt++
+	attempt, first := s.attempt, s.first
+	h.mu.Unlock()
+	secret, ok := h.live(s)
+	if !ok {
+		h.mu.Lock()
+		h.idle(s)
+		h.mu.Unlock()
+		return
+	}
+	status, err := h.send(s.key, secret, c)
+	wait := httpc.Backoff{Base: h.opts.RetryWait, Max: h.opts.RetryTime}.Wait(attempt-1, 0) // unjittered
+	ev := Event{Topic: s.topic, Callback: s.callback, Attempt: attempt, Err: err}
+	switch {
+	case err == nil:
+		ev.Kind = Delivered
+	case status == http.StatusGone:
+		h.remove(s)
+		ev.Kind = Gone
+	case h.ctx.Err() != nil:
+		h.mu.Lock()
+		h.idle(s)
+		h.mu.Unlock()
+		return
+	case attempt >= h.opts.Attempts || time.Since(first)+wait > h.opts.RetryTime:
+		ev.Kind = Dropped
+	default:
+		ev.Kind, ev.Wait = Retrying, wait
+	}
+	h.emit(ev)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s.failing = err != nil
+	switch {
+	case ev.Kind == Retrying:
+		time.AfterFunc(wait, func() {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.line(s)
+		})
+	case ev.Kind == Gone:
+		h.idle(s)
+	default:
+		h.unqueue(c)
+		s.queue, s.attempt = s.queue[1:], 0
+		if len(s.queue) == 0 {
+			s.busy = false
+		} else {
+			h.line(s)
+		}
+	}
+}
+
+// idle empties s's queue and marks it out of line; h.mu is held.
+func (h *Hub) idle(s *sub) {
+	for _, c := range s.queue {
+		h.unqueue(c)
+	}
+	s.queue, s.busy, s.attempt = nil, false, 0
 }
 
 // live reports whether s is still subscribed with a running lease, and
@@ -74,53 +216,18 @@ func (h *Hub) live(s *sub) (string, bool) {
 		return s.secret, true
 	}
 	delete(h.subs, s.key)
+	h.record(stateRecord{Unsub: &stateKey{s.topic, s.callback}})
 	h.mu.Unlock()
 	h.save()
 	h.emit(Event{Kind: Expired, Topic: s.topic, Callback: s.callback})
 	return "", false
 }
 
-// deliver sends c to s, retrying with exponential backoff (httpc's, from
-// RetryWait, unjittered) within the bounds of Attempts and RetryTime.
-func (h *Hub) deliver(s *sub, c *content) {
-	start, backoff := time.Now(), httpc.Backoff{Base: h.opts.RetryWait, Max: h.opts.RetryTime}
-	for attempt := 1; ; attempt++ {
-		wait := backoff.Wait(attempt-1, 0)
-		secret, ok := h.live(s)
-		if !ok {
-			return
-		}
-		status, err := h.send(s.key, secret, c)
-		ev := Event{Topic: s.topic, Callback: s.callback, Attempt: attempt, Err: err}
-		switch {
-		case err == nil:
-			ev.Kind = Delivered
-		case status == http.StatusGone:
-			h.remove(s)
-			ev.Kind = Gone
-		case h.ctx.Err() != nil:
-			return
-		case attempt >= h.opts.Attempts || time.Since(start)+wait > h.opts.RetryTime:
-			ev.Kind = Dropped
-		default:
-			ev.Kind, ev.Wait = Retrying, wait
-		}
-		h.emit(ev)
-		if ev.Kind != Retrying {
-			return
-		}
-		select {
-		case <-time.After(wait):
-		case <-h.ctx.Done():
-			return
-		}
-	}
-}
-
 func (h *Hub) remove(s *sub) {
 	h.mu.Lock()
 	if h.subs[s.key] == s {
 		delete(h.subs, s.key)
+		h.record(stateRecord{Unsub: &stateKey{s.topic, s.callback}})
 	}
 	h.mu.Unlock()
 	h.save()
@@ -145,11 +252,7 @@ func (h *Hub) send(k key, secret string, c *content) (int, error) {
 	if secret != "" {
 		req.Header.Set("X-Hub-Signature", Signature(secret, c.body))
 	}
-	if err := h.acquire(ctx); err != nil {
-		return 0, err
-	}
-	defer h.release()
-	resp, err := h.client.Do(req)
+	resp, err := h.cbClient.Do(req)
 	if err != nil {
 		return 0, err
 	}

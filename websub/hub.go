@@ -6,27 +6,39 @@
 //     hub.mode, hub.topic, hub.callback, hub.lease_seconds, hub.secret)
 //     with 202 Accepted, or 400 and the reason, and then verifies the
 //     subscriber's intent with a GET of its callback carrying
-//     hub.challenge, which the subscriber must echo with a 2xx;
+//     hub.challenge, which the subscriber must answer with a 2xx whose
+//     body is exactly the challenge (a redirect is no answer: callbacks
+//     are never redirected), and applies it under one lock with the
+//     check of MaxSubscriptions;
 //   - grants leases (10 days unless asked otherwise, bounded by a minimum
 //     and a maximum), renewed by subscribing again, and stops delivering
 //     to a subscription whose lease has run out;
 //   - takes new content for a topic either as a ResourceSync Source sends
 //     it (a POST of the notification itself to the hub URL, its topic in
-//     a Link rel="self") or as a WebSub publisher asks (hub.mode=publish
-//     with hub.topic or hub.url: the hub fetches the topic);
+//     a Link rel="self"; a publisher AllowPublisher admits) or as a WebSub
+//     publisher asks (hub.mode=publish with hub.topic or hub.url: the hub
+//     fetches the topic; one AllowPublisher does not admit may ask only
+//     for the hub's own topics, those on its URL's host, and what is
+//     fetched for it is delivered, never kept);
 //   - distributes it to every subscriber of the topic: a POST of the body
 //     with the topic's Content-Type, Link rel="hub" and rel="self" (and the
 //     Source's other links, rel="resourcesync"), signed with
 //     X-Hub-Signature: sha256=HMAC when the subscriber gave a hub.secret,
 //     retried with exponential backoff, bounded in attempts and in time,
 //     in order per subscriber, never holding up the publisher or the
-//     other subscribers;
+//     other subscribers: a pool of Deliveries workers takes the
+//     subscribers with content waiting in turn, one delivery each, each
+//     within Timeout, and those whose last try failed share at most a
+//     quarter of it;
 //   - answers a GET of a topic URL with the latest content it received for
 //     it (and with an empty 200 for a topic under the hub's URL that has
 //     had none yet), with the Link headers a subscriber discovers the hub
 //     by;
-//   - keeps its subscriptions and the latest content of each topic in a
-//     small JSON file, written atomically, so that they survive a restart.
+//   - keeps its subscriptions (their secrets byte for byte) and the
+//     latest content of each topic, at most MaxKept bytes of it, in a
+//     state file, an append log of small JSON records (each change a line,
+//     synced), compacted when it holds twice what it must, so that they
+//     survive a restart.
 //
 // The hub never prints: what happens is told to Options.Events.
 package websub
@@ -57,10 +69,12 @@ const (
 	DefaultAttempts         = 6
 	DefaultRetryWait        = 2 * time.Second
 	DefaultRetryTime        = 10 * time.Minute
-	DefaultTimeout          = 30 * time.Second
+	DefaultTimeout          = 10 * time.Second
 	DefaultMaxContent       = 4 << 20
 	DefaultConcurrency      = 16
+	DefaultDeliveries       = 256
 	DefaultMaxSubscriptions = 100_000
+	DefaultMaxKept          = 64 << 20
 	// MaxSecret is the longest hub.secret taken, in bytes: WebSub says a
 	// secret MUST be less than 200 bytes.
 	MaxSecret = 199
@@ -77,6 +91,12 @@ const (
 // maxPending bounds the verifications and fetches waiting: past it,
 // requests are answered 503. A variable for tests.
 var maxPending int64 = 1024
+
+// maxQueued bounds the bytes of content waiting for delivery, each
+// content counted once however many subscribers wait for it: past it,
+// new content is dropped for the subscribers it would queue for. A
+// variable for tests.
+var maxQueued int64 = 256 << 20
 
 // Options configure a Hub. Only URL is required.
 type Options struct {
@@ -103,12 +123,23 @@ type Options struct {
 	Attempts  int
 	RetryWait time.Duration
 	RetryTime time.Duration
-	// Timeout bounds each request the hub sends, answer included.
+	// Timeout bounds each request the hub sends, answer included: a
+	// verification, a fetch, each try of a delivery.
 	Timeout time.Duration
 	// MaxContent bounds a notification's body, posted or fetched.
 	MaxContent int64
-	// Concurrency bounds the requests the hub sends at once.
+	// Concurrency bounds the verifications and fetches the hub sends at
+	// once.
 	Concurrency int
+	// Deliveries bounds the deliveries in flight at once: the workers
+	// of the pool that takes subscribers in turn. Subscribers whose last
+	// try failed hold at most a quarter of them, so that those that never
+	// answer cannot keep the others waiting. Default DefaultDeliveries.
+	Deliveries int
+	// MaxKept bounds the bytes of the topics' latest content the hub
+	// keeps (and answers GETs of topics with): past it, the topics
+	// updated longest ago are let go. Default DefaultMaxKept.
+	MaxKept int64
 	// MaxSubscriptions bounds the subscriptions the hub keeps: past it, a
 	// new one is denied (its renewals never are). Default
 	// DefaultMaxSubscriptions.
@@ -124,11 +155,14 @@ type Options struct {
 	// a topic (an absolute http(s) URL); an error refuses it with 403 and
 	// the error's text. Default: any topic.
 	AllowTopic func(topic string) error
-	// AllowPublisher says whether a request may post a notification's
-	// content directly (the ResourceSync way, which the hub cannot check
-	// against the topic); an error refuses it with 403. Default: only
-	// requests from a loopback address. hub.mode=publish needs no
-	// permission: the hub fetches the content from the topic itself.
+	// AllowPublisher says whether a request is a publisher's: it may
+	// post a notification's content directly (the ResourceSync way,
+	// which the hub cannot check against the topic; others get 403), and
+	// its hub.mode=publish may name any topic AllowTopic takes, the
+	// content fetched kept as the topic's latest. Anyone else's
+	// hub.mode=publish may name only the hub's own topics (on the host of
+	// URL), and what the hub fetches for it is delivered, never kept.
+	// Default: only requests from a loopback address.
 	AllowPublisher func(r *http.Request) error
 	// Events, when set, is told what happens, from the hub's goroutines:
 	// an Event each time (the library's one contract, finding.Event).
@@ -138,15 +172,20 @@ type Options struct {
 // Hub is a WebSub hub; see the package documentation. Its methods are
 // safe for concurrent use.
 type Hub struct {
-	opts   Options
-	url    *url.URL
-	client *http.Client
+	opts     Options
+	url      *url.URL
+	client   *http.Client // fetches of topics
+	cbClient *http.Client // requests to subscribers' callbacks: never redirected
 
-	mu      sync.Mutex
-	subs    map[key]*sub
-	topics  map[string]*content // the latest content of each topic
-	seq     uint64              // of subscription requests, so that the latest verified wins
-	applied map[key]uint64
+	mu          sync.Mutex
+	subs        map[key]*sub
+	topics      map[string]*content // the latest content of each topic
+	kept        int64               // bytes of topics' content
+	seq         uint64              // of subscription requests, so that the latest verified wins
+	applied     map[key]uint64
+	pool        pool  // the delivery workers and the subscribers waiting for them
+	queuedBytes int64 // of the content in subscribers' queues, each counted once
+	log         stateLog
 
 	saveMu  sync.Mutex
 	sem     chan struct{}
@@ -167,16 +206,20 @@ type sub struct {
 	lease   time.Duration
 	expires time.Time
 	queue   []*content // queue[0] is being delivered when busy
-	busy    bool
+	busy    bool       // waiting for a worker, in one, or waiting to retry
+	attempt int        // tries of queue[0] so far
+	first   time.Time  // of queue[0]'s first try
+	failing bool       // its last try failed: it takes the slow lane
 }
 
 // content is one notification for a topic.
 type content struct {
-	topic string
-	ctype string
-	links []string // Link field values passed on to subscribers
-	body  []byte
-	time  time.Time
+	topic  string
+	ctype  string
+	links  []string // Link field values passed on to subscribers
+	body   []byte
+	time   time.Time
+	queued int // the queues holding it
 }
 
 // New returns a hub with opts, with the subscriptions of opts.StateFile
@@ -189,6 +232,7 @@ func New(opts Options) (*Hub, error) {
 	h := &Hub{opts: withDefaults(opts), url: u, subs: map[key]*sub{}, topics: map[string]*content{}, applied: map[key]uint64{}}
 	h.opts.URL = u.String()
 	h.client = safeClient(opts.Client, opts.PublicOnly)
+	h.cbClient = noRedirects(h.client)
 	h.sem = make(chan struct{}, h.opts.Concurrency)
 	if err := h.load(); err != nil {
 		return nil, err
@@ -219,6 +263,12 @@ func withDefaults(o Options) Options {
 	}
 	if o.Concurrency <= 0 {
 		o.Concurrency = DefaultConcurrency
+	}
+	if o.Deliveries <= 0 {
+		o.Deliveries = DefaultDeliveries
+	}
+	if o.MaxKept <= 0 {
+		o.MaxKept = DefaultMaxKept
 	}
 	if o.MaxSubscriptions <= 0 {
 		o.MaxSubscriptions = DefaultMaxSubscriptions
@@ -256,6 +306,16 @@ func safeClient(c *http.Client, publicOnly bool) *http.Client {
 		}
 		return nil
 	}
+	return &cc
+}
+
+// noRedirects is c for the requests to a subscriber's callback: a
+// redirect is its answer, never followed, so that a callback cannot
+// send the hub's verification or content elsewhere (a verification
+// answered with one fails: it is not a 2xx).
+func noRedirects(c *http.Client) *http.Client {
+	cc := *c
+	cc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	return &cc
 }
 
@@ -297,6 +357,13 @@ func PublicHost(host string) bool {
 		return isPublic(ip)
 	}
 	return host != "localhost" && !strings.HasSuffix(host, ".localhost")
+}
+
+// ownTopic says whether topic is one of the hub's own: on the scheme
+// and host of its URL.
+func (h *Hub) ownTopic(topic string) bool {
+	u, err := url.Parse(topic)
+	return err == nil && u.Scheme == h.url.Scheme && u.Host == h.url.Host
 }
 
 // fromLoopback is the default AllowPublisher.

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -14,8 +15,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/rsdump/rsdump/internal/httpc"
 )
 
 // TestChallengeNotEchoed: a callback that answers the verification with
@@ -33,6 +32,11 @@ func TestChallengeNotEchoed(t *testing.T) {
 			w.WriteHeader(http.StatusInternalServerError)
 			io.WriteString(w, q.Get("hub.challenge"))
 		}, ErrStatus},
+		{"challenge and a newline", func(w http.ResponseWriter, q url.Values) { io.WriteString(w, q.Get("hub.challenge")+"\n") }, ErrChallenge},
+		{"challenge in spaces", func(w http.ResponseWriter, q url.Values) { io.WriteString(w, " "+q.Get("hub.challenge")+" ") }, ErrChallenge},
+		{"challenge twice", func(w http.ResponseWriter, q url.Values) {
+			io.WriteString(w, q.Get("hub.challenge")+q.Get("hub.challenge"))
+		}, ErrChallenge},
 		{"challenge after 1 MiB", func(w http.ResponseWriter, q url.Values) {
 			io.WriteString(w, strings.Repeat(" ", 1<<20)+q.Get("hub.challenge"))
 		}, ErrChallenge},
@@ -52,22 +56,45 @@ func TestChallengeNotEchoed(t *testing.T) {
 	}
 }
 
-// TestVerifyRedirectScheme: the hub follows a callback's redirect only to
-// http or https, with its own client or one given in Options.
-func TestVerifyRedirectScheme(t *testing.T) {
+// TestVerifyRedirectRefused: a callback that answers the verification
+// with a redirect is not verified, whatever the redirect's scheme, and
+// even to a callback that would echo the challenge, which is never
+// asked; with the hub's own client or one given in Options. It gets no
+// delivery.
+func TestVerifyRedirectRefused(t *testing.T) {
+	echo := newSubscriber(t)
 	for name, c := range map[string]*http.Client{"default client": nil, "given client": {}} {
-		t.Run(name, func(t *testing.T) {
-			f := newFixture(t, Options{Client: c})
-			s := newSubscriber(t)
-			s.answer = func(w http.ResponseWriter, q url.Values) {
-				w.Header().Set("Location", "file:///etc/passwd")
-				w.WriteHeader(http.StatusFound)
-			}
-			e := f.subscribe(url.Values{"hub.topic": {"http://127.0.0.1:1/t"}, "hub.callback": {s.callback("/cb")}})
-			if e.Kind != Refused || !errors.Is(e.Err, httpc.ErrScheme) {
-				t.Errorf("event %v (%v), want refused for the redirect's scheme", e.Kind, e.Err)
-			}
-		})
+		for _, to := range []struct {
+			loc  string
+			code int
+		}{{"file:///etc/passwd", http.StatusFound}, {echo.callback("/echo"), http.StatusFound}, {echo.callback("/echo"), http.StatusTemporaryRedirect}, {echo.callback("/echo"), http.StatusPermanentRedirect}} {
+			t.Run(fmt.Sprintf("%s %d %s", name, to.code, to.loc), func(t *testing.T) {
+				f := newFixture(t, Options{Client: c})
+				s := newSubscriber(t)
+				s.answer = func(w http.ResponseWriter, q url.Values) {
+					w.Header().Set("Location", to.loc+"?"+q.Encode())
+					w.WriteHeader(to.code)
+				}
+				echo.mu.Lock()
+				before := len(echo.verifies)
+				echo.mu.Unlock()
+				topic := f.url + "/t"
+				e := f.subscribe(url.Values{"hub.topic": {topic}, "hub.callback": {s.callback("/cb")}})
+				if e.Kind != Refused || !errors.Is(e.Err, ErrStatus) {
+					t.Errorf("event %v (%v), want refused: a redirect is not a 2xx", e.Kind, e.Err)
+				}
+				echo.mu.Lock()
+				followed := len(echo.verifies) - before
+				echo.mu.Unlock()
+				if followed != 0 {
+					t.Errorf("the redirect was followed")
+				}
+				f.notify(topic, "text/plain", "x")
+				if e := f.next(Published); e.Subscribers != 0 || s.posts() != 0 {
+					t.Errorf("content went to %d subscribers, %d to the redirecting callback", e.Subscribers, s.posts())
+				}
+			})
+		}
 	}
 }
 

@@ -67,7 +67,7 @@ func (h *Hub) notification(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, "the notification is empty")
 		return
 	}
-	n := h.distribute(c, true)
+	n := h.distribute(c, keepAlways)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusAccepted)
 	fmt.Fprintf(w, "accepted: %s goes to %s\n", topic, finding.Plural(n, "subscriber"))
@@ -75,13 +75,23 @@ func (h *Hub) notification(w http.ResponseWriter, r *http.Request) {
 
 // publishForm is hub.mode=publish: each topic named by hub.topic or
 // hub.url (the older name) is fetched, and what it answers distributed.
-func (h *Hub) publishForm(w http.ResponseWriter, form url.Values) {
+// A publisher (AllowPublisher) may name any topic AllowTopic takes, and
+// what is fetched for it is kept as the topic's latest; anyone else may
+// name only the hub's own topics, and what is fetched is delivered,
+// never kept: no one can make the hub fetch another site, or hold
+// content of their choosing.
+func (h *Hub) publishForm(w http.ResponseWriter, r *http.Request) {
+	publisher := h.opts.AllowPublisher(r) == nil
 	var topics []string
 	for _, name := range []string{"hub.topic", "hub.url"} {
-		for _, s := range form[name] {
+		for _, s := range r.PostForm[name] {
 			t, status, err := h.topic(name, s)
 			if err != nil {
 				http.Error(w, err.Error(), status)
+				return
+			}
+			if !publisher && !h.ownTopic(t) {
+				http.Error(w, fmt.Sprintf("topic %s: only a publisher may ask this hub to fetch a topic on another host than %s", t, h.url.Host), http.StatusForbidden)
 				return
 			}
 			topics = append(topics, t)
@@ -92,7 +102,7 @@ func (h *Hub) publishForm(w http.ResponseWriter, form url.Values) {
 		return
 	}
 	for _, t := range topics {
-		if !h.later(func() { h.fetch(t) }) {
+		if !h.later(func() { h.fetch(t, publisher) }) {
 			busy(w)
 			return
 		}
@@ -102,14 +112,19 @@ func (h *Hub) publishForm(w http.ResponseWriter, form url.Values) {
 	fmt.Fprintf(w, "accepted: the hub will fetch %s\n", strings.Join(topics, " "))
 }
 
-// fetch GETs a topic and distributes its content.
-func (h *Hub) fetch(topic string) {
+// fetch GETs a topic and distributes its content, which may be kept as
+// the topic's latest when a publisher asked for it.
+func (h *Hub) fetch(topic string, publisher bool) {
 	c, err := h.get(topic)
 	if err != nil {
 		h.emit(Event{Kind: FetchFailed, Topic: topic, Err: err})
 		return
 	}
-	h.distribute(c, false)
+	if publisher {
+		h.distribute(c, keepDelivered)
+	} else {
+		h.distribute(c, keepNone)
+	}
 }
 
 func (h *Hub) get(topic string) (*content, error) {
@@ -138,11 +153,20 @@ func (h *Hub) get(topic string) (*content, error) {
 	return c, nil
 }
 
+// What distribute keeps of content as its topic's latest.
+type keeping int
+
+const (
+	keepNone      keeping = iota // fetched for someone who is not a publisher
+	keepDelivered                // fetched for a publisher: kept when it goes to someone
+	keepAlways                   // posted by a publisher
+)
+
 // distribute queues c for each subscriber of its topic whose lease runs,
-// and returns how many. It keeps c as the topic's latest content when a
-// publisher posted it (keep), or when it goes to someone: what anyone may
-// make the hub fetch is not kept for nobody.
-func (h *Hub) distribute(c *content, keep bool) int {
+// and returns how many. It keeps c as the topic's latest content as
+// keepAs says: what the hub fetched is not kept for nobody, nor ever for
+// one who is not a publisher.
+func (h *Hub) distribute(c *content, keepAs keeping) int {
 	c.time = h.opts.Now()
 	var events []Event
 	n := 0
@@ -153,6 +177,7 @@ func (h *Hub) distribute(c *content, keep bool) int {
 		}
 		if !c.time.Before(s.expires) {
 			delete(h.subs, k)
+			h.record(stateRecord{Unsub: &stateKey{k.topic, k.callback}})
 			events = append(events, Event{Kind: Expired, Topic: k.topic, Callback: k.callback})
 			continue
 		}
@@ -161,8 +186,9 @@ func (h *Hub) distribute(c *content, keep bool) int {
 		}
 		n++
 	}
-	if keep || n > 0 {
-		h.topics[c.topic] = c
+	if keepAs == keepAlways || keepAs == keepDelivered && n > 0 {
+		h.keep(c)
+		h.record(topicRecord(c))
 	}
 	h.mu.Unlock()
 	h.save()
@@ -198,3 +224,34 @@ func (h *Hub) serveTopic(w http.ResponseWriter, r *http.Request) {
 	hdr.Set("Cache-Control", "no-cache")
 	http.ServeContent(w, r, "", c.time, bytes.NewReader(c.body))
 }
+
+// keep makes c its topic's latest content, and lets go of the topics
+// updated longest ago while they hold more than MaxKept bytes (c is
+// kept whatever its size, up to MaxContent). h.mu is held.
+func (h *Hub) keep(c *content) {
+	h.forget(c.topic)
+	h.topics[c.topic] = c
+	h.kept += keptSize(c)
+	for h.kept > h.opts.MaxKept && len(h.topics) > 1 {
+		var oldest *content
+		for _, t := range h.topics {
+			if t != c && (oldest == nil || t.time.Before(oldest.time)) {
+				oldest = t
+			}
+		}
+		h.forget(oldest.topic)
+		h.record(stateRecord{Drop: oldest.topic})
+	}
+}
+
+// forget lets go of topic's content; h.mu is held.
+func (h *Hub) forget(topic string) {
+	if old := h.topics[topic]; old != nil {
+		h.kept -= keptSize(old)
+		delete(h.topics, topic)
+	}
+}
+
+// keptSize is what a topic's content counts against MaxKept: its body
+// and, so that many empty ones count too, a kilobyte.
+func keptSize(c *content) int64 { return int64(len(c.body)) + 1<<10 }

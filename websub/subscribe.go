@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -41,7 +40,7 @@ func (h *Hub) post(w http.ResponseWriter, r *http.Request) {
 	case "subscribe", "unsubscribe":
 		h.subscribe(w, r.PostForm, mode)
 	case "publish":
-		h.publishForm(w, r.PostForm)
+		h.publishForm(w, r)
 	case "":
 		badRequest(w, "hub.mode is missing")
 	default:
@@ -121,11 +120,19 @@ func (h *Hub) topic(name, s string) (string, int, error) {
 }
 
 // verify asks the callback to confirm req, and applies it when it does
-// and no later request for the same subscription was applied first.
+// and no later request for the same subscription was applied first. A
+// new subscription is checked against MaxSubscriptions before the
+// challenge (to spare it) and again as it is added, under the same lock,
+// so that requests arriving together cannot pass the bound.
 func (h *Hub) verify(req *request) {
-	if req.mode == "subscribe" && h.full(req.key) {
-		h.deny(req, fmt.Sprintf("the hub has reached its limit of %d subscriptions", h.opts.MaxSubscriptions))
-		return
+	if req.mode == "subscribe" {
+		h.mu.Lock()
+		full := h.full(req.key)
+		h.mu.Unlock()
+		if full {
+			h.denyFull(req)
+			return
+		}
 	}
 	err := h.challenge(req)
 	if err != nil {
@@ -134,9 +141,14 @@ func (h *Hub) verify(req *request) {
 	}
 	now := h.opts.Now()
 	h.mu.Lock()
-	if req.seq < h.applied[req.key] {
+	switch {
+	case req.seq < h.applied[req.key]:
 		h.mu.Unlock()
 		h.emit(Event{Kind: Refused, Topic: req.topic, Callback: req.callback, Err: ErrSuperseded})
+		return
+	case req.mode == "subscribe" && h.full(req.key):
+		h.mu.Unlock()
+		h.denyFull(req)
 		return
 	}
 	h.applied[req.key] = req.seq
@@ -149,8 +161,10 @@ func (h *Hub) verify(req *request) {
 			h.subs[req.key] = s
 		}
 		s.secret, s.lease, s.expires = req.secret, req.lease, now.Add(req.lease)
+		h.record(subRecord(s))
 	} else {
 		delete(h.subs, req.key)
+		h.record(stateRecord{Unsub: &stateKey{req.topic, req.callback}})
 	}
 	h.mu.Unlock()
 	h.save()
@@ -158,12 +172,14 @@ func (h *Hub) verify(req *request) {
 }
 
 // full says whether a new subscription k would pass MaxSubscriptions;
-// renewing one never does.
+// renewing one never does. h.mu is held.
 func (h *Hub) full(k key) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	_, renewal := h.subs[k]
 	return !renewal && len(h.subs) >= h.opts.MaxSubscriptions
+}
+
+func (h *Hub) denyFull(req *request) {
+	h.deny(req, fmt.Sprintf("the hub has reached its limit of %d subscriptions", h.opts.MaxSubscriptions))
 }
 
 // deny tells the subscriber its accepted request was denied after all
@@ -196,12 +212,13 @@ func (h *Hub) callback(ctx context.Context, cb *url.URL, q url.Values) (*http.Re
 		return nil, err
 	}
 	defer h.release()
-	return h.client.Do(hr)
+	return h.cbClient.Do(hr)
 }
 
 // challenge is the verification of intent (WebSub §5.3): a GET of the
 // callback, its own query kept and the hub's parameters appended, that
-// must answer 2xx with hub.challenge as its body.
+// must answer 2xx with hub.challenge as its body, exactly. A redirect is
+// not followed: it is an answer other than 2xx.
 func (h *Hub) challenge(req *request) error {
 	token := rand.Text()
 	q := url.Values{"hub.mode": {req.mode}, "hub.topic": {req.topic}, "hub.challenge": {token}}
@@ -221,7 +238,7 @@ func (h *Hub) challenge(req *request) error {
 		return fmt.Errorf("%s %w: HTTP %s", req.callback, ErrStatus, resp.Status)
 	case err != nil:
 		return fmt.Errorf("%s: reading the answer: %w", req.callback, err)
-	case strings.TrimSpace(string(body)) != token:
+	case string(body) != token:
 		return fmt.Errorf("%s %w", req.callback, ErrChallenge)
 	}
 	return nil

@@ -55,19 +55,22 @@ requests for longer than --idle-timeout.
 With --hub, a WebSub hub answers at /hub on the same host (its URL is
 on the host of --dump-url, else --base-url, else the listening address,
 and the startup line says it): subscribers POST hub.mode=subscribe or
-unsubscribe there, and it verifies their intent, grants leases (10 days
-by default, 5 minutes to 31 days), signs what it delivers to those that
-gave a hub.secret and retries a failing subscriber with growing waits. A
-Source posts a ResourceSync notification to it (Content-Type and Link
-rel="self" naming the topic; only from this machine), or any publisher
-sends hub.mode=publish with hub.topic for the hub to fetch. Topics must
-be URLs on the hub's host; a GET of a topic under /hub/ (say
+unsubscribe there, and it verifies their intent (a 2xx echoing the
+challenge exactly; callbacks are never redirected), grants leases (10
+days by default, 5 minutes to 31 days), signs what it delivers to those
+that gave a hub.secret and retries a failing subscriber with growing
+waits, on a pool of workers where callbacks that fail cannot keep the
+others waiting. A Source posts a ResourceSync notification to it
+(Content-Type and Link rel="self" naming the topic; only from this
+machine), or any publisher sends hub.mode=publish with hub.topic for the
+hub to fetch (delivered, not kept, unless it comes from this machine).
+Topics must be URLs on the hub's host; a GET of a topic under /hub/ (say
 /hub/framework) answers its latest notification. Subscriptions and the
-latest notifications are kept in DIR/.rsdump-hub.json, never served, so
-they survive a restart. Past 100,000 subscriptions a new one is denied. A
-hub whose URL is public connects to no loopback or private address. One
-line per hub event goes to stderr. pack --hub notifies it; sync --follow
-subscribes to it.
+latest notifications (at most 64 MiB) are kept in DIR/.rsdump-hub.json, a
+log a change is appended to, never served, so they survive a restart.
+Past 100,000 subscriptions a new one is denied. A hub whose URL is public
+connects to no loopback or private address. One line per hub event goes
+to stderr. pack --hub notifies it; sync --follow subscribes to it.
 
 With --trs, an OSLC Tracked Resource Set 2.0 view of DIR answers at
 trs under the documents' path (the startup line says its URL), derived

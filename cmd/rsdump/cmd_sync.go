@@ -12,6 +12,7 @@ import (
 	"github.com/rsdump/rsdump/replica"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/transfer"
+	"github.com/rsdump/rsdump/trs"
 	"github.com/rsdump/rsdump/unpack"
 )
 
@@ -34,7 +35,11 @@ after the last one processed (recorded in DIR/.rsdump/state.json), and
 rebase when the log no longer holds it (truncated, or rolled back),
 removing what rsdump wrote that the Base no longer holds. Resources are
 checked against the hashes of the ResourceSync documents the Tracked
-Resource Set links with rel="resourcesync", when it links them.
+Resource Set links with rel="resourcesync", when it links them. A walk
+of the Change Log's trs:previous links that goes on past
+--trs-max-segments segments, or of the Base's next links past
+--trs-max-pages pages, or either past --trs-max-time, stops with an error
+(a server's chain may never end, or never reach the sync point).
 
 The first run takes a baseline: the Source's Resource Dump, every package
 fetched by the engine behind rsdump get from all its mirrors with piece
@@ -121,6 +126,7 @@ type syncFlags struct {
 	audit, dryRun, verb       bool
 	adopt, overwrite          bool
 	rollback                  bool
+	trs                       trs.Limits
 }
 
 // speedWindow is the window --min-speed is judged over; zero is the
@@ -143,6 +149,9 @@ func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.BoolVar(&f.adopt, "adopt", false, "take files already in DIR that hold their bitstream as rsdump's (a first sync into a DIR that has files at the resources' names refuses without it)")
 	fs.BoolVar(&f.overwrite, "overwrite", false, "replace files rsdump did not write (implies --adopt)")
 	fs.BoolVar(&f.rollback, "rollback", false, "take a baseline older than DIR's state when the Source offers no other: DIR becomes exactly that snapshot")
+	fs.IntVar(&f.trs.Segments, "trs-max-segments", trs.DefaultSegments, "stop a walk of a Tracked Resource Set's Change Log after `N` segments")
+	fs.IntVar(&f.trs.Pages, "trs-max-pages", trs.DefaultPages, "stop a walk of a Tracked Resource Set's Base after `N` pages")
+	fs.DurationVar(&f.trs.Time, "trs-max-time", trs.DefaultWalkTime, "stop a walk of a Tracked Resource Set's Change Log or Base after `DURATION`")
 	fs.BoolVar(&f.follow, "follow", false, "keep running: subscribe to the Source's notification hub and sync when it notifies (or every --poll); stop with Ctrl-C")
 	fs.StringVar(&f.callbackAddr, "callback-addr", follow.DefaultCallbackAddr, "with --follow: serve the hub's callback at `HOST:PORT`")
 	fs.StringVar(&f.callbackURL, "callback-url", "", "with --follow: the `URL` the hub reaches the callback at, behind a proxy (default: http://HOST:PORT/ of --callback-addr)")
@@ -188,6 +197,8 @@ func (f *syncFlags) check(args []string) (string, error) {
 		return "", usagef("--callback-url and --lease need --follow")
 	case f.poll <= 0:
 		return "", usagef("--poll must be positive")
+	case f.trs.Segments <= 0 || f.trs.Pages <= 0 || f.trs.Time <= 0:
+		return "", usagef("--trs-max-segments, --trs-max-pages and --trs-max-time must be positive")
 	}
 	if f.callbackURL != "" && !resourcesync.IsURL(f.callbackURL) {
 		return "", usagef("--callback-url %q: not an http(s) URL", f.callbackURL)
@@ -203,7 +214,7 @@ func (f *syncFlags) check(args []string) (string, error) {
 
 func doSync(ctx context.Context, source string, f syncFlags, stdout, stderr io.Writer) error {
 	o := replica.Options{BaseURL: f.baseURL, DryRun: f.dryRun, Audit: f.audit, Jobs: f.jobs, Fetches: f.fetches, Adopt: f.adopt, Overwrite: f.overwrite, Rollback: f.rollback,
-		MaxResourceSize: f.maxSize, Limits: pkgread.Limits{MaxRatio: f.maxRatio},
+		MaxResourceSize: f.maxSize, Limits: pkgread.Limits{MaxRatio: f.maxRatio}, TRS: f.trs,
 		Transfer: transfer.Options{StallTimeout: f.stall, MinSpeed: f.minSpeed, MinSpeedWindow: speedWindow}}
 	if f.minSpeed == 0 {
 		o.Transfer.MinSpeed = -1 // off, as for get

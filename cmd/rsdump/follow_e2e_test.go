@@ -118,20 +118,39 @@ func (s *pushSource) pack(notify bool, args ...string) string {
 	return rsdumpOK(s.t, args...)
 }
 
-// hubState is the hub's state file: its subscriptions.
+// hubState is the hub's state file: its subscriptions, as a restarted
+// hub would read them from its log of records (websub's state file).
 func (s *pushSource) hubState() []struct{ Topic, Callback, Secret string } {
 	s.t.Helper()
 	b, err := os.ReadFile(filepath.Join(s.out, hubStateName))
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	var st struct {
-		Subscriptions []struct{ Topic, Callback, Secret string }
+	type sub struct{ Topic, Callback, Secret string }
+	subs := map[[2]string]sub{}
+	for i, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r struct {
+			Sub *struct {
+				Topic, Callback string
+				Secret          []byte
+			}
+			Unsub *struct{ Topic, Callback string }
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			s.t.Fatalf("%s: line %d: %v", hubStateName, i+1, err)
+		}
+		switch {
+		case r.Sub != nil:
+			subs[[2]string{r.Sub.Topic, r.Sub.Callback}] = sub{r.Sub.Topic, r.Sub.Callback, string(r.Sub.Secret)}
+		case r.Unsub != nil:
+			delete(subs, [2]string{r.Unsub.Topic, r.Unsub.Callback})
+		}
 	}
-	if err := json.Unmarshal(b, &st); err != nil {
-		s.t.Fatal(err)
+	var out []struct{ Topic, Callback, Secret string }
+	for _, v := range subs {
+		out = append(out, v)
 	}
-	return st.Subscriptions
+	return out
 }
 
 // waitHubLine waits for a line of the hub's that starts with prefix.

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -75,5 +79,41 @@ func TestServeTRS(t *testing.T) {
 		if code != exitUsage || !strings.Contains(out+errs, c.want) {
 			t.Errorf("rsdump %q: exit %d; %q lacks %q", c.args, code, out+errs, c.want)
 		}
+	}
+}
+
+// TestSyncTRSEndlessChangeLog: sync of a Tracked Resource Set whose
+// Change Log's trs:previous links never end (each segment names a new
+// one, none the Base's cutoff event) stops after --trs-max-segments with
+// an error naming the set and the bound, having fetched no more.
+func TestSyncTRSEndlessChangeLog(t *testing.T) {
+	var srv *httptest.Server
+	var segments atomic.Int64
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/turtle")
+		u := srv.URL
+		switch {
+		case r.URL.Path == "/trs":
+			fmt.Fprintf(w, "@prefix trs: <http://open-services.net/ns/core/trs#> .\n<%s/trs> a trs:TrackedResourceSet ; trs:base <%s/base> ; trs:changeLog [ a trs:ChangeLog ; trs:previous <%s/seg/1> ] .\n", u, u, u)
+		case r.URL.Path == "/base":
+			fmt.Fprintf(w, "@prefix trs: <http://open-services.net/ns/core/trs#> .\n@prefix ldp: <http://www.w3.org/ns/ldp#> .\n<%s/base> a ldp:DirectContainer ; trs:cutoffEvent <urn:cutoff> .\n", u)
+		case strings.HasPrefix(r.URL.Path, "/seg/"):
+			n, _ := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/seg/"))
+			segments.Add(1)
+			fmt.Fprintf(w, "@prefix trs: <http://open-services.net/ns/core/trs#> .\n<%s/seg/%d> a trs:ChangeLog ; trs:previous <%s/seg/%d> .\n", u, n, u, n+1)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	code, out, errs := rsdump(t, "sync", srv.URL+"/trs", "--dest", t.TempDir(), "--base-url", srv.URL+"/data/", "--trs-max-segments", "25", "--quiet")
+	if code == exitOK || !strings.Contains(errs, "past 25 segments") || !strings.Contains(errs, srv.URL+"/trs") {
+		t.Errorf("exit %d, want an error naming the set and the bound:\n%s%s", code, out, errs)
+	}
+	if n := segments.Load(); n > 25 {
+		t.Errorf("%d segments fetched, want at most 25", n)
+	}
+	if code, _, errs := rsdump(t, "sync", srv.URL+"/trs", "--dest", t.TempDir(), "--trs-max-time", "0s"); code != exitUsage {
+		t.Errorf("--trs-max-time 0s: exit %d %s, want a usage error", code, errs)
 	}
 }

@@ -12,8 +12,8 @@ package layers
 // lowest layer first. A package that is not listed fails the test: a new
 // package is given its place here.
 var Layers = [][]string{
-	{"finding", "version", "s3", "internal/atomic", "internal/digest", "internal/extsort", "internal/safepath",
-		"internal/zipw", "internal/ziprange", "internal/entryspool", "internal/s3x", "metalink/httpheader", "internal/appendlog",
+	{"finding", "version", "s3", "internal/atomic", "internal/appendlog", "internal/digest", "internal/extsort", "internal/safepath",
+		"internal/zipw", "internal/ziprange", "internal/entryspool", "internal/s3x", "metalink/httpheader",
 		"internal/layers", "sign"},
 	{"internal/httpc", "internal/sink"},
 	{"resourcesync", "metalink", "layout", "deststate"},

@@ -1,0 +1,5 @@
+//go:build !race
+
+package trs
+
+const raceEnabled = false
