@@ -40,6 +40,7 @@ func TestUsageAndHelp(t *testing.T) {
 		{[]string{"pack", "src", "-o", "x", "--base-url", "http://h/", "--hash", "crc32"}, exitUsage, `unknown hash algorithm "crc32"`},
 		{[]string{"pack", "src", "-o", "x", "--base-url", "http://h/", "--compress", "zstd"}, exitUsage, `unknown compression "zstd"`},
 		{[]string{"pack", "src", "-o", "x", "--base-url", "http://h/", "--at", "yesterday"}, exitUsage, "--at"},
+		{[]string{"pack", "src", "-o", "x", "--base-url", "http://h/", "--at", "2999-01-01T00:00:00Z"}, exitUsage, "at 2999-01-01T00:00:00Z: later than now plus 5m0s"},
 	}
 	for _, c := range cases {
 		code, out, errs := rsdump(t, c.args...)
