@@ -13,12 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/sharedtest"
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/unpack"
 	"github.com/rsdump/rsdump/verify"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 const chgBase = "http://127.0.0.1/rs/"
@@ -57,7 +58,7 @@ func packAt(t *testing.T, src, out string, o Options) *Result {
 // applyTo unpacks doc into dst and fails on any problem.
 func applyTo(t *testing.T, doc, dst string) {
 	t.Helper()
-	m, err := verify.NewMapper(verify.ByURI, chgBase)
+	m, err := deststate.NewMapper(deststate.ByURI, chgBase)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +206,7 @@ func TestChangesGenerations(t *testing.T) {
 // indexes and documents. Each validates against the schema.
 func checkLists(t *testing.T, out, dst string, npkgs int) {
 	t.Helper()
-	m, _ := verify.NewMapper(verify.ByURI, chgBase)
+	m, _ := deststate.NewMapper(deststate.ByURI, chgBase)
 	var bad []string
 	sum, err := verify.Audit(context.Background(), dst, filepath.Join(out, ResourceListName), m, verify.Options{Events: finding.OnFindings(func(f finding.Finding) {
 		if f.Severity >= finding.Warning {

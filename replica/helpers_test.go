@@ -15,10 +15,10 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/replica"
 	"github.com/rsdump/rsdump/resourcesync"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // source is a Source published on a loopback server: the pack output at

@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/replica"
 	"github.com/rsdump/rsdump/resourcesync"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // TestSyncFollowsIndexes: a Source runs pack --changes many times; a

@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/internal/sharedtest"
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/replica"
 	"github.com/rsdump/rsdump/serve"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // servePair starts two loopback servers whose handlers are set later,

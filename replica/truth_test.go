@@ -15,10 +15,10 @@ import (
 	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/httpc/httpctest"
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/replica"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // packed is a Source as rsdump pack makes one: a tree packed into a

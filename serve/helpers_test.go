@@ -14,9 +14,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/serve"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // site is a serve handler over a packed directory, on a loopback

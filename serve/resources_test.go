@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/metalink/httpheader"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/serve"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // With Resources, every file of the tree is served at its <loc>, and

@@ -9,11 +9,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/metalink/httpheader"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/serve"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // Every output pack wrote is served with its media type, byte for byte.

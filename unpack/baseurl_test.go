@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify"
 )
 
 // TestBaseURLAsTyped: a base URL with a space and non-ASCII, given the
@@ -22,7 +22,7 @@ func TestBaseURLAsTyped(t *testing.T) {
 	if _, err := pack.Pack(context.Background(), tree(t, files), out, pack.Options{BaseURL: base, At: fixedTime}); err != nil {
 		t.Fatal(err)
 	}
-	m, err := verify.NewMapper(verify.ByURI, base)
+	m, err := deststate.NewMapper(deststate.ByURI, base)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestWrongBaseURL(t *testing.T) {
 		pack.Options{BaseURL: "http://127.0.0.1:1/packed/", At: fixedTime}); err != nil {
 		t.Fatal(err)
 	}
-	m, err := verify.NewMapper(verify.ByURI, "http://127.0.0.1:1/other/")
+	m, err := deststate.NewMapper(deststate.ByURI, "http://127.0.0.1:1/other/")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,12 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // findMsg returns the first finding of check whose message holds every
@@ -315,7 +315,7 @@ func TestChangeDumpStagedAheadDiscarded(t *testing.T) {
 	if s := readState(t, dst); !s.ChangeDumpUntil.Equal(at(2, 0)) {
 		t.Errorf("state %+v, want until %s (pkg1's)", s, at(2, 0))
 	}
-	if left, _ := os.ReadDir(filepath.Join(dst, verify.StateDir, "tmp")); len(left) != 0 {
+	if left, _ := os.ReadDir(filepath.Join(dst, deststate.DirName, "tmp")); len(left) != 0 {
 		t.Errorf("staging area not emptied: %d entries left", len(left))
 	}
 
@@ -343,7 +343,7 @@ func TestUnpackInOrderAppliedAgain(t *testing.T) {
 	if res, fs := run(t, doc, dst, unpack.Options{}); res.Problems() != 0 {
 		t.Fatalf("%+v\n%s", res, dump(fs))
 	}
-	logFile := filepath.Join(dst, verify.StateDir, "written.log")
+	logFile := filepath.Join(dst, deststate.DirName, "written.log")
 	logBefore, err := os.ReadFile(logFile)
 	if err != nil {
 		t.Fatal(err)
@@ -395,7 +395,7 @@ func TestDirFileSwapInOneRun(t *testing.T) {
 	writeFiles(t, src, map[string]string{"d": "now a file", "f/z.txt": "now in a directory"})
 	packAt(true, at(1, 0))
 	want := contents(readTree(t, src))
-	m, err := verify.NewMapper(verify.ByURI, base)
+	m, err := deststate.NewMapper(deststate.ByURI, base)
 	if err != nil {
 		t.Fatal(err)
 	}

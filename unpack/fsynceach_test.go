@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // TestFsyncEach runs the path of systems without syncfs(2), here: each

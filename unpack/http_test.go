@@ -12,9 +12,9 @@ import (
 
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/httpc/httpctest"
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // serveDump packs the example with package URLs on a loopback server

@@ -15,11 +15,10 @@ import (
 
 	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // TestMain lets the kill tests re-run this test binary as the unpack
@@ -43,7 +42,7 @@ func TestMain(m *testing.M) {
 // Once the parent stops reading, the pipe fills and the child blocks in
 // the middle of its work.
 func childUnpack(src, dst string) {
-	m, _ := verify.NewMapper(verify.ByURI, verifytest.BaseURL)
+	m, _ := deststate.NewMapper(deststate.ByURI, verifytest.BaseURL)
 	opts := unpack.Options{Mapper: m, Jobs: 1,
 		Events: func(e finding.Event) {
 			switch e := e.(type) {
@@ -282,7 +281,7 @@ func TestKillAtCommitPoints(t *testing.T) {
 			if s := readState(t, dst); s.Pending || s.ResourceDumpAt.IsZero() {
 				t.Errorf("state after the resumed run: %+v", s)
 			}
-			if left, _ := os.ReadDir(filepath.Join(dst, verify.StateDir, "tmp")); len(left) != 0 {
+			if left, _ := os.ReadDir(filepath.Join(dst, deststate.DirName, "tmp")); len(left) != 0 {
 				t.Errorf("staging area not emptied: %d entries left", len(left))
 			}
 		})

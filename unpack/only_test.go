@@ -10,10 +10,10 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/internal/httpc/httpctest"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify"
 )
 
 // TestOnly: --only restores the files it picks from a remote dump, each
@@ -39,7 +39,7 @@ func TestOnly(t *testing.T) {
 	if _, err := pack.Pack(context.Background(), src, out, o); err != nil {
 		t.Fatal(err)
 	}
-	m, _ := verify.NewMapper(verify.ByURI, "http://127.0.0.1/rs/")
+	m, _ := deststate.NewMapper(deststate.ByURI, "http://127.0.0.1/rs/")
 	dst := t.TempDir()
 	res, fs := run(t, srv.URL+"/"+pack.DumpName, dst, unpack.Options{Mapper: m, Client: srv.Client(), Only: []string{"d1", "d2/f02.bin"}})
 	want := map[string]string{"d2/f02.bin": files["d2/f02.bin"]}

@@ -12,11 +12,10 @@ import (
 
 	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 var ownerFiles = map[string]string{"a.txt": "a1", "b.txt": "b1", "sub/c.txt": "c1"}
@@ -30,7 +29,7 @@ func TestFirstRunRefusesForeign(t *testing.T) {
 	srv := httptest.NewServer(http.StripPrefix("/rs/", http.FileServer(http.Dir(tree(t, ownerFiles)))))
 	defer srv.Close()
 	list := rebaseList(t, filepath.Join(out, pack.ResourceListName), srv.URL+"/rs/")
-	m, err := verify.NewMapper(verify.ByURI, srv.URL+"/rs/")
+	m, err := deststate.NewMapper(deststate.ByURI, srv.URL+"/rs/")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // TestOlderDumpRefused: unpack of the Resource Dump a tree was built from,

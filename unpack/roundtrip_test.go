@@ -6,10 +6,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify"
 )
 
 func TestRoundTripExample(t *testing.T) {
@@ -32,7 +32,7 @@ func TestRoundTripExample(t *testing.T) {
 
 func TestLayoutPath(t *testing.T) {
 	out := packDir(t, tree(t, map[string]string{"a/b.txt": "b", "c.txt": "c"}), pack.Options{})
-	m, _ := verify.NewMapper(verify.ByPath, "")
+	m, _ := deststate.NewMapper(deststate.ByPath, "")
 	dst := t.TempDir()
 	res, fs := run(t, filepath.Join(out, "resourcedump-00001.zip"), dst, unpack.Options{Mapper: m})
 	if res.Problems() != 0 {

@@ -11,13 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/entryspool"
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // atSurvey calls f with the survey's spools in dst once the survey ends,
@@ -25,7 +25,7 @@ import (
 func atSurvey(t *testing.T, dst string, f func(spools []string)) {
 	unpack.SetHook(func(point string, _ int) {
 		if point == unpack.HookSurveyed {
-			spools, _ := filepath.Glob(filepath.Join(dst, verify.StateDir, "tmp", ".rsdump-manifest-*.tmp"))
+			spools, _ := filepath.Glob(filepath.Join(dst, deststate.DirName, "tmp", ".rsdump-manifest-*.tmp"))
 			f(spools)
 		}
 	})
@@ -36,7 +36,7 @@ func atSurvey(t *testing.T, dst string, f func(spools []string)) {
 // scratch directory.
 func checkScratchEmpty(t *testing.T, dst string) {
 	t.Helper()
-	if left, _ := filepath.Glob(filepath.Join(dst, verify.StateDir, "tmp", "*")); len(left) != 0 {
+	if left, _ := filepath.Glob(filepath.Join(dst, deststate.DirName, "tmp", "*")); len(left) != 0 {
 		t.Errorf("left in the scratch directory: %v", left)
 	}
 }

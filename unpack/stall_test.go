@@ -11,10 +11,10 @@ import (
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/internal/httpc/httpctest"
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/transfer"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // TestUnpackUnansweredDocument: a dump document URL on such a server fails

@@ -10,11 +10,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/verify"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 var auditFiles = map[string]string{"a.txt": "alpha\n", "d/b.txt": "bravo\n", "d/e/c.txt": "charlie\n"}
@@ -23,7 +24,7 @@ var auditFiles = map[string]string{"a.txt": "alpha\n", "d/b.txt": "bravo\n", "d/
 // URIs under verifytest.BaseURL.
 func audit(t *testing.T, dir, against string) (*verify.Summary, []finding.Finding) {
 	t.Helper()
-	m, err := verify.NewMapper(verify.ByURI, verifytest.BaseURL)
+	m, err := deststate.NewMapper(deststate.ByURI, verifytest.BaseURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,8 +50,8 @@ func writeResourceList(t *testing.T, path string, urls []resourcesync.URL) {
 func TestAuditGood(t *testing.T) {
 	src := tree(t, auditFiles)
 	out := packDir(t, src, pack.Options{})
-	os.MkdirAll(filepath.Join(src, verify.StateDir), 0o755)
-	os.WriteFile(filepath.Join(src, verify.StateDir, "state.json"), []byte("{}"), 0o644)
+	os.MkdirAll(filepath.Join(src, deststate.DirName), 0o755)
+	os.WriteFile(filepath.Join(src, deststate.DirName, "state.json"), []byte("{}"), 0o644)
 	manifest := filepath.Join(out, "resourcedump-00001.manifest.xml")
 	_, entries := verifytest.ReadDoc(t, manifest)
 	docs := t.TempDir()
@@ -135,7 +136,7 @@ func TestAuditRefuses(t *testing.T) {
 	src := tree(t, auditFiles)
 	capList := filepath.Join(t.TempDir(), "capabilitylist.xml")
 	verifytest.WriteDoc(t, capList, resourcesync.Header{Kind: resourcesync.URLSet, MD: resourcesync.MD{Capability: resourcesync.CapCapabilityList}}, nil)
-	m, _ := verify.NewMapper(verify.ByURI, verifytest.BaseURL)
+	m, _ := deststate.NewMapper(deststate.ByURI, verifytest.BaseURL)
 	for _, c := range []struct{ dir, against, want string }{
 		{src, capList, "cannot audit against"},
 		{src, filepath.Join(t.TempDir(), "none.xml"), "none.xml"},

@@ -9,9 +9,9 @@ import (
 
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/digest"
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/verify"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 func TestPackedExample(t *testing.T) {

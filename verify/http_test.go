@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/verify"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 var client = &http.Client{Timeout: 10 * time.Second}

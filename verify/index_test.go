@@ -10,11 +10,11 @@ import (
 	"testing"
 
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/verify"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // localDumpURL prefixes the documents and packages of dumps read from

@@ -11,10 +11,11 @@ import (
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/internal/httpc/httpctest"
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/transfer"
+	"github.com/rsdump/rsdump/transfer/pkgfetch"
 	"github.com/rsdump/rsdump/verify"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // TestVerifyUnansweredDocument: a dump document URL on a server that
@@ -47,7 +48,7 @@ func TestVerifyUnansweredPackage(t *testing.T) {
 		}
 		docs := httptest.NewServer(http.FileServer(http.Dir(out)))
 		start := time.Now()
-		sum, fs := run(t, verify.Options{Client: shortClient, Transfer: transfer.Options{StallTimeout: httpctest.ShortWait, MaxFailures: 1}}, docs.URL+"/"+pack.DumpName)
+		sum, fs := run(t, verify.Options{Client: shortClient, Packages: &pkgfetch.Remote{Client: shortClient, Transfer: transfer.Options{StallTimeout: httpctest.ShortWait, MaxFailures: 1}}}, docs.URL+"/"+pack.DumpName)
 		docs.Close()
 		if el := time.Since(start); el > 3*time.Second {
 			t.Errorf("%s: took %s", name, el)

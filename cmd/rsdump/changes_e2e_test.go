@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // srcTree is a Source tree that a test changes generation by generation,

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // mtimes maps every regular file under dir but rsdump's state to its

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/internal/sharedtest"
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // decoded returns files' map with each path percent-decoded: resync maps a

@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/metalink"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // packForDump packs three files into two packages with two mirrors and

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/pack"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // servedExample packs the example tree with package URLs on a loopback

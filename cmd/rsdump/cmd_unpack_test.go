@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/pack"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 func TestUnpackExitCodes(t *testing.T) {

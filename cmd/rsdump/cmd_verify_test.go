@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rsdump/rsdump/internal/packtest"
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/pack"
-	"github.com/rsdump/rsdump/pack/packtest"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // packedExample packs testdata/example (with fixed mtimes) and returns the

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/pack"
-	"github.com/rsdump/rsdump/verify/verifytest"
 	"github.com/rsdump/rsdump/version"
 )
 

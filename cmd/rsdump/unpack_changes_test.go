@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 func changePkg(from, until time.Duration, files ...verifytest.File) verifytest.ChangePackage {
