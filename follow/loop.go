@@ -24,7 +24,7 @@ const unsubscribeWait = 5 * time.Second
 
 type follower struct {
 	opts   Options
-	source string
+	source resourcesync.Location
 	dir    string
 	srv    *http.Server
 	sub    *websub.Subscriber
@@ -44,7 +44,7 @@ type channel struct {
 	next   time.Time
 }
 
-func newFollower(source, dir string, o Options) (*follower, error) {
+func newFollower(source resourcesync.Location, dir string, o Options) (*follower, error) {
 	o = o.withDefaults()
 	ln := o.Listener
 	if ln == nil {

@@ -151,49 +151,53 @@ func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	source, err := f.check(absArgs(fs.Args()))
+	source, err := f.check(fs.Args())
 	if err != nil {
 		return err
 	}
 	return doSync(ctx, source, f, stdout, stderr)
 }
 
-func (f *syncFlags) check(args []string) (string, error) {
+// check checks the flags and parses SOURCE, if given; the zero Location
+// is the Source DIR records.
+func (f *syncFlags) check(args []string) (resourcesync.Location, error) {
+	var none resourcesync.Location
 	switch {
 	case len(args) > 1:
-		return "", usagef("sync takes one SOURCE, got %d", len(args))
+		return none, usagef("sync takes one SOURCE, got %d", len(args))
 	case f.dest == "":
-		return "", usagef("sync needs --dest DIR")
+		return none, usagef("sync needs --dest DIR")
 	case f.maxRatio < 1:
-		return "", usagef("--max-ratio must be at least 1")
+		return none, usagef("--max-ratio must be at least 1")
 	case f.jobs < 0 || f.fetches < 1 || f.pipeline < 1:
-		return "", usagef("--jobs must not be negative, --fetches and --pipeline must be positive")
+		return none, usagef("--jobs must not be negative, --fetches and --pipeline must be positive")
 	case f.pipeline > unpack.MaxPipeline:
-		return "", usagef("--pipeline must be at most %d", unpack.MaxPipeline)
+		return none, usagef("--pipeline must be at most %d", unpack.MaxPipeline)
 	case f.stall <= 0:
-		return "", usagef("--stall-timeout must be positive")
+		return none, usagef("--stall-timeout must be positive")
 	case f.maxSize <= 0:
-		return "", usagef("--max-resource-size must be positive")
+		return none, usagef("--max-resource-size must be positive")
 	case f.follow && (f.dryRun || f.reportDir != ""):
-		return "", usagef("--follow takes no --dry-run or --report-dir")
+		return none, usagef("--follow takes no --dry-run or --report-dir")
 	case !f.follow && (f.callbackURL != "" || f.lease != 0):
-		return "", usagef("--callback-url and --lease need --follow")
+		return none, usagef("--callback-url and --lease need --follow")
 	case f.poll <= 0:
-		return "", usagef("--poll must be positive")
+		return none, usagef("--poll must be positive")
 	}
 	if f.callbackURL != "" && !resourcesync.IsURL(f.callbackURL) {
-		return "", usagef("--callback-url %q: not an http(s) URL", f.callbackURL)
+		return none, usagef("--callback-url %q: not an http(s) URL", f.callbackURL)
 	}
-	if err := checkSources(args, f.baseURL); err != nil {
-		return "", err
+	if err := checkSource("--base-url", f.baseURL); err != nil {
+		return none, err
 	}
-	if len(args) == 0 {
-		return "", nil
+	locs, err := parseLocations("SOURCE", args)
+	if err != nil || len(locs) == 0 {
+		return none, err
 	}
-	return args[0], nil
+	return locs[0], nil
 }
 
-func doSync(ctx context.Context, source string, f syncFlags, stdout, stderr io.Writer) error {
+func doSync(ctx context.Context, source resourcesync.Location, f syncFlags, stdout, stderr io.Writer) error {
 	o := replica.Options{BaseURL: f.baseURL, DryRun: f.dryRun, Audit: f.audit, Jobs: f.jobs, Fetches: f.fetches, Pipeline: f.pipeline, Adopt: f.adopt, Overwrite: f.overwrite, Rollback: f.rollback,
 		MaxResourceSize: f.maxSize, Limits: pkgread.Limits{MaxRatio: f.maxRatio},
 		Transfer: transfer.Options{StallTimeout: f.stall, MinSpeed: f.minSpeed, MinSpeedWindow: speedWindow}}
