@@ -74,7 +74,10 @@ func ApplyList(ctx context.Context, loc, dir string, opts Options) (*Result, err
 		return nil, fmt.Errorf("%s: %w", u.dest.dir, err)
 	}
 	defer sv.close()
-	l := &listRun{u: u, top: loc, sv: sv, guard: u.needsGuard()}
+	l := &listRun{u: u, top: loc, sv: sv}
+	if u.needsGuard() {
+		l.guard = &foreign{dir: u.dest.dir}
+	}
 	defer func() { l.takeEarly().discard() }()
 	ld := resourcesync.Loader{
 		Open:     u.docs.Open,
@@ -89,6 +92,11 @@ func ApplyList(ctx context.Context, loc, dir string, opts Options) (*Result, err
 	}
 	if err := ld.Load(ctx, loc); err != nil {
 		return nil, err
+	}
+	if l.guard != nil {
+		if err := l.guard.err(); err != nil {
+			return nil, err
+		}
 	}
 	if l.early != nil && l.early.staged == nil {
 		l.early = nil // the first document was the last, and short: nothing to stage before the apply
@@ -113,9 +121,10 @@ type listRun struct {
 	lastChange time.Time
 	failed     bool
 	// guard is guardFresh for a Resource List: a first run into a
-	// directory that holds a file at one of its resources' names refuses
-	// in the survey, before anything lands.
-	guard bool
+	// directory that holds files at its resources' names refuses once
+	// the survey found them all, before anything lands; nil when the run
+	// needs no guard.
+	guard *foreign
 	early *earlyBatch // the list's first batch, staged during the survey
 }
 
@@ -170,9 +179,9 @@ func (l *listRun) entry(ctx context.Context, d *resourcesync.Document, u resourc
 	if when, _ := u.ChangeTime(); l.isChange() && when.After(l.lastChange) {
 		l.lastChange = when
 	}
-	if l.guard && d.Header.MD.Capability == resourcesync.CapResourceList {
-		if err := l.u.guardTarget(u); err != nil {
-			return err
+	if l.guard != nil && d.Header.MD.Capability == resourcesync.CapResourceList {
+		if t, ok := l.u.foreignTarget(u); ok {
+			l.guard.add(t)
 		}
 	}
 	if l.old(u) {

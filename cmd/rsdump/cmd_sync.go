@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/rsdump/rsdump/finding"
@@ -112,6 +113,7 @@ type syncFlags struct {
 	jobs, fetches, pipeline   int
 	minSpeed, maxSize         int64
 	audit, dryRun, verb       bool
+	followOnly                []string // --follow's flags given, as "--poll"
 	adopt, overwrite          bool
 	rollback                  bool
 }
@@ -147,6 +149,11 @@ func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := parse(fs, args, syncHelp, stdout); err != nil {
 		return err
 	}
+	for _, name := range []string{"callback-addr", "callback-url", "poll", "lease"} {
+		if fs.Changed(name) {
+			f.followOnly = append(f.followOnly, "--"+name)
+		}
+	}
 	ctx, err := withS3(ctx, append(fs.Args(), f.baseURL)...)
 	if err != nil {
 		return err
@@ -179,8 +186,8 @@ func (f *syncFlags) check(args []string) (resourcesync.Location, error) {
 		return none, usagef("--max-resource-size must be positive")
 	case f.follow && (f.dryRun || f.reportDir != ""):
 		return none, usagef("--follow takes no --dry-run or --report-dir")
-	case !f.follow && (f.callbackURL != "" || f.lease != 0):
-		return none, usagef("--callback-url and --lease need --follow")
+	case !f.follow && len(f.followOnly) > 0:
+		return none, usagef("%s: only with --follow", strings.Join(f.followOnly, ", "))
 	case f.poll <= 0:
 		return none, usagef("--poll must be positive")
 	}
