@@ -60,7 +60,7 @@ func (u *unpacker) only(ctx context.Context, doc, capability string, refs []pkgr
 			continue
 		}
 		u.count(func(r *Result) { r.Packages++ })
-		if _, _, err := u.applyPicks(ctx, g); err != nil {
+		if _, err := u.applyPicks(ctx, g); err != nil {
 			return err
 		}
 	}

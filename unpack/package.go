@@ -9,7 +9,6 @@ import (
 	"os"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rsdump/rsdump/deststate"
@@ -71,11 +70,9 @@ type pkgRun struct {
 	recMu       sync.Mutex     // recs and failed, when resources are fetched at once
 	// source opens a bitstream's bytes when they are not read from the
 	// package in order: from inside it by ranges (repair, --only); nil
-	// fetches an action's URI. fetches caps how many at once; counted,
-	// when set, adds up the bytes fetched from URIs.
+	// fetches an action's URI. fetches caps how many at once.
 	source  func(ctx context.Context, a *action) (io.ReadCloser, error)
 	fetches int
-	counted *atomic.Int64
 }
 
 // unpackPackage stages every bitstream of a package, checks the package,

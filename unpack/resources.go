@@ -690,9 +690,6 @@ func (p *pkgRun) download(ctx context.Context, a *action, pl *httpc.Pipeline, w 
 		return 0, err, nil
 	}
 	defer rc.Close()
-	if p.counted != nil {
-		defer func() { p.counted.Add(n) }()
-	}
 	ew := &errWriter{w: w}
 	bp := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(bp)

@@ -161,6 +161,7 @@ func (p *Pipeline) Next(ctx context.Context, rawURL string, maxBytes int64) (io.
 	// the end of ctx does: no context of its own for each response.
 	u := a.req.URL.Redacted()
 	p.t.watch(resp, u, true, resp.Body.(*leanBody).cut)
+	countBody(ctx, resp)
 	_, rc, err := checkResponse(u, a.req, resp, maxBytes)
 	return rc, err
 }
