@@ -38,6 +38,7 @@ type action struct {
 	sums       digest.Set
 	perm       fs.FileMode // the mode the entry records, when hasPerm
 	hasPerm    bool
+	keep       fs.FileMode // of the file it replaces (exists): kept when the bitstream's source records none
 	failed     bool  // refused, and reported
 	staged     bool  // read, verified and staged, at its target's path in the stage
 	length     int64 // the bytes staged
@@ -325,7 +326,7 @@ func (p *pkgRun) checkPresent() {
 		case ok:
 			p.markPresent(a, fi, sums)
 		case fi != nil:
-			a.exists = true
+			a.exists, a.keep = true, fi.Mode().Perm()
 		}
 	}
 }
@@ -460,7 +461,7 @@ func (p *pkgRun) stageOne(a *action) error {
 		p.refuse(a, CheckRefused, "not written: the bitstream failed verification; the file at this name is left as it was")
 		return nil
 	}
-	if err := p.st.seal(f, a.b.URL.Lastmod, a.b.File); err != nil {
+	if err := p.st.seal(f, a.b.URL.Lastmod, a.b.File, 0); err != nil {
 		p.removeStaged(a)
 		p.refuse(a, CheckRefused, "not written: "+err.Error())
 		return nil

@@ -139,7 +139,7 @@ func (u *unpacker) applyPicks(ctx context.Context, g *pickGroup) (int, error) {
 		target, _ := u.opts.Mapper.Target(b.URL) // locate mapped it
 		a := &action{b: b, target: target}
 		if fi, err := u.dest.root.Lstat(target); err == nil && fi.Mode().IsRegular() {
-			a.exists = true // damaged: ownership finds it is rsdump's
+			a.exists, a.keep = true, fi.Mode().Perm() // damaged: ownership finds it is rsdump's
 		}
 		p.actions = append(p.actions, a)
 	}

@@ -655,7 +655,9 @@ func (p *pkgRun) fetchOne(ctx context.Context, a *action, pl *httpc.Pipeline) er
 		p.recMu.Unlock()
 		return nil
 	}
-	if err := p.st.seal(f, a.b.URL.Lastmod, nil); err != nil {
+	// A resource fetched from its URI records no mode: one that replaces
+	// a file keeps that file's (the mode a package gave it, say).
+	if err := p.st.seal(f, a.b.URL.Lastmod, nil, a.keep); err != nil {
 		p.st.remove(a.target)
 		p.recMu.Lock()
 		p.refuse(a, CheckRefused, "not written: "+err.Error())
