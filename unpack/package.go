@@ -39,9 +39,9 @@ type action struct {
 	perm       fs.FileMode // the mode the entry records, when hasPerm
 	hasPerm    bool
 	keep       fs.FileMode // of the file it replaces (exists): kept when the bitstream's source records none
-	failed     bool  // refused, and reported
-	staged     bool  // read, verified and staged, at its target's path in the stage
-	length     int64 // the bytes staged
+	failed     bool        // refused, and reported
+	staged     bool        // read, verified and staged, at its target's path in the stage
+	length     int64       // the bytes staged
 }
 
 // pkgRun is the unpacking of one package.
