@@ -5,6 +5,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
@@ -83,7 +84,7 @@ func (m *resourceMode) open(_ context.Context, r *run, key string) (string, stri
 }
 
 func (m *resourceMode) begin(_ context.Context, r *run) error {
-	r.list = newListWriter(r.opts, r.out, resourcesync.CapResourceList, ResourceListName)
+	r.list = newListWriter(r.opts, r.out, resourcesync.CapResourceList, layout.ResourceListName)
 	var err error
 	m.files, err = newRecSpool(r.out.scratch)
 	return err

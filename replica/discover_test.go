@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/replica"
 	"github.com/rsdump/rsdump/resourcesync"
@@ -49,7 +50,7 @@ func TestDiscoveryRoutes(t *testing.T) {
 		{"capability list", cl, []string{"given"}, []string{"resourcedump", "resourcelist"}},
 		{"html link", s.srv.URL + "/page.html", []string{"given", "html link"}, []string{"resourcedump", "resourcelist"}},
 		{"http link header", s.srv.URL + "/linked", []string{"given", "link header"}, []string{"resourcedump", "resourcelist"}},
-		{"dump document", s.srv.URL + "/" + pack.DumpName, []string{"given"}, []string{"resourcedump"}},
+		{"dump document", s.srv.URL + "/" + layout.DumpName, []string{"given"}, []string{"resourcedump"}},
 		{"resource list", s.srv.URL + "/resourcelist.xml", []string{"given"}, []string{"resourcelist"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -86,7 +87,7 @@ func TestDiscoveryUp(t *testing.T) {
 	s.publishResources()
 	// pack links the Capability List when told where it will be.
 	s.packDump(pack.Options{CapabilityList: s.srv.URL + "/capabilitylist.xml"})
-	src, err := replica.Discover(context.Background(), nil, location(t, s.srv.URL+"/"+pack.DumpName))
+	src, err := replica.Discover(context.Background(), nil, location(t, s.srv.URL+"/"+layout.DumpName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +183,7 @@ func TestDiscoveryTypoIsAnError(t *testing.T) {
 func TestDiscoveryOutputDirectory(t *testing.T) {
 	out := t.TempDir()
 	o := pack.Options{BaseURL: "http://127.0.0.1:1/res/", DumpURL: "http://127.0.0.1:1/", SourceDescription: true,
-		Channels: pack.Channels{Hub: "http://127.0.0.1:1/hub"}}
+		Channels: layout.Channels{Hub: "http://127.0.0.1:1/hub"}}
 	if _, err := pack.Pack(t.Context(), verifytest.Tree(t, files(2, 50)), out, o); err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +195,7 @@ func TestDiscoveryOutputDirectory(t *testing.T) {
 				[]resourcesync.URL{{Loc: "http://127.0.0.1:1/caps.xml", MD: &resourcesync.MD{Capability: resourcesync.CapCapabilityList}}}))
 		}
 		src, err := replica.Discover(t.Context(), nil, location(t, out))
-		if err != nil || src.Docs[resourcesync.CapResourceDump] != filepath.Join(out, pack.DumpName) || len(src.Channels) == 0 ||
+		if err != nil || src.Docs[resourcesync.CapResourceDump] != filepath.Join(out, layout.DumpName) || len(src.Channels) == 0 ||
 			src.Channels[0].Hub != "http://127.0.0.1:1/hub" {
 			t.Fatalf("Discover(%s) = %+v, %v", out, src, err)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/replica"
 	"github.com/rsdump/rsdump/unpack"
@@ -68,7 +69,7 @@ func TestSyncRepairs(t *testing.T) {
 	// Reported: those bytes, and the documents the repair read (the dump
 	// document, the detached manifest).
 	docs := int64(0)
-	for _, name := range []string{pack.DumpName, "resourcedump-00001.manifest.xml"} {
+	for _, name := range []string{layout.DumpName, "resourcedump-00001.manifest.xml"} {
 		fi, _ := os.Stat(filepath.Join(p.out, name))
 		docs += fi.Size()
 	}

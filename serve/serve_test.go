@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/metalink/httpheader"
-	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/serve"
 )
@@ -26,7 +26,7 @@ func TestServesOutputs(t *testing.T) {
 	want := map[string]string{".zip": "application/zip", ".xml": "application/xml", ".meta4": "application/metalink4+xml"}
 	n := 0
 	for _, e := range entries {
-		if !pack.IsOutput(e.Name()) {
+		if !layout.IsOutput(e.Name()) {
 			continue
 		}
 		n++
@@ -79,7 +79,7 @@ func TestConditionalAndRanges(t *testing.T) {
 // RFC 6249 fields on package responses: the digest from the dump
 // document, each mirror, and the Metalink; the same on HEAD and ranges.
 func TestMetalinkHeaders(t *testing.T) {
-	mirrors := []pack.Mirror{{BaseURL: "http://127.0.0.1:1/m1/", Priority: 5, Location: "de"}, {BaseURL: "http://127.0.0.1:2/m2/"}}
+	mirrors := []layout.Mirror{{BaseURL: "http://127.0.0.1:1/m1/", Priority: 5, Location: "de"}, {BaseURL: "http://127.0.0.1:2/m2/"}}
 	s := newSite(t, files(20), serve.Options{Mirrors: mirrors})
 	for _, name := range packages(t, s.Dir) {
 		data := readFile(t, filepath.Join(s.Dir, name))
@@ -143,7 +143,7 @@ func TestDigestFollowsTheDocument(t *testing.T) {
 	if err := os.WriteFile(p, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Remove(filepath.Join(s.Dir, pack.DumpName)); err != nil {
+	if err := os.Remove(filepath.Join(s.Dir, layout.DumpName)); err != nil {
 		t.Fatal(err)
 	}
 	if d := digestOf(); d != want {
@@ -235,7 +235,7 @@ func TestDigestFromIndexAndChangeDump(t *testing.T) {
 func TestDirGone(t *testing.T) {
 	for _, replace := range []bool{false, true} {
 		s := newSite(t, files(5), serve.Options{})
-		if resp, _ := get(t, s.URL+"/dump/"+pack.DumpName); resp.StatusCode != http.StatusOK {
+		if resp, _ := get(t, s.URL+"/dump/"+layout.DumpName); resp.StatusCode != http.StatusOK {
 			t.Fatalf("before: %s", resp.Status)
 		}
 		if err := os.RemoveAll(s.Dir); err != nil {
@@ -244,7 +244,7 @@ func TestDirGone(t *testing.T) {
 		if replace {
 			os.Mkdir(s.Dir, 0o755)
 		}
-		for _, p := range []string{"/dump/" + pack.DumpName, "/dump/", "/" + pack.SourceDescriptionName, "/dump/" + pack.CapabilityListName} {
+		for _, p := range []string{"/dump/" + layout.DumpName, "/dump/", "/" + layout.SourceDescriptionName, "/dump/" + layout.CapabilityListName} {
 			resp, body := get(t, s.URL+p)
 			if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), s.Dir+", the directory served, was deleted") {
 				t.Errorf("replaced %v: %s: %s %q, want 503 saying DIR is gone", replace, p, resp.Status, body)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/rsdump/rsdump/deststate"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/unpack"
 )
@@ -27,7 +28,7 @@ func TestBaseURLAsTyped(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := t.TempDir()
-	res, fs := run(t, filepath.Join(out, pack.DumpName), dst, unpack.Options{Mapper: m})
+	res, fs := run(t, filepath.Join(out, layout.DumpName), dst, unpack.Options{Mapper: m})
 	if res.Problems() != 0 || res.Written != 2 {
 		t.Fatalf("%+v\n%s", res, dump(fs))
 	}
@@ -47,7 +48,7 @@ func TestWrongBaseURL(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := t.TempDir()
-	_, err = unpack.Unpack(context.Background(), filepath.Join(out, pack.DumpName), dst, unpack.Options{Mapper: m})
+	_, err = unpack.Unpack(context.Background(), filepath.Join(out, layout.DumpName), dst, unpack.Options{Mapper: m})
 	if !errors.Is(err, unpack.ErrBaseURL) || !strings.Contains(err.Error(), "the Source's base URL is http://127.0.0.1:1/packed/") {
 		t.Fatalf("%v, want ErrBaseURL naming the Source's base URL", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/rsdump/rsdump/deststate"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/unpack"
 )
@@ -27,17 +28,17 @@ func TestForeignCountsAll(t *testing.T) {
 	out := packDir(t, tree(t, files), pack.Options{MaxEntries: 5})
 	srv := httptest.NewServer(http.StripPrefix("/rs/", http.FileServer(http.Dir(tree(t, files)))))
 	defer srv.Close()
-	list := rebaseList(t, filepath.Join(out, pack.ResourceListName), srv.URL+"/rs/")
+	list := rebaseList(t, filepath.Join(out, layout.ResourceListName), srv.URL+"/rs/")
 	lm, _ := deststate.NewMapper(deststate.ByURI, srv.URL+"/rs/")
 	for _, c := range []struct {
 		name  string
 		apply func(dst string) (*unpack.Result, error)
 	}{
 		{"Resource Dump", func(dst string) (*unpack.Result, error) {
-			return unpack.Unpack(context.Background(), filepath.Join(out, pack.DumpName), dst, unpack.Options{Mapper: mapper(t)})
+			return unpack.Unpack(context.Background(), filepath.Join(out, layout.DumpName), dst, unpack.Options{Mapper: mapper(t)})
 		}},
 		{"only", func(dst string) (*unpack.Result, error) {
-			return unpack.Unpack(context.Background(), filepath.Join(out, pack.DumpName), dst, unpack.Options{Mapper: mapper(t), Only: []string{"d"}})
+			return unpack.Unpack(context.Background(), filepath.Join(out, layout.DumpName), dst, unpack.Options{Mapper: mapper(t), Only: []string{"d"}})
 		}},
 		{"Resource List", func(dst string) (*unpack.Result, error) {
 			return unpack.ApplyList(context.Background(), list, dst, unpack.Options{Mapper: lm, Client: srv.Client()})

@@ -16,6 +16,7 @@ import (
 	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/unpack"
@@ -111,7 +112,7 @@ func TestKillAndResume(t *testing.T) {
 		t.Skip("subprocess test skipped with -short")
 	}
 	out := packDir(t, tree(t, manyFiles(2000, 4000)), pack.Options{Compress: pack.Store})
-	doc := filepath.Join(out, pack.DumpName)
+	doc := filepath.Join(out, layout.DumpName)
 	whole := t.TempDir()
 	if res, fs := run(t, doc, whole, unpack.Options{}); res.Problems() != 0 {
 		t.Fatalf("%+v\n%s", res, dump(fs))
@@ -232,7 +233,7 @@ func TestKillAtCommitPoints(t *testing.T) {
 		files[fmt.Sprintf("big/%d.bin", i)] = strings.Repeat(fmt.Sprintf("%07d", i), 300<<10/7)
 	}
 	out := packDir(t, tree(t, files), pack.Options{Compress: pack.Store, MaxEntries: 410})
-	doc := filepath.Join(out, pack.DumpName)
+	doc := filepath.Join(out, layout.DumpName)
 	whole := t.TempDir()
 	if res, fs := run(t, doc, whole, unpack.Options{}); res.Problems() != 0 || res.Packages != 3 {
 		t.Fatalf("%+v\n%s", res, dump(fs))

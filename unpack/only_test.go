@@ -15,6 +15,7 @@ import (
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/httpc/httpctest"
 	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/unpack"
 )
@@ -44,7 +45,7 @@ func TestOnly(t *testing.T) {
 	}
 	m, _ := deststate.NewMapper(deststate.ByURI, "http://127.0.0.1/rs/")
 	dst := t.TempDir()
-	res, fs := run(t, srv.URL+"/"+pack.DumpName, dst, unpack.Options{Mapper: m, Client: srv.Client(), Only: []string{"d1", "d2/f02.bin"}})
+	res, fs := run(t, srv.URL+"/"+layout.DumpName, dst, unpack.Options{Mapper: m, Client: srv.Client(), Only: []string{"d1", "d2/f02.bin"}})
 	want := map[string]string{"d2/f02.bin": files["d2/f02.bin"]}
 	for rel, data := range files {
 		if strings.HasPrefix(rel, "d1/") {
@@ -62,7 +63,7 @@ func TestOnly(t *testing.T) {
 	if s := readState(t, dst); !s.Since().IsZero() || s.Pending {
 		t.Errorf("state after a partial restore: %+v", s)
 	}
-	_, err := unpack.Unpack(context.Background(), srv.URL+"/"+pack.DumpName, t.TempDir(), unpack.Options{Mapper: m, Only: []string{"d["}})
+	_, err := unpack.Unpack(context.Background(), srv.URL+"/"+layout.DumpName, t.TempDir(), unpack.Options{Mapper: m, Only: []string{"d["}})
 	if err == nil || !strings.Contains(err.Error(), `"d["`) {
 		t.Errorf("bad pattern: %v", err)
 	}
@@ -74,12 +75,12 @@ func TestOnlyMatchesNothing(t *testing.T) {
 	out := packDir(t, tree(t, map[string]string{"a/x.txt": "x", "b/y.txt": "y"}), pack.Options{})
 	m, _ := deststate.NewMapper(deststate.ByURI, verifytest.BaseURL)
 	dst := t.TempDir()
-	res, fs := run(t, filepath.Join(out, pack.DumpName), dst, unpack.Options{Mapper: m, Only: []string{"c", "a/z*"}})
+	res, fs := run(t, filepath.Join(out, layout.DumpName), dst, unpack.Options{Mapper: m, Only: []string{"c", "a/z*"}})
 	f, ok := find(fs, finding.Error, unpack.CheckOnly, "")
 	if !ok || res.Problems() != 1 || res.Written != 0 || !strings.Contains(f.Msg, `"c", "a/z*"`) {
 		t.Errorf("%+v\n%s", res, dump(fs))
 	}
-	res, fs = run(t, filepath.Join(out, pack.DumpName), dst, unpack.Options{Mapper: m, Only: []string{"c", "a"}})
+	res, fs = run(t, filepath.Join(out, layout.DumpName), dst, unpack.Options{Mapper: m, Only: []string{"c", "a"}})
 	if _, ok := find(fs, finding.Error, unpack.CheckOnly, ""); ok || res.Written != 1 {
 		t.Errorf("one pattern matching: %+v\n%s", res, dump(fs))
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/httpc/httpctest"
 	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/unpack"
 )
@@ -213,7 +214,7 @@ func TestRepairCountsEveryByte(t *testing.T) {
 	if _, err := pack.Pack(context.Background(), src, out, pack.Options{BaseURL: verifytest.BaseURL, DumpURL: srv.URL + "/", At: fixedTime}); err != nil {
 		t.Fatal(err)
 	}
-	doc := srv.URL + "/" + pack.DumpName
+	doc := srv.URL + "/" + layout.DumpName
 	dst, _ := damagedTree(t, doc, mapper(t))
 	before := served.Load()
 	res, fs := repair(t, dst, unpack.RepairOptions{Dumps: []string{doc}}, unpack.Options{}) // rsdump's client, which counts

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/unpack"
@@ -25,7 +26,7 @@ import (
 func TestOlderDumpRefused(t *testing.T) {
 	src := tree(t, map[string]string{"a.txt": "a1", "b.txt": "b1", "c.txt": "c1"})
 	out := packDir(t, src, pack.Options{})
-	doc := filepath.Join(out, pack.DumpName)
+	doc := filepath.Join(out, layout.DumpName)
 	dst := t.TempDir()
 	run(t, doc, dst, unpack.Options{})
 	changes := verifytest.ChangeDump(t, t.TempDir(), []verifytest.ChangePackage{pkg1}) // a2, b deleted, d1 created
@@ -70,7 +71,7 @@ func TestOlderDumpRefused(t *testing.T) {
 // package's: it is refused whole, naming both, and nothing is written.
 func TestManifestContradictsDocument(t *testing.T) {
 	out := packDir(t, tree(t, map[string]string{"a.txt": "a1", "b.txt": "b1"}), pack.Options{})
-	doc := filepath.Join(out, pack.DumpName)
+	doc := filepath.Join(out, layout.DumpName)
 	h, urls := verifytest.ReadDoc(t, doc)
 	urls[0].MD.At = fixedTime.Add(time.Hour) // the document lies about when
 	verifytest.WriteDoc(t, doc, h, urls)
@@ -104,7 +105,7 @@ func TestFutureTimesRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := t.TempDir()
-	run(t, filepath.Join(out, pack.DumpName), dst, unpack.Options{})
+	run(t, filepath.Join(out, layout.DumpName), dst, unpack.Options{})
 	stBefore := readState(t, dst)
 	// pack refuses such an --at: the Change Dump is made by hand.
 	verifytest.ChangeDump(t, out, []verifytest.ChangePackage{{From: o.At, Until: now.Add(24 * time.Hour), Changes: []verifytest.File{

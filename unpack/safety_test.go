@@ -12,6 +12,7 @@ import (
 	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/unpack"
 )
@@ -133,17 +134,17 @@ func keys(m map[string]string) []string {
 func TestDryRun(t *testing.T) {
 	out := packDir(t, tree(t, exampleFiles(t)), pack.Options{})
 	dst := filepath.Join(t.TempDir(), "not-yet")
-	res, fs := run(t, filepath.Join(out, pack.DumpName), dst, unpack.Options{DryRun: true})
+	res, fs := run(t, filepath.Join(out, layout.DumpName), dst, unpack.Options{DryRun: true})
 	if res.Written != 9 || res.Problems() != 0 {
 		t.Errorf("%+v\n%s", res, dump(fs))
 	}
 	if _, err := os.Stat(dst); err == nil {
 		t.Errorf("dry run created %s", dst)
 	}
-	run(t, filepath.Join(out, pack.DumpName), dst, unpack.Options{})
+	run(t, filepath.Join(out, layout.DumpName), dst, unpack.Options{})
 	os.WriteFile(filepath.Join(dst, "notes", "a.txt"), []byte("changed"), 0o644)
 	before := readTree(t, dst)
-	res, _ = run(t, filepath.Join(out, pack.DumpName), dst, unpack.Options{DryRun: true})
+	res, _ = run(t, filepath.Join(out, layout.DumpName), dst, unpack.Options{DryRun: true})
 	if res.Written != 1 || res.Present != 8 {
 		t.Errorf("dry run over a tree: %+v", res)
 	}

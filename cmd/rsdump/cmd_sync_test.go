@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 )
 
@@ -25,7 +26,7 @@ func servedExample(t *testing.T) (doc, out string) {
 	if _, err := pack.Pack(context.Background(), src, out, o); err != nil {
 		t.Fatal(err)
 	}
-	return srv.URL + "/" + pack.DumpName, out
+	return srv.URL + "/" + layout.DumpName, out
 }
 
 func TestSyncExitCodes(t *testing.T) {
