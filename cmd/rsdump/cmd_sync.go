@@ -24,8 +24,14 @@ current: run it again (from cron, say) to apply what changed. SOURCE is the
 Source's base URL (its /.well-known/resourcesync Source Description is
 read), a Source Description or Capability List URL, an HTML page with
 <link rel="resourcesync">, any URL whose response has a Link header with
-rel="resourcesync", or a dump or list document itself. Without SOURCE,
-the one DIR/.rsdump/state.json records is used.
+rel="resourcesync", a dump or list document itself, or a local pack
+output directory (its capabilitylist.xml, else .well-known/resourcesync).
+The well-known URI is tried for a base URL (a path empty or ending in
+"/") and for a URL that answers with no ResourceSync document nor a link
+to one; a URL naming a document that answers 404 is an error naming it.
+A SOURCE that is no http(s) or s3:// URL and no plain path (htp://x,
+file:///x, HOST:PORT/x) is a usage error. Without SOURCE, the one
+DIR/.rsdump/state.json records is used, with the --s3-endpoint recorded.
 
 SOURCE may also be an OSLC Tracked Resource Set (one that answers Turtle
 or RDF/XML, as rsdump serve --trs's DUMPURL/trs does): the first run reads
@@ -67,8 +73,9 @@ counts are the run's.
 Nothing unverified takes a final name. A run that is interrupted resumes:
 partial package downloads continue from DIR/.rsdump/cache, files already
 in place are not fetched again. A run that fails before it commits
-anything leaves DIR's state as it was: a wrong guess of the base URL is
-never recorded.
+anything leaves DIR's state as it was, and one that brings nothing into
+DIR records only that it ran: a wrong guess of the base URL, or a wrong
+--base-url on an up-to-date copy, is never recorded.
 
 Nothing waits forever: every document and resource, and every package
 mirror, is given up after --stall-timeout without a byte, or when it
