@@ -229,7 +229,7 @@ func openDir(dir string) (*os.Root, error) {
 func (h *handler) gone() bool {
 	held, err := h.dir.Stat(".")
 	if err != nil {
-		return true
+		return !errors.Is(err, os.ErrClosed) // after Close: 404, as documented
 	}
 	now, err := os.Stat(h.dirPath)
 	return err != nil || !os.SameFile(held, now)
