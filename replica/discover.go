@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/rsdump/rsdump/internal/httpc"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/metalink/httpheader"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/s3"
@@ -186,27 +187,27 @@ func (d *discovery) follow(ctx context.Context, loc resourcesync.Location, how s
 	return d.document(ctx, loc.String(), br, hops)
 }
 
-// The documents discovery looks for in a local directory given: a pack
-// output's Capability List, else its Source Description.
-var inDirectory = []string{"capabilitylist.xml", ".well-known/resourcesync"}
+// dirDocs are the documents discovery looks for in a local directory
+// given: a pack output's Capability List, else its Source Description.
+var dirDocs = []string{layout.CapabilityListName, layout.SourceDescriptionName}
 
 // inDirectory is the document discovery reads for the path given: ""
 // when it is not a directory (it is read itself), else the first of
-// inDirectory it holds; a directory that holds none is ErrNotFound,
-// naming it.
+// dirDocs it holds; a directory that holds none is ErrNotFound, naming
+// it.
 func (d *discovery) inDirectory(dir string) (string, error) {
 	fi, err := os.Stat(dir)
 	if err != nil || !fi.IsDir() {
 		return "", nil // opening it says why
 	}
 	d.src.Route = append(d.src.Route, "given")
-	for _, name := range inDirectory {
+	for _, name := range dirDocs {
 		doc := filepath.Join(dir, filepath.FromSlash(name))
 		if fi, err := os.Stat(doc); err == nil && fi.Mode().IsRegular() {
 			return doc, nil
 		}
 	}
-	return "", fmt.Errorf("%s: %w: a directory with no %s", dir, ErrNotFound, strings.Join(inDirectory, " or "))
+	return "", fmt.Errorf("%s: %w: a directory with no %s", dir, ErrNotFound, strings.Join(dirDocs, " or "))
 }
 
 // open GETs a URL, keeping its headers, or opens a file.

@@ -101,7 +101,7 @@ var ErrOtherSource = errors.New("the destination is a copy of another Source")
 // The tree is opened once, its lock held for the whole run, and its state
 // read once (deststate); a run that fails before it commits anything
 // leaves the state as it was, and one that commits nothing records only
-// when it ran: the Source, base URL and S3 endpoint it was given are
+// that it ran: the Source, base URL and S3 endpoint it was given are
 // recorded once they brought something into the tree.
 func Sync(ctx context.Context, source resourcesync.Location, dir string, opts Options) (*Result, error) {
 	if opts.Client == nil {
