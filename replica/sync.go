@@ -78,6 +78,7 @@ type Result struct {
 	Steps   []Step               `json:"steps"`
 	Until   time.Time            `json:"until,omitzero"` // what the tree is now up to
 	Audit   *verify.Summary      `json:"audit,omitempty"`
+	Trust   *Trust               `json:"trust,omitempty"` // the keys whose signatures the run required
 	Notes   []string             `json:"notes,omitempty"` // the steps taken and decisions made, in words
 	unpack.Result
 }
@@ -100,10 +101,11 @@ var ErrOtherSource = errors.New("the destination is a copy of another Source")
 //
 // The tree is opened once, its lock held for the whole run, and its state
 // read once (deststate); a run that fails before it commits anything
-// leaves the state as it was, and one that commits nothing records only
-// that it ran: the Source, base URL and S3 endpoint it was given are
-// recorded once they brought something into the tree.
-func Sync(ctx context.Context, source resourcesync.Location, dir string, opts Options) (*Result, error) {
+// leaves the state as it was (a first run refused leaves no trace), and
+// one that commits nothing records only that it ran: the Source, base URL
+// and S3 endpoint it was given are recorded once they brought something
+// into the tree.
+func Sync(ctx context.Context, source resourcesync.Location, dir string, opts Options) (res *Result, err error) {
 	if opts.Client == nil {
 		opts.Client = transfer.NewClient(opts.Transfer)
 	}
@@ -114,7 +116,13 @@ func Sync(ctx context.Context, source resourcesync.Location, dir string, opts Op
 	if err != nil {
 		return nil, err
 	}
-	defer d.Close()
+	defer func() {
+		if err != nil {
+			d.CloseUnused() // a first run refused leaves no trace
+			return
+		}
+		d.Close()
+	}()
 	s := &syncer{opts: opts, dir: d.Path(), tree: d, res: &Result{}}
 	if st := d.State(); source.IsZero() && st.Sync != nil {
 		// The Source and base URL the state records were given in the run
@@ -126,7 +134,13 @@ func Sync(ctx context.Context, source resourcesync.Location, dir string, opts Op
 		}
 	}
 	s.endpoint = s3Endpoint(ctx)
+	if ctx, err = s.pin(ctx); err != nil {
+		return nil, err
+	}
 	if err := s.prepare(ctx, source); err != nil {
+		return nil, err
+	}
+	if err := s.refuseUnsignedTRS(ctx); err != nil {
 		return nil, err
 	}
 	if err := s.repair(ctx); err != nil {
@@ -142,7 +156,7 @@ func Sync(ctx context.Context, source resourcesync.Location, dir string, opts Op
 	if err := s.unrepaired(ctx); err != nil {
 		return nil, err
 	}
-	res, err := s.finish(ctx)
+	res, err = s.finish(ctx)
 	if err == nil && res.Problems() == 0 && !opts.DryRun {
 		// Everything applied: what the cache kept to resume is of no use.
 		if err := d.DropCache(); err != nil {

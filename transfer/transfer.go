@@ -27,6 +27,7 @@ package transfer
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"time"
 
@@ -61,6 +62,13 @@ type File struct {
 	// them can be computed; such a file is refused, never fetched
 	// unchecked. A file with no hash at all leaves it empty.
 	Unverifiable []string
+	// Authenticate, when set, reads the whole file once its size and hash
+	// matched, before it gets its name: an error refuses it (a Metalink
+	// file's own signature, checked under a trust). A file found complete
+	// already is checked too.
+	Authenticate func(r io.Reader) error
+
+	signature []byte // a Metalink's armored OpenPGP signature of the file
 }
 
 // Options tune a Getter. Zero values take the defaults in brackets.

@@ -68,6 +68,7 @@ func ApplyList(ctx context.Context, loc, dir string, opts Options) (*Result, err
 		return nil, err
 	}
 	defer u.dest.close()
+	u.signed = resourcesync.Trust(ctx) != nil
 	sv, err := newListSurvey(u.scratchDir())
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", u.dest.dir, err)
@@ -449,7 +450,7 @@ func (l *listRun) finish(ctx context.Context) error {
 // the survey has left out the changes superseded.
 func (p *pkgRun) planList(items []listItem) {
 	for _, it := range items {
-		b := listBitstream(it.n, it.e)
+		b := listBitstream(it.n, it.e, p.u.signed)
 		target, err := p.u.opts.Mapper.Target(it.e)
 		if err != nil {
 			p.refuse(&action{b: b}, CheckTarget, err.Error())
@@ -468,19 +469,24 @@ func (p *pkgRun) planList(items []listItem) {
 }
 
 // listBitstream describes a list entry as a bitstream with no ZIP entry.
-func listBitstream(n int, e resourcesync.URL) *pkgread.Bitstream {
+// From a signed list (signed: the run requires signatures) a resource
+// whose entry gives no hash rsdump computes is Bad: what a server answers
+// for it would be vouched for by nothing signed.
+func listBitstream(n int, e resourcesync.URL, signed bool) *pkgread.Bitstream {
 	b := &pkgread.Bitstream{N: n, URL: e, Length: -1}
-	if e.MD == nil {
-		return b
+	if e.MD != nil {
+		if e.MD.Length != nil {
+			b.Length = *e.MD.Length
+		}
+		want, err := resourcesync.ParseHash(e.MD.Hash)
+		if err != nil {
+			b.Bad = "hash attribute: " + err.Error()
+		}
+		b.Want = want
 	}
-	if e.MD.Length != nil {
-		b.Length = *e.MD.Length
+	if _, ok := b.Want.Strongest(); signed && !ok && !b.Deleted() && b.Bad == "" {
+		b.Bad = "its entry in the signed list carries no hash rsdump computes, so it " + ErrUnauthenticated.Error()
 	}
-	want, err := resourcesync.ParseHash(e.MD.Hash)
-	if err != nil {
-		b.Bad = "hash attribute: " + err.Error()
-	}
-	b.Want = want
 	return b
 }
 

@@ -149,6 +149,9 @@ func UnpackAll(ctx context.Context, sources []string, dir string, opts Options) 
 		return nil, err
 	}
 	defer u.dest.close()
+	if ctx, err = u.pinned(ctx); err != nil {
+		return nil, err
+	}
 	for _, s := range sources {
 		if err := u.run(ctx, s); err != nil {
 			return nil, err
@@ -203,6 +206,7 @@ type unpacker struct {
 	docs       resourcesync.Opener // opens documents and detached manifests, through the run's client
 	spooled    atomic.Int64        // bytes of the survey's spools (spoolBudget)
 	rollback   *rollback           // set while a snapshot older than the tree is applied
+	signed     bool                // the run requires signatures (resourcesync.Trust): a list entry needs a hash
 	onlyPicked int                 // bitstreams Options.Only picked (only)
 
 	mu  sync.Mutex
@@ -332,6 +336,9 @@ func (u *unpacker) reportUnlisted(ctx context.Context, docs, zips []string) {
 // state is not changed for a Resource Dump package, which is only part of
 // a snapshot; a Change Dump package advances it like one from a document.
 func (u *unpacker) standalone(ctx context.Context, path string) error {
+	if k := resourcesync.Trust(ctx); k != nil {
+		return fmt.Errorf("%s: %w: a package given alone is vouched for by no signed document; give its dump document (signed by %s)", path, ErrUnauthenticated, k)
+	}
 	if !resourcesync.IsURL(path) {
 		if _, err := os.Stat(path); err != nil {
 			return err

@@ -82,6 +82,14 @@ mirror, is given up after --stall-timeout without a byte, or when it
 delivers under --min-speed over 30s, naming its URL; a resource is cut
 off at the length its list gives, or with none at --max-resource-size.
 
+With --trust KEYFILE (an OpenPGP public key; repeatable), every document
+is read only once its detached signature DOC.asc by one of the keys
+verified, and every byte that lands matches a hash a signed document
+gives: a missing, bad, expired or SHA-1 signature, or a resource whose
+signed entry gives no hash, is refused, naming it, before anything lands.
+The keys are pinned in DIR's state: every later run requires them, with or
+without --trust, until --trust NEWKEY replaces them (the run says so).
+
 A resource lands at its URI relative to --base-url; by default the base the
 state records, else the one the Source's manifests imply.
 
@@ -152,6 +160,7 @@ func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.DurationVar(&f.lease, "lease", 0, "with --follow: the subscription lease to ask the hub for (default: the hub's)")
 	f.register(fs)
 	withS3 := s3Flag(fs)
+	withTrust := trustFlag(fs)
 	if err := parse(fs, args, syncHelp, stdout); err != nil {
 		return err
 	}
@@ -162,6 +171,9 @@ func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	ctx, err := withS3(ctx, append(fs.Args(), f.baseURL)...)
 	if err != nil {
+		return err
+	}
+	if ctx, err = withTrust(ctx); err != nil {
 		return err
 	}
 	source, err := f.check(fs.Args())
