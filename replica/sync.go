@@ -50,7 +50,6 @@ type Options struct {
 	Client   *http.Client
 	Jobs     int // packages unpacked at once
 	Fetches  int // resources fetched at once from a list [DefaultFetches]
-	Pipeline int // GETs of small resources written at once on a connection (unpack.Options.Pipeline)
 	// MaxResourceSize is the most taken of a list's resource whose entry
 	// gives no length (unpack.Options.MaxResourceSize).
 	MaxResourceSize int64
@@ -446,7 +445,7 @@ func (s *syncer) unpackOptions() (unpack.Options, error) {
 	}
 	return unpack.Options{Dir: s.tree, Mapper: m, DryRun: s.opts.DryRun, Adopt: s.opts.Adopt, Overwrite: s.opts.Overwrite, Rollback: s.opts.Rollback,
 		Limits: s.opts.Limits, Jobs: s.opts.Jobs, Client: s.opts.Client,
-		Transfer: s.opts.Transfer, ResumeDownloads: true, Fetches: s.opts.Fetches, Pipeline: s.opts.Pipeline, MaxResourceSize: s.opts.MaxResourceSize,
+		Transfer: s.opts.Transfer, ResumeDownloads: true, Fetches: s.opts.Fetches, MaxResourceSize: s.opts.MaxResourceSize,
 		Events: s.opts.Events}, nil
 }
 

@@ -60,13 +60,11 @@ type Options struct {
 	// DIR/.rsdump/cache when a run stops, and continues it in the next
 	// run through the engine's resume state, rather than starting over.
 	ResumeDownloads bool
-	// Fetches is how many resources ApplyList fetches at once; default 8.
+	// Fetches is how many resources ApplyList fetches at once, each on
+	// a connection of its own over HTTP/1.1; once a server answers over
+	// HTTP/2, where requests are streams sharing a connection, 8 times
+	// as many. Default 8.
 	Fetches int
-	// Pipeline is how many GETs of small resources a fetch writes at
-	// once on its connection, before their responses (over plain http;
-	// see httpc.Pipeline); default DefaultPipeline, 1 for one at a time,
-	// at most MaxPipeline.
-	Pipeline int
 	// MaxResourceSize is the most ApplyList takes of a resource whose
 	// entry gives no length; default DefaultMaxResourceSize.
 	MaxResourceSize int64

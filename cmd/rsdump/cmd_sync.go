@@ -124,7 +124,7 @@ type syncFlags struct {
 	poll, lease               time.Duration
 	dest, baseURL             string
 	maxRatio                  float64
-	jobs, fetches, pipeline   int
+	jobs, fetches             int
 	minSpeed, maxSize         int64
 	audit, dryRun, verb       bool
 	followOnly                []string // --follow's flags given, as "--poll"
@@ -144,8 +144,7 @@ func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.BoolVar(&f.audit, "audit", false, "end with a check of DIR against the Source's Resource List (or Resource Dump)")
 	fs.BoolVarP(&f.dryRun, "dry-run", "n", false, "say what would change; write nothing")
 	fs.IntVarP(&f.jobs, "jobs", "j", 0, "packages unpacked at once (default: number of CPUs)")
-	fs.IntVar(&f.fetches, "fetches", replica.DefaultFetches, "resources fetched at once from a Resource List or Change List")
-	fs.IntVar(&f.pipeline, "pipeline", unpack.DefaultPipeline, "GETs of small resources written at once on a connection, before their answers (HTTP/1.1 pipelining over http; 1: one at a time)")
+	fs.IntVar(&f.fetches, "fetches", replica.DefaultFetches, "resources fetched at once from a Resource List or Change List (8 times as many over HTTP/2, as streams of one connection)")
 	fs.Var(newSizeValue(&f.minSpeed, 1<<10), "min-speed", "fail a document or resource, and drop a package mirror, that delivers under `SIZE` bytes per second over 30s (0: never)")
 	fs.Var(newSizeValue(&f.maxSize, unpack.DefaultMaxResourceSize), "max-resource-size", "refuse a list's resource whose entry gives no length past `SIZE` (one that gives a length is cut off at it)")
 	fs.Float64Var(&f.maxRatio, "max-ratio", pkgread.DefaultMaxRatio, "refuse entries that inflate more than `N` times their compressed size")
@@ -194,10 +193,8 @@ func (f *syncFlags) check(args []string) (resourcesync.Location, error) {
 		return none, usagef("sync needs --dest DIR")
 	case f.maxRatio < 1:
 		return none, usagef("--max-ratio must be at least 1")
-	case f.jobs < 0 || f.fetches < 1 || f.pipeline < 1:
-		return none, usagef("--jobs must not be negative, --fetches and --pipeline must be positive")
-	case f.pipeline > unpack.MaxPipeline:
-		return none, usagef("--pipeline must be at most %d", unpack.MaxPipeline)
+	case f.jobs < 0 || f.fetches < 1:
+		return none, usagef("--jobs must not be negative, --fetches must be positive")
 	case f.stall <= 0:
 		return none, usagef("--stall-timeout must be positive")
 	case f.maxSize <= 0:
@@ -223,7 +220,7 @@ func (f *syncFlags) check(args []string) (resourcesync.Location, error) {
 }
 
 func doSync(ctx context.Context, source resourcesync.Location, f syncFlags, stdout, stderr io.Writer) error {
-	o := replica.Options{BaseURL: f.baseURL, DryRun: f.dryRun, Audit: f.audit, Jobs: f.jobs, Fetches: f.fetches, Pipeline: f.pipeline, Adopt: f.adopt, Overwrite: f.overwrite, Rollback: f.rollback,
+	o := replica.Options{BaseURL: f.baseURL, DryRun: f.dryRun, Audit: f.audit, Jobs: f.jobs, Fetches: f.fetches, Adopt: f.adopt, Overwrite: f.overwrite, Rollback: f.rollback,
 		MaxResourceSize: f.maxSize, Limits: pkgread.Limits{MaxRatio: f.maxRatio},
 		Transfer: transfer.Options{StallTimeout: f.stall, MinSpeed: f.minSpeed, MinSpeedWindow: speedWindow}}
 	if f.minSpeed == 0 {
