@@ -271,17 +271,8 @@ func (s *syncer) repair(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ro := unpack.RepairOptions{HashAll: s.opts.Audit}
-	for _, c := range []string{resourcesync.CapChangeDump, resourcesync.CapResourceDump} {
-		if d := s.src.Docs[c]; d != "" {
-			ro.Dumps = append(ro.Dumps, d)
-		}
-	}
-	for _, c := range []string{resourcesync.CapResourceList, resourcesync.CapChangeList} {
-		if d := s.src.Docs[c]; d != "" {
-			ro.Lists = append(ro.Lists, d)
-		}
-	}
+	ro := repairSources(s.src)
+	ro.HashAll = s.opts.Audit
 	r, err := unpack.Repair(ctx, s.dir, ro, o)
 	if err != nil {
 		return err

@@ -1,8 +1,6 @@
 package unpack
 
 import (
-	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"sync"
@@ -85,21 +83,7 @@ func (d *dest) matches(rel string, fi fs.FileInfo, length int64, want digest.Set
 }
 
 func (d *dest) hash(rel string, algs []string) (digest.Set, error) {
-	f, err := d.root.Open(rel)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	mh, err := digest.NewMulti(algs...)
-	if err != nil {
-		return nil, err
-	}
-	buf := hashBufs.Get().(*[]byte)
-	defer hashBufs.Put(buf)
-	if _, err := io.CopyBuffer(mh, f, *buf); err != nil {
-		return nil, fmt.Errorf("%s: %w", rel, err)
-	}
-	return mh.Sums(), nil
+	return hashFile(d.root, rel, algs, nil)
 }
 
 // hashBufs holds hash's buffers: a Change Dump hashes every file it

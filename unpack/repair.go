@@ -2,9 +2,7 @@ package unpack
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
 	"slices"
 	"sync/atomic"
@@ -127,33 +125,21 @@ func (u *unpacker) check(ctx context.Context, hashAll bool, res *RepairResult, f
 	return nil
 }
 
-// differs says whether the file rec describes is not as rsdump wrote it.
-// Its length and mtime are compared first; its hashes are read when the
-// mtime differs (whole seconds: some file systems keep no more), or
-// always with hashAll. A file whose content is right gets its mtime back.
+// differs says whether the file rec describes is not as rsdump wrote it
+// (CheckFile): its length and mtime are compared first; its hashes are
+// read when the mtime differs (whole seconds: some file systems keep no
+// more), or always with hashAll. A file that cannot be read is damaged,
+// to be restored as a missing one is. A file whose content is right gets
+// its mtime back.
 func (u *unpacker) differs(rec deststate.Record, hashAll bool) (bool, error) {
-	fi, err := u.dest.root.Lstat(rec.Path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return true, nil
-	case err != nil:
-		return false, fmt.Errorf("%s: %w", u.dest.dir, err)
-	case !fi.Mode().IsRegular() || fi.Size() != rec.Length:
-		return true, nil
-	}
-	timeOK := rec.Mtime.IsZero() || fi.ModTime().Unix() == rec.Mtime.Unix()
-	want, _ := digest.Parse(rec.Hash)
-	if timeOK && !hashAll || len(want.Known()) == 0 {
-		return false, nil
-	}
-	sums, err := u.dest.hash(rec.Path, want.Known())
+	c, err := CheckFile(u.dest.root, rec, hashAll, nil)
 	if err != nil {
-		return true, nil // unreadable: restored, as a missing file is
+		return false, fmt.Errorf("%s: %w", u.dest.dir, err)
 	}
-	if _, bad, _ := digest.Check(want, sums); len(bad) > 0 {
+	if c.Problem != "" {
 		return true, nil
 	}
-	if !timeOK && !u.opts.DryRun {
+	if c.Hashed && !c.TimeOK && !u.opts.DryRun {
 		u.dest.root.Chtimes(rec.Path, rec.Mtime, rec.Mtime)
 	}
 	return false, nil

@@ -146,7 +146,7 @@ func doVerify(ctx context.Context, f verifyFlags, targets []string, stdout, stde
 		Packages: &pkgfetch.Remote{Transfer: to, Client: client}, Events: p.events(rep.event)}
 	var sum *verify.Summary
 	if f.tree != "" {
-		sum, err = audit(ctx, f, opts)
+		sum, err = auditTree(ctx, f, opts)
 	} else {
 		sum, err = verify.Verify(ctx, targets, opts)
 	}
@@ -157,7 +157,7 @@ func doVerify(ctx context.Context, f verifyFlags, targets []string, stdout, stde
 	return finishReport(rep, sum, sum.Counts, verifySummaryLine(sum))
 }
 
-func audit(ctx context.Context, f verifyFlags, opts verify.Options) (*verify.Summary, error) {
+func auditTree(ctx context.Context, f verifyFlags, opts verify.Options) (*verify.Summary, error) {
 	layout, err := deststate.ParseLayout(f.layout)
 	if err != nil {
 		return nil, err

@@ -127,6 +127,8 @@ func TestJSONOneDocument(t *testing.T) {
 		{"metalink", z[0], "--mirror", "http://h/", "-o", filepath.Join(t.TempDir(), "p.meta4"), "--json"},
 		{"metalink", z[0], "--mirror", "http://h/", "--json"},
 		{"metalink", "--check", "--json", meta, "/nonexistent.meta4"},
+		{"audit", "/nonexistent", "--json"},
+		{"audit", "--json", "--fraction", "x"},
 	}
 	for _, args := range cases {
 		code, stdout, _ := rsdump(t, args...)

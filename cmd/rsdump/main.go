@@ -41,6 +41,7 @@ Usage:
   rsdump verify --tree DIR --against DOC [flags]     audit a tree against a dump or Resource List
   rsdump unpack SOURCE --dest DIR [flags]            restore a dump into DIR, every bitstream verified
   rsdump sync SOURCE --dest DIR [flags]              keep DIR an exact copy of a ResourceSync Source
+  rsdump audit DIR [flags]                           check DIR against what rsdump wrote; record each check
   rsdump serve DIR [--addr HOST:PORT] [flags]        publish a pack output over HTTP (Range, RFC 6249 mirrors)
   rsdump sign DIR --key KEYFILE [flags]              sign the documents another tool wrote (NAME.asc)
   rsdump version                                     print the version, VCS revision and Go version
@@ -62,6 +63,7 @@ var commands = []command{
 	{"verify", runVerify},
 	{"unpack", runUnpack},
 	{"sync", runSync},
+	{"audit", runAudit},
 	{"serve", runServe},
 	{"sign", runSign},
 	{"version", runVersion},

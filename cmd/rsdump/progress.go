@@ -56,7 +56,7 @@ func newProgress(stderr io.Writer, quiet bool, desc string) *progress {
 	if quiet {
 		return p
 	}
-	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+	if onTerminal(stderr) {
 		p.poll = 200 * time.Millisecond
 		p.bar = progressbar.NewOptions64(-1,
 			progressbar.OptionSetWriter(stderr),
@@ -75,6 +75,13 @@ func newProgress(stderr io.Writer, quiet bool, desc string) *progress {
 	}
 	p.plain = true
 	return p
+}
+
+// onTerminal says whether w is a terminal: where a command that stays
+// quiet otherwise (audit, run from cron) draws its bar.
+func onTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // shown says whether anything is drawn: not with --quiet.

@@ -13,7 +13,7 @@ package layers
 // package is given its place here.
 var Layers = [][]string{
 	{"finding", "version", "s3", "internal/atomic", "internal/digest", "internal/extsort", "internal/safepath",
-		"internal/zipw", "internal/ziprange", "internal/entryspool", "internal/s3x", "metalink/httpheader",
+		"internal/zipw", "internal/ziprange", "internal/entryspool", "internal/s3x", "metalink/httpheader", "internal/appendlog",
 		"internal/layers", "sign"},
 	{"internal/httpc", "internal/sink"},
 	{"resourcesync", "metalink", "layout", "deststate"},
@@ -21,7 +21,7 @@ var Layers = [][]string{
 	{"transfer/pkgfetch"},
 	{"unpack"},
 	{"replica"},
-	{"follow"},
+	{"follow", "audit"},
 	{"cmd/rsdump"},
 }
 
