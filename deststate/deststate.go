@@ -76,9 +76,12 @@ type Trust struct {
 
 // SyncInfo is the Source a tree is a copy of, as rsdump sync records it.
 type SyncInfo struct {
-	Source    string   `json:"source"`              // the address sync was given
-	BaseURL   string   `json:"base_url"`            // the URI prefix the tree maps
-	Documents []string `json:"documents,omitempty"` // the documents the last run used
+	Source  string `json:"source"`   // the address sync was given
+	BaseURL string `json:"base_url"` // the URI prefix the tree maps
+	// S3Endpoint is the S3-compatible server the Source was read from
+	// (s3.Config.Endpoint), when it is in S3 and the run was given one.
+	S3Endpoint string   `json:"s3_endpoint,omitempty"`
+	Documents  []string `json:"documents,omitempty"` // the documents the last run used
 	// Baseline is "resourcedump" or "resourcelist": how the tree was
 	// first filled.
 	Baseline string    `json:"baseline,omitempty"`

@@ -76,6 +76,7 @@ const (
 	CheckInflate    = "inflate"     // a compressed stream that does not decode
 	CheckCompressed = "compression" // a compression method rsdump cannot read
 	CheckClash      = "clash"       // a target two packages of a dump carry, or names that collide on macOS and Windows
+	CheckWindow     = "window"      // a package's manifest at/from/until against its dump document's entry
 )
 
 // MsgFor is err's message for a finding whose Source is loc, without loc:

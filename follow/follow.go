@@ -123,12 +123,13 @@ const startWhy = "start"
 // one.
 var ErrNoSource = errors.New("nothing to follow")
 
-// Follow syncs dir from source, then follows it until ctx is done, and
-// returns nil then, having unsubscribed. It returns an error only when
-// the first sync cannot start (no Source, a tree it cannot use) or the
-// callback cannot be served; a later failure is an event, and the next
-// notification or poll tries again.
-func Follow(ctx context.Context, source, dir string, o Options) error {
+// Follow syncs dir from source (the zero Location: the Source dir
+// records), then follows it until ctx is done, and returns nil then,
+// having unsubscribed. It returns an error only when the first sync
+// cannot start (no Source, a tree it cannot use) or the callback cannot
+// be served; a later failure is an event, and the next notification or
+// poll tries again.
+func Follow(ctx context.Context, source resourcesync.Location, dir string, o Options) error {
 	f, err := newFollower(source, dir, o)
 	if err != nil {
 		return err

@@ -18,6 +18,7 @@ import (
 	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/notify"
 	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/serve"
 	"github.com/rsdump/rsdump/websub"
 )
@@ -146,7 +147,7 @@ func follow(t *testing.T, s *source, o Options) (*events, func() error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	dest := t.TempDir()
-	go func() { done <- Follow(ctx, s.url+"capabilitylist.xml", dest, o) }()
+	go func() { done <- Follow(ctx, resourcesync.LocationOf(s.url+"capabilitylist.xml"), dest, o) }()
 	var once sync.Once
 	var err error
 	stop := func() error {

@@ -26,7 +26,7 @@ const unsubscribeWait = 5 * time.Second
 
 type follower struct {
 	opts    Options
-	source  string
+	source  resourcesync.Location
 	dir     string
 	srv     *http.Server
 	sub     *websub.Subscriber
@@ -57,7 +57,7 @@ type subscribed struct {
 	err error
 }
 
-func newFollower(source, dir string, o Options) (*follower, error) {
+func newFollower(source resourcesync.Location, dir string, o Options) (*follower, error) {
 	o = o.withDefaults()
 	ln := o.Listener
 	if ln == nil {

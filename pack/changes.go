@@ -268,7 +268,7 @@ func (r *run) diff(ctx context.Context, changes *sorter) error {
 	}
 	w := &walker{ctx: ctx, follow: r.opts.FollowSymlinks, visit: d.visit, warn: r.skip, noAbs: true}
 	if r.out.dir != "" {
-		w.exclude, _ = filepath.EvalSymlinks(r.dir)
+		w.exclude = realPath(r.dir)
 	}
 	if err := w.walk(r.src); err != nil {
 		return err

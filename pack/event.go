@@ -1,6 +1,7 @@
 package pack
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -73,6 +74,10 @@ type SourceError struct {
 
 func (e *SourceError) Error() string { return fmt.Sprintf("source %s: %v", e.Path, e.Err) }
 func (e *SourceError) Unwrap() error { return e.Err }
+
+// ErrSourceIsOutput is wrapped in a SourceError when the output directory
+// is the source directory itself (after resolving symbolic links).
+var ErrSourceIsOutput = errors.New("is also the output directory: the output must be outside the source or in a directory of it, which the dump leaves out")
 
 // ErrChanged is wrapped in a FileError when a file's size or modification
 // time differ after it was read.

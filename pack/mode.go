@@ -3,7 +3,6 @@ package pack
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/rsdump/rsdump/layout"
@@ -178,7 +177,7 @@ func (r *run) walkPlan(ctx context.Context, emit func(planned) error, mine func(
 	}
 	w := &walker{ctx: ctx, follow: r.opts.FollowSymlinks, visit: visit, warn: r.skip}
 	if r.out.dir != "" {
-		w.exclude, _ = filepath.EvalSymlinks(r.dir)
+		w.exclude = realPath(r.dir)
 	}
 	if err := w.walk(r.src); err != nil {
 		return err

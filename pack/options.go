@@ -75,7 +75,8 @@ type Options struct {
 
 	// At pins the snapshot time. When set, every at and completed
 	// attribute takes this value, so the same input gives byte-identical
-	// packages.
+	// packages. A time later than now plus resourcesync.MaxSkew, which a
+	// Destination refuses, is refused (resourcesync.ErrFuture).
 	At time.Time
 
 	SkipChanged    bool // leave out files that change while read, with a warning
@@ -150,6 +151,9 @@ func (o *Options) setDefaults() error {
 	}
 	if !o.Changes && (o.Since != "" || o.Checksum) {
 		return errors.New("--since and --checksum need --changes")
+	}
+	if h := resourcesync.Horizon(); o.At.After(h) {
+		return fmt.Errorf("at %s: %w plus %s (%s), which sync, unpack and verify refuse", resourcesync.FormatTime(o.At), resourcesync.ErrFuture, resourcesync.MaxSkew, resourcesync.FormatTime(h.Truncate(time.Second)))
 	}
 	var err error
 	if o.BaseURL, err = resourcesync.CleanBaseURL(o.BaseURL); err != nil {

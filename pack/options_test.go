@@ -7,8 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rsdump/rsdump/layout"
+	"github.com/rsdump/rsdump/resourcesync"
 )
 
 // TestBaseURLEncoded: a base URL with characters a URL cannot carry raw
@@ -100,5 +102,25 @@ func TestMissingSource(t *testing.T) {
 	Pack(context.Background(), filepath.Join(out, "nonexistent"), out, testOptions())
 	if _, err := os.Stat(filepath.Join(out, journalName)); err == nil {
 		t.Error("journal left behind")
+	}
+}
+
+// TestAtInTheFuture: --at later than now plus the skew sync allows
+// (resourcesync.MaxSkew) is refused before anything is written, since
+// every Destination would refuse the dump; within the skew it packs.
+func TestAtInTheFuture(t *testing.T) {
+	src := tree(t, map[string]string{"a": "a"})
+	out := filepath.Join(t.TempDir(), "out")
+	o := testOptions()
+	o.At = time.Now().Add(resourcesync.MaxSkew + time.Minute)
+	if _, err := Pack(context.Background(), src, out, o); !errors.Is(err, resourcesync.ErrFuture) {
+		t.Errorf("Pack at now+%s: %v, want ErrFuture", resourcesync.MaxSkew+time.Minute, err)
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused run left its output directory (%v)", err)
+	}
+	o.At = time.Now().Add(resourcesync.MaxSkew - time.Minute)
+	if _, err := Pack(context.Background(), src, out, o); err != nil {
+		t.Errorf("Pack at now+%s: %v", resourcesync.MaxSkew-time.Minute, err)
 	}
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/resourcesync"
+	"github.com/rsdump/rsdump/s3"
 )
 
 // inflight bounds the bytes read ahead of the package writer.
@@ -42,7 +43,7 @@ func Pack(ctx context.Context, src, outDir string, opts Options) (*Result, error
 	}
 	// A source that is not there must leave no output directory and no
 	// journal behind.
-	if err := checkSource(src); err != nil {
+	if err := checkSource(src, outDir); err != nil {
 		return nil, err
 	}
 	start := time.Now()
@@ -95,7 +96,10 @@ func Pack(ctx context.Context, src, outDir string, opts Options) (*Result, error
 	return r.finish(start)
 }
 
-func checkSource(src string) error {
+// checkSource refuses a source that is not a directory, or that is the
+// output directory itself: a walk that left its output out would leave
+// nothing. An output inside the source is left out by the walk.
+func checkSource(src, outDir string) error {
 	fi, err := os.Stat(src)
 	var pe *fs.PathError
 	switch {
@@ -105,6 +109,8 @@ func checkSource(src string) error {
 		return &SourceError{Path: src, Err: err}
 	case !fi.IsDir():
 		return &SourceError{Path: src, Err: errors.New("not a directory")}
+	case !s3.IsURL(outDir) && realPath(outDir) == realDir(src):
+		return &SourceError{Path: src, Err: ErrSourceIsOutput}
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/layout"
@@ -255,6 +256,71 @@ func TestOutputInsideSource(t *testing.T) {
 	}
 	if res.Bitstreams != 1 || res.Skipped != 1 {
 		t.Errorf("bitstreams %d skipped %d, want 1 and 1 (the output directory)", res.Bitstreams, res.Skipped)
+	}
+}
+
+// TestOutputInsideSourceAsTyped: an output inside the source is left out
+// however the two are named (relative to the working directory, one
+// absolute and the other not, through a symbolic link), in a Resource
+// Dump and in a Change Dump run again over it; an output that is the
+// source itself is refused before anything is written.
+func TestOutputInsideSourceAsTyped(t *testing.T) {
+	// setup makes dir/src with a.txt and dir/linked-out, a link to
+	// dir/src/real-out, and makes dir the working directory.
+	setup := func() (dir, src string) {
+		dir = t.TempDir()
+		src = filepath.Join(dir, "src")
+		os.MkdirAll(filepath.Join(src, "real-out"), 0o755)
+		os.WriteFile(filepath.Join(src, "a.txt"), []byte("a"), 0o644)
+		if err := os.Symlink(filepath.Join(src, "real-out"), filepath.Join(dir, "linked-out")); err != nil {
+			t.Fatal(err)
+		}
+		t.Chdir(dir)
+		return dir, src
+	}
+	cases := []struct{ src, out string }{
+		{"src", "src/out"},
+		{"src", "<dir>/src/abs-out"},
+		{"<dir>/src", "src/rel-out"},
+		{"src/.", "./src/../src/dot-out"},
+		{"src", "linked-out"},
+	}
+	for _, c := range cases {
+		dir, _ := setup()
+		c.src, c.out = strings.Replace(c.src, "<dir>", dir, 1), strings.Replace(c.out, "<dir>", dir, 1)
+		for _, changes := range []bool{false, true} {
+			o := testOptions()
+			o.At = time.Time{}
+			o.Changes = changes
+			res, err := Pack(context.Background(), c.src, c.out, o)
+			if err != nil {
+				t.Fatalf("Pack(%q, %q, changes %v): %v", c.src, c.out, changes, err)
+			}
+			if res.Skipped != 1 {
+				t.Errorf("Pack(%q, %q, changes %v): %d skipped, want 1 (the output)", c.src, c.out, changes, res.Skipped)
+			}
+			for _, p := range res.Packages {
+				for _, u := range checkPackage(t, filepath.Join(c.out, p.Name)) {
+					if u.MD.Path != "/resources/a.txt" && u.MD.Path != "/changes/a.txt" {
+						t.Errorf("Pack(%q, %q, changes %v) packed %s", c.src, c.out, changes, u.MD.Path)
+					}
+				}
+			}
+		}
+	}
+	for _, c := range []struct{ src, out string }{{".", "."}, {"src", "src"}, {"src", "./src/"}, {"<dir>/src", "src"}, {"src/real-out", "linked-out"}} {
+		dir, src := setup()
+		if c.src == "." {
+			t.Chdir(src)
+		}
+		c.src = strings.Replace(c.src, "<dir>", dir, 1)
+		_, err := Pack(context.Background(), c.src, c.out, testOptions())
+		if !errors.Is(err, ErrSourceIsOutput) {
+			t.Errorf("Pack(%q, %q) = %v, want ErrSourceIsOutput", c.src, c.out, err)
+		}
+		if _, err := os.Stat(filepath.Join(src, journalName)); err == nil {
+			t.Errorf("Pack(%q, %q), refused, left %s", c.src, c.out, journalName)
+		}
 	}
 }
 

@@ -41,7 +41,7 @@ type walker struct {
 	warn    func(path, msg string)
 	visit   func(item) error
 	onPath  map[string]bool // real paths of the directories being walked, against symlink loops
-	exclude string          // real path of a directory not to walk: the output
+	exclude string          // real path (realPath) of a directory not to walk: the output
 	noAbs   bool            // files come without their abs path, which visit does not use
 
 	// Read-ahead: directories listed (read, sorted, lstat'ed) on other
@@ -185,7 +185,7 @@ func (w *walker) walk(root string) error {
 func (w *walker) dir(abs, rel, real string) error {
 	l := w.take(abs)
 	if real == "" {
-		real, _ = filepath.EvalSymlinks(abs)
+		real = realDir(abs)
 	}
 	if real != "" {
 		if real == w.exclude {
@@ -296,6 +296,41 @@ func (w *walker) entry(abs, rel, name, parentReal string, st statInfo) error {
 	}
 	w.warn(rel, fmt.Sprintf("special file (%s) skipped", st.mode.Type()))
 	return nil
+}
+
+// realDir is the absolute path of the directory at p with no symbolic
+// link in it, or "" when it cannot be resolved. Absolute, so that a
+// source given relative ("src", ".") and an output given absolute (the
+// CLI makes it so) compare.
+func realDir(p string) string {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return ""
+	}
+	real, _ := filepath.EvalSymlinks(abs)
+	return real
+}
+
+// realPath is realDir of p, or, while p does not exist yet, realDir of
+// its nearest existing ancestor with the rest of p appended: where p
+// will be once made.
+func realPath(p string) string {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return ""
+	}
+	rest := ""
+	for {
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			return filepath.Join(real, rest)
+		}
+		parent := filepath.Dir(abs)
+		if parent == abs {
+			return ""
+		}
+		rest = filepath.Join(filepath.Base(abs), rest)
+		abs = parent
+	}
 }
 
 // xmlSafe reports whether a name can be written in XML 1.0: valid UTF-8

@@ -43,6 +43,32 @@ func (r PackageRef) Until() time.Time {
 	return r.Entry.MD.Until
 }
 
+// CheckWindow finds a package whose manifest gives another at, from or
+// until than the entry its dump document lists it by: the manifest is
+// inside the package, whose hash the document gives, but nothing else
+// checks the document's times, which Destinations record. It returns the
+// finding (an Error, code finding.CheckWindow) or nil; a time either
+// side leaves out is not compared. unpack refuses such a package whole;
+// verify reports it.
+func (r PackageRef) CheckWindow(md resourcesync.MD) *finding.Finding {
+	e := r.Entry.MD
+	if e == nil {
+		return nil
+	}
+	for _, c := range []struct {
+		name      string
+		doc, mine time.Time
+	}{{"at", e.At, md.At}, {"from", e.From, md.From}, {"until", e.Until, md.Until}} {
+		if !c.doc.IsZero() && !c.mine.IsZero() && !c.doc.Equal(c.mine) {
+			doc, mine := resourcesync.FormatTime(c.doc), resourcesync.FormatTime(c.mine)
+			return &finding.Finding{Severity: finding.Error, Code: finding.CheckWindow, Source: r.Loc, URI: r.Entry.Loc,
+				Expected: c.name + " " + doc, Actual: c.name + " " + mine,
+				Msg: fmt.Sprintf("its manifest says %s %s, %s says %s", c.name, mine, r.Doc, doc)}
+		}
+	}
+	return nil
+}
+
 // LoadDump reads the dump document at loc (a file or URL) and, for an
 // index, every document it lists, checking them against §11, §13 and
 // Appendix A. Problems are reported; the error wraps ErrRejected when the

@@ -9,9 +9,12 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/rsdump/rsdump/internal/httpc"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/metalink/httpheader"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/s3"
@@ -63,14 +66,27 @@ const maxHops = 6
 // loc may be the Source's base URL (its /.well-known/resourcesync Source
 // Description is read), a Source Description, a Capability List, an HTML
 // page with <link rel="resourcesync">, any resource whose response has an
-// HTTP Link header with rel="resourcesync", or a dump or list document
+// HTTP Link header with rel="resourcesync", a dump or list document
 // itself (a file or a URL), whose rel="up" Capability List, when it links
-// one, gives the others. c nil is rsdump's default client.
-func Discover(ctx context.Context, c *http.Client, loc string) (*Source, error) {
-	d := &discovery{c: c, src: &Source{Given: loc, Docs: map[string]string{}}}
+// one, gives the others, or a local directory holding a pack output (its
+// capabilitylist.xml, else its .well-known/resourcesync). c nil is
+// rsdump's default client.
+//
+// The well-known URI is tried, beside the path given and then at the
+// server's root, for a base URL (its path is empty or ends in "/") that
+// leads nowhere, and for any URL that answers with neither a ResourceSync
+// document nor a link to one. A URL that names a document and answers
+// with an error status (a typo: 404) is that error, naming it: the
+// Source it meant is not some other document of the server.
+func Discover(ctx context.Context, c *http.Client, loc resourcesync.Location) (*Source, error) {
+	if loc.IsZero() {
+		return nil, fmt.Errorf("%w: no location given", ErrNotFound)
+	}
+	d := &discovery{c: c, src: &Source{Given: loc.String(), Docs: map[string]string{}}}
 	err := d.follow(ctx, loc, "given", 0)
-	if errors.Is(err, ErrNotFound) && resourcesync.IsURL(loc) {
-		err = d.wellKnown(ctx, loc, err)
+	var se *httpc.StatusError
+	if errors.Is(err, ErrNotFound) && loc.IsURL() && (loc.IsBase() || !errors.As(err, &se)) {
+		err = d.wellKnown(ctx, loc.String(), err)
 	}
 	if err != nil {
 		return nil, err
@@ -103,7 +119,7 @@ func (d *discovery) useful() bool {
 // path prefix may have it there).
 func (d *discovery) wellKnown(ctx context.Context, loc string, first error) error {
 	for _, wk := range wellKnownURLs(loc) {
-		err := d.follow(ctx, wk, "well-known", 1)
+		err := d.follow(ctx, resourcesync.LocationOf(wk), "well-known", 1)
 		var se *sign.Error
 		if err == nil || ctx.Err() != nil || errors.As(err, &se) {
 			return err // a Source Description whose signature fails is refused, not missed
@@ -129,9 +145,17 @@ func wellKnownURLs(loc string) []string {
 }
 
 // follow reads the document at loc and acts on what it is.
-func (d *discovery) follow(ctx context.Context, loc, how string, hops int) error {
+func (d *discovery) follow(ctx context.Context, loc resourcesync.Location, how string, hops int) error {
 	if hops > maxHops {
 		return fmt.Errorf("%s: more than %d discovery links followed", loc, maxHops)
+	}
+	if how == "given" && loc.Kind() == resourcesync.LocPath {
+		if doc, err := d.inDirectory(loc.String()); err != nil || doc != "" {
+			if err != nil {
+				return err
+			}
+			return d.follow(ctx, resourcesync.LocationOf(doc), "directory", hops+1)
+		}
 	}
 	body, header, err := d.open(ctx, loc)
 	if err != nil {
@@ -146,36 +170,59 @@ func (d *discovery) follow(ctx context.Context, loc, how string, hops int) error
 	}
 	defer body.Close()
 	if how == "given" && trs.IsMediaType(header.Get("Content-Type")) {
-		return d.trackedResourceSet(ctx, loc, header, hops)
+		return d.trackedResourceSet(ctx, loc.String(), header, hops)
 	}
 	br := bufio.NewReaderSize(body, 64<<10)
 	head, _ := br.Peek(4096)
 	if !resourcesync.LooksXML(head) || resourcesync.LooksHTML(head, header.Get("Content-Type")) {
-		next, err := d.linked(ctx, loc, br, header)
+		next, err := d.linked(ctx, loc.String(), br, header)
 		if err != nil {
 			return err
 		}
 		if next != "" {
 			d.src.Route = append(d.src.Route, how)
-			return d.follow(ctx, next, d.linkHow(header), hops+1)
+			return d.follow(ctx, resourcesync.LocationOf(next), d.linkHow(header), hops+1)
 		}
 		return fmt.Errorf("%s: %w: not a ResourceSync document, and no rel=\"resourcesync\" link", loc, ErrNotFound)
 	}
 	d.src.Route = append(d.src.Route, how)
-	doc, err := d.opener().Verify(ctx, loc, br)
+	doc, err := d.opener().Verify(ctx, loc.String(), br)
 	if err != nil {
 		return err
 	}
 	defer doc.Close()
-	return d.document(ctx, loc, doc, hops)
+	return d.document(ctx, loc.String(), doc, hops)
+}
+
+// dirDocs are the documents discovery looks for in a local directory
+// given: a pack output's Capability List, else its Source Description.
+var dirDocs = []string{layout.CapabilityListName, layout.SourceDescriptionName}
+
+// inDirectory is the document discovery reads for the path given: ""
+// when it is not a directory (it is read itself), else the first of
+// dirDocs it holds; a directory that holds none is ErrNotFound, naming
+// it.
+func (d *discovery) inDirectory(dir string) (string, error) {
+	fi, err := os.Stat(dir)
+	if err != nil || !fi.IsDir() {
+		return "", nil // opening it says why
+	}
+	d.src.Route = append(d.src.Route, "given")
+	for _, name := range dirDocs {
+		doc := filepath.Join(dir, filepath.FromSlash(name))
+		if fi, err := os.Stat(doc); err == nil && fi.Mode().IsRegular() {
+			return doc, nil
+		}
+	}
+	return "", fmt.Errorf("%s: %w: a directory with no %s", dir, ErrNotFound, strings.Join(dirDocs, " or "))
 }
 
 // open GETs a URL, keeping its headers, or opens a file. It may be an
 // HTML page or carry only a Link header, so its signature, when ctx
 // requires one, is checked (Opener.Verify) once it turns out to be a
 // document.
-func (d *discovery) open(ctx context.Context, loc string) (io.ReadCloser, http.Header, error) {
-	return d.opener().OpenHeader(ctx, loc)
+func (d *discovery) open(ctx context.Context, loc resourcesync.Location) (io.ReadCloser, http.Header, error) {
+	return d.opener().OpenLocation(ctx, loc)
 }
 
 func (d *discovery) opener() resourcesync.Opener {
@@ -316,9 +363,16 @@ func (d *discovery) document(ctx context.Context, loc string, r io.Reader, hops 
 func (d *discovery) description(ctx context.Context, loc string, entries []resourcesync.URL, hops int) error {
 	d.src.Description = loc
 	var lists []string
+	from := loc
+	if !resourcesync.IsURL(loc) && filepath.Base(filepath.Dir(loc)) == ".well-known" {
+		// A pack output's Source Description: the well-known URI is at
+		// the server's root, the Capability Lists it names are in the
+		// output, the directory that holds .well-known.
+		from = filepath.Join(filepath.Dir(filepath.Dir(loc)), "resourcesync")
+	}
 	for _, e := range entries {
 		if e.MD == nil || e.MD.Capability == "" || e.MD.Capability == resourcesync.CapCapabilityList {
-			cl, err := resourcesync.Resolve(ctx, loc, e.Loc)
+			cl, err := resourcesync.Resolve(ctx, from, e.Loc)
 			if err != nil {
 				return err
 			}
@@ -329,7 +383,7 @@ func (d *discovery) description(ctx context.Context, loc string, entries []resou
 		return fmt.Errorf("%s: %w: the Source Description lists no Capability List", loc, ErrNotFound)
 	}
 	d.src.Others = lists[1:]
-	return d.follow(ctx, lists[0], "capability list", hops+1)
+	return d.follow(ctx, resourcesync.LocationOf(lists[0]), "capability list", hops+1)
 }
 
 // capabilityList records the documents a Capability List lists; one it
@@ -387,9 +441,12 @@ func channel(ctx context.Context, loc string, e resourcesync.URL) (Channel, bool
 }
 
 // httpRef is the http(s) URL the reference ref of the document at loc
-// names.
+// names: an address to talk to, never a document to read beside a local
+// one (resourcesync.Ref, not Resolve), so that a pack output's Capability
+// List advertises its hub to sync from the output directory as from its
+// URL.
 func httpRef(ctx context.Context, loc, what, ref string) (string, error) {
-	v, err := resourcesync.Resolve(ctx, loc, ref)
+	v, err := resourcesync.Ref(ctx, loc, ref)
 	if err != nil {
 		return "", err
 	}
@@ -412,7 +469,7 @@ func (d *discovery) up(ctx context.Context, loc string, h resourcesync.Header, h
 	if err != nil {
 		return err
 	}
-	raw, _, err := d.open(ctx, cl)
+	raw, _, err := d.open(ctx, resourcesync.LocationOf(cl))
 	if err != nil {
 		return nil
 	}

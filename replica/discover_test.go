@@ -8,8 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/replica"
@@ -52,7 +54,7 @@ func TestDiscoveryRoutes(t *testing.T) {
 		{"resource list", s.srv.URL + "/resourcelist.xml", []string{"given"}, []string{"resourcelist"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			src, err := replica.Discover(context.Background(), nil, tc.loc)
+			src, err := replica.Discover(context.Background(), nil, location(t, tc.loc))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -85,7 +87,7 @@ func TestDiscoveryUp(t *testing.T) {
 	s.publishResources()
 	// pack links the Capability List when told where it will be.
 	s.packDump(pack.Options{CapabilityList: s.srv.URL + "/capabilitylist.xml"})
-	src, err := replica.Discover(context.Background(), nil, s.srv.URL+"/"+layout.DumpName)
+	src, err := replica.Discover(context.Background(), nil, location(t, s.srv.URL+"/"+layout.DumpName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,12 +101,12 @@ func TestDiscoveryUp(t *testing.T) {
 func TestDiscoveryNothing(t *testing.T) {
 	s := newSource(t, nil)
 	write(t, filepath.Join(s.out, "index.html"), []byte("<html><head><title>no</title></head><body>nothing</body></html>"))
-	_, err := replica.Discover(context.Background(), nil, s.srv.URL+"/")
+	_, err := replica.Discover(context.Background(), nil, location(t, s.srv.URL+"/"))
 	if !errors.Is(err, replica.ErrNotFound) {
 		t.Fatalf("err = %v, want ErrNotFound", err)
 	}
 	os.Remove(filepath.Join(s.out, "index.html"))
-	_, err = replica.Discover(context.Background(), nil, s.srv.URL+"/missing.xml")
+	_, err = replica.Discover(context.Background(), nil, location(t, s.srv.URL+"/missing.xml"))
 	if !errors.Is(err, replica.ErrNotFound) {
 		t.Fatalf("err = %v, want ErrNotFound", err)
 	}
@@ -142,13 +144,67 @@ func TestDiscoveryRefuses(t *testing.T) {
 		{"/bad.html", "%zz"},
 		{"/s3.html", "s3://private/cl.xml"},
 	} {
-		_, err := replica.Discover(ctx, nil, srv.URL+c.doc)
+		_, err := replica.Discover(ctx, nil, location(t, srv.URL+c.doc))
 		var re *resourcesync.RefError
 		if !errors.As(err, &re) || re.Doc != srv.URL+c.doc || re.Ref != c.ref {
 			t.Errorf("%s: %v, want a RefError naming it and %q", c.doc, err, c.ref)
 		}
 	}
-	if src, err := replica.Discover(s3.Grant(ctx, "s3://private/"), nil, srv.URL+"/ok.html"); err != nil || src.Docs["resourcelist"] != "s3://private/resourcelist.xml" {
+	if src, err := replica.Discover(s3.Grant(ctx, "s3://private/"), nil, location(t, srv.URL+"/ok.html")); err != nil || src.Docs["resourcelist"] != "s3://private/resourcelist.xml" {
 		t.Errorf("an HTML page's relative link to a Capability List naming s3:// under the grant: %+v, %v", src, err)
+	}
+}
+
+// TestDiscoveryTypoIsAnError: a URL that names a document and answers
+// 404 (a typo) is an error naming it, even on a server whose root
+// Source Description leads to a Source; a base URL that answers 404 still
+// falls back to the well-known URI (§6.3).
+func TestDiscoveryTypoIsAnError(t *testing.T) {
+	s := newSource(t, files(2, 50))
+	s.packDump(pack.Options{})
+	typo := s.srv.URL + "/capabilitylst.xml"
+	_, err := replica.Discover(t.Context(), nil, location(t, typo))
+	if !errors.Is(err, replica.ErrNotFound) || !strings.Contains(err.Error(), typo) || !strings.Contains(err.Error(), "404") {
+		t.Errorf("Discover(%s) = %v, want ErrNotFound naming it and its 404", typo, err)
+	}
+	for _, base := range []string{s.srv.URL + "/nothing-here/", s.srv.URL} {
+		src, err := replica.Discover(t.Context(), nil, location(t, base))
+		if err != nil || src.Docs[resourcesync.CapResourceDump] == "" || src.Route[0] != "well-known" {
+			t.Errorf("Discover(%s) = %+v, %v; want the Source through the well-known URI", base, src, err)
+		}
+	}
+}
+
+// TestDiscoveryOutputDirectory: a local pack output directory is a
+// Source: its capabilitylist.xml, else its .well-known/resourcesync, whose
+// Capability List is beside the dumps; a hub its Capability List
+// advertises is recorded for follow, not refused; a directory with
+// neither is ErrNotFound naming it.
+func TestDiscoveryOutputDirectory(t *testing.T) {
+	out := t.TempDir()
+	o := pack.Options{BaseURL: "http://127.0.0.1:1/res/", DumpURL: "http://127.0.0.1:1/", SourceDescription: true,
+		Channels: layout.Channels{Hub: "http://127.0.0.1:1/hub"}}
+	if _, err := pack.Pack(t.Context(), verifytest.Tree(t, files(2, 50)), out, o); err != nil {
+		t.Fatal(err)
+	}
+	for _, wellKnown := range []bool{false, true} {
+		if wellKnown { // a Capability List by another name, which the Source Description names
+			os.Rename(filepath.Join(out, "capabilitylist.xml"), filepath.Join(out, "caps.xml"))
+			write(t, filepath.Join(out, ".well-known", "resourcesync"), verifytest.Encode(t,
+				resourcesync.Header{Kind: resourcesync.URLSet, MD: resourcesync.MD{Capability: resourcesync.CapDescription}},
+				[]resourcesync.URL{{Loc: "http://127.0.0.1:1/caps.xml", MD: &resourcesync.MD{Capability: resourcesync.CapCapabilityList}}}))
+		}
+		src, err := replica.Discover(t.Context(), nil, location(t, out))
+		if err != nil || src.Docs[resourcesync.CapResourceDump] != filepath.Join(out, layout.DumpName) || len(src.Channels) == 0 ||
+			src.Channels[0].Hub != "http://127.0.0.1:1/hub" {
+			t.Fatalf("Discover(%s) = %+v, %v", out, src, err)
+		}
+		if wellKnown && src.CapabilityList != filepath.Join(out, "caps.xml") {
+			t.Errorf("Discover(%s) read the Capability List %s, want caps.xml through .well-known/resourcesync", out, src.CapabilityList)
+		}
+	}
+	empty := t.TempDir()
+	if _, err := replica.Discover(t.Context(), nil, location(t, empty)); !errors.Is(err, replica.ErrNotFound) || !strings.Contains(err.Error(), empty) {
+		t.Errorf("Discover(%s), an empty directory: %v, want ErrNotFound naming it", empty, err)
 	}
 }

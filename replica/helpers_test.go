@@ -185,6 +185,20 @@ func sortedKeys(m map[string]string) []string {
 	return out
 }
 
+// location is src parsed as a user's SOURCE; "" is the zero Location,
+// the Source the tree records.
+func location(t testing.TB, src string) resourcesync.Location {
+	t.Helper()
+	if src == "" {
+		return resourcesync.Location{}
+	}
+	l, err := resourcesync.ParseLocation(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
 // syncRun syncs and returns the result and the findings.
 func syncRun(t testing.TB, src, dir string, o replica.Options) (*replica.Result, []finding.Finding, []string) {
 	t.Helper()
@@ -200,7 +214,7 @@ func syncRun(t testing.TB, src, dir string, o replica.Options) (*replica.Result,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	res, err := replica.Sync(ctx, src, dir, o)
+	res, err := replica.Sync(ctx, location(t, src), dir, o)
 	if err != nil {
 		t.Fatalf("Sync %s: %v\nnotes: %s\n%s", src, err, strings.Join(notes, "\n"), problems(fs))
 	}

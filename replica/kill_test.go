@@ -17,6 +17,7 @@ import (
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/replica"
+	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/unpack"
 )
 
@@ -37,7 +38,8 @@ func childSync(src, dst string) {
 			fmt.Println("written", f.Path)
 		}
 	})}
-	if _, err := replica.Sync(context.Background(), src, dst, opts); err != nil {
+	loc, _ := resourcesync.ParseLocation(src)
+	if _, err := replica.Sync(context.Background(), loc, dst, opts); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}

@@ -107,7 +107,7 @@ func syncWithin(t *testing.T, src, dir string, o replica.Options, limit time.Dur
 	ctx, cancel := context.WithTimeout(t.Context(), 3*limit)
 	defer cancel()
 	start := time.Now()
-	res, err := replica.Sync(ctx, src, dir, o)
+	res, err := replica.Sync(ctx, location(t, src), dir, o)
 	if el := time.Since(start); el > limit {
 		t.Errorf("sync took %s, want at most %s (%v)", el.Round(time.Millisecond), limit, err)
 	}

@@ -53,7 +53,11 @@ func RepairFiles(ctx context.Context, d *deststate.Dir, recs []deststate.Record,
 	// The Source and base URL the state records were given in the run
 	// that recorded them, and so was their grant of S3.
 	ctx = s3.Grant(ctx, st.Sync.Source, st.Sync.BaseURL)
-	src, err := Discover(ctx, opts.Client, st.Sync.Source)
+	loc, err := resourcesync.ParseLocation(st.Sync.Source)
+	if err != nil {
+		return nil, fmt.Errorf("%s: the Source it records: %w", d.Path(), err)
+	}
+	src, err := Discover(ctx, opts.Client, loc)
 	if err != nil {
 		return nil, err
 	}

@@ -96,15 +96,19 @@ const DefaultFetches = 16
 var ErrOtherSource = errors.New("the destination is a copy of another Source")
 
 // Sync brings dir up to the Source at source (see Discover for what it
-// may be; "" is the Source the state records). Problems with documents,
-// packages and resources are findings; the error is for a Source that
-// cannot be found or read at all, a destination that cannot be used, or
-// a cancelled context.
+// may be; the zero Location is the Source the state records, reached with
+// the S3 endpoint it records unless ctx gives one). Problems with
+// documents, packages and resources are findings; the error is for a
+// Source that cannot be found or read at all, a destination that cannot
+// be used, or a cancelled context.
 //
 // The tree is opened once, its lock held for the whole run, and its state
 // read once (deststate); a run that fails before it commits anything
-// leaves the state as it was.
-func Sync(ctx context.Context, source, dir string, opts Options) (res *Result, err error) {
+// leaves the state as it was (a first run refused leaves no trace), and
+// one that commits nothing records only that it ran: the Source, base URL
+// and S3 endpoint it was given are recorded once they brought something
+// into the tree.
+func Sync(ctx context.Context, source resourcesync.Location, dir string, opts Options) (res *Result, err error) {
 	if opts.Client == nil {
 		opts.Client = transfer.NewClient(opts.Transfer)
 	}
@@ -123,11 +127,16 @@ func Sync(ctx context.Context, source, dir string, opts Options) (res *Result, e
 		d.Close()
 	}()
 	s := &syncer{opts: opts, dir: d.Path(), tree: d, res: &Result{}}
-	if st := d.State(); source == "" && st.Sync != nil {
+	if st := d.State(); source.IsZero() && st.Sync != nil {
 		// The Source and base URL the state records were given in the run
-		// that recorded them, and so was their grant of S3.
+		// that recorded them, and so was their grant of S3, and the
+		// endpoint it was reached at.
 		ctx = s3.Grant(ctx, st.Sync.Source, st.Sync.BaseURL)
+		if s3.ConfigFrom(ctx).Endpoint == "" && st.Sync.S3Endpoint != "" {
+			ctx = s3.WithConfig(ctx, s3.Config{Endpoint: st.Sync.S3Endpoint})
+		}
 	}
+	s.endpoint = s3Endpoint(ctx)
 	if ctx, err = s.pin(ctx); err != nil {
 		return nil, err
 	}
@@ -168,7 +177,10 @@ type syncer struct {
 	src   *Source
 	given string
 	base  string
-	res   *Result
+	// endpoint is the S3 endpoint of the run's context, when it grants
+	// S3: recorded with the Source.
+	endpoint string
+	res      *Result
 	// trsPoint is the last Change Event of a Tracked Resource Set this
 	// run applied (trs.go), recorded by finish.
 	trsPoint *deststate.TRSPoint
@@ -181,17 +193,19 @@ func (s *syncer) note(format string, args ...any) {
 }
 
 // prepare discovers the Source and settles the base URL.
-func (s *syncer) prepare(ctx context.Context, source string) error {
+func (s *syncer) prepare(ctx context.Context, source resourcesync.Location) error {
 	st := s.tree.State()
 	s.state = st
 	var err error
 	switch {
-	case source == "" && st.Sync == nil:
+	case source.IsZero() && st.Sync == nil:
 		return fmt.Errorf("%s records no Source: give one", s.dir)
-	case source == "":
-		source = st.Sync.Source
+	case source.IsZero():
+		if source, err = resourcesync.ParseLocation(st.Sync.Source); err != nil {
+			return fmt.Errorf("%s: the Source it records: %w", s.dir, err)
+		}
 	}
-	s.given = source
+	s.given = source.String()
 	if s.src, err = Discover(ctx, s.opts.Client, source); err != nil {
 		return err
 	}
@@ -207,12 +221,27 @@ func (s *syncer) prepare(ctx context.Context, source string) error {
 	// baseline is resumed by a plain rsdump sync --dest DIR, and not
 	// before: a Source or base URL that brought nothing into the tree
 	// (a wrong guess, a Source that fails) is never recorded.
-	info := deststate.SyncInfo{Source: s.given, BaseURL: s.base, Baseline: baselineKind(s.src)}
+	info := s.syncInfo()
 	if st.Sync != nil {
 		info.Documents, info.LastRun = st.Sync.Documents, st.Sync.LastRun
 	}
 	s.tree.Amend(func(st *deststate.State) { st.Sync = &info })
 	return nil
+}
+
+// syncInfo is what the run records of where the tree comes from: the
+// Source, base URL and S3 endpoint it was given.
+func (s *syncer) syncInfo() deststate.SyncInfo {
+	return deststate.SyncInfo{Source: s.given, BaseURL: s.base, S3Endpoint: s.endpoint, Baseline: baselineKind(s.src)}
+}
+
+// s3Endpoint is the S3 endpoint ctx gives, when it grants S3: only then
+// does the run reach S3 at it.
+func s3Endpoint(ctx context.Context) string {
+	if !s3.Granted(ctx) {
+		return ""
+	}
+	return s3.ConfigFrom(ctx).Endpoint
 }
 
 // sameSource says whether the Source found is the one the tree is a copy
@@ -435,7 +464,14 @@ func (s *syncer) finish(ctx context.Context) (*Result, error) {
 	st := s.tree.State()
 	s.res.Until = st.Since()
 	if !s.opts.DryRun && (s.tree.Saved() || s.state.Sync != nil) {
-		info := deststate.SyncInfo{Source: s.given, BaseURL: s.base, Baseline: baselineKind(s.src), LastRun: time.Now().UTC()}
+		info := s.syncInfo()
+		if !s.tree.Saved() {
+			// Nothing came into the tree: the Source, base URL and
+			// endpoint it was brought from stay the ones recorded.
+			info = *s.state.Sync
+			info.Documents = nil
+		}
+		info.LastRun = time.Now().UTC()
 		for _, st := range s.res.Steps {
 			info.Documents = append(info.Documents, st.Doc)
 		}

@@ -210,7 +210,7 @@ func TestOtherSourceRefused(t *testing.T) {
 	other.packDump(pack.Options{})
 	dst := t.TempDir()
 	syncRun(t, s.srv.URL+"/", dst, replica.Options{})
-	if _, err := replica.Sync(t.Context(), other.srv.URL+"/", dst, replica.Options{}); !errors.Is(err, replica.ErrOtherSource) {
+	if _, err := replica.Sync(t.Context(), location(t, other.srv.URL+"/"), dst, replica.Options{}); !errors.Is(err, replica.ErrOtherSource) {
 		t.Fatalf("err = %v, want ErrOtherSource", err)
 	}
 	res, fs, _ := syncRun(t, s.srv.URL+"/capabilitylist.xml", dst, replica.Options{})

@@ -32,7 +32,7 @@ func (d *discovery) trackedResourceSet(ctx context.Context, loc string, h http.H
 	if len(targets) == 0 {
 		return nil
 	}
-	err := d.follow(ctx, targets[0], "link header", hops+1)
+	err := d.follow(ctx, resourcesync.LocationOf(targets[0]), "link header", hops+1)
 	var re *resourcesync.RefError
 	if errors.As(err, &re) || ctx.Err() != nil {
 		return err

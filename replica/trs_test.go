@@ -174,7 +174,7 @@ func TestSyncFromTRSChecksHashes(t *testing.T) {
 	os.WriteFile(filepath.Join(src, "d1", "f001.txt"), []byte(strings.Repeat("x", 50)), 0o644) // the same length: only the hash tells
 	dst := t.TempDir()
 	var fs []string
-	res, err := replica.Sync(context.Background(), dump+"trs", dst, replica.Options{Events: func(e finding.Event) {
+	res, err := replica.Sync(context.Background(), location(t, dump+"trs"), dst, replica.Options{Events: func(e finding.Event) {
 		if f, ok := e.(finding.Finding); ok && f.Severity != finding.OK {
 			fs = append(fs, f.String())
 		}

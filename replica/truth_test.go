@@ -126,7 +126,7 @@ func TestForeignFileSurvives(t *testing.T) {
 	p.pack(false, pack.Options{})
 	dst := t.TempDir()
 	verifytest.WriteFiles(t, dst, map[string]string{"README.txt": "the user's own", "d0/f000.txt": "the user's version"})
-	if _, err := replica.Sync(context.Background(), p.capabilities(), dst, replica.Options{}); !errors.Is(err, unpack.ErrForeign) ||
+	if _, err := replica.Sync(context.Background(), location(t, p.capabilities()), dst, replica.Options{}); !errors.Is(err, unpack.ErrForeign) ||
 		!strings.Contains(err.Error(), filepath.Join(dst, "d0", "f000.txt")) {
 		t.Fatalf("first sync over the user's d0/f000.txt: %v, want ErrForeign naming it", err)
 	}
@@ -163,7 +163,7 @@ func TestWrongGuessNotRecorded(t *testing.T) {
 	}
 	os.WriteFile(manifest, []byte(strings.ReplaceAll(string(honest), "/res/", "/wrong/")), 0o644)
 	dst := t.TempDir()
-	_, err = replica.Sync(context.Background(), p.capabilities(), dst, replica.Options{})
+	_, err = replica.Sync(context.Background(), location(t, p.capabilities()), dst, replica.Options{})
 	if !errors.Is(err, unpack.ErrBaseURL) {
 		t.Fatalf("sync with a wrong guess: %v, want ErrBaseURL", err)
 	}

@@ -51,21 +51,28 @@ func (o Opener) Open(ctx context.Context, loc string) (io.ReadCloser, error) {
 }
 
 // OpenHeader is Open that also returns the response's header fields
-// (Content-Type, Link), empty for a file.
+// (Content-Type, Link), empty for a file. loc is a reference Resolve
+// returned, or a path or URL rsdump made (LocationOf).
 func (o Opener) OpenHeader(ctx context.Context, loc string) (io.ReadCloser, http.Header, error) {
+	return o.OpenLocation(ctx, LocationOf(loc))
+}
+
+// OpenLocation is OpenHeader of a Location: a path is opened as a file,
+// a URL fetched.
+func (o Opener) OpenLocation(ctx context.Context, loc Location) (io.ReadCloser, http.Header, error) {
 	max := o.MaxBytes
 	if max <= 0 {
 		max = MaxBytes
 	}
-	if !IsURL(loc) {
-		rc, err := openFile(loc, max)
+	if !loc.IsURL() {
+		rc, err := openFile(loc.String(), max)
 		if err != nil {
 			return nil, nil, err
 		}
-		rc, err = o.check(ctx, loc, rc)
+		rc, err = o.check(ctx, loc.String(), rc)
 		return rc, http.Header{}, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, loc, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, loc.String(), nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", loc, err)
 	}
@@ -76,7 +83,7 @@ func (o Opener) OpenHeader(ctx context.Context, loc string) (io.ReadCloser, http
 	if err != nil {
 		return nil, nil, err
 	}
-	rc, err = o.check(ctx, loc, rc)
+	rc, err = o.check(ctx, loc.String(), rc)
 	if err != nil {
 		return nil, nil, err
 	}

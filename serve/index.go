@@ -37,6 +37,10 @@ func (h *handler) serveIndex(w http.ResponseWriter, r *http.Request) {
 			page.Docs = append(page.Docs, name)
 		}
 	}
+	if len(page.Docs) == 0 && h.gone() {
+		h.notFound(w, r)
+		return
+	}
 	if isFile(h.dir, layout.CapabilityListName) {
 		page.CapabilityList = h.selfURL(r) + layout.CapabilityListName
 	}

@@ -40,7 +40,7 @@ func outputType(name string) string {
 func (h *handler) serveOutput(w http.ResponseWriter, r *http.Request, name string) {
 	f, fi, err := open(h.dir, name, false, nil)
 	if err != nil {
-		http.NotFound(w, r)
+		h.notFound(w, r)
 		return
 	}
 	defer f.Close()

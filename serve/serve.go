@@ -75,6 +75,7 @@ type Request struct {
 
 type handler struct {
 	dir       *os.Root
+	dirPath   string      // DIR as given, to see whether it is still there (gone)
 	res       *os.Root    // nil: no resources
 	hide      os.FileInfo // DIR, which the resources route does not enter
 	resHidden bool        // res is DIR itself: no resource is served
@@ -112,6 +113,7 @@ func New(dir string, opts Options) (http.Handler, error) {
 	if h.dir, err = openDir(dir); err != nil {
 		return nil, err
 	}
+	h.dirPath = dir
 	if opts.Resources != "" {
 		if h.res, err = openDir(opts.Resources); err != nil {
 			h.dir.Close()
@@ -220,6 +222,30 @@ func openDir(dir string) (*os.Root, error) {
 		return nil, fmt.Errorf("%s: not a directory", dir)
 	}
 	return os.OpenRoot(dir)
+}
+
+// gone says whether DIR is no longer the directory the handler holds
+// open: deleted, or replaced by another, whose files the open one does
+// not see.
+func (h *handler) gone() bool {
+	held, err := h.dir.Stat(".")
+	if err != nil {
+		return !errors.Is(err, os.ErrClosed) // after Close: 404, as documented
+	}
+	now, err := os.Stat(h.dirPath)
+	return err != nil || !os.SameFile(held, now)
+}
+
+// notFound answers a request for an output that is not there: 404, or,
+// when DIR itself is gone, 503 saying so, for every request would fail.
+// It is looked at only then, not at each request.
+func (h *handler) notFound(w http.ResponseWriter, r *http.Request) {
+	if !h.gone() {
+		http.NotFound(w, r)
+		return
+	}
+	http.Error(w, fmt.Sprintf("rsdump serve: %s, the directory served, was deleted or replaced since serve started: restart rsdump serve", h.dirPath),
+		http.StatusServiceUnavailable)
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {

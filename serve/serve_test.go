@@ -227,3 +227,31 @@ func TestDigestFromIndexAndChangeDump(t *testing.T) {
 		}
 	}
 }
+
+// TestDirGone: once DIR is deleted, or replaced by another directory,
+// what the handler serves from it answers 503 saying so, where it
+// answered 404 for every output (the index: 200 with none); a name that
+// is no output stays 404.
+func TestDirGone(t *testing.T) {
+	for _, replace := range []bool{false, true} {
+		s := newSite(t, files(5), serve.Options{})
+		if resp, _ := get(t, s.URL+"/dump/"+layout.DumpName); resp.StatusCode != http.StatusOK {
+			t.Fatalf("before: %s", resp.Status)
+		}
+		if err := os.RemoveAll(s.Dir); err != nil {
+			t.Fatal(err)
+		}
+		if replace {
+			os.Mkdir(s.Dir, 0o755)
+		}
+		for _, p := range []string{"/dump/" + layout.DumpName, "/dump/", "/" + layout.SourceDescriptionName, "/dump/" + layout.CapabilityListName} {
+			resp, body := get(t, s.URL+p)
+			if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), s.Dir+", the directory served, was deleted") {
+				t.Errorf("replaced %v: %s: %s %q, want 503 saying DIR is gone", replace, p, resp.Status, body)
+			}
+		}
+		if resp, _ := get(t, s.URL+"/dump/notes.txt"); resp.StatusCode != http.StatusNotFound {
+			t.Errorf("a name that is no output: %s, want 404", resp.Status)
+		}
+	}
+}

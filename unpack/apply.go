@@ -236,6 +236,9 @@ func (p *pkgRun) findExisting() {
 		if a.staged {
 			fi, err := p.u.dest.root.Lstat(a.target)
 			a.exists = err == nil && fi.Mode().IsRegular()
+			if a.exists {
+				a.keep = fi.Mode().Perm()
+			}
 		}
 	}
 }

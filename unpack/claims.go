@@ -32,6 +32,10 @@ type claimed struct {
 	// dec is the package's manifest as the survey decoded it, so that
 	// staging need not decode it again; nil when the survey could not.
 	dec *pkgread.Decoded
+	// detached is, in a dry run, the copy of a remote package's detached
+	// manifest the survey fetched, in the scratch directory, so that
+	// planning reads it there rather than fetching it again; "" for none.
+	detached string
 }
 
 // entryRef names a manifest entry of one of the dump's packages.
@@ -64,13 +68,16 @@ func (u *unpacker) survey(ctx context.Context, refs []pkgread.PackageRef) ([]cla
 			if cl.dec != nil {
 				os.Remove(cl.dec.Spool)
 			}
+			if cl.detached != "" {
+				os.Remove(cl.detached)
+			}
 		}
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(u.opts.Jobs)
 	for i, ref := range refs {
 		g.Go(func() error {
-			out[i].dec, read[i] = u.surveyOne(gctx, ref, c, out[i].pkg)
+			out[i].dec, out[i].detached, read[i] = u.surveyOne(gctx, ref, c, out[i].pkg)
 			return gctx.Err()
 		})
 	}
@@ -111,10 +118,12 @@ func (u *unpacker) scratchDir() string {
 // through the loader: nothing is kept of an entry in memory but its
 // claim, and the entry goes to the package's spool. A remote package's
 // come from the detached manifest it links; the package itself is
-// downloaded later, once. It reports whether it read the manifest to its
-// end, and the spool of its entries (nil when it did not, or could not
-// spool them).
-func (u *unpacker) surveyOne(ctx context.Context, ref pkgread.PackageRef, c *pkgread.Claims, pkg int) (*pkgread.Decoded, bool) {
+// downloaded later, once, and in a dry run, which reads no package, the
+// detached manifest is kept (keepDetached) for planning to read. It
+// reports whether it read the manifest to its end, the spool of its
+// entries (nil when it did not, or could not spool them), and the copy of
+// the detached manifest ("" for none).
+func (u *unpacker) surveyOne(ctx context.Context, ref pkgread.PackageRef, c *pkgread.Claims, pkg int) (*pkgread.Decoded, string, bool) {
 	errOther := errors.New("not a Resource Dump Manifest")
 	var sp *entryspool.Writer[resourcesync.URL, *resourcesync.URL]
 	if !u.opts.DryRun && u.spooled.Load() < spoolBudget { // a dry run's scratch is the system's, often in memory
@@ -139,31 +148,76 @@ func (u *unpacker) surveyOne(ctx context.Context, ref pkgread.PackageRef, c *pkg
 		},
 	}
 	h := sha256.New()
-	ok := false
+	ok, detached := false, ""
 	// A manifest that cannot be read is reported when its package is
 	// unpacked.
 	switch {
 	case !resourcesync.IsURL(ref.Loc):
 		ok = u.surveyLocal(ctx, ref.Loc, &ld, h) == nil
 	case ref.Contents != "":
+		keep := u.keepDetached()
 		ld.Open = func(ctx context.Context, loc string) (io.ReadCloser, error) {
 			rc, err := u.docs.Open(ctx, loc)
+			if keep != nil && rc != nil {
+				rc = struct {
+					io.Reader
+					io.Closer
+				}{io.TeeReader(rc, keep), rc}
+			}
 			return hashing(rc, h), err
 		}
 		ok = ld.Load(ctx, ref.Contents) == nil
+		detached = keptDetached(keep, ok)
+		if detached != "" {
+			fi, _ := os.Stat(detached)
+			u.spooled.Add(fi.Size())
+		}
 	}
 	if sp == nil {
-		return nil, ok
+		return nil, detached, ok
 	}
 	if !ok {
 		sp.Abort()
-		return nil, false
+		return nil, "", false
 	}
 	if sp.Close(entryspool.Source(h.Sum(nil))) != nil {
-		return nil, true
+		return nil, "", true
 	}
 	u.spooled.Add(sp.Size())
-	return &pkgread.Decoded{Spool: sp.Name()}, true
+	return &pkgread.Decoded{Spool: sp.Name()}, "", true
+}
+
+// dryDetachedBudget bounds the copies of detached manifests a dry run's
+// survey keeps, in the system's temporary directory (often in memory):
+// the manifests of the packages surveyed after it is spent are fetched
+// again when they are planned.
+var dryDetachedBudget int64 = 256 << 20
+
+// keepDetached is, in a dry run within dryDetachedBudget, a new file to
+// copy a detached manifest into as the survey reads it; else nil.
+func (u *unpacker) keepDetached() *os.File {
+	if !u.opts.DryRun || u.spooled.Load() >= dryDetachedBudget {
+		return nil
+	}
+	f, err := os.CreateTemp(u.scratchDir(), ".rsdump-detached-*.xml")
+	if err != nil {
+		return nil
+	}
+	return f
+}
+
+// keptDetached closes the copy f of a detached manifest and returns its
+// name, or removes it and returns "" when the manifest was not read to
+// its end (ok false) or the copy failed.
+func keptDetached(f *os.File, ok bool) string {
+	if f == nil {
+		return ""
+	}
+	if err := f.Close(); err != nil || !ok {
+		os.Remove(f.Name())
+		return ""
+	}
+	return f.Name()
 }
 
 // manifestSpoolPattern names the survey's spools in the scratch directory.

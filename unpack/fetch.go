@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"os"
 
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/pkgread"
@@ -60,13 +61,25 @@ func (u *unpacker) openFailed(ctx context.Context, ref pkgread.PackageRef, rep *
 	return nil
 }
 
+// plannedManifest is the manifest a dry run plans a remote package by:
+// the copy of its detached manifest the survey kept, else planManifest's.
+func (p *pkgRun) plannedManifest(ctx context.Context) (*pkgread.Package, error) {
+	if p.claimed.detached != "" {
+		if f, err := os.Open(p.claimed.detached); err == nil {
+			defer f.Close()
+			return rejected(pkgread.ReadManifest(f, p.ref.Loc, p.ref.Cap, p.u.opts.Limits, p.rep))
+		}
+	}
+	return p.u.planManifest(ctx, p.ref, p.rep)
+}
+
 // planRemote plans a remote package for a dry run, which reads no package
 // body: its manifest comes from the detached copy the dump document links
 // (rel="contents"), else from the package read by ranges, its central
 // directory and manifest entry only. Problems are reported; the error is
 // for a cancelled context.
 func (p *pkgRun) planRemote(ctx context.Context) error {
-	pkg, err := p.u.planManifest(ctx, p.ref, p.rep)
+	pkg, err := p.plannedManifest(ctx)
 	if err != nil {
 		return p.u.openFailed(ctx, p.ref, p.rep, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
@@ -17,28 +18,67 @@ import (
 // of them is rsdump's to replace or adopt without being told.
 var ErrForeign = errors.New("the directory holds files rsdump did not write at the bitstreams' names")
 
-// ForeignError names the first file a first run would have replaced.
+// ForeignError names the files a first run would have replaced: how
+// many, and the first ForeignNamed of them.
 type ForeignError struct {
-	Dir  string // the tree, absolute
-	Path string // the file, relative to it
+	Dir   string   // the tree, absolute
+	Path  string   // the first file, relative to it
+	Paths []string // the first ForeignNamed files, relative to Dir, Path first
+	Count int      // how many in all
 }
 
+// ForeignNamed is how many of the files a ForeignError names.
+const ForeignNamed = 10
+
 func (e *ForeignError) Error() string {
-	return fmt.Sprintf("%s already exists, and rsdump has never written in %s (it has no state there): nothing was written; --adopt takes the files that already hold their bitstream as rsdump's, --overwrite replaces the others too",
-		filepath.Join(e.Dir, filepath.FromSlash(e.Path)), e.Dir)
+	const advice = "nothing was written; --adopt takes the files that already hold their bitstream as rsdump's, --overwrite replaces the others too"
+	if e.Count <= 1 {
+		return fmt.Sprintf("%s already exists, and rsdump has never written in %s (it has no state there): %s",
+			filepath.Join(e.Dir, filepath.FromSlash(e.Path)), e.Dir, advice)
+	}
+	named := strings.Join(e.Paths, ", ")
+	if more := e.Count - len(e.Paths); more > 0 {
+		named += fmt.Sprintf(" and %d more", more)
+	}
+	return fmt.Sprintf("%s: %d files already exist at the bitstreams' names (%s), and rsdump has never written there (it has no state there): %s",
+		e.Dir, e.Count, named, advice)
 }
 
 // Unwrap makes errors.Is(err, ErrForeign) hold.
 func (e *ForeignError) Unwrap() error { return ErrForeign }
 
+// foreign collects the files a first run finds at its targets.
+type foreign struct {
+	dir   string
+	paths []string
+	count int
+}
+
+func (f *foreign) add(target string) {
+	f.count++
+	if len(f.paths) < ForeignNamed {
+		f.paths = append(f.paths, target)
+	}
+}
+
+// err is the ForeignError of what was found, or nil.
+func (f *foreign) err() error {
+	if f.count == 0 {
+		return nil
+	}
+	return &ForeignError{Dir: f.dir, Path: f.paths[0], Paths: f.paths, Count: f.count}
+}
+
 // guardFresh refuses, before anything lands, a first run into a directory
-// that holds a file at one of the targets of refs: rsdump did not write
-// it. It reads the packages' manifests only (planManifest), quietly: the
-// run itself reports their problems.
-func (u *unpacker) guardFresh(ctx context.Context, refs []pkgread.PackageRef) error {
+// that holds a file at one of the targets of refs that pick takes (nil:
+// every target): rsdump did not write it. It reads the packages'
+// manifests only (planManifest), quietly: the run itself reports their
+// problems.
+func (u *unpacker) guardFresh(ctx context.Context, refs []pkgread.PackageRef, pick func(target string) bool) error {
 	if !u.needsGuard() {
 		return nil
 	}
+	found := &foreign{dir: u.dest.dir}
 	for _, ref := range refs {
 		pkg, err := u.planManifest(ctx, ref, finding.NewReporter(nil))
 		if ctx.Err() != nil {
@@ -48,12 +88,12 @@ func (u *unpacker) guardFresh(ctx context.Context, refs []pkgread.PackageRef) er
 			continue // reported when the package is unpacked
 		}
 		for _, b := range pkg.Bitstreams {
-			if err := u.guardTarget(b.URL); err != nil {
-				return err
+			if t, ok := u.foreignTarget(b.URL); ok && (pick == nil || pick(t)) {
+				found.add(t)
 			}
 		}
 	}
-	return nil
+	return found.err()
 }
 
 // needsGuard says whether the run is a first one, into a directory that
@@ -81,19 +121,20 @@ func (u *unpacker) needsGuard() bool {
 	}
 }
 
-// guardTarget is ForeignError when the target of entry u is taken.
-func (u *unpacker) guardTarget(url resourcesync.URL) error {
+// foreignTarget is the target of entry url when a file is there already
+// (not a deletion's).
+func (u *unpacker) foreignTarget(url resourcesync.URL) (string, bool) {
 	if url.MD != nil && url.MD.Change == resourcesync.ChangeDeleted {
-		return nil
+		return "", false
 	}
 	target, err := u.opts.Mapper.Target(url)
 	if err != nil {
-		return nil // refused when the bitstream is unpacked
+		return "", false // refused when the bitstream is unpacked
 	}
 	if _, err := u.dest.root.Lstat(target); err == nil {
-		return &ForeignError{Dir: u.dest.dir, Path: target}
+		return target, true
 	}
-	return nil
+	return "", false
 }
 
 // planManifest reads a package's manifest without its bitstreams: a local

@@ -101,7 +101,7 @@ type earlyBatch struct {
 // rollback, nor as a first run into a directory that holds files (guard),
 // which any later entry may have refused before a resource is fetched.
 func (l *listRun) collectEarly(ctx context.Context, d *resourcesync.Document, seq int64, u resourcesync.URL, target string) {
-	if seq == 0 && d.Header.MD.Capability == resourcesync.CapResourceList && !l.u.opts.DryRun && l.u.rollback == nil && l.u.dest.root != nil && !l.guard {
+	if seq == 0 && d.Header.MD.Capability == resourcesync.CapResourceList && !l.u.opts.DryRun && l.u.rollback == nil && l.u.dest.root != nil && l.guard == nil {
 		l.early = &earlyBatch{first: map[string]int64{}, doc: d.Loc}
 	}
 	e := l.early

@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"strconv"
+	"strings"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/resourcesync"
 )
@@ -31,7 +34,9 @@ func (u *unpacker) only(ctx context.Context, doc, capability string, refs []pkgr
 	if err := CheckOnlyPatterns(u.opts.Only); err != nil {
 		return err
 	}
-	guard := u.needsGuard()
+	if err := u.guardFresh(ctx, refs, u.picked); err != nil {
+		return err
+	}
 	for _, ref := range refs {
 		pkg, err := u.planManifest(ctx, ref, u.rep)
 		if ctx.Err() != nil {
@@ -47,25 +52,41 @@ func (u *unpacker) only(ctx context.Context, doc, capability string, refs []pkgr
 		g := &pickGroup{ref: ref, pkg: pkg}
 		for _, b := range pkg.Bitstreams {
 			if t, err := u.opts.Mapper.Target(b.URL); err == nil && b.Path != "" && b.Bad == "" && !b.Deleted() && u.picked(t) {
-				if guard {
-					if err := u.guardTarget(b.URL); err != nil {
-						return err
-					}
-				}
 				g.picks = append(g.picks, b)
 			}
 		}
+		u.onlyPicked += len(g.picks)
 		if len(g.picks) == 0 {
 			continue
 		}
 		u.count(func(r *Result) { r.Packages++ })
-		if _, _, err := u.applyPicks(ctx, g); err != nil {
+		if _, err := u.applyPicks(ctx, g); err != nil {
 			return err
 		}
 	}
 	s := u.state() // part of a snapshot: its time is not the tree's
 	s.Pending = false
 	return u.finishState(s)
+}
+
+// onlyMatchedNothing reports, as an error, Options.Only patterns that
+// picked no bitstream of any package the run read: a typo, or a path
+// given as the Source names it rather than as it lands in the tree. Not
+// when a package could not be read: its bitstreams are not known.
+func (u *unpacker) onlyMatchedNothing(sources []string) {
+	if len(u.opts.Only) == 0 || u.onlyPicked > 0 || u.rep.Counts().Errors > 0 {
+		return
+	}
+	u.rep.Report(finding.Finding{Severity: finding.Error, Code: CheckOnly, Source: strings.Join(sources, ", "),
+		Msg: fmt.Sprintf("--only %s matched no file of the dump: nothing restored (a pattern matches a path in the tree, or a directory above it)", quoteAll(u.opts.Only))})
+}
+
+func quoteAll(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = strconv.Quote(s)
+	}
+	return strings.Join(q, ", ")
 }
 
 // picked says whether Options.Only picks target: a pattern matches it or

@@ -6,12 +6,15 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/rsdump/rsdump/deststate"
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/httpc/httpctest"
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/unpack"
@@ -63,5 +66,22 @@ func TestOnly(t *testing.T) {
 	_, err := unpack.Unpack(context.Background(), srv.URL+"/"+layout.DumpName, t.TempDir(), unpack.Options{Mapper: m, Only: []string{"d["}})
 	if err == nil || !strings.Contains(err.Error(), `"d["`) {
 		t.Errorf("bad pattern: %v", err)
+	}
+}
+
+// TestOnlyMatchesNothing: --only patterns that pick no file of the dump
+// are an error saying so, naming them, and nothing lands.
+func TestOnlyMatchesNothing(t *testing.T) {
+	out := packDir(t, tree(t, map[string]string{"a/x.txt": "x", "b/y.txt": "y"}), pack.Options{})
+	m, _ := deststate.NewMapper(deststate.ByURI, verifytest.BaseURL)
+	dst := t.TempDir()
+	res, fs := run(t, filepath.Join(out, layout.DumpName), dst, unpack.Options{Mapper: m, Only: []string{"c", "a/z*"}})
+	f, ok := find(fs, finding.Error, unpack.CheckOnly, "")
+	if !ok || res.Problems() != 1 || res.Written != 0 || !strings.Contains(f.Msg, `"c", "a/z*"`) {
+		t.Errorf("%+v\n%s", res, dump(fs))
+	}
+	res, fs = run(t, filepath.Join(out, layout.DumpName), dst, unpack.Options{Mapper: m, Only: []string{"c", "a"}})
+	if _, ok := find(fs, finding.Error, unpack.CheckOnly, ""); ok || res.Written != 1 {
+		t.Errorf("one pattern matching: %+v\n%s", res, dump(fs))
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"os"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rsdump/rsdump/deststate"
@@ -39,9 +38,10 @@ type action struct {
 	sums       digest.Set
 	perm       fs.FileMode // the mode the entry records, when hasPerm
 	hasPerm    bool
-	failed     bool  // refused, and reported
-	staged     bool  // read, verified and staged, at its target's path in the stage
-	length     int64 // the bytes staged
+	keep       fs.FileMode // of the file it replaces (exists): kept when the bitstream's source records none
+	failed     bool        // refused, and reported
+	staged     bool        // read, verified and staged, at its target's path in the stage
+	length     int64       // the bytes staged
 }
 
 // pkgRun is the unpacking of one package.
@@ -71,11 +71,9 @@ type pkgRun struct {
 	recMu       sync.Mutex     // recs and failed, when resources are fetched at once
 	// source opens a bitstream's bytes when they are not read from the
 	// package in order: from inside it by ranges (repair, --only); nil
-	// fetches an action's URI. fetches caps how many at once; counted,
-	// when set, adds up the bytes fetched from URIs.
+	// fetches an action's URI. fetches caps how many at once.
 	source  func(ctx context.Context, a *action) (io.ReadCloser, error)
 	fetches int
-	counted *atomic.Int64
 }
 
 // unpackPackage stages every bitstream of a package, checks the package,
@@ -328,7 +326,7 @@ func (p *pkgRun) checkPresent() {
 		case ok:
 			p.markPresent(a, fi, sums)
 		case fi != nil:
-			a.exists = true
+			a.exists, a.keep = true, fi.Mode().Perm()
 		}
 	}
 }
@@ -463,7 +461,7 @@ func (p *pkgRun) stageOne(a *action) error {
 		p.refuse(a, CheckRefused, "not written: the bitstream failed verification; the file at this name is left as it was")
 		return nil
 	}
-	if err := p.st.seal(f, a.b.URL.Lastmod, a.b.File); err != nil {
+	if err := p.st.seal(f, a.b.URL.Lastmod, a.b.File, 0); err != nil {
 		p.removeStaged(a)
 		p.refuse(a, CheckRefused, "not written: "+err.Error())
 		return nil

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sync/atomic"
 
 	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
@@ -132,15 +131,15 @@ func (u *unpacker) pickList(ctx context.Context, loc string, take func(*pkgread.
 // applyPicks restores a group's bitstreams as a package's are: staged
 // (from inside the package by ranges, or from their URIs), each checked
 // against its hashes and length, then committed with apply. It returns
-// how many landed and the bytes fetched.
-func (u *unpacker) applyPicks(ctx context.Context, g *pickGroup) (int, int64, error) {
+// how many landed.
+func (u *unpacker) applyPicks(ctx context.Context, g *pickGroup) (int, error) {
 	p := &pkgRun{u: u, ref: g.ref, rep: finding.NewReporter(u.rep.Send), byBits: map[*pkgread.Bitstream]*action{},
 		m: pkgread.NewMeter(nil, pkgread.PackageRef{Length: 0})}
 	for _, b := range g.picks {
 		target, _ := u.opts.Mapper.Target(b.URL) // locate mapped it
 		a := &action{b: b, target: target}
 		if fi, err := u.dest.root.Lstat(target); err == nil && fi.Mode().IsRegular() {
-			a.exists = true // damaged: ownership finds it is rsdump's
+			a.exists, a.keep = true, fi.Mode().Perm() // damaged: ownership finds it is rsdump's
 		}
 		p.actions = append(p.actions, a)
 	}
@@ -152,44 +151,40 @@ func (u *unpacker) applyPicks(ctx context.Context, g *pickGroup) (int, int64, er
 		for _, a := range p.actions {
 			p.report(a, finding.OK, CheckRepaired, "would repair (dry run)", "")
 		}
-		return len(p.actions), 0, nil
+		return len(p.actions), nil
 	}
-	var fetched atomic.Int64
-	p.counted = &fetched
-	closeFn := func(*atomic.Int64) {}
 	if g.pkg != nil {
 		src, done, err := u.openEntries(ctx, g)
 		if err != nil {
 			for _, a := range p.actions {
 				p.refuse(a, CheckDamaged, "not repaired: "+finding.MsgFor(err, g.ref.Loc))
 			}
-			return 0, 0, ctx.Err()
+			return 0, ctx.Err()
 		}
-		p.source, p.fetches, p.counted, closeFn = src, 1, nil, done // one package's ranges come one at a time
+		defer done()
+		p.source, p.fetches = src, 1 // one package's ranges come one at a time
 	}
 	before := u.result().Written
 	err := p.fetchAll(ctx)
-	closeFn(&fetched)
 	if err == nil {
 		err = p.apply()
 	}
-	return u.result().Written - before, fetched.Load(), err
+	return u.result().Written - before, err
 }
 
 // openEntries opens a package for reading some of its bitstreams by
 // ranges: the end of its central directory, then only the records of the
 // entries wanted (ziprange, guided by the manifest's order). It returns
 // the source of each bitstream's bytes, and a function that closes the
-// package and adds the bytes fetched.
-func (u *unpacker) openEntries(ctx context.Context, g *pickGroup) (func(context.Context, *action) (io.ReadCloser, error), func(*atomic.Int64), error) {
-	ra, size, fetched, closeFn, err := u.openRanges(ctx, g.ref)
+// package.
+func (u *unpacker) openEntries(ctx context.Context, g *pickGroup) (func(context.Context, *action) (io.ReadCloser, error), func(), error) {
+	ra, size, done, err := u.openRanges(ctx, g.ref)
 	if err != nil {
 		return nil, nil, err
 	}
-	done := func(n *atomic.Int64) { n.Add(fetched()); closeFn() }
 	zd, err := ziprange.ReadDir(ra, size)
 	if err != nil {
-		done(new(atomic.Int64))
+		done()
 		return nil, nil, fmt.Errorf("%s: %w", g.ref.Loc, err)
 	}
 	var order, names []string
@@ -203,7 +198,7 @@ func (u *unpacker) openEntries(ctx context.Context, g *pickGroup) (func(context.
 	}
 	entries, err := zd.Find(names, ziprange.ListOrder(append(order, pkgread.ManifestName)))
 	if err != nil {
-		done(new(atomic.Int64))
+		done()
 		return nil, nil, fmt.Errorf("%s: %w", g.ref.Loc, err)
 	}
 	src := func(_ context.Context, a *action) (io.ReadCloser, error) {
@@ -217,19 +212,18 @@ func (u *unpacker) openEntries(ctx context.Context, g *pickGroup) (func(context.
 }
 
 // openRanges opens a package for reading at any offset: a remote one by
-// ranges from its mirrors, a local one where it is. fetched says how many
-// bytes came over the network.
-func (u *unpacker) openRanges(ctx context.Context, ref pkgread.PackageRef) (io.ReaderAt, int64, func() int64, func(), error) {
+// ranges from its mirrors, a local one where it is.
+func (u *unpacker) openRanges(ctx context.Context, ref pkgread.PackageRef) (io.ReaderAt, int64, func(), error) {
 	if resourcesync.IsURL(ref.Loc) {
 		rng, err := u.remote.Ranges(ctx, ref)
 		if err != nil {
-			return nil, 0, nil, nil, err
+			return nil, 0, nil, err
 		}
-		return rng, rng.Size(), rng.Fetched, func() {}, nil
+		return rng, rng.Size(), func() {}, nil
 	}
 	ra, size, closeFn, err := pkgread.OpenLocation(ref.Loc)
 	if err != nil {
-		return nil, 0, nil, nil, err
+		return nil, 0, nil, err
 	}
-	return ra, size, func() int64 { return 0 }, func() { closeFn() }, nil
+	return ra, size, func() { closeFn() }, nil
 }

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync/atomic"
 
 	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/digest"
+	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/pkgread"
 )
 
@@ -39,7 +41,7 @@ type RepairResult struct {
 	Checked  int   `json:"checked"`  // files rsdump owns, checked
 	Damaged  int   `json:"damaged"`  // of them, missing or not as rsdump wrote them
 	Repaired int   `json:"repaired"` // restored
-	Fetched  int64 `json:"fetched"`  // bytes fetched to restore them
+	Fetched  int64 `json:"fetched"`  // bytes fetched: documents, manifests, packages' ranges, resources
 	// Unrepaired are the records of damaged files whose version no
 	// document names: changes applied next may replace them; what is
 	// left is reported by Unrepaired.
@@ -68,6 +70,8 @@ func Repair(ctx context.Context, dir string, ro RepairOptions, opts Options) (*R
 	}
 	defer u.dest.close()
 	res := &RepairResult{}
+	var fetched atomic.Int64
+	ctx = httpc.WithCount(ctx, &fetched)
 	damaged := map[string]deststate.Record{}
 	flush := func() error {
 		err := u.restore(ctx, damaged, ro, res)
@@ -93,6 +97,7 @@ func Repair(ctx context.Context, dir string, ro RepairOptions, opts Options) (*R
 		return nil, err
 	}
 	res.Result = *u.result()
+	res.Fetched = fetched.Load()
 	return res, nil
 }
 
@@ -158,9 +163,8 @@ func (u *unpacker) restore(ctx context.Context, damaged map[string]deststate.Rec
 		}
 	}
 	for _, g := range groups {
-		n, fetched, err := u.applyPicks(ctx, g)
+		n, err := u.applyPicks(ctx, g)
 		res.Repaired += n
-		res.Fetched += fetched
 		if err != nil {
 			return err
 		}

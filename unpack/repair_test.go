@@ -13,6 +13,9 @@ import (
 
 	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/internal/httpc/httpctest"
+	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/unpack"
 )
@@ -197,4 +200,29 @@ func TestRepairFromList(t *testing.T) {
 		t.Errorf("fetched %d bytes in %d requests, want %d in 1", res.Fetched, requests.Load(), want)
 	}
 	equalMaps(t, "repaired tree", readTree(t, dst), readTree(t, src))
+}
+
+// TestRepairCountsEveryByte: what a repair reports fetched is every body
+// byte the Source served it: the dump document, the detached manifest,
+// the package's ranges; not the package's bytes alone.
+func TestRepairCountsEveryByte(t *testing.T) {
+	src := tree(t, repairFiles)
+	out := t.TempDir()
+	var served atomic.Int64
+	srv := httptest.NewServer(httpctest.Counting(http.FileServer(http.Dir(out)), "", &served))
+	defer srv.Close()
+	if _, err := pack.Pack(context.Background(), src, out, pack.Options{BaseURL: verifytest.BaseURL, DumpURL: srv.URL + "/", At: fixedTime}); err != nil {
+		t.Fatal(err)
+	}
+	doc := srv.URL + "/" + layout.DumpName
+	dst, _ := damagedTree(t, doc, mapper(t))
+	before := served.Load()
+	res, fs := repair(t, dst, unpack.RepairOptions{Dumps: []string{doc}}, unpack.Options{}) // rsdump's client, which counts
+	if res.Repaired != 3 || res.Problems() != 0 {
+		t.Fatalf("%+v\n%s", res, dump(fs))
+	}
+	manifest, _ := os.Stat(filepath.Join(out, "resourcedump-00001.manifest.xml"))
+	if got := served.Load() - before; res.Fetched != got || got <= manifest.Size() {
+		t.Errorf("reported %d bytes fetched; the Source served %d (the detached manifest alone is %d)", res.Fetched, got, manifest.Size())
+	}
 }

@@ -76,7 +76,10 @@ func ApplyList(ctx context.Context, loc, dir string, opts Options) (*Result, err
 		return nil, fmt.Errorf("%s: %w", u.dest.dir, err)
 	}
 	defer sv.close()
-	l := &listRun{u: u, top: loc, sv: sv, guard: u.needsGuard()}
+	l := &listRun{u: u, top: loc, sv: sv}
+	if u.needsGuard() {
+		l.guard = &foreign{dir: u.dest.dir}
+	}
 	defer func() { l.takeEarly().discard() }()
 	ld := resourcesync.Loader{
 		Open:     u.docs.Open,
@@ -91,6 +94,11 @@ func ApplyList(ctx context.Context, loc, dir string, opts Options) (*Result, err
 	}
 	if err := ld.Load(ctx, loc); err != nil {
 		return nil, err
+	}
+	if l.guard != nil {
+		if err := l.guard.err(); err != nil {
+			return nil, err
+		}
 	}
 	if l.early != nil && l.early.staged == nil {
 		l.early = nil // the first document was the last, and short: nothing to stage before the apply
@@ -115,9 +123,10 @@ type listRun struct {
 	lastChange time.Time
 	failed     bool
 	// guard is guardFresh for a Resource List: a first run into a
-	// directory that holds a file at one of its resources' names refuses
-	// in the survey, before anything lands.
-	guard bool
+	// directory that holds files at its resources' names refuses once
+	// the survey found them all, before anything lands; nil when the run
+	// needs no guard.
+	guard *foreign
 	early *earlyBatch // the list's first batch, staged during the survey
 }
 
@@ -172,9 +181,9 @@ func (l *listRun) entry(ctx context.Context, d *resourcesync.Document, u resourc
 	if when, _ := u.ChangeTime(); l.isChange() && when.After(l.lastChange) {
 		l.lastChange = when
 	}
-	if l.guard && d.Header.MD.Capability == resourcesync.CapResourceList {
-		if err := l.u.guardTarget(u); err != nil {
-			return err
+	if l.guard != nil && d.Header.MD.Capability == resourcesync.CapResourceList {
+		if t, ok := l.u.foreignTarget(u); ok {
+			l.guard.add(t)
 		}
 	}
 	if l.old(u) {
@@ -619,7 +628,9 @@ func (p *pkgRun) fetchOne(ctx context.Context, a *action) (h2 bool, err error) {
 		p.recMu.Unlock()
 		return false, nil
 	}
-	if err := p.st.seal(f, a.b.URL.Lastmod, nil); err != nil {
+	// A resource fetched from its URI records no mode: one that replaces
+	// a file keeps that file's (the mode a package gave it, say).
+	if err := p.st.seal(f, a.b.URL.Lastmod, nil, a.keep); err != nil {
 		p.st.remove(a.target)
 		p.recMu.Lock()
 		p.refuse(a, CheckRefused, "not written: "+err.Error())
@@ -662,9 +673,6 @@ func (p *pkgRun) download(ctx context.Context, a *action, w io.Writer) (n int64,
 		return 0, false, err, nil
 	}
 	defer rc.Close()
-	if p.counted != nil {
-		defer func() { p.counted.Add(n) }()
-	}
 	ew := &errWriter{w: w}
 	bp := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(bp)

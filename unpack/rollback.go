@@ -150,28 +150,19 @@ func (p *pkgRun) removeLater(rec deststate.Record, dirs map[string]bool) {
 func compareTargets(a, b *string) int { return strings.Compare(*a, *b) }
 
 // CheckWindow is a package whose manifest's times are not those its dump
-// document gives it.
-const CheckWindow = "window"
+// document gives it (pkgread.PackageRef.CheckWindow).
+const CheckWindow = finding.CheckWindow
 
 // trusted refuses, whole, a package whose manifest's at, from or until
-// is not what the dump document's entry for it says (the manifest is
-// inside the package, whose hash the document gives; the document's
-// times are not checked by anything), and a Resource Dump package older
-// than the tree (unless the run rolls back), reporting why.
+// is not what the dump document's entry for it says, and a Resource
+// Dump package older than the tree (unless the run rolls back),
+// reporting why.
 func (p *pkgRun) trusted() bool {
 	md, ref := p.pkg.Header.MD, p.ref
-	if e := ref.Entry.MD; e != nil {
-		for _, c := range []struct {
-			name      string
-			doc, mine time.Time
-		}{{"at", e.At, md.At}, {"from", e.From, md.From}, {"until", e.Until, md.Until}} {
-			if !c.doc.IsZero() && !c.mine.IsZero() && !c.doc.Equal(c.mine) {
-				p.rep.Report(finding.Finding{Severity: finding.Error, Code: CheckWindow, Source: ref.Loc, URI: ref.Entry.Loc,
-					Expected: c.name + " " + ftime(c.doc), Actual: c.name + " " + ftime(c.mine),
-					Msg: fmt.Sprintf("package refused: its manifest says %s %s, %s says %s", c.name, ftime(c.mine), ref.Doc, ftime(c.doc))})
-				return false
-			}
-		}
+	if f := ref.CheckWindow(md); f != nil {
+		f.Msg = "package refused: " + f.Msg
+		p.rep.Report(*f)
+		return false
 	}
 	u := p.u
 	if md.Capability != resourcesync.CapResourceDumpManifest || u.opts.Rollback || ref.Doc != "" && md.At.IsZero() || !u.older(md.At) {

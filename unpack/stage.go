@@ -158,12 +158,15 @@ func (s *stage) madeUnder(dir string) []string {
 }
 
 // seal gives a staged file, fully written, the mtime and permission bits
-// its entry records, and hands it over: it is closed now, or, where a
-// file system is not synced as a whole, once its own fsync is done.
-func (s *stage) seal(f stagedFile, mtime time.Time, entry *zip.File) error {
+// its entry records (else keep's, when not 0), and hands it over: it is
+// closed now, or, where a file system is not synced as a whole, once its
+// own fsync is done.
+func (s *stage) seal(f stagedFile, mtime time.Time, entry *zip.File, keep fs.FileMode) error {
 	var err error
 	if perm, ok := recordedPerm(entry); ok {
 		err = f.Chmod(perm)
+	} else if keep != 0 {
+		err = f.Chmod(keep)
 	}
 	if err == nil && !mtime.IsZero() {
 		err = f.SetTimes(mtime)

@@ -128,6 +128,7 @@ const (
 	CheckTarget   = "target"   // a bitstream whose destination is unsafe or outside the base
 	CheckConflict = "conflict" // a deletion of a file that is not the one rsdump wrote
 	CheckSkipped  = "skipped"  // a package or change already applied
+	CheckOnly     = "only"     // Options.Only's patterns matched no bitstream
 )
 
 // Unpack restores source, a package (.zip), a dump document or index (a
@@ -154,6 +155,7 @@ func UnpackAll(ctx context.Context, sources []string, dir string, opts Options) 
 			return nil, err
 		}
 	}
+	u.onlyMatchedNothing(sources)
 	return u.result(), nil
 }
 
@@ -195,14 +197,15 @@ type unpacker struct {
 	rep  *finding.Reporter
 	// resuming is set when the last run was interrupted: files it
 	// committed may lack their record in the written log.
-	resuming bool
-	logMu    sync.Mutex          // appends to the written log
-	commitMu sync.Mutex          // packages staged at once commit one at a time
-	remote   *pkgfetch.Remote    // opens packages, fetching remote ones
-	docs     resourcesync.Opener // opens documents and detached manifests, through the run's client
-	spooled  atomic.Int64        // bytes of the survey's spools (spoolBudget)
-	rollback *rollback           // set while a snapshot older than the tree is applied
-	signed   bool                // the run requires signatures (resourcesync.Trust): a list entry needs a hash
+	resuming   bool
+	logMu      sync.Mutex          // appends to the written log
+	commitMu   sync.Mutex          // packages staged at once commit one at a time
+	remote     *pkgfetch.Remote    // opens packages, fetching remote ones
+	docs       resourcesync.Opener // opens documents and detached manifests, through the run's client
+	spooled    atomic.Int64        // bytes of the survey's spools (spoolBudget)
+	rollback   *rollback           // set while a snapshot older than the tree is applied
+	signed     bool                // the run requires signatures (resourcesync.Trust): a list entry needs a hash
+	onlyPicked int                 // bitstreams Options.Only picked (only)
 
 	mu  sync.Mutex
 	res Result
@@ -251,7 +254,7 @@ func (u *unpacker) run(ctx context.Context, source string) error {
 	if err := u.checkSnapshot(d.Source, d.Header.MD.At); err != nil {
 		return err
 	}
-	if err := u.guardFresh(ctx, d.Packages); err != nil {
+	if err := u.guardFresh(ctx, d.Packages, nil); err != nil {
 		return err
 	}
 	return u.resourceDump(ctx, d)
@@ -343,7 +346,7 @@ func (u *unpacker) standalone(ctx context.Context, path string) error {
 	if len(u.opts.Only) > 0 {
 		return u.only(ctx, path, resourcesync.CapResourceDump, []pkgread.PackageRef{ref})
 	}
-	if err := u.guardFresh(ctx, []pkgread.PackageRef{ref}); err != nil {
+	if err := u.guardFresh(ctx, []pkgread.PackageRef{ref}, nil); err != nil {
 		return err
 	}
 	pkgread.Announce([]pkgread.PackageRef{ref}, u.opts.Events)

@@ -48,6 +48,9 @@ func (v *verifier) checkPackage(ctx context.Context, j job) error {
 		// Its hash is enough to find the detached copy the same; the bytes,
 		// up to 50 MB, are read again only when it is not.
 		manifestSum, pkg.Manifest = sha256.Sum256(pkg.Manifest), nil
+		if f := ref.CheckWindow(pkg.Header.MD); f != nil {
+			v.rep.Report(*f)
+		}
 		v.claim(j, pkg)
 		if err := v.readAll(ctx, pkg, ph, m); err != nil {
 			return err

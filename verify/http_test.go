@@ -14,6 +14,7 @@ import (
 	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/verify"
 )
 
@@ -75,6 +76,33 @@ func TestVerifyChangeDump(t *testing.T) {
 	sum, fs := run(t, verify.Options{}, dir)
 	if sum.Problems() != 0 || sum.Warnings != 0 || sum.Verified != 1 || sum.Documents != 1 {
 		t.Errorf("%+v\n%s", sum, dump(fs))
+	}
+}
+
+// TestVerifyWindowContradicted: a Change Dump whose document gives a
+// package another from or until than the package's own manifest is not
+// the package's: verify reports it, naming both, as unpack and sync
+// refuse it (pkgread.PackageRef.CheckWindow).
+func TestVerifyWindowContradicted(t *testing.T) {
+	p1 := verifytest.ChangePackage{From: fixedTime, Until: fixedTime.Add(time.Hour), Changes: []verifytest.File{
+		{Rel: "a.txt", Data: "a", Change: "created", Lastmod: fixedTime.Add(time.Minute)},
+	}}
+	for _, attr := range []string{"from", "until"} {
+		dir := t.TempDir()
+		doc := verifytest.ChangeDump(t, dir, []verifytest.ChangePackage{p1})
+		h, urls := verifytest.ReadDoc(t, doc)
+		lie := fixedTime.Add(30 * time.Minute)
+		if attr == "from" {
+			urls[0].MD.From, h.MD.From = lie, lie
+		} else {
+			urls[0].MD.Until, h.MD.Until = lie, lie
+		}
+		verifytest.WriteDoc(t, doc, h, urls)
+		sum, fs := run(t, verify.Options{}, doc)
+		f, ok := find(fs, finding.Error, finding.CheckWindow)
+		if !ok || sum.Problems() == 0 || f.Expected != attr+" "+resourcesync.FormatTime(lie) || !strings.Contains(f.Msg, verifytest.ChangeDumpName) {
+			t.Errorf("%s contradicted: %+v\n%s", attr, sum, dump(fs))
+		}
 	}
 }
 

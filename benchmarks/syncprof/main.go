@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/replica"
+	"github.com/rsdump/rsdump/resourcesync"
 )
 
 func main() {
@@ -36,8 +37,13 @@ func main() {
 		defer f.Close()
 		defer pprof.StopCPUProfile()
 	}
+	src, err := resourcesync.ParseLocation(flag.Arg(0))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 	start := time.Now()
-	res, err := replica.Sync(context.Background(), flag.Arg(0), flag.Arg(1), replica.Options{})
+	res, err := replica.Sync(context.Background(), src, flag.Arg(1), replica.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return

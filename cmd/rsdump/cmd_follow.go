@@ -16,7 +16,7 @@ import (
 // doFollow is sync --follow: one line on stderr (with --json, one object
 // on stdout) per event, until SIGINT or SIGTERM, which unsubscribe and
 // exit 0.
-func doFollow(ctx context.Context, source string, f syncFlags, o replica.Options, stdout, stderr io.Writer) error {
+func doFollow(ctx context.Context, source resourcesync.Location, f syncFlags, o replica.Options, stdout, stderr io.Writer) error {
 	var mu sync.Mutex
 	enc := json.NewEncoder(stdout)
 	say := func(e followLine) {

@@ -113,7 +113,11 @@ func runGet(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	return doGet(ctx, fs.Args(), f, opts, uopts, stdout, stderr)
+	sources, err := parseLocations("SOURCE", fs.Args())
+	if err != nil {
+		return err
+	}
+	return doGet(ctx, sources, f, opts, uopts, stdout, stderr)
 }
 
 func (f *getFlags) options(args []string) (transfer.Options, error) {
@@ -131,7 +135,7 @@ func (f *getFlags) options(args []string) (transfer.Options, error) {
 	if f.stall <= 0 {
 		return o, usagef("--stall-timeout must be positive")
 	}
-	if err := checkSources(args, f.baseURL); err != nil {
+	if err := checkSource("--base-url", f.baseURL); err != nil {
 		return o, err
 	}
 	if f.locations != "" {
@@ -140,7 +144,7 @@ func (f *getFlags) options(args []string) (transfer.Options, error) {
 	return o, nil
 }
 
-func doGet(ctx context.Context, sources []string, f getFlags, o transfer.Options, uo unpack.Options, stdout, stderr io.Writer) error {
+func doGet(ctx context.Context, sources []resourcesync.Location, f getFlags, o transfer.Options, uo unpack.Options, stdout, stderr io.Writer) error {
 	pr := newProgress(stderr, f.quiet || f.json, "getting")
 	o.Events = pr.events(getEvents(pr, f.quiet))
 	var seq *unpack.Sequence
@@ -150,12 +154,12 @@ func doGet(ctx context.Context, sources []string, f getFlags, o transfer.Options
 	g := transfer.New(o)
 	var files []transfer.File
 	for _, src := range sources {
-		fs, err := g.Resolve(ctx, src)
+		fs, err := g.Resolve(ctx, src.String())
 		if errors.Is(err, transfer.ErrNotGettable) {
 			return hinted{err, getHints(ctx, transfer.NewClient(o), src)}
 		}
 		if err != nil {
-			return nameSource(src, err)
+			return nameSource(src.String(), err)
 		}
 		files = append(files, fs...)
 	}
@@ -168,7 +172,7 @@ func doGet(ctx context.Context, sources []string, f getFlags, o transfer.Options
 	err = errors.Join(err, seq.Leftovers())
 	var docs []string
 	if err == nil {
-		docs, err = saveDocuments(ctx, g, f.out, sources)
+		docs, err = saveDocuments(ctx, g, f.out, locStrings(sources))
 	}
 	if perr := printGetSummary(results, docs, err, f, stdout); perr != nil && err == nil {
 		err = perr
@@ -192,7 +196,7 @@ func nameSource(src string, err error) error {
 // List, a resource), the dumps to get instead: what discovery (§6.3, as
 // rsdump sync does it) finds from it, through an HTML page's <link
 // rel="resourcesync">, a Link header or a Capability List.
-func getHints(ctx context.Context, c *http.Client, src string) []string {
+func getHints(ctx context.Context, c *http.Client, src resourcesync.Location) []string {
 	s, err := replica.Discover(ctx, c, src)
 	if err != nil {
 		return nil
@@ -200,7 +204,7 @@ func getHints(ctx context.Context, c *http.Client, src string) []string {
 	linked := len(s.Route) > 1 && (s.Route[1] == "html link" || s.Route[1] == "link header")
 	lead := "it leads to"
 	switch {
-	case s.CapabilityList == src:
+	case s.CapabilityList == src.String():
 		lead = "it lists"
 	case s.CapabilityList != "" && linked:
 		lead = `it links the Capability List ` + s.CapabilityList + ` (rel="resourcesync"), which lists`

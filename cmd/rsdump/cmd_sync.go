@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/rsdump/rsdump/finding"
@@ -24,8 +25,14 @@ current: run it again (from cron, say) to apply what changed. SOURCE is the
 Source's base URL (its /.well-known/resourcesync Source Description is
 read), a Source Description or Capability List URL, an HTML page with
 <link rel="resourcesync">, any URL whose response has a Link header with
-rel="resourcesync", or a dump or list document itself. Without SOURCE,
-the one DIR/.rsdump/state.json records is used.
+rel="resourcesync", a dump or list document itself, or a local pack
+output directory (its capabilitylist.xml, else .well-known/resourcesync).
+The well-known URI is tried for a base URL (a path empty or ending in
+"/") and for a URL that answers with no ResourceSync document nor a link
+to one; a URL naming a document that answers 404 is an error naming it.
+A SOURCE that is no http(s) or s3:// URL and no plain path (htp://x,
+file:///x, HOST:PORT/x) is a usage error. Without SOURCE, the one
+DIR/.rsdump/state.json records is used, with the --s3-endpoint recorded.
 
 SOURCE may also be an OSLC Tracked Resource Set (one that answers Turtle
 or RDF/XML, as rsdump serve --trs's DUMPURL/trs does): the first run reads
@@ -71,8 +78,9 @@ counts are the run's.
 Nothing unverified takes a final name. A run that is interrupted resumes:
 partial package downloads continue from DIR/.rsdump/cache, files already
 in place are not fetched again. A run that fails before it commits
-anything leaves DIR's state as it was: a wrong guess of the base URL is
-never recorded.
+anything leaves DIR's state as it was, and one that brings nothing into
+DIR records only that it ran: a wrong guess of the base URL, or a wrong
+--base-url on an up-to-date copy, is never recorded.
 
 Nothing waits forever: every document and resource, and every package
 mirror, is given up after --stall-timeout without a byte, or when it
@@ -124,6 +132,7 @@ type syncFlags struct {
 	jobs, fetches             int
 	minSpeed, maxSize         int64
 	audit, dryRun, verb       bool
+	followOnly                []string // --follow's flags given, as "--poll"
 	adopt, overwrite          bool
 	rollback                  bool
 	trs                       trs.Limits
@@ -163,6 +172,11 @@ func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := parse(fs, args, syncHelp, stdout); err != nil {
 		return err
 	}
+	for _, name := range []string{"callback-addr", "callback-url", "poll", "lease"} {
+		if fs.Changed(name) {
+			f.followOnly = append(f.followOnly, "--"+name)
+		}
+	}
 	ctx, err := withS3(ctx, append(fs.Args(), f.baseURL)...)
 	if err != nil {
 		return err
@@ -170,49 +184,53 @@ func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if ctx, err = withTrust(ctx); err != nil {
 		return err
 	}
-	source, err := f.check(absArgs(fs.Args()))
+	source, err := f.check(fs.Args())
 	if err != nil {
 		return err
 	}
 	return doSync(ctx, source, f, stdout, stderr)
 }
 
-func (f *syncFlags) check(args []string) (string, error) {
+// check checks the flags and parses SOURCE, if given; the zero Location
+// is the Source DIR records.
+func (f *syncFlags) check(args []string) (resourcesync.Location, error) {
+	var none resourcesync.Location
 	switch {
 	case len(args) > 1:
-		return "", usagef("sync takes one SOURCE, got %d", len(args))
+		return none, usagef("sync takes one SOURCE, got %d", len(args))
 	case f.dest == "":
-		return "", usagef("sync needs --dest DIR")
+		return none, usagef("sync needs --dest DIR")
 	case f.maxRatio < 1:
-		return "", usagef("--max-ratio must be at least 1")
+		return none, usagef("--max-ratio must be at least 1")
 	case f.jobs < 0 || f.fetches < 1:
-		return "", usagef("--jobs must not be negative, --fetches must be positive")
+		return none, usagef("--jobs must not be negative, --fetches must be positive")
 	case f.stall <= 0:
-		return "", usagef("--stall-timeout must be positive")
+		return none, usagef("--stall-timeout must be positive")
 	case f.maxSize <= 0:
-		return "", usagef("--max-resource-size must be positive")
+		return none, usagef("--max-resource-size must be positive")
 	case f.follow && (f.dryRun || f.reportDir != ""):
-		return "", usagef("--follow takes no --dry-run or --report-dir")
-	case !f.follow && (f.callbackURL != "" || f.lease != 0):
-		return "", usagef("--callback-url and --lease need --follow")
+		return none, usagef("--follow takes no --dry-run or --report-dir")
+	case !f.follow && len(f.followOnly) > 0:
+		return none, usagef("%s: only with --follow", strings.Join(f.followOnly, ", "))
 	case f.poll <= 0:
-		return "", usagef("--poll must be positive")
+		return none, usagef("--poll must be positive")
 	case f.trs.Segments <= 0 || f.trs.Pages <= 0 || f.trs.Time <= 0:
-		return "", usagef("--trs-max-segments, --trs-max-pages and --trs-max-time must be positive")
+		return none, usagef("--trs-max-segments, --trs-max-pages and --trs-max-time must be positive")
 	}
 	if f.callbackURL != "" && !resourcesync.IsURL(f.callbackURL) {
-		return "", usagef("--callback-url %q: not an http(s) URL", f.callbackURL)
+		return none, usagef("--callback-url %q: not an http(s) URL", f.callbackURL)
 	}
-	if err := checkSources(args, f.baseURL); err != nil {
-		return "", err
+	if err := checkSource("--base-url", f.baseURL); err != nil {
+		return none, err
 	}
-	if len(args) == 0 {
-		return "", nil
+	locs, err := parseLocations("SOURCE", args)
+	if err != nil || len(locs) == 0 {
+		return none, err
 	}
-	return args[0], nil
+	return locs[0], nil
 }
 
-func doSync(ctx context.Context, source string, f syncFlags, stdout, stderr io.Writer) error {
+func doSync(ctx context.Context, source resourcesync.Location, f syncFlags, stdout, stderr io.Writer) error {
 	o := replica.Options{BaseURL: f.baseURL, DryRun: f.dryRun, Audit: f.audit, Jobs: f.jobs, Fetches: f.fetches, Adopt: f.adopt, Overwrite: f.overwrite, Rollback: f.rollback,
 		MaxResourceSize: f.maxSize, Limits: pkgread.Limits{MaxRatio: f.maxRatio}, TRS: f.trs,
 		Transfer: transfer.Options{StallTimeout: f.stall, MinSpeed: f.minSpeed, MinSpeedWindow: speedWindow}}

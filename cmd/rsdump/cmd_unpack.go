@@ -136,12 +136,15 @@ func runUnpack(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if ctx, err = withTrust(ctx); err != nil {
 		return err
 	}
-	sources := absArgs(fs.Args())
-	opts, err := f.options(sources)
+	opts, err := f.options(fs.Args())
 	if err != nil {
 		return err
 	}
-	return doUnpack(ctx, sources, f, opts, stdout, stderr)
+	locs, err := parseLocations("SOURCE", fs.Args())
+	if err != nil {
+		return err
+	}
+	return doUnpack(ctx, locStrings(locs), f, opts, stdout, stderr)
 }
 
 func (f *unpackFlags) options(args []string) (unpack.Options, error) {
@@ -158,7 +161,7 @@ func (f *unpackFlags) options(args []string) (unpack.Options, error) {
 	case f.stall <= 0:
 		return o, usagef("--stall-timeout must be positive")
 	}
-	if err := checkSources(args, f.baseURL); err != nil {
+	if err := checkSource("--base-url", f.baseURL); err != nil {
 		return o, err
 	}
 	if err := unpack.CheckOnlyPatterns(f.only); err != nil {

@@ -100,11 +100,14 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if ctx, err = withTrust(ctx); err != nil {
 		return err
 	}
-	targets := absArgs(fs.Args())
-	if err := f.check(targets); err != nil {
+	if err := f.check(fs.Args()); err != nil {
 		return err
 	}
-	return doVerify(ctx, f, targets, stdout, stderr)
+	targets, err := parseLocations("TARGET", fs.Args())
+	if err != nil {
+		return err
+	}
+	return doVerify(ctx, f, locStrings(targets), stdout, stderr)
 }
 
 func (f *verifyFlags) check(args []string) error {
@@ -121,13 +124,6 @@ func (f *verifyFlags) check(args []string) error {
 		return usagef("--jobs must not be negative")
 	case f.stall <= 0:
 		return usagef("--stall-timeout must be positive")
-	}
-	for _, t := range args {
-		if resourcesync.IsURL(t) {
-			if err := checkSource("TARGET", t); err != nil {
-				return err
-			}
-		}
 	}
 	if f.tree != "" && f.baseURL != "" {
 		return checkURL("--base-url", f.baseURL)

@@ -18,7 +18,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/s3"
 )
 
@@ -281,19 +280,6 @@ func checkSource(what, v string) error {
 		return usagef("%s: %v", what, err)
 	}
 	return nil
-}
-
-// checkSources refuses, as usage errors, a SOURCE meant as a URL that is
-// not an absolute http(s) or s3:// one, and such a --base-url.
-func checkSources(args []string, baseURL string) error {
-	for _, s := range args {
-		if resourcesync.IsURL(s) {
-			if err := checkSource("SOURCE", s); err != nil {
-				return err
-			}
-		}
-	}
-	return checkSource("--base-url", baseURL)
 }
 
 // newFlags returns a FlagSet whose errors the caller reports.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -39,6 +40,7 @@ func TestUsageAndHelp(t *testing.T) {
 		{[]string{"pack", "src", "-o", "x", "--base-url", "http://h/", "--hash", "crc32"}, exitUsage, `unknown hash algorithm "crc32"`},
 		{[]string{"pack", "src", "-o", "x", "--base-url", "http://h/", "--compress", "zstd"}, exitUsage, `unknown compression "zstd"`},
 		{[]string{"pack", "src", "-o", "x", "--base-url", "http://h/", "--at", "yesterday"}, exitUsage, "--at"},
+		{[]string{"pack", "src", "-o", "x", "--base-url", "http://h/", "--at", "2999-01-01T00:00:00Z"}, exitUsage, "at 2999-01-01T00:00:00Z: later than now plus 5m0s"},
 	}
 	for _, c := range cases {
 		code, out, errs := rsdump(t, c.args...)
@@ -81,6 +83,44 @@ func TestPackMissingSource(t *testing.T) {
 	rsdump(t, "pack", "/nonexistent/src", "--base-url", "http://h/", "-o", out)
 	if left, _ := os.ReadDir(out); len(left) > 0 {
 		t.Errorf("left in the output directory: %v", left)
+	}
+}
+
+// TestPackOutputInsideSource: `pack src -o src/out` run twice, as a user
+// types it, packs src's files and none of the output (journal, state,
+// spool, documents, the previous package), warning that it left the
+// output out; `pack . -o .` is refused naming the source, and writes
+// nothing.
+func TestPackOutputInsideSource(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "src", "a"), 0o755)
+	os.WriteFile(filepath.Join(dir, "src", "a", "f.txt"), []byte("f"), 0o644)
+	t.Chdir(dir)
+	for range 2 {
+		code, _, stderr := rsdump(t, "pack", "src", "-o", "src/out", "--base-url", "http://127.0.0.1/rs/")
+		if code != exitOK || !strings.Contains(stderr, "out: output directory inside the source, skipped") {
+			t.Fatalf("pack src -o src/out: exit %d, stderr %q; want 0 and a warning", code, stderr)
+		}
+		zr, err := zip.OpenReader(filepath.Join(dir, "src", "out", "resourcedump-00001.zip"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, f := range zr.File {
+			names = append(names, f.Name)
+		}
+		zr.Close()
+		if !slices.Equal(names, []string{"resources/a/f.txt", "manifest.xml"}) {
+			t.Errorf("pack src -o src/out packed %q, want only resources/a/f.txt", names)
+		}
+	}
+	t.Chdir(filepath.Join(dir, "src", "a"))
+	code, _, stderr := rsdump(t, "pack", ".", "-o", ".", "--base-url", "http://127.0.0.1/rs/")
+	if code == exitOK || !strings.Contains(stderr, "is also the output directory") {
+		t.Errorf("pack . -o .: exit %d, stderr %q; want a refusal", code, stderr)
+	}
+	if left, _ := os.ReadDir("."); len(left) != 1 {
+		t.Errorf("pack . -o ., refused, left %d files, want only f.txt", len(left))
 	}
 }
 

@@ -24,6 +24,37 @@ func absLocal(p string) string {
 	return p
 }
 
+// parseLocations parses each SOURCE or TARGET the user gave, once
+// (resourcesync.ParseLocation), for the command to pass down typed: one
+// that is no http(s) or s3 URL and no plain path ("htp://x", "file:///x",
+// "host:8080/x") is a usage error naming it; a path is made absolute.
+func parseLocations(what string, args []string) ([]resourcesync.Location, error) {
+	locs := make([]resourcesync.Location, len(args))
+	for i, a := range args {
+		l, err := resourcesync.ParseLocation(a)
+		if err != nil {
+			return nil, usagef("%s %v", what, err)
+		}
+		if l.Kind() == resourcesync.LocPath {
+			if abs, err := filepath.Abs(a); err == nil {
+				l, _ = resourcesync.ParseLocation(abs)
+			}
+		}
+		locs[i] = l
+	}
+	return locs, nil
+}
+
+// locStrings is the string of each Location, for a library that takes
+// strings it reads as URLs or paths, as a Location says.
+func locStrings(locs []resourcesync.Location) []string {
+	out := make([]string, len(locs))
+	for i, l := range locs {
+		out[i] = l.String()
+	}
+	return out
+}
+
 // absArgs is absLocal of each positional argument.
 func absArgs(args []string) []string {
 	out := make([]string, len(args))

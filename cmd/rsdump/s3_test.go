@@ -128,3 +128,27 @@ func TestGetPresignedMirror(t *testing.T) {
 		t.Fatalf("the package differs from the object (%v)", err)
 	}
 }
+
+// TestSyncRecordsS3Endpoint: the --s3-endpoint a sync from s3:// was given
+// is recorded with the Source, and a plain sync --dest DIR reaches the
+// Source there again, though the environment names another endpoint (a
+// dead loopback port here); --s3-endpoint given again wins.
+func TestSyncRecordsS3Endpoint(t *testing.T) {
+	srv := publishedToS3(t)
+	doc := "s3://dumps/rs/resourcedump.xml"
+	dest := t.TempDir()
+	if code, _, stderr := rsdump(t, "sync", "-q", "--s3-endpoint="+srv.Endpoint, doc, "--dest", dest, "--base-url", verifytest.BaseURL); code != exitOK {
+		t.Fatalf("sync %s: exit %d\n%s", doc, code, stderr)
+	}
+	state, _ := os.ReadFile(filepath.Join(dest, ".rsdump", "state.json"))
+	if !strings.Contains(string(state), `"s3_endpoint": "`+srv.Endpoint+`"`) {
+		t.Errorf("state.json records no S3 endpoint:\n%s", state)
+	}
+	t.Setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:1")
+	if code, stdout, stderr := rsdump(t, "sync", "--dest", dest); code != exitOK || !strings.Contains(stdout+stderr, "up to date") {
+		t.Errorf("plain sync --dest: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if code, _, stderr := rsdump(t, "sync", "-q", "--s3-endpoint=http://127.0.0.1:1", "--dest", dest, "--stall-timeout=2s"); code == exitOK || !strings.Contains(stderr, "127.0.0.1:1") {
+		t.Errorf("plain sync --dest with another --s3-endpoint: exit %d, want a failure reaching it\n%s", code, stderr)
+	}
+}

@@ -58,6 +58,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	t.watch(resp, req.URL.Redacted(), req.Context().Value(judgedKey{}) != nil, cancel)
+	countBody(req.Context(), resp)
 	return resp, nil
 }
 
