@@ -48,16 +48,16 @@ type entryRef struct{ pkg, n int }
 // is refused. The entries decoded are spooled to disk beside the table,
 // for staging to read instead of decoding each manifest a second time.
 // Call the function returned once every package is unpacked.
-func (u *unpacker) survey(ctx context.Context, refs []pkgread.PackageRef) ([]claimed, func(), error) {
+func (u *unpacker) survey(ctx context.Context, refs []pkgread.PackageRef) ([]claimed, []bool, func(), error) {
 	out := make([]claimed, len(refs))
-	if len(refs) < 2 {
-		return out, func() {}, nil
+	read := make([]bool, len(refs))
+	if len(refs) < 2 && u.rebase == nil {
+		return out, read, func() {}, nil
 	}
 	c := pkgread.NewClaims(u.scratchDir())
 	for i, ref := range refs {
 		out[i].pkg = c.AddPackage(ref.Loc)
 	}
-	read := make([]bool, len(refs))
 	done := func() {
 		c.Close()
 		for _, cl := range out {
@@ -76,7 +76,7 @@ func (u *unpacker) survey(ctx context.Context, refs []pkgread.PackageRef) ([]cla
 	}
 	if err := g.Wait(); err != nil {
 		done()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if slices.Contains(read, false) {
 		c.KeepIndex()
@@ -87,7 +87,7 @@ func (u *unpacker) survey(ctx context.Context, refs []pkgread.PackageRef) ([]cla
 	})
 	if err != nil {
 		done()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	for i := range out {
 		out[i].clashes = clashes
@@ -95,7 +95,7 @@ func (u *unpacker) survey(ctx context.Context, refs []pkgread.PackageRef) ([]cla
 			out[i].late = c
 		}
 	}
-	return out, done, nil
+	return out, read, done, nil
 }
 
 // scratchDir is where the survey's table spills: the staging directory a
@@ -187,7 +187,8 @@ func hashing(rc io.ReadCloser, h hash.Hash) io.ReadCloser {
 	}{io.TeeReader(rc, h), rc}
 }
 
-// claimEntry claims the target of one manifest entry.
+// claimEntry claims the target of one manifest entry, and holds it for
+// a snapshot made the tree exactly (rebase).
 func (u *unpacker) claimEntry(c *pkgread.Claims, pkg, n int, url resourcesync.URL) {
 	if url.MD != nil && url.MD.Change == resourcesync.ChangeDeleted {
 		return
@@ -195,6 +196,9 @@ func (u *unpacker) claimEntry(c *pkgread.Claims, pkg, n int, url resourcesync.UR
 	target, err := u.opts.Mapper.Target(url)
 	if err != nil {
 		return
+	}
+	if u.rebase != nil {
+		u.rebase.add(target)
 	}
 	length, want := int64(-1), digest.Set(nil)
 	if url.MD != nil && url.MD.Length != nil {
