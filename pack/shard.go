@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/internal/sink"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
@@ -227,7 +228,7 @@ func Merge(ctx context.Context, outDir string, opts Options) (*Result, error) {
 	}
 	m := &mergeMode{ctx: ctx, shards: shards, completed: shards[0].completed}
 	r := &run{opts: &o, dir: outDir, out: out, kind: resourceDump, pinned: true, end: m, events: serialize(o.Events)}
-	r.at, r.list = shards[0].at, newListWriter(&o, out, resourcesync.CapResourceList, ResourceListName)
+	r.at, r.list = shards[0].at, newListWriter(&o, out, resourcesync.CapResourceList, layout.ResourceListName)
 	defer r.list.abort()
 	for _, s := range shards {
 		if s.at.Before(r.at) {

@@ -23,6 +23,7 @@ import (
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/s3"
 	"github.com/rsdump/rsdump/transfer"
+	"github.com/rsdump/rsdump/transfer/pkgfetch"
 	"github.com/rsdump/rsdump/unpack"
 	"github.com/rsdump/rsdump/verify"
 )
@@ -553,7 +554,7 @@ func (s *syncer) apply(ctx context.Context, st step) error {
 }
 
 func (s *syncer) unpackOptions() (unpack.Options, error) {
-	m, err := verify.NewMapper(verify.ByURI, s.base)
+	m, err := deststate.NewMapper(deststate.ByURI, s.base)
 	if err != nil {
 		return unpack.Options{}, err
 	}
@@ -623,11 +624,12 @@ func (s *syncer) audit(ctx context.Context) error {
 		return fmt.Errorf("--audit: the Source has no Resource List or Resource Dump to audit against")
 	}
 	s.note("audit: %s against %s", s.dir, against)
-	m, err := verify.NewMapper(verify.ByURI, s.base)
+	m, err := deststate.NewMapper(deststate.ByURI, s.base)
 	if err != nil {
 		return err
 	}
-	sum, err := verify.Audit(ctx, s.dir, against, m, verify.Options{Client: s.opts.Client, Events: s.opts.Events, Jobs: s.opts.Jobs, AllowExtras: true})
+	sum, err := verify.Audit(ctx, s.dir, against, m, verify.Options{Client: s.opts.Client, Packages: &pkgfetch.Remote{Transfer: s.opts.Transfer, Client: s.opts.Client},
+		Events: s.opts.Events, Jobs: s.opts.Jobs, AllowExtras: true})
 	if err != nil {
 		return err
 	}

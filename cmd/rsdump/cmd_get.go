@@ -12,13 +12,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/plural"
 	"github.com/rsdump/rsdump/replica"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/transfer"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify"
 )
 
 const getHelp = `Usage: rsdump get SOURCE... [-o DIR] [flags]
@@ -425,14 +425,14 @@ func unpackOptions(f getFlags) (unpack.Options, error) {
 	if f.unpack == "" {
 		return unpack.Options{}, nil
 	}
-	layout, err := verify.ParseLayout(f.layout)
+	layout, err := deststate.ParseLayout(f.layout)
 	if err != nil {
 		return unpack.Options{}, usageError{err}
 	}
-	if layout == verify.ByURI && f.baseURL == "" {
+	if layout == deststate.ByURI && f.baseURL == "" {
 		return unpack.Options{}, usagef("--unpack needs --base-url URL (the prefix of the bitstream URIs), or --layout path")
 	}
-	m, err := verify.NewMapper(layout, f.baseURL)
+	m, err := deststate.NewMapper(layout, f.baseURL)
 	if err != nil {
 		return unpack.Options{}, usageError{err}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/plural"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/notify"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
@@ -231,7 +232,7 @@ func (f *packFlags) channels(o *pack.Options) error {
 	if f.shard != "" {
 		return usagef("--hub: a shard publishes no document; give it to --merge")
 	}
-	o.Channels = pack.Channels{Hub: f.hub, Topics: f.topic, ChangeNotification: f.changeNotification}
+	o.Channels = layout.Channels{Hub: f.hub, Topics: f.topic, ChangeNotification: f.changeNotification}
 	return nil
 }
 
@@ -247,7 +248,7 @@ func (f *packFlags) metalinkOptions(o *pack.Options) error {
 	}
 	o.Metalink = &pack.MetalinkOptions{PieceLength: f.pieceLength}
 	for _, s := range f.mirrors {
-		m, err := pack.ParseMirror(s)
+		m, err := layout.ParseMirror(s)
 		if err != nil {
 			return usageError{err}
 		}
@@ -324,7 +325,7 @@ func notifyHub(ctx context.Context, res *pack.Result, quiet bool, stderr io.Writ
 			fmt.Fprintf(stderr, "rsdump: %s\n", e)
 		}
 	}}
-	p.Publish(ctx, res)
+	p.Publish(ctx, &res.Published)
 }
 
 func reusedNote(reused bool) string {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/plural"
-	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/serve"
 	"github.com/rsdump/rsdump/trs"
 	"github.com/rsdump/rsdump/websub"
@@ -248,7 +248,7 @@ func (f *serveFlags) options(stderr io.Writer) (serve.Options, error) {
 		return o, usagef("--resources needs --base-url, the prefix of the resources' URLs")
 	}
 	for _, s := range f.mirrors {
-		m, err := pack.ParseMirror(s)
+		m, err := layout.ParseMirror(s)
 		if err != nil {
 			return o, usageError{err}
 		}

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/plural"
 	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/transfer"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify"
 )
 
 const unpackHelp = `Usage: rsdump unpack SOURCE... --dest DIR --base-url URL [flags]
@@ -161,14 +161,14 @@ func (f *unpackFlags) options(args []string) (unpack.Options, error) {
 	if err := unpack.CheckOnlyPatterns(f.only); err != nil {
 		return o, usageError{err}
 	}
-	layout, err := verify.ParseLayout(f.layout)
+	layout, err := deststate.ParseLayout(f.layout)
 	if err != nil {
 		return o, usageError{err}
 	}
-	if layout == verify.ByURI && f.baseURL == "" {
+	if layout == deststate.ByURI && f.baseURL == "" {
 		return o, usagef("unpack needs --base-url URL (the prefix of the bitstream URIs), or --layout path")
 	}
-	m, err := verify.NewMapper(layout, f.baseURL)
+	m, err := deststate.NewMapper(layout, f.baseURL)
 	if err != nil {
 		return o, usageError{err}
 	}
