@@ -90,7 +90,7 @@ func TestRepackNotifiedReachesDest(t *testing.T) {
 	ev.waitFor(t, "subscriptions", 2, func(e Event) bool { return e.Kind == Subscribed })
 	sameFiles(t, dest, map[string]string{"a.txt": "a", "c.txt": "c"})
 	res := s.repack()
-	if n := (&notify.Publisher{}).Publish(context.Background(), res); n != 0 {
+	if n := (&notify.Publisher{}).Publish(context.Background(), &res.Published); n != 0 {
 		t.Fatalf("%d notifications not taken", n)
 	}
 	e := ev.waitFor(t, "syncs on a notification", 1, func(e Event) bool { return e.Kind == Synced && strings.Contains(e.Why, "notification") })[0]

@@ -9,10 +9,11 @@ import (
 
 	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/replica"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify/verifytest"
+	"github.com/rsdump/rsdump/internal/verifytest"
 )
 
 // repackTree is a Source tree of random files in several packages, with
@@ -99,7 +100,7 @@ func TestRepackReachesDestination(t *testing.T) {
 // dumpLength is the bytes of the packages the dump in out lists.
 func dumpLength(t *testing.T, out string) int64 {
 	t.Helper()
-	_, urls := verifytest.ReadDoc(t, filepath.Join(out, pack.DumpName))
+	_, urls := verifytest.ReadDoc(t, filepath.Join(out, layout.DumpName))
 	var n int64
 	for _, u := range urls {
 		n += *u.MD.Length
