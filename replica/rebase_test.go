@@ -1,19 +1,19 @@
 package replica_test
 
 import (
-	"os"
+	"net/http"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rsdump/rsdump/deststate"
-	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/internal/httpc/httpctest"
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/replica"
-	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/internal/verifytest"
 )
 
 // repackTree is a Source tree of random files in several packages, with
@@ -108,6 +108,76 @@ func dumpLength(t *testing.T, out string) int64 {
 	return n
 }
 
-var _ = os.Stat
-var _ = finding.OK
-var _ = unpack.CheckWritten
+// TestRebaseFetchesMostlyChangedPackageWhole: a package most of whose
+// bytes changed is fetched whole, through the streaming path (every byte
+// of it served), the others not at all; the tree is the new dump's.
+func TestRebaseFetchesMostlyChangedPackageWhole(t *testing.T) {
+	p := newPacked(t, randomFiles(42, 20000))
+	o := pack.Options{Compress: pack.Store, MaxPackageSize: 300000}
+	p.pack(false, o)
+	dst := t.TempDir()
+	syncRun(t, p.capabilities(), dst, replica.Options{})
+	_, urls := verifytest.ReadDoc(t, filepath.Join(p.out, layout.DumpName))
+	changes := map[string]string{}
+	for rel, data := range randomFiles(42, 20000) {
+		if strings.HasPrefix(rel, "d0/") {
+			changes[rel] = strings.ToUpper(data[:10]) + data[10:] + "more"
+		}
+	}
+	p.write(changes)
+	p.pack(false, o)
+	p.zipBytes.Store(0)
+	res, fs, _ := syncRun(t, "", dst, replica.Options{})
+	if res.Problems() != 0 || res.Written != len(changes) {
+		t.Fatalf("%+v\n%s", res, problems(fs))
+	}
+	sameTree(t, dst, verifytest.ReadTree(t, p.src))
+	first := *urls[0].MD.Length // d0's files come first, with a few of d1's
+	if served := p.zipBytes.Load(); served < first || served > first+first/4 {
+		t.Errorf("served %d package bytes, want the first package whole (%d) and little more", served, first)
+	}
+}
+
+// TestRelistReachesDestination: a Source with only a Resource List that
+// publishes a newer one reaches its Destination: the tree is made
+// exactly the new list (a directory become a file and a file a directory
+// in the same run), and only the resources whose hash or length differ
+// from what rsdump wrote are fetched, counted at the server.
+func TestRelistReachesDestination(t *testing.T) {
+	s := newSource(t, files(40, 3000))
+	s.files["q/r.txt"] = "q is a directory"
+	s.files["u.txt"] = "u is a file"
+	var fetched atomic.Int64
+	s.handler = func(h http.Handler) http.Handler {
+		counted := httpctest.Counting(h, "", &fetched)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasPrefix(r.URL.Path, "/res/") {
+				counted.ServeHTTP(w, r)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	}
+	s.publishResources()
+	dst := t.TempDir()
+	syncRun(t, s.srv.URL+"/", dst, replica.Options{})
+
+	s.files["d0/f000.txt"] = "changed"
+	s.files["new/n.txt"] = "new"
+	delete(s.files, "d1/f001.txt")
+	delete(s.files, "q/r.txt")
+	delete(s.files, "u.txt")
+	s.files["q"] = "q is a file now"
+	s.files["u.txt/v.txt"] = "u.txt is a directory now"
+	s.at = t0.Add(time.Hour)
+	s.publishResources()
+	fetched.Store(0)
+	res, fs, notes := syncRun(t, "", dst, replica.Options{})
+	if res.Problems() != 0 || len(res.Steps) != 1 || res.Steps[0].Kind != "rebase" || res.Written != 4 || res.Deleted != 3 {
+		t.Fatalf("%+v steps %+v\n%s\n%s", res, res.Steps, strings.Join(notes, "\n"), problems(fs))
+	}
+	sameTree(t, dst, s.files)
+	if n := fetched.Load(); n != int64(len("changed")+len("new")+len("q is a file now")+len("u.txt is a directory now")) {
+		t.Errorf("fetched %d bytes of resources, want only the 4 new versions'", n)
+	}
+}
