@@ -378,35 +378,39 @@ func (s *syncer) changesReach(ctx context.Context, doc string, at time.Time) (bo
 	return !h.MD.Until.Before(at), nil
 }
 
-// finishUnfinished applies again a snapshot an earlier run began to make
-// the tree exactly and did not complete (deststate.Unfinished: it failed
-// part way, or was killed): the tree holds part of it, whatever its state
-// says. A rollback is finished as one. When the document cannot be read
-// any more, the Source's current snapshot is taken instead, which makes
-// the tree exact as well. done is false when the snapshot is still not
-// applied whole: nothing else is applied over it.
+// finishUnfinished takes the Source's current snapshot when an earlier
+// run began to make the tree exactly a snapshot and did not complete
+// (deststate.Unfinished: it failed part way, or was killed): the tree
+// holds part of it and part of what it held before, whatever its state
+// says. When the snapshot is the Source's, this finishes it; when it is
+// another (a local dump unpacked with --rollback, a dump the Source has
+// since replaced), this undoes it. An older snapshot is taken only when
+// the one left unfinished was a rollback (or with --rollback): a Source
+// cannot move the tree back by making a run fail. A Source with no
+// snapshot has the unfinished one applied again. done is false when the
+// tree is still half-applied: nothing else is applied over it.
 func (s *syncer) finishUnfinished(ctx context.Context) (done bool, err error) {
 	u := s.tree.State().Unfinished
 	if u == nil {
 		return true, nil
 	}
-	s.note("the last run left the destination half-applied: %s; applying it again", u.Describe())
-	st := step{kind: "finish", doc: u.Document, why: "finishing " + u.Describe(), rollback: u.Rollback}
-	h, err := peek(ctx, s.opts.Client, u.Document)
+	sn := s.currentSnapshot()
+	st := step{kind: "finish", doc: sn.doc, list: sn.list, rollback: u.Rollback, why: "finishing " + u.Describe()}
 	switch {
-	case err == nil:
-		st.list = h.MD.Capability == resourcesync.CapResourceList
-	case ctx.Err() != nil:
-		return false, ctx.Err()
-	default:
-		sn := s.currentSnapshot()
-		if sn.doc == "" {
-			s.note("%s cannot be read (%v), and the Source has no Resource Dump or Resource List to take instead", u.Document, err)
+	case sn.doc == "":
+		h, err := peek(ctx, s.opts.Client, u.Document)
+		if err != nil {
+			if ctx.Err() != nil {
+				return false, ctx.Err()
+			}
+			s.note("the destination is half-applied (%s), and the Source has no Resource Dump or Resource List to finish it with: %v", u.Describe(), err)
 			return false, nil
 		}
-		s.note("%s cannot be read (%v): taking the Source's %s instead", u.Document, err, sn.capability())
-		st = step{kind: "rebase", doc: sn.doc, why: "in place of " + u.Describe(), list: sn.list, rollback: true}
+		st.doc, st.list = u.Document, h.MD.Capability == resourcesync.CapResourceList
+	case sn.doc != u.Document:
+		st.kind, st.why = "rebase", "in place of "+u.Describe()
 	}
+	s.note("the last run left the destination half-applied: %s; applying %s", u.Describe(), st.doc)
 	if err := s.apply(ctx, st); err != nil {
 		return false, err
 	}

@@ -69,6 +69,19 @@ func (u *unpacker) checkSnapshot(loc string, at time.Time) error {
 	return nil
 }
 
+// reportUnfinished reports, as an error, a tree a run of its own (not one
+// step of rsdump sync's, which reports it once for the whole run) leaves
+// half-applied: a snapshot begun and not completed, by this run or an
+// earlier one. No run over such a tree ends without an error.
+func (u *unpacker) reportUnfinished() {
+	f := u.state().Unfinished
+	if f == nil || !u.dest.own || u.opts.DryRun {
+		return
+	}
+	u.rep.Report(finding.Finding{Severity: finding.Error, Code: CheckUnfinished, Source: f.Document,
+		Msg: "the destination is half-applied: " + f.Describe() + "; applying that snapshot again (or rsdump sync) finishes it"})
+}
+
 // endRebase lets go of the snapshot's sort, once the snapshot is applied
 // or failed.
 func (u *unpacker) endRebase() {

@@ -103,6 +103,7 @@ func ApplyList(ctx context.Context, loc, dir string, opts Options) (*Result, err
 	if err := l.finish(ctx); err != nil {
 		return nil, err
 	}
+	u.reportUnfinished()
 	return u.result(), nil
 }
 

@@ -168,6 +168,7 @@ func UnpackAll(ctx context.Context, sources []string, dir string, opts Options) 
 			return nil, err
 		}
 	}
+	u.reportUnfinished()
 	return u.result(), nil
 }
 
