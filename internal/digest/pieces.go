@@ -26,9 +26,14 @@ type pieces struct {
 // take each block in one pass (WriteBoth): about 1.4 times one hash, not
 // twice.
 func (m *Multi) SetPieces(size int64) {
-	m.pieces = nil
-	if size > 0 {
+	switch {
+	case size <= 0:
+		m.pieces = nil
+	case m.pieces == nil || m.pieces.size != size:
 		m.pieces = &pieces{size: size, h: sha256.New()}
+	default:
+		m.pieces.h.Reset()
+		m.pieces.in, m.pieces.sums = 0, m.pieces.sums[:0]
 	}
 	m.shaIdx = -1
 	for i, alg := range m.algs {

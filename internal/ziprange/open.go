@@ -144,3 +144,50 @@ func (r *reader) Close() error {
 	}
 	return nil
 }
+
+// Stored is an entry whose data is its bytes, uncompressed, found where
+// its local header says: any span of it can be read on its own (Span),
+// as a deflated entry's cannot.
+type Stored struct {
+	d    *Dir
+	name string
+	data int64 // where its data starts in the archive
+	size int64
+}
+
+// OpenStored reads e's local header, checked as Open checks it, and
+// returns e as Stored; an error for an entry that is not stored whole
+// (deflated, encrypted, or of a compressed size other than its size).
+func (d *Dir) OpenStored(e Entry) (*Stored, error) {
+	switch {
+	case e.Flags&flagsEncrypted != 0:
+		return nil, fmt.Errorf("%s: the entry is encrypted (flags %#x)", e.Name, e.Flags)
+	case e.Method != Store:
+		return nil, fmt.Errorf("%s: the entry is not stored (compression method %d): its bytes cannot be read from the middle", e.Name, e.Method)
+	case e.CompressedSize != e.UncompressedSize:
+		return nil, fmt.Errorf("%s: stored entry of %d bytes has a compressed size of %d", e.Name, e.UncompressedSize, e.CompressedSize)
+	}
+	off, err := d.dataOffset(e)
+	if err != nil {
+		return nil, err
+	}
+	return &Stored{d: d, name: e.Name, data: off, size: int64(e.UncompressedSize)}, nil
+}
+
+// Size is the entry's length.
+func (s *Stored) Size() int64 { return s.size }
+
+// Span reads the n bytes of the entry from off into p[:n].
+func (s *Stored) Span(p []byte, off int64) error {
+	n := int64(len(p))
+	if off < 0 || n > s.size-off {
+		return fmt.Errorf("%s: bytes %d to %d are not in its %d bytes", s.name, off, off+n, s.size)
+	}
+	if sec, ok := s.d.ra.(Sectioned); ok {
+		sec.Section(s.data+off, n)
+	}
+	if err := readAt(s.d.ra, p, s.data+off); err != nil {
+		return fmt.Errorf("%s: bytes %d to %d: %w", s.name, off, off+n, err)
+	}
+	return nil
+}
