@@ -32,6 +32,10 @@ type claimed struct {
 	// dec is the package's manifest as the survey decoded it, so that
 	// staging need not decode it again; nil when the survey could not.
 	dec *pkgread.Decoded
+	// detached is a copy of the detached manifest the survey read, kept
+	// for a re-base to plan the package from (rebasePackage) without
+	// fetching it again; "" for none.
+	detached string
 }
 
 // entryRef names a manifest entry of one of the dump's packages.
@@ -64,13 +68,16 @@ func (u *unpacker) survey(ctx context.Context, refs []pkgread.PackageRef) ([]cla
 			if cl.dec != nil {
 				os.Remove(cl.dec.Spool)
 			}
+			if cl.detached != "" {
+				os.Remove(cl.detached)
+			}
 		}
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(u.opts.Jobs)
 	for i, ref := range refs {
 		g.Go(func() error {
-			out[i].dec, read[i] = u.surveyOne(gctx, ref, c, out[i].pkg)
+			out[i].dec, out[i].detached, read[i] = u.surveyOne(gctx, ref, c, out[i].pkg)
 			return gctx.Err()
 		})
 	}
@@ -114,7 +121,7 @@ func (u *unpacker) scratchDir() string {
 // downloaded later, once. It reports whether it read the manifest to its
 // end, and the spool of its entries (nil when it did not, or could not
 // spool them).
-func (u *unpacker) surveyOne(ctx context.Context, ref pkgread.PackageRef, c *pkgread.Claims, pkg int) (*pkgread.Decoded, bool) {
+func (u *unpacker) surveyOne(ctx context.Context, ref pkgread.PackageRef, c *pkgread.Claims, pkg int) (*pkgread.Decoded, string, bool) {
 	errOther := errors.New("not a Resource Dump Manifest")
 	var sp *entryspool.Writer
 	if !u.opts.DryRun && u.spooled.Load() < spoolBudget { // a dry run's scratch is the system's, often in memory
@@ -139,32 +146,63 @@ func (u *unpacker) surveyOne(ctx context.Context, ref pkgread.PackageRef, c *pkg
 		},
 	}
 	h := sha256.New()
-	ok := false
+	ok, detached := false, ""
 	// A manifest that cannot be read is reported when its package is
 	// unpacked.
 	switch {
 	case !resourcesync.IsURL(ref.Loc):
 		ok = u.surveyLocal(ctx, ref.Loc, &ld, h) == nil
 	case ref.Contents != "":
+		keep := u.keepDetached()
 		ld.Open = func(ctx context.Context, loc string) (io.ReadCloser, error) {
+			h.Reset()
+			w := io.Writer(h)
+			if keep != nil && keep.Truncate(0) == nil {
+				keep.Seek(0, io.SeekStart)
+				w = io.MultiWriter(h, keep)
+			}
 			rc, err := u.docs.Open(ctx, loc)
-			return hashing(rc, h), err
+			return hashing(rc, w), err
 		}
 		ok = ld.Load(ctx, ref.Contents) == nil
+		if keep != nil {
+			if keep.Close() == nil && ok {
+				detached = keep.Name()
+			} else {
+				os.Remove(keep.Name())
+			}
+		}
 	}
 	if sp == nil {
-		return nil, ok
+		return nil, detached, ok
 	}
 	if !ok {
 		sp.Abort()
-		return nil, false
+		return nil, detached, false
 	}
 	if sp.Close(entryspool.Source(h.Sum(nil))) != nil {
-		return nil, true
+		return nil, detached, true
 	}
 	u.spooled.Add(sp.Size())
-	return &pkgread.Decoded{Spool: sp.Name()}, true
+	return &pkgread.Decoded{Spool: sp.Name()}, detached, true
 }
+
+// keepDetached creates the file a re-base keeps a detached manifest in,
+// as the survey reads it; nil when the run keeps none (no re-base, a dry
+// run, whose scratch is the system's, often in memory).
+func (u *unpacker) keepDetached() *os.File {
+	if u.rebase == nil || u.opts.DryRun {
+		return nil
+	}
+	f, err := os.CreateTemp(u.scratchDir(), detachedPattern)
+	if err != nil {
+		return nil
+	}
+	return f
+}
+
+// detachedPattern names the detached manifests a re-base keeps.
+const detachedPattern = ".rsdump-detached-*.xml"
 
 // manifestSpoolPattern names the survey's spools in the scratch directory.
 const manifestSpoolPattern = ".rsdump-manifest-*.tmp"
@@ -177,7 +215,7 @@ var spoolBudget int64 = 2 << 30
 
 // hashing makes rc feed every byte read, to its end, to h: the hash of a
 // manifest the decoder read to its end is that of all its bytes.
-func hashing(rc io.ReadCloser, h hash.Hash) io.ReadCloser {
+func hashing(rc io.ReadCloser, h io.Writer) io.ReadCloser {
 	if rc == nil {
 		return nil
 	}

@@ -355,7 +355,7 @@ func (u *unpacker) rebasePackage(ctx context.Context, ref pkgread.PackageRef, cl
 	p := &pkgRun{u: u, ref: ref, rep: finding.NewReporter(u.rep.Send), byBits: map[*pkgread.Bitstream]*action{},
 		m: pkgread.NewMeter(nil, ref), claimed: cl}
 	defer p.release()
-	pkg, err := u.planManifest(ctx, ref, p.rep)
+	pkg, err := u.planSurveyed(ctx, ref, cl, p.rep)
 	if err != nil {
 		return p.outcome(), u.openFailed(ctx, ref, p.rep, err)
 	}
@@ -383,6 +383,18 @@ func (u *unpacker) rebasePackage(ctx context.Context, ref pkgread.PackageRef, cl
 		return outcome{}, ferr
 	}
 	return p.outcome(), nil
+}
+
+// planSurveyed reads a package's manifest as planManifest does, from the
+// copy of its detached manifest the survey kept when there is one.
+func (u *unpacker) planSurveyed(ctx context.Context, ref pkgread.PackageRef, cl claimed, rep *finding.Reporter) (*pkgread.Package, error) {
+	if cl.detached != "" {
+		if f, err := os.Open(cl.detached); err == nil {
+			defer f.Close()
+			return rejected(pkgread.ReadManifest(f, ref.Loc, ref.Cap, u.opts.Limits, rep))
+		}
+	}
+	return u.planManifest(ctx, ref, rep)
 }
 
 // outcome says what the run of a package came to.
