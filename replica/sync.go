@@ -18,7 +18,6 @@ import (
 	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/httpc"
-	"github.com/rsdump/rsdump/internal/plural"
 	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/s3"
@@ -250,7 +249,7 @@ func (s *syncer) repair(ctx context.Context) error {
 	s.res.Repair = r
 	if r.Damaged > 0 {
 		s.note("checked %s against what rsdump wrote: %s damaged or missing, %d repaired (%s fetched)",
-			plural.Count(r.Checked, "file"), plural.Count(r.Damaged, "file"), r.Repaired, plural.Count(r.Fetched, "byte"))
+			finding.Plural(r.Checked, "file"), finding.Plural(r.Damaged, "file"), r.Repaired, finding.Plural(r.Fetched, "byte"))
 	}
 	s.add(&r.Result)
 	return nil

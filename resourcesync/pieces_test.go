@@ -61,3 +61,20 @@ func TestPiecesSums(t *testing.T) {
 		}
 	}
 }
+
+// TestPiecesBinary: the binary form of an entry (spools, sorts) keeps its
+// piece hashes.
+func TestPiecesBinary(t *testing.T) {
+	u := fullURL(t)
+	b, err := u.AppendBinary(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got URL
+	if err := got.UnmarshalBinary(b); err != nil {
+		t.Fatal(err)
+	}
+	if got.MD.Pieces == nil || *got.MD.Pieces != *u.MD.Pieces {
+		t.Errorf("pieces %+v, want %+v", got.MD.Pieces, u.MD.Pieces)
+	}
+}

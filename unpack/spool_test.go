@@ -132,11 +132,11 @@ func rewriteSpool(t *testing.T, name string, change func(*resourcesync.URL)) {
 		t.Fatal(err)
 	}
 	src := entryspool.Source(b[len(b)-32:]) // the trailer ends with it
-	r, err := entryspool.Open(name, src)
+	r, err := entryspool.Open[resourcesync.URL](name, src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := entryspool.Create(filepath.Dir(name), "rewrite-*")
+	w, err := entryspool.Create[resourcesync.URL](filepath.Dir(name), "rewrite-*")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"path"
 	"path/filepath"
 
-	"github.com/rsdump/rsdump/internal/plural"
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/metalink"
 	"github.com/rsdump/rsdump/resourcesync"
@@ -261,7 +261,7 @@ func (w *metalinkWriter) encode(dst io.Writer, name string, head *metalink.Metal
 		return nil
 	}
 	if !w.quiet {
-		fmt.Fprintf(w.stderr, "rsdump: wrote %s to %s\n", plural.Count(e.Count(), "file"), name)
+		fmt.Fprintf(w.stderr, "rsdump: wrote %s to %s\n", finding.Plural(e.Count(), "file"), name)
 	}
 	return nil
 }

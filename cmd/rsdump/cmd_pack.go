@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/finding"
-	"github.com/rsdump/rsdump/internal/plural"
 	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/notify"
 	"github.com/rsdump/rsdump/pack"
@@ -271,7 +270,7 @@ func doPack(ctx context.Context, src string, f packFlags, o pack.Options, stdout
 		case pack.PackageDone:
 			done++
 			if !f.quiet {
-				p.message("rsdump: %s: %s, %s%s", e.Package.Name, fmtBytes(e.Package.Length), plural.Count(e.Package.Bitstreams, "bitstream"), reusedNote(e.Package.Reused))
+				p.message("rsdump: %s: %s, %s%s", e.Package.Name, fmtBytes(e.Package.Length), finding.Plural(e.Package.Bitstreams, "bitstream"), reusedNote(e.Package.Reused))
 			}
 		case finding.Finding:
 			if !f.quiet {
@@ -319,7 +318,7 @@ func notifyHub(ctx context.Context, res *pack.Result, quiet bool, stderr io.Writ
 		switch e := e.(type) {
 		case notify.Sent:
 			if !quiet {
-				fmt.Fprintf(stderr, "rsdump: notified %s: %s of %s on %s\n", e.Hub, e.Capability, plural.Count(e.Entries, "entry"), e.Topic)
+				fmt.Fprintf(stderr, "rsdump: notified %s: %s of %s on %s\n", e.Hub, e.Capability, finding.Plural(e.Entries, "entry"), e.Topic)
 			}
 		case finding.Finding:
 			fmt.Fprintf(stderr, "rsdump: %s\n", e)
@@ -386,7 +385,7 @@ func printPackSummary(res *pack.Result, f packFlags, stdout io.Writer) error {
 	}
 	if !f.quiet {
 		fmt.Fprintf(stdout, "%s: %s (%d reused), %s, %s in %s (%.1f MB/s), %d skipped\n",
-			s.Document, plural.Count(s.Packages, "package"), s.Reused, plural.Count(s.Bitstreams, "bitstream"),
+			s.Document, finding.Plural(s.Packages, "package"), s.Reused, finding.Plural(s.Bitstreams, "bitstream"),
 			fmtBytes(s.Bytes), res.Elapsed.Round(time.Millisecond), s.MBps, s.Skipped)
 	}
 	return nil

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/finding"
-	"github.com/rsdump/rsdump/internal/plural"
 	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/serve"
 	"github.com/rsdump/rsdump/trs"
@@ -208,7 +207,7 @@ func hubLine(e websub.Event) string {
 	case websub.Subscribed:
 		s += fmt.Sprintf(" (lease %s)", e.Lease)
 	case websub.Published:
-		s += " (" + plural.Count(e.Subscribers, "subscriber") + ")"
+		s += " (" + finding.Plural(e.Subscribers, "subscriber") + ")"
 	case websub.Delivered, websub.Dropped:
 		s += fmt.Sprintf(" (attempt %d)", e.Attempt)
 	case websub.Retrying:

@@ -8,7 +8,6 @@ import (
 
 	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
-	"github.com/rsdump/rsdump/internal/plural"
 	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/transfer"
 	"github.com/rsdump/rsdump/unpack"
@@ -208,8 +207,8 @@ func unpackSummaryLine(r *unpack.Result, dry bool) string {
 		verb = "to write (dry run)"
 	}
 	return fmt.Sprintf("%s: %s %s (%s), %d already present, %d deleted, %d refused; %s, %d unverified, %s",
-		plural.Count(r.Packages, "package"), plural.Count(r.Written, "file"), verb, fmtBytes(r.Bytes), r.Present, r.Deleted, r.Refused,
-		plural.Count(r.Errors, "error"), r.Unverified, plural.Count(r.Warnings, "warning"))
+		finding.Plural(r.Packages, "package"), finding.Plural(r.Written, "file"), verb, fmtBytes(r.Bytes), r.Present, r.Deleted, r.Refused,
+		finding.Plural(r.Errors, "error"), r.Unverified, finding.Plural(r.Warnings, "warning"))
 }
 
 func orText(s, alt string) string {

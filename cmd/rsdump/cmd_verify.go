@@ -16,7 +16,6 @@ import (
 
 	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
-	"github.com/rsdump/rsdump/internal/plural"
 	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/transfer"
@@ -175,8 +174,8 @@ func audit(ctx context.Context, f verifyFlags, opts verify.Options) (*verify.Sum
 
 func verifySummaryLine(s *verify.Summary) string {
 	return fmt.Sprintf("%s, %s, %s (%s): %d verified, %d unverified, %s, %s",
-		plural.Count(s.Documents, "document"), plural.Count(s.Packages, "package"), plural.Count(s.Bitstreams, "bitstream"), fmtBytes(s.Bytes),
-		s.Verified, s.Unverified, plural.Count(s.Errors, "error"), plural.Count(s.Warnings, "warning"))
+		finding.Plural(s.Documents, "document"), finding.Plural(s.Packages, "package"), finding.Plural(s.Bitstreams, "bitstream"), fmtBytes(s.Bytes),
+		s.Verified, s.Unverified, finding.Plural(s.Errors, "error"), finding.Plural(s.Warnings, "warning"))
 }
 
 // finishReport writes the summary and chooses the exit status: 1 when any
