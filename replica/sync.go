@@ -3,7 +3,10 @@
 // baseline from its newest Resource Dump (through the transfer engine,
 // from every mirror, piece by piece checked) or, with none, from its
 // Resource List resource by resource, and later applies the Change Dumps
-// (or the Change List) after the tree's last until, in order. Every
+// (or the Change List) after the tree's last until, in order; a newer
+// snapshot the changes do not reach re-bases the tree, fetching only what
+// differs (unpack.Options.Rebase), and a snapshot an earlier run left
+// half-applied is finished first (deststate.Unfinished). Every
 // bitstream lands through unpack: verified, staged, renamed, logged; the
 // state lives in unpack's DIR/.rsdump/state.json.
 package replica
@@ -278,8 +281,14 @@ func (s *syncer) unrepaired(ctx context.Context) error {
 // fetching only what differs (unpack.Options.Rebase). A snapshot an
 // earlier run left half-applied is finished first.
 func (s *syncer) run(ctx context.Context) error {
-	if done, err := s.finishUnfinished(ctx); err != nil || !done {
+	finished, err := s.finishUnfinished(ctx)
+	switch {
+	case err != nil:
 		return err
+	case s.tree.State().Unfinished != nil:
+		return nil // reported by unfinished; nothing is applied over it
+	case finished:
+		return s.incremental(ctx, true)
 	}
 	st := s.tree.State()
 	since := st.Since()
@@ -386,12 +395,12 @@ func (s *syncer) changesReach(ctx context.Context, doc string, at time.Time) (bo
 // since replaced), this undoes it. An older snapshot is taken only when
 // the one left unfinished was a rollback (or with --rollback): a Source
 // cannot move the tree back by making a run fail. A Source with no
-// snapshot has the unfinished one applied again. done is false when the
-// tree is still half-applied: nothing else is applied over it.
-func (s *syncer) finishUnfinished(ctx context.Context) (done bool, err error) {
+// snapshot has the unfinished one applied again. applied says a snapshot
+// was applied (whole or not: the state says).
+func (s *syncer) finishUnfinished(ctx context.Context) (applied bool, err error) {
 	u := s.tree.State().Unfinished
 	if u == nil {
-		return true, nil
+		return false, nil
 	}
 	sn := s.currentSnapshot()
 	st := step{kind: "finish", doc: sn.doc, list: sn.list, rollback: u.Rollback, why: "finishing " + u.Describe()}
@@ -413,7 +422,7 @@ func (s *syncer) finishUnfinished(ctx context.Context) (done bool, err error) {
 	if err := s.apply(ctx, st); err != nil {
 		return false, err
 	}
-	return s.tree.State().Unfinished == nil, nil
+	return true, nil
 }
 
 // unfinished reports, as an error, a tree the run leaves half-applied: a
