@@ -37,11 +37,12 @@ type prepared struct {
 	err    error
 }
 
-// A bitstream of more than bitstreamPieceMin bytes gets, in its manifest entry,
-// the hashes of its pieces of bitstreamPiece bytes (resourcesync.Pieces),
-// computed in the same read as its other hashes: a repair of a few
-// damaged bytes then fetches the pieces they are in, not the whole
-// bitstream. Below it a bitstream is hardly more than a piece.
+// A bitstream of more than bitstreamPieceMin bytes gets, in its manifest
+// entry, the hashes of its pieces of bitstreamPiece bytes
+// (resourcesync.Pieces), computed in the same read as its other hashes:
+// a repair of a few damaged bytes then fetches the pieces they are in,
+// not the whole bitstream. Below it, a bitstream is a few pieces at most,
+// and its entry is kept short.
 const (
 	bitstreamPieceMin = 4 << 20
 	bitstreamPiece    = 1 << 20

@@ -12,11 +12,13 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/deststate"
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/httpc/httpctest"
 	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/replica"
+	"github.com/rsdump/rsdump/unpack"
 )
 
 // repackTree is a Source tree of random files in several packages, with
@@ -230,5 +232,35 @@ func TestRerunAfterRefusedFileFetchesOnlyIt(t *testing.T) {
 	sameTree(t, dst, verifytest.ReadTree(t, p.src))
 	if n := p.zipBytes.Load(); n > 3*20000 {
 		t.Errorf("the rerun was served %d package bytes for one 20,000-byte bitstream", n)
+	}
+}
+
+// TestRebaseRefusesDetachedManifestNotThePackages: a package fetched
+// whole in a re-base is applied only when its own manifest is the
+// detached copy its actions were planned from: one that differs is
+// refused whole, naming it, and the tree stays half-applied, reported.
+func TestRebaseRefusesDetachedManifestNotThePackages(t *testing.T) {
+	p := newPacked(t, randomFiles(42, 20000))
+	o := pack.Options{Compress: pack.Store, MaxPackageSize: 300000}
+	p.pack(false, o)
+	dst := t.TempDir()
+	syncRun(t, p.capabilities(), dst, replica.Options{})
+	changes := map[string]string{}
+	for rel, data := range randomFiles(42, 20000) {
+		if strings.HasPrefix(rel, "d0/") {
+			changes[rel] = "changed " + data
+		}
+	}
+	p.write(changes)
+	p.pack(false, o)
+	_, urls := verifytest.ReadDoc(t, filepath.Join(p.out, layout.DumpName))
+	l, _ := urls[0].Link("contents")
+	manifest := filepath.Join(p.out, filepath.Base(l.Href))
+	h, entries := verifytest.ReadDoc(t, manifest)
+	entries[len(entries)-1].MD.Hash = "sha-256:" + strings.Repeat("0", 64)
+	verifytest.WriteDoc(t, manifest, h, entries)
+	res, fs, _ := syncRun(t, "", dst, replica.Options{})
+	if !hasFinding(fs, finding.Error, unpack.CheckDetached) || !hasFinding(fs, finding.Error, unpack.CheckUnfinished) {
+		t.Fatalf("%+v\n%s", res, problems(fs))
 	}
 }
