@@ -239,57 +239,6 @@ func (p *pkgRun) planPackage(pkg *pkgread.Package) error {
 	return nil
 }
 
-// CheckDetached is a package whose own manifest is not the detached copy
-// its dump document links, which the run planned from.
-const CheckDetached = "detached"
-
-// planOpened plans a package just opened; or, when its actions were
-// planned from its manifest before it was fetched (rebasePackage), binds
-// them to the entries the package's own manifest gives, which must be
-// those of the copy they were planned from, entry for entry: otherwise
-// nothing of the package is applied.
-func (p *pkgRun) planOpened(pkg *pkgread.Package) error {
-	if p.pkg == nil {
-		return p.planPackage(pkg)
-	}
-	planned := p.pkg
-	p.pkg = pkg
-	pkg.Manifest = nil
-	if !sameEntries(planned.Bitstreams, pkg.Bitstreams) {
-		p.untrusted = true
-		p.rep.Report(finding.Finding{Severity: finding.Error, Code: CheckDetached, Source: p.ref.Loc, URI: p.ref.Contents,
-			Msg: "package refused: its manifest is not the detached copy " + orText(p.ref.Contents, "read before it") + " gives"})
-		return nil
-	}
-	index := make(map[*pkgread.Bitstream]int, len(planned.Bitstreams))
-	for i, b := range planned.Bitstreams {
-		index[b] = i
-	}
-	clear(p.byBits)
-	for _, a := range p.actions {
-		a.b = pkg.Bitstreams[index[a.b]]
-		p.byBits[a.b] = a
-		if !a.failed && !a.present && !a.b.Deleted() && a.b.File == nil {
-			p.refuse(a, CheckRefused, "not written: "+orText(a.b.Bad, "the package has no readable entry for it"))
-		}
-	}
-	return nil
-}
-
-// sameEntries says whether two manifests list the same bitstreams.
-func sameEntries(a, b []*pkgread.Bitstream) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		x, y := a[i], b[i]
-		if x.URL.Loc != y.URL.Loc || x.Path != y.Path || x.Length != y.Length || x.Want.String() != y.Want.String() || x.Deleted() != y.Deleted() {
-			return false
-		}
-	}
-	return true
-}
-
 // checkLength refuses a package whose length is not the one the dump
 // document gives: it is not the package listed.
 func (p *pkgRun) checkLength(size int64) bool {
@@ -401,63 +350,6 @@ func (p *pkgRun) checkFile(a *action, fi fs.FileInfo, err error) {
 	case fi != nil:
 		a.exists = true
 	}
-}
-
-// checkKnown finds the targets that already hold their bitstream from the
-// written log, with no byte read: a target whose last record is the
-// entry's version, and whose file still has the length and mtime rsdump
-// gave it, holds it; one whose record is another version, its file as
-// rsdump left it, does not, and is fetched. The others (no record, a
-// file changed since rsdump wrote it, a record of an older rsdump with
-// no mtime) are read and hashed, as checkPresent does. The records are
-// kept for ownership, which then need not read the log again.
-func (p *pkgRun) checkKnown() error {
-	want := map[string]bool{}
-	for _, a := range p.actions {
-		if p.mayBePresent(a) {
-			want[a.target] = true
-		}
-	}
-	recs, err := p.u.dest.st.Lookup(want)
-	if err != nil {
-		return err
-	}
-	p.known = &knownRecs{looked: want, recs: recs}
-	for _, a := range p.actions {
-		if !p.mayBePresent(a) {
-			continue
-		}
-		fi, err := p.dirs.check(a.target)
-		rec, ok := recs[a.target]
-		switch {
-		case err != nil || fi == nil || !ok || !asWritten(rec, fi):
-			p.checkFile(a, fi, err)
-		case sameVersion(rec, a.b):
-			p.markPresent(a, fi, mustParse(rec.Hash))
-			if a.stale && !p.recordsPresent() {
-				// Its mtime is set to the entry's (ownership): the record
-				// follows, so that the next run need not read it.
-				p.recs = append(p.recs, deststate.Record{Path: a.target, Length: rec.Length, Hash: rec.Hash, Mtime: a.b.URL.Lastmod})
-			}
-		default:
-			a.exists = true
-		}
-	}
-	return nil
-}
-
-// knownRecs are the written log's records of a package's targets, looked
-// up once.
-type knownRecs struct {
-	looked map[string]bool
-	recs   map[string]deststate.Record
-}
-
-// asWritten says whether the file fi is as rsdump left it when it wrote
-// rec: the same length and mtime (whole seconds: some file systems keep
-// no more). A record without an mtime cannot say.
-func asWritten(rec deststate.Record, fi fs.FileInfo) bool {
-	return !rec.Deleted() && !rec.Mtime.IsZero() && fi.Size() == rec.Length && fi.ModTime().Unix() == rec.Mtime.Unix()
 }
 
 // markPresent notes a target that holds its bitstream. Its mtime, when it
