@@ -47,3 +47,19 @@ func TestPieceSums(t *testing.T) {
 		t.Errorf("PieceCount: %d", n)
 	}
 }
+
+// BenchmarkMultiPieces: a sha-256 Multi written in 1 MiB chunks (pack's
+// streamed files), without and with piece hashes of 1 MiB.
+func BenchmarkMultiPieces(b *testing.B) {
+	chunk := make([]byte, 1<<20)
+	for _, pieces := range []int64{0, 1 << 20} {
+		b.Run(map[int64]string{0: "whole", 1 << 20: "pieces"}[pieces], func(b *testing.B) {
+			m, _ := NewMulti(SHA256)
+			m.SetPieces(pieces)
+			b.SetBytes(int64(len(chunk)))
+			for b.Loop() {
+				m.Write(chunk)
+			}
+		})
+	}
+}
