@@ -222,6 +222,7 @@ func Merge(ctx context.Context, outDir string, opts Options) (*Result, error) {
 	}
 	defer out.close()
 	out.track(&o)
+	out.signWith(o.Signer)
 	shards, err := readShards(out, mergeKey(&o))
 	if err != nil {
 		return nil, err
