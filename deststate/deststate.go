@@ -60,6 +60,13 @@ type State struct {
 	// Rollback records the last time the tree was taken back to an older
 	// snapshot on purpose (--rollback).
 	Rollback *Rollback `json:"rollback,omitempty"`
+	// Unfinished is a snapshot a run began to make the tree exactly (a
+	// re-base, a rollback) and did not complete: it failed part way (a
+	// file refused, a disk error, a cancel, a kill). The tree holds part of
+	// it and part of what it held before, whatever ResourceDumpAt and
+	// ChangeDumpUntil say: the next sync reports it and applies the
+	// snapshot again.
+	Unfinished *Unfinished `json:"unfinished,omitempty"`
 	// Trust is the keys the tree's Source signs with, pinned by rsdump
 	// sync --trust: every later run into the tree requires their
 	// signatures, given --trust or not. A state that records them is of
@@ -72,6 +79,31 @@ type Trust struct {
 	Fingerprints []string  `json:"fingerprints"` // the primary keys', upper-case hex, sorted
 	Keys         string    `json:"keys"`         // the public keys, armored
 	Since        time.Time `json:"since"`        // when they were pinned
+}
+
+// Unfinished is a snapshot applied in part.
+type Unfinished struct {
+	Document string    `json:"document"`      // the dump or list
+	At       time.Time `json:"at,omitzero"`   // its at
+	From     time.Time `json:"from,omitzero"` // what the tree was up to before
+	// Rollback says the snapshot is older than what the tree held, and
+	// was applied on purpose (--rollback): finishing it takes the tree
+	// back too.
+	Rollback bool      `json:"rollback,omitempty"`
+	Began    time.Time `json:"began"`
+}
+
+// Describe says what u is, for messages.
+func (u *Unfinished) Describe() string {
+	what := "a re-base to"
+	if u.Rollback {
+		what = "a rollback to"
+	}
+	at := "a snapshot that gives no time"
+	if !u.At.IsZero() {
+		at = "the snapshot at " + formatTime(u.At)
+	}
+	return fmt.Sprintf("%s %s (%s), begun %s, did not complete", what, at, u.Document, formatTime(u.Began))
 }
 
 // SyncInfo is the Source a tree is a copy of, as rsdump sync records it.

@@ -111,11 +111,11 @@ func (w *pkgWriter) addPrepared(p *prepared) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", w.name, err)
 	}
-	w.record(p.it, name, p.sums.String(), p.typ)
+	w.record(p.it, name, p.sums.String(), p.pieces, p.typ)
 	return nil
 }
 
-func (w *pkgWriter) record(it item, name, hash, typ string) {
+func (w *pkgWriter) record(it item, name, hash, pieces, typ string) {
 	w.entries = append(w.entries, resourcesync.URL{
 		Loc:     resourcesync.LocFor(w.opts.BaseURL, it.rel),
 		Lastmod: it.mtime,
@@ -126,6 +126,7 @@ func (w *pkgWriter) record(it item, name, hash, typ string) {
 			Path:     "/" + name,
 			Change:   it.change,
 			Datetime: it.datetime,
+			Pieces:   piecesOf(pieces),
 		},
 	})
 	w.bytes += it.size

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/internal/zipw"
+	"github.com/rsdump/rsdump/resourcesync"
 )
 
 // smallMax is the size up to which a file is read, hashed and compressed
@@ -31,8 +32,39 @@ type prepared struct {
 	crc    uint32
 	data   *buffer // bytes to write: compressed or raw
 	sums   digest.Set
+	pieces string // the hex digests of its pieces, when it has them (bitstreamPieceMin)
 	typ    string
 	err    error
+}
+
+// A bitstream of more than bitstreamPieceMin bytes gets, in its manifest
+// entry, the hashes of its pieces of bitstreamPiece bytes
+// (resourcesync.Pieces), computed in the same read as its other hashes:
+// a repair of a few damaged bytes then fetches the pieces they are in,
+// not the whole bitstream. Below it, a bitstream is a few pieces at most,
+// and its entry is kept short.
+const (
+	bitstreamPieceMin = 4 << 20
+	bitstreamPiece    = 1 << 20
+)
+
+// setPieces makes mh hash the pieces of a file of size bytes, when it is
+// to have them.
+func setPieces(mh *digest.Multi, size int64) {
+	if size > bitstreamPieceMin {
+		mh.SetPieces(bitstreamPiece)
+	} else {
+		mh.SetPieces(0)
+	}
+}
+
+// piecesOf is the Pieces attribute of a file whose piece digests (hex,
+// one after another) are sums; nil for none.
+func piecesOf(sums string) *resourcesync.Pieces {
+	if sums == "" {
+		return nil
+	}
+	return &resourcesync.Pieces{Length: bitstreamPiece, Hash: digest.PieceAlg + ":" + sums}
 }
 
 // buffer is a pooled byte slice: workers read whole files into them.
@@ -86,7 +118,7 @@ func (e *encoder) prepare(it item) *prepared {
 		return p
 	}
 	p.crc = crc32.ChecksumIEEE(raw.b)
-	p.sums = e.mh.Sums()
+	p.sums, p.pieces = e.mh.Sums(), e.mh.PieceSums()
 	p.typ = mediaType(it.rel, head(raw.b))
 	p.method, p.data = zipw.Store, raw
 	if e.wantDeflate(it.rel, p.typ) {
@@ -107,6 +139,7 @@ func (e *encoder) read(it item) (*buffer, error) {
 	}
 	defer f.Close()
 	e.mh.Reset()
+	setPieces(e.mh, it.size)
 	raw := getBuf(it.size + 1)
 	n, err := readInto(raw, f, it.size+1) // one byte more notices growth
 	if err == nil {

@@ -33,7 +33,7 @@ func (w *pkgWriter) addStreamed(ctx context.Context, it item) (skipped bool, err
 	name := w.entryName(it)
 	typ, err := w.stream(ctx, it, name)
 	if err == nil {
-		w.record(it, name, w.mh.Sums().String(), typ)
+		w.record(it, name, w.mh.Sums().String(), w.mh.PieceSums(), typ)
 		return false, nil
 	}
 	if !errors.Is(err, ErrChanged) || !w.opts.SkipChanged {
@@ -51,6 +51,7 @@ func (w *pkgWriter) stream(ctx context.Context, it item, name string) (string, e
 	}
 	defer f.Close()
 	w.mh.Reset()
+	setPieces(w.mh, it.size)
 	chunks, errc := readChunks(ctx, f, it.size+1, w.mh) // one byte more notices growth
 	first, ok := <-chunks
 	typ := mediaType(it.rel, head(first))

@@ -7,7 +7,10 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path"
+	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -15,6 +18,8 @@ import (
 
 	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/replica"
 	"github.com/rsdump/rsdump/resourcesync"
@@ -170,4 +175,85 @@ func TestKillMidCommitResumes(t *testing.T) {
 		t.Fatalf("%+v\n%s", res, problems(fs))
 	}
 	sameTree(t, dst, s.files)
+}
+
+// TestKillMidBaselineFetchesNoAppliedPackage SIGKILLs sync in the middle
+// of a baseline's commits, then runs it again: no byte of a package the
+// first run applied whole is fetched again (each is planned from its
+// detached manifest and the written log, or, for a file whose record the
+// kill lost, from the file itself), and the tree is exact.
+func TestKillMidBaselineFetchesNoAppliedPackage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("subprocess test skipped with -short")
+	}
+	s := newSource(t, files(3000, 2000))
+	var mu sync.Mutex
+	served := map[string]int64{}
+	s.handler = func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasSuffix(r.URL.Path, ".zip") {
+				w = &pathCounter{ResponseWriter: w, add: func(n int) { mu.Lock(); served[r.URL.Path] += int64(n); mu.Unlock() }}
+			}
+			h.ServeHTTP(w, r)
+		})
+	}
+	s.packDump(pack.Options{Compress: pack.Store, MaxPackageSize: 1 << 20})
+	dst := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd, sc := startChild(t, ctx, s.srv.URL+"/", dst)
+	written := map[string]bool{}
+	for len(written) < 1300 {
+		if !sc.Scan() {
+			cmd.Wait()
+			t.Fatalf("child ended after %d files", len(written))
+		}
+		if p, ok := strings.CutPrefix(sc.Text(), "written "); ok {
+			written[p] = true
+		}
+	}
+	kill(t, cmd)
+	mu.Lock()
+	clear(served)
+	mu.Unlock()
+	res, fs, _ := syncRun(t, "", dst, replica.Options{})
+	if res.Problems() != 0 || res.Written+res.Present != 3000 {
+		t.Fatalf("%+v\n%s", res, problems(fs))
+	}
+	sameTree(t, dst, s.files)
+	_, pkgs := verifytest.ReadDoc(t, filepath.Join(s.out, layout.DumpName))
+	whole := 0
+	for _, pkg := range pkgs {
+		l, _ := pkg.Link("contents")
+		_, entries := verifytest.ReadDoc(t, filepath.Join(s.out, path.Base(l.Href)))
+		applied := true
+		for _, e := range entries {
+			applied = applied && written[strings.TrimPrefix(e.Loc, s.base)]
+		}
+		if !applied {
+			continue
+		}
+		whole++
+		mu.Lock()
+		n := served[strings.TrimPrefix(pkg.Loc, s.srv.URL)]
+		mu.Unlock()
+		if n != 0 {
+			t.Errorf("%s, applied whole before the kill, was served %d bytes again", pkg.Loc, n)
+		}
+	}
+	if whole < 2 {
+		t.Errorf("%d packages applied whole before the kill, want at least 2", whole)
+	}
+}
+
+// pathCounter counts a response's body bytes.
+type pathCounter struct {
+	http.ResponseWriter
+	add func(int)
+}
+
+func (w *pathCounter) Write(b []byte) (int, error) {
+	n, err := w.ResponseWriter.Write(b)
+	w.add(n)
+	return n, err
 }

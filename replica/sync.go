@@ -3,7 +3,10 @@
 // baseline from its newest Resource Dump (through the transfer engine,
 // from every mirror, piece by piece checked) or, with none, from its
 // Resource List resource by resource, and later applies the Change Dumps
-// (or the Change List) after the tree's last until, in order. Every
+// (or the Change List) after the tree's last until, in order; a newer
+// snapshot the changes do not reach re-bases the tree, fetching only what
+// differs (unpack.Options.Rebase), and a snapshot an earlier run left
+// half-applied is finished first (deststate.Unfinished). Every
 // bitstream lands through unpack: verified, staged, renamed, logged; the
 // state lives in unpack's DIR/.rsdump/state.json.
 package replica
@@ -67,7 +70,7 @@ type Options struct {
 
 // Step is one document sync applied.
 type Step struct {
-	Kind   string         `json:"kind"` // "baseline" or "incremental"
+	Kind   string         `json:"kind"` // "baseline", "rebase", "finish" or "incremental"
 	Doc    string         `json:"document"`
 	Reason string         `json:"reason,omitempty"`
 	Result *unpack.Result `json:"result"`
@@ -159,6 +162,7 @@ func Sync(ctx context.Context, source resourcesync.Location, dir string, opts Op
 	if err := s.unrepaired(ctx); err != nil {
 		return nil, err
 	}
+	s.unfinished()
 	res, err = s.finish(ctx)
 	if err == nil && res.Problems() == 0 && !opts.DryRun {
 		// Everything applied: what the cache kept to resume is of no use.
@@ -306,24 +310,177 @@ func (s *syncer) unrepaired(ctx context.Context) error {
 }
 
 // run takes a baseline when the tree has none (or nothing covers the gap
-// since its last), then applies the changes after it.
+// since its last), then applies the changes after it. A snapshot of the
+// Source newer than what the tree holds, which its changes do not reach
+// (a Source that re-packs its Resource Dump, say, and publishes no Change
+// Dump), re-bases the tree: the tree is made exactly that snapshot,
+// fetching only what differs (unpack.Options.Rebase). A snapshot an
+// earlier run left half-applied is finished first.
 func (s *syncer) run(ctx context.Context) error {
-	since := s.state.Since()
+	finished, err := s.finishUnfinished(ctx)
+	switch {
+	case err != nil:
+		return err
+	case s.tree.State().Unfinished != nil:
+		return nil // reported by unfinished; nothing is applied over it
+	case finished:
+		return s.incremental(ctx, true)
+	}
+	st := s.tree.State()
+	since := st.Since()
 	if since.IsZero() || s.state.Sync == nil {
 		if err := s.baseline(ctx, "the destination has no complete copy yet"); err != nil {
 			return err
 		}
 		return s.incremental(ctx, true)
 	}
-	return s.incremental(ctx, false)
+	snap, err := s.newerSnapshot(ctx, since)
+	if err != nil || snap.doc == "" {
+		if err != nil {
+			return err
+		}
+		return s.incremental(ctx, false)
+	}
+	doc, _, gap, err := s.changeDoc(ctx, since)
+	if err != nil {
+		return err
+	}
+	reach, err := s.changesReach(ctx, doc, snap.at)
+	if err != nil || reach {
+		if err != nil {
+			return err
+		}
+		return s.incremental(ctx, false)
+	}
+	st1 := step{kind: "rebase", doc: snap.doc, list: snap.list,
+		why: fmt.Sprintf("the Source's %s is at %s, newer than what the destination holds (%s)", snap.capability(), resourcesync.FormatTime(snap.at), st.Describe())}
+	if gap != "" {
+		st1.kind, st1.why = "baseline", gap+"; taking a new baseline"
+	}
+	if err := s.apply(ctx, st1); err != nil {
+		return err
+	}
+	return s.incremental(ctx, true)
+}
+
+// snapshot is a Resource Dump or Resource List of the Source, and its at.
+type snapshot struct {
+	doc  string
+	list bool
+	at   time.Time
+}
+
+func (sn snapshot) capability() string {
+	if sn.list {
+		return "Resource List"
+	}
+	return "Resource Dump"
+}
+
+// currentSnapshot is the Source's snapshot: its Resource Dump, else its
+// Resource List; the zero snapshot when it has neither.
+func (s *syncer) currentSnapshot() snapshot {
+	if d := s.src.Docs[resourcesync.CapResourceDump]; d != "" {
+		return snapshot{doc: d}
+	}
+	return snapshot{doc: s.src.Docs[resourcesync.CapResourceList], list: true}
+}
+
+// newerSnapshot is the Source's snapshot when its at is later than since;
+// the zero snapshot when there is none, or it gives no at.
+func (s *syncer) newerSnapshot(ctx context.Context, since time.Time) (snapshot, error) {
+	sn := s.currentSnapshot()
+	if sn.doc == "" {
+		return snapshot{}, nil
+	}
+	h, err := peek(ctx, s.opts.Client, sn.doc)
+	if missing(err) {
+		s.note("the %s %s is listed but missing: %v", sn.capability(), sn.doc, err)
+		return snapshot{}, nil
+	}
+	if err != nil {
+		return snapshot{}, err
+	}
+	if sn.at = h.MD.At; sn.at.IsZero() || !sn.at.After(since) {
+		return snapshot{}, nil
+	}
+	return sn, nil
+}
+
+// changesReach says whether the change document doc (changeDoc's: its
+// changes start at or before the tree's) reaches at: applying it then
+// brings the tree at least as far as a re-base to the snapshot taken at
+// at, for less.
+func (s *syncer) changesReach(ctx context.Context, doc string, at time.Time) (bool, error) {
+	if doc == "" {
+		return false, nil
+	}
+	h, err := peek(ctx, s.opts.Client, doc)
+	if err != nil {
+		return false, err
+	}
+	return !h.MD.Until.Before(at), nil
+}
+
+// finishUnfinished takes the Source's current snapshot when an earlier
+// run began to make the tree exactly a snapshot and did not complete
+// (deststate.Unfinished: it failed part way, or was killed): the tree
+// holds part of it and part of what it held before, whatever its state
+// says. When the snapshot is the Source's, this finishes it; when it is
+// another (a local dump unpacked with --rollback, a dump the Source has
+// since replaced), this undoes it. An older snapshot is taken only when
+// the one left unfinished was a rollback (or with --rollback): a Source
+// cannot move the tree back by making a run fail. A Source with no
+// snapshot has the unfinished one applied again. applied says a snapshot
+// was applied (whole or not: the state says).
+func (s *syncer) finishUnfinished(ctx context.Context) (applied bool, err error) {
+	u := s.tree.State().Unfinished
+	if u == nil {
+		return false, nil
+	}
+	sn := s.currentSnapshot()
+	st := step{kind: "finish", doc: sn.doc, list: sn.list, rollback: u.Rollback, why: "finishing " + u.Describe()}
+	switch {
+	case sn.doc == "":
+		h, err := peek(ctx, s.opts.Client, u.Document)
+		if err != nil {
+			if ctx.Err() != nil {
+				return false, ctx.Err()
+			}
+			s.note("the destination is half-applied (%s), and the Source has no Resource Dump or Resource List to finish it with: %v", u.Describe(), err)
+			return false, nil
+		}
+		st.doc, st.list = u.Document, h.MD.Capability == resourcesync.CapResourceList
+	case sn.doc != u.Document:
+		st.kind, st.why = "rebase", "in place of "+u.Describe()
+	}
+	s.note("the last run left the destination half-applied: %s; applying %s", u.Describe(), st.doc)
+	if err := s.apply(ctx, st); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// unfinished reports, as an error, a tree the run leaves half-applied: a
+// snapshot begun and not completed, by this run or an earlier one. No
+// run over such a tree ends without an error.
+func (s *syncer) unfinished() {
+	u := s.tree.State().Unfinished
+	if u == nil || s.opts.DryRun {
+		return
+	}
+	msg := "the destination is half-applied: " + u.Describe() + "; the next sync applies it again"
+	finding.Send(s.opts.Events, finding.Finding{Severity: finding.Error, Code: unpack.CheckUnfinished, Source: u.Document, Msg: msg})
+	s.res.Errors++
 }
 
 func (s *syncer) baseline(ctx context.Context, why string) error {
 	switch {
 	case s.src.Docs[resourcesync.CapResourceDump] != "":
-		return s.apply(ctx, "baseline", s.src.Docs[resourcesync.CapResourceDump], why, false)
+		return s.apply(ctx, step{kind: "baseline", doc: s.src.Docs[resourcesync.CapResourceDump], why: why})
 	case s.src.Docs[resourcesync.CapResourceList] != "":
-		return s.apply(ctx, "baseline", s.src.Docs[resourcesync.CapResourceList], why+"; the Source has no Resource Dump, so resource by resource from its Resource List", true)
+		return s.apply(ctx, step{kind: "baseline", doc: s.src.Docs[resourcesync.CapResourceList], list: true,
+			why: why + "; the Source has no Resource Dump, so resource by resource from its Resource List"})
 	}
 	return fmt.Errorf("%s: the Source has no Resource Dump and no Resource List to take a baseline from", s.given)
 }
@@ -355,7 +512,7 @@ func (s *syncer) incremental(ctx context.Context, afterBaseline bool) error {
 		}
 		return s.incremental(ctx, true)
 	}
-	return s.apply(ctx, "incremental", doc, "changes after "+resourcesync.FormatTime(since), isList)
+	return s.apply(ctx, step{kind: "incremental", doc: doc, why: "changes after " + resourcesync.FormatTime(since), list: isList})
 }
 
 // changeDoc picks the Change Dump, else the Change List, whose changes
@@ -412,23 +569,34 @@ func joinAnd(parts []string) string {
 	return out
 }
 
-// apply unpacks a dump or applies a list into the tree.
-func (s *syncer) apply(ctx context.Context, kind, doc, why string, list bool) error {
-	s.note("%s: %s (%s)", kind, doc, why)
+// step is a document sync applies: kind names it in the result.
+type step struct {
+	kind, doc, why string
+	list           bool // a list, else a dump
+	rollback       bool // it may be older than the tree (unpack.Options.Rollback)
+}
+
+// apply unpacks a dump or applies a list into the tree. A snapshot (a
+// Resource Dump or Resource List) applied over a tree rsdump has written
+// in makes it exactly that snapshot (unpack.Options.Rebase).
+func (s *syncer) apply(ctx context.Context, st step) error {
+	s.note("%s: %s (%s)", st.kind, st.doc, st.why)
 	o, err := s.unpackOptions()
 	if err != nil {
 		return err
 	}
+	o.Rebase = true
+	o.Rollback = o.Rollback || st.rollback
 	var r *unpack.Result
-	if list {
-		r, err = unpack.ApplyList(ctx, doc, s.dir, o)
+	if st.list {
+		r, err = unpack.ApplyList(ctx, st.doc, s.dir, o)
 	} else {
-		r, err = unpack.Unpack(ctx, doc, s.dir, o)
+		r, err = unpack.Unpack(ctx, st.doc, s.dir, o)
 	}
 	if err != nil {
 		return err
 	}
-	s.res.Steps = append(s.res.Steps, Step{Kind: kind, Doc: doc, Reason: why, Result: r})
+	s.res.Steps = append(s.res.Steps, Step{Kind: st.kind, Doc: st.doc, Reason: st.why, Result: r})
 	s.add(r)
 	return nil
 }

@@ -62,6 +62,10 @@ func (e *encoder) md(m *MD) {
 	e.string(m.Path)
 	e.string(m.Type)
 	e.string(m.Encoding)
+	if e.flag(m.Pieces != nil) {
+		e.length(&m.Pieces.Length)
+		e.string(m.Pieces.Hash)
+	}
 }
 
 func (e *encoder) link(l *Link) {
@@ -152,6 +156,13 @@ func (d *decoder) md() *MD {
 	m.Path = d.string()
 	m.Type = d.string()
 	m.Encoding = d.string()
+	if d.flag() {
+		m.Pieces = &Pieces{}
+		if n := d.length(); n != nil {
+			m.Pieces.Length = *n
+		}
+		m.Pieces.Hash = d.string()
+	}
 	return m
 }
 

@@ -222,6 +222,9 @@ func writeMD(x *xmlBuf, m *MD) {
 	x.attr(el, "type", m.Type)
 	x.attr(el, "encoding", m.Encoding)
 	x.attr(el, "path", m.Path)
+	if m.Pieces != nil {
+		writePieces(x, m.Pieces)
+	}
 	x.raw("/>")
 }
 

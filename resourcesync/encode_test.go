@@ -83,6 +83,7 @@ func fullURL(t testing.TB) URL {
 			Type:       "text/plain; charset=utf-8",
 			Encoding:   "gzip",
 			Path:       "/resources/ünï\tcödé <&> ☃",
+			Pieces:     &Pieces{Length: 1 << 20, Hash: "sha-256:abcd"},
 		},
 		Links: []Link{
 			{

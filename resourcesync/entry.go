@@ -84,6 +84,7 @@ func (d *Decoder) readMD(m *MD, t xml.StartElement) error {
 	if err := d.attrs(setAttrs(m, t, mdAttrs)); err != nil {
 		return err
 	}
+	m.Pieces = readPieces(t)
 	return d.skip()
 }
 

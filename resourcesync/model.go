@@ -72,6 +72,9 @@ type MD struct {
 	Path       string
 	Type       string
 	Encoding   string
+	// Pieces are rsdump's piece hashes of the bitstream (an extension in
+	// its own namespace; see Pieces); nil for none.
+	Pieces *Pieces
 }
 
 // IsZero reports whether no attribute is set.

@@ -32,9 +32,9 @@ type claimed struct {
 	// dec is the package's manifest as the survey decoded it, so that
 	// staging need not decode it again; nil when the survey could not.
 	dec *pkgread.Decoded
-	// detached is, in a dry run, the copy of a remote package's detached
-	// manifest the survey fetched, in the scratch directory, so that
-	// planning reads it there rather than fetching it again; "" for none.
+	// detached is a copy of the detached manifest the survey read, kept
+	// for a re-base to plan the package from (rebasePackage), and in a dry
+	// run for planning to read, without fetching it again; "" for none.
 	detached string
 }
 
@@ -52,16 +52,16 @@ type entryRef struct{ pkg, n int }
 // is refused. The entries decoded are spooled to disk beside the table,
 // for staging to read instead of decoding each manifest a second time.
 // Call the function returned once every package is unpacked.
-func (u *unpacker) survey(ctx context.Context, refs []pkgread.PackageRef) ([]claimed, func(), error) {
+func (u *unpacker) survey(ctx context.Context, refs []pkgread.PackageRef) ([]claimed, []bool, func(), error) {
 	out := make([]claimed, len(refs))
-	if len(refs) < 2 {
-		return out, func() {}, nil
+	read := make([]bool, len(refs))
+	if len(refs) < 2 && u.rebase == nil {
+		return out, read, func() {}, nil
 	}
 	c := pkgread.NewClaims(u.scratchDir())
 	for i, ref := range refs {
 		out[i].pkg = c.AddPackage(ref.Loc)
 	}
-	read := make([]bool, len(refs))
 	done := func() {
 		c.Close()
 		for _, cl := range out {
@@ -83,7 +83,7 @@ func (u *unpacker) survey(ctx context.Context, refs []pkgread.PackageRef) ([]cla
 	}
 	if err := g.Wait(); err != nil {
 		done()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if slices.Contains(read, false) {
 		c.KeepIndex()
@@ -94,7 +94,7 @@ func (u *unpacker) survey(ctx context.Context, refs []pkgread.PackageRef) ([]cla
 	})
 	if err != nil {
 		done()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	for i := range out {
 		out[i].clashes = clashes
@@ -102,7 +102,7 @@ func (u *unpacker) survey(ctx context.Context, refs []pkgread.PackageRef) ([]cla
 			out[i].late = c
 		}
 	}
-	return out, done, nil
+	return out, read, done, nil
 }
 
 // scratchDir is where the survey's table spills: the staging directory a
@@ -118,11 +118,11 @@ func (u *unpacker) scratchDir() string {
 // through the loader: nothing is kept of an entry in memory but its
 // claim, and the entry goes to the package's spool. A remote package's
 // come from the detached manifest it links; the package itself is
-// downloaded later, once, and in a dry run, which reads no package, the
-// detached manifest is kept (keepDetached) for planning to read. It
-// reports whether it read the manifest to its end, the spool of its
-// entries (nil when it did not, or could not spool them), and the copy of
-// the detached manifest ("" for none).
+// downloaded later, once; a re-base and a dry run, which reads no
+// package, keep the detached manifest (keepDetached) for planning to
+// read. It reports whether it read the manifest to its end, the spool of
+// its entries (nil when it did not, or could not spool them), and the
+// copy of the detached manifest ("" for none).
 func (u *unpacker) surveyOne(ctx context.Context, ref pkgread.PackageRef, c *pkgread.Claims, pkg int) (*pkgread.Decoded, string, bool) {
 	errOther := errors.New("not a Resource Dump Manifest")
 	var sp *entryspool.Writer[resourcesync.URL, *resourcesync.URL]
@@ -157,18 +157,18 @@ func (u *unpacker) surveyOne(ctx context.Context, ref pkgread.PackageRef, c *pkg
 	case ref.Contents != "":
 		keep := u.keepDetached()
 		ld.Open = func(ctx context.Context, loc string) (io.ReadCloser, error) {
-			rc, err := u.docs.Open(ctx, loc)
-			if keep != nil && rc != nil {
-				rc = struct {
-					io.Reader
-					io.Closer
-				}{io.TeeReader(rc, keep), rc}
+			h.Reset()
+			w := io.Writer(h)
+			if keep != nil && keep.Truncate(0) == nil {
+				keep.Seek(0, io.SeekStart)
+				w = io.MultiWriter(h, keep)
 			}
-			return hashing(rc, h), err
+			rc, err := u.docs.Open(ctx, loc)
+			return hashing(rc, w), err
 		}
 		ok = ld.Load(ctx, ref.Contents) == nil
 		detached = keptDetached(keep, ok)
-		if detached != "" {
+		if detached != "" && u.opts.DryRun {
 			fi, _ := os.Stat(detached)
 			u.spooled.Add(fi.Size())
 		}
@@ -178,13 +178,13 @@ func (u *unpacker) surveyOne(ctx context.Context, ref pkgread.PackageRef, c *pkg
 	}
 	if !ok {
 		sp.Abort()
-		return nil, "", false
+		return nil, detached, false
 	}
 	if sp.Close(entryspool.Source(h.Sum(nil))) != nil {
-		return nil, "", true
+		return nil, detached, true
 	}
 	u.spooled.Add(sp.Size())
-	return &pkgread.Decoded{Spool: sp.Name()}, "", true
+	return &pkgread.Decoded{Spool: sp.Name()}, detached, true
 }
 
 // dryDetachedBudget bounds the copies of detached manifests a dry run's
@@ -192,19 +192,6 @@ func (u *unpacker) surveyOne(ctx context.Context, ref pkgread.PackageRef, c *pkg
 // the manifests of the packages surveyed after it is spent are fetched
 // again when they are planned.
 var dryDetachedBudget int64 = 256 << 20
-
-// keepDetached is, in a dry run within dryDetachedBudget, a new file to
-// copy a detached manifest into as the survey reads it; else nil.
-func (u *unpacker) keepDetached() *os.File {
-	if !u.opts.DryRun || u.spooled.Load() >= dryDetachedBudget {
-		return nil
-	}
-	f, err := os.CreateTemp(u.scratchDir(), ".rsdump-detached-*.xml")
-	if err != nil {
-		return nil
-	}
-	return f
-}
 
 // keptDetached closes the copy f of a detached manifest and returns its
 // name, or removes it and returns "" when the manifest was not read to
@@ -220,6 +207,27 @@ func keptDetached(f *os.File, ok bool) string {
 	return f.Name()
 }
 
+// keepDetached creates the file a detached manifest is kept in as the
+// survey reads it: for a re-base, and for a dry run within
+// dryDetachedBudget (its scratch is the system's, often in memory); nil
+// when the run keeps none.
+func (u *unpacker) keepDetached() *os.File {
+	switch {
+	case u.opts.DryRun && u.spooled.Load() >= dryDetachedBudget:
+		return nil
+	case !u.opts.DryRun && u.rebase == nil:
+		return nil
+	}
+	f, err := os.CreateTemp(u.scratchDir(), detachedPattern)
+	if err != nil {
+		return nil
+	}
+	return f
+}
+
+// detachedPattern names the detached manifests a re-base keeps.
+const detachedPattern = ".rsdump-detached-*.xml"
+
 // manifestSpoolPattern names the survey's spools in the scratch directory.
 const manifestSpoolPattern = ".rsdump-manifest-*.tmp"
 
@@ -231,7 +239,7 @@ var spoolBudget int64 = 2 << 30
 
 // hashing makes rc feed every byte read, to its end, to h: the hash of a
 // manifest the decoder read to its end is that of all its bytes.
-func hashing(rc io.ReadCloser, h hash.Hash) io.ReadCloser {
+func hashing(rc io.ReadCloser, h io.Writer) io.ReadCloser {
 	if rc == nil {
 		return nil
 	}
@@ -241,7 +249,8 @@ func hashing(rc io.ReadCloser, h hash.Hash) io.ReadCloser {
 	}{io.TeeReader(rc, h), rc}
 }
 
-// claimEntry claims the target of one manifest entry.
+// claimEntry claims the target of one manifest entry, and holds it for
+// a snapshot made the tree exactly (rebase).
 func (u *unpacker) claimEntry(c *pkgread.Claims, pkg, n int, url resourcesync.URL) {
 	if url.MD != nil && url.MD.Change == resourcesync.ChangeDeleted {
 		return
@@ -249,6 +258,9 @@ func (u *unpacker) claimEntry(c *pkgread.Claims, pkg, n int, url resourcesync.UR
 	target, err := u.opts.Mapper.Target(url)
 	if err != nil {
 		return
+	}
+	if u.rebase != nil {
+		u.rebase.add(target)
 	}
 	length, want := int64(-1), digest.Set(nil)
 	if url.MD != nil && url.MD.Length != nil {

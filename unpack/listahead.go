@@ -98,10 +98,11 @@ type earlyBatch struct {
 // none), to the early batch, and starts staging it once it holds
 // listBatch entries. The batch begins at the list's first entry when the
 // list lends itself to it: a Resource List, applied for real, not as a
-// rollback, nor as a first run into a directory that holds files (guard),
-// which any later entry may have refused before a resource is fetched.
+// snapshot made the tree exactly (rebase), which removes files first, nor
+// as a first run into a directory that holds files (guard), which any
+// later entry may have refused before a resource is fetched.
 func (l *listRun) collectEarly(ctx context.Context, d *resourcesync.Document, seq int64, u resourcesync.URL, target string) {
-	if seq == 0 && d.Header.MD.Capability == resourcesync.CapResourceList && !l.u.opts.DryRun && l.u.rollback == nil && l.u.dest.root != nil && l.guard == nil {
+	if seq == 0 && d.Header.MD.Capability == resourcesync.CapResourceList && !l.u.opts.DryRun && l.u.rebase == nil && l.u.dest.root != nil && l.guard == nil {
 		l.early = &earlyBatch{first: map[string]int64{}, doc: d.Loc}
 	}
 	e := l.early

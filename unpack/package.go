@@ -61,6 +61,7 @@ type pkgRun struct {
 	st          *stage         // where the bitstreams are staged
 	creator     *creator       // makes their staging files ahead, while stage runs
 	journal     *journal       // what is staged whole, when the stage is kept (resume.go)
+	known       *knownRecs     // the written log's records of the targets, when checkKnown read them
 	held                       // what of a held package is let go (resume.go)
 	dirs        *dirs          // the tree's directories, open
 	listChange  bool           // a Change List's run (no package)
@@ -177,7 +178,7 @@ func (p *pkgRun) prepare(ctx context.Context) error {
 	if err != nil {
 		return nil // reported
 	}
-	if err := p.planPackage(pkg); err != nil || p.u.opts.DryRun || p.untrusted {
+	if err := p.planOpened(pkg); err != nil || p.u.opts.DryRun || p.untrusted {
 		return err
 	}
 	if ph != nil {
@@ -219,14 +220,16 @@ func (p *pkgRun) planPackage(pkg *pkgread.Package) error {
 		return err
 	}
 	p.plan()
-	if r := p.u.rollback; r != nil {
+	if r := p.u.rebase; r != nil {
 		r.hold(p.actions)
 	}
 	if p.u.dest.root != nil {
 		p.dirs = newDirs(p.u.dest.root)
 	}
 	if !p.speculative {
-		p.checkPresent()
+		if err := p.checkPresent(); err != nil {
+			return err
+		}
 	}
 	if p.u.opts.DryRun {
 		return p.dryRun()
@@ -306,28 +309,44 @@ func (p *pkgRun) refuse(a *action, check, msg string) {
 
 // checkPresent finds the targets that already hold their bitstream: they
 // are not read from the package again, which makes a re-run after an
-// interruption fast.
-func (p *pkgRun) checkPresent() {
+// interruption fast. A snapshot made the tree exactly (rebase) finds them
+// from the written log (checkKnown).
+func (p *pkgRun) checkPresent() error {
+	if p.u.rebase != nil {
+		return p.checkKnown()
+	}
 	for _, a := range p.actions {
-		if a.superseded || a.failed || a.b.Deleted() || p.u.dest.root == nil {
-			continue
+		if p.mayBePresent(a) {
+			fi, err := p.dirs.check(a.target)
+			p.checkFile(a, fi, err)
 		}
-		fi, err := p.dirs.check(a.target)
-		ok, sums := false, digest.Set(nil)
-		if err == nil {
-			ok, sums, err = p.u.dest.matches(a.target, fi, a.b.Length, a.b.Want)
-		}
-		switch {
-		case isObstacle(err) && p.isChange():
-			// The package's own deletions may clear the way: whether the
-			// bitstream lands is decided when it commits, after them.
-		case err != nil:
-			p.refuse(a, CheckTarget, "not written: "+err.Error())
-		case ok:
-			p.markPresent(a, fi, sums)
-		case fi != nil:
-			a.exists, a.keep = true, fi.Mode().Perm()
-		}
+	}
+	return nil
+}
+
+func (p *pkgRun) mayBePresent(a *action) bool {
+	return !a.superseded && !a.failed && !a.b.Deleted() && p.u.dest.root != nil
+}
+
+// checkFile decides, by reading it, whether the target a lands on, fi,
+// (err its lookup's error) holds a's bitstream.
+func (p *pkgRun) checkFile(a *action, fi fs.FileInfo, err error) {
+	ok, sums := false, digest.Set(nil)
+	if err == nil {
+		ok, sums, err = p.u.dest.matches(a.target, fi, a.b.Length, a.b.Want)
+	}
+	switch {
+	case isObstacle(err) && p.isChange():
+		// The package's own deletions may clear the way: whether the
+		// bitstream lands is decided when it commits, after them.
+	case isObstacle(err) && p.u.opts.DryRun && p.u.rebase.clears(p.u.dest.root, a.target):
+		// The snapshot's removals, which a dry run only reports, clear it.
+	case err != nil:
+		p.refuse(a, CheckTarget, "not written: "+err.Error())
+	case ok:
+		p.markPresent(a, fi, sums)
+	case fi != nil:
+		a.exists, a.keep = true, fi.Mode().Perm()
 	}
 }
 

@@ -206,6 +206,9 @@ func (u *unpacker) openEntries(ctx context.Context, g *pickGroup) (func(context.
 		if !ok {
 			return nil, fmt.Errorf("%s: no entry %s", g.ref.Loc, pkgread.EntryName(a.b.Path))
 		}
+		if r, ok := u.byPieces(a, zd, e); ok {
+			return r, nil
+		}
 		return zd.Open(e)
 	}
 	return src, done, nil

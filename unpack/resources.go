@@ -70,6 +70,7 @@ func ApplyList(ctx context.Context, loc, dir string, opts Options) (*Result, err
 		return nil, err
 	}
 	defer u.dest.close()
+	defer u.endRebase()
 	u.signed = resourcesync.Trust(ctx) != nil
 	sv, err := newListSurvey(u.scratchDir())
 	if err != nil {
@@ -103,12 +104,16 @@ func ApplyList(ctx context.Context, loc, dir string, opts Options) (*Result, err
 	if l.early != nil && l.early.staged == nil {
 		l.early = nil // the first document was the last, and short: nothing to stage before the apply
 	}
+	if err := u.startRebase(ctx); err != nil {
+		return nil, err
+	}
 	if err := l.apply(ctx); err != nil {
 		return nil, err
 	}
 	if err := l.finish(ctx); err != nil {
 		return nil, err
 	}
+	u.reportUnfinished()
 	return u.result(), nil
 }
 
@@ -153,6 +158,9 @@ func (l *listRun) document(ctx context.Context, d *resourcesync.Document) error 
 				if err := l.u.checkSnapshot(l.top, d.Header.MD.At); err != nil {
 					return err
 				}
+				if r := l.u.rebase; r != nil {
+					r.ahead = true // the survey reads the whole list before any of it applies
+				}
 			}
 			l.header = d.Header
 		default:
@@ -190,6 +198,9 @@ func (l *listRun) entry(ctx context.Context, d *resourcesync.Document, u resourc
 		return l.sv.add(u, "")
 	}
 	target, _ := l.u.opts.Mapper.Target(u) // refused when applied
+	if r := l.u.rebase; r != nil && !l.isChange() {
+		r.add(target)
+	}
 	l.collectEarly(ctx, d, l.sv.seq, u, target)
 	return l.sv.add(u, target)
 }
@@ -374,7 +385,7 @@ func (l *listRun) stageBatch(ctx context.Context, doc string, items []listItem, 
 	p := &pkgRun{u: l.u, ref: pkgread.PackageRef{Loc: doc, Length: -1}, rep: finding.NewReporter(l.u.rep.Send),
 		m: pkgread.NewMeter(nil, pkgread.PackageRef{Length: 0}), listChange: change}
 	p.planList(items)
-	if r := l.u.rollback; r != nil {
+	if r := l.u.rebase; r != nil {
 		r.hold(p.actions)
 	}
 	if first {
@@ -388,10 +399,15 @@ func (l *listRun) stageBatch(ctx context.Context, doc string, items []listItem, 
 		// would make a path the check looks at vanish half-way (a file
 		// where a directory is needed taken for an unreachable target).
 		l.u.commitMu.Lock()
-		p.checkPresent()
+		err := p.checkPresent()
 		l.u.commitMu.Unlock()
-	} else {
-		p.checkPresent()
+		if err != nil {
+			p.close()
+			return nil, err
+		}
+	} else if err := p.checkPresent(); err != nil {
+		p.close()
+		return nil, err
 	}
 	if l.u.opts.DryRun {
 		defer p.close()
@@ -426,7 +442,7 @@ func (l *listRun) commitStaged(s *stagedBatch) error {
 func (l *listRun) finish(ctx context.Context) error {
 	s := l.u.state()
 	s.Pending = false
-	if !l.failed && l.u.rep.Counts().Problems() == 0 {
+	if !l.failed && l.u.complete() {
 		if l.isChange() {
 			until := l.header.MD.Until
 			if until.IsZero() {
@@ -436,8 +452,8 @@ func (l *listRun) finish(ctx context.Context) error {
 				s.ChangeDumpUntil = until
 			}
 		} else {
-			if l.u.rollback != nil {
-				if err := l.u.finishRollback(ctx, &s); err != nil {
+			if l.u.rebase != nil {
+				if err := l.u.finishRebase(ctx, &s); err != nil {
 					return err
 				}
 			}

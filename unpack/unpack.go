@@ -91,6 +91,20 @@ type Options struct {
 	// later state, every file rsdump wrote that it does not hold removed,
 	// and the state records it.
 	Rollback bool
+	// Rebase makes a Resource Dump or Resource List applied to a tree
+	// rsdump has written in (a snapshot newer than the tree's, or one an
+	// earlier run applied in part) bring the tree to exactly that
+	// snapshot, incrementally: each bitstream is planned from the
+	// manifests (or the list) and the written log, and only those whose
+	// file is not the entry's version are fetched, from inside their
+	// packages by byte ranges (a package most of whose bytes differ is
+	// fetched whole); the files rsdump wrote that the snapshot does not
+	// hold are removed, before anything is written when every target is
+	// known up front, so that a directory can become a file and a file a
+	// directory in one run. The state records the snapshot as unfinished
+	// until it is applied whole (deststate.Unfinished). rsdump sync sets
+	// it.
+	Rebase bool
 	// Adopt takes, in a tree rsdump has never written in (no state), the
 	// files that already hold their bitstream as rsdump's: they are
 	// recorded as written. Without it such a run refuses before anything
@@ -147,6 +161,7 @@ func UnpackAll(ctx context.Context, sources []string, dir string, opts Options) 
 		return nil, err
 	}
 	defer u.dest.close()
+	defer u.endRebase()
 	if ctx, err = u.pinned(ctx); err != nil {
 		return nil, err
 	}
@@ -156,6 +171,7 @@ func UnpackAll(ctx context.Context, sources []string, dir string, opts Options) 
 		}
 	}
 	u.onlyMatchedNothing(sources)
+	u.reportUnfinished()
 	return u.result(), nil
 }
 
@@ -203,7 +219,7 @@ type unpacker struct {
 	remote     *pkgfetch.Remote    // opens packages, fetching remote ones
 	docs       resourcesync.Opener // opens documents and detached manifests, through the run's client
 	spooled    atomic.Int64        // bytes of the survey's spools (spoolBudget)
-	rollback   *rollback           // set while a snapshot older than the tree is applied
+	rebase     *rebase             // set while a snapshot is made the tree exactly (Rebase, Rollback)
 	signed     bool                // the run requires signatures (resourcesync.Trust): a list entry needs a hash
 	onlyPicked int                 // bitstreams Options.Only picked (only)
 
@@ -393,12 +409,15 @@ func (u *unpacker) rewind(at time.Time) error {
 // resourceDump unpacks the packages in parallel. The state records the
 // dump's at once every package has been applied without a problem.
 func (u *unpacker) resourceDump(ctx context.Context, d *pkgread.Dump) error {
-	claims, done, err := u.survey(ctx, d.Packages)
+	claims, surveyed, done, err := u.survey(ctx, d.Packages)
 	if err != nil {
 		return err
 	}
 	defer done()
 	hook(HookSurveyed, 0)
+	if u.rebase != nil {
+		return u.rebaseDump(ctx, d, claims, surveyed)
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(u.opts.Jobs)
 	var failed sync.Map
@@ -418,11 +437,6 @@ func (u *unpacker) resourceDump(ctx context.Context, d *pkgread.Dump) error {
 	s := u.state()
 	s.Pending = false
 	if !anyStored(&failed) && u.rep.Counts().Problems() == 0 {
-		if u.rollback != nil {
-			if err := u.finishRollback(ctx, &s); err != nil {
-				return err
-			}
-		}
 		s.ResourceDumpAt, s.ChangeDumpUntil, s.Source = d.Header.MD.At, time.Time{}, d.Source
 	}
 	return u.finishState(s)
@@ -447,12 +461,19 @@ func anyStored(m *sync.Map) bool {
 
 // markPending records, before a run first changes the tree, that a run
 // is under way: one that finds it set knows the last was interrupted.
+// A snapshot made the tree exactly is recorded as unfinished with it.
 func (u *unpacker) markPending() error {
-	if u.opts.DryRun || u.state().Pending && u.dest.st.Saved() {
+	r := u.rebase
+	mark := r != nil && !r.marked
+	if u.opts.DryRun || !mark && u.state().Pending && u.dest.st.Saved() {
 		return nil
 	}
 	s := u.state()
 	s.Pending = true
+	if mark {
+		s.Unfinished = r.record(s.Unfinished)
+		r.marked = true
+	}
 	return u.saveState(s)
 }
 

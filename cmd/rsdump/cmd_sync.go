@@ -54,16 +54,24 @@ checks, and unpacked as rsdump unpack does; or, when the Source has no
 dump, its Resource List, resource by resource, each checked against its
 length and hash, several at once. Later runs apply the Change Dump
 packages after the until the state records, in order, or without a
-Change Dump the Change List. When neither covers the time since the last
-run, sync says so and takes a new baseline, unless it is older than what
-DIR holds: that is refused, naming both times (--rollback takes it, DIR
-becoming exactly that snapshot). A deleted change removes a file only when
-it is one rsdump wrote there (or an identical file it adopted).
+Change Dump the Change List. When the Source's Resource Dump (else its
+Resource List) is newer than what DIR holds and its changes do not reach
+it (a Source that packs a full dump again each month), sync re-bases DIR:
+DIR becomes exactly that snapshot, planned from its manifests and
+DIR/.rsdump/written.log, fetching only the bitstreams that differ, from
+inside the packages by byte ranges (a package most of which differs
+whole), and removing the files rsdump wrote that it no longer holds. When
+no change document covers the time since the last run, sync says so and
+takes a new baseline the same way, unless it is older than what DIR holds:
+that is refused, naming both times (--rollback takes it, DIR becoming
+exactly that snapshot). A deleted change removes a file only when it is
+one rsdump wrote there (or an identical file it adopted).
 
 Every run first checks DIR against what rsdump wrote (DIR/.rsdump/
 written.log: each file's length and mtime; with --audit every file's
 hashes) and repairs what differs or is missing: only those bitstreams are
-fetched, from inside their packages by byte ranges, from any mirror, or
+fetched, from inside their packages by byte ranges, from any mirror (of a
+large stored bitstream with piece hashes, only the damaged pieces), or
 from the resource's URI when no package carries that version. The summary
 says "repaired N (M bytes fetched)". A damaged file whose version no
 document carries any more is an error naming it.
@@ -76,11 +84,15 @@ manifests only, never a package body, and plans the whole chain: its
 counts are the run's.
 
 Nothing unverified takes a final name. A run that is interrupted resumes:
-partial package downloads continue from DIR/.rsdump/cache, files already
-in place are not fetched again. A run that fails before it commits
-anything leaves DIR's state as it was, and one that brings nothing into
-DIR records only that it ran: a wrong guess of the base URL, or a wrong
---base-url on an up-to-date copy, is never recorded.
+a package applied whole is not fetched again, nor a file already in place,
+and partial package downloads continue from DIR/.rsdump/cache. A re-base
+or a rollback that stops part way is recorded in the state as unfinished:
+the next sync says so and finishes it with the Source's current snapshot,
+and a run that leaves DIR half-applied ends with an error, never with
+none. A run that fails before it commits anything leaves DIR's state as
+it was, and one that brings nothing into DIR records only that it ran: a
+wrong guess of the base URL, or a wrong --base-url on an up-to-date
+copy, is never recorded.
 
 Nothing waits forever: every document and resource, and every package
 mirror, is given up after --stall-timeout without a byte, or when it

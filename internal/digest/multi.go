@@ -11,6 +11,8 @@ type Multi struct {
 	algs   []string
 	hashes []hash.Hash
 	n      int64
+	pieces *pieces // piece hashes, when SetPieces asked for them
+	shaIdx int     // the index of PieceAlg in hashes, -1 without
 }
 
 // NewMulti returns a Multi computing algs, in that order. Its sums carry
@@ -31,8 +33,12 @@ func NewMulti(algs ...string) (*Multi, error) {
 
 // Write never fails: hash.Hash writes cannot return an error.
 func (m *Multi) Write(p []byte) (int, error) {
-	for _, h := range m.hashes {
-		h.Write(p)
+	if m.pieces != nil {
+		m.writePieces(p)
+	} else {
+		for _, h := range m.hashes {
+			h.Write(p)
+		}
 	}
 	m.n += int64(len(p))
 	return len(p), nil
@@ -60,4 +66,8 @@ func (m *Multi) Reset() {
 		h.Reset()
 	}
 	m.n = 0
+	if p := m.pieces; p != nil {
+		p.h.Reset()
+		p.in, p.sums = 0, p.sums[:0]
+	}
 }

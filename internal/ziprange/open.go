@@ -26,7 +26,7 @@ func (d *Dir) Open(e Entry) (io.ReadCloser, error) {
 	case e.Method == Store && e.CompressedSize != e.UncompressedSize:
 		return nil, fmt.Errorf("%s: stored entry of %d bytes has a compressed size of %d", e.Name, e.UncompressedSize, e.CompressedSize)
 	}
-	off, err := d.dataOffset(e)
+	off, err := d.dataOffset(e, true)
 	if err != nil {
 		return nil, err
 	}
@@ -44,6 +44,11 @@ func (d *Dir) Open(e Entry) (io.ReadCloser, error) {
 	return r, nil
 }
 
+// localExtra is the local extra field's length Open allows for when it
+// reads an entry's local header and data in one span: zipw writes none,
+// or a ZIP64 extra of 20 bytes; other writers, a timestamp or two.
+const localExtra = 256
+
 // Sectioned is an io.ReaderAt that reads ahead (over a network, say) and
 // can be told the span the next reads fall in, so that it neither reads
 // past the entry's data nor in more requests than it must.
@@ -53,14 +58,22 @@ type Sectioned interface {
 }
 
 // dataOffset reads e's local header and returns where its data starts.
-func (d *Dir) dataOffset(e Entry) (int64, error) {
+// withData says the data is read next, whole: a Sectioned reader is told
+// the span of both (the local header's extra field, whose length only
+// the header gives, taken to be at most localExtra bytes), so that one
+// request brings the header and the data.
+func (d *Dir) dataOffset(e Entry, withData bool) (int64, error) {
 	h := e.HeaderOffset
 	if h < 0 || h > d.off-LocalLen-int64(len(e.Name)) {
 		return 0, fmt.Errorf("%s: local header offset %d is not before the central directory at offset %d", e.Name, h, d.off)
 	}
 	b := make([]byte, LocalLen+len(e.Name))
 	if s, ok := d.ra.(Sectioned); ok {
-		s.Section(h, int64(len(b)))
+		span := int64(len(b))
+		if withData {
+			span = min(d.off-h, span+localExtra+int64(min(e.CompressedSize, 1<<62)))
+		}
+		s.Section(h, span)
 	}
 	if err := readAt(d.ra, b, h); err != nil {
 		return 0, fmt.Errorf("%s: reading the local header at offset %d: %w", e.Name, h, err)
@@ -141,6 +154,53 @@ func (r *reader) check() error {
 func (r *reader) Close() error {
 	if r.c != nil {
 		return r.c.Close()
+	}
+	return nil
+}
+
+// Stored is an entry whose data is its bytes, uncompressed, found where
+// its local header says: any span of it can be read on its own (Span),
+// as a deflated entry's cannot.
+type Stored struct {
+	d    *Dir
+	name string
+	data int64 // where its data starts in the archive
+	size int64
+}
+
+// OpenStored reads e's local header, checked as Open checks it, and
+// returns e as Stored; an error for an entry that is not stored whole
+// (deflated, encrypted, or of a compressed size other than its size).
+func (d *Dir) OpenStored(e Entry) (*Stored, error) {
+	switch {
+	case e.Flags&flagsEncrypted != 0:
+		return nil, fmt.Errorf("%s: the entry is encrypted (flags %#x)", e.Name, e.Flags)
+	case e.Method != Store:
+		return nil, fmt.Errorf("%s: the entry is not stored (compression method %d): its bytes cannot be read from the middle", e.Name, e.Method)
+	case e.CompressedSize != e.UncompressedSize:
+		return nil, fmt.Errorf("%s: stored entry of %d bytes has a compressed size of %d", e.Name, e.UncompressedSize, e.CompressedSize)
+	}
+	off, err := d.dataOffset(e, false)
+	if err != nil {
+		return nil, err
+	}
+	return &Stored{d: d, name: e.Name, data: off, size: int64(e.UncompressedSize)}, nil
+}
+
+// Size is the entry's length.
+func (s *Stored) Size() int64 { return s.size }
+
+// Span reads the n bytes of the entry from off into p[:n].
+func (s *Stored) Span(p []byte, off int64) error {
+	n := int64(len(p))
+	if off < 0 || n > s.size-off {
+		return fmt.Errorf("%s: bytes %d to %d are not in its %d bytes", s.name, off, off+n, s.size)
+	}
+	if sec, ok := s.d.ra.(Sectioned); ok {
+		sec.Section(s.data+off, n)
+	}
+	if err := readAt(s.d.ra, p, s.data+off); err != nil {
+		return fmt.Errorf("%s: bytes %d to %d: %w", s.name, off, off+n, err)
 	}
 	return nil
 }
