@@ -281,22 +281,23 @@ func (h *Held) Renew(ctx context.Context) error {
 	return nil
 }
 
-// checkLatest is ErrLost when a later generation of the claim exists.
+// checkLatest is ErrLost when a later generation of the claim exists:
+// the next one, since a generation is only ever created over the one
+// before it. One read, not a listing of the board.
 func (h *Held) checkLatest(ctx context.Context) error {
-	all, err := h.b.Look(ctx)
-	if err != nil {
+	next, err := h.b.readGen(ctx, h.rec.Job, h.rec.Gen+1)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case next == nil && err != nil && !strings.Contains(err.Error(), "json"):
 		return err
 	}
-	if st := all[h.rec.Job]; st != nil && st.Gen > h.rec.Gen {
-		rec, _ := h.b.readGen(ctx, h.rec.Job, st.Gen)
-		by := "another worker"
-		if rec != nil {
-			by = rec.String()
-		}
-		h.lost = fmt.Errorf("%s: %w: taken over by %s", h.rec.Job, ErrLost, by)
-		return h.lost
+	by := "another worker"
+	if next != nil {
+		by = next.String()
 	}
-	return nil
+	h.lost = fmt.Errorf("%s: %w: taken over by %s", h.rec.Job, ErrLost, by)
+	return h.lost
 }
 
 // Keep renews the lease every third of it until stop is called, and

@@ -184,7 +184,7 @@ func TestKeepReportsLoss(t *testing.T) {
 	ctx := context.Background()
 	s := dirStore(t)
 	a := board(s, "task 1", nil)
-	a.Lease = 90 * time.Millisecond
+	a.Lease = 400 * time.Millisecond
 	ha, err := a.Take(ctx, "part", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -193,7 +193,7 @@ func TestKeepReportsLoss(t *testing.T) {
 	stop := ha.Keep(ctx, func(err error) { lost <- err })
 	defer stop()
 	// Kept, the lease holds well past its length.
-	time.Sleep(250 * time.Millisecond)
+	time.Sleep(1000 * time.Millisecond)
 	if _, err := board(s, "task 2", nil).Take(ctx, "part", nil); !errors.Is(err, ErrHeld) {
 		t.Fatalf("a kept claim was taken: %v", err)
 	}
@@ -258,5 +258,76 @@ func TestParseName(t *testing.T) {
 		if job != want.job || gen != want.gen || ok != want.ok {
 			t.Errorf("parseName(%q) = %q, %d, %v", name, job, gen, ok)
 		}
+	}
+}
+
+// Three workers share twenty jobs: each is done exactly once, by one of
+// them, and each worker's report adds up to the whole. A job left by a
+// dead worker is taken over once its lease passed, by a worker run again.
+func TestWorkShares(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := dirStore(t)
+	var jobs []string
+	for i := range 20 {
+		jobs = append(jobs, fmt.Sprintf("job%02d", i))
+	}
+	// A dead worker's claim on job07, its lease short.
+	dead := board(s, "dead", nil)
+	dead.Lease = 300 * time.Millisecond
+	if _, err := dead.Take(ctx, "job07", nil); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	count := map[string]int{}
+	do := func(ctx context.Context, h *Held) error {
+		time.Sleep(5 * time.Millisecond)
+		mu.Lock()
+		count[h.Record().Job]++
+		mu.Unlock()
+		if h.Record().Job == "job13" && h.From == nil {
+			return errors.New("job13 fails the first time")
+		}
+		return nil
+	}
+	var wg sync.WaitGroup
+	reps := make([]*Report, 3)
+	for k := range 3 {
+		wg.Go(func() {
+			var err error
+			reps[k], err = board(s, fmt.Sprintf("task %d", k+1), nil).Work(ctx, jobs, WorkOptions{Start: k * 20 / 3, Parallel: 2, KeepGoing: true}, do)
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	did := 0
+	for _, r := range reps {
+		did += len(r.Did)
+	}
+	// job13 failed once, was released, and another worker did it.
+	if did != 19 || count["job07"] != 0 || count["job13"] != 2 {
+		t.Fatalf("%d jobs done; job07 done %d times, job13 tried %d times", did, count["job07"], count["job13"])
+	}
+	for _, j := range jobs {
+		if j != "job07" && j != "job13" && count[j] != 1 {
+			t.Errorf("%s done %d times", j, count[j])
+		}
+	}
+	all, _ := board(s, "", nil).Look(ctx)
+	for _, j := range jobs {
+		if all[j] == nil || all[j].Done != (j != "job07") {
+			t.Errorf("%s on the board: %+v", j, all[j])
+		}
+	}
+	// A rerun, after the dead worker's lease: job07 taken over.
+	time.Sleep(350 * time.Millisecond)
+	rep, err := board(s, "task 1 again", nil).Work(ctx, jobs, WorkOptions{}, do)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Did) != 1 || rep.Done != 20 || len(rep.Held) != 0 || count["job07"] != 1 {
+		t.Errorf("the rerun: did %v, %d done, held %v", rep.Did, rep.Done, rep.Held)
 	}
 }
