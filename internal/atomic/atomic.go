@@ -209,7 +209,9 @@ func (f *File) CommitNew() error {
 		return fmt.Errorf("writing %s: already committed or aborted", f.name)
 	}
 	f.ended = true
-	ln, ok := f.fsys.(interface{ Link(oldname, newname string) error })
+	ln, ok := f.fsys.(interface {
+		Link(oldname, newname string) error
+	})
 	if f.fsys == OS {
 		ln, ok = linkOS{}, true
 	}
