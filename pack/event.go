@@ -53,6 +53,9 @@ type Result struct {
 	Documents      []Document
 	Channels       Channels
 	CapabilityList string
+	// Parts is what a worker of a claimed-parts run (Options.Parts) did,
+	// and left; nil for other runs.
+	Parts *PartsReport
 }
 
 // FileError is an error reading or packing one source file.

@@ -75,7 +75,7 @@ type Record struct {
 	Failed string `json:"failed,omitempty"`
 }
 
-func (r *Record) String() string {
+func (r Record) String() string {
 	s := r.Worker
 	if r.Host != "" {
 		s += fmt.Sprintf(" on %s, pid %d", r.Host, r.PID)
@@ -367,6 +367,8 @@ func (b *Board) Clear(ctx context.Context) error {
 	for _, n := range names {
 		errs = append(errs, b.Store.Remove(ctx, n))
 	}
+	// A directory's, once empty; nothing on S3.
+	errs = append(errs, b.Store.Remove(ctx, strings.TrimSuffix(b.Dir, "/")))
 	return errors.Join(errs...)
 }
 

@@ -133,6 +133,9 @@ func (d *Dir) List(ctx context.Context, prefix string, fn func(Info) error) erro
 			return nil
 		}
 		fi, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // removed since the directory was read: a claim's probe
+		}
 		if err != nil {
 			return err
 		}
