@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -100,7 +101,9 @@ type packFlags struct {
 	pieceLength                                          int64
 	sourceDesc                                           bool
 	describedBy                                          string
-	shard                                                string
+	sh                                                   shardFlags
+	parts                                                int
+	task                                                 *task // the worker --shard names
 	merge                                                bool
 	hub, topic                                           string
 	changeNotification                                   bool
@@ -132,7 +135,8 @@ func runPack(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.IntVarP(&f.jobs, "jobs", "j", 0, "parallel readers and compressors (default: number of CPUs)")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress and no summary")
 	fs.BoolVar(&f.json, "json", false, "print a machine-readable summary on stdout")
-	fs.StringVar(&f.shard, "shard", "", "pack only the `K/N`-th of N disjoint parts of SRC (by path), into packages named after the shard; then --merge")
+	f.sh.register(fs, "claiming parts of SRC in OUT one at a time (see --parts); without --parts, --shard K/N packs the fixed K-th of N parts (by a hash of the path); then --merge")
+	fs.IntVar(&f.parts, "parts", 0, "cut SRC into `M` parts by path, claimed by the workers one at a time (default with --shard auto: 4 per worker)")
 	fs.BoolVar(&f.merge, "merge", false, "write the dump document, lists and state from the packages of every shard in OUT (no SRC; give the shards' flags)")
 	fs.StringVar(&f.hub, "hub", "", "`URL` of the WebSub hub the Source notifies (advertised in the Capability List): a framework notification of the documents each run creates or changes")
 	fs.StringVar(&f.topic, "topic", "", "with --hub: `URL` prefix of the topics, framework and changes (default: the hub's URL and /)")
@@ -155,8 +159,8 @@ func runPack(ctx context.Context, args []string, stdout, stderr io.Writer) error
 func (f *packFlags) options(args []string) (pack.Options, error) {
 	var o pack.Options
 	switch {
-	case f.merge && (len(args) != 0 || f.shard != "" || f.changes):
-		return o, usagef("--merge takes no SRC, --shard or --changes: it reads the shards' output in -o OUT")
+	case f.merge && (len(args) != 0 || f.sh.shard != "" || f.parts != 0 || f.changes):
+		return o, usagef("--merge takes no SRC, --shard, --parts or --changes: it reads the shards' output in -o OUT")
 	case !f.merge && len(args) != 1:
 		return o, usagef("pack takes one source directory, got %d arguments", len(args))
 	}
@@ -198,15 +202,8 @@ func (f *packFlags) options(args []string) (pack.Options, error) {
 	if err := f.channels(&o); err != nil {
 		return o, err
 	}
-	if f.shard != "" {
-		k, n, ok := strings.Cut(f.shard, "/")
-		var err1, err2 error
-		if o.Shard, err1 = strconv.Atoi(k); ok {
-			o.Shards, err2 = strconv.Atoi(n)
-		}
-		if !ok || err1 != nil || err2 != nil || o.Shards < 1 || o.Shard < 1 || o.Shard > o.Shards {
-			return o, usagef("--shard %q: want K/N with 1 <= K <= N", f.shard)
-		}
+	if err := f.shardOptions(&o); err != nil {
+		return o, err
 	}
 	if f.at != "" {
 		if o.At, err = resourcesync.ParseTime(f.at); err != nil {
@@ -219,6 +216,39 @@ func (f *packFlags) options(args []string) (pack.Options, error) {
 	return o, nil
 }
 
+// shardOptions are the worker's: a fixed shard (--shard K/N), or a
+// worker claiming parts (--shard auto, or --parts M).
+func (f *packFlags) shardOptions(o *pack.Options) error {
+	t, ok, err := f.sh.task()
+	switch {
+	case err != nil:
+		return err
+	case f.parts < 0:
+		return usagef("--parts must be positive")
+	case f.sh.lease != 0 && f.parts == 0 && f.sh.shard != "auto":
+		return usagef("--lease goes with claimed parts: --shard auto or --parts M")
+	case !ok && f.parts == 0:
+		return nil
+	}
+	if ok {
+		f.task = &t
+		o.Shard, o.Shards, o.Worker = t.K, t.N, t.String()
+	}
+	if f.parts == 0 && f.sh.shard != "auto" {
+		return nil // a fixed shard
+	}
+	o.Parts, o.Lease = f.parts, f.sh.lease
+	if o.Parts == 0 {
+		o.Parts = partsPerWorker * t.N
+	}
+	return nil
+}
+
+// partsPerWorker is --shard auto's default number of parts per worker:
+// enough that a heavy part holds one worker while the others take the
+// rest, few enough that each part is worth its walk and its claim.
+const partsPerWorker = 4
+
 // channels are the notification channels of --hub, --topic and
 // --change-notification.
 func (f *packFlags) channels(o *pack.Options) error {
@@ -228,7 +258,7 @@ func (f *packFlags) channels(o *pack.Options) error {
 		}
 		return nil
 	}
-	if f.shard != "" {
+	if f.sh.shard != "" || f.parts != 0 {
 		return usagef("--hub: a shard publishes no document; give it to --merge")
 	}
 	o.Channels = pack.Channels{Hub: f.hub, Topics: f.topic, ChangeNotification: f.changeNotification}
@@ -282,9 +312,20 @@ func doPack(ctx context.Context, src string, f packFlags, o pack.Options, stdout
 			if !f.quiet {
 				p.message("rsdump: %s", e.Msg)
 			}
+		case pack.PartClaimed:
+			if !f.quiet {
+				p.message("rsdump: part %d of %d claimed%s", e.Part, e.Parts, takenOver(e.From))
+			}
 		}
 	}
-	if p.shown() {
+	if !f.quiet && f.task != nil {
+		what := "a fixed shard"
+		if o.Parts > 0 {
+			what = fmt.Sprintf("claiming parts of %d in %s", o.Parts, f.out)
+		}
+		p.message("rsdump: %s: %s", f.task.describe(), what)
+	}
+	if p.shown() && o.Parts == 0 {
 		go func() { // a stat-only walk, to size the bar; Pack does not wait for it
 			if _, n, err := pack.Scan(ctx, src, o.FollowSymlinks); err == nil {
 				p.setTotal(n)
@@ -327,6 +368,13 @@ func notifyHub(ctx context.Context, res *pack.Result, quiet bool, stderr io.Writ
 	p.Publish(ctx, res)
 }
 
+func takenOver(from string) string {
+	if from == "" {
+		return ""
+	}
+	return ", taken over from " + from
+}
+
 func reusedNote(reused bool) string {
 	if reused {
 		return " (reused from the interrupted run)"
@@ -345,6 +393,20 @@ type packSummary struct {
 	Document   string         `json:"document"`
 	DumpURL    string         `json:"dump_url"`
 	Changes    *changeSummary `json:"changes,omitempty"`
+	// A worker's: which scheduler and K of N it took, and its parts.
+	Scheduler string        `json:"scheduler,omitempty"`
+	Shard     int           `json:"shard,omitempty"`
+	Shards    int           `json:"shards,omitempty"`
+	Parts     *partsSummary `json:"parts,omitempty"`
+}
+
+type partsSummary struct {
+	Parts   int      `json:"parts"`
+	Planned bool     `json:"planned"`
+	Packed  []int    `json:"packed"`
+	Done    int      `json:"done"`
+	Held    []string `json:"held,omitempty"`
+	Left    []string `json:"left,omitempty"`
 }
 
 type changeSummary struct {
@@ -362,6 +424,12 @@ func printPackSummary(res *pack.Result, f packFlags, stdout io.Writer) error {
 		if p.Reused {
 			s.Reused++
 		}
+	}
+	if f.task != nil {
+		s.Scheduler, s.Shard, s.Shards = cmp.Or(f.task.Scheduler, "none"), f.task.K, f.task.N
+	}
+	if r := res.Parts; r != nil {
+		s.Parts = &partsSummary{Parts: r.Parts, Planned: r.Planned, Packed: append([]int{}, r.Packed...), Done: r.Done, Held: r.Held, Left: r.Left}
 	}
 	if f.changes {
 		s.Changes = &changeSummary{Created: res.Created, Updated: res.Updated, Deleted: res.Deleted,
@@ -383,12 +451,37 @@ func printPackSummary(res *pack.Result, f packFlags, stdout io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "changes from %s until %s: %d created, %d updated, %d deleted\n", c.From, c.Until, c.Created, c.Updated, c.Deleted)
 	}
+	if !f.quiet && s.Parts != nil {
+		printParts(stdout, s.Parts)
+		return nil
+	}
 	if !f.quiet {
 		fmt.Fprintf(stdout, "%s: %s (%d reused), %s, %s in %s (%.1f MB/s), %d skipped\n",
 			s.Document, plural.Count(s.Packages, "package"), s.Reused, plural.Count(s.Bitstreams, "bitstream"),
 			fmtBytes(s.Bytes), res.Elapsed.Round(time.Millisecond), s.MBps, s.Skipped)
 	}
 	return nil
+}
+
+// printParts is a worker's summary: its parts, and what is left.
+func printParts(w io.Writer, s *partsSummary) {
+	packed := make([]string, len(s.Packed))
+	for i, p := range s.Packed {
+		packed[i] = strconv.Itoa(p)
+	}
+	fmt.Fprintf(w, "parts packed here: %s; %d of %d done", orText(strings.Join(packed, ", "), "none"), s.Done, s.Parts)
+	switch {
+	case s.Done == s.Parts:
+		fmt.Fprintf(w, ": run pack --merge\n")
+	default:
+		fmt.Fprintf(w, "\n")
+	}
+	for _, h := range s.Held {
+		fmt.Fprintf(w, "held by another worker: %s\n", h)
+	}
+	for _, l := range s.Left {
+		fmt.Fprintf(w, "left (a rerun of any worker takes it): %s\n", l)
+	}
 }
 
 // oversubscribe gives the Go scheduler two more Ps than its default (the

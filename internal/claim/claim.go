@@ -77,6 +77,9 @@ type Record struct {
 
 func (r Record) String() string {
 	s := r.Worker
+	if s == "" {
+		return fmt.Sprintf("pid %d on %s", r.PID, r.Host)
+	}
 	if r.Host != "" {
 		s += fmt.Sprintf(" on %s, pid %d", r.Host, r.PID)
 	}
