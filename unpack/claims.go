@@ -13,7 +13,6 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/internal/entryspool"
@@ -104,7 +103,7 @@ func (u *unpacker) scratchDir() string {
 	if u.opts.DryRun {
 		return os.TempDir()
 	}
-	return filepath.Join(u.dest.dir, deststate.DirName, deststate.TmpDir)
+	return filepath.Join(u.dest.dir, filepath.FromSlash(u.dest.st.Tmp()))
 }
 
 // surveyOne claims the targets of one package, streaming its manifest

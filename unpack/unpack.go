@@ -183,7 +183,7 @@ func newUnpacker(opts Options, d *dest) *unpacker {
 		remote: &pkgfetch.Remote{Transfer: opts.Transfer, Client: opts.Client},
 		docs:   resourcesync.Opener{Client: opts.Client}}
 	if !opts.DryRun {
-		u.remote.TempDir = filepath.Join(d.dir, deststate.DirName, deststate.CacheDir)
+		u.remote.TempDir = filepath.Join(d.dir, filepath.FromSlash(d.st.Cache()))
 		u.remote.Resume = opts.ResumeDownloads
 	}
 	return u
