@@ -181,15 +181,15 @@ const LogsDir = "written.d"
 // Dir is a tree open for a run: its root, its state and its log, and
 // (but in a dry run) its lock.
 type Dir struct {
-	dir   string
-	root  *os.Root // nil in a dry run against a directory that does not exist
+	dir    string
+	root   *os.Root // nil in a dry run against a directory that does not exist
 	lock   *os.File
 	dry    bool
 	fresh  bool
-	worker string // a sharded restore's worker; "" for a run of its own
-	mu    sync.Mutex // state and saved: a run's goroutines read and save it
-	saved bool       // the run has saved the state
-	state State
+	worker string     // a sharded restore's worker; "" for a run of its own
+	mu     sync.Mutex // state and saved: a run's goroutines read and save it
+	saved  bool       // the run has saved the state
+	state  State
 }
 
 // Open opens dir for a run: it creates dir and DirName, takes the lock,

@@ -14,7 +14,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-
 )
 
 // stage is the staging area of one package: a directory of its own,
