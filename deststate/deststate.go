@@ -178,6 +178,10 @@ type Options struct {
 // LogsDir holds the written logs of a sharded restore's workers.
 const LogsDir = "written.d"
 
+// ShardsDir holds a sharded restore's plan and claims, which package
+// unpack reads and writes; they go once its merge is done.
+const ShardsDir = "shards"
+
 // Dir is a tree open for a run: its root, its state and its log, and
 // (but in a dry run) its lock.
 type Dir struct {

@@ -31,6 +31,10 @@ type claimed struct {
 	// dec is the package's manifest as the survey decoded it, so that
 	// staging need not decode it again; nil when the survey could not.
 	dec *pkgread.Decoded
+	// resumed is a package of a sharded restore that a worker took over:
+	// the one before may have been killed between its renames and their
+	// records.
+	resumed bool
 }
 
 // entryRef names a manifest entry of one of the dump's packages.
@@ -116,7 +120,7 @@ func (u *unpacker) scratchDir() string {
 func (u *unpacker) surveyOne(ctx context.Context, ref pkgread.PackageRef, c *pkgread.Claims, pkg int) (*pkgread.Decoded, bool) {
 	errOther := errors.New("not a Resource Dump Manifest")
 	var sp *entryspool.Writer
-	if !u.opts.DryRun && u.spooled.Load() < spoolBudget { // a dry run's scratch is the system's, often in memory
+	if !u.opts.DryRun && !u.noSpool && u.spooled.Load() < spoolBudget { // a dry run's scratch is the system's, often in memory
 		sp, _ = entryspool.Create(u.scratchDir(), manifestSpoolPattern) // without one, staging decodes the manifest
 	}
 	ld := resourcesync.Loader{

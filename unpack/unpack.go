@@ -109,6 +109,10 @@ type Options struct {
 	// opens dir itself, naming itself Command ("unpack") in the lock.
 	Dir     *deststate.Dir
 	Command string
+
+	// Shard makes the run one worker of a sharded restore (Work); nil
+	// for a run of its own.
+	Shard *ShardOptions
 }
 
 // Result sums up a run.
@@ -120,6 +124,10 @@ type Result struct {
 	Refused  int   `json:"refused"`
 	Bytes    int64 `json:"bytes"` // of the files written (or, in a dry run, to be written)
 	finding.Counts
+	// Shards is what a worker of a sharded restore did and left (Work);
+	// Merged the written-log records its merge moved (MergeShards).
+	Shards *ShardsReport `json:"shards,omitempty"`
+	Merged int64         `json:"merged,omitempty"`
 }
 
 // The checks unpack adds to those of finding (the reader's and verify's).
@@ -201,6 +209,7 @@ type unpacker struct {
 	remote   *pkgfetch.Remote    // opens packages, fetching remote ones
 	docs     resourcesync.Opener // opens documents and detached manifests, through the run's client
 	spooled  atomic.Int64        // bytes of the survey's spools (spoolBudget)
+	noSpool  bool                // the survey spools nothing: a sharded restore's plan
 	rollback *rollback           // set while a snapshot older than the tree is applied
 
 	mu  sync.Mutex
