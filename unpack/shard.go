@@ -87,10 +87,10 @@ type restorePlan struct {
 	Packages int       `json:"packages"`
 	// List identifies the dump's packages whatever path each worker reads
 	// it from: a hash of their <loc>s, lengths and hashes, in order.
-	List    string        `json:"list"`
-	Clashes []planClash   `json:"clashes,omitempty"`
-	Planner string        `json:"planner"`
-	Planned time.Time     `json:"planned"`
+	List    string      `json:"list"`
+	Clashes []planClash `json:"clashes,omitempty"`
+	Planner string      `json:"planner"`
+	Planned time.Time   `json:"planned"`
 	clashes map[entryRef]pkgread.Clash
 }
 
