@@ -271,9 +271,15 @@ func (s *syncer) unrepaired(ctx context.Context) error {
 
 // run takes a baseline when the tree has none (or nothing covers the gap
 // since its last), then applies the changes after it.
+//
+// A tree never synced that holds the Source's own Resource Dump (rsdump
+// unpack of its URL, or a sharded restore's merge) has its baseline: only
+// the changes after it are applied, not the dump again, which would hash
+// every file of the tree.
 func (s *syncer) run(ctx context.Context) error {
 	since := s.state.Since()
-	if since.IsZero() || s.state.Sync == nil {
+	holdsDump := s.state.Source != "" && s.state.Source == s.src.Docs[resourcesync.CapResourceDump] && s.state.ChangeDumpUntil.IsZero()
+	if since.IsZero() || s.state.Sync == nil && !holdsDump {
 		if err := s.baseline(ctx, "the destination has no complete copy yet"); err != nil {
 			return err
 		}

@@ -126,7 +126,7 @@ type Result struct {
 	finding.Counts
 	// Shards is what a worker of a sharded restore did and left (Work);
 	// Merged the written-log records its merge moved (MergeShards).
-	Shards *ShardsReport `json:"shards,omitempty"`
+	Shards *ShardsReport `json:"sharded,omitempty"`
 	Merged int64         `json:"merged,omitempty"`
 }
 
