@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/notify"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/serve"
@@ -47,9 +48,9 @@ func newSourceWith(t *testing.T, hub websub.Options, channels bool, wrap func(ht
 		t.Fatal(err)
 	}
 	s := &source{t: t, url: "http://" + ln.Addr().String() + "/", src: t.TempDir(), out: t.TempDir()}
-	s.opts = pack.Options{BaseURL: s.url + "data/", DumpURL: s.url, Channels: pack.Channels{Hub: s.url + "hub", ChangeNotification: true}}
+	s.opts = pack.Options{BaseURL: s.url + "data/", DumpURL: s.url, Channels: layout.Channels{Hub: s.url + "hub", ChangeNotification: true}}
 	if !channels {
-		s.opts.Channels = pack.Channels{}
+		s.opts.Channels = layout.Channels{}
 	}
 	hub.URL = s.url + "hub"
 	if s.hub, err = websub.New(hub); err != nil {
@@ -86,7 +87,7 @@ func (s *source) pack(changes bool) {
 		s.t.Fatal(err)
 	}
 	if changes {
-		if n := (&notify.Publisher{}).Publish(context.Background(), res); n != 0 {
+		if n := (&notify.Publisher{}).Publish(context.Background(), &res.Published); n != 0 {
 			s.t.Fatalf("%d notifications not taken", n)
 		}
 	}
@@ -242,7 +243,7 @@ func TestHubFromLinkHeader(t *testing.T) {
 		})
 	})
 	hubURL, topic = s.url+"hub", s.url+"hub/announce"
-	if b, _ := os.ReadFile(filepath.Join(s.out, pack.CapabilityListName)); strings.Contains(string(b), "notification") {
+	if b, _ := os.ReadFile(filepath.Join(s.out, layout.CapabilityListName)); strings.Contains(string(b), "notification") {
 		t.Fatalf("the Capability List advertises a channel:\n%s", b)
 	}
 	ev, _ := follow(t, s, Options{})

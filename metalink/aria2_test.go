@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/metalink"
 	"github.com/rsdump/rsdump/pack"
 )
@@ -134,7 +135,7 @@ func packWithMirrors(t *testing.T, out string, ms []*mirror) (pkg, meta4 string)
 	o := pack.Options{BaseURL: "http://127.0.0.1/rs/", DumpURL: ms[0].srv.URL + "/", Compress: pack.Store,
 		Metalink: &pack.MetalinkOptions{PieceLength: ariaPiece}}
 	for i, m := range ms[1:] {
-		o.Metalink.Mirrors = append(o.Metalink.Mirrors, pack.Mirror{BaseURL: m.srv.URL, Priority: i + 2})
+		o.Metalink.Mirrors = append(o.Metalink.Mirrors, layout.Mirror{BaseURL: m.srv.URL, Priority: i + 2})
 	}
 	res, err := pack.Pack(context.Background(), src, out, o)
 	if err != nil {

@@ -8,8 +8,8 @@ import (
 	"github.com/rsdump/rsdump/internal/digest"
 )
 
-// Validate checks the model against the prose rules of RFC 5854 (see
-// shared/metalink/RFC5854_NOTES.md). Errors make a download unsafe or
+// Validate checks the model against the prose rules of RFC 5854 (its MUST
+// and SHOULD statements, which the schema cannot express). Errors make a download unsafe or
 // impossible, or the document unwritable; the rest are warnings. Unknown
 // foreign markup is never a problem (§5.3).
 func (m *Metalink) Validate() []finding.Finding {

@@ -16,6 +16,7 @@ import (
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/internal/sharedtest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/metalink/httpheader"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
@@ -65,7 +66,7 @@ type source struct {
 func newSource(t *testing.T, h *hub, files int) *source {
 	s := &source{t: t, src: t.TempDir(), out: t.TempDir(), now: time.Now().Add(-time.Hour)}
 	s.opts = pack.Options{BaseURL: "http://127.0.0.1:9/data/", DumpURL: "http://127.0.0.1:9/",
-		Channels: pack.Channels{Hub: h.srv.URL + "/hub", ChangeNotification: true}}
+		Channels: layout.Channels{Hub: h.srv.URL + "/hub", ChangeNotification: true}}
 	for i := range files {
 		s.write(fmt.Sprintf("f%03d.txt", i), "first")
 	}
@@ -81,14 +82,14 @@ func (s *source) write(name, data string) {
 	os.Chtimes(p, s.now, s.now)
 }
 
-func (s *source) pack(changes bool) *pack.Result {
+func (s *source) pack(changes bool) *layout.Published {
 	o := s.opts
 	o.Changes = changes
 	res, err := pack.Pack(context.Background(), s.src, s.out, o)
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	return res
+	return &res.Published
 }
 
 // check validates a notification against the ResourceSync schema and
@@ -146,7 +147,7 @@ func TestFrameworkNotification(t *testing.T) {
 
 	// The Capability List advertises both channels with their hub, and
 	// is valid.
-	capList := filepath.Join(s.out, pack.CapabilityListName)
+	capList := filepath.Join(s.out, layout.CapabilityListName)
 	sharedtest.Xmllint(t, capList, "rs-urlset-1.1.xsd")
 	b, _ := os.ReadFile(capList)
 	for _, topic := range []string{"/hub/framework</loc><rs:md capability=\"framework-notification\"/><rs:ln rel=\"hub\" href=\"" + h.srv.URL + "/hub\"/>",
@@ -234,7 +235,7 @@ func TestUndeliveredNotification(t *testing.T) {
 		warnings[0].URI != s.opts.Channels.Hub+"/framework" {
 		t.Errorf("warnings %v: want one naming the topic and the 503", warnings)
 	}
-	if _, err := os.Stat(filepath.Join(s.out, pack.DumpName)); err != nil {
+	if _, err := os.Stat(filepath.Join(s.out, layout.DumpName)); err != nil {
 		t.Error(err)
 	}
 }
@@ -245,7 +246,7 @@ func TestMergeTellsItsDocuments(t *testing.T) {
 	h := newHub(t, http.StatusAccepted)
 	s := newSource(t, h, 2)
 	shard := s.opts
-	shard.Channels, shard.Shard, shard.Shards = pack.Channels{}, 1, 1
+	shard.Channels, shard.Shard, shard.Shards = layout.Channels{}, 1, 1
 	if _, err := pack.Pack(context.Background(), s.src, s.out, shard); err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +254,7 @@ func TestMergeTellsItsDocuments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := (&Publisher{}).Publish(context.Background(), res); n != 0 || len(h.taken()) != 1 {
+	if n := (&Publisher{}).Publish(context.Background(), &res.Published); n != 0 || len(h.taken()) != 1 {
 		t.Fatalf("%d failed, %d posted; want 0 and 1", n, len(h.taken()))
 	}
 	_, urls := check(t, h.taken()[0], h.srv.URL+"/hub/framework", h, res.CapabilityList)

@@ -8,7 +8,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
@@ -24,7 +24,7 @@ var chunkSize = MaxEntries
 // created or changed, or nil when there are none. An index is not told of
 // (§3: framework notifications are never sent at the index level); a
 // document under one links it with rel="index".
-func Framework(res *pack.Result) ([]byte, error) {
+func Framework(res *layout.Published) ([]byte, error) {
 	var urls []resourcesync.URL
 	for _, d := range res.Documents {
 		if d.IsIndex {
@@ -49,7 +49,7 @@ func Framework(res *pack.Result) ([]byte, error) {
 // consecutive: each starts where the one before ends, the first at the
 // run's from and the last ends at its until, so that a Destination that
 // misses one sees the gap.
-func Changes(ctx context.Context, open resourcesync.OpenFunc, res *pack.Result, send func(from, until time.Time, body []byte) error) error {
+func Changes(ctx context.Context, open resourcesync.OpenFunc, res *layout.Published, send func(from, until time.Time, body []byte) error) error {
 	if res.From.IsZero() || res.Until.IsZero() {
 		return nil
 	}
@@ -71,7 +71,7 @@ func Changes(ctx context.Context, open resourcesync.OpenFunc, res *pack.Result, 
 
 // chunker gathers entries into notifications of at most MaxEntries.
 type chunker struct {
-	res     *pack.Result
+	res     *layout.Published
 	send    func(from, until time.Time, body []byte) error
 	from    time.Time
 	pending []resourcesync.URL

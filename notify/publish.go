@@ -11,8 +11,8 @@ import (
 
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/httpc"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/metalink/httpheader"
-	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
@@ -55,7 +55,7 @@ type Notification struct {
 // notifications of a --changes run. It returns how many the hub did not
 // accept; each is reported to Events, none stops the others. Nothing is
 // sent when the channels have no hub.
-func (p *Publisher) Publish(ctx context.Context, res *pack.Result) int {
+func (p *Publisher) Publish(ctx context.Context, res *layout.Published) int {
 	ch := res.Channels
 	if ch.Hub == "" {
 		return 0
@@ -91,7 +91,7 @@ func (p *Publisher) Publish(ctx context.Context, res *pack.Result) int {
 	return failed
 }
 
-func countNonIndex(docs []pack.Document) int {
+func countNonIndex(docs []layout.Document) int {
 	n := 0
 	for _, d := range docs {
 		if !d.IsIndex {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
@@ -198,7 +199,7 @@ func (c *collector) add(doc string, u resourcesync.URL) error {
 // start from, which must be beside it, as pack leaves them: the
 // Destination has that dump and every change since.
 func (c *collector) changeDump(loc string, h resourcesync.Header) error {
-	base, err := resourcesync.Beside(loc, DumpName)
+	base, err := resourcesync.Beside(loc, layout.DumpName)
 	if err != nil {
 		return err
 	}

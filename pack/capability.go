@@ -4,16 +4,17 @@ import (
 	"fmt"
 	"net/url"
 
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
 // capabilities are the documents a Capability List may name, in the
 // order Example 13 of the spec lists them.
 var capabilities = []struct{ name, capability string }{
-	{ResourceListName, resourcesync.CapResourceList},
-	{DumpName, resourcesync.CapResourceDump},
-	{ChangeListName, resourcesync.CapChangeList},
-	{ChangeDumpName, resourcesync.CapChangeDump},
+	{layout.ResourceListName, resourcesync.CapResourceList},
+	{layout.DumpName, resourcesync.CapResourceDump},
+	{layout.ChangeListName, resourcesync.CapChangeList},
+	{layout.ChangeDumpName, resourcesync.CapChangeDump},
 }
 
 // writeCapabilityList writes capabilitylist.xml naming every capability
@@ -32,13 +33,13 @@ func writeCapabilityList(o *Options, out *output) error {
 			urls = append(urls, resourcesync.URL{Loc: o.DumpURL + c.name, MD: &resourcesync.MD{Capability: c.capability}})
 		}
 	}
-	urls = append(urls, o.Channels.entries()...)
+	urls = append(urls, o.Channels.Entries()...)
 	h := resourcesync.Header{Kind: resourcesync.URLSet, MD: resourcesync.MD{Capability: resourcesync.CapCapabilityList}}
 	h.Links = append(h.Links, resourcesync.Link{Rel: "up", Href: sourceDescriptionURL(o)})
 	if o.DescribedBy != "" {
 		h.Links = append(h.Links, resourcesync.Link{Rel: "describedby", Href: o.DescribedBy})
 	}
-	return encodeFile(out, CapabilityListName, h, urls)
+	return encodeFile(out, layout.CapabilityListName, h, urls)
 }
 
 // sourceDescriptionURL is the well-known URI (§6.3.2) on the host of the
@@ -46,9 +47,9 @@ func writeCapabilityList(o *Options, out *output) error {
 func sourceDescriptionURL(o *Options) string {
 	u, err := url.Parse(o.DumpURL)
 	if err != nil { // setDefaults checked it
-		return "/" + SourceDescriptionName
+		return "/" + layout.SourceDescriptionName
 	}
-	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: "/" + SourceDescriptionName}).String()
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: "/" + layout.SourceDescriptionName}).String()
 }
 
 // writeSourceDescription writes .well-known/resourcesync (§8) naming this
@@ -56,7 +57,7 @@ func sourceDescriptionURL(o *Options) string {
 // resources that an earlier Source Description there named are kept: a
 // Source may publish several sets from one host.
 func writeSourceDescription(o *Options, out *output) error {
-	others, err := otherCapabilityLists(out, SourceDescriptionName, o.CapabilityList)
+	others, err := otherCapabilityLists(out, layout.SourceDescriptionName, o.CapabilityList)
 	if err != nil {
 		return err
 	}
@@ -68,7 +69,7 @@ func writeSourceDescription(o *Options, out *output) error {
 	if o.DescribedBy != "" {
 		h.Links = []resourcesync.Link{{Rel: "describedby", Href: o.DescribedBy}}
 	}
-	return encodeFile(out, SourceDescriptionName, h, append(others, ours))
+	return encodeFile(out, layout.SourceDescriptionName, h, append(others, ours))
 }
 
 // otherCapabilityLists reads the entries of an existing Source

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/digest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
@@ -63,7 +64,7 @@ func (*changesMode) start(ctx context.Context, r *run) error { return r.findChan
 // begin starts the run's own Change List; its entries come as the
 // packages are published.
 func (*changesMode) begin(_ context.Context, r *run) error {
-	r.list = newListWriter(r.opts, r.out, resourcesync.CapChangeList, ChangeListName)
+	r.list = newListWriter(r.opts, r.out, resourcesync.CapChangeList, layout.ChangeListName)
 	return nil
 }
 
@@ -152,10 +153,10 @@ func (r *run) prepareChanges(ctx context.Context) error {
 func (r *run) readPrevious(ctx context.Context) error {
 	c := r.chg
 	var err error
-	if c.dumps, err = r.loadIndex(ChangeDumpName, resourcesync.CapChangeDump); err != nil {
+	if c.dumps, err = r.loadIndex(layout.ChangeDumpName, resourcesync.CapChangeDump); err != nil {
 		return err
 	}
-	if c.lists, err = r.loadIndex(ChangeListName, resourcesync.CapChangeList); err != nil {
+	if c.lists, err = r.loadIndex(layout.ChangeListName, resourcesync.CapChangeList); err != nil {
 		return err
 	}
 	single := c.dumps.single
@@ -176,7 +177,7 @@ func (r *run) readPrevious(ctx context.Context) error {
 	}
 	if c.dumps.replaced {
 		r.events(finding.Note{Msg: fmt.Sprintf("%s ends at a time other than the baseline's %s: a new Change Dump replaces it, and its packages are no longer listed",
-			r.out.Loc(ChangeDumpName), resourcesync.FormatTime(c.base.time))})
+			r.out.Loc(layout.ChangeDumpName), resourcesync.FormatTime(c.base.time))})
 	}
 	return ctx.Err()
 }

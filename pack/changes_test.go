@@ -13,12 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/sharedtest"
+	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/unpack"
 	"github.com/rsdump/rsdump/verify"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 const chgBase = "http://127.0.0.1/rs/"
@@ -57,7 +59,7 @@ func packAt(t *testing.T, src, out string, o Options) *Result {
 // applyTo unpacks doc into dst and fails on any problem.
 func applyTo(t *testing.T, doc, dst string) {
 	t.Helper()
-	m, err := verify.NewMapper(verify.ByURI, chgBase)
+	m, err := deststate.NewMapper(deststate.ByURI, chgBase)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,8 +145,8 @@ func TestChangesGenerations(t *testing.T) {
 		put(t, src, rel, "v0 of "+rel, old)
 	}
 	packAt(t, src, out, chgOptions(0))
-	applyTo(t, filepath.Join(out, DumpName), dst)
-	applyTo(t, filepath.Join(out, DumpName), late)
+	applyTo(t, filepath.Join(out, layout.DumpName), dst)
+	applyTo(t, filepath.Join(out, layout.DumpName), late)
 	sameTree(t, "initial", dst, src)
 
 	gens := []func(k int){
@@ -177,24 +179,24 @@ func TestChangesGenerations(t *testing.T) {
 		checkChangePackage(t, filepath.Join(out, p.Name), p.From, p.Until)
 		npkgs++
 		// One Change Dump per run, named by the Change Dump Index.
-		h, parts, urls := readIndexed(t, out, ChangeDumpName)
+		h, parts, urls := readIndexed(t, out, layout.ChangeDumpName)
 		if h.MD.Capability != resourcesync.CapChangeDump || !h.MD.From.Equal(hour(0)) || len(urls) != npkgs || len(parts) != k {
 			t.Fatalf("generation %d: changedump.xml %+v names %d documents listing %d packages, want from %s, %d and %d", k, h.MD, len(parts), len(urls), hour(0), k, npkgs)
 		}
 		prevUntil = p.Until
-		applyTo(t, filepath.Join(out, ChangeDumpName), dst)
+		applyTo(t, filepath.Join(out, layout.ChangeDumpName), dst)
 		sameTree(t, "generation "+p.Name, dst, src)
 		checkLists(t, out, dst, npkgs)
 	}
 	// Nothing changed: nothing is written, the Change Dump stays as it was.
-	before := readFile(t, filepath.Join(out, ChangeDumpName))
+	before := readFile(t, filepath.Join(out, layout.ChangeDumpName))
 	if res := packAt(t, src, out, chgOptions(len(gens)+1)); len(res.Packages) != 0 || res.Created+res.Updated+res.Deleted != 0 {
 		t.Errorf("a run with no change wrote %d packages (%+v)", len(res.Packages), res)
 	}
-	if string(readFile(t, filepath.Join(out, ChangeDumpName))) != string(before) {
+	if string(readFile(t, filepath.Join(out, layout.ChangeDumpName))) != string(before) {
 		t.Error("a run with no change rewrote changedump.xml")
 	}
-	applyTo(t, filepath.Join(out, ChangeDumpName), late)
+	applyTo(t, filepath.Join(out, layout.ChangeDumpName), late)
 	sameTree(t, "whole Change Dump at once", late, src)
 }
 
@@ -205,9 +207,9 @@ func TestChangesGenerations(t *testing.T) {
 // indexes and documents. Each validates against the schema.
 func checkLists(t *testing.T, out, dst string, npkgs int) {
 	t.Helper()
-	m, _ := verify.NewMapper(verify.ByURI, chgBase)
+	m, _ := deststate.NewMapper(deststate.ByURI, chgBase)
 	var bad []string
-	sum, err := verify.Audit(context.Background(), dst, filepath.Join(out, ResourceListName), m, verify.Options{Events: finding.OnFindings(func(f finding.Finding) {
+	sum, err := verify.Audit(context.Background(), dst, filepath.Join(out, layout.ResourceListName), m, verify.Options{Events: finding.OnFindings(func(f finding.Finding) {
 		if f.Severity >= finding.Warning {
 			bad = append(bad, f.String())
 		}
@@ -216,13 +218,13 @@ func checkLists(t *testing.T, out, dst string, npkgs int) {
 		t.Errorf("verify --tree against resourcelist.xml: %v\n%s", err, strings.Join(bad, "\n"))
 	}
 	var want []resourcesync.URL
-	_, dumps, pkgs := readIndexed(t, out, ChangeDumpName)
+	_, dumps, pkgs := readIndexed(t, out, layout.ChangeDumpName)
 	for _, p := range pkgs {
 		ln, _ := p.Link("contents")
 		_, urls := verifytest.ReadDoc(t, filepath.Join(out, resourcesync.BaseName(ln.Href)))
 		want = append(want, urls...)
 	}
-	h, lists, got := readIndexed(t, out, ChangeListName)
+	h, lists, got := readIndexed(t, out, layout.ChangeListName)
 	if h.MD.Capability != resourcesync.CapChangeList || len(got) != len(want) || len(pkgs) != npkgs || len(lists) != len(dumps) {
 		t.Fatalf("changelist.xml: %+v naming %d lists with %d entries, want %d lists, %d entries (%d packages)", h.MD, len(lists), len(got), len(dumps), len(want), len(pkgs))
 	}
@@ -237,11 +239,11 @@ func checkLists(t *testing.T, out, dst string, npkgs int) {
 			t.Errorf("changelist.xml entry %d: %+v, want %+v", i+1, got[i], want[i])
 		}
 	}
-	_, caps := verifytest.ReadDoc(t, filepath.Join(out, CapabilityListName))
+	_, caps := verifytest.ReadDoc(t, filepath.Join(out, layout.CapabilityListName))
 	if len(caps) != 4 {
 		t.Errorf("capabilitylist.xml names %d documents, want 4", len(caps))
 	}
-	for _, f := range []string{ResourceListName, CapabilityListName} {
+	for _, f := range []string{layout.ResourceListName, layout.CapabilityListName} {
 		xmllint(t, filepath.Join(out, f), urlsetSchema)
 	}
 }
@@ -259,7 +261,7 @@ func TestChangesEntryTimes(t *testing.T) {
 	put(t, src, "edited.txt", "v0", hour(-1))
 	put(t, src, "gone.txt", "v0", hour(-2))
 	packAt(t, src, out, chgOptions(0))
-	applyTo(t, filepath.Join(out, DumpName), dst)
+	applyTo(t, filepath.Join(out, layout.DumpName), dst)
 	put(t, src, "copied.txt", "copied in, with its old mtime", hour(-5))
 	put(t, src, "edited.txt", "edited", hour(0).Add(10*time.Minute))
 	put(t, src, "new.txt", "created", hour(0).Add(20*time.Minute))
@@ -285,8 +287,8 @@ func TestChangesEntryTimes(t *testing.T) {
 			want["gone.txt"] = times{datetime: hour(1)} // the other files, not in the list, are created alike
 		}
 		manifest := filepath.Join(dir, res.Packages[0].Manifest)
-		_, _, listed := readIndexed(t, dir, ChangeListName)
-		for _, doc := range []string{manifest, filepath.Join(dir, ChangeListName)} {
+		_, _, listed := readIndexed(t, dir, layout.ChangeListName)
+		for _, doc := range []string{manifest, filepath.Join(dir, layout.ChangeListName)} {
 			_, urls := verifytest.ReadDoc(t, doc)
 			if doc != manifest {
 				urls = listed
@@ -305,7 +307,7 @@ func TestChangesEntryTimes(t *testing.T) {
 			}
 		}
 		if since == "" {
-			applyTo(t, filepath.Join(dir, ChangeDumpName), dst)
+			applyTo(t, filepath.Join(dir, layout.ChangeDumpName), dst)
 			sameTree(t, "after the changes", dst, src)
 			for rel, w := range want {
 				if fi, err := os.Stat(filepath.Join(dst, rel)); err == nil && !fi.ModTime().Equal(w.lastmod) {
@@ -360,8 +362,8 @@ func TestChangesBaselineKinds(t *testing.T) {
 		want  [3]int
 	}{
 		"state":        {StateName, [3]int{1, 1, 0}},
-		"changedump":   {ChangeDumpName, [3]int{1, 1, 0}},
-		"resourcedump": {DumpName, [3]int{1, 2, 0}}, // a was updated since the dump
+		"changedump":   {layout.ChangeDumpName, [3]int{1, 1, 0}},
+		"resourcedump": {layout.DumpName, [3]int{1, 2, 0}}, // a was updated since the dump
 		"resourcelist": {filepath.Base(list), [3]int{1, 1, 0}},
 	}
 	for name, c := range cases {
@@ -498,7 +500,7 @@ func TestChangesSplitAtOneTime(t *testing.T) {
 		put(t, src, string(c), "data "+string(c), hour(-1))
 	}
 	packAt(t, src, out, chgOptions(0))
-	applyTo(t, filepath.Join(out, DumpName), dst)
+	applyTo(t, filepath.Join(out, layout.DumpName), dst)
 	for _, c := range "abcde" {
 		os.Remove(filepath.Join(src, string(c)))
 	}
@@ -516,7 +518,7 @@ func TestChangesSplitAtOneTime(t *testing.T) {
 		checkChangePackage(t, filepath.Join(out, p.Name), p.From, p.Until)
 		from = p.Until
 	}
-	applyTo(t, filepath.Join(out, ChangeDumpName), dst)
+	applyTo(t, filepath.Join(out, layout.ChangeDumpName), dst)
 	sameTree(t, "after the split deletions", dst, src)
 }
 
@@ -593,7 +595,7 @@ func TestChangesParsedByResync(t *testing.T) {
 	put(t, src, "a", "a1", hour(0).Add(time.Minute))
 	os.Remove(filepath.Join(src, "b"))
 	res := packAt(t, src, out, chgOptions(1))
-	for _, f := range []string{ChangeDumpName, res.Packages[0].Manifest, ChangeListName, ResourceListName} {
+	for _, f := range []string{layout.ChangeDumpName, res.Packages[0].Manifest, layout.ChangeListName, layout.ResourceListName} {
 		got, err := rs.Run(context.Background(), t.TempDir(), "resync-sync", "--parse", "--sitemap", filepath.Join(out, f))
 		if err != nil || !strings.Contains(got, "Parsed ") {
 			t.Errorf("resync --parse %s: %v\n%s", f, err, got)
@@ -609,7 +611,7 @@ func TestChangesMetalink(t *testing.T) {
 	packAt(t, src, out, chgOptions(0))
 	put(t, src, "a.bin", string(pseudoRandom(210000)), hour(0).Add(time.Minute))
 	o := chgOptions(1)
-	o.Metalink = &MetalinkOptions{PieceLength: 64 << 10, Mirrors: []Mirror{
+	o.Metalink = &MetalinkOptions{PieceLength: 64 << 10, Mirrors: []layout.Mirror{
 		{BaseURL: "http://127.0.0.1:8081/rs/", Location: "de"},
 		{BaseURL: "http://127.0.0.2:8082/x/"},
 	}}
@@ -623,7 +625,7 @@ func TestChangesMetalink(t *testing.T) {
 		t.Errorf("file %s size %d, want %s %d", mf.Name, *mf.Size, p.Name, len(data))
 	}
 	checkPieces(t, mf.Pieces[0], data)
-	_, _, urls := readIndexed(t, out, ChangeDumpName)
+	_, _, urls := readIndexed(t, out, layout.ChangeDumpName)
 	u := urls[0]
 	dup, _ := u.Link("duplicate")
 	meta, _ := u.Link("describedby")
@@ -644,7 +646,7 @@ func TestChangesRerunBeforeState(t *testing.T) {
 	put(t, src, "b", "b2", hour(1).Add(time.Minute))
 	old, oldDelta := readFile(t, filepath.Join(out, StateName)), readFile(t, filepath.Join(out, StateName+deltaSuffix))
 	packAt(t, src, out, chgOptions(2))
-	want := readFile(t, filepath.Join(out, ChangeDumpName))
+	want := readFile(t, filepath.Join(out, layout.ChangeDumpName))
 	// As if killed before the state: its delta's batch is not there.
 	os.WriteFile(filepath.Join(out, StateName), old, 0o644)
 	os.WriteFile(filepath.Join(out, StateName+deltaSuffix), oldDelta, 0o644)
@@ -652,7 +654,7 @@ func TestChangesRerunBeforeState(t *testing.T) {
 	if len(res.Packages) != 1 || res.Packages[0].Name != "changedump-00002.zip" {
 		t.Errorf("rerun wrote %+v, want changedump-00002.zip again", res.Packages)
 	}
-	if got := readFile(t, filepath.Join(out, ChangeDumpName)); string(got) != string(want) {
+	if got := readFile(t, filepath.Join(out, layout.ChangeDumpName)); string(got) != string(want) {
 		t.Errorf("changedump.xml after the rerun:\n%s\nwant\n%s", got, want)
 	}
 }
@@ -671,9 +673,9 @@ func TestChangeDumpIndex(t *testing.T) {
 			From: hour(0).Add(time.Duration(i) * time.Second), Until: hour(0).Add(time.Duration(i+1) * time.Second)}
 	}
 	r := &run{opts: &o, out: dirOutput(t, dir), events: func(finding.Event) {}}
-	x := &changeIndex{name: ChangeDumpName, capability: resourcesync.CapChangeDump, last: 7}
+	x := &changeIndex{name: layout.ChangeDumpName, capability: resourcesync.CapChangeDump, last: 7}
 	x.add(&o, x.partName(7), resourcesync.MD{From: hour(-1), Until: hour(0)}) // an earlier run's
-	w := newListWriter(&o, r.out, resourcesync.CapChangeDump, ChangeDumpName)
+	w := newListWriter(&o, r.out, resourcesync.CapChangeDump, layout.ChangeDumpName)
 	for _, u := range dumpEntries(&o, pkgs) {
 		if err := w.add(u); err != nil {
 			t.Fatal(err)
@@ -685,7 +687,7 @@ func TestChangeDumpIndex(t *testing.T) {
 	if err := r.commitIndex(x); err != nil {
 		t.Fatal(err)
 	}
-	h, parts := verifytest.ReadDoc(t, filepath.Join(dir, ChangeDumpName))
+	h, parts := verifytest.ReadDoc(t, filepath.Join(dir, layout.ChangeDumpName))
 	if h.Kind != resourcesync.SitemapIndex || h.MD.Capability != resourcesync.CapChangeDump || len(parts) != 3 || !h.MD.From.Equal(hour(-1)) {
 		t.Fatalf("index %+v with %d parts", h, len(parts))
 	}
@@ -693,7 +695,7 @@ func TestChangeDumpIndex(t *testing.T) {
 		resourcesync.BaseName(parts[2].Loc) != "changedump-part00009.xml" {
 		t.Errorf("parts %+v, %+v", parts[1], parts[2])
 	}
-	xmllint(t, filepath.Join(dir, ChangeDumpName), sitemapIndexSchema)
+	xmllint(t, filepath.Join(dir, layout.ChangeDumpName), sitemapIndexSchema)
 	ph, urls := verifytest.ReadDoc(t, filepath.Join(dir, "changedump-part00009.xml"))
 	if len(urls) != 1 || !ph.MD.Until.Equal(pkgs[len(pkgs)-1].Until) || !ph.MD.From.Equal(pkgs[len(pkgs)-2].Until) {
 		t.Errorf("the second document of the run: %+v with %d packages", ph.MD, len(urls))
@@ -715,7 +717,7 @@ func TestChangesBaselineURL(t *testing.T) {
 	put(t, src, "a", "a1", hour(0).Add(time.Minute))
 	o = chgOptions(1)
 	o.BaseURL = srv.URL + "/rs/"
-	o.Since = srv.URL + "/rs/" + DumpName
+	o.Since = srv.URL + "/rs/" + layout.DumpName
 	res := packAt(t, src, t.TempDir(), o)
 	if res.Updated != 1 || res.Created+res.Deleted != 0 || !res.From.Equal(hour(0)) {
 		t.Errorf("%+v, want a updated from %s", res, hour(0))
@@ -744,7 +746,7 @@ func TestChangesPrune(t *testing.T) {
 		}
 	}
 	packAt(t, src, out, o)
-	for _, n := range append(stale, "changedump-00001.zip", "changedump-00002.zip", DumpName, "resourcedump-00001.zip") {
+	for _, n := range append(stale, "changedump-00001.zip", "changedump-00002.zip", layout.DumpName, "resourcedump-00001.zip") {
 		_, err := os.Stat(filepath.Join(out, n))
 		if gone := err != nil; gone != strings.Contains(strings.Join(stale, " "), n) {
 			t.Errorf("%s: gone %v (removed %v)", n, gone, removed)
@@ -760,7 +762,7 @@ func TestChangesSkipChanged(t *testing.T) {
 	put(t, src, "a", "a0", hour(-1))
 	put(t, src, "b", "b0", hour(-1))
 	packAt(t, src, out, chgOptions(0))
-	applyTo(t, filepath.Join(out, DumpName), dst)
+	applyTo(t, filepath.Join(out, layout.DumpName), dst)
 	put(t, src, "a", "a1", hour(0).Add(time.Minute))
 	put(t, src, "b", "b1", hour(0).Add(time.Minute))
 	restore := setHook(func(rel string) {
@@ -779,7 +781,7 @@ func TestChangesSkipChanged(t *testing.T) {
 	if res.Updated != 1 || res.Created+res.Deleted != 0 {
 		t.Fatalf("next run: %+v, want a updated", res)
 	}
-	applyTo(t, filepath.Join(out, ChangeDumpName), dst)
+	applyTo(t, filepath.Join(out, layout.ChangeDumpName), dst)
 	sameTree(t, "after the skipped change", dst, src)
 }
 
@@ -801,7 +803,7 @@ func TestChangesFlatHistory(t *testing.T) {
 			t.Errorf("run %d wrote %s, want %s", k, p.Name, changeDump.packageName(k))
 		}
 		var size int64
-		for _, name := range []string{changeDump.partName(k), listPartName(ChangeListName, k), p.Manifest} {
+		for _, name := range []string{changeDump.partName(k), listPartName(layout.ChangeListName, k), p.Manifest} {
 			fi, err := os.Stat(filepath.Join(out, name))
 			if err != nil {
 				t.Fatalf("run %d: %v", k, err)
@@ -814,7 +816,7 @@ func TestChangesFlatHistory(t *testing.T) {
 		}
 		// Every document of the runs before the last, garbled.
 		for j := 1; j < k; j++ {
-			for _, name := range []string{changeDump.partName(j), listPartName(ChangeListName, j), manifestName(changeDump.packageName(j))} {
+			for _, name := range []string{changeDump.partName(j), listPartName(layout.ChangeListName, j), manifestName(changeDump.packageName(j))} {
 				os.WriteFile(filepath.Join(out, name), []byte("<not read"), 0o644)
 			}
 		}
@@ -824,7 +826,7 @@ func TestChangesFlatHistory(t *testing.T) {
 			t.Errorf("run %d's documents take %d bytes, run 1's %d", k+2, s, sizes[0])
 		}
 	}
-	_, parts := verifytest.ReadDoc(t, filepath.Join(out, ChangeListName))
+	_, parts := verifytest.ReadDoc(t, filepath.Join(out, layout.ChangeListName))
 	if len(parts) != 6 {
 		t.Errorf("changelist.xml names %d Change Lists, want 6", len(parts))
 	}
@@ -839,32 +841,32 @@ func TestChangesAdoptSingleDocuments(t *testing.T) {
 	put(t, src, "a", "a0", hour(-1))
 	put(t, src, "b", "b0", hour(-1))
 	packAt(t, src, out, chgOptions(0))
-	applyTo(t, filepath.Join(out, DumpName), dst)
+	applyTo(t, filepath.Join(out, layout.DumpName), dst)
 	put(t, src, "a", "a1", hour(0).Add(time.Minute))
 	res := packAt(t, src, out, chgOptions(1))
 	// As the older rsdump wrote them: the run's Change List and Change
 	// Dump under the indexes' names, with no index.
 	o := chgOptions(1)
 	o.setDefaults()
-	_, lists := verifytest.ReadDoc(t, filepath.Join(out, listPartName(ChangeListName, 1)))
-	verifytest.WriteDoc(t, filepath.Join(out, ChangeListName), resourcesync.Header{Kind: resourcesync.URLSet,
+	_, lists := verifytest.ReadDoc(t, filepath.Join(out, listPartName(layout.ChangeListName, 1)))
+	verifytest.WriteDoc(t, filepath.Join(out, layout.ChangeListName), resourcesync.Header{Kind: resourcesync.URLSet,
 		MD: resourcesync.MD{Capability: resourcesync.CapChangeList, From: hour(0), Until: res.Until}}, lists)
-	verifytest.WriteDoc(t, filepath.Join(out, ChangeDumpName), resourcesync.Header{Kind: resourcesync.URLSet,
+	verifytest.WriteDoc(t, filepath.Join(out, layout.ChangeDumpName), resourcesync.Header{Kind: resourcesync.URLSet,
 		MD: resourcesync.MD{Capability: resourcesync.CapChangeDump, From: hour(0)}}, dumpEntries(&o, res.Packages))
-	for _, n := range []string{changeDump.partName(1), listPartName(ChangeListName, 1)} {
+	for _, n := range []string{changeDump.partName(1), listPartName(layout.ChangeListName, 1)} {
 		os.Remove(filepath.Join(out, n))
 	}
 	put(t, src, "b", "b2", hour(1).Add(time.Minute))
 	if res := packAt(t, src, out, chgOptions(2)); len(res.Packages) != 1 || res.Packages[0].Name != "changedump-00002.zip" {
 		t.Fatalf("%+v, want changedump-00002.zip", res.Packages)
 	}
-	for _, name := range []string{ChangeListName, ChangeDumpName} {
+	for _, name := range []string{layout.ChangeListName, layout.ChangeDumpName} {
 		_, parts, urls := readIndexed(t, out, name)
 		if len(parts) != 2 || !parts[0].MD.From.Equal(hour(0)) || len(urls) != 2 {
 			t.Errorf("%s: %d documents with %d entries, want the adopted one and the run's, one entry each", name, len(parts), len(urls))
 		}
 	}
-	applyTo(t, filepath.Join(out, ChangeDumpName), dst)
+	applyTo(t, filepath.Join(out, layout.ChangeDumpName), dst)
 	sameTree(t, "the adopted chain", dst, src)
 }
 
@@ -887,7 +889,7 @@ func TestChangesIndexLimit(t *testing.T) {
 		}
 		packAt(t, src, out, o)
 	}
-	for _, name := range []string{ChangeListName, ChangeDumpName} {
+	for _, name := range []string{layout.ChangeListName, layout.ChangeDumpName} {
 		h, parts, _ := readIndexed(t, out, name)
 		if len(parts) != 3 || !h.MD.From.Equal(hour(2)) || partNum(parts[0].Loc) != 3 {
 			t.Errorf("%s: from %s naming %d documents from %s, want the last 3, from %s", name, h.MD.From, len(parts), parts[0].Loc, hour(2))
@@ -910,7 +912,7 @@ func TestChangesNewIndex(t *testing.T) {
 		packAt(t, src, out, chgOptions(k))
 	}
 	o := chgOptions(3)
-	o.Since = filepath.Join(out, DumpName) // at hour(0), not the indexes' hour(2)
+	o.Since = filepath.Join(out, layout.DumpName) // at hour(0), not the indexes' hour(2)
 	var notes []string
 	o.Events = func(e finding.Event) {
 		if n, ok := e.(finding.Note); ok {
@@ -921,7 +923,7 @@ func TestChangesNewIndex(t *testing.T) {
 	if len(res.Packages) != 1 || res.Packages[0].Name != "changedump-00003.zip" || len(notes) != 1 || !strings.Contains(notes[0], "a new Change Dump replaces it") {
 		t.Fatalf("%+v, notes %q: want changedump-00003.zip and a note", res.Packages, notes)
 	}
-	for _, name := range []string{ChangeListName, ChangeDumpName} {
+	for _, name := range []string{layout.ChangeListName, layout.ChangeDumpName} {
 		h, parts, _ := readIndexed(t, out, name)
 		if len(parts) != 1 || partNum(parts[0].Loc) != 3 || !h.MD.From.Equal(hour(0)) {
 			t.Errorf("%s: from %s naming %+v, want only part 3, from %s", name, h.MD.From, parts, hour(0))

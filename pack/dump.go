@@ -5,12 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/resourcesync"
 )
-
-// DumpName is the Resource Dump document pack writes; with more than
-// 50,000 packages it is a Resource Dump Index over DumpPartName documents.
-const DumpName = "resourcedump.xml"
 
 // dumpKind is what differs between the two kinds of dump pack writes.
 // Everything else, packages, manifests, Metalinks, journal and the dump
@@ -26,8 +23,8 @@ type dumpKind struct {
 }
 
 var (
-	resourceDump = &dumpKind{DumpName, "resourcedump", "resources", resourcesync.CapResourceDump, resourcesync.CapResourceDumpManifest, "", "resourcelist"}
-	changeDump   = &dumpKind{ChangeDumpName, "changedump", "changes", resourcesync.CapChangeDump, resourcesync.CapChangeDumpManifest, "", "changelist"}
+	resourceDump = &dumpKind{layout.DumpName, "resourcedump", "resources", resourcesync.CapResourceDump, resourcesync.CapResourceDumpManifest, "", "resourcelist"}
+	changeDump   = &dumpKind{layout.ChangeDumpName, "changedump", "changes", resourcesync.CapChangeDump, resourcesync.CapChangeDumpManifest, "", "changelist"}
 )
 
 func (k *dumpKind) packageName(seq int) string { return fmt.Sprintf("%s-%05d.zip", k.prefix, seq) }

@@ -3,6 +3,8 @@ package pack
 import (
 	"fmt"
 	"time"
+
+	"github.com/rsdump/rsdump/layout"
 )
 
 // PackageDone is the event (finding.Event) of a finished package.
@@ -41,18 +43,16 @@ type Result struct {
 	Skipped    int    // files left out (symlinks, special files, changed files)
 	Document   string // the dump document; empty when a --changes run found no change
 	DumpURL    string // the prefix of the packages' URLs in Document
-	// A --changes run: the changes found, and the interval they cover,
-	// From the baseline's time. A run that finds none writes nothing and
-	// moves no time: the next run starts from the same baseline.
+	// A --changes run: the changes found, and the interval they cover
+	// (Published.From, the baseline's time, to Until). A run that finds
+	// none writes nothing and moves no time: the next run starts from the
+	// same baseline.
 	Created, Updated, Deleted int
-	From, Until               time.Time
 	Elapsed                   time.Duration
-	// Documents are the documents the run created or changed, in the
-	// order written, when Options.Channels has a hub; Channels and
-	// CapabilityList are the options', defaults filled in.
-	Documents      []Document
-	Channels       Channels
-	CapabilityList string
+	// Published is what the run published: the documents it created or
+	// changed, in the order written, when Options.Channels has a hub; the
+	// channels and Capability List, defaults filled in; its interval.
+	layout.Published
 	// Parts is what a worker of a claimed-parts run (Options.Parts) did,
 	// and left; nil for other runs.
 	Parts *PartsReport

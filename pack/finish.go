@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
@@ -53,7 +54,7 @@ func (r *run) writeChanges(md resourcesync.MD) error {
 	if err := r.list.commitInto(md, c.lists); err != nil {
 		return err
 	}
-	dump := newListWriter(r.opts, r.out, resourcesync.CapChangeDump, ChangeDumpName)
+	dump := newListWriter(r.opts, r.out, resourcesync.CapChangeDump, layout.ChangeDumpName)
 	defer dump.abort()
 	for _, u := range dumpEntries(r.opts, r.pkgs) {
 		if err := dump.add(u); err != nil {
@@ -121,7 +122,7 @@ func (r *run) mergeChangeState(md resourcesync.MD) error {
 	// The Resource List describes the source now: unchanged files as the
 	// baseline has them (their lines in the baseline's list, when it
 	// names one that is still there), changed ones as packed.
-	list := newListWriter(r.opts, r.out, resourcesync.CapResourceList, ResourceListName)
+	list := newListWriter(r.opts, r.out, resourcesync.CapResourceList, layout.ResourceListName)
 	if r.out.dir != "" {
 		// Every file walked but a creation left out has an entry.
 		list.writeInPlace(md, r.chg.walked-int64(r.chg.found[0]) > resourcesync.MaxEntries)
@@ -547,7 +548,7 @@ func spliceState(o *Options, walk *walkLines, packed recSource, sw stateOut, lis
 		if n, ok := walkRun(line); ok {
 			for ; list != nil && n > 0; n-- {
 				if !old.next() {
-					return fmt.Errorf("%s: %s ends before the state's files", walk.pos(), ResourceListName)
+					return fmt.Errorf("%s: %s ends before the state's files", walk.pos(), layout.ResourceListName)
 				}
 				if err := list.addLine(old.line); err != nil {
 					return err
@@ -563,7 +564,7 @@ func spliceState(o *Options, walk *walkLines, packed recSource, sw stateOut, lis
 		// path as it is, nothing escaped (in the URL nor in XML).
 		if list != nil && w.Change != resourcesync.ChangeCreated &&
 			(!old.next() || plainLoc(w.Rel) && !old.isEntry([]byte(w.Rel))) {
-			return fmt.Errorf("%s: %s has not the entry of %s where the state has the file", walk.pos(), ResourceListName, w.Rel)
+			return fmt.Errorf("%s: %s has not the entry of %s where the state has the file", walk.pos(), layout.ResourceListName, w.Rel)
 		}
 		if w.Change == resourcesync.ChangeDeleted {
 			if err := sw.deleted(w.Rel); err != nil {
@@ -583,7 +584,7 @@ func spliceState(o *Options, walk *walkLines, packed recSource, sw stateOut, lis
 		}
 	}
 	if list != nil && old.next() {
-		return fmt.Errorf("%s has more entries than the state has files", ResourceListName)
+		return fmt.Errorf("%s has more entries than the state has files", layout.ResourceListName)
 	}
 	return nil
 }

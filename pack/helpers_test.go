@@ -11,8 +11,8 @@ import (
 
 	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/internal/sharedtest"
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/resourcesync"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 var fixedTime = verifytest.Time
@@ -130,8 +130,8 @@ func checkBitstream(t testing.TB, files map[string]*zip.File, u resourcesync.URL
 	}
 }
 
-// The schema drivers of ResourceSync 1.1 (../shared/schemas/README.md):
-// the 0.9.1 schema lacks the datetime of every change.
+// The schema drivers of ResourceSync 1.1 (ANSI/NISO Z39.99-2017), in the
+// shared schemas: the 0.9.1 schema lacks the datetime of every change.
 const (
 	urlsetSchema       = "rs-urlset-1.1.xsd"
 	sitemapIndexSchema = "rs-sitemapindex-1.1.xsd"

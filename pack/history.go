@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
@@ -151,7 +152,7 @@ func (r *run) lastPackage(loc string) (int, error) {
 	}, NoParts: true}
 	name := resourcesync.BaseName(loc)
 	if err := r.out.load(l, name); err != nil {
-		return 0, fmt.Errorf("the last part of %s: %w", ChangeDumpName, err)
+		return 0, fmt.Errorf("the last part of %s: %w", layout.ChangeDumpName, err)
 	}
 	return seq, nil
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rsdump/rsdump/layout"
 )
 
 // resyncRules runs testdata/interop/resync_rules.py, which applies the
@@ -36,7 +38,7 @@ func TestResyncParsesOurDocuments(t *testing.T) {
 	if got, err := resyncRules(t, "resourcedump-manifest", filepath.Join(out, res.Packages[0].Manifest)); err != nil || strings.Contains(got, "warning") {
 		t.Errorf("manifest: %v\n%s", err, got)
 	}
-	if got, err := resyncRules(t, "resourcedump", filepath.Join(out, DumpName)); err != nil {
+	if got, err := resyncRules(t, "resourcedump", filepath.Join(out, layout.DumpName)); err != nil {
 		t.Errorf("resourcedump.xml: %v\n%s", err, got)
 	}
 	// And the rules can fail: rs:md after the first <url> is refused.

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/rsdump/rsdump/layout"
 )
 
 // journalName is the file in the output directory that lets an
@@ -120,7 +122,7 @@ func (j *journal) begin() error {
 	// run writes packages under new names, and the Change Dump goes on
 	// listing the earlier ones.
 	if !j.kind.changes() {
-		if err := j.out.remove(DumpName); err != nil {
+		if err := j.out.remove(layout.DumpName); err != nil {
 			return err
 		}
 	}
@@ -271,7 +273,7 @@ func removeStaleTemps(dir string) {
 		base := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(m), "."), ".tmp")
 		// .rsdump-*: a --changes run's sort runs and walk, and the state
 		// file's temporary name.
-		if i := strings.LastIndexByte(base, '.'); i > 0 && IsOutput(base[:i]) || strings.HasPrefix(base, "rsdump-") {
+		if i := strings.LastIndexByte(base, '.'); i > 0 && layout.IsOutput(base[:i]) || strings.HasPrefix(base, "rsdump-") {
 			os.Remove(m)
 		}
 	}

@@ -16,18 +16,6 @@ import (
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
-// The documents pack writes beside its packages (Z39.99-2014 §8-§13).
-const (
-	ResourceListName   = "resourcelist.xml"
-	ChangeListName     = "changelist.xml"
-	ChangeDumpName     = "changedump.xml"
-	CapabilityListName = "capabilitylist.xml"
-	// SourceDescriptionName is the well-known URI of §6.3.2, relative to
-	// the output directory: it is found only when the directory is served
-	// at the root of its host.
-	SourceDescriptionName = ".well-known/resourcesync"
-)
-
 // listPartName names the n-th part of a list under its index:
 // resourcelist-part00001.xml for resourcelist.xml.
 func listPartName(name string, n int) string {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rsdump/rsdump/internal/sharedtest"
 	"github.com/rsdump/rsdump/internal/sink"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
@@ -53,7 +54,7 @@ func TestResourceListFromPack(t *testing.T) {
 			want = append(want, listEntry(u))
 		}
 	}
-	h, got := readDoc(t, filepath.Join(out, ResourceListName))
+	h, got := readDoc(t, filepath.Join(out, layout.ResourceListName))
 	if h.MD.Capability != resourcesync.CapResourceList || !h.MD.At.Equal(fixedTime) || h.MD.Completed.IsZero() {
 		t.Errorf("header %+v", h.MD)
 	}
@@ -65,21 +66,21 @@ func TestResourceListFromPack(t *testing.T) {
 			t.Errorf("%s: path %q hash %q", u.Loc, u.MD.Path, u.MD.Hash)
 		}
 	}
-	if up := linkHref(h, "up"); up != o.DumpURL+CapabilityListName {
+	if up := linkHref(h, "up"); up != o.DumpURL+layout.CapabilityListName {
 		t.Errorf("rel=up %q", up)
 	}
-	ch, caps := readDoc(t, filepath.Join(out, CapabilityListName))
+	ch, caps := readDoc(t, filepath.Join(out, layout.CapabilityListName))
 	if ch.MD.Capability != resourcesync.CapCapabilityList || linkHref(ch, "up") != "http://127.0.0.1:9/.well-known/resourcesync" {
 		t.Errorf("capability list header %+v", ch)
 	}
-	if got := capNames(caps); !slices.Equal(got, []string{"resourcelist " + o.DumpURL + ResourceListName, "resourcedump " + o.DumpURL + DumpName}) {
+	if got := capNames(caps); !slices.Equal(got, []string{"resourcelist " + o.DumpURL + layout.ResourceListName, "resourcedump " + o.DumpURL + layout.DumpName}) {
 		t.Errorf("capability list names %q", got)
 	}
-	dh, _ := readDoc(t, filepath.Join(out, DumpName))
-	if linkHref(dh, "up") != o.DumpURL+CapabilityListName {
+	dh, _ := readDoc(t, filepath.Join(out, layout.DumpName))
+	if linkHref(dh, "up") != o.DumpURL+layout.CapabilityListName {
 		t.Errorf("resource dump rel=up %q", linkHref(dh, "up"))
 	}
-	for _, name := range []string{ResourceListName, CapabilityListName, DumpName, res.Packages[0].Manifest} {
+	for _, name := range []string{layout.ResourceListName, layout.CapabilityListName, layout.DumpName, res.Packages[0].Manifest} {
 		xmllint(t, filepath.Join(out, name), urlsetSchema)
 	}
 	if left, _ := filepath.Glob(filepath.Join(out, ".*.tmp")); len(left) > 0 {
@@ -193,7 +194,7 @@ func TestSourceDescription(t *testing.T) {
 	o := loopbackOptions()
 	o.SourceDescription, o.DescribedBy = true, "http://127.0.0.1:9/about.html"
 	src, out := copyExample(t), t.TempDir()
-	sd := filepath.Join(out, filepath.FromSlash(SourceDescriptionName))
+	sd := filepath.Join(out, filepath.FromSlash(layout.SourceDescriptionName))
 	os.MkdirAll(filepath.Dir(sd), 0o755)
 	other := `<?xml version="1.0" encoding="UTF-8"?>
 <urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/">
@@ -213,7 +214,7 @@ func TestSourceDescription(t *testing.T) {
 	if got := capNames(urls); !slices.Equal(got, []string{"capabilitylist http://127.0.0.1:9/other/capabilitylist.xml", "capabilitylist http://127.0.0.1:9/dump/capabilitylist.xml"}) {
 		t.Errorf("source description names %q", got)
 	}
-	ch, _ := readDoc(t, filepath.Join(out, CapabilityListName))
+	ch, _ := readDoc(t, filepath.Join(out, layout.CapabilityListName))
 	if linkHref(ch, "describedby") != o.DescribedBy {
 		t.Errorf("capability list links %+v", ch.Links)
 	}
@@ -238,8 +239,8 @@ func TestResyncReadsOurDocuments(t *testing.T) {
 	o.SourceDescription = true
 	_, out := mustPack(t, copyExample(t), o)
 	docs := map[string]string{
-		ResourceListName: "resourcelist 9", CapabilityListName: "capabilitylist 2", DumpName: "resourcedump 1",
-		"resourcedump-00001.manifest.xml": "resourcedump-manifest 9", SourceDescriptionName: "description 1",
+		layout.ResourceListName: "resourcelist 9", layout.CapabilityListName: "capabilitylist 2", layout.DumpName: "resourcedump 1",
+		"resourcedump-00001.manifest.xml": "resourcedump-manifest 9", layout.SourceDescriptionName: "description 1",
 	}
 	for name, want := range docs {
 		path := filepath.Join(out, filepath.FromSlash(name))
@@ -266,7 +267,7 @@ func TestListWriteInPlace(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l := newListWriter(&o, out, resourcesync.CapResourceList, ResourceListName)
+		l := newListWriter(&o, out, resourcesync.CapResourceList, layout.ResourceListName)
 		if inPlace {
 			l.writeInPlace(md, several)
 		}
@@ -314,7 +315,7 @@ func TestListWriteInPlace(t *testing.T) {
 		}
 		sameOutput(t, fmt.Sprintf("in place, several %v", several), want, got)
 		for i := range 2 {
-			if b := readFile(t, filepath.Join(got, listPartName(ResourceListName, i+1))); !bytes.HasPrefix(b, []byte("<?xml")) || !bytes.HasSuffix(b, []byte("</urlset>\n")) {
+			if b := readFile(t, filepath.Join(got, listPartName(layout.ResourceListName, i+1))); !bytes.HasPrefix(b, []byte("<?xml")) || !bytes.HasSuffix(b, []byte("</urlset>\n")) {
 				t.Errorf("several %v: part %d written in place: %.100q...", several, i+1, b)
 			}
 		}
@@ -348,8 +349,8 @@ func TestListWriteInPlaceFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out.Sink = failCreate{Sink: out.Sink, name: listPartName(ResourceListName, 1)}
-	l := newListWriter(&o, out, resourcesync.CapResourceList, ResourceListName)
+	out.Sink = failCreate{Sink: out.Sink, name: listPartName(layout.ResourceListName, 1)}
+	l := newListWriter(&o, out, resourcesync.CapResourceList, layout.ResourceListName)
 	l.writeInPlace(md, false)
 	n := int64(3)
 	for i := range resourcesync.MaxEntries + 10 {

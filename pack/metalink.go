@@ -3,11 +3,10 @@ package pack
 import (
 	"bytes"
 	"cmp"
-	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/metalink"
 	"github.com/rsdump/rsdump/resourcesync"
 )
@@ -61,20 +60,20 @@ func mirrorLinks(o *Options, p PackageInfo) []resourcesync.Link {
 // given to it, or else its position. So every URL of a Metalink carries a
 // priority, and a client taking the first URL takes the <loc>. They are
 // returned by priority, ties in the order given.
-func places(o *Options) []Mirror {
-	ps := []Mirror{{BaseURL: o.DumpURL, Priority: 1}}
+func places(o *Options) []layout.Mirror {
+	ps := []layout.Mirror{{BaseURL: o.DumpURL, Priority: 1}}
 	for _, m := range o.Metalink.Mirrors {
 		if m.BaseURL == o.DumpURL {
 			ps[0].Location = cmp.Or(ps[0].Location, m.Location)
 			continue
 		}
-		if slices.ContainsFunc(ps, func(p Mirror) bool { return p.BaseURL == m.BaseURL }) {
+		if slices.ContainsFunc(ps, func(p layout.Mirror) bool { return p.BaseURL == m.BaseURL }) {
 			continue
 		}
 		m.Priority = cmp.Or(m.Priority, len(ps)+1)
 		ps = append(ps, m)
 	}
-	slices.SortStableFunc(ps, func(a, b Mirror) int { return cmp.Compare(a.Priority, b.Priority) })
+	slices.SortStableFunc(ps, func(a, b layout.Mirror) int { return cmp.Compare(a.Priority, b.Priority) })
 	return ps
 }
 
@@ -113,42 +112,4 @@ func packageURLs(o *Options, name string) []metalink.URL {
 		urls = append(urls, metalink.URL{URL: m.BaseURL + name, Priority: m.Priority, Location: strings.ToLower(m.Location)})
 	}
 	return urls
-}
-
-// ParseMirror reads a --mirror value: URL[,priority=N][,location=CC].
-func ParseMirror(s string) (Mirror, error) {
-	parts := strings.Split(s, ",")
-	u, err := resourcesync.CleanBaseURL(parts[0])
-	if err != nil {
-		return Mirror{}, fmt.Errorf("mirror: %w", err)
-	}
-	m := Mirror{BaseURL: u}
-	for _, p := range parts[1:] {
-		k, v, _ := strings.Cut(p, "=")
-		switch k {
-		case "priority":
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > 999999 {
-				return m, fmt.Errorf("mirror %q: priority must be 1..999999", s)
-			}
-			m.Priority = n
-		case "location":
-			if len(v) != 2 || !isAlpha(v) {
-				return m, fmt.Errorf("mirror %q: location must be a two-letter country code", s)
-			}
-			m.Location = strings.ToLower(v)
-		default:
-			return m, fmt.Errorf("mirror %q: unknown option %q (want priority=N or location=CC)", s, k)
-		}
-	}
-	return m, nil
-}
-
-func isAlpha(s string) bool {
-	for _, c := range s {
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
-			return false
-		}
-	}
-	return true
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/metalink"
 	"github.com/rsdump/rsdump/resourcesync"
 )
@@ -25,7 +26,7 @@ import (
 func TestPackMetalink(t *testing.T) {
 	src := tree(t, map[string]string{"a.bin": string(pseudoRandom(300000)), "b.txt": strings.Repeat("text ", 50000)})
 	o := testOptions()
-	o.Metalink = &MetalinkOptions{PieceLength: 64 << 10, Mirrors: []Mirror{
+	o.Metalink = &MetalinkOptions{PieceLength: 64 << 10, Mirrors: []layout.Mirror{
 		{BaseURL: "http://127.0.0.31/rs", Location: "de"},
 		{BaseURL: "http://127.0.0.12/x/"},
 	}}
@@ -55,7 +56,7 @@ func TestPackMetalink(t *testing.T) {
 	if res.DumpURL != "http://127.0.0.31/rs/" || len(notices) != 1 || !strings.Contains(notices[0], "first mirror, http://127.0.0.31/rs/") {
 		t.Errorf("dump URL %q, notices %q: want the first mirror, said once", res.DumpURL, notices)
 	}
-	if dump := string(readFile(t, filepath.Join(out, DumpName))); strings.Contains(dump, "http://127.0.0.1/rs/resourcedump") {
+	if dump := string(readFile(t, filepath.Join(out, layout.DumpName))); strings.Contains(dump, "http://127.0.0.1/rs/resourcedump") {
 		t.Errorf("resourcedump.xml names a package URL under the base URL:\n%s", dump)
 	}
 }
@@ -68,7 +69,7 @@ func TestPackMetalinkDumpURL(t *testing.T) {
 	src := tree(t, map[string]string{"a.txt": "a"})
 	o := testOptions()
 	o.DumpURL = "http://127.0.0.20/d"
-	o.Metalink = &MetalinkOptions{Mirrors: []Mirror{
+	o.Metalink = &MetalinkOptions{Mirrors: []layout.Mirror{
 		{BaseURL: "http://127.0.0.31/rs"},
 		{BaseURL: "http://127.0.0.20/d/", Location: "fr"},
 		{BaseURL: "http://127.0.0.12/x/", Priority: 7},
@@ -155,7 +156,7 @@ func checkPieces(t *testing.T, ps metalink.Pieces, data []byte) {
 // validates against the ResourceSync schema.
 func checkDumpLinks(t *testing.T, out string, p PackageInfo, dumpURL string, dups []resourcesync.Link) {
 	t.Helper()
-	f, _ := os.Open(filepath.Join(out, DumpName))
+	f, _ := os.Open(filepath.Join(out, layout.DumpName))
 	defer f.Close()
 	_, urls := decodeAll(t, f)
 	u := urls[0]
@@ -177,7 +178,7 @@ func checkDumpLinks(t *testing.T, out string, p PackageInfo, dumpURL string, dup
 	if l, _ := u.Link("describedby"); l.Href != dumpURL+p.Metalink || l.Type != metalink.MediaType {
 		t.Errorf("describedby %+v", l)
 	}
-	xmllint(t, filepath.Join(out, DumpName), urlsetSchema)
+	xmllint(t, filepath.Join(out, layout.DumpName), urlsetSchema)
 }
 
 // TestPackMetalinkPieceLanes: piece hashes stay right when a large

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
@@ -84,7 +85,7 @@ func (m *resourceMode) open(_ context.Context, r *run, key string) (string, stri
 }
 
 func (m *resourceMode) begin(_ context.Context, r *run) error {
-	r.list = newListWriter(r.opts, r.out, resourcesync.CapResourceList, ResourceListName)
+	r.list = newListWriter(r.opts, r.out, resourcesync.CapResourceList, layout.ResourceListName)
 	var err error
 	m.files, err = newRecSpool(r.out.scratch)
 	return err

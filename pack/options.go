@@ -10,6 +10,7 @@ import (
 
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/digest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
@@ -63,7 +64,7 @@ type Options struct {
 	// Channels, when it has a hub, are advertised in the Capability List,
 	// and the run records the documents it creates or changes in
 	// Result.Documents, for package notify to tell of.
-	Channels Channels
+	Channels layout.Channels
 
 	Hashes         []string // manifest hash algorithms; default sha-256
 	Compress       Compression
@@ -134,16 +135,9 @@ type Options struct {
 	partKey string
 }
 
-// Mirror is one place a package is published.
-type Mirror struct {
-	BaseURL  string
-	Priority int    // 1..999999, 0 = none
-	Location string // ISO 3166-1 alpha-2, optional
-}
-
 // MetalinkOptions configure the Metalink written for each package.
 type MetalinkOptions struct {
-	Mirrors     []Mirror
+	Mirrors     []layout.Mirror
 	PieceLength int64 // 0 = chosen from the package size limit
 }
 
@@ -189,9 +183,9 @@ func (o *Options) setDefaults() error {
 		o.DumpURL = o.BaseURL
 	}
 	if o.CapabilityList == "" {
-		o.CapabilityList = o.DumpURL + CapabilityListName
+		o.CapabilityList = o.DumpURL + layout.CapabilityListName
 	}
-	if err := o.Channels.setDefaults(); err != nil {
+	if err := o.Channels.SetDefaults(); err != nil {
 		return err
 	}
 	if o.DescribedBy != "" && !resourcesync.IsURL(o.DescribedBy) {

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rsdump/rsdump/layout"
 )
 
 // TestBaseURLEncoded: a base URL with characters a URL cannot carry raw
@@ -23,14 +25,14 @@ func TestBaseURLEncoded(t *testing.T) {
 	if want := "http://127.0.0.1/my%20files/caf%C3%A9/%22q%22/x%2Fy/a%20b.txt"; urls[0].Loc != want {
 		t.Errorf("bitstream <loc> %s, want %s", urls[0].Loc, want)
 	}
-	f, _ := os.Open(filepath.Join(out, DumpName))
+	f, _ := os.Open(filepath.Join(out, layout.DumpName))
 	defer f.Close()
 	_, pkgs := decodeAll(t, f)
 	if want := "http://127.0.0.1/dl/%C3%BCn%C3%AF/" + res.Packages[0].Name; pkgs[0].Loc != want {
 		t.Errorf("package <loc> %s, want %s", pkgs[0].Loc, want)
 	}
 	xmllint(t, filepath.Join(out, res.Packages[0].Manifest), urlsetSchema)
-	xmllint(t, filepath.Join(out, DumpName), urlsetSchema)
+	xmllint(t, filepath.Join(out, layout.DumpName), urlsetSchema)
 }
 
 // TestBaseURLRefused: a '%' that starts no escape, and a host that is not
@@ -47,7 +49,7 @@ func TestBaseURLRefused(t *testing.T) {
 		{Options{BaseURL: "http://bücher.example/"}, "ASCII (punycode)"},
 		{Options{BaseURL: "http://h/a?"}, "query"},
 		{Options{BaseURL: "http://h/", DumpURL: "http://h/5%"}, "dump URL"},
-		{Options{BaseURL: "http://h/", Metalink: &MetalinkOptions{Mirrors: []Mirror{{BaseURL: "http://m/%g0"}}}}, "mirror"},
+		{Options{BaseURL: "http://h/", Metalink: &MetalinkOptions{Mirrors: []layout.Mirror{{BaseURL: "http://m/%g0"}}}}, "mirror"},
 	}
 	for _, c := range cases {
 		out := filepath.Join(t.TempDir(), "out")
@@ -62,15 +64,15 @@ func TestBaseURLRefused(t *testing.T) {
 			t.Errorf("%+v: output directory created", c.o)
 		}
 	}
-	if _, err := ParseMirror("http://m/50%,priority=2"); err == nil || !strings.Contains(err.Error(), "%25") {
-		t.Errorf("ParseMirror: %v", err)
+	if _, err := layout.ParseMirror("http://m/50%,priority=2"); err == nil || !strings.Contains(err.Error(), "%25") {
+		t.Errorf("layout.ParseMirror: %v", err)
 	}
 }
 
 // TestValidateLeavesOptions: Validate and Pack encode copies of the
 // mirrors; the caller's options are not changed.
 func TestValidateLeavesOptions(t *testing.T) {
-	o := Options{BaseURL: "http://h/", Metalink: &MetalinkOptions{Mirrors: []Mirror{{BaseURL: "http://m/a b"}}}}
+	o := Options{BaseURL: "http://h/", Metalink: &MetalinkOptions{Mirrors: []layout.Mirror{{BaseURL: "http://m/a b"}}}}
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}

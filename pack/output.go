@@ -14,6 +14,7 @@ import (
 
 	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/internal/sink"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/s3"
 )
@@ -134,7 +135,7 @@ func (r *run) ownsPending(name string) bool {
 	if r.kind.shard != "" {
 		return strings.HasPrefix(base, r.kind.prefix+"-")
 	}
-	return IsOutput(name) && !strings.Contains(base, "-shard") || base == StateName
+	return layout.IsOutput(name) && !strings.Contains(base, "-shard") || base == StateName
 }
 
 // noBaseline is the error of a --changes run into an output with no

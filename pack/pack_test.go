@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
@@ -49,13 +50,13 @@ func TestRoundTripAndSchema(t *testing.T) {
 	}
 	checkDump(t, out, res)
 	xmllint(t, filepath.Join(out, "resourcedump-00001.manifest.xml"), urlsetSchema)
-	xmllint(t, filepath.Join(out, DumpName), urlsetSchema)
+	xmllint(t, filepath.Join(out, layout.DumpName), urlsetSchema)
 }
 
 // checkDump checks resourcedump.xml against the packages on disk.
 func checkDump(t *testing.T, out string, res *Result) {
 	t.Helper()
-	f, err := os.Open(filepath.Join(out, DumpName))
+	f, err := os.Open(filepath.Join(out, layout.DumpName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func TestDeterministic(t *testing.T) {
 	src := copyExample(t)
 	_, out1 := mustPack(t, src, testOptions())
 	_, out2 := mustPack(t, src, testOptions())
-	for _, name := range []string{"resourcedump-00001.zip", "resourcedump-00001.manifest.xml", DumpName} {
+	for _, name := range []string{"resourcedump-00001.zip", "resourcedump-00001.manifest.xml", layout.DumpName} {
 		if !bytes.Equal(readFile(t, filepath.Join(out1, name)), readFile(t, filepath.Join(out2, name))) {
 			t.Errorf("%s differs between two packs of the same input", name)
 		}
@@ -211,7 +212,7 @@ func setHook(f func(string)) (restore func()) {
 // dump document under a final name.
 func assertNoFinalOutputs(t *testing.T, out string) {
 	t.Helper()
-	for _, pat := range []string{"*.zip", "*.manifest.xml", DumpName, ".*.tmp"} {
+	for _, pat := range []string{"*.zip", "*.manifest.xml", layout.DumpName, ".*.tmp"} {
 		if m, _ := filepath.Glob(filepath.Join(out, pat)); len(m) > 0 {
 			t.Errorf("failed run left %v", m)
 		}
@@ -299,7 +300,7 @@ func TestPublishFailureStops(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), manifestName(packageName(1))) {
 		t.Fatalf("error %v, want one naming %s", err, manifestName(packageName(1)))
 	}
-	for _, name := range []string{packageName(1), packageName(2), packageName(3), DumpName} {
+	for _, name := range []string{packageName(1), packageName(2), packageName(3), layout.DumpName} {
 		if _, err := os.Stat(filepath.Join(out, name)); err == nil {
 			t.Errorf("%s published after the first package failed", name)
 		}
@@ -322,7 +323,7 @@ func TestFreshRunRemovesOldDump(t *testing.T) {
 	if _, err := Pack(context.Background(), src, out, o); err == nil {
 		t.Fatal("expected the vanishing file to fail the run")
 	}
-	if _, err := os.Stat(filepath.Join(out, DumpName)); err == nil {
+	if _, err := os.Stat(filepath.Join(out, layout.DumpName)); err == nil {
 		t.Error("the old resourcedump.xml survived a failed fresh run")
 	}
 }
@@ -394,7 +395,7 @@ func TestRerunRemovesStaleFiles(t *testing.T) {
 			left = append(left, e.Name())
 		}
 	}
-	want = append([]string{DumpName, "resourcedump-00001.manifest.xml", "resourcedump-00001.zip", "resourcedump-00007.zip", ResourceListName, CapabilityListName}, others...)
+	want = append([]string{layout.DumpName, "resourcedump-00001.manifest.xml", "resourcedump-00001.zip", "resourcedump-00007.zip", layout.ResourceListName, layout.CapabilityListName}, others...)
 	slices.Sort(want)
 	if !slices.Equal(left, want) {
 		t.Errorf("left %q, want %q", left, want)

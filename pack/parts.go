@@ -14,7 +14,6 @@ import (
 
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/claim"
-	"github.com/rsdump/rsdump/internal/plural"
 )
 
 // Claimed parts (Options.Parts): more parts than workers, each worker
@@ -269,7 +268,7 @@ func checkPlan(out *output, pl *partPlan, o *Options, err error) error {
 	case pl.Options != mergeKey(o):
 		return fmt.Errorf("%s: the parts were planned with other options than this worker's: give every worker the same flags, or remove it to plan again", out.Loc(partsName))
 	case o.Parts != pl.Parts:
-		return fmt.Errorf("%s: planned in %s, not %d: give every worker the same --parts, or remove it to plan again", out.Loc(partsName), plural.Count(pl.Parts, "part"), o.Parts)
+		return fmt.Errorf("%s: planned in %s, not %d: give every worker the same --parts, or remove it to plan again", out.Loc(partsName), finding.Plural(pl.Parts, "part"), o.Parts)
 	case !o.At.IsZero() && !o.At.Equal(pl.At):
 		return fmt.Errorf("%s: planned at %s, not at %s: give every worker the same --at", out.Loc(partsName), pl.At.UTC().Format(time.RFC3339Nano), o.At.UTC().Format(time.RFC3339Nano))
 	}
@@ -304,7 +303,7 @@ func makePlan(ctx context.Context, h *claim.Held, out *output, src, outDir strin
 	if at.IsZero() {
 		at = time.Now().UTC().Truncate(time.Millisecond)
 	}
-	o.Events(finding.Note{Msg: fmt.Sprintf("planning %s: walking %s for the files' sizes (nothing is read)", plural.Count(o.Parts, "part"), src)})
+	o.Events(finding.Note{Msg: fmt.Sprintf("planning %s: walking %s for the files' sizes (nothing is read)", finding.Plural(o.Parts, "part"), src)})
 	c := newCutter(o.Parts)
 	w := &walker{ctx: ctx, follow: o.FollowSymlinks, warn: func(string, string) {}, noAbs: true,
 		visit: func(it item) error { c.add(it.rel, it.size); return nil }}
@@ -329,11 +328,11 @@ func makePlan(ctx context.Context, h *claim.Held, out *output, src, outDir strin
 	if err != nil {
 		return nil, err
 	}
-	o.Events(finding.Note{Msg: fmt.Sprintf("planned %s of %s, %s: %s", plural.Count(pl.Parts, "part"), plural.Count(int(pl.Files), "file"), fmtSize(pl.Bytes), out.Loc(partsName))})
+	o.Events(finding.Note{Msg: fmt.Sprintf("planned %s of %s, %s: %s", finding.Plural(pl.Parts, "part"), finding.Plural(pl.Files, "file"), fmtSize(pl.Bytes), out.Loc(partsName))})
 	return pl, h.Done(out.ctx)
 }
 
-func fmtSize(n int64) string { return plural.Count(int(min(n, 1<<62)), "byte") }
+func fmtSize(n int64) string { return finding.Plural(n, "byte") }
 
 // fileCost is what a file counts for in the plan beyond its bytes: the
 // time it costs to open, stat and list a file, as bytes read in that
@@ -459,5 +458,5 @@ func checkParts(ctx context.Context, out *output, pl *partPlan, o *Options) erro
 		list += fmt.Sprintf("; and %d more", len(notDone)-5)
 	}
 	return &ShardError{Shards: pl.Parts, Part: true,
-		Msg: fmt.Sprintf("%s of %d not done: %s; run a worker again to pack what is unclaimed or left", plural.Count(len(notDone), "part"), pl.Parts, list)}
+		Msg: fmt.Sprintf("%s of %d not done: %s; run a worker again to pack what is unclaimed or left", finding.Plural(len(notDone), "part"), pl.Parts, list)}
 }

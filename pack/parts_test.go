@@ -17,6 +17,7 @@ import (
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/claim"
 	"github.com/rsdump/rsdump/internal/sink"
+	"github.com/rsdump/rsdump/layout"
 )
 
 // skewedTree writes files under a few prefixes, one of which ("big")
@@ -102,7 +103,7 @@ func TestPartsPackedOnceAndMerged(t *testing.T) {
 	if _, err := Pack(context.Background(), src, whole, o); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{ResourceListName, StateName} {
+	for _, name := range []string{layout.ResourceListName, StateName} {
 		if !bytes.Equal(readFile(t, filepath.Join(out, name)), readFile(t, filepath.Join(whole, name))) {
 			t.Errorf("%s of the merged parts differs from the unsharded pack's", name)
 		}
@@ -113,7 +114,7 @@ func TestPartsPackedOnceAndMerged(t *testing.T) {
 			t.Errorf("left after the merge: %s", l)
 		}
 	}
-	if !IsOutput("resourcedump-shard3of8-00001.zip") || IsOutput(partsName) || IsOutput(claimsDir+"shard3of8.done") {
+	if !layout.IsOutput("resourcedump-shard3of8-00001.zip") || layout.IsOutput(partsName) || layout.IsOutput(claimsDir+"shard3of8.done") {
 		t.Error("IsOutput and the names of parts")
 	}
 }
@@ -173,7 +174,7 @@ func TestMergeRefusesPartsNotDone(t *testing.T) {
 		!strings.Contains(err.Error(), "part 3 (held by slurm task 2 of 2 (job 77) on ") || !strings.Contains(err.Error(), "part 4 (unclaimed)") {
 		t.Fatalf("merge with parts not done: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(out, DumpName)); err == nil {
+	if _, err := os.Stat(filepath.Join(out, layout.DumpName)); err == nil {
 		t.Fatal("a refused merge wrote the dump document")
 	}
 	// The interrupted worker gave part 2 up: a rerun takes it and 4 and

@@ -3,33 +3,11 @@ package pack
 import (
 	"fmt"
 	"os"
-	"regexp"
 	"strings"
 
 	"github.com/rsdump/rsdump/internal/sink"
+	"github.com/rsdump/rsdump/layout"
 )
-
-// packNames matches the numbered files pack writes in its output
-// directory: packages, their detached manifests and Metalinks, and the
-// parts of an index. A later, smaller run may leave some of these behind.
-// Only regular files count: pack never writes a symlink, so one of these
-// names is someone else's and is left alone.
-var packNames = regexp.MustCompile(`^((resource|change)dump-((shard\d+of\d+-)?\d{5,}\.(zip|manifest\.xml|zip\.meta4)|part\d{5,}\.xml)|(resource|change)list-part\d{5,}\.xml)$`)
-
-// docNames are the documents pack writes under fixed names.
-var docNames = map[string]bool{
-	DumpName: true, ChangeDumpName: true, ResourceListName: true, ChangeListName: true,
-	CapabilityListName: true, SourceDescriptionName: true,
-}
-
-// IsOutput reports whether name, a slash-separated path relative to an
-// output directory, is one pack writes there: packages, manifests,
-// Metalinks, dump documents, lists, the Capability List and the Source
-// Description. It is false for the journal, the state file and temporary
-// files. A server of the directory uses it as its allowlist.
-func IsOutput(name string) bool {
-	return docNames[name] || packNames.MatchString(name)
-}
 
 // prune deals with the files of an earlier run that the new dump no
 // longer names: packages past the new count, Metalinks the run did not
@@ -136,7 +114,7 @@ func (r *run) previous() (func(string) bool, bool) {
 // Dump run those of the Resource Dump, and a shard those of the others.
 func (r *run) ownsName(name string) bool {
 	k := r.dumpKind()
-	return packNames.MatchString(name) && (strings.HasPrefix(name, k.prefix+"-") || k.list != "" && strings.HasPrefix(name, k.list+"-"))
+	return layout.IsNumbered(name) && (strings.HasPrefix(name, k.prefix+"-") || k.list != "" && strings.HasPrefix(name, k.list+"-"))
 }
 
 func (r *run) dumpKind() *dumpKind {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
@@ -120,9 +121,9 @@ func TestChangesCopyListLines(t *testing.T) {
 	base := t.TempDir()
 	packAt(t, src, base, chgOptions(0))
 	head := stateHeadOf(t, base)
-	rl := readFile(t, filepath.Join(base, ResourceListName))
-	if len(head.List) != 1 || head.List[0] != docOf(ResourceListName, rl) {
-		t.Fatalf("the full pack's state names %+v, want %s as written", head.List, ResourceListName)
+	rl := readFile(t, filepath.Join(base, layout.ResourceListName))
+	if len(head.List) != 1 || head.List[0] != docOf(layout.ResourceListName, rl) {
+		t.Fatalf("the full pack's state names %+v, want %s as written", head.List, layout.ResourceListName)
 	}
 	changeReuseTree(t, src)
 
@@ -136,8 +137,8 @@ func TestChangesCopyListLines(t *testing.T) {
 	}
 	sameOutput(t, "copied lines", want, got)
 	head = stateHeadOf(t, got)
-	if rl := readFile(t, filepath.Join(got, ResourceListName)); len(head.List) != 1 || head.List[0] != docOf(ResourceListName, rl) {
-		t.Errorf("the --changes run's state names %+v, want its %s", head.List, ResourceListName)
+	if rl := readFile(t, filepath.Join(got, layout.ResourceListName)); len(head.List) != 1 || head.List[0] != docOf(layout.ResourceListName, rl) {
+		t.Errorf("the --changes run's state names %+v, want its %s", head.List, layout.ResourceListName)
 	}
 
 	// An unchanged file's entry altered (its type, same length): copied
@@ -150,14 +151,14 @@ func TestChangesCopyListLines(t *testing.T) {
 	}
 	for _, trusted := range []bool{true, false} {
 		out := copyDir(t, base)
-		if err := os.WriteFile(filepath.Join(out, ResourceListName), altered, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(out, layout.ResourceListName), altered, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		if trusted {
-			setStateList(t, out, []listDoc{docOf(ResourceListName, altered)})
+			setStateList(t, out, []listDoc{docOf(layout.ResourceListName, altered)})
 		}
 		packAt(t, src, out, chgOptions(1))
-		copied := bytes.Contains(readFile(t, filepath.Join(out, ResourceListName)), []byte("<lastmoD>"))
+		copied := bytes.Contains(readFile(t, filepath.Join(out, layout.ResourceListName)), []byte("<lastmoD>"))
 		if copied != trusted {
 			t.Errorf("state naming the altered list %v: the altered line copied %v", trusted, copied)
 		}
@@ -179,7 +180,7 @@ func TestChangesListAheadOfState(t *testing.T) {
 	want := copyDir(t, base)
 	packAt(t, src, want, chgOptions(1))
 	got := copyDir(t, base)
-	if err := os.WriteFile(filepath.Join(got, ResourceListName), readFile(t, filepath.Join(want, ResourceListName)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(got, layout.ResourceListName), readFile(t, filepath.Join(want, layout.ResourceListName)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	packAt(t, src, got, chgOptions(1))
@@ -203,7 +204,7 @@ func TestChangesStateWithoutList(t *testing.T) {
 	if head := stateHeadOf(t, want); len(head.List) != 1 {
 		t.Errorf("state names %+v, want the list written", head.List)
 	}
-	if !bytes.Contains(readFile(t, filepath.Join(want, ResourceListName)), []byte("d0/new.txt")) {
+	if !bytes.Contains(readFile(t, filepath.Join(want, layout.ResourceListName)), []byte("d0/new.txt")) {
 		t.Error("the Resource List lacks the file created")
 	}
 }
@@ -227,7 +228,7 @@ func TestOldListLines(t *testing.T) {
 		if err := resourcesync.EncodeAll(&buf, h, urls); err != nil {
 			t.Fatal(err)
 		}
-		name := listPartName(ResourceListName, i+1)
+		name := listPartName(layout.ResourceListName, i+1)
 		os.WriteFile(filepath.Join(dir, name), buf.Bytes(), 0o644)
 		docs = append(docs, docOf(name, buf.Bytes()))
 		for _, l := range bytes.SplitAfter(buf.Bytes(), []byte("\n")) {

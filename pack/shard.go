@@ -14,6 +14,7 @@ import (
 
 	"github.com/rsdump/rsdump/internal/claim"
 	"github.com/rsdump/rsdump/internal/sink"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
@@ -242,7 +243,7 @@ func Merge(ctx context.Context, outDir string, opts Options) (*Result, error) {
 	}
 	m := &mergeMode{ctx: ctx, shards: shards, completed: shards[0].completed, plan: pl}
 	r := &run{opts: &o, dir: outDir, out: out, kind: resourceDump, pinned: true, end: m, events: serialize(o.Events)}
-	r.at, r.list = shards[0].at, newListWriter(&o, out, resourcesync.CapResourceList, ResourceListName)
+	r.at, r.list = shards[0].at, newListWriter(&o, out, resourcesync.CapResourceList, layout.ResourceListName)
 	defer r.list.abort()
 	for _, s := range shards {
 		if s.at.Before(r.at) {

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rsdump/rsdump/layout"
 )
 
 func TestShardOfIsDisjointAndCovers(t *testing.T) {
@@ -27,7 +29,7 @@ func TestShardOfIsDisjointAndCovers(t *testing.T) {
 			t.Errorf("shard %d got %d of 3000 paths", k, counts[k])
 		}
 	}
-	if shardTag(2, 12) != "shard02of12" || !IsOutput("resourcedump-shard02of12-00001.zip") || IsOutput(shardJournalName(2, 12)) {
+	if shardTag(2, 12) != "shard02of12" || !layout.IsOutput("resourcedump-shard02of12-00001.zip") || layout.IsOutput(shardJournalName(2, 12)) {
 		t.Error("shard names")
 	}
 }
@@ -60,7 +62,7 @@ func TestMergeRefusesOverlap(t *testing.T) {
 	if !errors.As(err, &se) || se.Shard != 2 || !strings.Contains(err.Error(), "belongs to shard 1") && !strings.Contains(err.Error(), "overlap") {
 		t.Fatalf("merge of overlapping shards: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(out, DumpName)); err == nil {
+	if _, err := os.Stat(filepath.Join(out, layout.DumpName)); err == nil {
 		t.Fatal("a refused merge wrote the dump document")
 	}
 }
@@ -135,7 +137,7 @@ func TestShardJournalIsItsRecord(t *testing.T) {
 	if !errors.As(err, &se) || se.Shard != 1 || !strings.Contains(err.Error(), "has not completed") || !strings.Contains(err.Error(), path) {
 		t.Fatalf("merge with shard 1's completion line cut: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(out, DumpName)); err == nil {
+	if _, err := os.Stat(filepath.Join(out, layout.DumpName)); err == nil {
 		t.Fatal("a refused merge wrote the dump document")
 	}
 	o.Shard, o.Shards = 1, 2

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
@@ -103,7 +104,7 @@ func TestDumpIndexOver50000Packages(t *testing.T) {
 	if err := writeDump(&o, dirOutput(t, dir), resourceDump, resourcesync.MD{At: fixedTime, Completed: fixedTime}, dumpEntries(&o, pkgs)); err != nil {
 		t.Fatal(err)
 	}
-	f, _ := os.Open(filepath.Join(dir, DumpName))
+	f, _ := os.Open(filepath.Join(dir, layout.DumpName))
 	defer f.Close()
 	h, parts := decodeAll(t, f)
 	if h.Kind != resourcesync.SitemapIndex || len(parts) != 2 {
@@ -112,10 +113,10 @@ func TestDumpIndexOver50000Packages(t *testing.T) {
 	f2, _ := os.Open(filepath.Join(dir, dumpPartName(2)))
 	defer f2.Close()
 	h2, urls := decodeAll(t, f2)
-	if l, ok := h2.Link("index"); !ok || l.Href != "http://127.0.0.1/rs/"+DumpName || len(urls) != 1 {
+	if l, ok := h2.Link("index"); !ok || l.Href != "http://127.0.0.1/rs/"+layout.DumpName || len(urls) != 1 {
 		t.Errorf("second part: index link %+v, %d entries", l, len(urls))
 	}
-	xmllint(t, filepath.Join(dir, DumpName), sitemapIndexSchema)
+	xmllint(t, filepath.Join(dir, layout.DumpName), sitemapIndexSchema)
 }
 
 // TestResume interrupts a pack after its first package and runs it again:
@@ -143,7 +144,7 @@ func TestResume(t *testing.T) {
 	if _, err := Pack(ctx, src, out, o); err == nil {
 		t.Fatal("interrupted Pack returned no error")
 	}
-	if _, err := os.Stat(filepath.Join(out, DumpName)); err == nil {
+	if _, err := os.Stat(filepath.Join(out, layout.DumpName)); err == nil {
 		t.Fatal("interrupted run wrote the dump document")
 	}
 	first, _ := os.Stat(filepath.Join(out, packageName(1)))
@@ -161,7 +162,7 @@ func TestResume(t *testing.T) {
 	if !os.SameFile(first, again) {
 		t.Error("the first package was rewritten")
 	}
-	for _, name := range []string{packageName(1), packageName(2), packageName(3), packageName(10), DumpName, ResourceListName, CapabilityListName} {
+	for _, name := range []string{packageName(1), packageName(2), packageName(3), packageName(10), layout.DumpName, layout.ResourceListName, layout.CapabilityListName} {
 		if string(readFile(t, filepath.Join(out, name))) != string(readFile(t, filepath.Join(want, name))) {
 			t.Errorf("%s differs from an uninterrupted run", name)
 		}

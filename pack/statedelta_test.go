@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/layout"
 )
 
 // deltaTree is a source of 40 files in 4 directories, packed whole at
@@ -330,7 +331,7 @@ func TestStateDeltaWalkRuns(t *testing.T) {
 // the kept files the lines of others.
 func TestStateDeltaListNotFollowed(t *testing.T) {
 	src, out := deltaTree(t)
-	rl := readFile(t, filepath.Join(out, ResourceListName))
+	rl := readFile(t, filepath.Join(out, layout.ResourceListName))
 	lines := bytes.SplitAfter(rl, []byte("\n"))
 	i, j := -1, -1
 	for k, l := range lines {
@@ -346,10 +347,10 @@ func TestStateDeltaListNotFollowed(t *testing.T) {
 	}
 	lines[i], lines[j] = lines[j], lines[i]
 	swapped := bytes.Join(lines, nil)
-	if err := os.WriteFile(filepath.Join(out, ResourceListName), swapped, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(out, layout.ResourceListName), swapped, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	setStateList(t, out, []listDoc{docOf(ResourceListName, swapped)})
+	setStateList(t, out, []listDoc{docOf(layout.ResourceListName, swapped)})
 	changeDeltaTree(t, src, 1) // d2/f06.txt deleted
 	_, err := Pack(context.Background(), src, out, chgOptions(1))
 	if err == nil || !strings.Contains(err.Error(), "has not the entry of d2/f06.txt") {

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/resourcesync"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // seeds are the packages of the broken corpus and the intact one. The

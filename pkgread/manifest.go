@@ -37,7 +37,7 @@ func (p *Package) decodeManifest(wantCap string, dec *Decoded) error {
 	if dec != nil && p.Header.Kind == resourcesync.URLSet {
 		// A spool of other bytes, damaged or missing is not an error: the
 		// bytes are decoded, and the spool only saves time.
-		if r, err := entryspool.Open(dec.Spool, sha256.Sum256(p.Manifest)); err == nil {
+		if r, err := entryspool.Open[resourcesync.URL](dec.Spool, sha256.Sum256(p.Manifest)); err == nil {
 			defer r.Close()
 			next = r.Next
 		}

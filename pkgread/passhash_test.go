@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/pkgread"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // swapReader serves before until the first read at offset 0 (the first

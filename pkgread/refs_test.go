@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/s3"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // LoadDump reads a package and its detached manifest where

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/replica"
 	"github.com/rsdump/rsdump/resourcesync"
@@ -47,7 +48,7 @@ func TestDiscoveryRoutes(t *testing.T) {
 		{"capability list", cl, []string{"given"}, []string{"resourcedump", "resourcelist"}},
 		{"html link", s.srv.URL + "/page.html", []string{"given", "html link"}, []string{"resourcedump", "resourcelist"}},
 		{"http link header", s.srv.URL + "/linked", []string{"given", "link header"}, []string{"resourcedump", "resourcelist"}},
-		{"dump document", s.srv.URL + "/" + pack.DumpName, []string{"given"}, []string{"resourcedump"}},
+		{"dump document", s.srv.URL + "/" + layout.DumpName, []string{"given"}, []string{"resourcedump"}},
 		{"resource list", s.srv.URL + "/resourcelist.xml", []string{"given"}, []string{"resourcelist"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -84,7 +85,7 @@ func TestDiscoveryUp(t *testing.T) {
 	s.publishResources()
 	// pack links the Capability List when told where it will be.
 	s.packDump(pack.Options{CapabilityList: s.srv.URL + "/capabilitylist.xml"})
-	src, err := replica.Discover(context.Background(), nil, s.srv.URL+"/"+pack.DumpName)
+	src, err := replica.Discover(context.Background(), nil, s.srv.URL+"/"+layout.DumpName)
 	if err != nil {
 		t.Fatal(err)
 	}

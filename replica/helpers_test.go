@@ -15,10 +15,11 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/replica"
 	"github.com/rsdump/rsdump/resourcesync"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // source is a Source published on a loopback server: the pack output at
@@ -66,7 +67,7 @@ func (s *source) packDump(o pack.Options) {
 	if _, err := pack.Pack(context.Background(), tree, s.out, o); err != nil {
 		t.Fatal(err)
 	}
-	s.caps[resourcesync.CapResourceDump] = "/" + pack.DumpName
+	s.caps[resourcesync.CapResourceDump] = "/" + layout.DumpName
 	s.publish()
 }
 

@@ -12,10 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/replica"
 	"github.com/rsdump/rsdump/resourcesync"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // TestSyncFollowsIndexes: a Source runs pack --changes many times; a
@@ -35,7 +36,7 @@ func TestSyncFollowsIndexes(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.Handle("/res/", http.StripPrefix("/res/", http.FileServer(http.Dir(src))))
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if hideDump && r.URL.Path == "/"+pack.ChangeDumpName {
+		if hideDump && r.URL.Path == "/"+layout.ChangeDumpName {
 			http.NotFound(w, r)
 			return
 		}
@@ -89,12 +90,12 @@ func TestSyncFollowsIndexes(t *testing.T) {
 
 	// The Capability List names the two indexes, each naming a document
 	// per run, in time order.
-	_, caps := verifytest.ReadDoc(t, filepath.Join(out, pack.CapabilityListName))
+	_, caps := verifytest.ReadDoc(t, filepath.Join(out, layout.CapabilityListName))
 	named := map[string]string{}
 	for _, c := range caps {
 		named[c.MD.Capability] = c.Loc
 	}
-	for _, c := range []struct{ capability, name string }{{resourcesync.CapChangeList, pack.ChangeListName}, {resourcesync.CapChangeDump, pack.ChangeDumpName}} {
+	for _, c := range []struct{ capability, name string }{{resourcesync.CapChangeList, layout.ChangeListName}, {resourcesync.CapChangeDump, layout.ChangeDumpName}} {
 		if named[c.capability] != srv.URL+"/"+c.name {
 			t.Errorf("the Capability List names %q for %s, want %s", named[c.capability], c.capability, c.name)
 		}
@@ -110,7 +111,7 @@ func TestSyncFollowsIndexes(t *testing.T) {
 	}
 
 	res, fs, _ := syncRun(t, "", dumps, replica.Options{})
-	if res.Problems() != 0 || len(res.Steps) != 1 || res.Steps[0].Doc != srv.URL+"/"+pack.ChangeDumpName || res.Packages != runs || !res.Until.Equal(last) {
+	if res.Problems() != 0 || len(res.Steps) != 1 || res.Steps[0].Doc != srv.URL+"/"+layout.ChangeDumpName || res.Packages != runs || !res.Until.Equal(last) {
 		t.Fatalf("%d runs behind, from the Change Dump Index: %+v (steps %+v)\n%s", runs, res, res.Steps, problems(fs))
 	}
 	sameTree(t, dumps, tree)
@@ -131,7 +132,7 @@ func TestSyncFollowsIndexes(t *testing.T) {
 
 	hideDump = true
 	res, fs, _ = syncRun(t, "", lists, replica.Options{})
-	if res.Problems() != 0 || len(res.Steps) != 1 || res.Steps[0].Doc != srv.URL+"/"+pack.ChangeListName || !res.Until.Equal(last) {
+	if res.Problems() != 0 || len(res.Steps) != 1 || res.Steps[0].Doc != srv.URL+"/"+layout.ChangeListName || !res.Until.Equal(last) {
 		t.Fatalf("%d runs behind, from the Change List Index: %+v (steps %+v)\n%s", runs, res, res.Steps, problems(fs))
 	}
 	sameTree(t, lists, tree)

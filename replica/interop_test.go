@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/internal/sharedtest"
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/replica"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // TestSyncFromResyncSource: rsdump sync against a Source that resync-build

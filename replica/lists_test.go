@@ -19,11 +19,10 @@ import (
 	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/httpc/httpctest"
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/replica"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/transfer"
-	"github.com/rsdump/rsdump/verify"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // TestFailedResourceLeavesNoDirectory: a resource that 404s, or whose
@@ -63,7 +62,7 @@ func dirsUnder(t *testing.T, dir string) []string {
 		rel, _ := filepath.Rel(dir, p)
 		switch {
 		case !d.IsDir() || rel == ".":
-		case rel == verify.StateDir:
+		case rel == deststate.DirName:
 			return filepath.SkipDir
 		default:
 			out = append(out, filepath.ToSlash(rel))

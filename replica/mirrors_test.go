@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/replica"
 	"github.com/rsdump/rsdump/transfer"
@@ -68,7 +69,7 @@ func TestMirrorsCorruptAndDying(t *testing.T) {
 	bad := newFaulty(t, s.out, true, 0)
 	dying := newFaulty(t, s.out, false, 300<<10)
 	s.packDump(pack.Options{MaxPackageSize: 600 << 10, Compress: pack.Store,
-		Metalink: &pack.MetalinkOptions{PieceLength: 32 << 10, Mirrors: []pack.Mirror{
+		Metalink: &pack.MetalinkOptions{PieceLength: 32 << 10, Mirrors: []layout.Mirror{
 			{BaseURL: s.srv.URL + "/"}, {BaseURL: bad.srv.URL + "/"}, {BaseURL: dying.srv.URL + "/"}}}})
 	dst := t.TempDir()
 	res, fs, _ := syncRun(t, s.srv.URL+"/", dst, replica.Options{Transfer: transfer.Options{PerMirror: 2, Connections: 6}})

@@ -12,10 +12,11 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/internal/sharedtest"
+	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/replica"
 	"github.com/rsdump/rsdump/serve"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // servePair starts two loopback servers whose handlers are set later,
@@ -53,7 +54,7 @@ func TestSyncFromServeMirrors(t *testing.T) {
 	src := verifytest.Tree(t, tree)
 	out := t.TempDir()
 	base, dumpA, dumpB := a.URL+"/res/", a.URL+"/dump/", b.URL+"/dump/"
-	mirrors := []pack.Mirror{{BaseURL: dumpA, Priority: 1}, {BaseURL: dumpB, Priority: 1}}
+	mirrors := []layout.Mirror{{BaseURL: dumpA, Priority: 1}, {BaseURL: dumpB, Priority: 1}}
 	o := pack.Options{BaseURL: base, DumpURL: dumpA, SourceDescription: true, MaxPackageSize: 400 << 10, Compress: pack.Store,
 		Metalink: &pack.MetalinkOptions{Mirrors: mirrors, PieceLength: 64 << 10}, At: verifytest.Time.Add(time.Hour)}
 	if _, err := pack.Pack(context.Background(), src, out, o); err != nil {
@@ -79,7 +80,7 @@ func TestSyncFromServeMirrors(t *testing.T) {
 	if res.Problems() != 0 || res.Written != len(tree) || res.Audit == nil || res.Audit.Problems() != 0 {
 		t.Fatalf("%+v\n%s", res, problems(fs))
 	}
-	if res.BaseURL != base || res.Source.Docs["resourcedump"] != dumpA+pack.DumpName {
+	if res.BaseURL != base || res.Source.Docs["resourcedump"] != dumpA+layout.DumpName {
 		t.Errorf("base %s, documents %v", res.BaseURL, res.Source.Docs)
 	}
 	sameTree(t, dst, tree)
@@ -94,7 +95,7 @@ func TestSyncFromServeMirrors(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	rdst, work := t.TempDir(), t.TempDir()
-	outp, err := rs.Run(ctx, work, "resync-sync", "--baseline", "--sitemap", dumpA+pack.ResourceListName, base+"="+rdst)
+	outp, err := rs.Run(ctx, work, "resync-sync", "--baseline", "--sitemap", dumpA+layout.ResourceListName, base+"="+rdst)
 	if err != nil {
 		t.Fatalf("resync-sync --baseline: %v\n%s", err, outp)
 	}
@@ -124,24 +125,24 @@ func TestSyncFromServeMirrors(t *testing.T) {
 	// The Change Dump is listed but not served: rsdump sync then applies
 	// the Change List, as resync does.
 	set(0, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/dump/"+pack.ChangeDumpName {
+		if r.URL.Path == "/dump/"+layout.ChangeDumpName {
 			http.NotFound(w, r)
 			return
 		}
 		ha.ServeHTTP(w, r)
 	}))
 	res, fs, _ = syncRun(t, "", dst, replica.Options{})
-	if res.Problems() != 0 || res.Written != 2 || res.Deleted != 1 || res.Steps[0].Doc != dumpA+pack.ChangeListName {
+	if res.Problems() != 0 || res.Written != 2 || res.Deleted != 1 || res.Steps[0].Doc != dumpA+layout.ChangeListName {
 		t.Fatalf("incremental: %+v\n%s", res, problems(fs))
 	}
 	sameTree(t, dst, tree)
 	// resync reads a Change List, not the Change List Index changelist.xml
 	// is: it is given the one Change List the index names.
-	_, lists := verifytest.ReadDoc(t, filepath.Join(out, pack.ChangeListName))
+	_, lists := verifytest.ReadDoc(t, filepath.Join(out, layout.ChangeListName))
 	if len(lists) != 1 {
 		t.Fatalf("changelist.xml names %d Change Lists, want 1", len(lists))
 	}
-	outp, err = rs.Run(ctx, work, "resync-sync", "--incremental", "--delete", "--sitemap", dumpA+pack.ResourceListName,
+	outp, err = rs.Run(ctx, work, "resync-sync", "--incremental", "--delete", "--sitemap", dumpA+layout.ResourceListName,
 		"--changelist-uri", lists[0].Loc, base+"="+rdst)
 	if err != nil || strings.Contains(outp, "FatalError") {
 		t.Fatalf("resync-sync --incremental: %v\n%s", err, outp)

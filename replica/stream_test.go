@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/metalink"
 
 	"github.com/rsdump/rsdump/deststate"
@@ -267,7 +268,7 @@ func TestSyncHeldPackageWithDirectories(t *testing.T) {
 	}
 	repacked := buf.Bytes()
 	write(t, pkgs[0], repacked)
-	doc := filepath.Join(s.out, pack.DumpName)
+	doc := filepath.Join(s.out, layout.DumpName)
 	d, err := os.ReadFile(doc)
 	if err != nil {
 		t.Fatal(err)

@@ -18,11 +18,11 @@ import (
 	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/httpc"
-	"github.com/rsdump/rsdump/internal/plural"
 	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/s3"
 	"github.com/rsdump/rsdump/transfer"
+	"github.com/rsdump/rsdump/transfer/pkgfetch"
 	"github.com/rsdump/rsdump/unpack"
 	"github.com/rsdump/rsdump/verify"
 )
@@ -248,7 +248,7 @@ func (s *syncer) repair(ctx context.Context) error {
 	s.res.Repair = r
 	if r.Damaged > 0 {
 		s.note("checked %s against what rsdump wrote: %s damaged or missing, %d repaired (%s fetched)",
-			plural.Count(r.Checked, "file"), plural.Count(r.Damaged, "file"), r.Repaired, plural.Count(r.Fetched, "byte"))
+			finding.Plural(r.Checked, "file"), finding.Plural(r.Damaged, "file"), r.Repaired, finding.Plural(r.Fetched, "byte"))
 	}
 	s.add(&r.Result)
 	return nil
@@ -404,7 +404,7 @@ func (s *syncer) apply(ctx context.Context, kind, doc, why string, list bool) er
 }
 
 func (s *syncer) unpackOptions() (unpack.Options, error) {
-	m, err := verify.NewMapper(verify.ByURI, s.base)
+	m, err := deststate.NewMapper(deststate.ByURI, s.base)
 	if err != nil {
 		return unpack.Options{}, err
 	}
@@ -474,11 +474,12 @@ func (s *syncer) audit(ctx context.Context) error {
 		return fmt.Errorf("--audit: the Source has no Resource List or Resource Dump to audit against")
 	}
 	s.note("audit: %s against %s", s.dir, against)
-	m, err := verify.NewMapper(verify.ByURI, s.base)
+	m, err := deststate.NewMapper(deststate.ByURI, s.base)
 	if err != nil {
 		return err
 	}
-	sum, err := verify.Audit(ctx, s.dir, against, m, verify.Options{Client: s.opts.Client, Events: s.opts.Events, Jobs: s.opts.Jobs, AllowExtras: true})
+	sum, err := verify.Audit(ctx, s.dir, against, m, verify.Options{Client: s.opts.Client, Packages: &pkgfetch.Remote{Transfer: s.opts.Transfer, Client: s.opts.Client},
+		Events: s.opts.Events, Jobs: s.opts.Jobs, AllowExtras: true})
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/entryspool"
 	"github.com/rsdump/rsdump/internal/extsort"
-	"github.com/rsdump/rsdump/internal/plural"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/trs"
 	"github.com/rsdump/rsdump/unpack"
@@ -95,7 +94,7 @@ func (s *syncer) runTRS(ctx context.Context) error {
 		return nil
 	}
 	return s.applyEvents(ctx, dir, evs, nil, point, "incremental", set.URL, func(events, _ int) string {
-		return fmt.Sprintf("%s after event %d", plural.Count(events, "event"), point.Order)
+		return fmt.Sprintf("%s after event %d", finding.Plural(events, "event"), point.Order)
 	})
 }
 
@@ -165,7 +164,7 @@ func (s *syncer) rebase(ctx context.Context, c *trs.Client, set *trs.Set, why st
 	if err != nil {
 		return err
 	}
-	r, err := s.applyTRSList(ctx, "baseline", doc, set.Base, fmt.Sprintf("%s, %s", why, plural.Count(n, "member")))
+	r, err := s.applyTRSList(ctx, "baseline", doc, set.Base, fmt.Sprintf("%s, %s", why, finding.Plural(n, "member")))
 	if err != nil {
 		return err
 	}
@@ -175,7 +174,7 @@ func (s *syncer) rebase(ctx context.Context, c *trs.Client, set *trs.Set, why st
 	at := &deststate.TRSPoint{Event: cutoff, Order: orderOf(set, cutoff)}
 	gone := func(add func(resourcesync.URL) error) (int, error) { return s.notInBase(ctx, dir, members, add) }
 	return s.applyEvents(ctx, dir, evs, gone, at, "incremental", set.URL, func(events, gone int) string {
-		return fmt.Sprintf("%s after the cutoff event, %s no longer in the Base", plural.Count(events, "event"), plural.Count(gone, "file"))
+		return fmt.Sprintf("%s after the cutoff event, %s no longer in the Base", finding.Plural(events, "event"), finding.Plural(gone, "file"))
 	})
 }
 
@@ -434,7 +433,7 @@ func changeOf(eventType string) string {
 // gives no more (the members are then fetched unchecked, said in a
 // note); one that names what it may not is an error.
 func (s *syncer) memberEntries(ctx context.Context, dir string) (*extsort.Sorter[resourcesync.URL], error) {
-	known := extsort.New(dir, ".rsdump-trs-entries-*.tmp", trsEntryRun, func(a, b *resourcesync.URL) int { return strings.Compare(a.Loc, b.Loc) }, entryspool.Codec)
+	known := extsort.New(dir, ".rsdump-trs-entries-*.tmp", trsEntryRun, func(a, b *resourcesync.URL) int { return strings.Compare(a.Loc, b.Loc) }, entryspool.Codec[resourcesync.URL]())
 	lists, _, err := s.sourceDocs(ctx)
 	ld := s.loader()
 	var fail error // of the sort, not of the lists

@@ -16,11 +16,11 @@ import (
 
 	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/replica"
 	"github.com/rsdump/rsdump/serve"
 	"github.com/rsdump/rsdump/trs"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // TestSyncFromTRS syncs three trees from one Source across four pack

@@ -15,10 +15,11 @@ import (
 	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/httpc/httpctest"
+	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/replica"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // packed is a Source as rsdump pack makes one: a tree packed into a
@@ -77,7 +78,7 @@ func (p *packed) write(files map[string]string) {
 }
 
 // capabilities is the URL of the Source's Capability List.
-func (p *packed) capabilities() string { return p.srv.URL + "/" + pack.CapabilityListName }
+func (p *packed) capabilities() string { return p.srv.URL + "/" + layout.CapabilityListName }
 
 // TestDryRunPlansWholeChain: a dry run into a new directory plans the
 // baseline and every Change Dump package after it from documents and
@@ -184,7 +185,7 @@ func TestWrongGuessNotRecorded(t *testing.T) {
 func TestDryRunWithoutDetachedManifests(t *testing.T) {
 	p := newPacked(t, randomFiles(30, 20000))
 	p.pack(false, pack.Options{Compress: pack.Store, MaxPackageSize: 250000})
-	doc := filepath.Join(p.out, pack.DumpName)
+	doc := filepath.Join(p.out, layout.DumpName)
 	h, urls := verifytest.ReadDoc(t, doc)
 	var total int64
 	for i := range urls {

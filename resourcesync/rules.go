@@ -94,7 +94,7 @@ func (r *checker) checkRepresentation(elem string, length *int64, hash string) {
 }
 
 // checkHash checks the syntax of §7: whitespace-separated alg:hex tokens.
-// Hex must be lowercase, as DESIGN.md requires for what rsdump compares.
+// Hex must be lowercase: rsdump compares hex as strings (docs/formats.md).
 func (r *checker) checkHash(elem, hash string) {
 	tokens := strings.Fields(hash)
 	if len(tokens) == 0 {

@@ -38,8 +38,8 @@ func schemaURL(t *testing.T) URL {
 	return u
 }
 
-// The drivers of ResourceSync 1.1 (../shared/schemas/README.md): the 0.9.1
-// schema lacks the datetime every change carries.
+// The schema drivers of ResourceSync 1.1 (ANSI/NISO Z39.99-2017), in the
+// shared schemas: the 0.9.1 schema lacks the datetime every change carries.
 const (
 	urlsetSchema       = "rs-urlset-1.1.xsd"
 	sitemapIndexSchema = "rs-sitemapindex-1.1.xsd"

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/serve"
 )
@@ -38,7 +39,7 @@ func TestAria2ThroughServe(t *testing.T) {
 	os.WriteFile(filepath.Join(src, "big.bin"), data, 0o644)
 	dir := t.TempDir()
 	o := pack.Options{BaseURL: "http://127.0.0.1:9/res/", DumpURL: a + "/dump/", Compress: pack.Store,
-		Metalink: &pack.MetalinkOptions{PieceLength: 256 << 10, Mirrors: []pack.Mirror{{BaseURL: b + "/dump/", Priority: 1}}}}
+		Metalink: &pack.MetalinkOptions{PieceLength: 256 << 10, Mirrors: []layout.Mirror{{BaseURL: b + "/dump/", Priority: 1}}}}
 	res, err := pack.Pack(context.Background(), src, dir, o)
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +51,7 @@ func TestAria2ThroughServe(t *testing.T) {
 		url    string
 		mirror string
 	}{{tsA, a, b}, {tsB, b, a}} {
-		h, err := serve.New(dir, serve.Options{DumpURL: s.url + "/dump/", Mirrors: []pack.Mirror{{BaseURL: s.mirror + "/dump/"}}, Log: func(r serve.Request) {
+		h, err := serve.New(dir, serve.Options{DumpURL: s.url + "/dump/", Mirrors: []layout.Mirror{{BaseURL: s.mirror + "/dump/"}}, Log: func(r serve.Request) {
 			if strings.HasSuffix(r.Path, ".zip") && r.Status == 206 {
 				mu.Lock()
 				ranged[s.url]++

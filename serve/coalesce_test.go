@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/serve"
 )
 
@@ -82,7 +82,7 @@ func serveCounted(tb testing.TB, h http.Handler, coalesce bool) (string, *counti
 func smallTree(tb testing.TB, n, size int) *tree {
 	tb.Helper()
 	src, dir := tb.TempDir(), tb.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, pack.CapabilityListName), []byte("<urlset/>"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, layout.CapabilityListName), []byte("<urlset/>"), 0o644); err != nil {
 		tb.Fatal(err)
 	}
 	var names []string
@@ -194,7 +194,7 @@ func TestCoalescesPipelinedResponses(t *testing.T) {
 				if resp.StatusCode != http.StatusOK || !bytes.Equal(b, data[names[i]]) {
 					t.Fatalf("coalesce %v: %s: status %d, %d bytes", co, r.path, resp.StatusCode, len(b))
 				}
-				if !strings.Contains(resp.Header.Get("Link"), pack.CapabilityListName) {
+				if !strings.Contains(resp.Header.Get("Link"), layout.CapabilityListName) {
 					t.Fatalf("coalesce %v: %s: Link %q", co, r.path, resp.Header.Get("Link"))
 				}
 			}

@@ -9,13 +9,13 @@ import (
 	"sync"
 
 	"github.com/rsdump/rsdump/internal/digest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/metalink"
-	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
 // dumpDocs are the documents whose packages get a Digest header.
-var dumpDocs = [...]string{pack.DumpName, pack.ChangeDumpName}
+var dumpDocs = [...]string{layout.DumpName, layout.ChangeDumpName}
 
 // digests knows each package's SHA-256 and length from the dump documents
 // in the directory, else from the package's .meta4: the hash pack computed
@@ -155,7 +155,7 @@ func (d *digests) load() map[string]pkgSum {
 
 // open opens a document of the directory; only pack's outputs.
 func (d *digests) open(_ context.Context, loc string) (io.ReadCloser, error) {
-	if !pack.IsOutput(loc) {
+	if !layout.IsOutput(loc) {
 		return nil, os.ErrNotExist
 	}
 	f, _, err := open(d.dir, loc, false, nil)

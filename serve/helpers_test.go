@@ -14,9 +14,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/serve"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // site is a serve handler over a packed directory, on a loopback
@@ -58,9 +59,9 @@ func packTree(t *testing.T, files map[string]string, base string, mirrors ...str
 	t.Helper()
 	src = verifytest.Tree(t, files)
 	dir = t.TempDir()
-	ml := &pack.MetalinkOptions{Mirrors: []pack.Mirror{{BaseURL: base + "/dump/"}}}
+	ml := &pack.MetalinkOptions{Mirrors: []layout.Mirror{{BaseURL: base + "/dump/"}}}
 	for _, m := range mirrors {
-		ml.Mirrors = append(ml.Mirrors, pack.Mirror{BaseURL: m})
+		ml.Mirrors = append(ml.Mirrors, layout.Mirror{BaseURL: m})
 	}
 	opts := pack.Options{BaseURL: base + "/res/", DumpURL: base + "/dump/", MaxPackageSize: 64 << 10, Metalink: ml, At: verifytest.Time}
 	if _, err := pack.Pack(context.Background(), src, dir, opts); err != nil {

@@ -4,7 +4,7 @@ import (
 	"html/template"
 	"net/http"
 
-	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/layout"
 )
 
 // indexPage is what the directory's own URL answers: a page a person can
@@ -24,7 +24,7 @@ var indexPage = template.Must(template.New("index").Parse(`<!DOCTYPE html>
 
 // indexDocs are the documents the page links to, when present.
 var indexDocs = []string{
-	pack.CapabilityListName, pack.ResourceListName, pack.DumpName, pack.ChangeListName, pack.ChangeDumpName,
+	layout.CapabilityListName, layout.ResourceListName, layout.DumpName, layout.ChangeListName, layout.ChangeDumpName,
 }
 
 func (h *handler) serveIndex(w http.ResponseWriter, r *http.Request) {
@@ -37,8 +37,8 @@ func (h *handler) serveIndex(w http.ResponseWriter, r *http.Request) {
 			page.Docs = append(page.Docs, name)
 		}
 	}
-	if isFile(h.dir, pack.CapabilityListName) {
-		page.CapabilityList = h.selfURL(r) + pack.CapabilityListName
+	if isFile(h.dir, layout.CapabilityListName) {
+		page.CapabilityList = h.selfURL(r) + layout.CapabilityListName
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	if l := h.capabilityLink(r); l != "" {

@@ -9,9 +9,9 @@ import (
 	"path"
 	"time"
 
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/metalink"
 	"github.com/rsdump/rsdump/metalink/httpheader"
-	"github.com/rsdump/rsdump/pack"
 )
 
 // Media types of pack's outputs. Sitemaps go out as application/xml, the
@@ -105,14 +105,14 @@ func fileETag(size, mtime int64) string {
 // capabilityLink is the HTTP Link discovery of §6.3.3 for a resource: the
 // Capability List that covers it, when the directory has one.
 func (h *handler) capabilityLink(r *http.Request) string {
-	if !isFile(h.dir, pack.CapabilityListName) {
+	if !isFile(h.dir, layout.CapabilityListName) {
 		return ""
 	}
 	return h.linkCapabilityList(r)
 }
 
 func (h *handler) linkCapabilityList(r *http.Request) string {
-	return httpheader.Link{URL: h.selfURL(r) + pack.CapabilityListName, Rel: []string{"resourcesync"}}.String()
+	return httpheader.Link{URL: h.selfURL(r) + layout.CapabilityListName, Rel: []string{"resourcesync"}}.String()
 }
 
 // capabilityRecheck is how long resourceLink trusts what it found of the
@@ -143,7 +143,7 @@ func (h *handler) resourceLink(r *http.Request) string {
 	now := time.Now()
 	s := h.seen.Load()
 	if s == nil || !now.Before(s.until) {
-		s = &seenLink{until: now.Add(capabilityRecheck), present: isFile(h.dir, pack.CapabilityListName)}
+		s = &seenLink{until: now.Add(capabilityRecheck), present: isFile(h.dir, layout.CapabilityListName)}
 		h.seen.Store(s)
 	}
 	if !s.present {

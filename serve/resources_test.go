@@ -12,11 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/metalink/httpheader"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/serve"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // With Resources, every file of the tree is served at its <loc>, and
@@ -291,11 +292,11 @@ func TestResourceLinkFollowsTheList(t *testing.T) {
 		return resp.Header.Get("Link")
 	}
 	for _, host := range []string{"a.example", "b.example", "a.example"} {
-		if l, want := link(host), "<http://"+host+"/res/"+pack.CapabilityListName+">"; !strings.HasPrefix(l, want) {
+		if l, want := link(host), "<http://"+host+"/res/"+layout.CapabilityListName+">"; !strings.HasPrefix(l, want) {
 			t.Errorf("on %s: Link %q, want %s", host, l, want)
 		}
 	}
-	list := filepath.Join(tr.dir, pack.CapabilityListName)
+	list := filepath.Join(tr.dir, layout.CapabilityListName)
 	within := func(what string, gone bool) {
 		t.Helper()
 		deadline := time.Now().Add(5 * time.Second)

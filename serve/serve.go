@@ -5,7 +5,7 @@
 // by one from a Resource List or Change List. Package responses carry the
 // Metalink/HTTP header fields of RFC 6249, so that a Metalink client finds
 // every mirror and the package's SHA-256 from any one of them. Only names
-// pack writes are served (pack.IsOutput); everything else is 404.
+// pack writes are served (layout.IsOutput); everything else is 404.
 package serve
 
 import (
@@ -18,7 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/trs"
 )
@@ -37,7 +37,7 @@ type Options struct {
 	// Mirrors are the other places the packages are published, each a
 	// base URL as pack's --mirror takes it; they are announced on package
 	// responses as rel=duplicate links with their priority and location.
-	Mirrors []pack.Mirror
+	Mirrors []layout.Mirror
 	// Resources is a directory served under BaseURL's path: the tree pack
 	// was given, so that a Resource List's <loc>s can be fetched. Empty
 	// serves no resources.
@@ -82,7 +82,7 @@ type handler struct {
 	dumpPath  string      // with a trailing slash
 	basePath  string
 	dumpURL   string // absolute prefix, or "" to build one from the request
-	mirrors   []pack.Mirror
+	mirrors   []layout.Mirror
 	log       func(Request)
 	sums      *digests
 	hub       http.Handler
@@ -250,15 +250,15 @@ func (h *handler) route(w http.ResponseWriter, r *http.Request) {
 		h.trs.ServeHTTP(w, r)
 		return
 	}
-	if p == "/"+pack.SourceDescriptionName {
-		h.serveOutput(w, r, pack.SourceDescriptionName)
+	if p == "/"+layout.SourceDescriptionName {
+		h.serveOutput(w, r, layout.SourceDescriptionName)
 		return
 	}
 	if p == h.dumpPath {
 		h.serveIndex(w, r)
 		return
 	}
-	if name, ok := strings.CutPrefix(p, h.dumpPath); ok && !strings.Contains(name, "/") && pack.IsOutput(name) {
+	if name, ok := strings.CutPrefix(p, h.dumpPath); ok && !strings.Contains(name, "/") && layout.IsOutput(name) {
 		h.serveOutput(w, r, name)
 		return
 	}

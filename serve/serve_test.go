@@ -9,11 +9,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/metalink/httpheader"
-	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/serve"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // Every output pack wrote is served with its media type, byte for byte.
@@ -26,7 +26,7 @@ func TestServesOutputs(t *testing.T) {
 	want := map[string]string{".zip": "application/zip", ".xml": "application/xml", ".meta4": "application/metalink4+xml"}
 	n := 0
 	for _, e := range entries {
-		if !pack.IsOutput(e.Name()) {
+		if !layout.IsOutput(e.Name()) {
 			continue
 		}
 		n++
@@ -79,7 +79,7 @@ func TestConditionalAndRanges(t *testing.T) {
 // RFC 6249 fields on package responses: the digest from the dump
 // document, each mirror, and the Metalink; the same on HEAD and ranges.
 func TestMetalinkHeaders(t *testing.T) {
-	mirrors := []pack.Mirror{{BaseURL: "http://127.0.0.1:1/m1/", Priority: 5, Location: "de"}, {BaseURL: "http://127.0.0.1:2/m2/"}}
+	mirrors := []layout.Mirror{{BaseURL: "http://127.0.0.1:1/m1/", Priority: 5, Location: "de"}, {BaseURL: "http://127.0.0.1:2/m2/"}}
 	s := newSite(t, files(20), serve.Options{Mirrors: mirrors})
 	for _, name := range packages(t, s.Dir) {
 		data := readFile(t, filepath.Join(s.Dir, name))
@@ -143,7 +143,7 @@ func TestDigestFollowsTheDocument(t *testing.T) {
 	if err := os.WriteFile(p, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Remove(filepath.Join(s.Dir, pack.DumpName)); err != nil {
+	if err := os.Remove(filepath.Join(s.Dir, layout.DumpName)); err != nil {
 		t.Fatal(err)
 	}
 	if d := digestOf(); d != want {

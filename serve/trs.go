@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"os"
 
-	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/trs"
 )
 
@@ -19,7 +19,7 @@ const TRSName = "trs"
 // ResourceSync documents (and their hashes) behind the view.
 func (h *handler) mountTRS(o trs.Options) error {
 	o.Open = func(name string) (*os.File, os.FileInfo, error) {
-		if !pack.IsOutput(name) {
+		if !layout.IsOutput(name) {
 			return nil, nil, &os.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
 		}
 		return open(h.dir, name, false, nil)

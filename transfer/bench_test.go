@@ -5,7 +5,7 @@ import (
 	"context"
 	"testing"
 
-	mt "github.com/rsdump/rsdump/transfer/mirrortest"
+	mt "github.com/rsdump/rsdump/internal/mirrortest"
 )
 
 // BenchmarkGet fetches 64 MiB from three uncapped loopback mirrors, to

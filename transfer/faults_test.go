@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/finding"
-	mt "github.com/rsdump/rsdump/transfer/mirrortest"
+	mt "github.com/rsdump/rsdump/internal/mirrortest"
 )
 
 const plen = 64 << 10

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	mt "github.com/rsdump/rsdump/transfer/mirrortest"
+	mt "github.com/rsdump/rsdump/internal/mirrortest"
 )
 
 // readReleasing reads s from off to its end in reads of n bytes, as

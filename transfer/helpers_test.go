@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rsdump/rsdump/transfer/mirrortest"
+	"github.com/rsdump/rsdump/internal/mirrortest"
 )
 
 func TestMain(m *testing.M) {

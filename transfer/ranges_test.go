@@ -9,7 +9,7 @@ import (
 	"testing/iotest"
 	"time"
 
-	mt "github.com/rsdump/rsdump/transfer/mirrortest"
+	mt "github.com/rsdump/rsdump/internal/mirrortest"
 )
 
 // TestRanges: reads at any offset and of any size give the file's bytes;

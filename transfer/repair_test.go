@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	mt "github.com/rsdump/rsdump/transfer/mirrortest"
+	mt "github.com/rsdump/rsdump/internal/mirrortest"
 )
 
 // Without piece hashes (a dump's rel="duplicate" mirrors, no Metalink), a

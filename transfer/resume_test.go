@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/finding"
-	mt "github.com/rsdump/rsdump/transfer/mirrortest"
+	mt "github.com/rsdump/rsdump/internal/mirrortest"
 )
 
 // Cancelling mid-way (SIGINT) saves the state; the next run fetches only

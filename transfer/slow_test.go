@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	mt "github.com/rsdump/rsdump/transfer/mirrortest"
+	mt "github.com/rsdump/rsdump/internal/mirrortest"
 )
 
 // drip sends 4 bytes every 20 ms on each connection: 200 B/s, never a

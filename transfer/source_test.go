@@ -13,8 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	mt "github.com/rsdump/rsdump/internal/mirrortest"
 	"github.com/rsdump/rsdump/metalink"
-	mt "github.com/rsdump/rsdump/transfer/mirrortest"
 )
 
 func metalinkDoc(t *testing.T, data []byte, name string, urls ...string) []byte {

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	mt "github.com/rsdump/rsdump/transfer/mirrortest"
+	mt "github.com/rsdump/rsdump/internal/mirrortest"
 )
 
 // readAll reads s front to back in reads of n bytes, as pkgread does.

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/finding"
-	mt "github.com/rsdump/rsdump/transfer/mirrortest"
+	mt "github.com/rsdump/rsdump/internal/mirrortest"
 )
 
 // zipLike is package-shaped content: a ZIP local file header signature,

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/internal/digest"
-	mt "github.com/rsdump/rsdump/transfer/mirrortest"
+	mt "github.com/rsdump/rsdump/internal/mirrortest"
 )
 
 // Pieces finishing out of order from mirrors of different speeds still

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
@@ -135,7 +135,7 @@ func TestOutOfOrderChangeList(t *testing.T) {
 	f.generation()
 	cl := f.changeEntries()
 	cl[0], cl[len(cl)-1] = cl[len(cl)-1], cl[0]
-	fh, err := os.Create(filepath.Join(f.out, pack.ChangeListName))
+	fh, err := os.Create(filepath.Join(f.out, layout.ChangeListName))
 	if err != nil {
 		t.Fatal(err)
 	}

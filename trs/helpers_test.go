@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
 )
@@ -142,7 +143,7 @@ func (f *fixture) graph(loc string) (rdfGraph, *http.Response) {
 
 // changeEntries are the entries of the Change List pack wrote, in order.
 func (f *fixture) changeEntries() []resourcesync.URL {
-	return f.entries(pack.ChangeListName)
+	return f.entries(layout.ChangeListName)
 }
 
 func (f *fixture) entries(name string) []resourcesync.URL {

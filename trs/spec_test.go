@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
 )
@@ -102,7 +103,7 @@ func TestSpecServerMUSTs(t *testing.T) {
 			// A rollback: the history is rewritten from another baseline,
 			// and the orders start again at 1.
 			os.Remove(filepath.Join(f.out, pack.StateName))
-			f.opts.Since = filepath.Join(f.out, pack.ResourceListName)
+			f.opts.Since = filepath.Join(f.out, layout.ResourceListName)
 			f.generation()
 			after, _ := f.walk()
 			reused := 0
@@ -175,7 +176,7 @@ func TestSpecServerMUSTs(t *testing.T) {
 		{"When the Base has no base cutoff event, the Change Log MUST contain all Change Events back to the start of time; i.e., no truncation is allowed", 1, func(t *testing.T, f *fixture) {
 			// A Capability List naming the Change List alone: the Base is
 			// empty, at the start of time.
-			writeCapabilityList(t, f.out, resourcesync.CapChangeList, pack.ChangeListName)
+			writeCapabilityList(t, f.out, resourcesync.CapChangeList, layout.ChangeListName)
 			_, cutoff, _ := f.members()
 			evs, _ := f.walk()
 			if cutoff != rdfNil || len(evs) != len(f.changeEntries()) {
@@ -185,7 +186,7 @@ func TestSpecServerMUSTs(t *testing.T) {
 		{"Each Resource in the Resource Set MUST be referenced from the container using an LDP membership predicate", 0, func(t *testing.T, f *fixture) {
 			members, _, pages := f.members()
 			var want []string
-			for _, u := range f.entries(pack.ResourceListName) {
+			for _, u := range f.entries(layout.ResourceListName) {
 				want = append(want, u.Loc)
 			}
 			sort.Strings(want)

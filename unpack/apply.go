@@ -12,7 +12,6 @@ import (
 	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/digest"
-	"github.com/rsdump/rsdump/internal/plural"
 	"github.com/rsdump/rsdump/pkgread"
 )
 
@@ -22,7 +21,7 @@ import (
 // bitstream refused or unverified, an orphan, an unsafe name.
 func (p *pkgRun) apply() error {
 	if n := p.rep.Counts().Problems(); p.u.opts.AtomicPackage && n > 0 {
-		p.refuseStaged("--atomic-package, and the package has "+plural.Count(n, "problem"), false)
+		p.refuseStaged("--atomic-package, and the package has "+finding.Plural(n, "problem"), false)
 		return nil
 	}
 	p.findExisting()

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/pkgread"
-	"github.com/rsdump/rsdump/verify"
 )
 
 // ErrBaseURL is the error, for the whole run, when no bitstream URI of a
@@ -19,7 +19,7 @@ var ErrBaseURL = errors.New("no bitstream URI is under the base URL")
 // bitstreams and none is under the base URL.
 func (p *pkgRun) wrongBase() error {
 	m := p.u.opts.Mapper
-	if m.Layout != verify.ByURI || len(p.pkg.Bitstreams) == 0 {
+	if m.Layout != deststate.ByURI || len(p.pkg.Bitstreams) == 0 {
 		return nil
 	}
 	locs := make([]string, 0, len(p.pkg.Bitstreams))

@@ -7,9 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rsdump/rsdump/deststate"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify"
 )
 
 // TestBaseURLAsTyped: a base URL with a space and non-ASCII, given the
@@ -22,12 +23,12 @@ func TestBaseURLAsTyped(t *testing.T) {
 	if _, err := pack.Pack(context.Background(), tree(t, files), out, pack.Options{BaseURL: base, At: fixedTime}); err != nil {
 		t.Fatal(err)
 	}
-	m, err := verify.NewMapper(verify.ByURI, base)
+	m, err := deststate.NewMapper(deststate.ByURI, base)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dst := t.TempDir()
-	res, fs := run(t, filepath.Join(out, pack.DumpName), dst, unpack.Options{Mapper: m})
+	res, fs := run(t, filepath.Join(out, layout.DumpName), dst, unpack.Options{Mapper: m})
 	if res.Problems() != 0 || res.Written != 2 {
 		t.Fatalf("%+v\n%s", res, dump(fs))
 	}
@@ -42,12 +43,12 @@ func TestWrongBaseURL(t *testing.T) {
 		pack.Options{BaseURL: "http://127.0.0.1:1/packed/", At: fixedTime}); err != nil {
 		t.Fatal(err)
 	}
-	m, err := verify.NewMapper(verify.ByURI, "http://127.0.0.1:1/other/")
+	m, err := deststate.NewMapper(deststate.ByURI, "http://127.0.0.1:1/other/")
 	if err != nil {
 		t.Fatal(err)
 	}
 	dst := t.TempDir()
-	_, err = unpack.Unpack(context.Background(), filepath.Join(out, pack.DumpName), dst, unpack.Options{Mapper: m})
+	_, err = unpack.Unpack(context.Background(), filepath.Join(out, layout.DumpName), dst, unpack.Options{Mapper: m})
 	if !errors.Is(err, unpack.ErrBaseURL) || !strings.Contains(err.Error(), "the Source's base URL is http://127.0.0.1:1/packed/") {
 		t.Fatalf("%v, want ErrBaseURL naming the Source's base URL", err)
 	}

@@ -12,12 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // findMsg returns the first finding of check whose message holds every
@@ -264,7 +265,7 @@ func TestUnpackOutdir(t *testing.T) {
 func TestDeletionPrunesEmptyDirs(t *testing.T) {
 	out := packDir(t, tree(t, map[string]string{"x/y/z.txt": "z", "x/keep.txt": "k", "w/v.txt": "v"}), pack.Options{})
 	dst := t.TempDir()
-	run(t, filepath.Join(out, pack.DumpName), dst, unpack.Options{})
+	run(t, filepath.Join(out, layout.DumpName), dst, unpack.Options{})
 	writeFile(t, filepath.Join(dst, "w", "local.txt"), []byte("kept: not from the Source"))
 	p := verifytest.ChangePackage{From: fixedTime, Until: at(1, 0), Changes: []verifytest.File{
 		change(resourcesync.ChangeDeleted, "x/y/z.txt", "", at(0, 10)),
@@ -315,7 +316,7 @@ func TestChangeDumpStagedAheadDiscarded(t *testing.T) {
 	if s := readState(t, dst); !s.ChangeDumpUntil.Equal(at(2, 0)) {
 		t.Errorf("state %+v, want until %s (pkg1's)", s, at(2, 0))
 	}
-	if left, _ := os.ReadDir(filepath.Join(dst, verify.StateDir, "tmp")); len(left) != 0 {
+	if left, _ := os.ReadDir(filepath.Join(dst, deststate.DirName, "tmp")); len(left) != 0 {
 		t.Errorf("staging area not emptied: %d entries left", len(left))
 	}
 
@@ -343,7 +344,7 @@ func TestUnpackInOrderAppliedAgain(t *testing.T) {
 	if res, fs := run(t, doc, dst, unpack.Options{}); res.Problems() != 0 {
 		t.Fatalf("%+v\n%s", res, dump(fs))
 	}
-	logFile := filepath.Join(dst, verify.StateDir, "written.log")
+	logFile := filepath.Join(dst, deststate.DirName, "written.log")
 	logBefore, err := os.ReadFile(logFile)
 	if err != nil {
 		t.Fatal(err)
@@ -395,7 +396,7 @@ func TestDirFileSwapInOneRun(t *testing.T) {
 	writeFiles(t, src, map[string]string{"d": "now a file", "f/z.txt": "now in a directory"})
 	packAt(true, at(1, 0))
 	want := contents(readTree(t, src))
-	m, err := verify.NewMapper(verify.ByURI, base)
+	m, err := deststate.NewMapper(deststate.ByURI, base)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,12 +408,12 @@ func TestDirFileSwapInOneRun(t *testing.T) {
 			return unpack.Unpack(context.Background(), filepath.Join(out, "changedump.xml"), dst, unpack.Options{Mapper: m})
 		}},
 		{"Change List", func(dst string) (*unpack.Result, error) {
-			return unpack.ApplyList(context.Background(), filepath.Join(out, pack.ChangeListName), dst, unpack.Options{Mapper: m, Client: srv.Client()})
+			return unpack.ApplyList(context.Background(), filepath.Join(out, layout.ChangeListName), dst, unpack.Options{Mapper: m, Client: srv.Client()})
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dst := t.TempDir()
-			if res, fs := run(t, filepath.Join(out, pack.DumpName), dst, unpack.Options{Mapper: m}); res.Problems() != 0 {
+			if res, fs := run(t, filepath.Join(out, layout.DumpName), dst, unpack.Options{Mapper: m}); res.Problems() != 0 {
 				t.Fatalf("baseline: %+v\n%s", res, dump(fs))
 			}
 			res, err := c.apply(dst)
@@ -432,7 +433,7 @@ func TestObstacleNamedInWords(t *testing.T) {
 	dst := t.TempDir()
 	os.Mkdir(filepath.Join(dst, "a.txt"), 0o755)
 	writeFile(t, filepath.Join(dst, "b"), []byte("a file"))
-	res, fs := run(t, filepath.Join(out, pack.DumpName), dst, unpack.Options{Overwrite: true})
+	res, fs := run(t, filepath.Join(out, layout.DumpName), dst, unpack.Options{Overwrite: true})
 	if res.Refused != 2 {
 		t.Fatalf("%+v\n%s", res, dump(fs))
 	}

@@ -10,11 +10,12 @@ import (
 
 	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/unpack"
 	"github.com/rsdump/rsdump/verify"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 func at(h, m int) time.Time {
@@ -49,7 +50,7 @@ var (
 func baseline(t *testing.T) string {
 	out := packDir(t, tree(t, map[string]string{"a.txt": "a1", "b.txt": "b1", "c.txt": "c1"}), pack.Options{})
 	dst := t.TempDir()
-	if res, fs := run(t, filepath.Join(out, pack.DumpName), dst, unpack.Options{}); res.Problems() != 0 {
+	if res, fs := run(t, filepath.Join(out, layout.DumpName), dst, unpack.Options{}); res.Problems() != 0 {
 		t.Fatalf("baseline: %+v\n%s", res, dump(fs))
 	}
 	return dst
@@ -158,7 +159,7 @@ func TestChangeManifestOrder(t *testing.T) {
 func TestSnapshotPackageRewindsState(t *testing.T) {
 	out := packDir(t, tree(t, map[string]string{"a.txt": "a1", "b.txt": "b1", "c.txt": "c1"}), pack.Options{})
 	dst := t.TempDir()
-	run(t, filepath.Join(out, pack.DumpName), dst, unpack.Options{})
+	run(t, filepath.Join(out, layout.DumpName), dst, unpack.Options{})
 	doc := verifytest.ChangeDump(t, t.TempDir(), []verifytest.ChangePackage{pkg1})
 	run(t, doc, dst, unpack.Options{})
 	before, stBefore := readTree(t, dst), readState(t, dst)
@@ -194,7 +195,7 @@ func ftime(t time.Time) string { return resourcesync.FormatTime(t) }
 func TestCreateInDirectoryEmptiedBefore(t *testing.T) {
 	out := packDir(t, tree(t, map[string]string{"dir/d.txt": "d1", "z.txt": "z1"}), pack.Options{})
 	dst := t.TempDir()
-	if res, fs := run(t, filepath.Join(out, pack.DumpName), dst, unpack.Options{}); res.Problems() != 0 {
+	if res, fs := run(t, filepath.Join(out, layout.DumpName), dst, unpack.Options{}); res.Problems() != 0 {
 		t.Fatalf("baseline: %+v\n%s", res, dump(fs))
 	}
 	doc := verifytest.ChangeDump(t, t.TempDir(), []verifytest.ChangePackage{{From: at(0, 0), Until: at(1, 0), Changes: []verifytest.File{

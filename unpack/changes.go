@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/finding"
-	"github.com/rsdump/rsdump/internal/plural"
 	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/resourcesync"
 )
@@ -154,7 +153,7 @@ func (p *pkgRun) changesApply() bool {
 	}
 	p.old = len(p.pkg.Bitstreams)
 	p.rep.Report(finding.Finding{Severity: finding.OK, Code: CheckSkipped, Source: p.ref.Loc,
-		Msg: fmt.Sprintf("package skipped: its %s, until %s, applied by an earlier run", plural.Count(p.old, "change"), ftime(until))})
+		Msg: fmt.Sprintf("package skipped: its %s, until %s, applied by an earlier run", finding.Plural(p.old, "change"), ftime(until))})
 	return false
 }
 

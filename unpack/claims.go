@@ -119,9 +119,9 @@ func (u *unpacker) scratchDir() string {
 // spool them).
 func (u *unpacker) surveyOne(ctx context.Context, ref pkgread.PackageRef, c *pkgread.Claims, pkg int) (*pkgread.Decoded, bool) {
 	errOther := errors.New("not a Resource Dump Manifest")
-	var sp *entryspool.Writer
+	var sp *entryspool.Writer[resourcesync.URL, *resourcesync.URL]
 	if !u.opts.DryRun && !u.noSpool && u.spooled.Load() < spoolBudget { // a dry run's scratch is the system's, often in memory
-		sp, _ = entryspool.Create(u.scratchDir(), manifestSpoolPattern) // without one, staging decodes the manifest
+		sp, _ = entryspool.Create[resourcesync.URL](u.scratchDir(), manifestSpoolPattern) // without one, staging decodes the manifest
 	}
 	ld := resourcesync.Loader{
 		// A manifest is one <urlset>. An index is not followed: its parts

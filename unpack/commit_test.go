@@ -7,10 +7,11 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // commitTrace records the commit points a run passes, one letter each:
@@ -58,7 +59,7 @@ func (t *trace) Reset() {
 func TestCommitOrder(t *testing.T) {
 	out := packDir(t, tree(t, manyFiles(30, 100)), pack.Options{Compress: pack.Store, MaxEntries: 10})
 	trace := commitTrace(t)
-	if res, fs := run(t, filepath.Join(out, pack.DumpName), t.TempDir(), unpack.Options{Jobs: 1}); res.Problems() != 0 {
+	if res, fs := run(t, filepath.Join(out, layout.DumpName), t.TempDir(), unpack.Options{Jobs: 1}); res.Problems() != 0 {
 		t.Fatalf("%+v\n%s", res, dump(fs))
 	}
 	// 30 files in d0..d6, 10 a package in name order: the first package

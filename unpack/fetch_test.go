@@ -14,8 +14,8 @@ import (
 	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/digest"
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/pkgread"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // A document may list one package URL twice, and jobs run in parallel:

@@ -6,9 +6,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // TestFsyncEach runs the path of systems without syncfs(2), here: each
@@ -25,7 +26,7 @@ func TestFsyncEach(t *testing.T) {
 	src := tree(t, files)
 	out := packDir(t, src, pack.Options{MaxEntries: 15})
 	dst := t.TempDir()
-	res, fs := run(t, filepath.Join(out, pack.DumpName), dst, unpack.Options{})
+	res, fs := run(t, filepath.Join(out, layout.DumpName), dst, unpack.Options{})
 	if res.Problems() != 0 || res.Written != 40 || res.Packages != 3 {
 		t.Fatalf("%+v\n%s", res, dump(fs))
 	}

@@ -17,8 +17,8 @@ import (
 
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/digest"
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/pkgread"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // fetchWith downloads a package served as body, described by want, and

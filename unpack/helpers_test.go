@@ -8,12 +8,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/internal/packtest"
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/pack"
-	"github.com/rsdump/rsdump/pack/packtest"
 	"github.com/rsdump/rsdump/unpack"
 	"github.com/rsdump/rsdump/verify"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 var fixedTime = verifytest.Time
@@ -26,8 +27,8 @@ func writeFiles(t testing.TB, dir string, files map[string]string) {
 
 func exampleFiles(t testing.TB) map[string]string { return verifytest.ExampleFiles(t) }
 
-func mapper(t testing.TB) verify.Mapper {
-	m, err := verify.NewMapper(verify.ByURI, verifytest.BaseURL)
+func mapper(t testing.TB) deststate.Mapper {
+	m, err := deststate.NewMapper(deststate.ByURI, verifytest.BaseURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func run(t testing.TB, source, dir string, opts unpack.Options) (*unpack.Result,
 		}
 		finding.Send(events, e)
 	}
-	if opts.Mapper == (verify.Mapper{}) {
+	if opts.Mapper == (deststate.Mapper{}) {
 		opts.Mapper = mapper(t)
 	}
 	res, err := unpack.Unpack(context.Background(), source, dir, opts)

@@ -12,9 +12,10 @@ import (
 
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/httpc/httpctest"
+	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // serveDump packs the example with package URLs on a loopback server
@@ -35,7 +36,7 @@ var client = &http.Client{Timeout: 10 * time.Second}
 func TestUnpackOverHTTP(t *testing.T) {
 	srv, _ := serveDump(t)
 	dst := t.TempDir()
-	res, fs := run(t, srv.URL+"/"+pack.DumpName, dst, unpack.Options{Client: client})
+	res, fs := run(t, srv.URL+"/"+layout.DumpName, dst, unpack.Options{Client: client})
 	if res.Problems() != 0 || res.Written != 9 {
 		t.Fatalf("%+v\n%s", res, dump(fs))
 	}
@@ -53,7 +54,7 @@ func TestCorruptDownload(t *testing.T) {
 	z, _ := os.ReadFile(zp)
 	os.WriteFile(zp, verifytest.Flip(z, 100), 0o644)
 	dst := t.TempDir()
-	res, fs := run(t, srv.URL+"/"+pack.DumpName, dst, unpack.Options{Client: client})
+	res, fs := run(t, srv.URL+"/"+layout.DumpName, dst, unpack.Options{Client: client})
 	if _, ok := find(fs, finding.Error, finding.CheckHash, ""); !ok || res.Written != 0 {
 		t.Errorf("corrupt download not refused: %+v\n%s", res, dump(fs))
 	}
@@ -70,16 +71,16 @@ func TestUnpackFromDuplicateWhenLocIsDown(t *testing.T) {
 	srv := httptest.NewServer(http.FileServer(http.Dir(out)))
 	t.Cleanup(srv.Close)
 	o := pack.Options{BaseURL: verifytest.BaseURL, DumpURL: deadURL(t) + "/rs/", At: fixedTime,
-		Metalink: &pack.MetalinkOptions{Mirrors: []pack.Mirror{{BaseURL: srv.URL + "/", Priority: 1}}}}
+		Metalink: &pack.MetalinkOptions{Mirrors: []layout.Mirror{{BaseURL: srv.URL + "/", Priority: 1}}}}
 	if _, err := pack.Pack(t.Context(), tree(t, exampleFiles(t)), out, o); err != nil {
 		t.Fatal(err)
 	}
 	dst := t.TempDir()
-	res, fs := run(t, srv.URL+"/"+pack.DumpName, dst, unpack.Options{Client: client, DryRun: true})
+	res, fs := run(t, srv.URL+"/"+layout.DumpName, dst, unpack.Options{Client: client, DryRun: true})
 	if res.Problems() != 0 || res.Written != 9 {
 		t.Fatalf("dry run: %+v\n%s", res, dump(fs))
 	}
-	res, fs = run(t, srv.URL+"/"+pack.DumpName, dst, unpack.Options{Client: client})
+	res, fs = run(t, srv.URL+"/"+layout.DumpName, dst, unpack.Options{Client: client})
 	if res.Problems() != 0 || res.Written != 9 {
 		t.Fatalf("%+v\n%s", res, dump(fs))
 	}
@@ -114,12 +115,12 @@ func TestUnpackRetriesDocuments(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := t.TempDir()
-	res, fs := run(t, srv.URL+"/"+pack.DumpName, dst, unpack.Options{Client: client, DryRun: true})
+	res, fs := run(t, srv.URL+"/"+layout.DumpName, dst, unpack.Options{Client: client, DryRun: true})
 	if res.Problems() != 0 || res.Written != 9 {
 		t.Fatalf("dry run: %+v\n%s", res, dump(fs))
 	}
 	f.Reset()
-	res, fs = run(t, srv.URL+"/"+pack.DumpName, dst, unpack.Options{Client: client})
+	res, fs = run(t, srv.URL+"/"+layout.DumpName, dst, unpack.Options{Client: client})
 	if res.Problems() != 0 || res.Written != 9 {
 		t.Fatalf("%+v\n%s", res, dump(fs))
 	}

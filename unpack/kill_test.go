@@ -15,11 +15,11 @@ import (
 
 	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // TestMain lets the kill tests re-run this test binary as the unpack
@@ -43,7 +43,7 @@ func TestMain(m *testing.M) {
 // Once the parent stops reading, the pipe fills and the child blocks in
 // the middle of its work.
 func childUnpack(src, dst string) {
-	m, _ := verify.NewMapper(verify.ByURI, verifytest.BaseURL)
+	m, _ := deststate.NewMapper(deststate.ByURI, verifytest.BaseURL)
 	opts := unpack.Options{Mapper: m, Jobs: 1,
 		Events: func(e finding.Event) {
 			switch e := e.(type) {
@@ -112,7 +112,7 @@ func TestKillAndResume(t *testing.T) {
 		t.Skip("subprocess test skipped with -short")
 	}
 	out := packDir(t, tree(t, manyFiles(2000, 4000)), pack.Options{Compress: pack.Store})
-	doc := filepath.Join(out, pack.DumpName)
+	doc := filepath.Join(out, layout.DumpName)
 	whole := t.TempDir()
 	if res, fs := run(t, doc, whole, unpack.Options{}); res.Problems() != 0 {
 		t.Fatalf("%+v\n%s", res, dump(fs))
@@ -233,7 +233,7 @@ func TestKillAtCommitPoints(t *testing.T) {
 		files[fmt.Sprintf("big/%d.bin", i)] = strings.Repeat(fmt.Sprintf("%07d", i), 300<<10/7)
 	}
 	out := packDir(t, tree(t, files), pack.Options{Compress: pack.Store, MaxEntries: 410})
-	doc := filepath.Join(out, pack.DumpName)
+	doc := filepath.Join(out, layout.DumpName)
 	whole := t.TempDir()
 	if res, fs := run(t, doc, whole, unpack.Options{}); res.Problems() != 0 || res.Packages != 3 {
 		t.Fatalf("%+v\n%s", res, dump(fs))
@@ -282,7 +282,7 @@ func TestKillAtCommitPoints(t *testing.T) {
 			if s := readState(t, dst); s.Pending || s.ResourceDumpAt.IsZero() {
 				t.Errorf("state after the resumed run: %+v", s)
 			}
-			if left, _ := os.ReadDir(filepath.Join(dst, verify.StateDir, "tmp")); len(left) != 0 {
+			if left, _ := os.ReadDir(filepath.Join(dst, deststate.DirName, "tmp")); len(left) != 0 {
 				t.Errorf("staging area not emptied: %d entries left", len(left))
 			}
 		})

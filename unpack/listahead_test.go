@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify"
 )
 
 // twoParts publishes a Resource List index of two parts, whose entries
@@ -59,7 +59,7 @@ func holdPart2(s *listSource, n int64, wait time.Duration) *atomic.Bool {
 // noneStaged fails t if a staged file is left in dst.
 func noneStaged(t *testing.T, dst string) {
 	t.Helper()
-	filepath.WalkDir(filepath.Join(dst, verify.StateDir, "tmp"), func(p string, d os.DirEntry, err error) error {
+	filepath.WalkDir(filepath.Join(dst, deststate.DirName, "tmp"), func(p string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
 			t.Errorf("left behind: %s", p)
 		}
@@ -113,7 +113,7 @@ func TestListFailsAfterFirstBatchStaged(t *testing.T) {
 	loc := twoParts(s, []string{"a", "b", "c", "d", "e"}, []string{"f"})
 	s.serve["/part2.xml"] = `<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>`
 	held := holdPart2(s, 4, 5*time.Second)
-	m, err := verify.NewMapper(verify.ByURI, s.base)
+	m, err := deststate.NewMapper(deststate.ByURI, s.base)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestListStagingFailsMidList(t *testing.T) {
 	loc := s.doc("resourcelist.xml", resourcesync.Header{Kind: resourcesync.URLSet,
 		MD: resourcesync.MD{Capability: resourcesync.CapResourceList, At: fixedTime}}, urls)
 	dst := t.TempDir()
-	tmp := filepath.Join(dst, verify.StateDir, "tmp")
+	tmp := filepath.Join(dst, deststate.DirName, "tmp")
 	var mu sync.Mutex
 	var asked []string
 	removed := false
@@ -250,7 +250,7 @@ func TestListStagingFailsMidList(t *testing.T) {
 			}
 		}
 	}
-	m, err := verify.NewMapper(verify.ByURI, s.base)
+	m, err := deststate.NewMapper(deststate.ByURI, s.base)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,12 +11,12 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/httpc"
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // listSource serves list documents and resources from a map, on loopback.
@@ -72,7 +72,7 @@ func (s *listSource) doc(name string, h resourcesync.Header, urls []resourcesync
 
 func (s *listSource) apply(loc, dir string, opts unpack.Options) (*unpack.Result, []finding.Finding) {
 	s.t.Helper()
-	m, err := verify.NewMapper(verify.ByURI, s.base)
+	m, err := deststate.NewMapper(deststate.ByURI, s.base)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestListSortsSpill(t *testing.T) {
 		t.Errorf("%d errors say %q, want 2\n%s", n, want, dump(fs))
 	}
 	equalMaps(t, "tree", contents(readTree(t, dst)), map[string]string{"a.txt": "a", "b.txt": "b", "c.txt": "c", "d.txt": "d", "e.txt": "e", "f.txt": "f"})
-	if entries, _ := os.ReadDir(filepath.Join(dst, verify.StateDir, "tmp")); len(entries) != 0 {
-		t.Errorf("the survey left %d files in %s", len(entries), filepath.Join(dst, verify.StateDir, "tmp"))
+	if entries, _ := os.ReadDir(filepath.Join(dst, deststate.DirName, "tmp")); len(entries) != 0 {
+		t.Errorf("the survey left %d files in %s", len(entries), filepath.Join(dst, deststate.DirName, "tmp"))
 	}
 }

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify"
 )
 
 // TestListForeignRefusedBeforeFetching: a first run into a directory
@@ -39,7 +39,7 @@ func TestListForeignRefusedBeforeFetching(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dst, "e"), []byte("theirs"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	m, err := verify.NewMapper(verify.ByURI, s.base)
+	m, err := deststate.NewMapper(deststate.ByURI, s.base)
 	if err != nil {
 		t.Fatal(err)
 	}

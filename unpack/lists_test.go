@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // changeSource serves the files of each list applied from loopback and
@@ -25,7 +25,7 @@ type changeSource struct {
 	res       string // the served directory; its res/ holds the resources
 	base, dir string
 	srv       *httptest.Server
-	m         verify.Mapper
+	m         deststate.Mapper
 }
 
 func newChangeSource(t *testing.T) *changeSource {
@@ -33,7 +33,7 @@ func newChangeSource(t *testing.T) *changeSource {
 	c.srv = httptest.NewServer(http.FileServer(http.Dir(c.res)))
 	t.Cleanup(c.srv.Close)
 	c.base = c.srv.URL + "/res/"
-	m, err := verify.NewMapper(verify.ByURI, c.base)
+	m, err := deststate.NewMapper(deststate.ByURI, c.base)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestFailedBitstreamLeavesNoDirectory(t *testing.T) {
 	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		switch rel, _ := filepath.Rel(dir, p); {
 		case err != nil || rel == "." || !d.IsDir():
-		case rel == verify.StateDir:
+		case rel == deststate.DirName:
 			return filepath.SkipDir
 		default:
 			dirs = append(dirs, filepath.ToSlash(rel))

@@ -24,7 +24,7 @@ import (
 // a target stands and every later one is refused. Entry numbers (seq)
 // count from 0 over the whole list.
 type listSurvey struct {
-	spool   *entryspool.Writer
+	spool   *entryspool.Writer[resourcesync.URL, *resourcesync.URL]
 	name    string                     // the spool's file, once written
 	targets *extsort.Sorter[targetRec] // (target, seq), added in seq order
 	over    *extsort.Sorter[override]  // by seq
@@ -54,7 +54,7 @@ const (
 )
 
 func newListSurvey(dir string) (*listSurvey, error) {
-	sp, err := entryspool.Create(dir, listSpoolPattern)
+	sp, err := entryspool.Create[resourcesync.URL](dir, listSpoolPattern)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/unpack"
 )
@@ -46,7 +47,7 @@ func TestPermissionsRestored(t *testing.T) {
 	modes := map[string]fs.FileMode{"run.sh": 0o755, "bin/tool": 0o750, "secret.txt": 0o600, "plain.txt": 0o644, "ro.txt": 0o444}
 	out := packDir(t, modeTree(t, modes), pack.Options{})
 	dst := t.TempDir()
-	res, fs := run(t, filepath.Join(out, pack.DumpName), dst, unpack.Options{})
+	res, fs := run(t, filepath.Join(out, layout.DumpName), dst, unpack.Options{})
 	if res.Problems() != 0 || res.Written != len(modes) {
 		t.Fatalf("%+v\n%s", res, dump(fs))
 	}
@@ -56,7 +57,7 @@ func TestPermissionsRestored(t *testing.T) {
 		}
 	}
 	os.Chmod(filepath.Join(dst, "run.sh"), 0o644)
-	res, fs = run(t, filepath.Join(out, pack.DumpName), dst, unpack.Options{})
+	res, fs = run(t, filepath.Join(out, layout.DumpName), dst, unpack.Options{})
 	if res.Present != len(modes) || res.Problems() != 0 {
 		t.Fatalf("second run: %+v\n%s", res, dump(fs))
 	}
@@ -75,7 +76,7 @@ func TestPermissionsUnderUmask(t *testing.T) {
 		t.Skip("subprocess test skipped with -short")
 	}
 	modes := map[string]fs.FileMode{"run.sh": 0o755, "secret.txt": 0o600, "plain.txt": 0o644, "group.txt": 0o664}
-	doc := filepath.Join(packDir(t, modeTree(t, modes), pack.Options{}), pack.DumpName)
+	doc := filepath.Join(packDir(t, modeTree(t, modes), pack.Options{}), layout.DumpName)
 	for _, mask := range []string{"077", "000", "022", "002"} {
 		dst := t.TempDir()
 		cmd := exec.Command(os.Args[0], "-test.run=^$")

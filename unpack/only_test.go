@@ -10,10 +10,11 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/internal/httpc/httpctest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify"
 )
 
 // TestOnly: --only restores the files it picks from a remote dump, each
@@ -39,9 +40,9 @@ func TestOnly(t *testing.T) {
 	if _, err := pack.Pack(context.Background(), src, out, o); err != nil {
 		t.Fatal(err)
 	}
-	m, _ := verify.NewMapper(verify.ByURI, "http://127.0.0.1/rs/")
+	m, _ := deststate.NewMapper(deststate.ByURI, "http://127.0.0.1/rs/")
 	dst := t.TempDir()
-	res, fs := run(t, srv.URL+"/"+pack.DumpName, dst, unpack.Options{Mapper: m, Client: srv.Client(), Only: []string{"d1", "d2/f02.bin"}})
+	res, fs := run(t, srv.URL+"/"+layout.DumpName, dst, unpack.Options{Mapper: m, Client: srv.Client(), Only: []string{"d1", "d2/f02.bin"}})
 	want := map[string]string{"d2/f02.bin": files["d2/f02.bin"]}
 	for rel, data := range files {
 		if strings.HasPrefix(rel, "d1/") {
@@ -59,7 +60,7 @@ func TestOnly(t *testing.T) {
 	if s := readState(t, dst); !s.Since().IsZero() || s.Pending {
 		t.Errorf("state after a partial restore: %+v", s)
 	}
-	_, err := unpack.Unpack(context.Background(), srv.URL+"/"+pack.DumpName, t.TempDir(), unpack.Options{Mapper: m, Only: []string{"d["}})
+	_, err := unpack.Unpack(context.Background(), srv.URL+"/"+layout.DumpName, t.TempDir(), unpack.Options{Mapper: m, Only: []string{"d["}})
 	if err == nil || !strings.Contains(err.Error(), `"d["`) {
 		t.Errorf("bad pattern: %v", err)
 	}

@@ -12,11 +12,11 @@ import (
 
 	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 var ownerFiles = map[string]string{"a.txt": "a1", "b.txt": "b1", "sub/c.txt": "c1"}
@@ -29,8 +29,8 @@ func TestFirstRunRefusesForeign(t *testing.T) {
 	out := packDir(t, tree(t, ownerFiles), pack.Options{})
 	srv := httptest.NewServer(http.StripPrefix("/rs/", http.FileServer(http.Dir(tree(t, ownerFiles)))))
 	defer srv.Close()
-	list := rebaseList(t, filepath.Join(out, pack.ResourceListName), srv.URL+"/rs/")
-	m, err := verify.NewMapper(verify.ByURI, srv.URL+"/rs/")
+	list := rebaseList(t, filepath.Join(out, layout.ResourceListName), srv.URL+"/rs/")
+	m, err := deststate.NewMapper(deststate.ByURI, srv.URL+"/rs/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestFirstRunRefusesForeign(t *testing.T) {
 		apply func(dst string) (*unpack.Result, error)
 	}{
 		{"Resource Dump", func(dst string) (*unpack.Result, error) {
-			return unpack.Unpack(context.Background(), filepath.Join(out, pack.DumpName), dst, unpack.Options{Mapper: mapper(t)})
+			return unpack.Unpack(context.Background(), filepath.Join(out, layout.DumpName), dst, unpack.Options{Mapper: mapper(t)})
 		}},
 		{"package", func(dst string) (*unpack.Result, error) {
 			return unpack.Unpack(context.Background(), filepath.Join(out, "resourcedump-00001.zip"), dst, unpack.Options{Mapper: mapper(t)})
@@ -81,7 +81,7 @@ func rebaseList(t *testing.T, path, base string) string {
 	for i := range urls {
 		urls[i].Loc = base + strings.TrimPrefix(urls[i].Loc, verifytest.BaseURL)
 	}
-	out := filepath.Join(t.TempDir(), pack.ResourceListName)
+	out := filepath.Join(t.TempDir(), layout.ResourceListName)
 	verifytest.WriteDoc(t, out, h, urls)
 	return out
 }
@@ -91,7 +91,7 @@ func rebaseList(t *testing.T, path, base string) string {
 // refuses to replace the others, leaving them; --overwrite replaces them.
 func TestAdoptAndOverwrite(t *testing.T) {
 	out := packDir(t, tree(t, ownerFiles), pack.Options{})
-	doc := filepath.Join(out, pack.DumpName)
+	doc := filepath.Join(out, layout.DumpName)
 	dst := t.TempDir()
 	writeFiles(t, dst, map[string]string{"a.txt": "a1", "b.txt": "the user's b"})
 	res, fs := run(t, doc, dst, unpack.Options{Adopt: true})

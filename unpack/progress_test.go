@@ -7,9 +7,10 @@ import (
 	"testing"
 
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // TestProgressTotal: unpack announces the packages' bytes before reading
@@ -27,7 +28,7 @@ func TestProgressTotal(t *testing.T) {
 		t.Fatalf("%d packages, want several", len(zips))
 	}
 	dst := t.TempDir()
-	for _, src := range []string{filepath.Join(out, pack.DumpName), filepath.Join(out, pack.DumpName), zips[0]} {
+	for _, src := range []string{filepath.Join(out, layout.DumpName), filepath.Join(out, layout.DumpName), zips[0]} {
 		var total, done atomic.Int64
 		var early atomic.Bool
 		o := unpack.Options{Events: func(e finding.Event) {

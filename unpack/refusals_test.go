@@ -10,6 +10,7 @@ import (
 
 	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/unpack"
 )
@@ -31,9 +32,9 @@ func TestPackageOfOtherLength(t *testing.T) {
 	f.WriteString("appended")
 	f.Close()
 	dst := t.TempDir()
-	res, fs := run(t, filepath.Join(out, pack.DumpName), dst, unpack.Options{})
+	res, fs := run(t, filepath.Join(out, layout.DumpName), dst, unpack.Options{})
 	f0, ok := find(fs, finding.Error, finding.CheckLength, "")
-	if !ok || res.Written != 0 || !strings.Contains(f0.Msg, "package length differs from "+filepath.Join(out, pack.DumpName)) ||
+	if !ok || res.Written != 0 || !strings.Contains(f0.Msg, "package length differs from "+filepath.Join(out, layout.DumpName)) ||
 		f0.Actual != itoa(fi.Size()+8) || f0.Expected != itoa(fi.Size()) {
 		t.Fatalf("%+v, want the package refused naming both lengths\n%s", res, dump(fs))
 	}
@@ -53,7 +54,7 @@ func TestOpenTreeOfOtherDirectory(t *testing.T) {
 	}
 	defer d.Close()
 	other := t.TempDir()
-	_, err = unpack.Unpack(context.Background(), filepath.Join(out, pack.DumpName), other, unpack.Options{Mapper: mapper(t), Dir: d})
+	_, err = unpack.Unpack(context.Background(), filepath.Join(out, layout.DumpName), other, unpack.Options{Mapper: mapper(t), Dir: d})
 	if err == nil || !strings.Contains(err.Error(), "give one directory") || !strings.Contains(err.Error(), held) {
 		t.Fatalf("%v, want an error naming both directories", err)
 	}

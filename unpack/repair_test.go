@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify"
 )
 
 // repairFiles are the files of the repair tests: each is damaged a
@@ -31,7 +31,7 @@ var repairFiles = map[string]string{
 // damagedTree unpacks the packed dump at doc into a new directory and
 // damages it; it returns the directory and the mtime rsdump gave
 // touched.txt.
-func damagedTree(t *testing.T, doc string, m verify.Mapper) (string, time.Time) {
+func damagedTree(t *testing.T, doc string, m deststate.Mapper) (string, time.Time) {
 	t.Helper()
 	dst := t.TempDir()
 	if res, fs := run(t, doc, dst, unpack.Options{Mapper: m}); res.Problems() != 0 {
@@ -69,7 +69,7 @@ func repair(t *testing.T, dst string, ro unpack.RepairOptions, opts unpack.Optio
 	t.Helper()
 	var fs []finding.Finding
 	opts.Events = finding.OnFindings(func(f finding.Finding) { fs = append(fs, f) })
-	if opts.Mapper == (verify.Mapper{}) {
+	if opts.Mapper == (deststate.Mapper{}) {
 		opts.Mapper = mapper(t)
 	}
 	res, err := unpack.Repair(context.Background(), dst, ro, opts)
@@ -176,7 +176,7 @@ func TestRepairFromList(t *testing.T) {
 		files.ServeHTTP(w, r)
 	}))
 	defer srv.Close()
-	m, err := verify.NewMapper(verify.ByURI, srv.URL+"/rs/")
+	m, err := deststate.NewMapper(deststate.ByURI, srv.URL+"/rs/")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/rsdump/rsdump/internal/entryspool"
 	"github.com/rsdump/rsdump/internal/extsort"
 	"github.com/rsdump/rsdump/internal/httpc"
-	"github.com/rsdump/rsdump/internal/plural"
 	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/resourcesync"
 )
@@ -203,7 +202,7 @@ func (l *listRun) apply(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%s: sorting the list's entries: %w", l.u.dest.dir, err)
 	}
-	rd, err := entryspool.Open(l.sv.name, entryspool.Source{})
+	rd, err := entryspool.Open[resourcesync.URL](l.sv.name, entryspool.Source{})
 	if err != nil {
 		return fmt.Errorf("%s: the list's entries: %w", l.u.dest.dir, err)
 	}
@@ -330,7 +329,7 @@ func (b *listBatcher) endDoc(ctx context.Context) error {
 	}
 	if b.old > 0 {
 		b.l.u.rep.Report(finding.Finding{Severity: finding.OK, Code: CheckSkipped, Source: b.l.docs[b.doc].loc,
-			Msg: fmt.Sprintf("%s at or before %s applied by an earlier run", plural.Count(b.old, "change"), resourcesync.FormatTime(b.l.u.state().ChangeDumpUntil))})
+			Msg: fmt.Sprintf("%s at or before %s applied by an earlier run", finding.Plural(b.old, "change"), resourcesync.FormatTime(b.l.u.state().ChangeDumpUntil))})
 		b.old = 0
 	}
 	return nil

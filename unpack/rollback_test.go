@@ -10,9 +10,10 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // TestOlderDumpRefused: unpack of the Resource Dump a tree was built from,
@@ -24,7 +25,7 @@ import (
 func TestOlderDumpRefused(t *testing.T) {
 	src := tree(t, map[string]string{"a.txt": "a1", "b.txt": "b1", "c.txt": "c1"})
 	out := packDir(t, src, pack.Options{})
-	doc := filepath.Join(out, pack.DumpName)
+	doc := filepath.Join(out, layout.DumpName)
 	dst := t.TempDir()
 	run(t, doc, dst, unpack.Options{})
 	changes := verifytest.ChangeDump(t, t.TempDir(), []verifytest.ChangePackage{pkg1}) // a2, b deleted, d1 created
@@ -69,7 +70,7 @@ func TestOlderDumpRefused(t *testing.T) {
 // package's: it is refused whole, naming both, and nothing is written.
 func TestManifestContradictsDocument(t *testing.T) {
 	out := packDir(t, tree(t, map[string]string{"a.txt": "a1", "b.txt": "b1"}), pack.Options{})
-	doc := filepath.Join(out, pack.DumpName)
+	doc := filepath.Join(out, layout.DumpName)
 	h, urls := verifytest.ReadDoc(t, doc)
 	urls[0].MD.At = fixedTime.Add(time.Hour) // the document lies about when
 	verifytest.WriteDoc(t, doc, h, urls)
@@ -103,7 +104,7 @@ func TestFutureTimesRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := t.TempDir()
-	run(t, filepath.Join(out, pack.DumpName), dst, unpack.Options{})
+	run(t, filepath.Join(out, layout.DumpName), dst, unpack.Options{})
 	stBefore := readState(t, dst)
 	writeFiles(t, src, map[string]string{"a.txt": "a2"})
 	os.Chtimes(filepath.Join(src, "a.txt"), now, now)

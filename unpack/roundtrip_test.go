@@ -6,17 +6,18 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/internal/digest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify"
 )
 
 func TestRoundTripExample(t *testing.T) {
 	src := tree(t, exampleFiles(t))
 	out := packDir(t, src, pack.Options{Hashes: []string{digest.MD5, digest.SHA256}})
 	dst := filepath.Join(t.TempDir(), "dst")
-	res, fs := run(t, filepath.Join(out, pack.DumpName), dst, unpack.Options{})
+	res, fs := run(t, filepath.Join(out, layout.DumpName), dst, unpack.Options{})
 	if res.Problems() != 0 || res.Warnings != 0 || res.Written != 9 {
 		t.Fatalf("%+v\n%s", res, dump(fs))
 	}
@@ -24,7 +25,7 @@ func TestRoundTripExample(t *testing.T) {
 	if entries, _ := os.ReadDir(filepath.Join(dst, ".rsdump", "tmp")); len(entries) != 0 {
 		t.Errorf("staging files left: %v", entries)
 	}
-	res, fs = run(t, filepath.Join(out, pack.DumpName), dst, unpack.Options{})
+	res, fs = run(t, filepath.Join(out, layout.DumpName), dst, unpack.Options{})
 	if res.Present != 9 || res.Written != 0 || res.Problems() != 0 {
 		t.Errorf("second run: %+v\n%s", res, dump(fs))
 	}
@@ -32,7 +33,7 @@ func TestRoundTripExample(t *testing.T) {
 
 func TestLayoutPath(t *testing.T) {
 	out := packDir(t, tree(t, map[string]string{"a/b.txt": "b", "c.txt": "c"}), pack.Options{})
-	m, _ := verify.NewMapper(verify.ByPath, "")
+	m, _ := deststate.NewMapper(deststate.ByPath, "")
 	dst := t.TempDir()
 	res, fs := run(t, filepath.Join(out, "resourcedump-00001.zip"), dst, unpack.Options{Mapper: m})
 	if res.Problems() != 0 {
@@ -54,12 +55,12 @@ func TestRoundTrip10000(t *testing.T) {
 	src := tree(t, files)
 	out := packDir(t, src, pack.Options{MaxEntries: 3000})
 	dst := t.TempDir()
-	res, fs := run(t, filepath.Join(out, pack.DumpName), dst, unpack.Options{})
+	res, fs := run(t, filepath.Join(out, layout.DumpName), dst, unpack.Options{})
 	if res.Problems() != 0 || res.Written != 10000 || res.Packages != 4 {
 		t.Fatalf("%+v\n%s", res, dump(fs))
 	}
 	equalMaps(t, "tree", readTree(t, dst), readTree(t, src))
-	sum, vfs := verifyTree(t, dst, filepath.Join(out, pack.DumpName))
+	sum, vfs := verifyTree(t, dst, filepath.Join(out, layout.DumpName))
 	if sum.Verified != 10000 || sum.Problems() != 0 {
 		t.Errorf("audit: %+v\n%s", sum, dump(vfs))
 	}

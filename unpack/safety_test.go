@@ -9,11 +9,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 func intactZip(t *testing.T) string {
@@ -52,7 +53,7 @@ func TestSymlinkOutside(t *testing.T) {
 // lies is one error for the run, naming the prefix the manifest uses, not
 // a refusal per bitstream; nothing is written.
 func TestURIOutsideBase(t *testing.T) {
-	m, _ := verify.NewMapper(verify.ByURI, "http://other.example/rs/")
+	m, _ := deststate.NewMapper(deststate.ByURI, "http://other.example/rs/")
 	dst := t.TempDir()
 	var fs []finding.Finding
 	_, err := unpack.Unpack(context.Background(), intactZip(t), dst, unpack.Options{Mapper: m, Events: finding.OnFindings(func(f finding.Finding) { fs = append(fs, f) })})
@@ -107,7 +108,7 @@ func TestResyncPeer(t *testing.T) {
 	dst := t.TempDir()
 	// By the manifests' paths: resync's URIs are under its own base URL,
 	// a host name no test uses.
-	m, err := verify.NewMapper(verify.ByPath, "")
+	m, err := deststate.NewMapper(deststate.ByPath, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,17 +134,17 @@ func keys(m map[string]string) []string {
 func TestDryRun(t *testing.T) {
 	out := packDir(t, tree(t, exampleFiles(t)), pack.Options{})
 	dst := filepath.Join(t.TempDir(), "not-yet")
-	res, fs := run(t, filepath.Join(out, pack.DumpName), dst, unpack.Options{DryRun: true})
+	res, fs := run(t, filepath.Join(out, layout.DumpName), dst, unpack.Options{DryRun: true})
 	if res.Written != 9 || res.Problems() != 0 {
 		t.Errorf("%+v\n%s", res, dump(fs))
 	}
 	if _, err := os.Stat(dst); err == nil {
 		t.Errorf("dry run created %s", dst)
 	}
-	run(t, filepath.Join(out, pack.DumpName), dst, unpack.Options{})
+	run(t, filepath.Join(out, layout.DumpName), dst, unpack.Options{})
 	os.WriteFile(filepath.Join(dst, "notes", "a.txt"), []byte("changed"), 0o644)
 	before := readTree(t, dst)
-	res, _ = run(t, filepath.Join(out, pack.DumpName), dst, unpack.Options{DryRun: true})
+	res, _ = run(t, filepath.Join(out, layout.DumpName), dst, unpack.Options{DryRun: true})
 	if res.Written != 1 || res.Present != 8 {
 		t.Errorf("dry run over a tree: %+v", res)
 	}
@@ -157,7 +158,7 @@ func TestURIOutsideBaseNested(t *testing.T) {
 	z, _ := verifytest.Package(t, []verifytest.File{{Rel: "a/b/run.sh", Data: "#!/bin/sh\n"}, {Rel: "a/b/c.txt", Data: "c"}})
 	p := filepath.Join(t.TempDir(), "p.zip")
 	os.WriteFile(p, z, 0o644)
-	m, _ := verify.NewMapper(verify.ByURI, "http://other.example/rs/")
+	m, _ := deststate.NewMapper(deststate.ByURI, "http://other.example/rs/")
 	_, err := unpack.Unpack(context.Background(), p, t.TempDir(), unpack.Options{Mapper: m})
 	if !errors.Is(err, unpack.ErrBaseURL) || !strings.Contains(err.Error(), "base URL is "+verifytest.BaseURL+" ") && !strings.HasSuffix(err.Error(), "base URL is "+verifytest.BaseURL) {
 		t.Errorf("error %v, want one giving %s", err, verifytest.BaseURL)

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rsdump/rsdump/internal/plural"
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
@@ -131,7 +131,7 @@ func (s *Sequence) unpackRun(ctx context.Context, paths []string) []seqResult {
 	err := UnpackInOrder(ctx, paths, s.dir, s.opts, func(i int, r *PackageResult) bool {
 		res := seqResult{PackageResult: *r}
 		if r.Refused > 0 || r.Errors > 0 {
-			res.err = fmt.Errorf("unpacking %s: %s refused, %s (run rsdump unpack for the report)", paths[i], plural.Count(r.Refused, "bitstream"), plural.Count(r.Errors, "error"))
+			res.err = fmt.Errorf("unpacking %s: %s refused, %s (run rsdump unpack for the report)", paths[i], finding.Plural(r.Refused, "bitstream"), finding.Plural(r.Errors, "error"))
 		}
 		out = append(out, res)
 		return res.err == nil || r.Header.MD.Capability == resourcesync.CapResourceDumpManifest
@@ -185,5 +185,5 @@ func (s *Sequence) Leftovers() error {
 	if s.stopped != "" {
 		why = s.stopped + " failed to unpack, and Change Dump packages apply in order"
 	}
-	return fmt.Errorf("%s not unpacked because %s: %s; run again to finish", plural.Count(len(names), "verified package"), why, strings.Join(names, ", "))
+	return fmt.Errorf("%s not unpacked because %s: %s; run again to finish", finding.Plural(len(names), "verified package"), why, strings.Join(names, ", "))
 }

@@ -12,11 +12,10 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/deststate"
+	vt "github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/transfer"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify"
-	vt "github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // packagesFor writes each package into a new directory and returns the
@@ -35,7 +34,7 @@ func packagesFor(t *testing.T, tree string, zips [][]byte) ([]*transfer.Result, 
 		names = append(names, name)
 		results = append(results, &transfer.Result{Name: name, Path: path})
 	}
-	m, err := verify.NewMapper(verify.ByURI, vt.BaseURL)
+	m, err := deststate.NewMapper(deststate.ByURI, vt.BaseURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +124,7 @@ func TestGetUnpackRunArrivedLast(t *testing.T) {
 	if err := u.Leftovers(); err == nil || !strings.Contains(err.Error(), "p3.zip") {
 		t.Errorf("leftovers: %v", err)
 	}
-	if left, _ := os.ReadDir(filepath.Join(tree, verify.StateDir, "tmp")); len(left) != 0 {
+	if left, _ := os.ReadDir(filepath.Join(tree, deststate.DirName, "tmp")); len(left) != 0 {
 		t.Errorf("staging area not emptied: %d entries left", len(left))
 	}
 }

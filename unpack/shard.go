@@ -18,7 +18,6 @@ import (
 	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/claim"
-	"github.com/rsdump/rsdump/internal/plural"
 	"github.com/rsdump/rsdump/internal/sink"
 	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/resourcesync"
@@ -292,7 +291,7 @@ func (u *unpacker) makeRestorePlan(ctx context.Context, h *claim.Held, store *si
 		}
 	}
 	if len(pl.Clashes) > maxPlanClashes {
-		return nil, fmt.Errorf("%s: %s two packages carry with different content: restore it in one process", d.Source, plural.Count(len(pl.Clashes), "target"))
+		return nil, fmt.Errorf("%s: %s two packages carry with different content: restore it in one process", d.Source, finding.Plural(len(pl.Clashes), "target"))
 	}
 	b, err := json.Marshal(pl)
 	if err != nil {
@@ -351,7 +350,7 @@ func (u *unpacker) restoreShards(ctx context.Context, board *claim.Board, d *pkg
 		case err != nil:
 			return err
 		case !out.ok:
-			return fmt.Errorf("%s: not restored whole (%s)", ref.Loc, plural.Count(out.counts.Problems(), "problem"))
+			return fmt.Errorf("%s: not restored whole (%s)", ref.Loc, finding.Plural(out.counts.Problems(), "problem"))
 		}
 		u.mu.Lock()
 		restored = append(restored, ref.Loc)
@@ -446,7 +445,7 @@ func (e *ShardsError) Error() string {
 	if len(e.NotDone) > 5 {
 		list += fmt.Sprintf("; and %d more", len(e.NotDone)-5)
 	}
-	return fmt.Sprintf("merge: %s of %d not restored: %s; run a worker again to restore what is unclaimed or left", plural.Count(len(e.NotDone), "package"), e.Packages, list)
+	return fmt.Sprintf("merge: %s of %d not restored: %s; run a worker again to restore what is unclaimed or left", finding.Plural(len(e.NotDone), "package"), e.Packages, list)
 }
 
 // checkRestored refuses while a package is not done: unclaimed, held, or

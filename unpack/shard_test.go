@@ -13,9 +13,10 @@ import (
 
 	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // shardSource writes a tree of n files over a few directories, each with
@@ -73,7 +74,7 @@ func restoreWorkers(t *testing.T, doc, dir string, n int, o unpack.Options) []*u
 func TestShardedRestoreThenChanges(t *testing.T) {
 	at := verifytest.Time
 	src, out := shardSource(t, 40, at)
-	doc := filepath.Join(out, pack.DumpName)
+	doc := filepath.Join(out, layout.DumpName)
 	dir := t.TempDir()
 	res := restoreWorkers(t, doc, dir, 3, unpack.Options{})
 	restored, planned := 0, 0
@@ -114,7 +115,7 @@ func TestShardedRestoreThenChanges(t *testing.T) {
 	if _, err := pack.Pack(context.Background(), src, out, pack.Options{BaseURL: verifytest.BaseURL, At: later, Changes: true}); err != nil {
 		t.Fatal(err)
 	}
-	r, fs := run(t, filepath.Join(out, pack.ChangeDumpName), dir, unpack.Options{})
+	r, fs := run(t, filepath.Join(out, layout.ChangeDumpName), dir, unpack.Options{})
 	if r.Problems() != 0 || r.Deleted != 1 {
 		t.Fatalf("the Change Dump: %+v\n%s", r, dump(fs))
 	}
@@ -126,7 +127,7 @@ func TestShardedRestoreThenChanges(t *testing.T) {
 // run again restores what was left, and the merge then succeeds.
 func TestShardMergeRefusesPackagesNotRestored(t *testing.T) {
 	src, out := shardSource(t, 12, verifytest.Time)
-	doc := filepath.Join(out, pack.DumpName)
+	doc := filepath.Join(out, layout.DumpName)
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	n := 0

@@ -11,13 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/entryspool"
+	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // atSurvey calls f with the survey's spools in dst once the survey ends,
@@ -25,7 +26,7 @@ import (
 func atSurvey(t *testing.T, dst string, f func(spools []string)) {
 	unpack.SetHook(func(point string, _ int) {
 		if point == unpack.HookSurveyed {
-			spools, _ := filepath.Glob(filepath.Join(dst, verify.StateDir, "tmp", ".rsdump-manifest-*.tmp"))
+			spools, _ := filepath.Glob(filepath.Join(dst, deststate.DirName, "tmp", ".rsdump-manifest-*.tmp"))
 			f(spools)
 		}
 	})
@@ -36,7 +37,7 @@ func atSurvey(t *testing.T, dst string, f func(spools []string)) {
 // scratch directory.
 func checkScratchEmpty(t *testing.T, dst string) {
 	t.Helper()
-	if left, _ := filepath.Glob(filepath.Join(dst, verify.StateDir, "tmp", "*")); len(left) != 0 {
+	if left, _ := filepath.Glob(filepath.Join(dst, deststate.DirName, "tmp", "*")); len(left) != 0 {
 		t.Errorf("left in the scratch directory: %v", left)
 	}
 }
@@ -54,7 +55,7 @@ func spoolTest(t *testing.T, meddle func(spools []string)) (src, dst string, res
 		seen = len(spools)
 		meddle(spools)
 	})
-	res, fs = run(t, filepath.Join(out, pack.DumpName), dst, unpack.Options{})
+	res, fs = run(t, filepath.Join(out, layout.DumpName), dst, unpack.Options{})
 	unpack.SetHook(func(string, int) {}) // a second run of the test's is left alone
 	if seen != 3 {
 		t.Fatalf("%d spools after the survey of 3 packages", seen)
@@ -131,11 +132,11 @@ func rewriteSpool(t *testing.T, name string, change func(*resourcesync.URL)) {
 		t.Fatal(err)
 	}
 	src := entryspool.Source(b[len(b)-32:]) // the trailer ends with it
-	r, err := entryspool.Open(name, src)
+	r, err := entryspool.Open[resourcesync.URL](name, src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := entryspool.Create(filepath.Dir(name), "rewrite-*")
+	w, err := entryspool.Create[resourcesync.URL](filepath.Dir(name), "rewrite-*")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +169,7 @@ func TestSurveySpoolBudget(t *testing.T) {
 	dst := t.TempDir()
 	spools := -1
 	atSurvey(t, dst, func(s []string) { spools = len(s) })
-	res, fs := run(t, filepath.Join(out, pack.DumpName), dst, unpack.Options{Jobs: 1})
+	res, fs := run(t, filepath.Join(out, layout.DumpName), dst, unpack.Options{Jobs: 1})
 	if spools != 1 {
 		t.Errorf("%d spools for 3 packages and a budget the first spends", spools)
 	}
@@ -193,7 +194,7 @@ func TestSurveySpoolsRemote(t *testing.T) {
 	dst := t.TempDir()
 	spools := -1
 	atSurvey(t, dst, func(s []string) { spools = len(s) })
-	res, fs := run(t, srv.URL+"/"+pack.DumpName, dst, unpack.Options{Client: client})
+	res, fs := run(t, srv.URL+"/"+layout.DumpName, dst, unpack.Options{Client: client})
 	if spools != 3 {
 		t.Errorf("%d spools after the survey of 3 remote packages", spools)
 	}

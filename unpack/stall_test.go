@@ -11,17 +11,18 @@ import (
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/internal/httpc/httpctest"
+	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/transfer"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // TestUnpackUnansweredDocument: a dump document URL on such a server fails
 // Unpack within the timeout, with an error naming the URL.
 func TestUnpackUnansweredDocument(t *testing.T) {
 	for name, base := range httpctest.Unanswering(t) {
-		u := base + "/" + pack.DumpName
+		u := base + "/" + layout.DumpName
 		var fs []finding.Finding
 		opts := unpack.Options{Client: shortClient, Mapper: mapper(t), Events: finding.OnFindings(func(f finding.Finding) { fs = append(fs, f) })}
 		start := time.Now()
@@ -67,7 +68,7 @@ func TestUnpackDefaultClient(t *testing.T) {
 	if _, err := pack.Pack(t.Context(), tree(t, exampleFiles(t)), out, o); err != nil {
 		t.Fatal(err)
 	}
-	res, fs := run(t, srv.URL+"/"+pack.DumpName, t.TempDir(), unpack.Options{})
+	res, fs := run(t, srv.URL+"/"+layout.DumpName, t.TempDir(), unpack.Options{})
 	if res.Problems() != 0 || res.Written == 0 {
 		t.Fatalf("%+v\n%s", res, dump(fs))
 	}

@@ -32,14 +32,13 @@ import (
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/transfer"
 	"github.com/rsdump/rsdump/transfer/pkgfetch"
-	"github.com/rsdump/rsdump/verify"
 )
 
 // Options configure Unpack.
 type Options struct {
-	// Mapper says where each bitstream lands (verify.Mapper, which Audit
+	// Mapper says where each bitstream lands (deststate.Mapper, which Audit
 	// shares).
-	Mapper verify.Mapper
+	Mapper deststate.Mapper
 	// AtomicPackage commits nothing from a package unless every
 	// bitstream in it verified: the D-Lib all-or-nothing rule.
 	AtomicPackage bool

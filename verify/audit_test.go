@@ -10,11 +10,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/verify"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 var auditFiles = map[string]string{"a.txt": "alpha\n", "d/b.txt": "bravo\n", "d/e/c.txt": "charlie\n"}
@@ -23,7 +25,7 @@ var auditFiles = map[string]string{"a.txt": "alpha\n", "d/b.txt": "bravo\n", "d/
 // URIs under verifytest.BaseURL.
 func audit(t *testing.T, dir, against string) (*verify.Summary, []finding.Finding) {
 	t.Helper()
-	m, err := verify.NewMapper(verify.ByURI, verifytest.BaseURL)
+	m, err := deststate.NewMapper(deststate.ByURI, verifytest.BaseURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,8 +51,8 @@ func writeResourceList(t *testing.T, path string, urls []resourcesync.URL) {
 func TestAuditGood(t *testing.T) {
 	src := tree(t, auditFiles)
 	out := packDir(t, src, pack.Options{})
-	os.MkdirAll(filepath.Join(src, verify.StateDir), 0o755)
-	os.WriteFile(filepath.Join(src, verify.StateDir, "state.json"), []byte("{}"), 0o644)
+	os.MkdirAll(filepath.Join(src, deststate.DirName), 0o755)
+	os.WriteFile(filepath.Join(src, deststate.DirName, "state.json"), []byte("{}"), 0o644)
 	manifest := filepath.Join(out, "resourcedump-00001.manifest.xml")
 	_, entries := verifytest.ReadDoc(t, manifest)
 	docs := t.TempDir()
@@ -76,9 +78,9 @@ func TestAuditGood(t *testing.T) {
 	os.Remove(filepath.Join(noDetached, "resourcedump-00001.manifest.xml"))
 
 	for name, against := range map[string]string{
-		"dump": filepath.Join(out, pack.DumpName), "manifest": manifest, "resource list": rl, "resource list index": rli,
-		"dump index": filepath.Join(indexed, pack.DumpName), "dump URL": srv.URL + "/" + pack.DumpName,
-		"dump without detached manifests": filepath.Join(noDetached, pack.DumpName),
+		"dump": filepath.Join(out, layout.DumpName), "manifest": manifest, "resource list": rl, "resource list index": rli,
+		"dump index": filepath.Join(indexed, layout.DumpName), "dump URL": srv.URL + "/" + layout.DumpName,
+		"dump without detached manifests": filepath.Join(noDetached, layout.DumpName),
 	} {
 		sum, fs := audit(t, src, against)
 		if sum.Problems() != 0 || sum.Bitstreams != 3 || sum.Verified != 3 {
@@ -95,13 +97,13 @@ func packIndexedFiles(t *testing.T, out string, files map[string]string) {
 	if _, err := pack.Pack(t.Context(), tree(t, files), out, o); err != nil {
 		t.Fatal(err)
 	}
-	h, pkgs := verifytest.ReadDoc(t, filepath.Join(out, pack.DumpName))
+	h, pkgs := verifytest.ReadDoc(t, filepath.Join(out, layout.DumpName))
 	ph := h
-	ph.Links = []resourcesync.Link{{Rel: "index", Href: localDumpURL + pack.DumpName}}
+	ph.Links = []resourcesync.Link{{Rel: "index", Href: localDumpURL + layout.DumpName}}
 	verifytest.WriteDoc(t, filepath.Join(out, "resourcedump-part00001.xml"), ph, pkgs[:1])
 	verifytest.WriteDoc(t, filepath.Join(out, "resourcedump-part00002.xml"), ph, pkgs[1:])
 	h.Kind = resourcesync.SitemapIndex
-	verifytest.WriteDoc(t, filepath.Join(out, pack.DumpName), h, []resourcesync.URL{
+	verifytest.WriteDoc(t, filepath.Join(out, layout.DumpName), h, []resourcesync.URL{
 		{Loc: localDumpURL + "resourcedump-part00001.xml"}, {Loc: localDumpURL + "resourcedump-part00002.xml"}})
 }
 
@@ -109,7 +111,7 @@ func packIndexedFiles(t *testing.T, out string, files map[string]string) {
 // missing or extra is an error naming it; the rest of the tree verifies.
 func TestAuditFindsDifferences(t *testing.T) {
 	files := map[string]string{"same.txt": "same\n", "flip.txt": "original\n", "longer.txt": "short\n", "gone.txt": "gone\n"}
-	against := filepath.Join(packDir(t, tree(t, files), pack.Options{}), pack.DumpName)
+	against := filepath.Join(packDir(t, tree(t, files), pack.Options{}), layout.DumpName)
 	dst := tree(t, files)
 	os.WriteFile(filepath.Join(dst, "flip.txt"), []byte("Original\n"), 0o644)
 	os.WriteFile(filepath.Join(dst, "longer.txt"), []byte("not short\n"), 0o644)
@@ -135,7 +137,7 @@ func TestAuditRefuses(t *testing.T) {
 	src := tree(t, auditFiles)
 	capList := filepath.Join(t.TempDir(), "capabilitylist.xml")
 	verifytest.WriteDoc(t, capList, resourcesync.Header{Kind: resourcesync.URLSet, MD: resourcesync.MD{Capability: resourcesync.CapCapabilityList}}, nil)
-	m, _ := verify.NewMapper(verify.ByURI, verifytest.BaseURL)
+	m, _ := deststate.NewMapper(deststate.ByURI, verifytest.BaseURL)
 	for _, c := range []struct{ dir, against, want string }{
 		{src, capList, "cannot audit against"},
 		{src, filepath.Join(t.TempDir(), "none.xml"), "none.xml"},

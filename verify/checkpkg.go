@@ -15,7 +15,6 @@ import (
 	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/resourcesync"
-	"github.com/rsdump/rsdump/transfer"
 )
 
 // checkPackage verifies one package: its length and hash against the dump
@@ -108,7 +107,7 @@ func (v *verifier) missing(ref pkgread.PackageRef, err error) {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		f.Code, f.Msg = finding.CheckMissing, "package listed in "+ref.Doc+" is missing"
-	case errors.Is(err, transfer.ErrFileHash):
+	case errors.Is(err, pkgread.ErrPackageHash):
 		f.Code = finding.CheckHash
 	}
 	v.rep.Report(f)
@@ -173,7 +172,7 @@ func (v *verifier) checkPackageHash(ref pkgread.PackageRef, ph *pkgread.PassHash
 }
 
 func (v *verifier) checkDetached(ctx context.Context, ref pkgread.PackageRef, pkg *pkgread.Package, sum [sha256.Size]byte) {
-	data, err := fetchLinked(ctx, v.opts.Client, ref, ref.Contents)
+	data, err := fetchLinked(ctx, v.opts.Client, v.opener, ref, ref.Contents)
 	if err != nil {
 		v.rep.Report(finding.Finding{Severity: finding.Error, Code: finding.CheckDetached, Source: ref.Loc, URI: ref.Entry.Loc, Path: ref.Contents, Msg: "detached manifest cannot be read: " + err.Error()})
 		return
@@ -192,25 +191,20 @@ func (v *verifier) checkDetached(ctx context.Context, ref pkgread.PackageRef, pk
 	}
 }
 
-// openPackage opens a local package where it is, and a remote one once
-// the transfer engine fetched it from every mirror into a temporary copy.
+// openPackage opens a package through the run's Opener.
 func (v *verifier) openPackage(ctx context.Context, ref pkgread.PackageRef) (io.ReaderAt, int64, func() error, error) {
-	ra, size, _, closeFn, err := v.remote.Open(ctx, ref)
+	ra, size, _, closeFn, err := v.opener.Open(ctx, ref)
 	return ra, size, closeFn, err
 }
 
 // fetchLinked reads a document the package's entry links to, from the
 // first place that answers: the link itself, or the same name beside one
 // of the package's other mirrors.
-func fetchLinked(ctx context.Context, client *http.Client, ref pkgread.PackageRef, href string) ([]byte, error) {
-	hrefs := []string{href}
-	if ref.Doc != "" && resourcesync.IsURL(href) {
-		var err error
-		if hrefs, err = transfer.LinkCopies(ctx, ref.Doc, ref.Entry, href); err != nil {
-			return nil, err
-		}
+func fetchLinked(ctx context.Context, client *http.Client, packages pkgread.Opener, ref pkgread.PackageRef, href string) ([]byte, error) {
+	hrefs, err := packages.Copies(ctx, ref, href)
+	if err != nil {
+		return nil, err
 	}
-	var err error
 	for _, h := range hrefs {
 		var data []byte
 		if data, err = pkgread.ReadDocument(ctx, client, h); err == nil || ctx.Err() != nil {

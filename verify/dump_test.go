@@ -9,14 +9,15 @@ import (
 
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/digest"
+	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/verify"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 func TestPackedExample(t *testing.T) {
 	out := packDir(t, tree(t, exampleFiles(t)), pack.Options{Hashes: []string{digest.MD5, digest.SHA256}})
-	for _, target := range []string{out, filepath.Join(out, pack.DumpName), filepath.Join(out, "resourcedump-00001.zip")} {
+	for _, target := range []string{out, filepath.Join(out, layout.DumpName), filepath.Join(out, "resourcedump-00001.zip")} {
 		sum, fs := run(t, verify.Options{}, target)
 		if sum.Problems() != 0 || sum.Warnings != 0 {
 			t.Errorf("%s: %+v\n%s", target, sum, dump(fs))
@@ -57,13 +58,13 @@ func TestDumpPackageFlipped(t *testing.T) {
 func TestDumpPackageMissingAndTruncated(t *testing.T) {
 	out, zp := damagedDump(t)
 	os.Rename(zp, zp+".gone")
-	_, fs := run(t, verify.Options{}, filepath.Join(out, pack.DumpName))
+	_, fs := run(t, verify.Options{}, filepath.Join(out, layout.DumpName))
 	if f, ok := find(fs, finding.Error, finding.CheckMissing); !ok || !strings.Contains(f.Msg, "is missing") {
 		t.Errorf("missing package not reported:\n%s", dump(fs))
 	}
 	z, _ := os.ReadFile(zp + ".gone")
 	os.WriteFile(zp, z[:len(z)-100], 0o644)
-	_, fs = run(t, verify.Options{}, filepath.Join(out, pack.DumpName))
+	_, fs = run(t, verify.Options{}, filepath.Join(out, layout.DumpName))
 	got := strings.Join(errorsOf(fs), ",")
 	if got != "hash ,length ,zip " {
 		t.Errorf("truncated package: errors %q\n%s", got, dump(fs))

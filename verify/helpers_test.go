@@ -9,10 +9,11 @@ import (
 	"testing"
 
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/internal/packtest"
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/pack"
-	"github.com/rsdump/rsdump/pack/packtest"
+	"github.com/rsdump/rsdump/transfer/pkgfetch"
 	"github.com/rsdump/rsdump/verify"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // run verifies targets and returns the summary and every finding.
@@ -25,6 +26,10 @@ func run(t testing.TB, opts verify.Options, targets ...string) (*verify.Summary,
 			fs = append(fs, f)
 		}
 		finding.Send(events, e)
+	}
+	if opts.Packages == nil {
+		// Remote packages are fetched as rsdump verify fetches them.
+		opts.Packages = &pkgfetch.Remote{Client: opts.Client}
 	}
 	sum, err := verify.Verify(context.Background(), targets, opts)
 	if err != nil {

@@ -11,9 +11,10 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/verify"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 var client = &http.Client{Timeout: 10 * time.Second}
@@ -35,14 +36,14 @@ func serveDump(t *testing.T) (*httptest.Server, string) {
 // then the same dump with a damaged package.
 func TestVerifyOverHTTP(t *testing.T) {
 	srv, out := serveDump(t)
-	sum, fs := run(t, verify.Options{Client: client}, srv.URL+"/"+pack.DumpName)
+	sum, fs := run(t, verify.Options{Client: client}, srv.URL+"/"+layout.DumpName)
 	if sum.Problems() != 0 || sum.Verified != 9 || sum.Packages != 1 {
 		t.Fatalf("%+v\n%s", sum, dump(fs))
 	}
 	zp := filepath.Join(out, "resourcedump-00001.zip")
 	z, _ := os.ReadFile(zp)
 	os.WriteFile(zp, verifytest.Flip(z, 100), 0o644)
-	sum, fs = run(t, verify.Options{Client: client}, srv.URL+"/"+pack.DumpName)
+	sum, fs = run(t, verify.Options{Client: client}, srv.URL+"/"+layout.DumpName)
 	found := false
 	for _, f := range fs {
 		found = found || f.Severity == finding.Error && f.Code == finding.CheckHash && f.Path == "" && strings.Contains(f.Msg, "sha-256")
@@ -91,11 +92,11 @@ func TestVerifyFromDuplicateWhenLocIsDown(t *testing.T) {
 	dead := "http://" + l.Addr().String() + "/rs/"
 	l.Close()
 	o := pack.Options{BaseURL: verifytest.BaseURL, DumpURL: dead, At: fixedTime,
-		Metalink: &pack.MetalinkOptions{Mirrors: []pack.Mirror{{BaseURL: srv.URL + "/", Priority: 1}}}}
+		Metalink: &pack.MetalinkOptions{Mirrors: []layout.Mirror{{BaseURL: srv.URL + "/", Priority: 1}}}}
 	if _, err := pack.Pack(t.Context(), tree(t, exampleFiles(t)), out, o); err != nil {
 		t.Fatal(err)
 	}
-	sum, fs := run(t, verify.Options{Client: client}, srv.URL+"/"+pack.DumpName)
+	sum, fs := run(t, verify.Options{Client: client}, srv.URL+"/"+layout.DumpName)
 	if sum.Problems() != 0 || sum.Verified != 9 || sum.Packages != 1 {
 		t.Fatalf("%+v\n%s", sum, dump(fs))
 	}

@@ -10,11 +10,12 @@ import (
 	"testing"
 
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/verify"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // localDumpURL prefixes the documents and packages of dumps read from
@@ -41,20 +42,20 @@ func packIndexed(t *testing.T, out, prefix string, per int) []string {
 	if len(res.Packages) != 3 {
 		t.Fatalf("%d packages, want 3", len(res.Packages))
 	}
-	h, pkgs := verifytest.ReadDoc(t, filepath.Join(out, pack.DumpName))
+	h, pkgs := verifytest.ReadDoc(t, filepath.Join(out, layout.DumpName))
 	var parts []string
 	var entries []resourcesync.URL
 	for i := 0; i < len(pkgs); i += per {
 		name := fmt.Sprintf("resourcedump-part%05d.xml", len(parts)+1)
 		ph := h
-		ph.Links = []resourcesync.Link{{Rel: "index", Href: prefix + pack.DumpName}}
+		ph.Links = []resourcesync.Link{{Rel: "index", Href: prefix + layout.DumpName}}
 		verifytest.WriteDoc(t, filepath.Join(out, name), ph, pkgs[i:min(i+per, len(pkgs))])
 		parts = append(parts, name)
 		entries = append(entries, resourcesync.URL{Loc: prefix + name, MD: &resourcesync.MD{At: h.MD.At, Completed: h.MD.Completed}})
 	}
 	ih := h
 	ih.Kind = resourcesync.SitemapIndex
-	verifytest.WriteDoc(t, filepath.Join(out, pack.DumpName), ih, entries)
+	verifytest.WriteDoc(t, filepath.Join(out, layout.DumpName), ih, entries)
 	return parts
 }
 
@@ -66,13 +67,13 @@ func TestVerifyIndex(t *testing.T) {
 	srv := httptest.NewServer(http.FileServer(http.Dir(out)))
 	defer srv.Close()
 	packIndexed(t, out, srv.URL+"/", 2)
-	for _, target := range []string{out, filepath.Join(out, pack.DumpName), srv.URL + "/" + pack.DumpName} {
+	for _, target := range []string{out, filepath.Join(out, layout.DumpName), srv.URL + "/" + layout.DumpName} {
 		sum, fs := run(t, verify.Options{Client: client}, target)
 		if sum.Problems() != 0 || sum.Warnings != 0 || sum.Packages != 3 || sum.Verified != 3 {
 			t.Errorf("%s: %+v\n%s", target, sum, dump(fs))
 		}
 	}
-	d, err := pkgread.LoadDump(t.Context(), client, filepath.Join(out, pack.DumpName), finding.NewReporter(nil))
+	d, err := pkgread.LoadDump(t.Context(), client, filepath.Join(out, layout.DumpName), finding.NewReporter(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +102,7 @@ func TestVerifyIndexBadParts(t *testing.T) {
 		{"missing", func(t *testing.T, out, part string) { os.Remove(filepath.Join(out, part)) },
 			finding.CheckMissing, "cannot be read", 2},
 		{"nested index", func(t *testing.T, out, part string) {
-			h, urls := verifytest.ReadDoc(t, filepath.Join(out, pack.DumpName))
+			h, urls := verifytest.ReadDoc(t, filepath.Join(out, layout.DumpName))
 			verifytest.WriteDoc(t, filepath.Join(out, part), h, urls)
 		}, finding.CheckDocument, "an index listed by", 2},
 		{"other capability", func(t *testing.T, out, part string) {
@@ -120,7 +121,7 @@ func TestVerifyIndexBadParts(t *testing.T) {
 			out := t.TempDir()
 			parts := packIndexed(t, out, localDumpURL, 2)
 			c.damage(t, out, parts[1])
-			sum, fs := run(t, verify.Options{}, filepath.Join(out, pack.DumpName))
+			sum, fs := run(t, verify.Options{}, filepath.Join(out, layout.DumpName))
 			f, ok := find(fs, finding.Error, c.check)
 			if !ok || !strings.Contains(f.Msg, c.msg) {
 				t.Fatalf("no %s error with %q:\n%s", c.check, c.msg, dump(fs))

@@ -8,8 +8,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/verify"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // rewrite copies every entry of z through edit, raw, into a new archive.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/verify"
 )
@@ -30,7 +31,7 @@ func TestProgressTotal(t *testing.T) {
 		size += fi.Size()
 	}
 	missing := t.TempDir()
-	for _, f := range []string{pack.DumpName, filepath.Base(zips[0])} {
+	for _, f := range []string{layout.DumpName, filepath.Base(zips[0])} {
 		b, _ := os.ReadFile(filepath.Join(out, f))
 		os.WriteFile(filepath.Join(missing, f), b, 0o644)
 	}
@@ -38,10 +39,10 @@ func TestProgressTotal(t *testing.T) {
 		name, target string
 		want         int64
 	}{
-		{"document", filepath.Join(out, pack.DumpName), size},
+		{"document", filepath.Join(out, layout.DumpName), size},
 		{"directory", out, size},
 		{"package", zips[0], fileSize(t, zips[0])},
-		{"missing packages", filepath.Join(missing, pack.DumpName), size},
+		{"missing packages", filepath.Join(missing, layout.DumpName), size},
 	} {
 		var total, done atomic.Int64
 		var early atomic.Bool
@@ -84,7 +85,7 @@ func TestProgressWithinABitstream(t *testing.T) {
 			calls.Add(1)
 			done.Add(p.Bytes)
 		}
-	}}, filepath.Join(out, pack.DumpName))
+	}}, filepath.Join(out, layout.DumpName))
 	if sum.Problems() != 0 || sum.Verified != 1 {
 		t.Fatalf("%+v\n%s", sum, dump(fs))
 	}

@@ -11,10 +11,12 @@ import (
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/internal/httpc/httpctest"
+	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/transfer"
+	"github.com/rsdump/rsdump/transfer/pkgfetch"
 	"github.com/rsdump/rsdump/verify"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // TestVerifyUnansweredDocument: a dump document URL on a server that
@@ -22,7 +24,7 @@ import (
 // within the timeout, with an error naming the URL.
 func TestVerifyUnansweredDocument(t *testing.T) {
 	for name, base := range httpctest.Unanswering(t) {
-		u := base + "/" + pack.DumpName
+		u := base + "/" + layout.DumpName
 		var fs []finding.Finding
 		opts := verify.Options{Client: shortClient, Events: finding.OnFindings(func(f finding.Finding) { fs = append(fs, f) })}
 		start := time.Now()
@@ -47,7 +49,7 @@ func TestVerifyUnansweredPackage(t *testing.T) {
 		}
 		docs := httptest.NewServer(http.FileServer(http.Dir(out)))
 		start := time.Now()
-		sum, fs := run(t, verify.Options{Client: shortClient, Transfer: transfer.Options{StallTimeout: httpctest.ShortWait, MaxFailures: 1}}, docs.URL+"/"+pack.DumpName)
+		sum, fs := run(t, verify.Options{Client: shortClient, Packages: &pkgfetch.Remote{Client: shortClient, Transfer: transfer.Options{StallTimeout: httpctest.ShortWait, MaxFailures: 1}}}, docs.URL+"/"+layout.DumpName)
 		docs.Close()
 		if el := time.Since(start); el > 3*time.Second {
 			t.Errorf("%s: took %s", name, el)
@@ -78,7 +80,7 @@ func TestVerifyDefaultClient(t *testing.T) {
 	if _, err := pack.Pack(t.Context(), tree(t, exampleFiles(t)), out, o); err != nil {
 		t.Fatal(err)
 	}
-	sum, fs := run(t, verify.Options{}, srv.URL+"/"+pack.DumpName)
+	sum, fs := run(t, verify.Options{}, srv.URL+"/"+layout.DumpName)
 	if sum.Problems() != 0 || sum.Verified == 0 {
 		t.Fatalf("%+v\n%s", sum, dump(fs))
 	}

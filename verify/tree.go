@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/internal/httpc"
@@ -32,7 +33,7 @@ import (
 // or a Resource List, or an index of either. mapper says where each
 // resource should be. The error is for a document or tree that cannot be
 // read at all.
-func Audit(ctx context.Context, dir, against string, mapper Mapper, opts Options) (*Summary, error) {
+func Audit(ctx context.Context, dir, against string, mapper deststate.Mapper, opts Options) (*Summary, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, err
@@ -71,7 +72,7 @@ type auditor struct {
 	*verifier
 	dir     string
 	root    *os.Root
-	mapper  Mapper
+	mapper  deststate.Mapper
 	seed    maphash.Seed
 	mu      sync.Mutex
 	seen    map[uint64]struct{} // hashes of the paths listed: 8 bytes a file, not the path
@@ -154,7 +155,7 @@ func (a *auditor) dumpListing(ctx context.Context, loc string, fn func(string, r
 
 func (a *auditor) manifestOf(ctx context.Context, ref pkgread.PackageRef) ([]byte, error) {
 	if ref.Contents != "" {
-		if m, err := fetchLinked(ctx, a.opts.Client, ref, ref.Contents); err == nil {
+		if m, err := fetchLinked(ctx, a.opts.Client, a.opener, ref, ref.Contents); err == nil {
 			return m, nil
 		}
 	}
@@ -301,7 +302,7 @@ func (a *auditor) extras(ctx context.Context) error {
 		rel, _ := filepath.Rel(a.dir, p)
 		rel = filepath.ToSlash(rel)
 		switch {
-		case d.IsDir() && rel == StateDir:
+		case d.IsDir() && rel == deststate.DirName:
 			return filepath.SkipDir
 		case d.IsDir():
 			return nil

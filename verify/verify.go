@@ -22,22 +22,23 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/pkgread"
-	"github.com/rsdump/rsdump/transfer"
-	"github.com/rsdump/rsdump/transfer/pkgfetch"
 )
 
 // Options configure Verify.
 type Options struct {
 	pkgread.Limits
 	Jobs   int          // packages verified at once; default GOMAXPROCS
-	Client *http.Client // for URL targets; default transfer.NewClient(Transfer)
-	// Transfer tunes the engine that fetches remote packages from all
-	// their mirrors, each into a directory of its own under TempDir
-	// (default os.TempDir()), removed once the package is checked. Its
-	// Client defaults to Client.
-	Transfer transfer.Options
-	TempDir  string
+	Client *http.Client // for documents read from URLs; default httpc.Default()
+	// Packages opens the packages the dumps name; default pkgread.Local,
+	// which reads local packages only. A caller that verifies remote
+	// dumps gives one that fetches (transfer/pkgfetch.Remote): verify
+	// itself holds no download code.
+	Packages pkgread.Opener
+	// TempDir holds the run's scratch (the tables of targets); default
+	// os.TempDir().
+	TempDir string
 	// AllowExtras makes a file of the tree that the listing lacks a
 	// warning in Audit, not an error: a Destination may hold files of its
 	// own, which rsdump never touches. Either way Summary.Extras counts
@@ -68,7 +69,7 @@ type Summary struct {
 
 type verifier struct {
 	opts       Options
-	remote     *pkgfetch.Remote // opens packages, fetching remote ones
+	opener     pkgread.Opener // opens packages (Options.Packages)
 	rep        *finding.Reporter
 	documents  atomic.Int64
 	packages   atomic.Int64
@@ -117,9 +118,12 @@ func newVerifier(opts Options) *verifier {
 		opts.Jobs = runtime.GOMAXPROCS(0)
 	}
 	if opts.Client == nil {
-		opts.Client = transfer.NewClient(opts.Transfer)
+		opts.Client = httpc.Default()
 	}
-	return &verifier{opts: opts, rep: finding.NewReporter(opts.Events), remote: &pkgfetch.Remote{Transfer: opts.Transfer, Client: opts.Client, TempDir: opts.TempDir}}
+	if opts.Packages == nil {
+		opts.Packages = pkgread.Local{}
+	}
+	return &verifier{opts: opts, rep: finding.NewReporter(opts.Events), opener: opts.Packages}
 }
 
 // job is one package to check, with the table of the targets its dump's

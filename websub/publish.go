@@ -10,8 +10,8 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/httpc"
-	"github.com/rsdump/rsdump/internal/plural"
 	"github.com/rsdump/rsdump/metalink/httpheader"
 )
 
@@ -70,7 +70,7 @@ func (h *Hub) notification(w http.ResponseWriter, r *http.Request) {
 	n := h.distribute(c, true)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusAccepted)
-	fmt.Fprintf(w, "accepted: %s goes to %s\n", topic, plural.Count(n, "subscriber"))
+	fmt.Fprintf(w, "accepted: %s goes to %s\n", topic, finding.Plural(n, "subscriber"))
 }
 
 // publishForm is hub.mode=publish: each topic named by hub.topic or

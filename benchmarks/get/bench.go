@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	mt "github.com/rsdump/rsdump/transfer/mirrortest"
+	mt "github.com/rsdump/rsdump/internal/mirrortest"
 )
 
 var mirrorAddrs = []string{"127.0.0.1:18481", "127.0.0.2:18481", "127.0.0.3:18481"}

@@ -41,9 +41,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify"
 )
 
 // base is the URI prefix of the resources: benchmarks/fileserve's default
@@ -208,7 +208,7 @@ func apply(args []string) error {
 	if *limit > 0 {
 		debug.SetMemoryLimit(*limit)
 	}
-	m, err := verify.NewMapper(verify.ByURI, base+"r/")
+	m, err := deststate.NewMapper(deststate.ByURI, base+"r/")
 	if err != nil {
 		return err
 	}

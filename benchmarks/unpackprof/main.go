@@ -13,6 +13,7 @@ import (
 	"runtime/pprof"
 	"time"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/unpack"
 	"github.com/rsdump/rsdump/verify"
 )
@@ -51,7 +52,7 @@ func main() {
 		fmt.Printf("%+v\n", *s)
 		return
 	}
-	m, err := verify.NewMapper(verify.ByURI, flag.Arg(2))
+	m, err := deststate.NewMapper(deststate.ByURI, flag.Arg(2))
 	if err != nil {
 		fail(err)
 	}

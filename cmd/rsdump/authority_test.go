@@ -16,8 +16,8 @@ import (
 	"testing"
 
 	"github.com/rsdump/rsdump/internal/s3test"
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/metalink"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // hostile is a small Source on loopback that serves the documents it is

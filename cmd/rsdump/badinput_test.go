@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rsdump/rsdump/verify/verifytest"
+	"github.com/rsdump/rsdump/internal/verifytest"
 )
 
 // A malformed document and an oversized one are both bad input: exit 1,

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/resourcesync"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // srcTree is a Source tree that a test changes generation by generation,
@@ -128,7 +128,7 @@ func TestChangesEndToEnd(t *testing.T) {
 	base := []string{"--base-url", verifytest.BaseURL}
 	hour := func(i int) string { return resourcesync.FormatTime(verifytest.Time.Add(time.Duration(i) * time.Hour)) }
 	rsdumpOK(t, append([]string{"pack", s.dir, "-o", out, "-q", "--at", hour(0)}, base...)...)
-	rsdumpOK(t, append([]string{"unpack", filepath.Join(out, pack.DumpName), "--dest", dst}, base...)...)
+	rsdumpOK(t, append([]string{"unpack", filepath.Join(out, layout.DumpName), "--dest", dst}, base...)...)
 	sameTree(t, "baseline", s.dir, dst)
 
 	for i, g := range srcGenerations {

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/resourcesync"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // mtimes maps every regular file under dir but rsdump's state to its
@@ -50,7 +50,7 @@ func TestChangedFileKeepsItsMtime(t *testing.T) {
 	mux.Handle("/base/", http.StripPrefix("/base/", http.FileServer(http.Dir(s.dir))))
 	// The Capability List names the Change Dump, which is not there: sync
 	// then applies the Change List.
-	mux.Handle("/out/"+pack.ChangeDumpName, http.NotFoundHandler())
+	mux.Handle("/out/"+layout.ChangeDumpName, http.NotFoundHandler())
 	mux.Handle("/out/", http.StripPrefix("/out/", http.FileServer(http.Dir(out))))
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
@@ -59,15 +59,15 @@ func TestChangedFileKeepsItsMtime(t *testing.T) {
 	packArgs := append([]string{"-o", out, "-q", "--dump-url", srv.URL + "/out/"}, base...)
 
 	rsdumpOK(t, append([]string{"pack", s.dir, "--at", hour(0)}, packArgs...)...)
-	rsdumpOK(t, append([]string{"unpack", filepath.Join(out, pack.DumpName), "--dest", dst}, base...)...)
-	rsdumpOK(t, "sync", srv.URL+"/out/"+pack.CapabilityListName, "--dest", synced, "-q")
+	rsdumpOK(t, append([]string{"unpack", filepath.Join(out, layout.DumpName), "--dest", dst}, base...)...)
+	rsdumpOK(t, "sync", srv.URL+"/out/"+layout.CapabilityListName, "--dest", synced, "-q")
 
 	s.now = verifytest.Time.Add(-5 * time.Hour) // older than the Resource Dump
 	s.write("a.txt", "copied in with its old mtime\n")
 	rsdumpOK(t, append([]string{"pack", "--changes", s.dir, "--at", hour(1)}, packArgs...)...)
-	rsdumpOK(t, append([]string{"unpack", filepath.Join(out, pack.ChangeDumpName), "--dest", dst}, base...)...)
+	rsdumpOK(t, append([]string{"unpack", filepath.Join(out, layout.ChangeDumpName), "--dest", dst}, base...)...)
 	got := rsdumpOK(t, "sync", "--dest", synced, "-v")
-	if !strings.Contains(got, pack.ChangeListName) {
+	if !strings.Contains(got, layout.ChangeListName) {
 		t.Errorf("sync did not apply the Change List:\n%s", got)
 	}
 	for what, dir := range map[string]string{"unpack changedump.xml": dst, "sync from changelist.xml": synced} {

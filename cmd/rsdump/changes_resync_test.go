@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/internal/sharedtest"
-	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/resourcesync"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // decoded returns files' map with each path percent-decoded: resync maps a
@@ -85,7 +85,7 @@ func TestResyncIncrementalFromOurChangelist(t *testing.T) {
 	}
 
 	rsdumpOK(t, append([]string{"pack", s.dir, "-o", out, "-q", "--at", hour(0)}, base...)...)
-	rsdumpOK(t, append([]string{"unpack", filepath.Join(out, pack.DumpName), "--dest", dst}, base...)...)
+	rsdumpOK(t, append([]string{"unpack", filepath.Join(out, layout.DumpName), "--dest", dst}, base...)...)
 	resync("--baseline")
 	verifytest.SameFiles(t, "resync baseline", decoded(t, treeFiles(t, rdst)), treeFiles(t, s.dir))
 
@@ -98,7 +98,7 @@ func TestResyncIncrementalFromOurChangelist(t *testing.T) {
 		rsdumpOK(t, append([]string{"unpack", filepath.Join(out, "changedump.xml"), "--dest", dst}, base...)...)
 		verifytest.SameFiles(t, what+": rsdump", treeFiles(t, dst), treeFiles(t, s.dir))
 		sameMtimes(t, what+": rsdump", mtimes(t, dst), mtimes(t, s.dir))
-		h, lists := verifytest.ReadDoc(t, filepath.Join(out, pack.ChangeListName))
+		h, lists := verifytest.ReadDoc(t, filepath.Join(out, layout.ChangeListName))
 		if want := min(i+1, len(srcGenerations)-1); h.Kind != resourcesync.SitemapIndex || len(lists) != want {
 			t.Fatalf("%s: changelist.xml is %+v naming %d Change Lists, want an index of %d, one per run that found changes", what, h, len(lists), want)
 		}

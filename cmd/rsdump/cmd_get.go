@@ -12,13 +12,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
-	"github.com/rsdump/rsdump/internal/plural"
 	"github.com/rsdump/rsdump/replica"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/transfer"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify"
 )
 
 const getHelp = `Usage: rsdump get SOURCE... [-o DIR] [flags]
@@ -265,7 +264,7 @@ func mirrorsNote(ms []transfer.MirrorProgress) string {
 			active++
 		}
 	}
-	return fmt.Sprintf("%d of %s active, %s", active, plural.Count(len(ms), "mirror"), plural.Count(conns, "connection"))
+	return fmt.Sprintf("%d of %s active, %s", active, finding.Plural(len(ms), "mirror"), finding.Plural(conns, "connection"))
 }
 
 // getReport is get's one --json document: a summary per file, in order.
@@ -368,7 +367,7 @@ func printGetSummary(results []*transfer.Result, docs []string, runErr error, f 
 		return enc.Encode(rep)
 	}
 	if len(docs) > 0 && !f.quiet {
-		fmt.Fprintf(stdout, "%s saved beside the packages: %s\n", plural.Count(len(docs), "dump document"), strings.Join(docs, ", "))
+		fmt.Fprintf(stdout, "%s saved beside the packages: %s\n", finding.Plural(len(docs), "dump document"), strings.Join(docs, ", "))
 	}
 	return nil
 }
@@ -400,19 +399,19 @@ func getNotes(s getSummary) string {
 		notes = append(notes, "UNVERIFIED: the source gives no hash")
 	}
 	if s.Refetch > 0 {
-		notes = append(notes, plural.Count(s.Refetch, "piece")+" refetched")
+		notes = append(notes, finding.Plural(s.Refetch, "piece")+" refetched")
 	}
 	switch {
 	case s.Retries == 1:
 		notes = append(notes, "1 retry")
 	case s.Retries > 1:
-		notes = append(notes, plural.Count(s.Retries, "retry"))
+		notes = append(notes, finding.Plural(s.Retries, "retry"))
 	}
 	if n := len(s.NoRange); n > 0 {
-		notes = append(notes, plural.Count(n, "mirror")+" without Range support")
+		notes = append(notes, finding.Plural(n, "mirror")+" without Range support")
 	}
 	if n := len(s.Dropped); n > 0 {
-		notes = append(notes, plural.Count(n, "mirror")+" failed")
+		notes = append(notes, finding.Plural(n, "mirror")+" failed")
 	}
 	if len(notes) == 0 {
 		return ""
@@ -425,14 +424,14 @@ func unpackOptions(f getFlags) (unpack.Options, error) {
 	if f.unpack == "" {
 		return unpack.Options{}, nil
 	}
-	layout, err := verify.ParseLayout(f.layout)
+	layout, err := deststate.ParseLayout(f.layout)
 	if err != nil {
 		return unpack.Options{}, usageError{err}
 	}
-	if layout == verify.ByURI && f.baseURL == "" {
+	if layout == deststate.ByURI && f.baseURL == "" {
 		return unpack.Options{}, usagef("--unpack needs --base-url URL (the prefix of the bitstream URIs), or --layout path")
 	}
-	m, err := verify.NewMapper(layout, f.baseURL)
+	m, err := deststate.NewMapper(layout, f.baseURL)
 	if err != nil {
 		return unpack.Options{}, usageError{err}
 	}
@@ -452,7 +451,7 @@ func newSequence(dir string, o unpack.Options, files []transfer.File, msg func(s
 			msg("rsdump: %s: %v", name, err)
 			return
 		}
-		msg("rsdump: %s: unpacked %s into %s (%d already present)", name, plural.Count(res.Written, "bitstream"), dir, res.Present)
+		msg("rsdump: %s: unpacked %s into %s (%d already present)", name, finding.Plural(res.Written, "bitstream"), dir, res.Present)
 	}
 	return seq
 }

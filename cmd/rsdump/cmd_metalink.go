@@ -10,9 +10,9 @@ import (
 	"path"
 	"path/filepath"
 
-	"github.com/rsdump/rsdump/internal/plural"
+	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/metalink"
-	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/s3"
 )
@@ -124,16 +124,16 @@ func (f *metalinkFlags) checkUsage(args []string) error {
 // 16 KiB a 1 TiB file already has 64 million pieces.
 const minPieceLength = 16 << 10
 
-func (f *metalinkFlags) writeUsage(args []string) ([]pack.Mirror, error) {
+func (f *metalinkFlags) writeUsage(args []string) ([]layout.Mirror, error) {
 	if len(args) == 0 {
 		return nil, usagef("metalink needs FILE... --mirror URL, a resourcedump.xml, or --check DOC...")
 	}
 	if f.pieceLength != 0 && f.pieceLength < minPieceLength {
 		return nil, usagef("--piece-length must be at least %d bytes", minPieceLength)
 	}
-	var ms []pack.Mirror
+	var ms []layout.Mirror
 	for _, s := range f.mirrors {
-		m, err := pack.ParseMirror(s)
+		m, err := layout.ParseMirror(s)
 		if err != nil {
 			return nil, usageError{err}
 		}
@@ -145,7 +145,7 @@ func (f *metalinkFlags) writeUsage(args []string) ([]pack.Mirror, error) {
 // checkInputs refuses, before anything is read, what would make the
 // document invalid: a missing input, no mirror, or two inputs with the
 // same base name.
-func checkInputs(paths []string, mirrors []pack.Mirror) error {
+func checkInputs(paths []string, mirrors []layout.Mirror) error {
 	for _, p := range paths {
 		if _, err := os.Stat(p); err != nil {
 			return err
@@ -201,7 +201,7 @@ func localPackagesSize(ctx context.Context, doc string) int64 {
 }
 
 // mirrorBases turns --mirror flags into the Builder's base URLs.
-func mirrorBases(ms []pack.Mirror) []metalink.URL {
+func mirrorBases(ms []layout.Mirror) []metalink.URL {
 	var urls []metalink.URL
 	for _, m := range ms {
 		urls = append(urls, metalink.URL{URL: m.BaseURL, Priority: m.Priority, Location: m.Location})
@@ -261,7 +261,7 @@ func (w *metalinkWriter) encode(dst io.Writer, name string, head *metalink.Metal
 		return nil
 	}
 	if !w.quiet {
-		fmt.Fprintf(w.stderr, "rsdump: wrote %s to %s\n", plural.Count(e.Count(), "file"), name)
+		fmt.Fprintf(w.stderr, "rsdump: wrote %s to %s\n", finding.Plural(e.Count(), "file"), name)
 	}
 	return nil
 }

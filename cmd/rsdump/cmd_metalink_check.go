@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/rsdump/rsdump/finding"
-	"github.com/rsdump/rsdump/internal/plural"
 	"github.com/rsdump/rsdump/metalink"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/transfer"
@@ -46,7 +45,7 @@ func checkDocs(ctx context.Context, docs []string, stdout io.Writer, asJSON bool
 		}
 	}
 	if bad > 0 {
-		return exitError{exitFailed, fmt.Errorf("%d of %s invalid or unreadable", bad, plural.Count(len(docs), "document"))}
+		return exitError{exitFailed, fmt.Errorf("%d of %s invalid or unreadable", bad, finding.Plural(len(docs), "document"))}
 	}
 	return nil
 }
@@ -199,7 +198,7 @@ func printDoc(w io.Writer, src string, m *metalink.Metalink, ps []finding.Findin
 	if nErr > 0 {
 		verdict = "invalid"
 	}
-	fmt.Fprintf(w, "%s: %s: %s, %s, %s\n", src, verdict, plural.Count(len(m.Files), "file"), plural.Count(nErr, "error"), plural.Count(len(ps)-nErr, "warning"))
+	fmt.Fprintf(w, "%s: %s: %s, %s, %s\n", src, verdict, finding.Plural(len(m.Files), "file"), finding.Plural(nErr, "error"), finding.Plural(len(ps)-nErr, "warning"))
 	for i := range m.Files {
 		printFile(w, &m.Files[i])
 	}

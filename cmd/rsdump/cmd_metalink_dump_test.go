@@ -7,10 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/metalink"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // packForDump packs three files into two packages with two mirrors and
@@ -20,7 +21,7 @@ func packForDump(t *testing.T) (*pack.Result, string) {
 	src := mlTree(t, map[string][]byte{"a.bin": mlRandom(4, 200000), "b.bin": mlRandom(5, 200000), "c.bin": mlRandom(6, 10000)})
 	o := pack.Options{BaseURL: "http://127.0.0.1/rs/", MaxPackageSize: 250000, Metalink: &pack.MetalinkOptions{
 		PieceLength: 64 << 10,
-		Mirrors:     []pack.Mirror{{BaseURL: "http://127.0.0.31/rs", Priority: 2}, {BaseURL: "http://127.0.0.12/x/"}},
+		Mirrors:     []layout.Mirror{{BaseURL: "http://127.0.0.31/rs", Priority: 2}, {BaseURL: "http://127.0.0.12/x/"}},
 	}}
 	res, out := mlPack(t, src, o)
 	if len(res.Packages) < 2 {

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/finding"
-	"github.com/rsdump/rsdump/internal/plural"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/notify"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/resourcesync"
@@ -261,7 +261,7 @@ func (f *packFlags) channels(o *pack.Options) error {
 	if f.sh.shard != "" || f.parts != 0 {
 		return usagef("--hub: a shard publishes no document; give it to --merge")
 	}
-	o.Channels = pack.Channels{Hub: f.hub, Topics: f.topic, ChangeNotification: f.changeNotification}
+	o.Channels = layout.Channels{Hub: f.hub, Topics: f.topic, ChangeNotification: f.changeNotification}
 	return nil
 }
 
@@ -277,7 +277,7 @@ func (f *packFlags) metalinkOptions(o *pack.Options) error {
 	}
 	o.Metalink = &pack.MetalinkOptions{PieceLength: f.pieceLength}
 	for _, s := range f.mirrors {
-		m, err := pack.ParseMirror(s)
+		m, err := layout.ParseMirror(s)
 		if err != nil {
 			return usageError{err}
 		}
@@ -300,7 +300,7 @@ func doPack(ctx context.Context, src string, f packFlags, o pack.Options, stdout
 		case pack.PackageDone:
 			done++
 			if !f.quiet {
-				p.message("rsdump: %s: %s, %s%s", e.Package.Name, fmtBytes(e.Package.Length), plural.Count(e.Package.Bitstreams, "bitstream"), reusedNote(e.Package.Reused))
+				p.message("rsdump: %s: %s, %s%s", e.Package.Name, fmtBytes(e.Package.Length), finding.Plural(e.Package.Bitstreams, "bitstream"), reusedNote(e.Package.Reused))
 			}
 		case finding.Finding:
 			if !f.quiet {
@@ -359,13 +359,13 @@ func notifyHub(ctx context.Context, res *pack.Result, quiet bool, stderr io.Writ
 		switch e := e.(type) {
 		case notify.Sent:
 			if !quiet {
-				fmt.Fprintf(stderr, "rsdump: notified %s: %s of %s on %s\n", e.Hub, e.Capability, plural.Count(e.Entries, "entry"), e.Topic)
+				fmt.Fprintf(stderr, "rsdump: notified %s: %s of %s on %s\n", e.Hub, e.Capability, finding.Plural(e.Entries, "entry"), e.Topic)
 			}
 		case finding.Finding:
 			fmt.Fprintf(stderr, "rsdump: %s\n", e)
 		}
 	}}
-	p.Publish(ctx, res)
+	p.Publish(ctx, &res.Published)
 }
 
 func takenOver(from string) string {
@@ -457,7 +457,7 @@ func printPackSummary(res *pack.Result, f packFlags, stdout io.Writer) error {
 	}
 	if !f.quiet {
 		fmt.Fprintf(stdout, "%s: %s (%d reused), %s, %s in %s (%.1f MB/s), %d skipped\n",
-			s.Document, plural.Count(s.Packages, "package"), s.Reused, plural.Count(s.Bitstreams, "bitstream"),
+			s.Document, finding.Plural(s.Packages, "package"), s.Reused, finding.Plural(s.Bitstreams, "bitstream"),
 			fmtBytes(s.Bytes), res.Elapsed.Round(time.Millisecond), s.MBps, s.Skipped)
 	}
 	return nil

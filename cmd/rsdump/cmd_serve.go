@@ -14,8 +14,7 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/finding"
-	"github.com/rsdump/rsdump/internal/plural"
-	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/serve"
 	"github.com/rsdump/rsdump/trs"
 	"github.com/rsdump/rsdump/websub"
@@ -208,7 +207,7 @@ func hubLine(e websub.Event) string {
 	case websub.Subscribed:
 		s += fmt.Sprintf(" (lease %s)", e.Lease)
 	case websub.Published:
-		s += " (" + plural.Count(e.Subscribers, "subscriber") + ")"
+		s += " (" + finding.Plural(e.Subscribers, "subscriber") + ")"
 	case websub.Delivered, websub.Dropped:
 		s += fmt.Sprintf(" (attempt %d)", e.Attempt)
 	case websub.Retrying:
@@ -248,7 +247,7 @@ func (f *serveFlags) options(stderr io.Writer) (serve.Options, error) {
 		return o, usagef("--resources needs --base-url, the prefix of the resources' URLs")
 	}
 	for _, s := range f.mirrors {
-		m, err := pack.ParseMirror(s)
+		m, err := layout.ParseMirror(s)
 		if err != nil {
 			return o, usageError{err}
 		}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/follow"
-	"github.com/rsdump/rsdump/internal/plural"
 	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/replica"
 	"github.com/rsdump/rsdump/resourcesync"
@@ -250,12 +249,12 @@ func syncSummaryLine(r *replica.Result, dry bool) string {
 		if dry {
 			verb = "would repair"
 		}
-		line += fmt.Sprintf("; %s %d (%s fetched) of %s damaged or missing", verb, rp.Repaired, plural.Count(rp.Fetched, "byte"), plural.Count(rp.Damaged, "file"))
+		line += fmt.Sprintf("; %s %d (%s fetched) of %s damaged or missing", verb, rp.Repaired, finding.Plural(rp.Fetched, "byte"), finding.Plural(rp.Damaged, "file"))
 	}
 	if a := r.Audit; a != nil {
-		line += fmt.Sprintf("; audit: %s verified, %s", plural.Count(a.Verified, "file"), plural.Count(a.Errors, "error"))
+		line += fmt.Sprintf("; audit: %s verified, %s", finding.Plural(a.Verified, "file"), finding.Plural(a.Errors, "error"))
 		if a.Extras > 0 {
-			line += fmt.Sprintf(", %s the Source never had (kept)", plural.Count(a.Extras, "extra file"))
+			line += fmt.Sprintf(", %s the Source never had (kept)", finding.Plural(a.Extras, "extra file"))
 		}
 	}
 	return line

@@ -10,8 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // servedExample packs the example tree with package URLs on a loopback
@@ -25,7 +26,7 @@ func servedExample(t *testing.T) (doc, out string) {
 	if _, err := pack.Pack(context.Background(), src, out, o); err != nil {
 		t.Fatal(err)
 	}
-	return srv.URL + "/" + pack.DumpName, out
+	return srv.URL + "/" + layout.DumpName, out
 }
 
 func TestSyncExitCodes(t *testing.T) {

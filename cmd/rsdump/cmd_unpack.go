@@ -7,12 +7,11 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
-	"github.com/rsdump/rsdump/internal/plural"
 	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/transfer"
 	"github.com/rsdump/rsdump/unpack"
-	"github.com/rsdump/rsdump/verify"
 )
 
 const unpackHelp = `Usage: rsdump unpack SOURCE... --dest DIR --base-url URL [flags]
@@ -182,14 +181,14 @@ func (f *unpackFlags) options(args []string) (unpack.Options, error) {
 	if err := unpack.CheckOnlyPatterns(f.only); err != nil {
 		return o, usageError{err}
 	}
-	layout, err := verify.ParseLayout(f.layout)
+	layout, err := deststate.ParseLayout(f.layout)
 	if err != nil {
 		return o, usageError{err}
 	}
-	if layout == verify.ByURI && f.baseURL == "" {
+	if layout == deststate.ByURI && f.baseURL == "" {
 		return o, usagef("unpack needs --base-url URL (the prefix of the bitstream URIs), or --layout path")
 	}
-	m, err := verify.NewMapper(layout, f.baseURL)
+	m, err := deststate.NewMapper(layout, f.baseURL)
 	if err != nil {
 		return o, usageError{err}
 	}
@@ -281,7 +280,7 @@ func doUnpack(ctx context.Context, sources []string, f unpackFlags, o unpack.Opt
 // what its merge did.
 func shardsLine(r *unpack.Result) string {
 	if r.Merged > 0 {
-		return fmt.Sprintf("\nmerged: the written logs' %s moved into the tree's; the state records the dump", plural.Count(int(r.Merged), "record"))
+		return fmt.Sprintf("\nmerged: the written logs' %s moved into the tree's; the state records the dump", finding.Plural(r.Merged, "record"))
 	}
 	s := r.Shards
 	if s == nil {
@@ -306,8 +305,8 @@ func unpackSummaryLine(r *unpack.Result, dry bool) string {
 		verb = "to write (dry run)"
 	}
 	return fmt.Sprintf("%s: %s %s (%s), %d already present, %d deleted, %d refused; %s, %d unverified, %s",
-		plural.Count(r.Packages, "package"), plural.Count(r.Written, "file"), verb, fmtBytes(r.Bytes), r.Present, r.Deleted, r.Refused,
-		plural.Count(r.Errors, "error"), r.Unverified, plural.Count(r.Warnings, "warning"))
+		finding.Plural(r.Packages, "package"), finding.Plural(r.Written, "file"), verb, fmtBytes(r.Bytes), r.Present, r.Deleted, r.Refused,
+		finding.Plural(r.Errors, "error"), r.Unverified, finding.Plural(r.Warnings, "warning"))
 }
 
 func orText(s, alt string) string {

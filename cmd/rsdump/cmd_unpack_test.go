@@ -6,13 +6,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rsdump/rsdump/pack"
-	"github.com/rsdump/rsdump/verify/verifytest"
+	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 )
 
 func TestUnpackExitCodes(t *testing.T) {
 	out := packedExample(t)
-	doc := filepath.Join(out, pack.DumpName)
+	doc := filepath.Join(out, layout.DumpName)
 	dst := t.TempDir()
 	broken := filepath.Join(t.TempDir(), "p.zip")
 	os.WriteFile(broken, verifytest.Corpus(t)[0].Zip, 0o644)
@@ -42,7 +42,7 @@ func TestUnpackExitCodes(t *testing.T) {
 func TestUnpackWrongBaseURL(t *testing.T) {
 	out := packedExample(t)
 	dst := t.TempDir()
-	code, stdout, stderr := rsdump(t, "unpack", filepath.Join(out, pack.DumpName), "--dest", dst, "--base-url", "http://127.0.0.2/other/")
+	code, stdout, stderr := rsdump(t, "unpack", filepath.Join(out, layout.DumpName), "--dest", dst, "--base-url", "http://127.0.0.2/other/")
 	if code != exitUsage || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "base URL is "+verifytest.BaseURL) {
 		t.Errorf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}

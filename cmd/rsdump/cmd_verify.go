@@ -12,13 +12,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spf13/pflag"
+
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
-	"github.com/rsdump/rsdump/internal/plural"
 	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/transfer"
+	"github.com/rsdump/rsdump/transfer/pkgfetch"
 	"github.com/rsdump/rsdump/verify"
-	"github.com/spf13/pflag"
 )
 
 const verifyHelp = `Usage: rsdump verify TARGET... [flags]
@@ -136,8 +138,12 @@ func doVerify(ctx context.Context, f verifyFlags, targets []string, stdout, stde
 	}
 	p := newProgress(stderr, f.quiet || f.json, "verifying")
 	rep.msg = p.message
-	opts := verify.Options{Limits: pkgread.Limits{MaxRatio: f.maxRatio}, Jobs: f.jobs, Transfer: transfer.Options{StallTimeout: f.stall},
-		Events: p.events(rep.event)}
+	// verify holds no download code: remote packages are fetched, from
+	// every mirror, by the engine behind rsdump get.
+	to := transfer.Options{StallTimeout: f.stall}
+	client := transfer.NewClient(to)
+	opts := verify.Options{Limits: pkgread.Limits{MaxRatio: f.maxRatio}, Jobs: f.jobs, Client: client,
+		Packages: &pkgfetch.Remote{Transfer: to, Client: client}, Events: p.events(rep.event)}
 	var sum *verify.Summary
 	if f.tree != "" {
 		sum, err = audit(ctx, f, opts)
@@ -152,14 +158,14 @@ func doVerify(ctx context.Context, f verifyFlags, targets []string, stdout, stde
 }
 
 func audit(ctx context.Context, f verifyFlags, opts verify.Options) (*verify.Summary, error) {
-	layout, err := verify.ParseLayout(f.layout)
+	layout, err := deststate.ParseLayout(f.layout)
 	if err != nil {
 		return nil, err
 	}
-	if layout == verify.ByURI && f.baseURL == "" {
+	if layout == deststate.ByURI && f.baseURL == "" {
 		return nil, errors.New("--tree with --layout url needs --base-url")
 	}
-	m, err := verify.NewMapper(layout, f.baseURL)
+	m, err := deststate.NewMapper(layout, f.baseURL)
 	if err != nil {
 		return nil, err
 	}
@@ -168,8 +174,8 @@ func audit(ctx context.Context, f verifyFlags, opts verify.Options) (*verify.Sum
 
 func verifySummaryLine(s *verify.Summary) string {
 	return fmt.Sprintf("%s, %s, %s (%s): %d verified, %d unverified, %s, %s",
-		plural.Count(s.Documents, "document"), plural.Count(s.Packages, "package"), plural.Count(s.Bitstreams, "bitstream"), fmtBytes(s.Bytes),
-		s.Verified, s.Unverified, plural.Count(s.Errors, "error"), plural.Count(s.Warnings, "warning"))
+		finding.Plural(s.Documents, "document"), finding.Plural(s.Packages, "package"), finding.Plural(s.Bitstreams, "bitstream"), fmtBytes(s.Bytes),
+		s.Verified, s.Unverified, finding.Plural(s.Errors, "error"), finding.Plural(s.Warnings, "warning"))
 }
 
 // finishReport writes the summary and chooses the exit status: 1 when any

@@ -8,9 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rsdump/rsdump/internal/packtest"
+	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
-	"github.com/rsdump/rsdump/pack/packtest"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // packedExample packs testdata/example (with fixed mtimes) and returns the
@@ -88,10 +89,10 @@ func TestVerifyExitCodes(t *testing.T) {
 func TestVerifyTree(t *testing.T) {
 	out := packedExample(t)
 	dst := t.TempDir()
-	if code, stdout, stderr := rsdump(t, "unpack", "-q", filepath.Join(out, pack.DumpName), "--dest", dst, "--base-url", verifytest.BaseURL); code != 0 {
+	if code, stdout, stderr := rsdump(t, "unpack", "-q", filepath.Join(out, layout.DumpName), "--dest", dst, "--base-url", verifytest.BaseURL); code != 0 {
 		t.Fatalf("unpack: exit %d\n%s%s", code, stdout, stderr)
 	}
-	args := []string{"verify", "--tree", dst, "--against", filepath.Join(out, pack.DumpName), "--base-url", verifytest.BaseURL}
+	args := []string{"verify", "--tree", dst, "--against", filepath.Join(out, layout.DumpName), "--base-url", verifytest.BaseURL}
 	if code, stdout, _ := rsdump(t, args...); code != 0 || !strings.Contains(stdout, "9 verified") {
 		t.Errorf("audit of a good tree: exit %d\n%s", code, stdout)
 	}

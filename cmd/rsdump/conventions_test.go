@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rsdump/rsdump/pack"
-	"github.com/rsdump/rsdump/verify/verifytest"
+	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/version"
 )
 
@@ -108,7 +108,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 // whether the run succeeds, finds problems or fails.
 func TestJSONOneDocument(t *testing.T) {
 	out := packedExample(t)
-	doc := filepath.Join(out, pack.DumpName)
+	doc := filepath.Join(out, layout.DumpName)
 	z, _ := filepath.Glob(filepath.Join(out, "*.zip"))
 	meta := filepath.Join(t.TempDir(), "p.meta4")
 	if code, _, errs := rsdump(t, "metalink", z[0], "--mirror", "http://h/", "-o", meta); code != exitOK {

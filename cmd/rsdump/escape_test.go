@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rsdump/rsdump/verify/verifytest"
+	"github.com/rsdump/rsdump/internal/verifytest"
 )
 
 func TestEscapeControl(t *testing.T) {

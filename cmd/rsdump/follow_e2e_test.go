@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/rsdump/rsdump/verify/verifytest"
 	"io"
 	"maps"
 	"net/http"
@@ -16,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rsdump/rsdump/internal/verifytest"
 )
 
 // The push end to end (issue 27, point 4), all on loopback: a Source

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
+	mt "github.com/rsdump/rsdump/internal/mirrortest"
 	"github.com/rsdump/rsdump/metalink"
-	mt "github.com/rsdump/rsdump/transfer/mirrortest"
 )
 
 // getFixture serves n random bytes from two rate-limited mirrors and

@@ -10,7 +10,7 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/layout"
 )
 
 // TestGetDumpIsALocalCopy: get of a dump saves, beside the packages and
@@ -37,7 +37,7 @@ func TestGetDumpIsALocalCopy(t *testing.T) {
 	// The lists and the Capability List are the Source's, not the dump's:
 	// get of the dump does not fetch them.
 	published := slices.DeleteFunc(listFiles(t, out), func(n string) bool {
-		return n == pack.ResourceListName || n == pack.CapabilityListName
+		return n == layout.ResourceListName || n == layout.CapabilityListName
 	})
 	copied := listFiles(t, dl)
 	if len(published) < 7 || !equalStrings(published, copied) {

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/serve"
 )
 
@@ -66,7 +66,7 @@ func getDocsFailed(t *testing.T, h *docHosts, doc string) {
 	t.Helper()
 	dl := t.TempDir()
 	start := time.Now()
-	code, stdout, stderr := rsdump(t, "get", h.d+pack.DumpName, "-o", dl, "--stall-timeout", "2s")
+	code, stdout, stderr := rsdump(t, "get", h.d+layout.DumpName, "-o", dl, "--stall-timeout", "2s")
 	if el := time.Since(start); el > 20*time.Second {
 		t.Errorf("took %s", el)
 	}
@@ -86,7 +86,7 @@ func getDocsFailed(t *testing.T, h *docHosts, doc string) {
 		published, err := os.ReadFile(filepath.Join(h.out, name))
 		got, _ := os.ReadFile(filepath.Join(dl, name))
 		switch {
-		case name == pack.DumpName:
+		case name == layout.DumpName:
 			t.Errorf("%s saved although %s was not", name, doc)
 		case err != nil:
 			t.Errorf("%s left in the output directory", name)
@@ -122,7 +122,7 @@ func TestGetDocumentsHostDies(t *testing.T) {
 			files.ServeHTTP(w, r)
 		})
 	})
-	getDocsFailed(t, h, h.d+pack.DumpName)
+	getDocsFailed(t, h, h.d+layout.DumpName)
 }
 
 // TestGetDocumentFailures: a detached manifest or a Metalink that no
@@ -187,7 +187,7 @@ func TestGetDocumentCutThenMirror(t *testing.T) {
 	h := newDocHosts(t, cuts, func(files http.Handler) http.Handler { return files })
 	out = h.out
 	dl := t.TempDir()
-	if code, stdout, stderr := rsdump(t, "get", h.d+pack.DumpName, "-o", dl, "--stall-timeout", "2s"); code != exitOK {
+	if code, stdout, stderr := rsdump(t, "get", h.d+layout.DumpName, "-o", dl, "--stall-timeout", "2s"); code != exitOK {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}
 	want, _ := os.ReadFile(filepath.Join(out, name))
@@ -225,7 +225,7 @@ func servedSource(t *testing.T) (base string) {
 // giving the Resource Dump the Source publishes.
 func TestGetRefusesWhatIsNoDump(t *testing.T) {
 	base := servedSource(t)
-	hint := "rsdump get " + base + "/dump/" + pack.DumpName
+	hint := "rsdump get " + base + "/dump/" + layout.DumpName
 	// A page elsewhere that links the Source only in its <head>.
 	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
@@ -234,9 +234,9 @@ func TestGetRefusesWhatIsNoDump(t *testing.T) {
 	defer page.Close()
 	for u, what := range map[string]string{
 		base + "/dump/": "HTML",
-		base + "/dump/" + pack.CapabilityListName: "Capability List",
-		base + "/rs/a.txt":                        "text/plain",
-		page.URL + "/about":                       "HTML",
+		base + "/dump/" + layout.CapabilityListName: "Capability List",
+		base + "/rs/a.txt":                          "text/plain",
+		page.URL + "/about":                         "HTML",
 	} {
 		dl := t.TempDir()
 		code, stdout, stderr := rsdump(t, "get", u, "-o", dl, "--stall-timeout", "2s")

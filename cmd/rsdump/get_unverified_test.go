@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	mt "github.com/rsdump/rsdump/transfer/mirrortest"
+	mt "github.com/rsdump/rsdump/internal/mirrortest"
 )
 
 // A plain URL with no Digest header gives no hash at all: the file is

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	mt "github.com/rsdump/rsdump/internal/mirrortest"
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/metalink"
 	"github.com/rsdump/rsdump/resourcesync"
-	mt "github.com/rsdump/rsdump/transfer/mirrortest"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // Hash names are matched whatever their case, as the spec's examples

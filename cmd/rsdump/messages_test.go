@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/rsdump/rsdump/deststate"
-	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/layout"
 )
 
 // relTo is p relative to the test's working directory: a path as a user
@@ -38,7 +38,7 @@ func TestMessages(t *testing.T) {
 
 	rsdumpOK(t, "pack", relTo(t, src), "-o", relTo(t, out), "--base-url", base, "-q")
 	dst := t.TempDir()
-	doc := relTo(t, filepath.Join(out, pack.DumpName))
+	doc := relTo(t, filepath.Join(out, layout.DumpName))
 	code, stdout, _ := rsdump(t, "unpack", doc, "--dest", relTo(t, dst), "--base-url", base)
 	if code != exitOK || !strings.HasPrefix(stdout, "1 package: 1 file written") || !strings.Contains(stdout, "0 errors") {
 		t.Errorf("unpack summary: exit %d: %s", code, stdout)

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/layout"
 )
 
 // changesTree writes 40 files of 2.1 MB, each with content seeded by gen
@@ -68,7 +68,7 @@ func TestPackChangesKilledResumes(t *testing.T) {
 	waitFor(t, filepath.Join(out, "changedump-00002.zip"))
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
-	if _, err := os.Stat(filepath.Join(out, pack.ChangeDumpName)); err == nil {
+	if _, err := os.Stat(filepath.Join(out, layout.ChangeDumpName)); err == nil {
 		t.Skip("the run finished before it was killed; nothing to resume")
 	}
 	res, err := exec.Command(bin, append(args(out), "--json")...).Output()
@@ -103,7 +103,7 @@ func TestPackChangesCLI(t *testing.T) {
 	code, stdout, _ = rsdump(t, "pack", "--changes", src, "--base-url", "http://127.0.0.1/d/", "-o", out, "--json")
 	var s packSummary
 	if err := json.Unmarshal([]byte(stdout), &s); code != 0 || err != nil || s.Changes == nil || s.Changes.Created != 1 || s.Packages != 1 ||
-		s.Document != filepath.Join(out, pack.ChangeDumpName) {
+		s.Document != filepath.Join(out, layout.ChangeDumpName) {
 		t.Errorf("one creation: exit %d, %s", code, stdout)
 	}
 	bad := filepath.Join(out, "changedump-00001.manifest.xml")

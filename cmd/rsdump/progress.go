@@ -8,9 +8,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rsdump/rsdump/finding"
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
+
+	"github.com/rsdump/rsdump/finding"
 )
 
 // progress is the one progress renderer of every long command (pack,

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/finding"
-	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/transfer"
 )
 
@@ -119,7 +119,7 @@ func TestMetalinkDumpTotal(t *testing.T) {
 		fi, _ := os.Stat(z)
 		want += fi.Size()
 	}
-	if got := localPackagesSize(context.Background(), filepath.Join(out, pack.DumpName)); got != want || want == 0 {
+	if got := localPackagesSize(context.Background(), filepath.Join(out, layout.DumpName)); got != want || want == 0 {
 		t.Errorf("total %d, want %d", got, want)
 	}
 }

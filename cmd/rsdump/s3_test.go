@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/rsdump/rsdump/internal/s3test"
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/metalink"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // publishedToS3 packs the example tree on disk and copies the output into

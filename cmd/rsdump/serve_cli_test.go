@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 	"github.com/rsdump/rsdump/serve"
 )
@@ -72,7 +73,7 @@ func newMirrorPair(t *testing.T, metalink bool) *mirrorPair {
 
 func (p *mirrorPair) start(t *testing.T, ts *httptest.Server, dir, self, other string) {
 	t.Helper()
-	h, err := serve.New(dir, serve.Options{DumpURL: self, Mirrors: []pack.Mirror{{BaseURL: other, Priority: 1}}, Log: func(r serve.Request) {
+	h, err := serve.New(dir, serve.Options{DumpURL: self, Mirrors: []layout.Mirror{{BaseURL: other, Priority: 1}}, Log: func(r serve.Request) {
 		if strings.HasSuffix(r.Path, ".zip") && r.Method == http.MethodGet {
 			p.mu.Lock()
 			p.bytes[self] += r.Bytes

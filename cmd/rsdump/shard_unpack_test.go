@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/pack"
 )
 
@@ -27,7 +28,7 @@ func servedPack(t *testing.T, src string, o pack.Options) (doc, out string) {
 	if _, err := pack.Pack(context.Background(), src, out, o); err != nil {
 		t.Fatal(err)
 	}
-	return srv.URL + "/" + pack.DumpName, out
+	return srv.URL + "/" + layout.DumpName, out
 }
 
 // unpackSummaryJSON is what the tests read of unpack --json.
@@ -94,7 +95,7 @@ func TestUnpackShardAutoThenSync(t *testing.T) {
 	// The Source changes and publishes a Change Dump.
 	os.Remove(filepath.Join(src, "d1", "e1", "f0001"))
 	os.WriteFile(filepath.Join(src, "d2", "new.txt"), []byte("created after the dump"), 0o644)
-	o.Changes, o.At, o.DumpURL = true, at.Add(time.Hour), strings.TrimSuffix(doc, pack.DumpName)
+	o.Changes, o.At, o.DumpURL = true, at.Add(time.Hour), strings.TrimSuffix(doc, layout.DumpName)
 	if _, err := pack.Pack(context.Background(), src, out, o); err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/layout"
 )
 
 // startSlurm starts a single-node Slurm cluster for the test (.ci/slurm-up:
@@ -92,7 +92,7 @@ func TestSlurmShardedPackAndRestore(t *testing.T) {
 		}
 	}
 	sbatch(t, env, work, "merge", "", fmt.Sprintf("exec %s pack --merge -o %s %s", bin, out, flags))
-	doc := filepath.Join(out, pack.DumpName)
+	doc := filepath.Join(out, layout.DumpName)
 	sbatch(t, env, work, "restore", "1-4", fmt.Sprintf("exec %s unpack %s --dest %s --base-url http://127.0.0.1/rs/ --shard auto", bin, doc, dest))
 	restored := 0
 	for k := 1; k <= 4; k++ {
@@ -115,4 +115,3 @@ func TestSlurmShardedPackAndRestore(t *testing.T) {
 	}
 	sameFiles(t, "restored under Slurm", dirFiles(t, src), dirFiles(t, dest))
 }
-

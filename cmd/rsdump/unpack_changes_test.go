@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rsdump/rsdump/pack"
+	"github.com/rsdump/rsdump/internal/verifytest"
+	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/resourcesync"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 func changePkg(from, until time.Duration, files ...verifytest.File) verifytest.ChangePackage {
@@ -41,7 +41,7 @@ func TestUnpackChangeDumpCLI(t *testing.T) {
 	}
 	snapshot := func() string {
 		dst := t.TempDir()
-		if code, text := unpackTo(dst, filepath.Join(out, pack.DumpName)); code != exitOK {
+		if code, text := unpackTo(dst, filepath.Join(out, layout.DumpName)); code != exitOK {
 			t.Fatalf("baseline: exit %d\n%s", code, text)
 		}
 		return dst
@@ -84,7 +84,7 @@ func TestUnpackChangeDumpCLI(t *testing.T) {
 		strings.Count(text, "skipped:") != 3 {
 		t.Errorf("unpack OUTDIR again: exit %d\n%s", code, text)
 	}
-	code, stdout, stderr := rsdump(t, "verify", "--tree", dst, "--against", filepath.Join(out, pack.DumpName), "--base-url", verifytest.BaseURL)
+	code, stdout, stderr := rsdump(t, "verify", "--tree", dst, "--against", filepath.Join(out, layout.DumpName), "--base-url", verifytest.BaseURL)
 	if code != exitFailed || !strings.Contains(stdout+stderr, "new dir/ñew file.txt") {
 		t.Errorf("verify --tree against the old snapshot should find the changed tree: exit %d\n%s%s", code, stdout, stderr)
 	}

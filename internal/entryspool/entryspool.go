@@ -6,7 +6,7 @@
 // share of unpack's CPU for small files).
 //
 // A spool is a sequence of records, each a uvarint length and that many
-// bytes, and a trailer: an empty record, the number of entries, the CRC-32
+// bytes (the entry's own binary form: resourcesync.URL.AppendBinary), and a trailer: an empty record, the number of entries, the CRC-32
 // of every record before it (lengths and bytes) and the source, a hash of
 // what the entries were decoded from. Open checks the source and the CRC,
 // so that a spool of other bytes or a damaged one is told before any
@@ -17,6 +17,7 @@ package entryspool
 
 import (
 	"bufio"
+	"encoding"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -24,18 +25,24 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
-	"time"
 
 	"github.com/rsdump/rsdump/internal/extsort"
-	"github.com/rsdump/rsdump/resourcesync"
 )
+
+// Record is what a spool holds: a type whose pointer gives its binary
+// form and reads it back (resourcesync.URL, a document's entry).
+type Record[T any] interface {
+	*T
+	encoding.BinaryAppender
+	encoding.BinaryUnmarshaler
+}
 
 // maxRecord bounds one entry's record, as the decoder bounds the input
 // read for one entry, so that a damaged length cannot ask for gigabytes.
 const maxRecord = 16 << 20
 
 // Writer spools entries to a new file.
-type Writer struct {
+type Writer[T any, P Record[T]] struct {
 	f    *os.File
 	w    *bufio.Writer
 	crc  hash.Hash32
@@ -47,28 +54,27 @@ type Writer struct {
 
 // Create starts a spool in dir, named by pattern as os.CreateTemp takes
 // it, so that whoever clears dir can find what a killed process left.
-func Create(dir, pattern string) (*Writer, error) {
+func Create[T any, P Record[T]](dir, pattern string) (*Writer[T, P], error) {
 	f, err := os.CreateTemp(dir, pattern)
 	if err != nil {
 		return nil, err
 	}
-	return &Writer{f: f, w: bufio.NewWriterSize(f, 64<<10), crc: crc32.NewIEEE()}, nil
+	return &Writer[T, P]{f: f, w: bufio.NewWriterSize(f, 64<<10), crc: crc32.NewIEEE()}, nil
 }
 
 // Name is the spool's file name.
-func (w *Writer) Name() string { return w.f.Name() }
+func (w *Writer[T, P]) Name() string { return w.f.Name() }
 
 // Add appends an entry. An error sticks and is returned by Close.
-func (w *Writer) Add(u resourcesync.URL) {
+func (w *Writer[T, P]) Add(v T) {
 	if w.err != nil {
 		return
 	}
-	e := encoder{b: w.buf[:0]}
-	e.url(&u)
-	w.buf = e.b
+	var err error
+	w.buf, err = P(&v).AppendBinary(w.buf[:0])
 	switch {
-	case e.err != nil:
-		w.err = fmt.Errorf("entry %d: %w", w.n+1, e.err)
+	case err != nil:
+		w.err = fmt.Errorf("entry %d: %w", w.n+1, err)
 		return
 	case len(w.buf) > maxRecord:
 		w.err = fmt.Errorf("entry %d: %d bytes, more than a spool record holds", w.n+1, len(w.buf))
@@ -85,7 +91,7 @@ func (w *Writer) Add(u resourcesync.URL) {
 }
 
 // Size is the number of bytes of entries written so far.
-func (w *Writer) Size() int64 { return w.size }
+func (w *Writer[T, P]) Size() int64 { return w.size }
 
 // Source identifies what a spool's entries were decoded from: unpack
 // gives the SHA-256 of the manifest's bytes.
@@ -97,7 +103,7 @@ const trailerSize = 1 + 8 + 4 + 32
 
 // Close writes the trailer, naming src as what the entries were decoded
 // from, and closes the file. On an error the file is removed.
-func (w *Writer) Close(src Source) error {
+func (w *Writer[T, P]) Close(src Source) error {
 	if w.err == nil {
 		t := binary.LittleEndian.AppendUint64([]byte{0}, uint64(w.n))
 		t = binary.LittleEndian.AppendUint32(t, w.crc.Sum32())
@@ -114,13 +120,13 @@ func (w *Writer) Close(src Source) error {
 }
 
 // Abort closes and removes the spool.
-func (w *Writer) Abort() {
+func (w *Writer[T, P]) Abort() {
 	w.f.Close()
 	os.Remove(w.f.Name())
 }
 
 // Reader reads a spool's entries back in order.
-type Reader struct {
+type Reader[T any, P Record[T]] struct {
 	f       *os.File
 	r       *bufio.Reader
 	n       int64
@@ -138,12 +144,12 @@ var ErrDamaged = errors.New("spool damaged")
 var ErrOtherSource = errors.New("spool of another source")
 
 // Open opens the spool at name, if its entries were decoded from src.
-func Open(name string, src Source) (*Reader, error) {
+func Open[T any, P Record[T]](name string, src Source) (*Reader[T, P], error) {
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, err
 	}
-	r := &Reader{f: f, r: bufio.NewReaderSize(f, 64<<10)}
+	r := &Reader[T, P]{f: f, r: bufio.NewReaderSize(f, 64<<10)}
 	fi, err := f.Stat()
 	if err == nil {
 		r.left = fi.Size() - trailerSize
@@ -168,7 +174,7 @@ func Open(name string, src Source) (*Reader, error) {
 // damaged spool is told at Open, when its reader can still decode the
 // document instead: a few milliseconds for a package's spool, against
 // the seconds of decoding its XML.
-func (r *Reader) checkCRC() error {
+func (r *Reader[T, P]) checkCRC() error {
 	c := crc32.NewIEEE()
 	if _, err := io.Copy(c, io.NewSectionReader(r.f, 0, r.left)); err != nil {
 		return err
@@ -181,19 +187,20 @@ func (r *Reader) checkCRC() error {
 
 // Next returns the next entry, or io.EOF after the last one once the
 // trailer has been checked.
-func (r *Reader) Next() (resourcesync.URL, error) {
+func (r *Reader[T, P]) Next() (T, error) {
+	var zero T
 	if r.eof {
-		return resourcesync.URL{}, io.EOF
+		return zero, io.EOF
 	}
 	if r.left == 0 {
-		return resourcesync.URL{}, r.end()
+		return zero, r.end()
 	}
 	l, k, err := r.length()
 	switch {
 	case err != nil:
-		return resourcesync.URL{}, r.damaged("entry %d: %v", r.n+1, noEOF(err))
+		return zero, r.damaged("entry %d: %v", r.n+1, noEOF(err))
 	case l == 0 || l > maxRecord || int64(l)+int64(k) > r.left:
-		return resourcesync.URL{}, r.damaged("entry %d: a record of %d bytes, %d left before the trailer", r.n+1, l, r.left)
+		return zero, r.damaged("entry %d: a record of %d bytes, %d left before the trailer", r.n+1, l, r.left)
 	}
 	r.left -= int64(l) + int64(k)
 	if cap(r.buf) < int(l) {
@@ -201,20 +208,19 @@ func (r *Reader) Next() (resourcesync.URL, error) {
 	}
 	r.buf = r.buf[:l]
 	if _, err := io.ReadFull(r.r, r.buf); err != nil {
-		return resourcesync.URL{}, r.damaged("entry %d: %v", r.n+1, noEOF(err))
+		return zero, r.damaged("entry %d: %v", r.n+1, noEOF(err))
 	}
 	r.n++
-	d := decoder{b: r.buf}
-	u := d.url()
-	if d.err != nil || len(d.b) != 0 {
-		return resourcesync.URL{}, r.damaged("entry %d: %v", r.n, orErr(d.err, "bytes left over"))
+	var v T
+	if err := P(&v).UnmarshalBinary(r.buf); err != nil {
+		return zero, r.damaged("entry %d: %v", r.n, err)
 	}
-	return u, nil
+	return v, nil
 }
 
 // end checks the trailer's count against the entries read (Open checked
 // its CRC).
-func (r *Reader) end() error {
+func (r *Reader[T, P]) end() error {
 	t := r.trailer[:]
 	switch {
 	case t[0] != 0:
@@ -228,7 +234,7 @@ func (r *Reader) end() error {
 
 // length reads a record's length, a uvarint, and says how many bytes it
 // took.
-func (r *Reader) length() (l uint64, k int, err error) {
+func (r *Reader[T, P]) length() (l uint64, k int, err error) {
 	for shift := 0; k < binary.MaxVarintLen64; shift += 7 {
 		c, err := r.r.ReadByte()
 		if err != nil {
@@ -243,12 +249,12 @@ func (r *Reader) length() (l uint64, k int, err error) {
 	return 0, k, errors.New("record length overflows")
 }
 
-func (r *Reader) damaged(format string, args ...any) error {
+func (r *Reader[T, P]) damaged(format string, args ...any) error {
 	return fmt.Errorf("%s: %w: %s", r.f.Name(), ErrDamaged, fmt.Sprintf(format, args...))
 }
 
 // Close closes the spool's file.
-func (r *Reader) Close() error { return r.f.Close() }
+func (r *Reader[T, P]) Close() error { return r.f.Close() }
 
 func noEOF(err error) error {
 	if err == io.EOF {
@@ -257,275 +263,44 @@ func noEOF(err error) error {
 	return err
 }
 
-func orErr(err error, msg string) error {
-	if err != nil {
-		return err
-	}
-	return errors.New(msg)
-}
-
-// encoder writes one record; the first error sticks.
-type encoder struct {
-	b   []byte
-	err error
-}
-
-// url encodes every field of u, in the order decoder.url reads them.
-func (e *encoder) url(u *resourcesync.URL) {
-	e.string(u.Loc)
-	e.time(u.Lastmod)
-	e.string(u.ChangeFreq)
-	if e.flag(u.MD != nil) {
-		e.md(u.MD)
-	}
-	e.b = binary.AppendUvarint(e.b, uint64(len(u.Links)))
-	for i := range u.Links {
-		e.link(&u.Links[i])
-	}
-}
-
-func (e *encoder) md(m *resourcesync.MD) {
-	e.string(m.Capability)
-	for _, t := range []time.Time{m.At, m.Completed, m.From, m.Until, m.Datetime} {
-		e.time(t)
-	}
-	e.string(m.Change)
-	e.string(m.Hash)
-	e.length(m.Length)
-	e.string(m.Path)
-	e.string(m.Type)
-	e.string(m.Encoding)
-}
-
-func (e *encoder) link(l *resourcesync.Link) {
-	e.string(l.Rel)
-	e.string(l.Href)
-	e.b = binary.AppendVarint(e.b, int64(l.Pri))
-	e.string(l.Hash)
-	e.length(l.Length)
-	e.time(l.Modified)
-	e.string(l.Path)
-	e.string(l.Type)
-	e.string(l.Encoding)
-}
-
-func (e *encoder) flag(set bool) bool {
-	if set {
-		e.b = append(e.b, 1)
-	} else {
-		e.b = append(e.b, 0)
-	}
-	return set
-}
-
-func (e *encoder) string(s string) {
-	e.b = append(binary.AppendUvarint(e.b, uint64(len(s))), s...)
-}
-
-// time writes 0 for the zero time, else the length of its binary form
-// (which keeps the zone offset) and the form.
-func (e *encoder) time(t time.Time) {
-	if !e.flag(!t.IsZero()) {
-		return
-	}
-	at := len(e.b) - 1
-	b, err := t.AppendBinary(e.b)
-	if err != nil && e.err == nil {
-		e.err = err
-	}
-	e.b = b
-	e.b[at] = byte(len(e.b) - at - 1)
-}
-
-func (e *encoder) length(n *int64) {
-	if e.flag(n != nil) {
-		e.b = binary.AppendVarint(e.b, *n)
-	}
-}
-
-// minLink is the fewest bytes a link's record takes: eight empty
-// strings and flags, and a one-byte priority.
-const minLink = 9
-
-// decoder reads one record; the first error sticks.
-type decoder struct {
-	b   []byte
-	err error
-}
-
-func (d *decoder) url() resourcesync.URL {
-	var u resourcesync.URL
-	u.Loc = d.string()
-	u.Lastmod = d.time()
-	u.ChangeFreq = d.string()
-	if d.flag() {
-		u.MD = d.md()
-	}
-	if n := d.uvarint(); n > 0 && d.err == nil {
-		if n > uint64(len(d.b))/minLink { // before allocating them
-			d.fail("%d links", n)
-			return u
-		}
-		u.Links = make([]resourcesync.Link, n)
-		for i := range u.Links {
-			d.link(&u.Links[i])
-		}
-	}
-	return u
-}
-
-func (d *decoder) md() *resourcesync.MD {
-	m := &resourcesync.MD{Capability: d.string()}
-	for _, t := range []*time.Time{&m.At, &m.Completed, &m.From, &m.Until, &m.Datetime} {
-		*t = d.time()
-	}
-	m.Change = d.string()
-	m.Hash = d.string()
-	m.Length = d.length()
-	m.Path = d.string()
-	m.Type = d.string()
-	m.Encoding = d.string()
-	return m
-}
-
-func (d *decoder) link(l *resourcesync.Link) {
-	l.Rel = d.string()
-	l.Href = d.string()
-	l.Pri = int(d.varint())
-	l.Hash = d.string()
-	l.Length = d.length()
-	l.Modified = d.time()
-	l.Path = d.string()
-	l.Type = d.string()
-	l.Encoding = d.string()
-}
-
-func (d *decoder) fail(format string, args ...any) {
-	if d.err == nil {
-		d.err = fmt.Errorf(format, args...)
-	}
-	d.b = nil
-}
-
-func (d *decoder) byte() byte {
-	if len(d.b) == 0 {
-		d.fail("cut short")
-		return 0
-	}
-	c := d.b[0]
-	d.b = d.b[1:]
-	return c
-}
-
-func (d *decoder) flag() bool {
-	switch c := d.byte(); c {
-	case 0:
-		return false
-	case 1:
-		return true
-	default:
-		d.fail("flag %d", c)
-		return false
-	}
-}
-
-func (d *decoder) uvarint() uint64 {
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.fail("bad uvarint")
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) varint() int64 {
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.fail("bad varint")
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) take(n uint64) []byte {
-	if n > uint64(len(d.b)) {
-		d.fail("cut short")
-		return nil
-	}
-	p := d.b[:n]
-	d.b = d.b[n:]
-	return p
-}
-
-func (d *decoder) string() string {
-	n := d.uvarint()
-	if n == 0 {
-		return ""
-	}
-	return string(d.take(n))
-}
-
-func (d *decoder) time() time.Time {
-	n := d.byte()
-	if n == 0 {
-		return time.Time{}
-	}
-	var t time.Time
-	if p := d.take(uint64(n)); d.err == nil {
-		if err := t.UnmarshalBinary(p); err != nil {
-			d.fail("time: %v", err)
-		}
-	}
-	return t
-}
-
-func (d *decoder) length() *int64 {
-	if !d.flag() {
-		return nil
-	}
-	n := d.varint()
-	return &n
-}
-
 // Codec stores entries in the run files of an external sort
 // (internal/extsort) as a spool's records: a uvarint length and that many
 // bytes, every field of the entry kept. An entry the encoding refuses (a
 // time whose zone offset has no binary form, which no parsed document
 // gives) is stored as an empty record, which Read refuses: it is never
 // read back as another entry.
-var Codec = extsort.Codec[resourcesync.URL]{Append: appendRecord, Read: readRecord}
-
-func appendRecord(b []byte, u *resourcesync.URL) []byte {
-	e := encoder{}
-	e.url(u)
-	if e.err != nil || len(e.b) > maxRecord {
-		return append(b, 0)
-	}
-	return append(binary.AppendUvarint(b, uint64(len(e.b))), e.b...)
+func Codec[T any, P Record[T]]() extsort.Codec[T] {
+	return extsort.Codec[T]{Append: appendRecord[T, P], Read: readRecord[T, P]}
 }
 
-func readRecord(r *bufio.Reader) (resourcesync.URL, error) {
+func appendRecord[T any, P Record[T]](b []byte, v *T) []byte {
+	rec, err := P(v).AppendBinary(nil)
+	if err != nil || len(rec) > maxRecord {
+		return append(b, 0)
+	}
+	return append(binary.AppendUvarint(b, uint64(len(rec))), rec...)
+}
+
+func readRecord[T any, P Record[T]](r *bufio.Reader) (T, error) {
+	var zero T
 	l, err := binary.ReadUvarint(r)
 	switch {
 	case err == io.EOF:
-		return resourcesync.URL{}, io.EOF
+		return zero, io.EOF
 	case err != nil:
-		return resourcesync.URL{}, err
+		return zero, err
 	case l == 0:
-		return resourcesync.URL{}, fmt.Errorf("%w: an entry that could not be encoded", ErrDamaged)
+		return zero, fmt.Errorf("%w: an entry that could not be encoded", ErrDamaged)
 	case l > maxRecord:
-		return resourcesync.URL{}, fmt.Errorf("%w: a record of %d bytes", ErrDamaged, l)
+		return zero, fmt.Errorf("%w: a record of %d bytes", ErrDamaged, l)
 	}
 	b := make([]byte, l)
 	if _, err := io.ReadFull(r, b); err != nil {
-		return resourcesync.URL{}, noEOF(err)
+		return zero, noEOF(err)
 	}
-	d := decoder{b: b}
-	u := d.url()
-	if d.err != nil || len(d.b) != 0 {
-		return resourcesync.URL{}, fmt.Errorf("%w: %v", ErrDamaged, orErr(d.err, "bytes left over"))
+	var v T
+	if err := P(&v).UnmarshalBinary(b); err != nil {
+		return zero, fmt.Errorf("%w: %v", ErrDamaged, err)
 	}
-	return u, nil
+	return v, nil
 }

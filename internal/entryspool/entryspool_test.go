@@ -63,7 +63,7 @@ func sample(t *testing.T) []resourcesync.URL {
 
 func write(t *testing.T, dir string, urls []resourcesync.URL) string {
 	t.Helper()
-	w, err := Create(dir, "spool-*.tmp")
+	w, err := Create[resourcesync.URL](dir, "spool-*.tmp")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func write(t *testing.T, dir string, urls []resourcesync.URL) string {
 var src = Source{1, 2, 3}
 
 func readAll(name string) ([]resourcesync.URL, error) {
-	r, err := Open(name, src)
+	r, err := Open[resourcesync.URL](name, src)
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +212,7 @@ func TestDamaged(t *testing.T) {
 // TestOtherSource refuses, at Open, a spool made from other bytes.
 func TestOtherSource(t *testing.T) {
 	name := write(t, t.TempDir(), sample(t))
-	r, err := Open(name, Source{9})
+	r, err := Open[resourcesync.URL](name, Source{9})
 	if !errors.Is(err, ErrOtherSource) || !strings.Contains(err.Error(), name) {
 		t.Fatalf("Open of another source's spool: %v, %v", r, err)
 	}
@@ -220,7 +220,7 @@ func TestOtherSource(t *testing.T) {
 
 func TestCloseRemovesOnError(t *testing.T) {
 	dir := t.TempDir()
-	w, err := Create(dir, "spool-*.tmp")
+	w, err := Create[resourcesync.URL](dir, "spool-*.tmp")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +239,7 @@ func TestCloseRemovesOnError(t *testing.T) {
 func TestCodec(t *testing.T) {
 	want := sample(t)
 	dir := t.TempDir()
-	s := extsort.New(dir, "run-*", 1, func(a, b *resourcesync.URL) int { return strings.Compare(a.Loc, b.Loc) }, Codec)
+	s := extsort.New(dir, "run-*", 1, func(a, b *resourcesync.URL) int { return strings.Compare(a.Loc, b.Loc) }, Codec[resourcesync.URL]())
 	defer s.Close()
 	for i := len(want) - 1; i >= 0; i-- {
 		if err := s.Add(want[i]); err != nil {
@@ -266,11 +266,11 @@ func TestCodec(t *testing.T) {
 	}
 	slices.SortFunc(want, func(a, b resourcesync.URL) int { return strings.Compare(a.Loc, b.Loc) })
 	sameURLs(t, got, want)
-	b := Codec.Append(nil, &want[0])
-	if _, err := Codec.Read(bufio.NewReader(bytes.NewReader(b[:len(b)-1]))); err == nil || err == io.EOF {
+	b := Codec[resourcesync.URL]().Append(nil, &want[0])
+	if _, err := Codec[resourcesync.URL]().Read(bufio.NewReader(bytes.NewReader(b[:len(b)-1]))); err == nil || err == io.EOF {
 		t.Errorf("a cut record read as %v", err)
 	}
-	if _, err := Codec.Read(bufio.NewReader(bytes.NewReader(nil))); err != io.EOF {
+	if _, err := Codec[resourcesync.URL]().Read(bufio.NewReader(bytes.NewReader(nil))); err != io.EOF {
 		t.Errorf("the end of a run read as %v", err)
 	}
 }

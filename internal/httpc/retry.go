@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/rsdump/rsdump/internal/plural"
+	"github.com/rsdump/rsdump/finding"
 )
 
 // Retry bounds the attempts of a fetch that failed for a reason that
@@ -66,7 +66,7 @@ type RetryError struct {
 }
 
 func (e *RetryError) Error() string {
-	return fmt.Sprintf("%v (%s)", e.Err, plural.Count(e.Attempts, "attempt"))
+	return fmt.Sprintf("%v (%s)", e.Err, finding.Plural(e.Attempts, "attempt"))
 }
 
 func (e *RetryError) Unwrap() error { return e.Err }

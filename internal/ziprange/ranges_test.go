@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/internal/mirrortest"
 	"github.com/rsdump/rsdump/internal/ziptest"
 	"github.com/rsdump/rsdump/internal/zipw"
 	"github.com/rsdump/rsdump/transfer"
-	"github.com/rsdump/rsdump/transfer/mirrortest"
 )
 
 // sparsePackage is a package as pack writes it, held sparse: n stored

@@ -25,7 +25,7 @@ import (
 	"github.com/rsdump/rsdump/transfer"
 )
 
-// Remote opens packages, fetching a remote one first through one transfer
+// Remote is the pkgread.Opener of remote packages: it opens packages, fetching a remote one first through one transfer
 // engine, shared by every download of a run and so one connection budget,
 // from every mirror its document names, into a directory of its own under
 // TempDir that closing it removes. What is then read and checked is one
@@ -69,7 +69,27 @@ func (r *Remote) Open(ctx context.Context, ref pkgread.PackageRef) (ra io.Reader
 	if !r.Resume {
 		drop()
 	}
+	if errors.Is(err, transfer.ErrFileHash) {
+		err = packageHashError{err}
+	}
 	return nil, 0, false, nil, err
+}
+
+// packageHashError is the engine's whole-file hash mismatch, told to
+// pkgread's readers as pkgread.ErrPackageHash.
+type packageHashError struct{ err error }
+
+func (e packageHashError) Error() string   { return e.err.Error() }
+func (e packageHashError) Unwrap() []error { return []error{e.err, pkgread.ErrPackageHash} }
+
+// Copies lists where a document that ref's entry links to may be read:
+// at href, and beside each of the package's other mirrors when href sits
+// beside its first (transfer.LinkCopies).
+func (r *Remote) Copies(ctx context.Context, ref pkgread.PackageRef, href string) ([]string, error) {
+	if ref.Doc == "" || !resourcesync.IsURL(href) {
+		return []string{href}, nil
+	}
+	return transfer.LinkCopies(ctx, ref.Doc, ref.Entry, href)
 }
 
 // Opened is a package open for reading (Stream).

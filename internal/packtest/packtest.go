@@ -8,8 +8,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/pack"
-	"github.com/rsdump/rsdump/verify/verifytest"
 )
 
 // PackDir packs src into a new temporary directory and returns it. An

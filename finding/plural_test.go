@@ -1,8 +1,8 @@
-package plural
+package finding
 
 import "testing"
 
-func TestCount(t *testing.T) {
+func TestPlural(t *testing.T) {
 	for _, c := range []struct {
 		n    int
 		noun string
@@ -12,11 +12,11 @@ func TestCount(t *testing.T) {
 		{3, "retry", "3 retries"}, {2, "day", "2 days"}, {2, "index", "2 indexes"}, {2, "class", "2 classes"},
 		{2, "match", "2 matches"}, {1, "retry", "1 retry"}, {2, "extra file", "2 extra files"},
 	} {
-		if got := Count(c.n, c.noun); got != c.want {
-			t.Errorf("Count(%d, %q) = %q, want %q", c.n, c.noun, got, c.want)
+		if got := Plural(c.n, c.noun); got != c.want {
+			t.Errorf("Plural(%d, %q) = %q, want %q", c.n, c.noun, got, c.want)
 		}
 	}
-	if got := Count(int64(1), "byte"); got != "1 byte" {
+	if got := Plural(int64(1), "byte"); got != "1 byte" {
 		t.Errorf("int64: %q", got)
 	}
 }

@@ -1,6 +1,10 @@
-package pack
+package layout_test
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/rsdump/rsdump/layout"
+)
 
 func TestIsOutput(t *testing.T) {
 	yes := []string{
@@ -17,13 +21,13 @@ func TestIsOutput(t *testing.T) {
 		"resourcelist-.xml", "resourcelist-a/b.xml", "index.html",
 	}
 	for _, n := range yes {
-		if !IsOutput(n) {
-			t.Errorf("IsOutput(%q) = false, want true", n)
+		if !layout.IsOutput(n) {
+			t.Errorf("layout.IsOutput(%q) = false, want true", n)
 		}
 	}
 	for _, n := range no {
-		if IsOutput(n) {
-			t.Errorf("IsOutput(%q) = true, want false", n)
+		if layout.IsOutput(n) {
+			t.Errorf("layout.IsOutput(%q) = true, want false", n)
 		}
 	}
 }

@@ -1,12 +1,11 @@
-package verify
+package deststate
 
 import (
 	"fmt"
 	"net/url"
 	"strings"
 
-	"github.com/rsdump/rsdump/deststate"
-	"github.com/rsdump/rsdump/pkgread"
+	"github.com/rsdump/rsdump/internal/safepath"
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
@@ -32,11 +31,9 @@ func ParseLayout(s string) (Layout, error) {
 	return 0, fmt.Errorf("unknown layout %q (want url or path)", s)
 }
 
-// StateDir is the directory in a destination tree where rsdump keeps its
-// state; no bitstream may land there.
-const StateDir = deststate.DirName
-
-// Mapper maps manifest entries to paths relative to a destination tree.
+// Mapper maps manifest entries to paths relative to a destination tree:
+// where each bitstream lands, the one rule unpack, sync and verify's
+// audit share. No bitstream may land in rsdump's state directory.
 type Mapper struct {
 	Layout Layout
 	Base   string // with ByURI: the URI prefix; a trailing slash is implied
@@ -72,12 +69,12 @@ func (m Mapper) Target(u resourcesync.URL) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := pkgread.SafeName(rel); err != nil {
+	if err := safepath.Check(rel); err != nil {
 		return "", fmt.Errorf("%s resolves to %q: %w", u.Loc, rel, err)
 	}
 	// EqualFold: on a case-insensitive file system (macOS, Windows)
 	// ".RSDUMP" is the state directory too.
-	if first, _, _ := strings.Cut(rel, "/"); strings.EqualFold(first, StateDir) {
+	if first, _, _ := strings.Cut(rel, "/"); strings.EqualFold(first, DirName) {
 		return "", fmt.Errorf("%s resolves to %q, inside rsdump's state directory", u.Loc, rel)
 	}
 	return rel, nil

@@ -1,16 +1,17 @@
-// Package plural writes counts that agree in number with their noun
-// ("1 package", "2 packages", "3 retries"), for every message rsdump
-// prints or returns.
-package plural
+package finding
 
 import (
 	"strconv"
 	"strings"
 )
 
-// Count is n and noun, made plural unless n is 1: "es" after s, x, ch
+// The words of a count, for every message rsdump prints or returns: a
+// count agrees in number with its noun ("1 package", "2 packages", "3
+// retries"), in the libraries' messages as in the CLI's.
+
+// Plural is n and noun, made plural unless n is 1: "es" after s, x, ch
 // and sh, "ies" for a y after a consonant, else "s".
-func Count[N ~int | ~int64](n N, noun string) string {
+func Plural[N ~int | ~int64](n N, noun string) string {
 	return strconv.FormatInt(int64(n), 10) + " " + Noun(n, noun)
 }
 

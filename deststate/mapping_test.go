@@ -1,15 +1,15 @@
-package verify_test
+package deststate_test
 
 import (
 	"strings"
 	"testing"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/resourcesync"
-	"github.com/rsdump/rsdump/verify"
 )
 
 func TestMapperTarget(t *testing.T) {
-	m, err := verify.NewMapper(verify.ByURI, "http://127.0.0.1/rs")
+	m, err := deststate.NewMapper(deststate.ByURI, "http://127.0.0.1/rs")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,14 +44,14 @@ func TestMapperTarget(t *testing.T) {
 }
 
 func TestMapperByPath(t *testing.T) {
-	m, _ := verify.NewMapper(verify.ByPath, "")
+	m, _ := deststate.NewMapper(deststate.ByPath, "")
 	for path, want := range map[string]string{"/resources/a.txt": "resources/a.txt", "notes/a.txt": "notes/a.txt", "../notes2/x": "", "/": "", "": ""} {
 		got, err := m.Target(resourcesync.URL{Loc: "http://h/x", MD: &resourcesync.MD{Path: path}})
 		if got != want || (want == "") != (err != nil) {
 			t.Errorf("path %q: %q, %v; want %q", path, got, err, want)
 		}
 	}
-	if _, err := verify.NewMapper(verify.ByURI, "not a url"); err == nil {
+	if _, err := deststate.NewMapper(deststate.ByURI, "not a url"); err == nil {
 		t.Errorf("a relative base URL was accepted")
 	}
 }
@@ -60,7 +60,7 @@ func TestMapperByPath(t *testing.T) {
 // maps the URIs pack wrote under it, which carry it percent-encoded.
 func TestMapperBaseEncoded(t *testing.T) {
 	for _, base := range []string{"http://h/my files/café", "http://h/my%20files/caf%C3%A9/"} {
-		m, err := verify.NewMapper(verify.ByURI, base)
+		m, err := deststate.NewMapper(deststate.ByURI, base)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,7 +68,7 @@ func TestMapperBaseEncoded(t *testing.T) {
 			t.Errorf("base %q: %q, %v; want d/a b.txt", base, got, err)
 		}
 	}
-	if _, err := verify.NewMapper(verify.ByURI, "http://h/50%/"); err == nil || !strings.Contains(err.Error(), "%25") {
+	if _, err := deststate.NewMapper(deststate.ByURI, "http://h/50%/"); err == nil || !strings.Contains(err.Error(), "%25") {
 		t.Errorf("a base URL with a stray %% gave %v", err)
 	}
 }
