@@ -36,3 +36,6 @@ require (
 	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
 )
+
+// Test dependencies.
+require gopkg.in/yaml.v3 v3.0.1

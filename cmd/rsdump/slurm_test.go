@@ -37,16 +37,15 @@ func startSlurm(t *testing.T) []string {
 	return append(os.Environ(), "SLURM_CONF="+filepath.Join(dir, "slurm.conf"))
 }
 
-// sbatch submits script as an array job of tasks (or one job when
-// tasks is ""), waits for it to end, and fails the test with the tasks'
-// output when any failed.
-func sbatch(t *testing.T, env []string, dir, name, tasks, script string) {
+// sbatch submits the batch script at path (docs/examples' own) with
+// the settings in exports (sbatch --export=ALL,NAME=VALUE,...), its
+// #SBATCH lines overridden for this two-CPU node, as an array of tasks
+// (or one job when tasks is ""); it waits for the job to end and fails
+// the test with every task's output when any failed.
+func sbatch(t *testing.T, env []string, dir, name, tasks, path string, exports ...string) {
 	t.Helper()
-	path := filepath.Join(dir, name+".sh")
-	if err := os.WriteFile(path, []byte("#!/bin/sh\nset -e\n"+script+"\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	args := []string{"--wait", "--job-name", name, "--chdir", dir, "--output", filepath.Join(dir, name+"-0.out")}
+	args := []string{"--wait", "--job-name", name, "--chdir", dir, "--cpus-per-task", "1", "--mem", "0",
+		"--export", strings.Join(append([]string{"ALL"}, exports...), ","), "--output", filepath.Join(dir, name+"-0.out")}
 	if tasks != "" {
 		args = append(args, "--array", tasks, "--output", filepath.Join(dir, name+"-%a.out"))
 	}
@@ -70,11 +69,12 @@ func taskLog(t *testing.T, dir, name string, k int) string {
 	return string(b)
 }
 
-// On a real Slurm cluster: an array of four pack tasks with --shard
-// auto, then the merge as a job of its own, then an array of four unpack
-// tasks restoring the dump into one directory with --shard auto, and its
-// merge: the Destination is exact, and each task's log says the scheduler
-// and the K/N it took.
+// On a real Slurm cluster, the batch scripts of docs/examples as they are
+// published: an array of four pack tasks with --shard auto
+// (pack.sbatch), the merge as a job of its own (merge.sbatch), then an
+// array of four unpack tasks restoring the dump into one directory with
+// --shard auto (restore.sbatch), and its merge: the Destination is
+// exact, and each task's log says the scheduler and the K/N it took.
 func TestSlurmShardedPackAndRestore(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Slurm cluster: not with -short")
@@ -83,17 +83,20 @@ func TestSlurmShardedPackAndRestore(t *testing.T) {
 	bin := buildRsdump(t)
 	src := shardTree(t, 200, 5000)
 	work, out, dest := t.TempDir(), t.TempDir(), t.TempDir()
-	flags := "--base-url http://127.0.0.1/rs/ --at 2026-11-28T00:00:00Z --max-package-size 60000"
-	sbatch(t, env, work, "pack", "1-4", fmt.Sprintf("exec %s pack %s -o %s --shard auto %s", bin, src, out, flags))
+	examples, _ := filepath.Abs(filepath.Join("..", "..", "docs", "examples"))
+	settings := []string{"RSDUMP=" + bin, "SRC=" + src, "OUT=" + out, "BASE_URL=http://127.0.0.1/rs/",
+		"DUMP_URL=http://127.0.0.1/dump/", "MAX_PACKAGE_SIZE=60000", "LEASE=1m"}
+	sbatch(t, env, work, "pack", "1-4", filepath.Join(examples, "pack.sbatch"), settings...)
 	for k := 1; k <= 4; k++ {
 		if log := taskLog(t, work, "pack", k); !strings.Contains(log, fmt.Sprintf("slurm task %d of 4 (job ", k)) ||
 			!strings.Contains(log, fmt.Sprintf("SLURM_ARRAY_TASK_ID=%d, SLURM_ARRAY_TASK_MIN=1", k)) || !strings.Contains(log, "claiming parts of 16") {
 			t.Errorf("pack task %d's log:\n%s", k, log)
 		}
 	}
-	sbatch(t, env, work, "merge", "", fmt.Sprintf("exec %s pack --merge -o %s %s", bin, out, flags))
+	sbatch(t, env, work, "merge", "", filepath.Join(examples, "merge.sbatch"), settings...)
 	doc := filepath.Join(out, layout.DumpName)
-	sbatch(t, env, work, "restore", "1-4", fmt.Sprintf("exec %s unpack %s --dest %s --base-url http://127.0.0.1/rs/ --shard auto", bin, doc, dest))
+	sbatch(t, env, work, "restore", "1-4", filepath.Join(examples, "restore.sbatch"),
+		"RSDUMP="+bin, "DUMP="+doc, "DEST="+dest, "BASE_URL=http://127.0.0.1/rs/", "LEASE=1m")
 	restored := 0
 	for k := 1; k <= 4; k++ {
 		log := taskLog(t, work, "restore", k)
@@ -106,9 +109,9 @@ func TestSlurmShardedPackAndRestore(t *testing.T) {
 		}
 		restored += n
 	}
-	sbatch(t, env, work, "unmerge", "", fmt.Sprintf("exec %s unpack %s --dest %s --base-url http://127.0.0.1/rs/ --merge", bin, doc, dest))
-	if log := taskLog(t, work, "unmerge", 0); !strings.Contains(log, "merged: the written logs' 200 records") {
-		t.Errorf("the restore's merge:\n%s", log)
+	code, stdout, stderr := rsdump(t, "unpack", doc, "--dest", dest, "--base-url", "http://127.0.0.1/rs/", "--merge")
+	if code != exitOK || !strings.Contains(stdout, "merged: the written logs' 200 records") {
+		t.Errorf("the restore's merge: exit %d\n%s%s", code, stdout, stderr)
 	}
 	if restored == 0 {
 		t.Error("the restore tasks' logs count no package")

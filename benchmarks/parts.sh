@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# Claimed parts (issue 42): balance, CPU cost and merge, medians of RUNS.
+#
+#   skew   a tree where one prefix ("big/") holds 40% of the bytes and one
+#          file is far larger than the rest, packed by one process, by 4
+#          fixed shards (--shard K/4) and by 4 workers claiming 16 parts
+#          (--shard K/4 --parts 16); each process is a "machine" of half a
+#          core (a cgroup v1 CPU quota, as root; without one the workers
+#          share the cores and the figure says so). The ideal wall time of
+#          4 machines is max(one / 4, the largest file's own time).
+#   cpu    user+system CPU of one unsharded pack against 4 workers of 16
+#          parts (all at once, no quota) plus the merge, same tree.
+#   merge  pack --merge of 100 parts of 100,000 and of 1,000,000 small
+#          files: wall time and peak RSS (GNU time), each merge on a fresh
+#          copy of the workers' output.
+#
+# Usage: [SECTIONS="skew cpu merge"] benchmarks/parts.sh [RUNS]
+#   (data goes to $BENCH_DIR, default /tmp/rsdump-bench)
+# Needs: go, python3, GNU time (/usr/bin/time), bc.
+set -euo pipefail
+RUNS=${1:-3}
+SECTIONS=${SECTIONS:-skew cpu merge}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+W=${BENCH_DIR:-/tmp/rsdump-bench}
+mkdir -p "$W"
+cd "$ROOT"
+go build -o "$W/rsdump" ./cmd/rsdump
+RSDUMP="$W/rsdump"
+. "$ROOT/benchmarks/lib.sh"
+FLAGS=(--base-url http://127.0.0.1/rs/ --at 2026-01-01T00:00:00Z --max-package-size 64MiB --quiet)
+now() { date +%s.%N; }
+elapsed() { echo "$2 - $1" | bc; }
+say() { echo "$@" | tee -a "$W/parts.log"; }
+say "== benchmarks/parts.sh $(date -u +%FT%TZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(git rev-parse --short HEAD)"
+
+# genskew DIR: 600 MB in 2,400 files of 256 KiB over 24 directories, one
+# file of 64 MiB among them, and big/ with 110 files of 4 MiB: 40% of the
+# bytes under one prefix.
+genskew() {
+  [ -d "$1" ] && return
+  python3 - "$1.tmp" <<'PY'
+import os, shutil, sys
+d = sys.argv[1]
+shutil.rmtree(d, ignore_errors=True)
+def put(rel, n):
+    p = os.path.join(d, rel)
+    os.makedirs(os.path.dirname(p), exist_ok=True)
+    with open(p, 'wb') as f:
+        f.write(os.urandom(n))
+for i in range(2400):
+    put('a%02d/f%05d.bin' % (i % 24, i), 256 << 10)
+put('a11/huge.bin', 64 << 20)
+for i in range(110):
+    put('big/s%d/g%04d.bin' % (i % 4, i), 4 << 20)
+PY
+  mv "$1.tmp" "$1"
+}
+
+# Half a core per "machine": cgroup v1 CPU quotas, when we may make them.
+CG=/sys/fs/cgroup/cpu
+QUOTA=0
+if [ "$(id -u)" = 0 ] && [ -w "$CG" ]; then
+  QUOTA=1
+  for k in 1 2 3 4; do
+    mkdir -p "$CG/rsdump-bench-$k"
+    echo 100000 > "$CG/rsdump-bench-$k/cpu.cfs_period_us"
+    echo 50000 > "$CG/rsdump-bench-$k/cpu.cfs_quota_us"
+  done
+  trap 'for k in 1 2 3 4; do rmdir "$CG/rsdump-bench-$k" 2>/dev/null || true; done' EXIT
+fi
+# on K CMD...: CMD as machine K (in its cgroup, when there are quotas).
+on() {
+  local k=$1; shift
+  if [ "$QUOTA" = 1 ]; then
+    sh -c 'echo $$ > "$0/cgroup.procs"; exec "$@"' "$CG/rsdump-bench-$k" "$@"
+  else
+    "$@"
+  fi
+}
+
+skew() {
+  local src=$W/skew one=$W/skew-one.s big=$W/skew-big.s fixed=$W/skew-fixed.s parts=$W/skew-parts.s fm=$W/skew-fixed-merge.s pm=$W/skew-parts-merge.s
+  genskew "$src"
+  mkdir -p "$W/huge-only/a11"; cp -f "$src/a11/huge.bin" "$W/huge-only/a11/"
+  : > "$one"; : > "$big"; : > "$fixed"; : > "$parts"; : > "$fm"; : > "$pm"
+  local mb; mb=$(du -sm --apparent-size "$src" | cut -f1)
+  for r in $(seq "$RUNS"); do
+    rm -rf "$W/o"; local t0; t0=$(now)
+    on 1 "$RSDUMP" pack "$src" -o "$W/o" "${FLAGS[@]}"; elapsed "$t0" "$(now)" >> "$one"
+    rm -rf "$W/o"; t0=$(now)
+    on 1 "$RSDUMP" pack "$W/huge-only" -o "$W/o" "${FLAGS[@]}"; elapsed "$t0" "$(now)" >> "$big"
+    for kind in fixed parts; do
+      rm -rf "$W/o"; t0=$(now); local pids=()
+      for k in 1 2 3 4; do
+        if [ $kind = fixed ]; then
+          on "$k" "$RSDUMP" pack "$src" -o "$W/o" --shard "$k/4" "${FLAGS[@]}" & pids+=($!)
+        else
+          on "$k" "$RSDUMP" pack "$src" -o "$W/o" --shard "$k/4" --parts 16 "${FLAGS[@]}" & pids+=($!)
+        fi
+      done
+      for p in "${pids[@]}"; do wait "$p"; done
+      local t1; t1=$(now); elapsed "$t0" "$t1" >> "$W/skew-$kind.s"
+      on 1 "$RSDUMP" pack --merge -o "$W/o" "${FLAGS[@]}"; elapsed "$t1" "$(now)" >> "$W/skew-$kind-merge.s"
+    done
+    say "skew run $r: one $(tail -1 "$one") s, largest file $(tail -1 "$big") s, fixed $(tail -1 "$fixed") + $(tail -1 "$fm") s, parts $(tail -1 "$parts") + $(tail -1 "$pm") s, load $(cut -d' ' -f1 /proc/loadavg)"
+  done
+  local o b f p ideal
+  o=$(median < "$one"); b=$(median < "$big"); f=$(median < "$fixed"); p=$(median < "$parts")
+  ideal=$(echo "o=$o/4; if (o > $b) o else $b" | bc -l)
+  say "== skew: $mb MB, 40% under big/, largest file 64 MiB; quotas: $QUOTA (half a core per machine); medians of $RUNS"
+  say "one machine: $o s; largest file alone: $b s; ideal for 4: $(printf %.2f "$ideal") s"
+  say "4 fixed shards: $f s (+ merge $(median < "$fm") s): $(printf %.2f "$(echo "$f / $ideal" | bc -l)") x ideal"
+  say "4 workers, 16 claimed parts: $p s (+ merge $(median < "$pm") s): $(printf %.2f "$(echo "$p / $ideal" | bc -l)") x ideal"
+}
+
+# cputime CMD...: user+system seconds of CMD.
+cputime() { /usr/bin/time -f "%U %S" -o "$W/time.out" "$@" >/dev/null; awk '{print $1 + $2}' "$W/time.out"; }
+
+cpu() {
+  local src=$W/skew one=$W/cpu-one.s sh=$W/cpu-parts.s
+  genskew "$src"
+  : > "$one"; : > "$sh"
+  for r in $(seq "$RUNS"); do
+    rm -rf "$W/o"; cputime "$RSDUMP" pack "$src" -o "$W/o" "${FLAGS[@]}" >> "$one"
+    rm -rf "$W/o"; local pids=() total=0
+    for k in 1 2 3 4; do
+      ( cputime "$RSDUMP" pack "$src" -o "$W/o" --shard "$k/4" --parts 16 "${FLAGS[@]}" > "$W/cpu-$k.s" ) & pids+=($!)
+    done
+    for p in "${pids[@]}"; do wait "$p"; done
+    for k in 1 2 3 4; do total=$(echo "$total + $(cat "$W/cpu-$k.s")" | bc); done
+    total=$(echo "$total + $(cputime "$RSDUMP" pack --merge -o "$W/o" "${FLAGS[@]}")" | bc)
+    echo "$total" >> "$sh"
+    say "cpu run $r: one $(tail -1 "$one") s, 4 workers + merge $total s, load $(cut -d' ' -f1 /proc/loadavg)"
+  done
+  local o s
+  o=$(median < "$one"); s=$(median < "$sh")
+  say "== cpu: one pack $o s CPU; 4 workers of 16 parts + merge $s s CPU: +$(printf %.1f "$(echo "($s / $o - 1) * 100" | bc -l)")%"
+}
+
+merge() {
+  for n in 100000 1000000; do
+    local src=$W/small$n out=$W/parts$n
+    gen_small "$src" "$n"
+    if [ ! -f "$out.done" ]; then
+      rm -rf "$out"; local pids=()
+      for k in 1 2; do "$RSDUMP" pack "$src" -o "$out" --shard "$k/2" --parts 100 "${FLAGS[@]}" & pids+=($!); done
+      for p in "${pids[@]}"; do wait "$p"; done
+      touch "$out.done"
+    fi
+    : > "$W/merge-$n.s"; : > "$W/merge-$n.kb"
+    for r in $(seq "$RUNS"); do
+      rm -rf "$out.run"; cp -a --reflink=auto "$out" "$out.run"
+      /usr/bin/time -f "%e %M" -o "$W/time.out" "$RSDUMP" pack --merge -o "$out.run" "${FLAGS[@]}"
+      read -r e kb < "$W/time.out"
+      echo "$e" >> "$W/merge-$n.s"; echo "$kb" >> "$W/merge-$n.kb"
+      say "merge $n run $r: $e s, $((kb / 1024)) MiB peak RSS, load $(cut -d' ' -f1 /proc/loadavg)"
+    done
+    say "== merge of 100 parts, $n entries: $(median < "$W/merge-$n.s") s, $(( $(median < "$W/merge-$n.kb" | cut -d. -f1) / 1024 )) MiB peak RSS (medians of $RUNS)"
+    rm -rf "$out.run"
+  done
+}
+
+for s in $SECTIONS; do "$s"; done
