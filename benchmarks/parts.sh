@@ -78,39 +78,54 @@ on() {
   fi
 }
 
+# timed K FILE CMD...: CMD as machine K, its user+system CPU seconds
+# appended to FILE.
+timed() {
+  local k=$1 f=$2; shift 2
+  on "$k" /usr/bin/time -f "%U %S" -o "$f.t$k" "$@"
+  awk '{print $1 + $2}' "$f.t$k" >> "$f"
+}
+
+# maxof FILE: the largest number in FILE.
+maxof() { sort -g "$1" | tail -1; }
+
 skew() {
-  local src=$W/skew one=$W/skew-one.s big=$W/skew-big.s fixed=$W/skew-fixed.s parts=$W/skew-parts.s fm=$W/skew-fixed-merge.s pm=$W/skew-parts-merge.s
+  local src=$W/skew mb
   genskew "$src"
   mkdir -p "$W/huge-only/a11"; cp -f "$src/a11/huge.bin" "$W/huge-only/a11/"
-  : > "$one"; : > "$big"; : > "$fixed"; : > "$parts"; : > "$fm"; : > "$pm"
-  local mb; mb=$(du -sm --apparent-size "$src" | cut -f1)
+  mb=$(du -sm --apparent-size "$src" | cut -f1)
+  for f in one big fixed parts fixed-merge parts-merge one-cpu big-cpu fixed-cpu parts-cpu; do : > "$W/skew-$f.s"; done
   for r in $(seq "$RUNS"); do
     rm -rf "$W/o"; local t0; t0=$(now)
-    on 1 "$RSDUMP" pack "$src" -o "$W/o" "${FLAGS[@]}"; elapsed "$t0" "$(now)" >> "$one"
+    timed 1 "$W/skew-one-cpu.s" "$RSDUMP" pack "$src" -o "$W/o" "${FLAGS[@]}"; elapsed "$t0" "$(now)" >> "$W/skew-one.s"
     rm -rf "$W/o"; t0=$(now)
-    on 1 "$RSDUMP" pack "$W/huge-only" -o "$W/o" "${FLAGS[@]}"; elapsed "$t0" "$(now)" >> "$big"
+    timed 1 "$W/skew-big-cpu.s" "$RSDUMP" pack "$W/huge-only" -o "$W/o" "${FLAGS[@]}"; elapsed "$t0" "$(now)" >> "$W/skew-big.s"
     for kind in fixed parts; do
-      rm -rf "$W/o"; t0=$(now); local pids=()
+      rm -rf "$W/o"; t0=$(now); local pids=() extra=()
+      [ $kind = parts ] && extra=(--parts 16)
+      : > "$W/run-cpu.s"
       for k in 1 2 3 4; do
-        if [ $kind = fixed ]; then
-          on "$k" "$RSDUMP" pack "$src" -o "$W/o" --shard "$k/4" "${FLAGS[@]}" & pids+=($!)
-        else
-          on "$k" "$RSDUMP" pack "$src" -o "$W/o" --shard "$k/4" --parts 16 "${FLAGS[@]}" & pids+=($!)
-        fi
+        timed "$k" "$W/run-cpu.s" "$RSDUMP" pack "$src" -o "$W/o" --shard "$k/4" "${extra[@]}" "${FLAGS[@]}" & pids+=($!)
       done
       for p in "${pids[@]}"; do wait "$p"; done
       local t1; t1=$(now); elapsed "$t0" "$t1" >> "$W/skew-$kind.s"
+      maxof "$W/run-cpu.s" >> "$W/skew-$kind-cpu.s"
       on 1 "$RSDUMP" pack --merge -o "$W/o" "${FLAGS[@]}"; elapsed "$t1" "$(now)" >> "$W/skew-$kind-merge.s"
     done
-    say "skew run $r: one $(tail -1 "$one") s, largest file $(tail -1 "$big") s, fixed $(tail -1 "$fixed") + $(tail -1 "$fm") s, parts $(tail -1 "$parts") + $(tail -1 "$pm") s, load $(cut -d' ' -f1 /proc/loadavg)"
+    say "skew run $r: wall (CPU) one $(tail -1 "$W/skew-one.s") ($(tail -1 "$W/skew-one-cpu.s")) s, largest file $(tail -1 "$W/skew-big.s") ($(tail -1 "$W/skew-big-cpu.s")) s, fixed $(tail -1 "$W/skew-fixed.s") (busiest $(tail -1 "$W/skew-fixed-cpu.s")) + merge $(tail -1 "$W/skew-fixed-merge.s") s, parts $(tail -1 "$W/skew-parts.s") (busiest $(tail -1 "$W/skew-parts-cpu.s")) + merge $(tail -1 "$W/skew-parts-merge.s") s, load $(cut -d' ' -f1 /proc/loadavg)"
   done
-  local o b f p ideal
-  o=$(median < "$one"); b=$(median < "$big"); f=$(median < "$fixed"); p=$(median < "$parts")
-  ideal=$(echo "o=$o/4; if (o > $b) o else $b" | bc -l)
   say "== skew: $mb MB, 40% under big/, largest file 64 MiB; quotas: $QUOTA (half a core per machine); medians of $RUNS"
-  say "one machine: $o s; largest file alone: $b s; ideal for 4: $(printf %.2f "$ideal") s"
-  say "4 fixed shards: $f s (+ merge $(median < "$fm") s): $(printf %.2f "$(echo "$f / $ideal" | bc -l)") x ideal"
-  say "4 workers, 16 claimed parts: $p s (+ merge $(median < "$pm") s): $(printf %.2f "$(echo "$p / $ideal" | bc -l)") x ideal"
+  local u
+  for u in "" -cpu; do
+    local o b f p ideal what=wall
+    [ "$u" = -cpu ] && what="CPU (the busiest worker's: the wall time of machines of equal speed)"
+    o=$(median < "$W/skew-one$u.s"); b=$(median < "$W/skew-big$u.s"); f=$(median < "$W/skew-fixed$u.s"); p=$(median < "$W/skew-parts$u.s")
+    ideal=$(echo "o=$o/4; if (o > $b) o else $b" | bc -l)
+    say "-- $what: one machine $o s; largest file alone $b s; ideal for 4: $(printf %.2f "$ideal") s"
+    say "   4 fixed shards: $f s: $(printf %.2f "$(echo "$f / $ideal" | bc -l)") x ideal"
+    say "   4 workers, 16 claimed parts: $p s: $(printf %.2f "$(echo "$p / $ideal" | bc -l)") x ideal"
+  done
+  say "   merges: fixed $(median < "$W/skew-fixed-merge.s") s, parts $(median < "$W/skew-parts-merge.s") s"
 }
 
 # cputime CMD...: user+system seconds of CMD.
