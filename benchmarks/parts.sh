@@ -132,24 +132,29 @@ skew() {
 cputime() { /usr/bin/time -f "%U %S" -o "$W/time.out" "$@" >/dev/null; awk '{print $1 + $2}' "$W/time.out"; }
 
 cpu() {
-  local src=$W/skew one=$W/cpu-one.s sh=$W/cpu-parts.s
+  local src=$W/skew
   genskew "$src"
-  : > "$one"; : > "$sh"
+  : > "$W/cpu-one.s"; : > "$W/cpu-seq.s"; : > "$W/cpu-conc.s"
   for r in $(seq "$RUNS"); do
-    rm -rf "$W/o"; cputime "$RSDUMP" pack "$src" -o "$W/o" "${FLAGS[@]}" >> "$one"
+    rm -rf "$W/o"; cputime "$RSDUMP" pack "$src" -o "$W/o" "${FLAGS[@]}" >> "$W/cpu-one.s"
+    # One worker packing the 16 parts one after the other, then the merge:
+    # what sharding itself costs.
+    rm -rf "$W/o"; local seq
+    seq=$(cputime "$RSDUMP" pack "$src" -o "$W/o" --shard 1/1 --parts 16 "${FLAGS[@]}")
+    echo "$seq + $(cputime "$RSDUMP" pack --merge -o "$W/o" "${FLAGS[@]}")" | bc >> "$W/cpu-seq.s"
+    # Four workers at once on these two cores, then the merge.
     rm -rf "$W/o"; local pids=() total=0
     for k in 1 2 3 4; do
       ( cputime "$RSDUMP" pack "$src" -o "$W/o" --shard "$k/4" --parts 16 "${FLAGS[@]}" > "$W/cpu-$k.s" ) & pids+=($!)
     done
     for p in "${pids[@]}"; do wait "$p"; done
     for k in 1 2 3 4; do total=$(echo "$total + $(cat "$W/cpu-$k.s")" | bc); done
-    total=$(echo "$total + $(cputime "$RSDUMP" pack --merge -o "$W/o" "${FLAGS[@]}")" | bc)
-    echo "$total" >> "$sh"
-    say "cpu run $r: one $(tail -1 "$one") s, 4 workers + merge $total s, load $(cut -d' ' -f1 /proc/loadavg)"
+    echo "$total + $(cputime "$RSDUMP" pack --merge -o "$W/o" "${FLAGS[@]}")" | bc >> "$W/cpu-conc.s"
+    say "cpu run $r: one $(tail -1 "$W/cpu-one.s") s, 1 worker x 16 parts + merge $(tail -1 "$W/cpu-seq.s") s, 4 workers at once + merge $(tail -1 "$W/cpu-conc.s") s, load $(cut -d' ' -f1 /proc/loadavg)"
   done
-  local o s
-  o=$(median < "$one"); s=$(median < "$sh")
-  say "== cpu: one pack $o s CPU; 4 workers of 16 parts + merge $s s CPU: +$(printf %.1f "$(echo "($s / $o - 1) * 100" | bc -l)")%"
+  local o q c
+  o=$(median < "$W/cpu-one.s"); q=$(median < "$W/cpu-seq.s"); c=$(median < "$W/cpu-conc.s")
+  say "== cpu (user+system, medians of $RUNS): one pack $o s; 16 parts by one worker + merge $q s: $(printf %+.1f "$(echo "($q / $o - 1) * 100" | bc -l)")%; by 4 workers at once on $(nproc) cores + merge $c s: $(printf %+.1f "$(echo "($c / $o - 1) * 100" | bc -l)")%"
 }
 
 merge() {
