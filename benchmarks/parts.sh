@@ -94,7 +94,7 @@ skew() {
   genskew "$src"
   mkdir -p "$W/huge-only/a11"; cp -f "$src/a11/huge.bin" "$W/huge-only/a11/"
   mb=$(du -sm --apparent-size "$src" | cut -f1)
-  for f in one big fixed parts fixed-merge parts-merge one-cpu big-cpu fixed-cpu parts-cpu; do : > "$W/skew-$f.s"; done
+  for f in one big fixed parts fixed-merge parts-merge one-cpu big-cpu fixed-cpu parts-cpu fixed-bal parts-bal; do : > "$W/skew-$f.s"; done
   for r in $(seq "$RUNS"); do
     rm -rf "$W/o"; local t0; t0=$(now)
     timed 1 "$W/skew-one-cpu.s" "$RSDUMP" pack "$src" -o "$W/o" "${FLAGS[@]}"; elapsed "$t0" "$(now)" >> "$W/skew-one.s"
@@ -110,9 +110,12 @@ skew() {
       for p in "${pids[@]}"; do wait "$p"; done
       local t1; t1=$(now); elapsed "$t0" "$t1" >> "$W/skew-$kind.s"
       maxof "$W/run-cpu.s" >> "$W/skew-$kind-cpu.s"
+      # balance: the busiest worker's CPU over the workers' mean, which
+      # the load of the machine inflates alike for every worker
+      awk '{s += $1; if ($1 > m) m = $1} END {printf "%.3f\n", m / (s / NR)}' "$W/run-cpu.s" >> "$W/skew-$kind-bal.s"
       on 1 "$RSDUMP" pack --merge -o "$W/o" "${FLAGS[@]}"; elapsed "$t1" "$(now)" >> "$W/skew-$kind-merge.s"
     done
-    say "skew run $r: wall (CPU) one $(tail -1 "$W/skew-one.s") ($(tail -1 "$W/skew-one-cpu.s")) s, largest file $(tail -1 "$W/skew-big.s") ($(tail -1 "$W/skew-big-cpu.s")) s, fixed $(tail -1 "$W/skew-fixed.s") (busiest $(tail -1 "$W/skew-fixed-cpu.s")) + merge $(tail -1 "$W/skew-fixed-merge.s") s, parts $(tail -1 "$W/skew-parts.s") (busiest $(tail -1 "$W/skew-parts-cpu.s")) + merge $(tail -1 "$W/skew-parts-merge.s") s, load $(cut -d' ' -f1 /proc/loadavg)"
+    say "skew run $r: wall (CPU) one $(tail -1 "$W/skew-one.s") ($(tail -1 "$W/skew-one-cpu.s")) s, largest file $(tail -1 "$W/skew-big.s") ($(tail -1 "$W/skew-big-cpu.s")) s, fixed $(tail -1 "$W/skew-fixed.s") (busiest $(tail -1 "$W/skew-fixed-cpu.s"), balance $(tail -1 "$W/skew-fixed-bal.s")) + merge $(tail -1 "$W/skew-fixed-merge.s") s, parts $(tail -1 "$W/skew-parts.s") (busiest $(tail -1 "$W/skew-parts-cpu.s"), balance $(tail -1 "$W/skew-parts-bal.s")) + merge $(tail -1 "$W/skew-parts-merge.s") s, load $(cut -d' ' -f1 /proc/loadavg)"
   done
   say "== skew: $mb MB, 40% under big/, largest file 64 MiB; quotas: $QUOTA (half a core per machine); medians of $RUNS"
   local u
@@ -125,6 +128,7 @@ skew() {
     say "   4 fixed shards: $f s: $(printf %.2f "$(echo "$f / $ideal" | bc -l)") x ideal"
     say "   4 workers, 16 claimed parts: $p s: $(printf %.2f "$(echo "$p / $ideal" | bc -l)") x ideal"
   done
+  say "-- balance (busiest worker's CPU / the workers' mean): fixed shards $(median < "$W/skew-fixed-bal.s"), claimed parts $(median < "$W/skew-parts-bal.s")"
   say "   merges: fixed $(median < "$W/skew-fixed-merge.s") s, parts $(median < "$W/skew-parts-merge.s") s"
 }
 

@@ -23,7 +23,7 @@ import (
 
 const packHelp = `Usage: rsdump pack SRC --base-url URL -o OUTDIR [flags]
        rsdump pack --changes [--since BASELINE] [--checksum] SRC --base-url URL -o OUTDIR [flags]
-       rsdump pack --shard K/N SRC --base-url URL -o OUT [flags]   (N machines, K = 1..N)
+       rsdump pack --shard auto|K/N SRC --base-url URL -o OUT [flags]   (N machines, K = 1..N)
        rsdump pack --merge --base-url URL -o OUT [flags]           (once every shard completed)
 
 Writes a ResourceSync Resource Dump of every regular file under SRC:
@@ -62,11 +62,20 @@ OUTDIR may be s3://BUCKET/PREFIX (credentials and region from the AWS
 environment and config files, --s3-endpoint for other servers): each
 package is streamed into a multipart upload with a SHA-256 per part, and
 appears only once complete; a rerun resumes the uploads the journal
-records. With --shard K/N, N processes (a Slurm array, a Kubernetes
-indexed job) pack disjoint parts of SRC into one OUT, each file's part
-given by its path alone; --merge with the same flags then writes the one
-dump document, lists and state, checking that every shard completed and
-none overlaps.
+records.
+
+With --shard auto, N processes (the tasks of a Slurm array, a Kubernetes
+Indexed Job or an AWS Batch array job, K and N read from the scheduler's
+environment; --shards N or RSDUMP_SHARDS where it does not export N)
+share SRC cut into --parts M parts (default 4 per worker) by path: the
+first plans the parts in OUT, then each claims the next unclaimed part,
+packs it, and claims again until none is left. A worker that dies leaves
+its claim, which a rerun of any worker takes over once the lease
+(--lease, default 5m) has passed. --shard K/N without --parts packs the
+fixed K-th of N parts, each file's part given by a hash of its path.
+Either way --merge with the same flags then writes the one dump
+document, lists and state, refusing while a part is not done (naming it
+and its holder) or two overlap.
 
 With --hub URL, the Capability List advertises the Source's notification
 channels at that WebSub hub (topics HUB/framework and, with

@@ -172,7 +172,7 @@ type shardFlags struct {
 }
 
 func (f *shardFlags) register(fs *pflag.FlagSet, what string) {
-	fs.StringVar(&f.shard, "shard", "", "be worker `K/N` of N (or auto: K and N from Slurm's, a Kubernetes Indexed Job's or AWS Batch's environment), "+what)
+	fs.StringVar(&f.shard, "shard", "", "be worker `K/N` (K of N workers), or auto (K and N from Slurm's, a Kubernetes Indexed Job's or AWS Batch's environment), "+what)
 	fs.IntVar(&f.shards, "shards", 0, "with --shard auto: the number of workers `N`, where the scheduler does not export it (Kubernetes, AWS Batch; or RSDUMP_SHARDS)")
 	fs.DurationVar(&f.lease, "lease", 0, "how long a claim holds without renewal (`DURATION`, default 5m): a worker that dies leaves its claim to another once it has passed")
 }
