@@ -56,7 +56,11 @@ PY
   mv "$1.tmp" "$1"
 }
 
-# Half a core per "machine": cgroup v1 CPU quotas, when we may make them.
+# MACHINE_CPU of a core per "machine" (default half): cgroup v1 CPU quotas,
+# when we may make them. On a machine loaded by others a quota is only a
+# ceiling; SHARES (cpu.shares, e.g. 65536 against 1024 a process) lets the
+# machines reach it while the others keep the rest of the cores.
+MACHINE_CPU=${MACHINE_CPU:-0.5}
 CG=/sys/fs/cgroup/cpu
 QUOTA=0
 if [ "$(id -u)" = 0 ] && [ -w "$CG" ]; then
@@ -64,7 +68,8 @@ if [ "$(id -u)" = 0 ] && [ -w "$CG" ]; then
   for k in 1 2 3 4; do
     mkdir -p "$CG/rsdump-bench-$k"
     echo 100000 > "$CG/rsdump-bench-$k/cpu.cfs_period_us"
-    echo 50000 > "$CG/rsdump-bench-$k/cpu.cfs_quota_us"
+    printf '%.0f\n' "$(echo "$MACHINE_CPU * 100000" | bc -l)" > "$CG/rsdump-bench-$k/cpu.cfs_quota_us"
+    [ -n "${SHARES:-}" ] && echo "$SHARES" > "$CG/rsdump-bench-$k/cpu.shares"
   done
   trap 'for k in 1 2 3 4; do rmdir "$CG/rsdump-bench-$k" 2>/dev/null || true; done' EXIT
 fi
@@ -117,7 +122,7 @@ skew() {
     done
     say "skew run $r: wall (CPU) one $(tail -1 "$W/skew-one.s") ($(tail -1 "$W/skew-one-cpu.s")) s, largest file $(tail -1 "$W/skew-big.s") ($(tail -1 "$W/skew-big-cpu.s")) s, fixed $(tail -1 "$W/skew-fixed.s") (busiest $(tail -1 "$W/skew-fixed-cpu.s"), balance $(tail -1 "$W/skew-fixed-bal.s")) + merge $(tail -1 "$W/skew-fixed-merge.s") s, parts $(tail -1 "$W/skew-parts.s") (busiest $(tail -1 "$W/skew-parts-cpu.s"), balance $(tail -1 "$W/skew-parts-bal.s")) + merge $(tail -1 "$W/skew-parts-merge.s") s, load $(cut -d' ' -f1 /proc/loadavg)"
   done
-  say "== skew: $mb MB, 40% under big/, largest file 64 MiB; quotas: $QUOTA (half a core per machine); medians of $RUNS"
+  say "== skew: $mb MB, 40% under big/, largest file 64 MiB; quotas: $QUOTA ($MACHINE_CPU of a core per machine, shares ${SHARES:-default}); medians of $RUNS"
   local u
   for u in "" -cpu; do
     local o b f p ideal what=wall
