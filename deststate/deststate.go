@@ -61,6 +61,18 @@ type State struct {
 	// Rollback records the last time the tree was taken back to an older
 	// snapshot on purpose (--rollback).
 	Rollback *Rollback `json:"rollback,omitempty"`
+	// Trust is the keys the tree's Source signs with, pinned by rsdump
+	// sync --trust: every later run into the tree requires their
+	// signatures, given --trust or not. A state that records them is of
+	// version 2.
+	Trust *Trust `json:"trust,omitempty"`
+}
+
+// Trust is a pinned set of OpenPGP public keys.
+type Trust struct {
+	Fingerprints []string  `json:"fingerprints"` // the primary keys', upper-case hex, sorted
+	Keys         string    `json:"keys"`         // the public keys, armored
+	Since        time.Time `json:"since"`        // when they were pinned
 }
 
 // SyncInfo is the Source a tree is a copy of, as rsdump sync records it.
@@ -150,6 +162,9 @@ func decodeState(b []byte, name string) (State, error) {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return State{}, fmt.Errorf("%s: %w", name, err)
 	}
+	if s.Version > 2 {
+		return State{}, fmt.Errorf("%s: version %d, of a later rsdump: refused rather than read without what it adds", name, s.Version)
+	}
 	return s, nil
 }
 
@@ -194,6 +209,8 @@ type Dir struct {
 	mu     sync.Mutex // state and saved: a run's goroutines read and save it
 	saved  bool       // the run has saved the state
 	state  State
+	// created: Open made the tree's directory; hadDir: DirName was there.
+	created, hadDir bool
 }
 
 // Open opens dir for a run: it creates dir and DirName, takes the lock,
@@ -210,6 +227,9 @@ func Open(dir string, o Options) (*Dir, error) {
 		return nil, fmt.Errorf("worker %q: not a worker's name, or a dry run", o.Worker)
 	}
 	d := &Dir{dir: abs, dry: o.DryRun, worker: o.Worker}
+	if _, err := os.Lstat(abs); errors.Is(err, fs.ErrNotExist) {
+		d.created = true
+	}
 	if err := d.open(o); err != nil {
 		d.Close()
 		return nil, err
@@ -238,6 +258,9 @@ func (d *Dir) open(o Options) error {
 		return err
 	}
 	d.root = root
+	if _, err := root.Lstat(DirName); err == nil {
+		d.hadDir = true
+	}
 	if err := root.MkdirAll(DirName, 0o755); err != nil {
 		return fmt.Errorf("%s: %w", d.dir, err)
 	}
@@ -349,6 +372,9 @@ func (d *Dir) Save(s State) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	s.Version = 1
+	if s.Trust != nil {
+		s.Version = 2 // pins keys, which an rsdump of version 1 would ignore
+	}
 	d.state, d.saved = s, true
 	if d.dry || d.worker != "" {
 		return nil
@@ -383,6 +409,27 @@ func (d *Dir) Update(change func(*State)) error {
 	s := d.State()
 	change(&s)
 	return d.Save(s)
+}
+
+// CloseUnused is Close of a run that failed: when it wrote nothing in the
+// tree (no state saved, no written log), what Open created goes too
+// (DirName, and the tree's directory when Open made it and it is empty),
+// so that a refused first run leaves the Destination as it found it.
+func (d *Dir) CloseUnused() {
+	// A sharded restore's worker shares DirName with the others: it is
+	// never its own to remove.
+	keep := d.dry || d.root == nil || d.hadDir || d.Saved() || d.worker != ""
+	if !keep {
+		_, err := d.root.Lstat(Path(logName))
+		keep = !errors.Is(err, fs.ErrNotExist)
+	}
+	if !keep {
+		d.root.RemoveAll(DirName) // under the lock, which goes with it
+	}
+	d.Close()
+	if !keep && d.created {
+		os.Remove(d.dir) // only when empty
+	}
 }
 
 // Close releases the lock and the tree.

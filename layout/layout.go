@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/resourcesync"
+	"github.com/rsdump/rsdump/sign"
 )
 
 // The documents pack writes beside its packages under fixed names.
@@ -48,10 +49,22 @@ var docNames = map[string]bool{
 // IsOutput reports whether name, a slash-separated path relative to an
 // output directory, is one pack writes there: packages, manifests,
 // Metalinks, dump documents, lists, the Capability List and the Source
-// Description. It is false for the journal, the state file and temporary
-// files. A server of the directory uses it as its allowlist.
+// Description, and the signature NAME.asc of each document (IsDocument).
+// It is false for the journal, the state file and temporary files. A
+// server of the directory uses it as its allowlist.
 func IsOutput(name string) bool {
+	if doc, ok := strings.CutSuffix(name, sign.Suffix); ok {
+		return IsDocument(doc) // a document's signature
+	}
 	return docNames[name] || packNames.MatchString(name)
+}
+
+// IsDocument reports whether name is a ResourceSync document pack writes:
+// a dump document, a list, an index or its part, a detached manifest, the
+// Capability List, the Source Description. A run that signs writes the
+// signature of each beside it, NAME.asc.
+func IsDocument(name string) bool {
+	return name == SourceDescriptionName || IsOutput(name) && strings.HasSuffix(name, ".xml")
 }
 
 // IsNumbered reports whether name is one of the numbered files pack writes

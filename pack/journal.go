@@ -227,7 +227,7 @@ func (j *journal) reusable(p planned) (PackageInfo, bool) {
 			return PackageInfo{}, false
 		}
 	}
-	if !j.out.sameFile(p.name, e.Info.Length, e.Info.SHA256) {
+	if !j.out.signedLeftovers(e.Info) || !j.out.sameFile(p.name, e.Info.Length, e.Info.SHA256) {
 		return PackageInfo{}, false
 	}
 	e.Info.Reused = true

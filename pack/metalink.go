@@ -85,6 +85,11 @@ func (w *pkgWriter) writeMetalink(info *PackageInfo) error {
 		return nil
 	}
 	m := packageMetalink(w.opts, *info, w.tee.pieces.length, w.tee.pieces.finish())
+	sig, err := w.packageSignature()
+	if err != nil {
+		return err
+	}
+	m.Files[0].Signature = sig
 	var buf bytes.Buffer
 	if err := metalink.Encode(&buf, m); err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/resourcesync"
+	"github.com/rsdump/rsdump/sign"
 )
 
 // Compression says how bitstreams are stored in the ZIP.
@@ -118,6 +119,11 @@ type Options struct {
 	// Metalink, when set, writes a .meta4 beside each package; see
 	// MetalinkOptions.
 	Metalink *MetalinkOptions
+
+	// Signer, when set, signs every document the run writes (NAME.asc
+	// beside it, an armored detached OpenPGP signature) and every
+	// package in its Metalink (<signature>, RFC 5854 4.2.13).
+	Signer *sign.Signer
 
 	// Events receives the run's events: finding.Progress for each
 	// bitstream written (its bytes, Unit its path), a finding.Finding

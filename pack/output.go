@@ -17,6 +17,7 @@ import (
 	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/s3"
+	"github.com/rsdump/rsdump/sign"
 )
 
 // output is where a run writes: a directory or an s3://BUCKET/PREFIX,
@@ -32,6 +33,7 @@ type output struct {
 	dir     string // the output directory; "" for S3
 	temp    bool   // scratch is the run's own, removed at the end
 	docs    published
+	signer  *sign.Signer // signs the documents and packages; nil when the run does not sign
 }
 
 // openOutput opens loc, creating a directory if missing.

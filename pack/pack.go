@@ -55,6 +55,7 @@ func Pack(ctx context.Context, src, outDir string, opts Options) (*Result, error
 	}
 	defer out.close()
 	out.track(&o)
+	out.signWith(o.Signer)
 	at, pinned := o.At.UTC(), !o.At.IsZero()
 	if !pinned {
 		at = start.UTC().Truncate(time.Millisecond)

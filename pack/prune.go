@@ -7,6 +7,7 @@ import (
 
 	"github.com/rsdump/rsdump/internal/sink"
 	"github.com/rsdump/rsdump/layout"
+	"github.com/rsdump/rsdump/sign"
 )
 
 // prune deals with the files of an earlier run that the new dump no
@@ -70,7 +71,8 @@ func (r *run) stale(prev func(string) bool) ([]string, error) {
 	}
 	var stale []string
 	err := r.topFiles(func(name string) {
-		if r.ownsName(name) && !keep[name] && (prev == nil || !prev(name)) {
+		of := strings.TrimSuffix(name, sign.Suffix) // a signature goes with its document
+		if r.ownsName(of) && !keep[of] && (prev == nil || !prev(of)) {
 			stale = append(stale, name)
 		}
 	})

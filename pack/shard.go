@@ -228,6 +228,7 @@ func Merge(ctx context.Context, outDir string, opts Options) (*Result, error) {
 	}
 	defer out.close()
 	out.track(&o)
+	out.signWith(o.Signer)
 	pl, err := readPlan(out)
 	if err != nil {
 		return nil, err

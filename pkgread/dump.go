@@ -126,6 +126,9 @@ func (l *dumpLoader) entry(d *resourcesync.Document, n int, u resourcesync.URL) 
 	}
 	l.checkOrder(d.Loc, n, u)
 	ref, err := l.packageRef(d.Loc, n, u)
+	if err == nil {
+		err = unauthenticated(l.ctx, ref)
+	}
 	if err != nil {
 		return l.reject(d.Loc, fmt.Sprintf("entry %d: %s", n, strings.TrimPrefix(err.Error(), d.Loc+": ")))
 	}
@@ -191,6 +194,20 @@ func (l *dumpLoader) packageRef(src string, n int, u resourcesync.URL) (PackageR
 		}
 	}
 	return r, nil
+}
+
+// unauthenticated refuses, under a trust (resourcesync.WithTrust), a
+// package whose entry gives no hash rsdump computes: the signed document
+// is what vouches for the package's bytes, through that hash, and without
+// one nothing would.
+func unauthenticated(ctx context.Context, ref PackageRef) error {
+	if resourcesync.Trust(ctx) == nil {
+		return nil
+	}
+	if _, ok := ref.Want.Strongest(); !ok {
+		return fmt.Errorf("the package %s has no hash rsdump computes, so the signed document cannot vouch for its bytes: refused", ref.Loc)
+	}
+	return nil
 }
 
 func manifestCap(dumpCap string) string {

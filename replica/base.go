@@ -10,6 +10,7 @@ import (
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/resourcesync"
+	"github.com/rsdump/rsdump/sign"
 )
 
 // baseURL settles the URI prefix that maps to the tree: the one given,
@@ -55,7 +56,8 @@ func (s *syncer) baseURL(ctx context.Context) (string, error) {
 // error is for a dump or manifest that names what it may not.
 func (s *syncer) dumpBase(ctx context.Context, doc string) (string, error) {
 	d, err := pkgread.LoadDump(ctx, s.opts.Client, doc, finding.NewReporter(nil))
-	if errors.Is(err, pkgread.ErrRejected) {
+	var se *sign.Error
+	if errors.Is(err, pkgread.ErrRejected) || errors.As(err, &se) {
 		return "", err
 	}
 	if err != nil || len(d.Packages) == 0 || d.Packages[0].Contents == "" {
@@ -111,8 +113,8 @@ var errStop = errors.New("stop")
 
 // scan hands the entries of a document (and its index's parts) to fn
 // until it returns false, each with a <loc> resourcesync.Ref allows. The
-// error is for a document that names what it may not; one that cannot be
-// read just ends the scan.
+// error is for a document that names what it may not, or whose signature
+// a trust refuses; one that cannot be read just ends the scan.
 func (s *syncer) scan(ctx context.Context, doc string, fn func(resourcesync.URL) bool) error {
 	ld := resourcesync.Loader{
 		Open: resourcesync.Opener{Client: s.opts.Client}.Open,
@@ -130,8 +132,9 @@ func (s *syncer) scan(ctx context.Context, doc string, fn func(resourcesync.URL)
 		},
 	}
 	var re *resourcesync.RefError
-	if err := ld.Load(ctx, doc); errors.As(err, &re) {
-		return err
+	var se *sign.Error
+	if err := ld.Load(ctx, doc); errors.As(err, &re) || errors.As(err, &se) {
+		return err // a document refused, not one that cannot be read
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/rsdump/rsdump/metalink/httpheader"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/s3"
+	"github.com/rsdump/rsdump/sign"
 	"github.com/rsdump/rsdump/trs"
 )
 
@@ -103,8 +104,9 @@ func (d *discovery) useful() bool {
 func (d *discovery) wellKnown(ctx context.Context, loc string, first error) error {
 	for _, wk := range wellKnownURLs(loc) {
 		err := d.follow(ctx, wk, "well-known", 1)
-		if err == nil || ctx.Err() != nil {
-			return err
+		var se *sign.Error
+		if err == nil || ctx.Err() != nil || errors.As(err, &se) {
+			return err // a Source Description whose signature fails is refused, not missed
 		}
 	}
 	return first
@@ -160,13 +162,24 @@ func (d *discovery) follow(ctx context.Context, loc, how string, hops int) error
 		return fmt.Errorf("%s: %w: not a ResourceSync document, and no rel=\"resourcesync\" link", loc, ErrNotFound)
 	}
 	d.src.Route = append(d.src.Route, how)
-	return d.document(ctx, loc, br, hops)
+	doc, err := d.opener().Verify(ctx, loc, br)
+	if err != nil {
+		return err
+	}
+	defer doc.Close()
+	return d.document(ctx, loc, doc, hops)
 }
 
-// open GETs a URL, keeping its headers, or opens a file.
+// open GETs a URL, keeping its headers, or opens a file. It may be an
+// HTML page or carry only a Link header, so its signature, when ctx
+// requires one, is checked (Opener.Verify) once it turns out to be a
+// document.
 func (d *discovery) open(ctx context.Context, loc string) (io.ReadCloser, http.Header, error) {
-	o := resourcesync.Opener{Client: d.c, Accept: "application/xml, text/xml;q=0.9, text/html;q=0.5, */*;q=0.1"}
-	return o.OpenHeader(ctx, loc)
+	return d.opener().OpenHeader(ctx, loc)
+}
+
+func (d *discovery) opener() resourcesync.Opener {
+	return resourcesync.Opener{Client: d.c, Accept: "application/xml, text/xml;q=0.9, text/html;q=0.5, */*;q=0.1", Unsigned: true}
 }
 
 func (d *discovery) linkHow(h http.Header) string {
@@ -399,9 +412,14 @@ func (d *discovery) up(ctx context.Context, loc string, h resourcesync.Header, h
 	if err != nil {
 		return err
 	}
-	body, _, err := d.open(ctx, cl)
+	raw, _, err := d.open(ctx, cl)
 	if err != nil {
 		return nil
+	}
+	defer raw.Close()
+	body, err := d.opener().Verify(ctx, cl, raw)
+	if err != nil {
+		return nil // as one that cannot be read: the document given stands alone
 	}
 	defer body.Close()
 	var entries []resourcesync.URL

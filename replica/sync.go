@@ -50,7 +50,6 @@ type Options struct {
 	Client   *http.Client
 	Jobs     int // packages unpacked at once
 	Fetches  int // resources fetched at once from a list [DefaultFetches]
-	Pipeline int // GETs of small resources written at once on a connection (unpack.Options.Pipeline)
 	// MaxResourceSize is the most taken of a list's resource whose entry
 	// gives no length (unpack.Options.MaxResourceSize).
 	MaxResourceSize int64
@@ -78,6 +77,7 @@ type Result struct {
 	Steps   []Step               `json:"steps"`
 	Until   time.Time            `json:"until,omitzero"` // what the tree is now up to
 	Audit   *verify.Summary      `json:"audit,omitempty"`
+	Trust   *Trust               `json:"trust,omitempty"` // the keys whose signatures the run required
 	Notes   []string             `json:"notes,omitempty"` // the steps taken and decisions made, in words
 	unpack.Result
 }
@@ -100,7 +100,7 @@ var ErrOtherSource = errors.New("the destination is a copy of another Source")
 // The tree is opened once, its lock held for the whole run, and its state
 // read once (deststate); a run that fails before it commits anything
 // leaves the state as it was.
-func Sync(ctx context.Context, source, dir string, opts Options) (*Result, error) {
+func Sync(ctx context.Context, source, dir string, opts Options) (res *Result, err error) {
 	if opts.Client == nil {
 		opts.Client = transfer.NewClient(opts.Transfer)
 	}
@@ -111,14 +111,26 @@ func Sync(ctx context.Context, source, dir string, opts Options) (*Result, error
 	if err != nil {
 		return nil, err
 	}
-	defer d.Close()
+	defer func() {
+		if err != nil {
+			d.CloseUnused() // a first run refused leaves no trace
+			return
+		}
+		d.Close()
+	}()
 	s := &syncer{opts: opts, dir: d.Path(), tree: d, res: &Result{}}
 	if st := d.State(); source == "" && st.Sync != nil {
 		// The Source and base URL the state records were given in the run
 		// that recorded them, and so was their grant of S3.
 		ctx = s3.Grant(ctx, st.Sync.Source, st.Sync.BaseURL)
 	}
+	if ctx, err = s.pin(ctx); err != nil {
+		return nil, err
+	}
 	if err := s.prepare(ctx, source); err != nil {
+		return nil, err
+	}
+	if err := s.refuseUnsignedTRS(ctx); err != nil {
 		return nil, err
 	}
 	if err := s.repair(ctx); err != nil {
@@ -134,7 +146,7 @@ func Sync(ctx context.Context, source, dir string, opts Options) (*Result, error
 	if err := s.unrepaired(ctx); err != nil {
 		return nil, err
 	}
-	res, err := s.finish(ctx)
+	res, err = s.finish(ctx)
 	if err == nil && res.Problems() == 0 && !opts.DryRun {
 		// Everything applied: what the cache kept to resume is of no use.
 		if err := d.DropCache(); err != nil {
@@ -410,7 +422,7 @@ func (s *syncer) unpackOptions() (unpack.Options, error) {
 	}
 	return unpack.Options{Dir: s.tree, Mapper: m, DryRun: s.opts.DryRun, Adopt: s.opts.Adopt, Overwrite: s.opts.Overwrite, Rollback: s.opts.Rollback,
 		Limits: s.opts.Limits, Jobs: s.opts.Jobs, Client: s.opts.Client,
-		Transfer: s.opts.Transfer, ResumeDownloads: true, Fetches: s.opts.Fetches, Pipeline: s.opts.Pipeline, MaxResourceSize: s.opts.MaxResourceSize,
+		Transfer: s.opts.Transfer, ResumeDownloads: true, Fetches: s.opts.Fetches, MaxResourceSize: s.opts.MaxResourceSize,
 		Events: s.opts.Events}, nil
 }
 

@@ -25,10 +25,18 @@ import (
 // as it is opened, a URL by its Content-Length or as its body is read; a
 // body is held to the client's stall timeout and minimum speed. The zero
 // Opener reads documents of the sitemap limit through httpc.Default().
+// Under a context that requires signatures (WithTrust), a document is
+// handed over only once its detached signature verified.
 type Opener struct {
 	Client   *http.Client // nil: httpc.Default()
 	Accept   string       // the Accept field of a URL's request; "" sends none
 	MaxBytes int64        // larger fails; 0: MaxBytes, the sitemap limit
+	// Unsigned reads the document without its signature even under
+	// WithTrust: a Metalink, whose mirrors and piece hashes are hints and
+	// never decide what lands (the signed dump document's hash does), or
+	// a first look at what may be an HTML page (Verify then checks the
+	// document it turns out to be).
+	Unsigned bool
 }
 
 // Open opens the document at loc through the zero Opener: an OpenFunc.
@@ -51,6 +59,10 @@ func (o Opener) OpenHeader(ctx context.Context, loc string) (io.ReadCloser, http
 	}
 	if !IsURL(loc) {
 		rc, err := openFile(loc, max)
+		if err != nil {
+			return nil, nil, err
+		}
+		rc, err = o.check(ctx, loc, rc)
 		return rc, http.Header{}, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, loc, nil)
@@ -64,7 +76,23 @@ func (o Opener) OpenHeader(ctx context.Context, loc string) (io.ReadCloser, http
 	if err != nil {
 		return nil, nil, err
 	}
+	rc, err = o.check(ctx, loc, rc)
+	if err != nil {
+		return nil, nil, err
+	}
 	return rc, resp.Header, nil
+}
+
+// check is the document rc, opened from loc, once its signature verified
+// when ctx requires one (WithTrust). rc is closed when it is not handed
+// back.
+func (o Opener) check(ctx context.Context, loc string, rc io.ReadCloser) (io.ReadCloser, error) {
+	k := Trust(ctx)
+	if k == nil || o.Unsigned {
+		return rc, nil
+	}
+	defer rc.Close()
+	return o.authenticate(ctx, k, loc, rc)
 }
 
 // openFile opens a regular file of at most max bytes.

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"bytes"
 	"io"
 	"net"
 	"sync"
@@ -18,7 +19,10 @@ import (
 // the latest a millisecond (holdTime) after the first of them was
 // written, so that a slow request behind an answered one does not hold up
 // its answer more than that. A
-// client sees the same bytes; only the timing changes. Serve a
+// client sees the same bytes; only the timing changes. A connection that
+// opens with the HTTP/2 preface (h2c) is left alone: HTTP/2 reads all
+// the time and batches its own writes, and held bytes would wait for the
+// timer. Serve a
 // NewServer's http.Server on it: http.Server.Serve(Coalesce(ln)). TLS,
 // which serve does not do, would go on top: tls.NewListener(Coalesce(ln),
 // config).
@@ -55,11 +59,19 @@ type coalescer struct {
 	timer  *time.Timer
 	armed  bool
 	err    error // of a write of held: the connection is broken
+	read   bool  // the connection has read its first bytes
+	h2     bool  // they were the HTTP/2 preface: nothing is held
 }
+
+// h2Preface is how an HTTP/2 connection with prior knowledge opens.
+var h2Preface = []byte("PRI * HTTP/2.0")
 
 func (c *coalescer) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.h2 {
+		return c.Conn.Write(p)
+	}
 	if c.held != nil && len(*c.held)+len(p) > holdBytes {
 		if err := c.flushLocked(); err != nil {
 			return 0, err
@@ -142,7 +154,18 @@ func (c *coalescer) Read(p []byte) (int, error) {
 			return 0, err
 		}
 	}
-	return c.Conn.Read(p)
+	n, err := c.Conn.Read(p)
+	if !c.read && n > 0 {
+		// Only Read sets read, on the server's one reading goroutine
+		// (the first read is done before any write).
+		c.read = true
+		if bytes.HasPrefix(p[:n], h2Preface) {
+			c.mu.Lock()
+			c.h2 = true
+			c.mu.Unlock()
+		}
+	}
+	return n, err
 }
 
 // ReadFrom writes out what is held and hands src to the connection's

@@ -12,6 +12,7 @@ import (
 	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/metalink"
 	"github.com/rsdump/rsdump/metalink/httpheader"
+	"github.com/rsdump/rsdump/sign"
 )
 
 // Media types of pack's outputs. Sitemaps go out as application/xml, the
@@ -28,6 +29,8 @@ func outputType(name string) string {
 		return typeZIP
 	case ".meta4":
 		return metalink.MediaType
+	case sign.Suffix:
+		return sign.MediaType // a document's signature
 	}
 	return typeXML // the documents, and the Source Description
 }

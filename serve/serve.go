@@ -20,6 +20,7 @@ import (
 
 	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/resourcesync"
+	"github.com/rsdump/rsdump/sign"
 	"github.com/rsdump/rsdump/trs"
 )
 
@@ -250,8 +251,8 @@ func (h *handler) route(w http.ResponseWriter, r *http.Request) {
 		h.trs.ServeHTTP(w, r)
 		return
 	}
-	if p == "/"+layout.SourceDescriptionName {
-		h.serveOutput(w, r, layout.SourceDescriptionName)
+	if p == "/"+layout.SourceDescriptionName || p == "/"+layout.SourceDescriptionName+sign.Suffix {
+		h.serveOutput(w, r, p[1:]) // the Source Description, or its signature
 		return
 	}
 	if p == h.dumpPath {

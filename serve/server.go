@@ -3,6 +3,7 @@ package serve
 import (
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"time"
 )
@@ -36,19 +37,47 @@ var DefaultTimeouts = Timeouts{ReadHeader: 10 * time.Second, Read: 30 * time.Sec
 // is cut off.
 const WriteChunk = 128 << 10
 
-// NewServer returns an http.Server for h with the timeouts t.
+// NewServer returns an http.Server for h with the timeouts t. It speaks
+// HTTP/1.1 and, on plain connections, HTTP/2 with prior knowledge (h2c,
+// RFC 9113 3.3), which it announces on each HTTP/1.1 answer with
+// "Alt-Svc: h2c=":PORT"" (PORT the one the request came in on), so that
+// rsdump's client (httpc) sends the next requests as streams of one
+// connection. A client that does not know the field ignores it.
 func NewServer(h http.Handler, t Timeouts) *http.Server {
 	t = t.withDefaults()
 	paced := func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor == 1 && r.TLS == nil {
+			if port := localPort(r); port != "" {
+				w.Header().Set("Alt-Svc", `h2c=":`+port+`"`)
+			}
+		}
 		h.ServeHTTP(&deadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w), d: t.Write}, r)
 	}
+	var protos http.Protocols
+	protos.SetHTTP1(true)
+	protos.SetUnencryptedHTTP2(true)
 	return &http.Server{
 		Handler:           http.HandlerFunc(paced),
 		ReadHeaderTimeout: t.ReadHeader,
 		ReadTimeout:       t.Read,
 		WriteTimeout:      t.Write, // a response's first deadline, moved on by deadlineWriter
 		IdleTimeout:       t.Idle,
+		Protocols:         &protos,
 	}
+}
+
+// localPort is the port of the address a request came in on; "" when
+// unknown.
+func localPort(r *http.Request) string {
+	a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok {
+		return ""
+	}
+	_, port, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return ""
+	}
+	return port
 }
 
 func (t Timeouts) withDefaults() Timeouts {

@@ -89,7 +89,7 @@ func (b *budget) release() { <-b.total }
 // MirrorProgress is one host:port's share of the work so far.
 type MirrorProgress struct {
 	Host     string
-	Active   int    // connections open now
+	Active   int    // requests in flight now (connections over HTTP/1.1, streams over HTTP/2)
 	Received int64  // bytes received, good or bad
 	State    string // active, idle, waiting, backoff, no-range, dropped
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rsdump/rsdump/internal/atomic"
 	"github.com/rsdump/rsdump/resourcesync"
+	"github.com/rsdump/rsdump/sign"
 )
 
 // SaveDocuments saves the documents of the dump at source, a URL Resolve
@@ -69,7 +70,10 @@ type savedDoc struct {
 
 // docLink is a document an entry links to, with the places it may be
 // read from: the link itself, then the same name beside each mirror.
-type docLink struct{ hrefs []string }
+type docLink struct {
+	hrefs    []string
+	metalink bool // a Metalink (rel="describedby"), which is read unsigned
+}
 
 // open is the Loader's OpenFunc: it fetches a document, copying every
 // byte it reads, and all of it, to a temporary file.
@@ -84,7 +88,36 @@ func (s *docSaver) open(ctx context.Context, loc string) (io.ReadCloser, error) 
 		return nil, err
 	}
 	s.files = append(s.files, savedDoc{f, filepath.Join(s.dir, resourcesync.BaseName(loc))})
+	if err := s.saveSignature(ctx, loc, loc); err != nil {
+		rc.Close()
+		return nil, err
+	}
 	return &teeDoc{rc: rc, r: io.TeeReader(rc, f)}, nil
+}
+
+// saveSignature saves, under a trust (resourcesync.WithTrust), the
+// signature of the document read from href beside its copy named as loc
+// is, so that the copy is checked as the original is: the document was
+// read only once this signature verified.
+func (s *docSaver) saveSignature(ctx context.Context, href, loc string) error {
+	if resourcesync.Trust(ctx) == nil {
+		return nil
+	}
+	rc, err := s.g.OpenMetalink(ctx, sign.Loc(href)) // read as it is: it is checked with the document
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	f, err := s.create(sign.Loc(loc))
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, io.LimitReader(rc, sign.MaxSignature)); err != nil {
+		f.Abort()
+		return err
+	}
+	s.files = append(s.files, savedDoc{f, filepath.Join(s.dir, resourcesync.BaseName(sign.Loc(loc)))})
+	return nil
 }
 
 // create starts the local copy of the document at loc, refusing a name
@@ -136,7 +169,7 @@ func (s *docSaver) entry(ctx context.Context, d *resourcesync.Document, u resour
 		if err != nil {
 			return err
 		}
-		s.links = append(s.links, docLink{hrefs: linkCopies(href, mirrors)})
+		s.links = append(s.links, docLink{hrefs: linkCopies(href, mirrors), metalink: l.Rel == "describedby"})
 	}
 	return nil
 }
@@ -151,7 +184,7 @@ func (s *docSaver) saveLink(ctx context.Context, ln docLink) error {
 	}
 	var failed []string
 	for _, href := range ln.hrefs {
-		err := s.copyDoc(ctx, href, loc)
+		err := s.copyDoc(ctx, href, loc, ln.metalink)
 		if err == nil || ctx.Err() != nil {
 			return err
 		}
@@ -162,8 +195,12 @@ func (s *docSaver) saveLink(ctx context.Context, ln docLink) error {
 
 // copyDoc saves the document at href under loc's name; a copy that fails
 // part way is removed, never kept beside a good one.
-func (s *docSaver) copyDoc(ctx context.Context, href, loc string) error {
-	rc, err := s.g.OpenDocument(ctx, href)
+func (s *docSaver) copyDoc(ctx context.Context, href, loc string, metalink bool) error {
+	open := s.g.OpenDocument
+	if metalink {
+		open = s.g.OpenMetalink
+	}
+	rc, err := open(ctx, href)
 	if err != nil {
 		return err
 	}
@@ -177,7 +214,10 @@ func (s *docSaver) copyDoc(ctx context.Context, href, loc string) error {
 		return err
 	}
 	s.files = append(s.files, savedDoc{f, filepath.Join(s.dir, resourcesync.BaseName(loc))})
-	return nil
+	if metalink {
+		return nil
+	}
+	return s.saveSignature(ctx, href, loc)
 }
 
 // commit renames the linked documents and parts, then the dump document,

@@ -335,6 +335,11 @@ func (d *download) publish(sum string) error {
 	if d.f.HashAlg != "" && sum != d.f.Hash {
 		return d.hashMismatch(sum)
 	}
+	if d.f.Authenticate != nil {
+		if err := d.f.Authenticate(io.NewSectionReader(d.part, 0, fi.Size())); err != nil {
+			return fmt.Errorf("%s: %w", d.f.Name, err)
+		}
+	}
 	publish := fsatomic.PublishIn
 	if d.g.opts.Scratch {
 		publish = fsatomic.MoveIn

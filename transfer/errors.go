@@ -3,9 +3,7 @@ package transfer
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -79,46 +77,21 @@ func (e *MirrorsError) Unwrap() error { return ErrAllMirrors }
 // milliseconds (restic's backend_retry.go does the same).
 var fastRetries = false
 
-// backoff returns the wait before the n-th consecutive retry of a mirror:
-// exponential, capped, with jitter so that connections to a recovering
-// server do not return in lockstep; never less than the server's
-// Retry-After.
+// mirrorBackoff is a mirror's wait after failures in a row: exponential,
+// capped, with jitter so that connections to a recovering server do not
+// return in lockstep; never less than the server's Retry-After, up to 5
+// minutes.
+var mirrorBackoff = httpc.Backoff{Base: 250 * time.Millisecond, Max: 30 * time.Second, MaxAfter: 5 * time.Minute, Jitter: true}
+
+// backoff returns the wait before the n-th consecutive retry of a mirror
+// (httpc's one backoff).
 func backoff(n int, retryAfter time.Duration) time.Duration {
-	base, max := 250*time.Millisecond, 30*time.Second
 	if fastRetries {
-		base, max = time.Millisecond, 20*time.Millisecond
-		retryAfter /= 100 // Retry-After: 1 waits 10 ms
+		b := mirrorBackoff
+		b.Base, b.Max, b.MaxAfter = time.Millisecond, 20*time.Millisecond, 3*time.Second
+		return b.Wait(n, retryAfter/100) // Retry-After: 1 waits 10 ms
 	}
-	d := base << min(n, 16)
-	if d > max || d <= 0 {
-		d = max
-	}
-	d = d/2 + rand.N(d/2+1)
-	if retryAfter > 5*time.Minute {
-		retryAfter = 5 * time.Minute // a server cannot park us for a day
-	}
-	return max64(d, retryAfter)
-}
-
-func max64(a, b time.Duration) time.Duration {
-	if a > b {
-		return a
-	}
-	return b
-}
-
-// parseRetryAfter reads delay-seconds or an HTTP date.
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
+	return mirrorBackoff.Wait(n, retryAfter)
 }
 
 // verdict is what a failed request means for its mirror.

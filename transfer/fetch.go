@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rsdump/rsdump/internal/httpc"
 )
 
 // attempt is one request for one piece from one mirror.
@@ -225,7 +227,7 @@ func checkRange(resp *http.Response, url string, off, end, size int64) error {
 		return fmt.Errorf("%s: HTTP 200 to a range request: %w", url, ErrNoRange)
 	case resp.StatusCode != http.StatusPartialContent:
 		return &StatusError{URL: url, Status: resp.StatusCode,
-			RetryAfter: parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())}
+			RetryAfter: httpc.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())}
 	}
 	cr := resp.Header.Get("Content-Range")
 	first, last, total, ok := parseContentRange(cr)

@@ -3,6 +3,8 @@ package transfer
 import (
 	"testing"
 	"time"
+
+	"github.com/rsdump/rsdump/internal/httpc"
 )
 
 func TestMirrorHealth(t *testing.T) {
@@ -71,11 +73,11 @@ func TestBackoff(t *testing.T) {
 	if d := backoff(0, 7*time.Second); d != 7*time.Second {
 		t.Errorf("Retry-After 7s: waited %v", d)
 	}
-	if d := parseRetryAfter("120", time.Now()); d != 2*time.Minute {
+	if d := httpc.ParseRetryAfter("120", time.Now()); d != 2*time.Minute {
 		t.Errorf("Retry-After 120 = %v", d)
 	}
 	now := time.Now()
-	if d := parseRetryAfter(now.Add(time.Minute).UTC().Format(http1123), now); d < 58*time.Second || d > time.Minute {
+	if d := httpc.ParseRetryAfter(now.Add(time.Minute).UTC().Format(http1123), now); d < 58*time.Second || d > time.Minute {
 		t.Errorf("Retry-After date = %v", d)
 	}
 }

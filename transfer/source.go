@@ -14,6 +14,7 @@ import (
 	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/metalink"
 	"github.com/rsdump/rsdump/resourcesync"
+	"github.com/rsdump/rsdump/sign"
 )
 
 // maxDocument bounds a Metalink or dump document, local or fetched: a
@@ -32,6 +33,11 @@ const maxDocument = 256 << 20
 func (g *Getter) Resolve(ctx context.Context, source string) ([]File, error) {
 	if resourcesync.IsURL(source) && !documentName(source) {
 		files, err := g.fromPlainURL(ctx, source)
+		if err == nil && resourcesync.Trust(ctx) != nil {
+			// Its Digest and Metalink came with it: nothing signed vouches
+			// for it.
+			return nil, fmt.Errorf("%s: a package given by its URL alone cannot be authenticated: get its signed dump document, or a .meta4 whose files carry signatures", source)
+		}
 		if !errors.Is(err, errDocument) {
 			return files, err
 		}
@@ -49,8 +55,11 @@ func documentName(u string) bool {
 }
 
 // fromDocument reads a Metalink or dump document, refusing anything else.
+// Under a trust (resourcesync.WithTrust) a dump document is read once its
+// signature verified, and a Metalink's files must each carry a signature
+// (RFC 5854 4.2.13), checked over the file before it gets its name.
 func (g *Getter) fromDocument(ctx context.Context, source string) ([]File, error) {
-	rc, ctype, err := g.openDocument(ctx, source)
+	rc, ctype, err := g.openDocument(ctx, source, true)
 	if err != nil {
 		return nil, err
 	}
@@ -61,9 +70,18 @@ func (g *Getter) fromDocument(ctx context.Context, source string) ([]File, error
 	case resourcesync.LooksHTML(head, ctype):
 		return nil, notGettable(source, htmlPage(ctype))
 	case bytes.Contains(head, []byte("<metalink")):
-		return filesFromMetalink(ctx, source, io.LimitReader(br, maxDocument))
+		files, err := filesFromMetalink(ctx, source, io.LimitReader(br, maxDocument))
+		if err == nil {
+			err = signedFiles(ctx, source, files)
+		}
+		return files, err
 	case bytes.Contains(head, []byte("<urlset")), bytes.Contains(head, []byte("<sitemapindex")):
-		files, err := g.filesFromDump(ctx, source, br)
+		doc, err := g.opener(false).Verify(ctx, source, br)
+		if err != nil {
+			return nil, err
+		}
+		defer doc.Close()
+		files, err := g.filesFromDump(ctx, source, doc)
 		if err == nil && resourcesync.IsURL(source) {
 			g.mu.Lock()
 			g.dumps[source] = true
@@ -92,20 +110,34 @@ func htmlPage(ctype string) string {
 // URL fetched with the Getter's client (resourcesync.Opener: a transient
 // failure is retried), refusing one too large to be a document (a
 // package given by mistake, say).
+// Under a trust (resourcesync.WithTrust) it is read once its signature
+// verified; OpenMetalink reads a Metalink, which needs none.
 func (g *Getter) OpenDocument(ctx context.Context, loc string) (io.ReadCloser, error) {
-	rc, _, err := g.openDocument(ctx, loc)
+	rc, _, err := g.openDocument(ctx, loc, false)
+	return rc, err
+}
+
+// OpenMetalink is OpenDocument of a Metalink, read without a signature
+// even under a trust: its mirrors and piece hashes are hints, and what
+// lands is checked against the hash a signed document gives (or, for a
+// Metalink given alone, against its files' own signatures).
+func (g *Getter) OpenMetalink(ctx context.Context, loc string) (io.ReadCloser, error) {
+	rc, _, err := g.openDocument(ctx, loc, true)
 	return rc, err
 }
 
 // openDocument is OpenDocument that also returns the Content-Type a
 // server gave the document ("" for a file).
-func (g *Getter) openDocument(ctx context.Context, loc string) (io.ReadCloser, string, error) {
-	o := resourcesync.Opener{Client: g.client, Accept: metalink.MediaType + ", application/xml;q=0.5, */*;q=0.1", MaxBytes: maxDocument}
-	rc, h, err := o.OpenHeader(ctx, loc)
+func (g *Getter) openDocument(ctx context.Context, loc string, unsigned bool) (io.ReadCloser, string, error) {
+	rc, h, err := g.opener(unsigned).OpenHeader(ctx, loc)
 	if err != nil {
 		return nil, "", err
 	}
 	return rc, h.Get("Content-Type"), nil
+}
+
+func (g *Getter) opener(unsigned bool) resourcesync.Opener {
+	return resourcesync.Opener{Client: g.client, Accept: metalink.MediaType + ", application/xml;q=0.5, */*;q=0.1", MaxBytes: maxDocument, Unsigned: unsigned}
 }
 
 func urlPath(s string) string {
@@ -216,6 +248,9 @@ func fileFromMetalink(mf metalink.File) (File, error) {
 		f.Pieces = Pieces{Type: p.Type, Length: p.Length, Hashes: p.Hashes}
 	}
 	f.Unverifiable = mf.UnverifiableHashes()
+	if sig := mf.Signature; sig != nil && strings.EqualFold(sig.MediaType, sign.MediaType) {
+		f.signature = []byte(strings.TrimSpace(sig.Value) + "\n")
+	}
 	return f, nil
 }
 
@@ -233,6 +268,9 @@ func (g *Getter) FileFromEntry(ctx context.Context, doc string, u resourcesync.U
 	f := File{Name: resourcesync.BaseName(mirrors[0].URL), Size: -1, Mirrors: mirrors}
 	if u.MD != nil && u.MD.Length != nil {
 		f.Size = *u.MD.Length
+	}
+	if resourcesync.Trust(ctx) != nil && (u.MD == nil || !knownHash(u.MD.Hash)) {
+		return f, fmt.Errorf("%s: the signed dump document gives the package no hash rsdump computes, so it cannot be authenticated", u.Loc)
 	}
 	if u.MD != nil && u.MD.Hash != "" {
 		set, err := digest.Parse(u.MD.Hash)
@@ -334,7 +372,7 @@ func (g *Getter) mergeMetalink(ctx context.Context, f *File, hrefs []string) err
 	var href string
 	var err error
 	for _, href = range hrefs {
-		if rc, err = g.OpenDocument(ctx, href); err == nil {
+		if rc, err = g.OpenMetalink(ctx, href); err == nil {
 			break
 		}
 	}
@@ -365,6 +403,13 @@ func (g *Getter) mergeMetalink(ctx context.Context, f *File, hrefs []string) err
 		return fmt.Errorf("%s: %s %s, the dump says %s", href, m.HashAlg, m.Hash, f.Hash)
 	}
 	f.Size, f.Pieces = m.Size, m.Pieces
+	if resourcesync.Trust(ctx) != nil {
+		// The dump document is signed and the Metalink is not: its hash
+		// never replaces the document's. Its piece hashes only find a bad
+		// mirror early; the whole file is checked against the document's.
+		f.Mirrors = append(f.Mirrors, m.Mirrors...)
+		return nil
+	}
 	if m.HashAlg != "" && (f.HashAlg == "" || digest.Rank(m.HashAlg) < digest.Rank(f.HashAlg)) {
 		f.HashAlg, f.Hash = m.HashAlg, m.Hash // the stronger of the two
 	}
@@ -375,4 +420,42 @@ func (g *Getter) mergeMetalink(ctx context.Context, f *File, hrefs []string) err
 	}
 	f.Mirrors = append(f.Mirrors, m.Mirrors...)
 	return nil
+}
+
+// signedFiles, under a trust (resourcesync.WithTrust), has every file of
+// a Metalink given alone checked against its own signature (RFC 5854
+// 4.2.13, application/pgp-signature) before it gets its name: the Metalink
+// itself is signed by nothing, so its hashes vouch for nothing. A file
+// without such a signature is refused before anything is fetched.
+func signedFiles(ctx context.Context, src string, files []File) error {
+	k := resourcesync.Trust(ctx)
+	if k == nil {
+		return nil
+	}
+	for i := range files {
+		sig := files[i].signature
+		if sig == nil {
+			return fmt.Errorf("%s: %s: the Metalink gives it no OpenPGP signature (%s), so it cannot be authenticated", src, files[i].Name, sign.MediaType)
+		}
+		name := files[i].Name
+		files[i].Authenticate = func(r io.Reader) error {
+			if _, err := k.Verify(r, sig); err != nil {
+				var se *sign.Error
+				if errors.As(err, &se) {
+					return se.For(name + " (its signature in " + src + ")")
+				}
+				return err
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
+// knownHash reports whether the hash attribute attr holds a hash rsdump
+// computes.
+func knownHash(attr string) bool {
+	set, err := digest.Parse(attr)
+	_, ok := set.Strongest()
+	return err == nil && ok
 }

@@ -91,8 +91,21 @@ func (d *download) alreadyComplete() (bool, error) {
 	default:
 		return false, nil
 	}
+	if d.f.Authenticate != nil && !d.authentic(d.f.Name) {
+		return false, nil
+	}
 	d.res.Skipped, d.res.Path = true, d.final
 	return true, nil
+}
+
+// authentic reports whether the file rel passes the file's Authenticate.
+func (d *download) authentic(rel string) bool {
+	f, err := d.root.Open(rel)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return d.f.Authenticate(f) == nil
 }
 
 // piecesMatch reports whether the file rel matches every piece hash.

@@ -27,6 +27,7 @@ package transfer
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"time"
 
@@ -61,12 +62,23 @@ type File struct {
 	// them can be computed; such a file is refused, never fetched
 	// unchecked. A file with no hash at all leaves it empty.
 	Unverifiable []string
+	// Authenticate, when set, reads the whole file once its size and hash
+	// matched, before it gets its name: an error refuses it (a Metalink
+	// file's own signature, checked under a trust). A file found complete
+	// already is checked too.
+	Authenticate func(r io.Reader) error
+
+	signature []byte // a Metalink's armored OpenPGP signature of the file
 }
 
 // Options tune a Getter. Zero values take the defaults in brackets.
+// Connections and PerMirror count requests in flight: over HTTP/1.1 each
+// is a connection of its own; over HTTP/2 (a mirror over TLS that offers
+// it, or rsdump serve's h2c) they are streams of one connection, whose
+// pieces are still scheduled, raced and judged one request at a time.
 type Options struct {
-	Connections  int           // total connections [16]
-	PerMirror    int           // connections per host:port [4]
+	Connections  int           // total requests in flight [16]
+	PerMirror    int           // requests in flight per host:port [4]
 	Files        int           // files downloaded at once [4]
 	StallTimeout time.Duration // a request with no progress for this long is retried elsewhere [20s]
 	MaxFailures  int           // consecutive failures that drop a mirror for a file [8]

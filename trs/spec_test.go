@@ -282,13 +282,13 @@ func TestSpecServerMUSTs(t *testing.T) {
 			}
 		}},
 		{"The TRS servers MUST document the URLs of its Tracked Resource Set resources in their documentation", 0, func(t *testing.T, f *fixture) {
-			b, err := os.ReadFile("../README.md")
+			b, err := os.ReadFile("../docs/trs.md")
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, s := range []string{"serve DIR --trs", "trs/base", "trs/changelog/"} {
 				if !strings.Contains(string(b), s) {
-					t.Errorf("README.md does not say %q", s)
+					t.Errorf("docs/trs.md does not say %q", s)
 				}
 			}
 		}},

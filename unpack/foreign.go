@@ -103,6 +103,9 @@ func (u *unpacker) guardTarget(url resourcesync.URL) error {
 // reported unusable.
 func (u *unpacker) planManifest(ctx context.Context, ref pkgread.PackageRef, rep *finding.Reporter) (*pkgread.Package, error) {
 	lim := u.opts.Limits
+	if resourcesync.Trust(ctx) != nil {
+		return u.signedManifest(ctx, ref, rep)
+	}
 	if !resourcesync.IsURL(ref.Loc) {
 		ra, size, closeFn, err := pkgread.OpenLocation(ref.Loc)
 		if err != nil {
@@ -126,6 +129,23 @@ func (u *unpacker) planManifest(ctx context.Context, ref pkgread.PackageRef, rep
 		return nil, err
 	}
 	return rejected(pkgread.OpenPackage(rng, rng.Size(), ref.Loc, ref.Cap, lim, rep))
+}
+
+// signedManifest is planManifest under a trust: the manifest inside a
+// package read in part is covered by nothing signed (the package's hash,
+// which a signed document gives, is checked only over the whole
+// package), so the manifest is the detached copy, a document read only
+// once its own signature verified.
+func (u *unpacker) signedManifest(ctx context.Context, ref pkgread.PackageRef, rep *finding.Reporter) (*pkgread.Package, error) {
+	if ref.Contents == "" {
+		return nil, fmt.Errorf("%s: its manifest cannot be authenticated without reading the whole package: the dump document links no detached manifest (rel=\"contents\")", ref.Loc)
+	}
+	rc, err := u.docs.Open(ctx, ref.Contents)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return rejected(pkgread.ReadManifest(rc, ref.Loc, ref.Cap, u.opts.Limits, rep))
 }
 
 // rejected turns a manifest reported unusable into no package and no

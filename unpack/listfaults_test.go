@@ -77,9 +77,9 @@ func (s *listSource) apply(loc, dir string, opts unpack.Options) (*unpack.Result
 		s.t.Fatal(err)
 	}
 	var fs []finding.Finding
-	opts.Mapper, opts.Client = m, s.srv.Client()
-	if s.client != nil {
-		opts.Client = s.client
+	opts.Mapper, opts.Client = m, s.client
+	if s.client == nil {
+		opts.Client = s.srv.Client()
 	}
 	opts.Events = finding.OnFindings(func(f finding.Finding) { fs = append(fs, f) })
 	r, err := unpack.ApplyList(context.Background(), loc, dir, opts)
@@ -94,21 +94,21 @@ func (s *listSource) apply(loc, dir string, opts unpack.Options) (*unpack.Result
 // behind (no file, no directory made for it); a resource whose entry
 // gives no hash is kept, reported unverified.
 //
-// The same through rsdump's own client, whose GETs of small resources are
-// pipelined, on a server that ends every connection after a few
+// The same through rsdump's own client (transfer.NewClient's settings),
+// alone and on a server that ends every connection after a few
 // responses, with many good resources between the faults: each answer is
 // its own resource's.
 func TestListResourceFaults(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
-		lean       bool
+		rsdump     bool
 		good       int
 		closeEvery int64
-	}{{"testclient", false, 0, 0}, {"pipelined", true, 60, 0}, {"pipelined-closing", true, 60, 3}} {
+	}{{"testclient", false, 0, 0}, {"rsdump", true, 60, 0}, {"rsdump-closing", true, 60, 3}} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newListSource(t)
 			s.closeEvery = tc.closeEvery
-			if tc.lean {
+			if tc.rsdump {
 				s.client = httpc.New(httpc.Options{DisableCompression: true})
 			}
 			listResourceFaults(t, s, tc.good)

@@ -115,7 +115,7 @@ func (u *unpacker) pickList(ctx context.Context, loc string, take func(*pkgread.
 				return nil // not one this list may name: not fetched
 			}
 			n++
-			if b := listBitstream(n, e); b.Bad == "" && take(b) {
+			if b := listBitstream(n, e, resourcesync.Trust(ctx) != nil); b.Bad == "" && take(b) {
 				g.picks = append(g.picks, b)
 			}
 			return nil

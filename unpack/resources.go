@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/http"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -68,6 +70,7 @@ func ApplyList(ctx context.Context, loc, dir string, opts Options) (*Result, err
 		return nil, err
 	}
 	defer u.dest.close()
+	u.signed = resourcesync.Trust(ctx) != nil
 	sv, err := newListSurvey(u.scratchDir())
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", u.dest.dir, err)
@@ -440,7 +443,7 @@ func (l *listRun) finish(ctx context.Context) error {
 // the survey has left out the changes superseded.
 func (p *pkgRun) planList(items []listItem) {
 	for _, it := range items {
-		b := listBitstream(it.n, it.e)
+		b := listBitstream(it.n, it.e, p.u.signed)
 		target, err := p.u.opts.Mapper.Target(it.e)
 		if err != nil {
 			p.refuse(&action{b: b}, CheckTarget, err.Error())
@@ -459,19 +462,24 @@ func (p *pkgRun) planList(items []listItem) {
 }
 
 // listBitstream describes a list entry as a bitstream with no ZIP entry.
-func listBitstream(n int, e resourcesync.URL) *pkgread.Bitstream {
+// From a signed list (signed: the run requires signatures) a resource
+// whose entry gives no hash rsdump computes is Bad: what a server answers
+// for it would be vouched for by nothing signed.
+func listBitstream(n int, e resourcesync.URL, signed bool) *pkgread.Bitstream {
 	b := &pkgread.Bitstream{N: n, URL: e, Length: -1}
-	if e.MD == nil {
-		return b
+	if e.MD != nil {
+		if e.MD.Length != nil {
+			b.Length = *e.MD.Length
+		}
+		want, err := resourcesync.ParseHash(e.MD.Hash)
+		if err != nil {
+			b.Bad = "hash attribute: " + err.Error()
+		}
+		b.Want = want
 	}
-	if e.MD.Length != nil {
-		b.Length = *e.MD.Length
+	if _, ok := b.Want.Strongest(); signed && !ok && !b.Deleted() && b.Bad == "" {
+		b.Bad = "its entry in the signed list carries no hash rsdump computes, so it " + ErrUnauthenticated.Error()
 	}
-	want, err := resourcesync.ParseHash(e.MD.Hash)
-	if err != nil {
-		b.Bad = "hash attribute: " + err.Error()
-	}
-	b.Want = want
 	return b
 }
 
@@ -500,91 +508,56 @@ func (p *pkgRun) fetchAll(ctx context.Context) error {
 	p.st = st
 	// n workers take the actions in turn: a goroutine per resource grew
 	// a fresh stack for each (4% of sync's CPU went to copying stacks on
-	// a list of 2 KB files). A worker takes a run of small resources at a
-	// time, whose GETs its pipeline writes together.
-	depth := pipelineDepth(p.u.opts.Pipeline)
-	runs := &fetchRuns{p: p, depth: depth}
-	g, gctx := errgroup.WithContext(ctx)
-	for range min(n, len(p.actions)) {
-		g.Go(func() error {
-			var pl *httpc.Pipeline
-			if p.source == nil && depth > 1 {
-				pl = httpc.NewPipeline(p.u.opts.Client, depth)
-				defer pl.Close()
-			}
-			for run := runs.take(); len(run) > 0; run = runs.take() {
-				for _, a := range run {
-					if pl != nil {
-						pl.Add(a.b.URL.Loc)
-					}
-				}
-				for _, a := range run {
-					if err := p.fetchOne(gctx, a, pl); err != nil {
-						return err
-					}
-				}
-			}
+	// a list of 2 KB files). Over HTTP/2 the requests are streams that
+	// share a connection: the first answer that comes over it brings
+	// streamsPerFetch times as many workers, as many requests in flight
+	// as a connection each carries over HTTP/1.1.
+	f := &fetcher{p: p}
+	f.g, f.ctx = errgroup.WithContext(ctx)
+	f.more = func() { f.start(min(n*(streamsPerFetch-1), len(p.actions)-n)) }
+	f.start(min(n, len(p.actions)))
+	return f.g.Wait()
+}
+
+// streamsPerFetch is how many requests a fetch (Options.Fetches) puts in
+// flight at once over HTTP/2.
+const streamsPerFetch = 8
+
+// fetcher runs the workers of fetchAll.
+type fetcher struct {
+	p    *pkgRun
+	g    *errgroup.Group
+	ctx  context.Context
+	next atomic.Int64 // the index of the next action to look at
+	more func()       // starts the workers for HTTP/2
+	grow sync.Once
+}
+
+func (f *fetcher) start(n int) {
+	for range n {
+		f.g.Go(f.work)
+	}
+}
+
+// work fetches the actions it takes until none is left.
+func (f *fetcher) work() error {
+	for {
+		i := int(f.next.Add(1) - 1)
+		if i >= len(f.p.actions) {
 			return nil
-		})
-	}
-	return g.Wait()
-}
-
-// DefaultPipeline is how many GETs of a list's resources go out at once
-// on one connection (Options.Pipeline).
-const DefaultPipeline = 8
-
-// MaxPipeline bounds Options.Pipeline: a server answers the requests of a
-// connection one after the other and may close it after so many (Apache
-// after 100 by default), when those written behind are written again, so
-// a deeper pipeline only holds more requests at risk, and more memory on
-// both sides.
-const MaxPipeline = 64
-
-// pipelineDepth is Options.Pipeline's depth: 0 the default, at least 1,
-// at most MaxPipeline.
-func pipelineDepth(opt int) int {
-	if opt == 0 {
-		return DefaultPipeline
-	}
-	return min(max(opt, 1), MaxPipeline)
-}
-
-// pipelineBytes bounds a run of resources fetched through one pipeline
-// by their listed lengths: a run is for small files, whose requests cost
-// more than their bytes; a large file, or one of no listed length, is a
-// run of its own, so that the workers share large files as before.
-const pipelineBytes = 256 << 10
-
-// fetchRuns hands the workers runs of consecutive actions to fetch.
-type fetchRuns struct {
-	p     *pkgRun
-	depth int
-	mu    sync.Mutex
-	next  int
-}
-
-func (r *fetchRuns) take() []*action {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var run []*action
-	var bytes int64
-	for ; r.next < len(r.p.actions) && len(run) < r.depth; r.next++ {
-		a := r.p.actions[r.next]
-		if !r.p.needsFetch(a) {
+		}
+		a := f.p.actions[i]
+		if !f.p.needsFetch(a) {
 			continue
 		}
-		if len(run) > 0 && (a.b.Length < 0 || bytes+a.b.Length > pipelineBytes) {
-			break
+		h2, err := f.p.fetchOne(f.ctx, a)
+		if err != nil {
+			return err
 		}
-		run = append(run, a)
-		if a.b.Length < 0 {
-			r.next++ // of no listed length, maybe large: a run of its own
-			break
+		if h2 {
+			f.grow.Do(f.more)
 		}
-		bytes += a.b.Length
 	}
-	return run
 }
 
 func (p *pkgRun) needsFetch(a *action) bool {
@@ -594,16 +567,17 @@ func (p *pkgRun) needsFetch(a *action) bool {
 // fetchOne GETs one resource into a staging file, checking its length
 // and hashes on the way; a resource that fails is refused and reported,
 // and only a cancelled context or an unwritable tree is an error.
-func (p *pkgRun) fetchOne(ctx context.Context, a *action, pl *httpc.Pipeline) error {
+// h2 says the answer came over HTTP/2.
+func (p *pkgRun) fetchOne(ctx context.Context, a *action) (h2 bool, err error) {
 	f, err := p.st.create(a.target)
 	if refused(err) {
 		p.recMu.Lock()
 		p.refuse(a, CheckRefused, "not written: "+err.Error())
 		p.recMu.Unlock()
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("%s: staging %s: %w", p.u.dest.dir, a.target, err)
+		return false, fmt.Errorf("%s: staging %s: %w", p.u.dest.dir, a.target, err)
 	}
 	algs := a.b.Want.Known()
 	if len(algs) == 0 {
@@ -614,18 +588,18 @@ func (p *pkgRun) fetchOne(ctx context.Context, a *action, pl *httpc.Pipeline) er
 	}
 	mh, _ := digest.NewMulti(algs...)
 	pw := &progressWriter{events: p.u.opts.Events, left: max(a.b.Length, 0)}
-	n, ferr, werr := p.download(ctx, a, pl, io.MultiWriter(f, mh, pw))
+	n, h2, ferr, werr := p.download(ctx, a, io.MultiWriter(f, mh, pw))
 	pw.finish()
 	check, why := "", ""
 	switch {
 	case werr != nil:
 		f.Close()
 		p.st.remove(a.target)
-		return fmt.Errorf("%s: writing %s: %w", p.u.dest.dir, a.target, werr)
+		return false, fmt.Errorf("%s: writing %s: %w", p.u.dest.dir, a.target, werr)
 	case ctx.Err() != nil:
 		f.Close()
 		p.st.remove(a.target)
-		return ctx.Err()
+		return false, ctx.Err()
 	case errors.Is(ferr, httpc.ErrTooLarge) || a.b.Length >= 0 && n > a.b.Length:
 		check, why = finding.CheckLength, p.tooLong(a)
 	case ferr != nil:
@@ -643,41 +617,49 @@ func (p *pkgRun) fetchOne(ctx context.Context, a *action, pl *httpc.Pipeline) er
 		p.recMu.Lock()
 		p.refuse(a, check, "not written: "+why+"; the file at this name is left as it was")
 		p.recMu.Unlock()
-		return nil
+		return false, nil
 	}
 	if err := p.st.seal(f, a.b.URL.Lastmod, nil); err != nil {
 		p.st.remove(a.target)
 		p.recMu.Lock()
 		p.refuse(a, CheckRefused, "not written: "+err.Error())
 		p.recMu.Unlock()
-		return nil
+		return false, nil
 	}
 	p.stagedList(a, n, mh.Sums())
-	return nil
+	return h2, nil
 }
 
 // openBitstream opens the bytes of a bitstream fetched on its own: from
-// the run's source, else from its URI (through pl when not nil), refused
-// past limit bytes.
-func (p *pkgRun) openBitstream(ctx context.Context, a *action, pl *httpc.Pipeline, limit int64) (io.ReadCloser, error) {
-	switch {
-	case p.source != nil:
-		return p.source(ctx, a)
-	case pl != nil:
-		return pl.Next(ctx, a.b.URL.Loc, limit)
+// the run's source, else from its URI (retried as a document is, see
+// httpc.DoRetry), refused past limit bytes; h2 says the answer came over
+// HTTP/2.
+func (p *pkgRun) openBitstream(ctx context.Context, a *action, limit int64) (rc io.ReadCloser, h2 bool, err error) {
+	if p.source != nil {
+		rc, err = p.source(ctx, a)
+		return rc, false, err
 	}
-	return httpc.Open(ctx, p.u.opts.Client, a.b.URL.Loc, limit)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.b.URL.Loc, nil)
+	if err != nil {
+		return nil, false, fmt.Errorf("%s: %w", a.b.URL.Loc, err)
+	}
+	resp, rc, err := httpc.DoRetry(p.u.opts.Client, req, limit)
+	if err != nil {
+		return nil, false, err
+	}
+	return rc, resp.ProtoMajor == 2, nil
 }
 
 // download streams a resource to w: at most its length (resourceCap),
 // and one byte more to tell a longer one. A response whose
 // Content-Length is past it is refused before its first byte. ferr is
-// the fetch's failure, werr the writer's.
-func (p *pkgRun) download(ctx context.Context, a *action, pl *httpc.Pipeline, w io.Writer) (n int64, ferr, werr error) {
+// the fetch's failure, werr the writer's; h2 says the answer came over
+// HTTP/2.
+func (p *pkgRun) download(ctx context.Context, a *action, w io.Writer) (n int64, h2 bool, ferr, werr error) {
 	limit := p.resourceCap(a)
-	rc, err := p.openBitstream(ctx, a, pl, limit)
+	rc, h2, err := p.openBitstream(ctx, a, limit)
 	if err != nil {
-		return 0, err, nil
+		return 0, false, err, nil
 	}
 	defer rc.Close()
 	if p.counted != nil {
@@ -688,9 +670,9 @@ func (p *pkgRun) download(ctx context.Context, a *action, pl *httpc.Pipeline, w 
 	defer copyBufs.Put(bp)
 	n, err = io.CopyBuffer(ew, io.LimitReader(rc, limit+1), *bp)
 	if ew.err != nil {
-		return n, nil, ew.err
+		return n, h2, nil, ew.err
 	}
-	return n, err, nil
+	return n, h2, err, nil
 }
 
 // copyBufs are download's buffers: one a resource fetched at once, not

@@ -60,13 +60,11 @@ type Options struct {
 	// DIR/.rsdump/cache when a run stops, and continues it in the next
 	// run through the engine's resume state, rather than starting over.
 	ResumeDownloads bool
-	// Fetches is how many resources ApplyList fetches at once; default 8.
+	// Fetches is how many resources ApplyList fetches at once, each on
+	// a connection of its own over HTTP/1.1; once a server answers over
+	// HTTP/2, where requests are streams sharing a connection, 8 times
+	// as many. Default 8.
 	Fetches int
-	// Pipeline is how many GETs of small resources a fetch writes at
-	// once on its connection, before their responses (over plain http;
-	// see httpc.Pipeline); default DefaultPipeline, 1 for one at a time,
-	// at most MaxPipeline.
-	Pipeline int
 	// MaxResourceSize is the most ApplyList takes of a resource whose
 	// entry gives no length; default DefaultMaxResourceSize.
 	MaxResourceSize int64
@@ -156,6 +154,9 @@ func UnpackAll(ctx context.Context, sources []string, dir string, opts Options) 
 		return nil, err
 	}
 	defer u.dest.close()
+	if ctx, err = u.pinned(ctx); err != nil {
+		return nil, err
+	}
 	for _, s := range sources {
 		if err := u.run(ctx, s); err != nil {
 			return nil, err
@@ -210,6 +211,7 @@ type unpacker struct {
 	spooled  atomic.Int64        // bytes of the survey's spools (spoolBudget)
 	noSpool  bool                // the survey spools nothing: a sharded restore's plan
 	rollback *rollback           // set while a snapshot older than the tree is applied
+	signed   bool                // the run requires signatures (resourcesync.Trust): a list entry needs a hash
 
 	mu  sync.Mutex
 	res Result
@@ -338,6 +340,9 @@ func (u *unpacker) reportUnlisted(ctx context.Context, docs, zips []string) {
 // state is not changed for a Resource Dump package, which is only part of
 // a snapshot; a Change Dump package advances it like one from a document.
 func (u *unpacker) standalone(ctx context.Context, path string) error {
+	if k := resourcesync.Trust(ctx); k != nil {
+		return fmt.Errorf("%s: %w: a package given alone is vouched for by no signed document; give its dump document (signed by %s)", path, ErrUnauthenticated, k)
+	}
 	if !resourcesync.IsURL(path) {
 		if _, err := os.Stat(path); err != nil {
 			return err

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/metalink/httpheader"
 )
 
@@ -79,11 +80,12 @@ func (h *Hub) live(s *sub) (string, bool) {
 	return "", false
 }
 
-// deliver sends c to s, retrying with exponential backoff within the
-// bounds of Attempts and RetryTime.
+// deliver sends c to s, retrying with exponential backoff (httpc's, from
+// RetryWait, unjittered) within the bounds of Attempts and RetryTime.
 func (h *Hub) deliver(s *sub, c *content) {
-	start, wait := time.Now(), h.opts.RetryWait
+	start, backoff := time.Now(), httpc.Backoff{Base: h.opts.RetryWait, Max: h.opts.RetryTime}
 	for attempt := 1; ; attempt++ {
+		wait := backoff.Wait(attempt-1, 0)
 		secret, ok := h.live(s)
 		if !ok {
 			return
@@ -112,7 +114,6 @@ func (h *Hub) deliver(s *sub, c *content) {
 		case <-h.ctx.Done():
 			return
 		}
-		wait *= 2
 	}
 }
 

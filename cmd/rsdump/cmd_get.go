@@ -81,8 +81,8 @@ func runGet(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	var f getFlags
 	fs := newFlags("get")
 	fs.StringVarP(&f.out, "output", "o", ".", "write the files into `DIR`")
-	fs.IntVar(&f.connections, "connections", 16, "`N` connections in total, over all files and mirrors")
-	fs.IntVar(&f.perMirror, "per-mirror", 4, "`N` connections per mirror (counted per host:port)")
+	fs.IntVar(&f.connections, "connections", 16, "`N` requests in flight in total, over all files and mirrors (connections over HTTP/1.1, streams over HTTP/2)")
+	fs.IntVar(&f.perMirror, "per-mirror", 4, "`N` requests in flight per mirror (counted per host:port)")
 	fs.IntVar(&f.files, "files", 4, "`N` files downloaded at once")
 	fs.DurationVar(&f.stall, "stall-timeout", 20*time.Second, "retry a request elsewhere after `DURATION` without progress")
 	fs.Var(newSizeValue(&f.minSpeed, 1<<10), "min-speed", "drop a mirror for a file when it delivers under `SIZE` bytes per second over 30s (0: never)")
@@ -94,11 +94,15 @@ func runGet(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress and no summary")
 	fs.BoolVar(&f.json, "json", false, "print a machine-readable summary per file on stdout")
 	withS3 := s3Flag(fs)
+	withTrust := trustFlag(fs)
 	if err := parse(fs, args, getHelp, stdout); err != nil {
 		return err
 	}
 	ctx, err := withS3(ctx, append(fs.Args(), f.baseURL)...)
 	if err != nil {
+		return err
+	}
+	if ctx, err = withTrust(ctx); err != nil {
 		return err
 	}
 	opts, err := f.options(fs.Args())

@@ -87,13 +87,21 @@ notification the hub does not take is retried, then reported as a
 warning: it never changes the exit status. rsdump serve --hub is such a
 hub; sync --follow listens to it.
 
+With --sign KEYFILE (an OpenPGP secret key, armored or binary; its
+passphrase from --sign-passphrase-file or RSDUMP_SIGN_PASSPHRASE), every
+document pack writes gets an armored detached signature NAME.asc beside
+it (the Capability List, .well-known/resourcesync, the lists, dump
+documents, indexes and detached manifests), and every package a
+<signature> in its .meta4; --sign-valid DURATION makes them expire. A
+Destination with --trust then takes nothing unsigned by that key.
+
 Exit status: 0 success, 1 failure (a file could not be read, changed while
 read, or an output could not be written), 2 usage error, 130 interrupted.
 
 Examples:
   rsdump pack ./collection --base-url https://example.org/data/ -o ./dump
   rsdump pack ./collection --base-url https://example.org/data/ -o ./dump \
-      --metalink --mirror https://mirror.example.net/dump/ --json
+      --metalink --mirror https://mirror.example.net/dump/ --sign source.sec.asc --sign-valid 168h --json
   rsdump pack ./collection --base-url https://example.org/data/ -o s3://dumps/rs \
       --s3-endpoint https://rgw.example.org --shard 2/3
 `
@@ -116,6 +124,7 @@ type packFlags struct {
 	merge                                                bool
 	hub, topic                                           string
 	changeNotification                                   bool
+	sign                                                 signerFlags
 }
 
 func runPack(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -150,6 +159,7 @@ func runPack(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.StringVar(&f.hub, "hub", "", "`URL` of the WebSub hub the Source notifies (advertised in the Capability List): a framework notification of the documents each run creates or changes")
 	fs.StringVar(&f.topic, "topic", "", "with --hub: `URL` prefix of the topics, framework and changes (default: the hub's URL and /)")
 	fs.BoolVar(&f.changeNotification, "change-notification", false, "with --hub: also send a change notification of each --changes run's changes, on the changes topic")
+	f.sign.register(fs, "sign", "sign-valid", "sign-passphrase-file", "sign every document (NAME.asc beside it) and every package (a <signature> in its .meta4) with the OpenPGP secret key in `KEYFILE` (armored or binary)")
 	withS3 := s3Flag(fs)
 	if err := parse(fs, args, packHelp, stdout); err != nil {
 		return err
@@ -160,6 +170,9 @@ func runPack(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	opts, err := f.options(absArgs(fs.Args()))
 	if err != nil {
+		return err
+	}
+	if opts.Signer, err = f.sign.load(); err != nil {
 		return err
 	}
 	return doPack(ctx, fs.Arg(0), f, opts, stdout, stderr)

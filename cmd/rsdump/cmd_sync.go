@@ -74,6 +74,14 @@ mirror, is given up after --stall-timeout without a byte, or when it
 delivers under --min-speed over 30s, naming its URL; a resource is cut
 off at the length its list gives, or with none at --max-resource-size.
 
+With --trust KEYFILE (an OpenPGP public key; repeatable), every document
+is read only once its detached signature DOC.asc by one of the keys
+verified, and every byte that lands matches a hash a signed document
+gives: a missing, bad, expired or SHA-1 signature, or a resource whose
+signed entry gives no hash, is refused, naming it, before anything lands.
+The keys are pinned in DIR's state: every later run requires them, with or
+without --trust, until --trust NEWKEY replaces them (the run says so).
+
 A resource lands at its URI relative to --base-url; by default the base the
 state records, else the one the Source's manifests imply.
 
@@ -108,7 +116,7 @@ type syncFlags struct {
 	poll, lease               time.Duration
 	dest, baseURL             string
 	maxRatio                  float64
-	jobs, fetches, pipeline   int
+	jobs, fetches             int
 	minSpeed, maxSize         int64
 	audit, dryRun, verb       bool
 	adopt, overwrite          bool
@@ -127,8 +135,7 @@ func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.BoolVar(&f.audit, "audit", false, "end with a check of DIR against the Source's Resource List (or Resource Dump)")
 	fs.BoolVarP(&f.dryRun, "dry-run", "n", false, "say what would change; write nothing")
 	fs.IntVarP(&f.jobs, "jobs", "j", 0, "packages unpacked at once (default: number of CPUs)")
-	fs.IntVar(&f.fetches, "fetches", replica.DefaultFetches, "resources fetched at once from a Resource List or Change List")
-	fs.IntVar(&f.pipeline, "pipeline", unpack.DefaultPipeline, "GETs of small resources written at once on a connection, before their answers (HTTP/1.1 pipelining over http; 1: one at a time)")
+	fs.IntVar(&f.fetches, "fetches", replica.DefaultFetches, "resources fetched at once from a Resource List or Change List (8 times as many over HTTP/2, as streams of one connection)")
 	fs.Var(newSizeValue(&f.minSpeed, 1<<10), "min-speed", "fail a document or resource, and drop a package mirror, that delivers under `SIZE` bytes per second over 30s (0: never)")
 	fs.Var(newSizeValue(&f.maxSize, unpack.DefaultMaxResourceSize), "max-resource-size", "refuse a list's resource whose entry gives no length past `SIZE` (one that gives a length is cut off at it)")
 	fs.Float64Var(&f.maxRatio, "max-ratio", pkgread.DefaultMaxRatio, "refuse entries that inflate more than `N` times their compressed size")
@@ -143,11 +150,15 @@ func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.DurationVar(&f.lease, "lease", 0, "with --follow: the subscription lease to ask the hub for (default: the hub's)")
 	f.register(fs)
 	withS3 := s3Flag(fs)
+	withTrust := trustFlag(fs)
 	if err := parse(fs, args, syncHelp, stdout); err != nil {
 		return err
 	}
 	ctx, err := withS3(ctx, append(fs.Args(), f.baseURL)...)
 	if err != nil {
+		return err
+	}
+	if ctx, err = withTrust(ctx); err != nil {
 		return err
 	}
 	source, err := f.check(absArgs(fs.Args()))
@@ -165,10 +176,8 @@ func (f *syncFlags) check(args []string) (string, error) {
 		return "", usagef("sync needs --dest DIR")
 	case f.maxRatio < 1:
 		return "", usagef("--max-ratio must be at least 1")
-	case f.jobs < 0 || f.fetches < 1 || f.pipeline < 1:
-		return "", usagef("--jobs must not be negative, --fetches and --pipeline must be positive")
-	case f.pipeline > unpack.MaxPipeline:
-		return "", usagef("--pipeline must be at most %d", unpack.MaxPipeline)
+	case f.jobs < 0 || f.fetches < 1:
+		return "", usagef("--jobs must not be negative, --fetches must be positive")
 	case f.stall <= 0:
 		return "", usagef("--stall-timeout must be positive")
 	case f.maxSize <= 0:
@@ -193,7 +202,7 @@ func (f *syncFlags) check(args []string) (string, error) {
 }
 
 func doSync(ctx context.Context, source string, f syncFlags, stdout, stderr io.Writer) error {
-	o := replica.Options{BaseURL: f.baseURL, DryRun: f.dryRun, Audit: f.audit, Jobs: f.jobs, Fetches: f.fetches, Pipeline: f.pipeline, Adopt: f.adopt, Overwrite: f.overwrite, Rollback: f.rollback,
+	o := replica.Options{BaseURL: f.baseURL, DryRun: f.dryRun, Audit: f.audit, Jobs: f.jobs, Fetches: f.fetches, Adopt: f.adopt, Overwrite: f.overwrite, Rollback: f.rollback,
 		MaxResourceSize: f.maxSize, Limits: pkgread.Limits{MaxRatio: f.maxRatio},
 		Transfer: transfer.Options{StallTimeout: f.stall, MinSpeed: f.minSpeed, MinSpeedWindow: speedWindow}}
 	if f.minSpeed == 0 {

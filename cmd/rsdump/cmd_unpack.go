@@ -146,11 +146,15 @@ func runUnpack(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.BoolVar(&f.merge, "merge", false, "end a sharded restore of DUMP into DIR: check every package was restored, record DIR's state")
 	f.register(fs)
 	withS3 := s3Flag(fs)
+	withTrust := trustFlag(fs)
 	if err := parse(fs, args, unpackHelp, stdout); err != nil {
 		return err
 	}
 	ctx, err := withS3(ctx, append(fs.Args(), f.baseURL)...)
 	if err != nil {
+		return err
+	}
+	if ctx, err = withTrust(ctx); err != nil {
 		return err
 	}
 	sources := absArgs(fs.Args())

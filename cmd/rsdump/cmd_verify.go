@@ -89,11 +89,15 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.Float64Var(&f.maxRatio, "max-ratio", pkgread.DefaultMaxRatio, "refuse entries that inflate more than `N` times their compressed size")
 	fs.IntVarP(&f.jobs, "jobs", "j", 0, "packages verified at once (default: number of CPUs)")
 	withS3 := s3Flag(fs)
+	withTrust := trustFlag(fs)
 	if err := parse(fs, args, verifyHelp, stdout); err != nil {
 		return err
 	}
 	ctx, err := withS3(ctx, append(fs.Args(), f.against)...)
 	if err != nil {
+		return err
+	}
+	if ctx, err = withTrust(ctx); err != nil {
 		return err
 	}
 	targets := absArgs(fs.Args())

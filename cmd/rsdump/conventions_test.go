@@ -92,8 +92,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"unpack", "http://", "--dest", dst, "--layout", "path"},
 		{"unpack", "x.zip", "--dest", dst, "--layout", "zip"},
 		{"version", "--bogus"},
-		{"sync", "http://127.0.0.1:9/", "--dest", dst, "--pipeline", "0"},
-		{"sync", "http://127.0.0.1:9/", "--dest", dst, "--pipeline", "65"},
+		{"sync", "http://127.0.0.1:9/", "--dest", dst, "--pipeline", "8"}, // removed with the pipelining client
 		{"sync", "http://127.0.0.1:9/", "--dest", dst, "--fetches", "0"},
 	}
 	for _, args := range cases {

@@ -43,6 +43,7 @@ Usage:
   rsdump unpack SOURCE --dest DIR [flags]            restore a dump into DIR, every bitstream verified
   rsdump sync SOURCE --dest DIR [flags]              keep DIR an exact copy of a ResourceSync Source
   rsdump serve DIR [--addr HOST:PORT] [flags]        publish a pack output over HTTP (Range, RFC 6249 mirrors)
+  rsdump sign DIR --key KEYFILE [flags]              sign the documents another tool wrote (NAME.asc)
   rsdump version                                     print the version, VCS revision and Go version
 
 Run 'rsdump help COMMAND' or 'rsdump COMMAND --help' for a command's flags.
@@ -63,6 +64,7 @@ var commands = []command{
 	{"unpack", runUnpack},
 	{"sync", runSync},
 	{"serve", runServe},
+	{"sign", runSign},
 	{"version", runVersion},
 }
 

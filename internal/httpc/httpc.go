@@ -1,14 +1,22 @@
-// Package httpc is rsdump's one way to build an HTTP client. Every client
-// it builds sets a User-Agent naming rsdump and its version, takes proxies
-// from the environment, bounds the time to connect, to shake hands and to
-// wait for response headers, fails a response body that delivers no byte
-// for the stall timeout, and follows at most a few redirects, only to http
-// and https. Open fetches a document with a size cap, and holds its body
-// to a minimum speed; DoRetry does it again after a failure that passes,
-// a bounded number of times. Every error names the URL.
+// Package httpc is rsdump's one way to build an HTTP client, and its one
+// HTTP client: net/http's Transport, one per client, shared by every fetch
+// of a run. It speaks HTTP/1.1 with keep-alive, HTTP/2 over TLS where the
+// server offers it (ALPN), and HTTP/2 over plain TCP with prior knowledge
+// (h2c) to a server known to speak it (see H2C). Every client it builds
+// sets a User-Agent naming rsdump and its version, takes proxies from the
+// environment, bounds the time to connect, to shake hands and to wait for
+// response headers, fails a response body that delivers no byte for the
+// stall timeout, follows at most a few redirects, only to http and https,
+// and sends a GET again on a new connection when a server answered it 408
+// on a connection it was closing. Open fetches a document with a size
+// cap, and holds its body to a minimum speed; DoRetry does it again after
+// a failure that passes, a bounded number of times. Every error names the
+// URL.
 package httpc
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -51,7 +59,20 @@ type Options struct {
 	ReadBufferSize      int           // per connection [the net/http default, 4 KiB]
 	DisableCompression  bool          // send no Accept-Encoding: gzip of our own
 
+	// H2C says when a plain http:// request speaks HTTP/2 with prior
+	// knowledge (h2c, RFC 9113 3.3) rather than HTTP/1.1. [H2CAuto]
+	H2C H2CMode
+	// RootCAs, when set, are the certificate authorities an https
+	// server's certificate must chain to, in place of the system's
+	// (which SSL_CERT_FILE and SSL_CERT_DIR name as for OpenSSL).
+	RootCAs *x509.CertPool
+
 	MaxRedirects int // redirects followed [10]
+
+	// Proxy, when set, names the proxy of each request (nil: none), in
+	// place of the environment's HTTP_PROXY, HTTPS_PROXY and NO_PROXY
+	// (which leave out loopback addresses).
+	Proxy func(*http.Request) (*url.URL, error)
 
 	// DialControl, when set, checks the address of every connection
 	// before it is made (net.Dialer.Control): a hub refuses its own
@@ -117,16 +138,25 @@ func Default() *http.Client { return defaultClient() }
 
 // NewTransport returns the round tripper New's clients use: an
 // http.Transport with o's timeouts and pools, behind a wrapper that sets
-// the User-Agent and watches response bodies for stalls. It speaks
-// HTTP/1.1 only (its own dialer turns off net/http's automatic HTTP/2), so
-// that connections per host are what transfer's budget counts. It also
-// serves s3://BUCKET/KEY GET and HEAD requests, signed for the s3.Config
-// of their context (internal/s3x).
+// the User-Agent, watches response bodies for stalls, sends a GET
+// answered 408 again, and sends plain http requests to a server known to
+// speak h2c over HTTP/2 (a second http.Transport of the same settings,
+// whose connections speak only that). Over TLS it offers HTTP/2 and
+// HTTP/1.1 (ALPN): on HTTP/2 a host's requests are streams that share a
+// connection, so that MaxConnsPerHost counts connections, not requests in
+// flight (transfer counts those itself). It also serves s3://BUCKET/KEY
+// GET and HEAD requests, signed for the s3.Config of their context
+// (internal/s3x).
 func NewTransport(o Options) http.RoundTripper {
 	o = o.withDefaults()
+	dialer := &net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second, Control: o.DialControl}
+	var protos http.Protocols
+	protos.SetHTTP1(true)
+	protos.SetHTTP2(true)
 	t := &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:           dialer.DialContext,
+		TLSClientConfig:       &tls.Config{RootCAs: o.RootCAs},
 		TLSHandshakeTimeout:   o.TLSHandshakeTimeout,
 		ResponseHeaderTimeout: o.ResponseHeaderTimeout,
 		MaxIdleConns:          o.MaxIdleConns,
@@ -136,16 +166,24 @@ func NewTransport(o Options) http.RoundTripper {
 		ReadBufferSize:        o.ReadBufferSize,
 		DisableCompression:    o.DisableCompression,
 		ExpectContinueTimeout: time.Second,
+		Protocols:             &protos,
+		// An HTTP/2 connection that receives nothing for a while is
+		// pinged, and closed when the ping goes unanswered: a
+		// connection a NAT or a firewall dropped in silence is not
+		// given the next requests.
+		HTTP2: &http.HTTP2Config{SendPingTimeout: 30 * time.Second, PingTimeout: 15 * time.Second},
+	}
+	if o.Proxy != nil {
+		t.Proxy = o.Proxy
 	}
 	if o.DialControl != nil {
+		// No proxy then: the check must see the address really
+		// connected to.
 		t.Proxy = nil
-		t.DialContext = (&net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second, Control: o.DialControl}).DialContext
 	}
 	tr := &transport{base: t, stall: o.StallTimeout, ua: version.UserAgent(), minSpeed: o.MinSpeed, window: o.MinSpeedWindow, retry: o.Retry.withDefaults()}
-	if o.DisableCompression && o.MaxConnsPerHost <= 0 {
-		// Without compression to negotiate nor connections to count,
-		// documents and resources are sent lean (see lean).
-		tr.lean = &lean{base: t}
+	if o.H2C != H2CNever {
+		tr.h2c = newH2C(t, o.H2C)
 	}
 	// s3:// URLs are signed and sent through the same transport; the
 	// SDK's credential look-ups go through it too.

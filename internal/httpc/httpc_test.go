@@ -244,3 +244,13 @@ func TestProxyFromEnvironment(t *testing.T) {
 		t.Error("no proxy function")
 	}
 }
+
+// readAll reads an opener's body whole and closes it.
+func readAll(rc io.ReadCloser, err error) (string, error) {
+	if err != nil {
+		return "", err
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	return string(b), err
+}

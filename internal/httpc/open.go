@@ -57,7 +57,7 @@ func checkResponse(u string, req *http.Request, resp *http.Response, maxBytes in
 		resp.Body.Close()
 		se := &StatusError{URL: u, Final: final, Code: resp.StatusCode, Status: resp.Status}
 		if se.Code == http.StatusTooManyRequests || se.Code == http.StatusServiceUnavailable {
-			se.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+			se.RetryAfter = ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 		}
 		return nil, nil, se
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -17,10 +16,11 @@ import (
 // Retry bounds the attempts of a fetch that failed for a reason that
 // passes (restic's RetryBackend around a backend operation): a connection
 // reset or closed before the response, 408, 429 and 5xx other than 501
-// and 505; and the resumptions of a body cut while it is read (DoRetry). The wait doubles from Base after
-// each failure; a 429 or 503 that says Retry-After waits that long
-// instead. No wait is longer than MaxWait, and no retry starts once
-// MaxTime has passed since the first attempt, or would pass in its wait.
+// and 505; and the resumptions of a body cut while it is read (DoRetry).
+// The waits are Backoff's, jittered: doubling from Base, and at least
+// what a 429 or 503 asked for in its Retry-After. No wait is longer than
+// MaxWait, and no retry starts once MaxTime has passed since the first
+// attempt, or would pass in its wait.
 // Zero values take the defaults in brackets.
 type Retry struct {
 	Attempts int           // in all, the first included [5]
@@ -91,7 +91,6 @@ func DoRetry(c *http.Client, req *http.Request, maxBytes int64) (*http.Response,
 	if tr, ok := c.Transport.(*transport); ok {
 		t.r = tr.retry
 	}
-	t.wait = t.r.Base
 	resp, rc, err := t.do(req, maxBytes)
 	if err != nil {
 		return nil, nil, err
@@ -108,8 +107,7 @@ type retrier struct {
 	c     *http.Client
 	r     Retry
 	start time.Time
-	n     int           // attempts made
-	wait  time.Duration // the next backoff
+	n     int // attempts made
 }
 
 // do sends req, a clone of it for each attempt, until it succeeds or
@@ -140,10 +138,11 @@ func (t *retrier) do(req *http.Request, maxBytes int64) (*http.Response, io.Read
 // error to give up with: err itself after one attempt, else a
 // *RetryError.
 func (t *retrier) pause(req *http.Request, err error) error {
-	d, ok := retryAfter(err, t.wait, t.r.MaxWait)
+	after, ok := passes(err)
 	if !ok && t.r.Refused && errors.Is(err, syscall.ECONNREFUSED) {
-		d, ok = min(t.wait, t.r.MaxWait), true
+		ok = true
 	}
+	d := Backoff{Base: t.r.Base, Max: t.r.MaxWait, Jitter: true}.Wait(t.n-1, after)
 	if !ok || t.n >= t.r.Attempts || time.Since(t.start)+d > t.r.MaxTime {
 		if t.n == 1 {
 			return err
@@ -158,7 +157,6 @@ func (t *retrier) pause(req *http.Request, err error) error {
 		return fmt.Errorf("%s: %w (waiting to try again after %v)", req.URL.Redacted(), ctx.Err(), err)
 	case <-timer.C:
 	}
-	t.wait = min(2*t.wait, t.r.MaxWait)
 	return nil
 }
 
@@ -248,24 +246,19 @@ func (b *resumable) resume(cause error) error {
 
 func (b *resumable) Close() error { return b.rc.Close() }
 
-// retryAfter says whether err passes, and how long to wait before the
-// next attempt: the server's Retry-After when it gave one, else backoff;
-// never more than max.
-func retryAfter(err error, backoff, max time.Duration) (time.Duration, bool) {
+// passes says whether err passes, and the wait the server asked for in
+// its Retry-After (0: none).
+func passes(err error) (retryAfter time.Duration, ok bool) {
 	var se *StatusError
 	if errors.As(err, &se) {
 		switch {
 		case se.Code == http.StatusRequestTimeout, se.Code == http.StatusTooManyRequests,
 			se.Code >= 500 && se.Code != http.StatusNotImplemented && se.Code != http.StatusHTTPVersionNotSupported:
-		default:
-			return 0, false
+			return se.RetryAfter, true
 		}
-		if se.RetryAfter > 0 {
-			return min(se.RetryAfter, max), true
-		}
-		return min(backoff, max), true
+		return 0, false
 	}
-	return min(backoff, max), transient(err)
+	return 0, transient(err)
 }
 
 // transient says whether a failure before a response passes: the
@@ -280,21 +273,13 @@ func transient(err error) bool {
 		return false
 	}
 	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.EPIPE) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || closedIdle(err)
 }
 
-// parseRetryAfter reads a Retry-After field: seconds, or an HTTP date; 0
-// when absent, unreadable or past.
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseInt(v, 10, 64); err == nil {
-		return time.Duration(max(0, min(s, 86400))) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
+// closedIdle says whether err is net/http's "server closed idle
+// connection" (unexported): a connection the server closed before it
+// answered, which net/http sends again by itself only when it was a
+// reused one.
+func closedIdle(err error) bool {
+	return strings.Contains(err.Error(), "http: server closed idle connection")
 }

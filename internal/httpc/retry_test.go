@@ -223,8 +223,8 @@ func TestParseRetryAfter(t *testing.T) {
 		"": 0, "1": time.Second, " 120 ": 2 * time.Minute, "-5": 0, "x": 0, "999999999999": 24 * time.Hour,
 		"Fri, 27 Nov 2026 08:00:30 GMT": 30 * time.Second, "Fri, 27 Nov 2026 07:00:00 GMT": 0,
 	} {
-		if got := parseRetryAfter(v, now); got != want {
-			t.Errorf("parseRetryAfter(%q) = %v, want %v", v, got, want)
+		if got := ParseRetryAfter(v, now); got != want {
+			t.Errorf("ParseRetryAfter(%q) = %v, want %v", v, got, want)
 		}
 	}
 }

@@ -12,10 +12,12 @@ import (
 // restic's watchdog round tripper for downloads: the request runs under a
 // context of its own, cancelled when a read of the body waits stall
 // without a byte, or, for a request DoResponse sends, when the body falls
-// below minSpeed over a window.
+// below minSpeed over a window. A replayable request answered 408 is sent
+// again (retry408); a plain http request to a server known to speak h2c
+// goes to h2c.
 type transport struct {
 	base     *http.Transport
-	lean     *lean // nil: every request goes to base
+	h2c      *h2c // nil: no h2c (H2CNever)
 	stall    time.Duration
 	ua       string
 	minSpeed int64
@@ -27,18 +29,29 @@ type transport struct {
 // minimum speed (DoResponse's).
 type judgedKey struct{}
 
+// retries408 is how many times a request answered 408 is sent again.
+const retries408 = 2
+
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx, cancel := context.WithCancel(req.Context())
 	r := req.Clone(ctx) // a RoundTripper must not change the caller's request
 	if r.Header.Get("User-Agent") == "" {
 		r.Header.Set("User-Agent", t.ua)
 	}
-	var resp *http.Response
-	var err error
-	if t.lean != nil && t.lean.takes(r) {
-		resp, err = t.lean.roundTrip(r)
-	} else {
-		resp, err = t.base.RoundTrip(r)
+	resp, err := t.send(r)
+	for n := 0; err == nil && resp.StatusCode == http.StatusRequestTimeout && n < retries408 && replayable(r); n++ {
+		// A 408 is a server closing a connection it found idle; one
+		// that was about to carry this request answers it with that 408
+		// (net/http drops a 408 that comes before a request, not one
+		// that crosses it). The request was not served: it goes again,
+		// on a new connection, as net/http sends again a request whose
+		// reused connection closed before answering.
+		drain(resp.Body)
+		var again *http.Request
+		if again, err = rewound(r); err == nil {
+			r = again
+			resp, err = t.send(r)
+		}
 	}
 	if err != nil {
 		cancel()
@@ -46,6 +59,47 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	t.watch(resp, req.URL.Redacted(), req.Context().Value(judgedKey{}) != nil, cancel)
 	return resp, nil
+}
+
+// send sends r over h2c to a server known to speak it, else through the
+// Transport.
+func (t *transport) send(r *http.Request) (*http.Response, error) {
+	if t.h2c == nil || r.URL.Scheme != "http" {
+		return t.base.RoundTrip(r)
+	}
+	return t.h2c.roundTrip(r)
+}
+
+// replayable says whether r can be sent again: an idempotent method with
+// no body, or a body GetBody gives again.
+func replayable(r *http.Request) bool {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, "":
+	default:
+		return false
+	}
+	return r.Body == nil || r.Body == http.NoBody || r.GetBody != nil
+}
+
+// rewound is r ready to be sent again: its body, if any, from GetBody.
+func rewound(r *http.Request) (*http.Request, error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return r, nil
+	}
+	body, err := r.GetBody()
+	if err != nil {
+		return nil, err
+	}
+	again := r.Clone(r.Context())
+	again.Body = body
+	return again, nil
+}
+
+// drain reads a little of a body we do not want, so that its connection
+// may be kept, and closes it.
+func drain(rc io.ReadCloser) {
+	io.CopyN(io.Discard, rc, 4<<10)
+	rc.Close()
 }
 
 // watch puts resp's body under the stall watch, and, judged, under the
@@ -60,11 +114,11 @@ func (t *transport) watch(resp *http.Response, url string, judged bool, cancel c
 }
 
 // CloseIdleConnections lets http.Client.CloseIdleConnections reach the
-// pool.
+// pools.
 func (t *transport) CloseIdleConnections() {
 	t.base.CloseIdleConnections()
-	if t.lean != nil {
-		t.lean.closeIdle()
+	if t.h2c != nil {
+		t.h2c.t.CloseIdleConnections()
 	}
 }
 
@@ -72,8 +126,7 @@ func (t *transport) CloseIdleConnections() {
 // waiting stall without a byte, and, with a floor, with a SpeedError
 // below its speed. Only time spent inside Read counts: a caller busy
 // between reads is not a stalled or slow server. The stall timer is made
-// at the first read that may wait (a body already buffered, as a small
-// pipelined resource is, needs none).
+// at the first read.
 type watched struct {
 	rc      io.ReadCloser
 	url     string
@@ -84,9 +137,6 @@ type watched struct {
 	floor   *floor
 	slow    error // the floor's verdict, returned by every later read
 }
-
-// readier is a body that can tell a read will not wait (leanBody).
-type readier interface{ ready() bool }
 
 // floor judges a body's speed with a Pace on a clock that runs only
 // while a read waits.
@@ -123,14 +173,9 @@ func (w *watched) Read(p []byte) (int, error) {
 		return 0, w.slow
 	}
 	start := time.Now()
-	var t *time.Timer
-	if r, ok := w.rc.(readier); !ok || !r.ready() {
-		t = w.arm()
-	}
+	t := w.arm()
 	n, err := w.rc.Read(p)
-	if t != nil {
-		t.Stop()
-	}
+	t.Stop()
 	if err != nil && err != io.EOF && w.stalled.Load() {
 		err = w.stallErr()
 	}

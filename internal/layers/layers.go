@@ -14,7 +14,7 @@ package layers
 var Layers = [][]string{
 	{"finding", "version", "s3", "internal/atomic", "internal/digest", "internal/extsort", "internal/safepath",
 		"internal/zipw", "internal/ziprange", "internal/entryspool", "internal/s3x", "metalink/httpheader",
-		"internal/layers"},
+		"internal/layers", "sign"},
 	{"internal/httpc", "internal/sink", "internal/claim"},
 	{"resourcesync", "metalink", "layout", "deststate"},
 	{"pkgread", "pack", "transfer", "verify", "notify", "serve", "trs", "websub"},
@@ -29,5 +29,5 @@ var Layers = [][]string{
 // import any package, and none but a test or benchmark imports them.
 var Helpers = []string{
 	"internal/httpc/httpctest", "internal/mirrortest", "internal/packtest", "internal/s3test",
-	"internal/sharedtest", "internal/verifytest", "internal/ziptest",
+	"internal/sharedtest", "internal/verifytest", "internal/webtest", "internal/ziptest", "sign/signtest",
 }

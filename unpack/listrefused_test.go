@@ -10,9 +10,9 @@ import (
 )
 
 // A resource refused before its GET (its staging path is another's
-// file) leaves its request announced, maybe written, on its worker's
-// pipeline: the resources after it still get their own bodies.
-func TestListPipelineRefusedBeforeFetch(t *testing.T) {
+// file) costs no request: the resources after it, on the same
+// connections, still get their own bodies.
+func TestListRefusedBeforeFetch(t *testing.T) {
 	s := newListSource(t)
 	s.client = httpc.New(httpc.Options{DisableCompression: true})
 	var urls []resourcesync.URL

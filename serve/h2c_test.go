@@ -1,0 +1,55 @@
+package serve_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/rsdump/rsdump/internal/httpc"
+	"github.com/rsdump/rsdump/serve"
+)
+
+// rsdump serve announces h2c on its HTTP/1.1 answers (Alt-Svc naming the
+// port asked), and rsdump's client speaks it from the next request on:
+// byte for byte the same resources, HEAD and ranges included, and over
+// Coalesce's connections answered at once, not held (an hour's hold
+// time would fail the test's deadline).
+func TestServeH2C(t *testing.T) {
+	defer serve.SetHoldTime(time.Hour)()
+	tr := smallTree(t, 20, 3000)
+	addr, _ := serveCounted(t, tr.h, true)
+	c := httpc.New(httpc.Options{})
+	defer c.CloseIdleConnections()
+	for i, name := range tr.names {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/res/"+name, nil)
+		if i%3 == 2 {
+			req.Header.Set("Range", "bytes=100-199")
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			cancel()
+			t.Fatalf("GET %d: %v", i, err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		cancel()
+		want := tr.data[name]
+		if i%3 == 2 {
+			want = want[100:200]
+		}
+		if err != nil || !bytes.Equal(b, want) {
+			t.Fatalf("GET %d: %d bytes, %v", i, len(b), err)
+		}
+		wantProto := map[bool]int{true: 1, false: 2}[i == 0]
+		if resp.ProtoMajor != wantProto {
+			t.Errorf("GET %d: %s, want HTTP/%d", i, resp.Proto, wantProto)
+		}
+		if alt := resp.Header.Get("Alt-Svc"); i == 0 && alt != `h2c=":`+addr[len("127.0.0.1:"):]+`"` {
+			t.Errorf("the HTTP/1.1 answer's Alt-Svc is %q", alt)
+		}
+	}
+}
