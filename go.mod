@@ -39,3 +39,6 @@ require (
 	github.com/rivo/uniseg v0.4.7 // indirect
 	golang.org/x/crypto v0.41.0 // indirect
 )
+
+// Test dependencies.
+require gopkg.in/yaml.v3 v3.0.1

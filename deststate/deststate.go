@@ -15,6 +15,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -214,19 +215,35 @@ type Options struct {
 	// KeepCache leaves CacheDir as an interrupted run left it, for the
 	// downloads in it to resume.
 	KeepCache bool
+	// Worker opens the tree for one worker of a sharded restore, named
+	// by it (letters, digits, '-', '.', '_'): the lock is taken shared,
+	// with the other workers; the worker stages in a directory of its own
+	// under TmpDir and CacheDir, and clears only those; its written log is
+	// its own (LogsDir/WORKER.log), which every run reads with the main
+	// one, until MergeLogs moves it there; and the state is not saved
+	// (Save changes only what the run sees): the merge records it.
+	Worker string
 }
+
+// LogsDir holds the written logs of a sharded restore's workers.
+const LogsDir = "written.d"
+
+// ShardsDir holds a sharded restore's plan and claims, which package
+// unpack reads and writes; they go once its merge is done.
+const ShardsDir = "shards"
 
 // Dir is a tree open for a run: its root, its state and its log, and
 // (but in a dry run) its lock.
 type Dir struct {
-	dir   string
-	root  *os.Root // nil in a dry run against a directory that does not exist
-	lock  *os.File
-	dry   bool
-	fresh bool
-	mu    sync.Mutex // state and saved: a run's goroutines read and save it
-	saved bool       // the run has saved the state
-	state State
+	dir    string
+	root   *os.Root // nil in a dry run against a directory that does not exist
+	lock   *os.File
+	dry    bool
+	fresh  bool
+	worker string     // a sharded restore's worker; "" for a run of its own
+	mu     sync.Mutex // state and saved: a run's goroutines read and save it
+	saved  bool       // the run has saved the state
+	state  State
 	// created: Open made the tree's directory; hadDir: DirName was there.
 	created, hadDir bool
 }
@@ -239,7 +256,12 @@ func Open(dir string, o Options) (*Dir, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Dir{dir: abs, dry: o.DryRun}
+	if o.Worker != "" && (strings.ContainsFunc(o.Worker, func(r rune) bool {
+		return !(r == '-' || r == '.' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+	}) || o.Worker[0] == '.' || o.DryRun) {
+		return nil, fmt.Errorf("worker %q: not a worker's name, or a dry run", o.Worker)
+	}
+	d := &Dir{dir: abs, dry: o.DryRun, worker: o.Worker}
 	if _, err := os.Lstat(abs); errors.Is(err, fs.ErrNotExist) {
 		d.created = true
 	}
@@ -277,7 +299,7 @@ func (d *Dir) open(o Options) error {
 	if err := root.MkdirAll(DirName, 0o755); err != nil {
 		return fmt.Errorf("%s: %w", d.dir, err)
 	}
-	if d.lock, err = takeLock(root, Path(lockName), o.Command); err != nil {
+	if d.lock, err = takeLock(root, Path(lockName), o.Command, d.worker != ""); err != nil {
 		return fmt.Errorf("%s: %w", d.dir, err)
 	}
 	if err := d.clear(o.KeepCache); err != nil {
@@ -288,33 +310,54 @@ func (d *Dir) open(o Options) error {
 
 // clear removes what a killed run left: staged bitstreams never renamed,
 // and, unless they are to resume, packages half downloaded.
+//
+// A worker clears its own directories only: the others are staging in
+// theirs.
 func (d *Dir) clear(keepCache bool) error {
-	dirs := []string{TmpDir, CacheDir}
+	dirs := []string{d.Tmp(), d.Cache()}
 	if keepCache {
 		dirs = dirs[:1]
 	}
 	for _, dir := range dirs {
-		if err := d.root.RemoveAll(Path(dir)); err != nil {
+		if err := d.root.RemoveAll(dir); err != nil {
 			return err
 		}
 	}
-	for _, dir := range []string{TmpDir, CacheDir} {
-		if err := d.root.MkdirAll(Path(dir), 0o755); err != nil {
+	for _, dir := range []string{d.Tmp(), d.Cache()} {
+		if err := d.root.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// Tmp is the run's staging directory, relative to the tree: TmpDir, or a
+// worker's own under it.
+func (d *Dir) Tmp() string { return d.own(TmpDir) }
+
+// Cache is the run's download cache, relative to the tree: CacheDir, or
+// a worker's own under it.
+func (d *Dir) Cache() string { return d.own(CacheDir) }
+
+func (d *Dir) own(dir string) string {
+	if d.worker != "" {
+		return Path(path.Join(dir, "w-"+d.worker))
+	}
+	return Path(dir)
+}
+
+// Worker is the worker the tree was opened for; "" for a run of its own.
+func (d *Dir) Worker() string { return d.worker }
+
 // DropCache empties CacheDir: what downloads of earlier runs kept to
 // resume (a package's checkpoint, its kept stage). sync calls it after a
 // run that applied everything: a package it did not use is no longer the
 // Source's, and would otherwise stay, gigabytes of it, for good.
 func (d *Dir) DropCache() error {
-	if err := d.root.RemoveAll(Path(CacheDir)); err != nil {
+	if err := d.root.RemoveAll(d.Cache()); err != nil {
 		return fmt.Errorf("%s: %w", d.dir, err)
 	}
-	return d.root.MkdirAll(Path(CacheDir), 0o755)
+	return d.root.MkdirAll(d.Cache(), 0o755)
 }
 
 // load reads the state, and notes whether rsdump has written anything in
@@ -325,7 +368,8 @@ func (d *Dir) load() error {
 	case errors.Is(err, fs.ErrNotExist):
 		d.state = State{Version: 1}
 		_, lerr := d.root.Lstat(Path(logName))
-		d.fresh = errors.Is(lerr, fs.ErrNotExist)
+		_, werr := d.root.Lstat(Path(LogsDir))
+		d.fresh = errors.Is(lerr, fs.ErrNotExist) && errors.Is(werr, fs.ErrNotExist)
 		return nil
 	case err != nil:
 		return err
@@ -367,7 +411,7 @@ func (d *Dir) Save(s State) error {
 		s.Version = 2 // pins keys, which an rsdump of version 1 would ignore
 	}
 	d.state, d.saved = s, true
-	if d.dry {
+	if d.dry || d.worker != "" {
 		return nil
 	}
 	b, err := json.MarshalIndent(s, "", "  ")
@@ -407,7 +451,9 @@ func (d *Dir) Update(change func(*State)) error {
 // (DirName, and the tree's directory when Open made it and it is empty),
 // so that a refused first run leaves the Destination as it found it.
 func (d *Dir) CloseUnused() {
-	keep := d.dry || d.root == nil || d.hadDir || d.Saved()
+	// A sharded restore's worker shares DirName with the others: it is
+	// never its own to remove.
+	keep := d.dry || d.root == nil || d.hadDir || d.Saved() || d.worker != ""
 	if !keep {
 		_, err := d.root.Lstat(Path(logName))
 		keep = !errors.Is(err, fs.ErrNotExist)

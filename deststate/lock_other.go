@@ -7,7 +7,7 @@ import "os"
 // takeLock only creates the lock file, naming the run, where flock(2) is
 // not available: running two runs into one tree at once is then the
 // user's to avoid.
-func takeLock(root *os.Root, name, command string) (*os.File, error) {
+func takeLock(root *os.Root, name, command string, _ bool) (*os.File, error) {
 	f, err := root.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, err

@@ -11,12 +11,21 @@ import (
 // takeLock takes an exclusive advisory lock on name, so that two runs
 // never stage into, or apply changes to, the same tree at once, and
 // writes into it who holds it.
-func takeLock(root *os.Root, name, command string) (*os.File, error) {
+//
+// A worker of a sharded restore (shared) takes it shared: workers run
+// together, and no other run while any does. flock is honoured across
+// machines on NFS (Linux emulates it with byte-range locks) and on Lustre
+// mounted with -o flock.
+func takeLock(root *os.Root, name, command string, shared bool) (*os.File, error) {
 	f, err := root.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	how := syscall.LOCK_EX
+	if shared {
+		how = syscall.LOCK_SH
+	}
+	err = syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
 	if errors.Is(err, syscall.EWOULDBLOCK) {
 		defer f.Close()
 		return nil, busy(f)

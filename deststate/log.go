@@ -10,7 +10,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -45,7 +47,14 @@ func (d *Dir) Append(recs []Record) error {
 	if len(recs) == 0 || d.dry {
 		return nil
 	}
-	f, err := appendlog.Open(d.root, Path(logName), 0, 0o644)
+	name := Path(logName)
+	if d.worker != "" {
+		if err := d.root.MkdirAll(Path(LogsDir), 0o755); err != nil {
+			return fmt.Errorf("%s: written log: %w", d.dir, err)
+		}
+		name = workerLog(d.worker)
+	}
+	f, err := appendlog.Open(d.root, name, 0, 0o644)
 	if err != nil {
 		return fmt.Errorf("%s: written log: %w", d.dir, err)
 	}
@@ -88,24 +97,67 @@ func logPath(line []byte) (p []byte, ok bool) {
 	return rest[:i], true
 }
 
-// openLog opens the written log; nil when there is none.
-func (d *Dir) openLog() (*os.File, error) {
+// workerLog is a sharded restore's worker's written log.
+func workerLog(worker string) string { return Path(path.Join(LogsDir, worker+".log")) }
+
+// logs are the written logs: the tree's, then those of a sharded
+// restore's workers that no merge has moved into it yet, which every run
+// reads too: they record files rsdump wrote. The workers wrote disjoint
+// packages, so their order does not matter.
+func (d *Dir) logs() ([]string, error) {
+	names := []string{Path(logName)}
+	if d.root == nil {
+		return names, nil
+	}
+	f, err := d.root.Open(Path(LogsDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return names, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	es, err := f.Readdirnames(-1)
+	slices.Sort(es)
+	for _, e := range es {
+		if strings.HasSuffix(e, ".log") {
+			names = append(names, Path(path.Join(LogsDir, e)))
+		}
+	}
+	return names, err
+}
+
+// openLog opens a written log; nil when there is none.
+func (d *Dir) openLog(name string) (*os.File, error) {
 	if d.root == nil {
 		return nil, nil
 	}
-	f, err := d.root.Open(Path(logName))
+	f, err := d.root.Open(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	return f, err
 }
 
-// scanLog hands fn each record of the log, in order. A line that does not
-// decode is the torn end of a crashed append, or damage: the records
+// scanLog hands fn each record of the logs, in order. A line that does
+// not decode is the torn end of a crashed append, or damage: the records
 // around it still count. keep, when not nil, says from a line's path alone
 // whether the line is wanted, so that most are never decoded.
 func (d *Dir) scanLog(keep func(path []byte) bool, fn func(Record) error) error {
-	f, err := d.openLog()
+	names, err := d.logs()
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		if err := d.scanOne(name, keep, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *Dir) scanOne(name string, keep func(path []byte) bool, fn func(Record) error) error {
+	f, err := d.openLog(name)
 	if f == nil || err != nil {
 		return err
 	}
@@ -203,13 +255,88 @@ func (d *Dir) Owned(ctx context.Context, scratch string, fn func(Record) error) 
 	}
 }
 
+// MergeLogs moves the records of a sharded restore's workers' logs into
+// the tree's written log, once the workers are done (the caller holds the
+// tree's lock, not shared): each is appended whole and synced, then
+// removed. A crash in between appends a log twice when run again, which
+// changes nothing: the last record of a path is the same.
+func (d *Dir) MergeLogs() (records int64, err error) {
+	if d.dry || d.worker != "" {
+		return 0, errors.New("deststate: MergeLogs needs the tree's own lock")
+	}
+	names, err := d.logs()
+	if err != nil {
+		return 0, err
+	}
+	for _, name := range names[1:] {
+		n, err := d.appendLog(name)
+		if err != nil {
+			return records, fmt.Errorf("%s: %w", filepath.Join(d.dir, name), err)
+		}
+		records += n
+		if err := d.root.Remove(name); err != nil {
+			return records, err
+		}
+	}
+	if len(names) > 1 {
+		if err := d.root.Remove(Path(LogsDir)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return records, err
+		}
+		err = atomic.SyncDirIn(d.root, DirName)
+	}
+	return records, err
+}
+
+// appendLog copies the log name to the end of the tree's, a line at a
+// time (a line cut short by a crashed append is left out), and syncs it.
+func (d *Dir) appendLog(name string) (int64, error) {
+	src, err := d.root.Open(name)
+	if err != nil {
+		return 0, err
+	}
+	defer src.Close()
+	dst, err := d.root.OpenFile(Path(logName), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return 0, err
+	}
+	w := bufio.NewWriterSize(dst, 256<<10)
+	r := bufio.NewReaderSize(src, 256<<10)
+	var n int64
+	for {
+		line, rerr := r.ReadBytes('\n')
+		if len(line) > 0 && line[len(line)-1] == '\n' {
+			if _, err = w.Write(line); err != nil {
+				break
+			}
+			n++
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			err = rerr
+			break
+		}
+	}
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		err = dst.Sync()
+	}
+	if cerr := dst.Close(); err == nil {
+		err = cerr
+	}
+	return n, err
+}
+
 // Compact rewrites the log with only the last record of each file the
 // tree holds, when superseded records and deletions make up most of it:
 // the log then grows with the tree, not with every change ever applied.
 // It is replaced at once (internal/atomic), so a crash leaves the old log
 // or the new one.
 func (d *Dir) Compact(ctx context.Context, scratch string) error {
-	if d.dry || d.root == nil {
+	if d.dry || d.root == nil || d.worker != "" {
 		return nil
 	}
 	af, err := atomic.CreateVia(d.root, Path(logName+".compact"), Path(logName), 0o644)
@@ -259,7 +386,7 @@ var recordCodec = extsort.Codec[Record]{
 
 // scratchIn is the directory for the run's scratch files inside the tree's
 // state directory.
-func (d *Dir) scratchIn() string { return filepath.Join(d.dir, DirName, TmpDir) }
+func (d *Dir) scratchIn() string { return filepath.Join(d.dir, filepath.FromSlash(d.Tmp())) }
 
 // Scratch is where a run keeps scratch files: the state directory's tmp,
 // emptied by every Open, or in a dry run the system's temporary

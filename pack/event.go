@@ -54,6 +54,9 @@ type Result struct {
 	// changed, in the order written, when Options.Channels has a hub; the
 	// channels and Capability List, defaults filled in; its interval.
 	layout.Published
+	// Parts is what a worker of a claimed-parts run (Options.Parts) did,
+	// and left; nil for other runs.
+	Parts *PartsReport
 }
 
 // FileError is an error reading or packing one source file.

@@ -57,7 +57,7 @@ func newMode(o *Options) mode {
 	case o.Changes:
 		return &changesMode{}
 	case o.Shards > 0:
-		return &shardMode{k: shardKind(o.Shard, o.Shards)}
+		return &shardMode{k: shardKind(o.Shard, o.Shards), rng: o.part}
 	}
 	return &resourceMode{}
 }
@@ -137,22 +137,32 @@ func (m *resourceMode) close() { m.files.close() }
 // writes from every shard's manifests.
 type shardMode struct {
 	noHooks
-	k *dumpKind
+	k   *dumpKind
+	rng *partRange // a claimed part's range; nil for a fixed shard
 }
 
 func (m *shardMode) kind() *dumpKind { return m.k }
 
 // open: the journal is the shard's own, since other shards may be writing
 // into the same directory, and so are their temporary files.
+//
+// A claimed part's journal is keyed without the source's path: the worker
+// that takes it over may see the source mounted elsewhere, and resumes it.
 func (m *shardMode) open(_ context.Context, r *run, key string) (string, string, error) {
+	if m.rng != nil {
+		key = mergeKey(r.opts)
+	}
 	return shardJournalName(r.opts.Shard, r.opts.Shards), key + "|" + m.k.shard, nil
 }
 
 func (m *shardMode) begin(_ context.Context, r *run) error { return r.startShard() }
 
 func (m *shardMode) plan(ctx context.Context, r *run, emit func(planned) error) error {
+	if m.rng != nil {
+		return r.walkPlan(ctx, emit, m.rng)
+	}
 	n, k := r.opts.Shards, r.opts.Shard
-	return r.walkPlan(ctx, emit, func(rel string) bool { return ShardOf(rel, n) == k })
+	return r.walkPlan(ctx, emit, hashShard{k, n})
 }
 
 func (*shardMode) packed(*run, PackageInfo, []resourcesync.URL) error { return nil }
@@ -162,20 +172,35 @@ func (m *shardMode) finish(r *run, completed time.Time, res *Result) error {
 	return r.completeShard(completed)
 }
 
+// slice is the files of one shard or part: contains picks them, and
+// outside says of a directory that none of its files can be one.
+type slice interface {
+	contains(rel string) bool
+	outside(dir string) bool
+}
+
+// hashShard is a fixed shard: files by the hash of their path (ShardOf),
+// found in every directory.
+type hashShard struct{ k, n int }
+
+func (s hashShard) contains(rel string) bool { return ShardOf(rel, s.n) == s.k }
+func (hashShard) outside(string) bool        { return false }
+
 // walkPlan walks the source into packages; mine, when given, picks the
 // files that are the run's.
-func (r *run) walkPlan(ctx context.Context, emit func(planned) error, mine func(rel string) bool) error {
+func (r *run) walkPlan(ctx context.Context, emit func(planned) error, mine slice) error {
 	p := &planner{opts: r.opts, kind: r.kind, emit: emit}
 	visit := p.add
+	w := &walker{ctx: ctx, follow: r.opts.FollowSymlinks, visit: visit, warn: r.skip}
 	if mine != nil {
-		visit = func(it item) error {
-			if !mine(it.rel) {
+		w.visit = func(it item) error {
+			if !mine.contains(it.rel) {
 				return nil // another shard's
 			}
 			return p.add(it)
 		}
+		w.prune = mine.outside
 	}
-	w := &walker{ctx: ctx, follow: r.opts.FollowSymlinks, visit: visit, warn: r.skip}
 	if r.out.dir != "" {
 		w.exclude = realPath(r.dir)
 	}

@@ -106,6 +106,16 @@ type Options struct {
 	// record instead of the dump's documents; Merge then writes those from
 	// every shard's output. Zero Shards packs everything.
 	Shard, Shards int
+	// Parts, when set, makes the run one of several workers (Shard of
+	// Shards, when known, says which) that share the source cut into
+	// Parts contiguous parts by path, each worker claiming parts one at a
+	// time in OUT until none is left (see parts.go); Merge then writes
+	// the documents. Lease is how long a claim holds without renewal
+	// (default 5 minutes): a worker that dies leaves its part to another
+	// once it has passed. Worker names this one in the claims.
+	Parts  int
+	Lease  time.Duration
+	Worker string
 
 	// Metalink, when set, writes a .meta4 beside each package; see
 	// MetalinkOptions.
@@ -125,6 +135,11 @@ type Options struct {
 	Events func(finding.Event)
 
 	dumpFromMirror bool // DumpURL was taken from the first mirror
+	// A part of a claimed-parts run: its range of the walk, and the key
+	// of the plan it is a part of, which the journal's completion line
+	// records.
+	part    *partRange
+	partKey string
 }
 
 // MetalinkOptions configure the Metalink written for each package.
@@ -146,8 +161,11 @@ func (o *Options) setDefaults() error {
 	if o.Shards < 0 || o.Shards > 0 && (o.Shard < 1 || o.Shard > o.Shards) || o.Shards == 0 && o.Shard != 0 {
 		return fmt.Errorf("shard %d of %d: want 1 <= K <= N", o.Shard, o.Shards)
 	}
-	if o.Shards > 0 && o.Changes {
+	if (o.Shards > 0 || o.Parts > 0) && o.Changes {
 		return errors.New("a Change Dump is not packed in shards")
+	}
+	if o.Parts < 0 || o.Lease < 0 {
+		return errors.New("parts and lease must not be negative")
 	}
 	if !o.Changes && (o.Since != "" || o.Checksum) {
 		return errors.New("--since and --checksum need --changes")

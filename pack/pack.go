@@ -41,6 +41,9 @@ func Pack(ctx context.Context, src, outDir string, opts Options) (*Result, error
 	if err := o.setDefaults(); err != nil {
 		return nil, err
 	}
+	if o.Parts > 0 {
+		return packParts(ctx, src, outDir, o)
+	}
 	// A source that is not there must leave no output directory and no
 	// journal behind.
 	if err := checkSource(src, outDir); err != nil {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rsdump/rsdump/internal/claim"
 	"github.com/rsdump/rsdump/internal/sink"
 	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/resourcesync"
@@ -56,7 +57,7 @@ func shardJournalName(k, n int) string { return journalName + "-" + shardTag(k, 
 // which differs between machines.
 func mergeKey(o *Options) string {
 	k := optionsKey(o, "")
-	return k[strings.IndexByte(k, '|')+1:]
+	return k[strings.IndexByte(k, '|')+1:] + o.partKey
 }
 
 // shardJournals lists the shards' journals in out, each with its shard k
@@ -104,13 +105,18 @@ func (r *run) completeShard(completed time.Time) error {
 type ShardError struct {
 	Shard, Shards int
 	Msg           string
+	Part          bool // a claimed part (Options.Parts), not a fixed shard
 }
 
 func (e *ShardError) Error() string {
 	if e.Shard == 0 {
 		return "merge: " + e.Msg
 	}
-	return fmt.Sprintf("merge: shard %d of %d: %s", e.Shard, e.Shards, e.Msg)
+	what := "shard"
+	if e.Part {
+		what = "part"
+	}
+	return fmt.Sprintf("merge: %s %d of %d: %s", what, e.Shard, e.Shards, e.Msg)
 }
 
 // shardRun is a completed shard, as its journal records it.
@@ -156,18 +162,18 @@ func readShardJournal(out *output, name string, k, n int) (shardRun, error) {
 	loc := out.Loc(name)
 	switch {
 	case !ok:
-		return shardRun{}, &ShardError{k, n, fmt.Sprintf("%s: not a journal rsdump wrote", loc)}
+		return shardRun{}, &ShardError{Shard: k, Shards: n, Msg: fmt.Sprintf("%s: not a journal rsdump wrote", loc)}
 	case j.done == nil:
-		return shardRun{}, &ShardError{k, n, fmt.Sprintf("has not completed (%s does not end with its completion line)", loc)}
+		return shardRun{}, &ShardError{Shard: k, Shards: n, Msg: fmt.Sprintf("has not completed (%s does not end with its completion line)", loc)}
 	case j.done.Shard != k || j.done.Shards != n:
-		return shardRun{}, &ShardError{k, n, fmt.Sprintf("%s: its completion line is shard %d of %d's", loc, j.done.Shard, j.done.Shards)}
+		return shardRun{}, &ShardError{Shard: k, Shards: n, Msg: fmt.Sprintf("%s: its completion line is shard %d of %d's", loc, j.done.Shard, j.done.Shards)}
 	}
 	s := shardRun{journal: name, shard: k, shards: n, at: j.head.At, completed: j.done.Completed, options: j.done.Options}
 	kind := shardKind(k, n)
 	for i := 1; i <= j.done.Packages; i++ {
 		e, ok := j.entries[kind.packageName(i)]
 		if !ok {
-			return shardRun{}, &ShardError{k, n, fmt.Sprintf("%s records no package %s", loc, kind.packageName(i))}
+			return shardRun{}, &ShardError{Shard: k, Shards: n, Msg: fmt.Sprintf("%s records no package %s", loc, kind.packageName(i))}
 		}
 		s.pkgs = append(s.pkgs, e.Info)
 	}
@@ -182,9 +188,9 @@ func checkShards(runs []shardRun, key string) error {
 	for _, s := range runs {
 		switch {
 		case s.shards != n:
-			return &ShardError{s.shard, s.shards, fmt.Sprintf("of %d shards, another of %d: shards of two runs", s.shards, n)}
+			return &ShardError{Shard: s.shard, Shards: s.shards, Msg: fmt.Sprintf("of %d shards, another of %d: shards of two runs", s.shards, n)}
 		case s.options != key:
-			return &ShardError{s.shard, s.shards, fmt.Sprintf("packed with other options than the merge's, says %s (give --merge the shards' flags)", s.journal)}
+			return &ShardError{Shard: s.shard, Shards: s.shards, Msg: fmt.Sprintf("packed with other options than the merge's, says %s (give --merge the shards' flags)", s.journal)}
 		}
 		have[s.shard] = true
 	}
@@ -223,11 +229,20 @@ func Merge(ctx context.Context, outDir string, opts Options) (*Result, error) {
 	defer out.close()
 	out.track(&o)
 	out.signWith(o.Signer)
+	pl, err := readPlan(out)
+	if err != nil {
+		return nil, err
+	}
+	if pl != nil {
+		if err := checkParts(ctx, out, pl, &o); err != nil {
+			return nil, err
+		}
+	}
 	shards, err := readShards(out, mergeKey(&o))
 	if err != nil {
 		return nil, err
 	}
-	m := &mergeMode{ctx: ctx, shards: shards, completed: shards[0].completed}
+	m := &mergeMode{ctx: ctx, shards: shards, completed: shards[0].completed, plan: pl}
 	r := &run{opts: &o, dir: outDir, out: out, kind: resourceDump, pinned: true, end: m, events: serialize(o.Events)}
 	r.at, r.list = shards[0].at, newListWriter(&o, out, resourcesync.CapResourceList, layout.ResourceListName)
 	defer r.list.abort()
@@ -253,6 +268,7 @@ type mergeMode struct {
 	ctx       context.Context // the merge's: a merge has no publishing to finish when it is interrupted
 	shards    []shardRun
 	completed time.Time // the last shard's
+	plan      *partPlan // the shards are the parts of this plan; nil for fixed shards
 }
 
 // finish writes the documents and the state, then removes the shards'
@@ -261,7 +277,7 @@ type mergeMode struct {
 // later merge then needs every shard packed again, and cannot take a
 // shard packed again alone with the others' older packages.
 func (m *mergeMode) finish(r *run, _ time.Time, _ *Result) error {
-	if err := r.mergeShards(m.ctx, m.shards, m.completed); err != nil {
+	if err := r.mergeShards(m.ctx, m.shards, m.plan, m.completed); err != nil {
 		return err
 	}
 	for _, s := range m.shards {
@@ -269,7 +285,15 @@ func (m *mergeMode) finish(r *run, _ time.Time, _ *Result) error {
 			return err
 		}
 	}
-	return nil
+	if m.plan == nil {
+		return nil
+	}
+	// The plan and the claims go too: a worker run again after the merge
+	// begins a new set of parts.
+	if err := r.out.remove(partsName); err != nil {
+		return err
+	}
+	return (&claim.Board{Store: r.out, Dir: claimsDir}).Clear(r.out.ctx)
 }
 
 func (*mergeMode) previous(*run) (func(string) bool, bool) { return nil, true }
@@ -300,17 +324,28 @@ func (r *run) checkPackages() error {
 // mergeShards reads every shard's manifests at once and takes their
 // entries in the order of the sorted walk, as one unsharded run lists
 // them, into the Resource List and the state; then writes the documents.
-func (r *run) mergeShards(ctx context.Context, shards []shardRun, completed time.Time) error {
+func (r *run) mergeShards(ctx context.Context, shards []shardRun, pl *partPlan, completed time.Time) error {
 	sw, err := newStateSpool(r.out)
 	if err != nil {
 		return err
 	}
-	err = r.walkShards(ctx, shards, func(u resourcesync.URL, rec record) error {
+	add := func(u resourcesync.URL, rec record) error {
 		if err := sw.add(rec); err != nil {
 			return err
 		}
 		return r.list.add(listEntry(u))
-	})
+	}
+	if pl == nil {
+		err = r.walkShards(ctx, shards, func(s shardRun) slice { return hashShard{s.shard, s.shards} }, add)
+	} else {
+		// Parts are ranges of the walk, in order: their concatenation is
+		// in walk order, read one part at a time.
+		for _, s := range shards {
+			if err = r.walkShards(ctx, []shardRun{s}, func(s shardRun) slice { return pl.rangeOf(s.shard) }, add); err != nil {
+				break
+			}
+		}
+	}
 	if err == nil {
 		err = r.finishDocuments(resourcesync.MD{At: r.at, Completed: completed})
 	}
@@ -349,7 +384,7 @@ type shardEntry struct {
 // the sorted walk: a k-way merge of the shards' manifests, each already
 // in that order. A path seen twice, or in a shard ShardOf does not give
 // it, fails the merge: the shards overlap.
-func (r *run) walkShards(ctx context.Context, shards []shardRun, fn func(resourcesync.URL, record) error) error {
+func (r *run) walkShards(ctx context.Context, shards []shardRun, sliceOf func(shardRun) slice, fn func(resourcesync.URL, record) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	heads := make([]*shardEntry, len(shards))
@@ -385,10 +420,13 @@ func (r *run) walkShards(ctx context.Context, shards []shardRun, fn func(resourc
 		}
 		h, s := heads[min], shards[min]
 		if lastShard != 0 && comparePaths(last, h.rec.Rel) >= 0 {
-			return &ShardError{s.shard, s.shards, fmt.Sprintf("%s is also in shard %d: the shards overlap", h.rec.Rel, lastShard)}
+			return &ShardError{Shard: s.shard, Shards: s.shards, Msg: fmt.Sprintf("%s is also in shard %d: the shards overlap", h.rec.Rel, lastShard)}
 		}
-		if k := ShardOf(h.rec.Rel, s.shards); k != s.shard {
-			return &ShardError{s.shard, s.shards, fmt.Sprintf("%s belongs to shard %d", h.rec.Rel, k)}
+		if !sliceOf(s).contains(h.rec.Rel) {
+			if _, ok := sliceOf(s).(hashShard); ok {
+				return &ShardError{Shard: s.shard, Shards: s.shards, Msg: fmt.Sprintf("%s belongs to shard %d", h.rec.Rel, ShardOf(h.rec.Rel, s.shards))}
+			}
+			return &ShardError{Shard: s.shard, Shards: s.shards, Msg: fmt.Sprintf("%s is outside the part's range in %s", h.rec.Rel, r.out.Loc(partsName)), Part: true}
 		}
 		if err := fn(h.u, h.rec); err != nil {
 			return err

@@ -40,9 +40,10 @@ type walker struct {
 	follow  bool
 	warn    func(path, msg string)
 	visit   func(item) error
-	onPath  map[string]bool // real paths of the directories being walked, against symlink loops
-	exclude string          // real path (realPath) of a directory not to walk: the output
-	noAbs   bool            // files come without their abs path, which visit does not use
+	onPath  map[string]bool       // real paths of the directories being walked, against symlink loops
+	exclude string                // real path (realPath) of a directory not to walk: the output
+	noAbs   bool                  // files come without their abs path, which visit does not use
+	prune   func(rel string) bool // a directory holding nothing the walk wants; nil: none
 
 	// Read-ahead: directories listed (read, sorted, lstat'ed) on other
 	// goroutines before the walk reaches them, so that the system calls
@@ -95,7 +96,7 @@ func listDir(abs string) *listing {
 func (w *walker) prefetch(abs, rel string, l *listing) {
 	var subs []string
 	for i, name := range l.names {
-		if st := l.infos[i]; st.err != nil || !st.mode.IsDir() || !xmlSafe(name) || safepath.Check(join(rel, name)) != nil {
+		if st := l.infos[i]; st.err != nil || !st.mode.IsDir() || !xmlSafe(name) || safepath.Check(join(rel, name)) != nil || w.pruned(join(rel, name)) {
 			continue
 		}
 		subs = append(subs, joinAbs(abs, name))
@@ -285,6 +286,8 @@ func (w *walker) entry(abs, rel, name, parentReal string, st statInfo) error {
 		}
 	}
 	switch {
+	case st.mode.IsDir() && w.pruned(rel):
+		return nil
 	case st.mode.IsDir():
 		real := ""
 		if parentReal != "" {
@@ -332,6 +335,8 @@ func realPath(p string) string {
 		abs = parent
 	}
 }
+
+func (w *walker) pruned(rel string) bool { return w.prune != nil && w.prune(rel) }
 
 // xmlSafe reports whether a name can be written in XML 1.0: valid UTF-8
 // without control characters (nor U+FFFE, U+FFFF).

@@ -316,6 +316,11 @@ func (s *syncer) unrepaired(ctx context.Context) error {
 // Dump), re-bases the tree: the tree is made exactly that snapshot,
 // fetching only what differs (unpack.Options.Rebase). A snapshot an
 // earlier run left half-applied is finished first.
+//
+// A tree never synced that holds the Source's own Resource Dump (rsdump
+// unpack of its URL, or a sharded restore's merge) has its baseline: only
+// the changes after it are applied, not the dump again, which would hash
+// every file of the tree.
 func (s *syncer) run(ctx context.Context) error {
 	finished, err := s.finishUnfinished(ctx)
 	switch {
@@ -328,7 +333,8 @@ func (s *syncer) run(ctx context.Context) error {
 	}
 	st := s.tree.State()
 	since := st.Since()
-	if since.IsZero() || s.state.Sync == nil {
+	holdsDump := st.Source != "" && st.Source == s.src.Docs[resourcesync.CapResourceDump] && st.ChangeDumpUntil.IsZero()
+	if since.IsZero() || s.state.Sync == nil && !holdsDump {
 		if err := s.baseline(ctx, "the destination has no complete copy yet"); err != nil {
 			return err
 		}

@@ -13,7 +13,6 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/digest"
 	"github.com/rsdump/rsdump/internal/entryspool"
@@ -36,6 +35,10 @@ type claimed struct {
 	// for a re-base to plan the package from (rebasePackage), and in a dry
 	// run for planning to read, without fetching it again; "" for none.
 	detached string
+	// resumed is a package of a sharded restore that a worker took over:
+	// the one before may have been killed between its renames and their
+	// records.
+	resumed bool
 }
 
 // entryRef names a manifest entry of one of the dump's packages.
@@ -111,7 +114,7 @@ func (u *unpacker) scratchDir() string {
 	if u.opts.DryRun {
 		return os.TempDir()
 	}
-	return filepath.Join(u.dest.dir, deststate.DirName, deststate.TmpDir)
+	return filepath.Join(u.dest.dir, filepath.FromSlash(u.dest.st.Tmp()))
 }
 
 // surveyOne claims the targets of one package, streaming its manifest
@@ -126,7 +129,7 @@ func (u *unpacker) scratchDir() string {
 func (u *unpacker) surveyOne(ctx context.Context, ref pkgread.PackageRef, c *pkgread.Claims, pkg int) (*pkgread.Decoded, string, bool) {
 	errOther := errors.New("not a Resource Dump Manifest")
 	var sp *entryspool.Writer[resourcesync.URL, *resourcesync.URL]
-	if !u.opts.DryRun && u.spooled.Load() < spoolBudget { // a dry run's scratch is the system's, often in memory
+	if !u.opts.DryRun && !u.noSpool && u.spooled.Load() < spoolBudget { // a dry run's scratch is the system's, often in memory
 		sp, _ = entryspool.Create[resourcesync.URL](u.scratchDir(), manifestSpoolPattern) // without one, staging decodes the manifest
 	}
 	ld := resourcesync.Loader{

@@ -34,7 +34,11 @@ func openDest(dir string, opts Options) (*dest, error) {
 		}
 	} else {
 		var err error
-		st, err = deststate.Open(dir, deststate.Options{Command: command(opts), DryRun: opts.DryRun, KeepCache: opts.ResumeDownloads})
+		o := deststate.Options{Command: command(opts), DryRun: opts.DryRun, KeepCache: opts.ResumeDownloads}
+		if opts.Shard != nil {
+			o.Worker = workerName(opts.Shard)
+		}
+		st, err = deststate.Open(dir, o)
 		if err != nil {
 			return nil, err
 		}

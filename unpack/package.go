@@ -370,7 +370,7 @@ func (p *pkgRun) markPresent(a *action, fi fs.FileInfo, sums digest.Set) {
 // wrote them may have been killed before their record; not on every
 // re-run of a Resource Dump, which would grow the log by the whole tree
 // each time.
-func (p *pkgRun) recordsPresent() bool { return p.isChange() || p.u.resuming }
+func (p *pkgRun) recordsPresent() bool { return p.isChange() || p.u.resuming || p.claimed.resumed }
 
 func (p *pkgRun) report(a *action, sev finding.Severity, check, msg, actual string) {
 	p.rep.Report(finding.Finding{Severity: sev, Code: check, Source: p.ref.Loc, URI: a.b.URL.Loc, Path: a.target,

@@ -14,8 +14,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-
-	"github.com/rsdump/rsdump/deststate"
 )
 
 // stage is the staging area of one package: a directory of its own,
@@ -56,7 +54,7 @@ var (
 func (d *dest) newStage() (*stage, error) {
 	var b [8]byte
 	rand.Read(b[:])
-	name := deststate.Path(path.Join(deststate.TmpDir, hex.EncodeToString(b[:])))
+	name := path.Join(d.st.Tmp(), hex.EncodeToString(b[:]))
 	if err := d.root.Mkdir(name, 0o700); err != nil {
 		return nil, err
 	}

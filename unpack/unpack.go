@@ -120,6 +120,10 @@ type Options struct {
 	// opens dir itself, naming itself Command ("unpack") in the lock.
 	Dir     *deststate.Dir
 	Command string
+
+	// Shard makes the run one worker of a sharded restore (Work); nil
+	// for a run of its own.
+	Shard *ShardOptions
 }
 
 // Result sums up a run.
@@ -131,6 +135,10 @@ type Result struct {
 	Refused  int   `json:"refused"`
 	Bytes    int64 `json:"bytes"` // of the files written (or, in a dry run, to be written)
 	finding.Counts
+	// Shards is what a worker of a sharded restore did and left (Work);
+	// Merged the written-log records its merge moved (MergeShards).
+	Shards *ShardsReport `json:"sharded,omitempty"`
+	Merged int64         `json:"merged,omitempty"`
 }
 
 // The checks unpack adds to those of finding (the reader's and verify's).
@@ -201,7 +209,7 @@ func newUnpacker(opts Options, d *dest) *unpacker {
 		remote: &pkgfetch.Remote{Transfer: opts.Transfer, Client: opts.Client},
 		docs:   resourcesync.Opener{Client: opts.Client}}
 	if !opts.DryRun {
-		u.remote.TempDir = filepath.Join(d.dir, deststate.DirName, deststate.CacheDir)
+		u.remote.TempDir = filepath.Join(d.dir, filepath.FromSlash(d.st.Cache()))
 		u.remote.Resume = opts.ResumeDownloads
 	}
 	return u
@@ -219,6 +227,7 @@ type unpacker struct {
 	remote     *pkgfetch.Remote    // opens packages, fetching remote ones
 	docs       resourcesync.Opener // opens documents and detached manifests, through the run's client
 	spooled    atomic.Int64        // bytes of the survey's spools (spoolBudget)
+	noSpool    bool                // the survey spools nothing: a sharded restore's plan
 	rebase     *rebase             // set while a snapshot is made the tree exactly (Rebase, Rollback)
 	signed     bool                // the run requires signatures (resourcesync.Trust): a list entry needs a hash
 	onlyPicked int                 // bitstreams Options.Only picked (only)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,7 +23,7 @@ import (
 
 const packHelp = `Usage: rsdump pack SRC --base-url URL -o OUTDIR [flags]
        rsdump pack --changes [--since BASELINE] [--checksum] SRC --base-url URL -o OUTDIR [flags]
-       rsdump pack --shard K/N SRC --base-url URL -o OUT [flags]   (N machines, K = 1..N)
+       rsdump pack --shard auto|K/N SRC --base-url URL -o OUT [flags]   (N machines, K = 1..N)
        rsdump pack --merge --base-url URL -o OUT [flags]           (once every shard completed)
 
 Writes a ResourceSync Resource Dump of every regular file under SRC:
@@ -61,11 +62,20 @@ OUTDIR may be s3://BUCKET/PREFIX (credentials and region from the AWS
 environment and config files, --s3-endpoint for other servers): each
 package is streamed into a multipart upload with a SHA-256 per part, and
 appears only once complete; a rerun resumes the uploads the journal
-records. With --shard K/N, N processes (a Slurm array, a Kubernetes
-indexed job) pack disjoint parts of SRC into one OUT, each file's part
-given by its path alone; --merge with the same flags then writes the one
-dump document, lists and state, checking that every shard completed and
-none overlaps.
+records.
+
+With --shard auto, N processes (the tasks of a Slurm array, a Kubernetes
+Indexed Job or an AWS Batch array job, K and N read from the scheduler's
+environment; --shards N or RSDUMP_SHARDS where it does not export N)
+share SRC cut into --parts M parts (default 4 per worker) by path: the
+first plans the parts in OUT, then each claims the next unclaimed part,
+packs it, and claims again until none is left. A worker that dies leaves
+its claim, which a rerun of any worker takes over once the lease
+(--lease, default 5m) has passed. --shard K/N without --parts packs the
+fixed K-th of N parts, each file's part given by a hash of its path.
+Either way --merge with the same flags then writes the one dump
+document, lists and state, refusing while a part is not done (naming it
+and its holder) or two overlap.
 
 With --hub URL, the Capability List advertises the Source's notification
 channels at that WebSub hub (topics HUB/framework and, with
@@ -108,7 +118,9 @@ type packFlags struct {
 	pieceLength                                          int64
 	sourceDesc                                           bool
 	describedBy                                          string
-	shard                                                string
+	sh                                                   shardFlags
+	parts                                                int
+	task                                                 *task // the worker --shard names
 	merge                                                bool
 	hub, topic                                           string
 	changeNotification                                   bool
@@ -141,7 +153,8 @@ func runPack(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.IntVarP(&f.jobs, "jobs", "j", 0, "parallel readers and compressors (default: number of CPUs)")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress and no summary")
 	fs.BoolVar(&f.json, "json", false, "print a machine-readable summary on stdout")
-	fs.StringVar(&f.shard, "shard", "", "pack only the `K/N`-th of N disjoint parts of SRC (by path), into packages named after the shard; then --merge")
+	f.sh.register(fs, "claiming parts of SRC in OUT one at a time (see --parts); without --parts, --shard K/N packs the fixed K-th of N parts (by a hash of the path); then --merge")
+	fs.IntVar(&f.parts, "parts", 0, "cut SRC into `M` parts by path, claimed by the workers one at a time (default with --shard auto: 4 per worker)")
 	fs.BoolVar(&f.merge, "merge", false, "write the dump document, lists and state from the packages of every shard in OUT (no SRC; give the shards' flags)")
 	fs.StringVar(&f.hub, "hub", "", "`URL` of the WebSub hub the Source notifies (advertised in the Capability List): a framework notification of the documents each run creates or changes")
 	fs.StringVar(&f.topic, "topic", "", "with --hub: `URL` prefix of the topics, framework and changes (default: the hub's URL and /)")
@@ -168,8 +181,8 @@ func runPack(ctx context.Context, args []string, stdout, stderr io.Writer) error
 func (f *packFlags) options(args []string) (pack.Options, error) {
 	var o pack.Options
 	switch {
-	case f.merge && (len(args) != 0 || f.shard != "" || f.changes):
-		return o, usagef("--merge takes no SRC, --shard or --changes: it reads the shards' output in -o OUT")
+	case f.merge && (len(args) != 0 || f.sh.shard != "" || f.parts != 0 || f.changes):
+		return o, usagef("--merge takes no SRC, --shard, --parts or --changes: it reads the shards' output in -o OUT")
 	case !f.merge && len(args) != 1:
 		return o, usagef("pack takes one source directory, got %d arguments", len(args))
 	}
@@ -211,15 +224,8 @@ func (f *packFlags) options(args []string) (pack.Options, error) {
 	if err := f.channels(&o); err != nil {
 		return o, err
 	}
-	if f.shard != "" {
-		k, n, ok := strings.Cut(f.shard, "/")
-		var err1, err2 error
-		if o.Shard, err1 = strconv.Atoi(k); ok {
-			o.Shards, err2 = strconv.Atoi(n)
-		}
-		if !ok || err1 != nil || err2 != nil || o.Shards < 1 || o.Shard < 1 || o.Shard > o.Shards {
-			return o, usagef("--shard %q: want K/N with 1 <= K <= N", f.shard)
-		}
+	if err := f.shardOptions(&o); err != nil {
+		return o, err
 	}
 	if f.at != "" {
 		if o.At, err = resourcesync.ParseTime(f.at); err != nil {
@@ -232,6 +238,39 @@ func (f *packFlags) options(args []string) (pack.Options, error) {
 	return o, nil
 }
 
+// shardOptions are the worker's: a fixed shard (--shard K/N), or a
+// worker claiming parts (--shard auto, or --parts M).
+func (f *packFlags) shardOptions(o *pack.Options) error {
+	t, ok, err := f.sh.task()
+	switch {
+	case err != nil:
+		return err
+	case f.parts < 0:
+		return usagef("--parts must be positive")
+	case f.sh.lease != 0 && f.parts == 0 && f.sh.shard != "auto":
+		return usagef("--lease goes with claimed parts: --shard auto or --parts M")
+	case !ok && f.parts == 0:
+		return nil
+	}
+	if ok {
+		f.task = &t
+		o.Shard, o.Shards, o.Worker = t.K, t.N, t.String()
+	}
+	if f.parts == 0 && f.sh.shard != "auto" {
+		return nil // a fixed shard
+	}
+	o.Parts, o.Lease = f.parts, f.sh.lease
+	if o.Parts == 0 {
+		o.Parts = partsPerWorker * t.N
+	}
+	return nil
+}
+
+// partsPerWorker is --shard auto's default number of parts per worker:
+// enough that a heavy part holds one worker while the others take the
+// rest, few enough that each part is worth its walk and its claim.
+const partsPerWorker = 4
+
 // channels are the notification channels of --hub, --topic and
 // --change-notification.
 func (f *packFlags) channels(o *pack.Options) error {
@@ -241,7 +280,7 @@ func (f *packFlags) channels(o *pack.Options) error {
 		}
 		return nil
 	}
-	if f.shard != "" {
+	if f.sh.shard != "" || f.parts != 0 {
 		return usagef("--hub: a shard publishes no document; give it to --merge")
 	}
 	o.Channels = layout.Channels{Hub: f.hub, Topics: f.topic, ChangeNotification: f.changeNotification}
@@ -295,9 +334,20 @@ func doPack(ctx context.Context, src string, f packFlags, o pack.Options, stdout
 			if !f.quiet {
 				p.message("rsdump: %s", e.Msg)
 			}
+		case pack.PartClaimed:
+			if !f.quiet {
+				p.message("rsdump: part %d of %d claimed%s", e.Part, e.Parts, takenOver(e.From))
+			}
 		}
 	}
-	if p.shown() {
+	if !f.quiet && f.task != nil {
+		what := "a fixed shard"
+		if o.Parts > 0 {
+			what = fmt.Sprintf("claiming parts of %d in %s", o.Parts, f.out)
+		}
+		p.message("rsdump: %s: %s", f.task.describe(), what)
+	}
+	if p.shown() && o.Parts == 0 {
 		go func() { // a stat-only walk, to size the bar; Pack does not wait for it
 			if _, n, err := pack.Scan(ctx, src, o.FollowSymlinks); err == nil {
 				p.setTotal(n)
@@ -340,6 +390,13 @@ func notifyHub(ctx context.Context, res *pack.Result, quiet bool, stderr io.Writ
 	p.Publish(ctx, &res.Published)
 }
 
+func takenOver(from string) string {
+	if from == "" {
+		return ""
+	}
+	return ", taken over from " + from
+}
+
 func reusedNote(reused bool) string {
 	if reused {
 		return " (reused from the interrupted run)"
@@ -358,6 +415,20 @@ type packSummary struct {
 	Document   string         `json:"document"`
 	DumpURL    string         `json:"dump_url"`
 	Changes    *changeSummary `json:"changes,omitempty"`
+	// A worker's: which scheduler and K of N it took, and its parts.
+	Scheduler string        `json:"scheduler,omitempty"`
+	Shard     int           `json:"shard,omitempty"`
+	Shards    int           `json:"shards,omitempty"`
+	Parts     *partsSummary `json:"parts,omitempty"`
+}
+
+type partsSummary struct {
+	Parts   int      `json:"parts"`
+	Planned bool     `json:"planned"`
+	Packed  []int    `json:"packed"`
+	Done    int      `json:"done"`
+	Held    []string `json:"held,omitempty"`
+	Left    []string `json:"left,omitempty"`
 }
 
 type changeSummary struct {
@@ -375,6 +446,12 @@ func printPackSummary(res *pack.Result, f packFlags, stdout io.Writer) error {
 		if p.Reused {
 			s.Reused++
 		}
+	}
+	if f.task != nil {
+		s.Scheduler, s.Shard, s.Shards = cmp.Or(f.task.Scheduler, "none"), f.task.K, f.task.N
+	}
+	if r := res.Parts; r != nil {
+		s.Parts = &partsSummary{Parts: r.Parts, Planned: r.Planned, Packed: append([]int{}, r.Packed...), Done: r.Done, Held: r.Held, Left: r.Left}
 	}
 	if f.changes {
 		s.Changes = &changeSummary{Created: res.Created, Updated: res.Updated, Deleted: res.Deleted,
@@ -396,12 +473,37 @@ func printPackSummary(res *pack.Result, f packFlags, stdout io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "changes from %s until %s: %d created, %d updated, %d deleted\n", c.From, c.Until, c.Created, c.Updated, c.Deleted)
 	}
+	if !f.quiet && s.Parts != nil {
+		printParts(stdout, s.Parts)
+		return nil
+	}
 	if !f.quiet {
 		fmt.Fprintf(stdout, "%s: %s (%d reused), %s, %s in %s (%.1f MB/s), %d skipped\n",
 			s.Document, finding.Plural(s.Packages, "package"), s.Reused, finding.Plural(s.Bitstreams, "bitstream"),
 			fmtBytes(s.Bytes), res.Elapsed.Round(time.Millisecond), s.MBps, s.Skipped)
 	}
 	return nil
+}
+
+// printParts is a worker's summary: its parts, and what is left.
+func printParts(w io.Writer, s *partsSummary) {
+	packed := make([]string, len(s.Packed))
+	for i, p := range s.Packed {
+		packed[i] = strconv.Itoa(p)
+	}
+	fmt.Fprintf(w, "parts packed here: %s; %d of %d done", orText(strings.Join(packed, ", "), "none"), s.Done, s.Parts)
+	switch {
+	case s.Done == s.Parts:
+		fmt.Fprintf(w, ": run pack --merge\n")
+	default:
+		fmt.Fprintf(w, "\n")
+	}
+	for _, h := range s.Held {
+		fmt.Fprintf(w, "held by another worker: %s\n", h)
+	}
+	for _, l := range s.Left {
+		fmt.Fprintf(w, "left (a rerun of any worker takes it): %s\n", l)
+	}
 }
 
 // oversubscribe gives the Go scheduler two more Ps than its default (the

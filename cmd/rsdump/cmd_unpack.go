@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,8 @@ import (
 
 const unpackHelp = `Usage: rsdump unpack SOURCE... --dest DIR --base-url URL [flags]
        rsdump unpack SOURCE... --dest DIR --layout path [flags]
+       rsdump unpack DUMP --dest DIR --shard K/N|auto [flags]   (N workers into one shared DIR)
+       rsdump unpack DUMP --dest DIR --merge [flags]            (once every worker has ended)
 
 Restores a Resource Dump or Change Dump into DIR. Each SOURCE, applied in
 turn, is a package (.zip), a dump document or index (a file or an http(s)
@@ -84,6 +87,19 @@ refused, as is a document with a time later than now plus 5 minutes.
 --dry-run reads manifests only (detached copies, else a package's central
 directory and manifest entry by ranges), never a package's bitstreams.
 
+With --shard K/N (or auto: K and N from Slurm's, a Kubernetes Indexed
+Job's or AWS Batch's environment, N from --shards or RSDUMP_SHARDS where
+the scheduler does not export it), N workers on as many machines restore
+one Resource Dump into one DIR they share: the first to start checks DIR
+as one process would and finds the targets two packages carry with
+different content; then each claims whole packages one at a time (in
+DIR/.rsdump/shards) and restores them, writing its own written log. A
+worker that dies leaves its claim, which a rerun of any worker takes over
+once the lease (--lease, default 5m) has passed. --merge then checks that
+every package was restored (naming those that were not, and why), moves
+the workers' logs into DIR's and records the state: DIR is an ordinary
+Destination, to which sync or unpack apply the Source's Change Dumps.
+
 Exit status: 0 everything applied, 1 problems found (a bitstream refused,
 a deletion refused, a package that failed, a malformed or oversized
 document), 2 could not run (usage,
@@ -105,6 +121,9 @@ type unpackFlags struct {
 	adopt, overwrite      bool
 	rollback              bool
 	only                  []string
+	sh                    shardFlags
+	merge                 bool
+	task                  *task
 }
 
 func runUnpack(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -123,6 +142,8 @@ func runUnpack(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.Float64Var(&f.maxRatio, "max-ratio", pkgread.DefaultMaxRatio, "refuse entries that inflate more than `N` times their compressed size")
 	fs.IntVarP(&f.jobs, "jobs", "j", 0, "Resource Dump packages unpacked at once (default: number of CPUs)")
 	fs.BoolVarP(&f.verb, "verbose", "v", false, "print a line for every file written, found present or deleted")
+	f.sh.register(fs, "restoring the packages of DUMP it claims in DIR, shared with the other workers; then --merge")
+	fs.BoolVar(&f.merge, "merge", false, "end a sharded restore of DUMP into DIR: check every package was restored, record DIR's state")
 	f.register(fs)
 	withS3 := s3Flag(fs)
 	withTrust := trustFlag(fs)
@@ -178,8 +199,44 @@ func (f *unpackFlags) options(args []string) (unpack.Options, error) {
 	if err != nil {
 		return o, usageError{err}
 	}
-	return unpack.Options{Mapper: m, AtomicPackage: f.atomic, DryRun: f.dryRun, AllowGap: f.allowGap, Adopt: f.adopt, Overwrite: f.overwrite, Rollback: f.rollback, Only: f.only,
+	if err := f.shardOptions(&o, args); err != nil {
+		return o, err
+	}
+	return unpack.Options{Shard: o.Shard, Mapper: m, AtomicPackage: f.atomic, DryRun: f.dryRun, AllowGap: f.allowGap, Adopt: f.adopt, Overwrite: f.overwrite, Rollback: f.rollback, Only: f.only,
 		Limits: pkgread.Limits{MaxRatio: f.maxRatio}, Jobs: f.jobs, Transfer: transfer.Options{StallTimeout: f.stall}}, nil
+}
+
+// shardOptions are a sharded restore's worker's, or its merge's.
+func (f *unpackFlags) shardOptions(o *unpack.Options, args []string) error {
+	t, ok, err := f.sh.task()
+	switch {
+	case err != nil:
+		return err
+	case !ok && !f.merge:
+		if f.sh.lease != 0 {
+			return usagef("--lease goes with --shard")
+		}
+		return nil
+	case ok && f.merge:
+		return usagef("--merge ends a sharded restore: give it without --shard")
+	case len(args) != 1:
+		return usagef("a sharded restore, and its --merge, take one DUMP (its resourcedump.xml)")
+	case f.dryRun || f.rollback || len(f.only) > 0:
+		return usagef("a sharded restore is not a --dry-run, --rollback or --only: run those in one process")
+	case f.merge:
+		return nil
+	}
+	f.task = &t
+	o.Shard = &unpack.ShardOptions{K: t.K, N: t.N, Worker: t.String(), Lease: f.sh.lease}
+	return nil
+}
+
+// unpackSummary is --json's summary: the result, and a worker's place.
+type unpackSummary struct {
+	*unpack.Result
+	Scheduler string `json:"scheduler,omitempty"`
+	Shard     int    `json:"shard,omitempty"`
+	Shards    int    `json:"shards,omitempty"`
 }
 
 func doUnpack(ctx context.Context, sources []string, f unpackFlags, o unpack.Options, stdout, stderr io.Writer) error {
@@ -190,6 +247,9 @@ func doUnpack(ctx context.Context, sources []string, f unpackFlags, o unpack.Opt
 	p := newProgress(stderr, f.quiet || f.json, "unpacking")
 	rep.msg = p.message
 	o.Events = p.events(func(e finding.Event) {
+		if c, ok := e.(unpack.PackageClaimed); ok && !f.quiet && !f.json {
+			p.message("rsdump: %s claimed%s", escapeControl(c.Package), takenOver(c.From))
+		}
 		if fd, ok := e.(finding.Finding); ok {
 			if f.verb && fd.Severity == finding.OK && !f.json && !f.quiet {
 				fmt.Fprintf(stdout, "%s: %s\n", fd.Code, escapeControl(orText(fd.Path, fd.Source)))
@@ -197,7 +257,18 @@ func doUnpack(ctx context.Context, sources []string, f unpackFlags, o unpack.Opt
 			rep.finding(fd)
 		}
 	})
-	res, err := unpack.UnpackAll(ctx, sources, f.dest, o)
+	if f.task != nil && !f.quiet && !f.json {
+		p.message("rsdump: %s: claiming the packages of %s, restored into %s", f.task.describe(), sources[0], f.dest)
+	}
+	var res *unpack.Result
+	switch {
+	case f.merge:
+		res, err = unpack.MergeShards(ctx, sources[0], f.dest, o)
+	case o.Shard != nil:
+		res, err = unpack.Work(ctx, sources[0], f.dest, o)
+	default:
+		res, err = unpack.UnpackAll(ctx, sources, f.dest, o)
+	}
 	p.done()
 	if err != nil {
 		if errors.Is(err, unpack.ErrBaseURL) {
@@ -205,7 +276,34 @@ func doUnpack(ctx context.Context, sources []string, f unpackFlags, o unpack.Opt
 		}
 		return rep.fail(err)
 	}
-	return finishReport(rep, res, res.Counts, unpackSummaryLine(res, f.dryRun))
+	sum := unpackSummary{Result: res}
+	if f.task != nil {
+		sum.Scheduler, sum.Shard, sum.Shards = cmp.Or(f.task.Scheduler, "none"), f.task.K, f.task.N
+	}
+	return finishReport(rep, sum, res.Counts, unpackSummaryLine(res, f.dryRun)+shardsLine(res))
+}
+
+// shardsLine is what a worker of a sharded restore did and left, or
+// what its merge did.
+func shardsLine(r *unpack.Result) string {
+	if r.Merged > 0 {
+		return fmt.Sprintf("\nmerged: the written logs' %s moved into the tree's; the state records the dump", finding.Plural(r.Merged, "record"))
+	}
+	s := r.Shards
+	if s == nil {
+		return ""
+	}
+	line := fmt.Sprintf("\npackages restored here: %d; %d of %d restored", len(s.Restored), s.Done, s.Packages)
+	if s.Done == s.Packages {
+		line += ": run unpack --merge"
+	}
+	for _, h := range s.Held {
+		line += "\nheld by another worker: " + h
+	}
+	for _, l := range s.Left {
+		line += "\nleft (a rerun of any worker takes it): " + l
+	}
+	return line
 }
 
 func unpackSummaryLine(r *unpack.Result, dry bool) string {

@@ -198,6 +198,65 @@ func write(f *File, data []byte) error {
 	return f.Commit()
 }
 
+// CommitNew is Commit that gives the file its final name only when no
+// file has it: a hard link from the temporary name, which fails on a name
+// taken (then wrapping fs.ErrExist) and is atomic on local file systems
+// and NFS alike, the lock-file idiom; so that of two writers racing for a
+// name exactly one wins, and a reader never sees the name half written.
+// fsys must make links (OS and *os.Root do).
+func (f *File) CommitNew() error {
+	if f.ended {
+		return fmt.Errorf("writing %s: already committed or aborted", f.name)
+	}
+	f.ended = true
+	ln, ok := f.fsys.(interface {
+		Link(oldname, newname string) error
+	})
+	if f.fsys == OS {
+		ln, ok = linkOS{}, true
+	}
+	err := f.f.Chmod(f.perm)
+	if err == nil {
+		err = f.f.Sync()
+	}
+	if cerr := f.f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && !ok {
+		err = errors.ErrUnsupported
+	}
+	if err == nil {
+		err = ln.Link(f.tmp, f.name)
+	}
+	f.fsys.Remove(f.tmp)
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", f.name, err)
+	}
+	dir, _ := splitPath(f.fsys, f.name)
+	if err := SyncDirIn(f.fsys, dir); err != nil {
+		return fmt.Errorf("writing %s: %w", f.name, err)
+	}
+	return nil
+}
+
+type linkOS struct{}
+
+func (linkOS) Link(oldname, newname string) error { return os.Link(oldname, newname) }
+
+// WriteNew writes data to path atomically, only when no file is at path
+// (see CommitNew): an error wrapping fs.ErrExist when one is.
+func WriteNew(path string, data []byte, perm fs.FileMode) error {
+	f, err := Create(path, perm)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Abort()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return f.CommitNew()
+}
+
 // Publish gives f, already written under the name from in the directory
 // of to, its final name to: it syncs and closes f, renames it and syncs
 // the directory. Unlike Commit it leaves from in place on failure, for a

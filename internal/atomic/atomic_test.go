@@ -2,10 +2,13 @@ package atomic
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -198,5 +201,37 @@ func TestPublishIn(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "f")); string(b) != "done" {
 		t.Errorf("content %q", b)
+	}
+}
+
+// Of writers racing to WriteNew one name, exactly one wins; the others
+// get fs.ErrExist, the name holds the winner's whole content, and no
+// temporary file is left.
+func TestWriteNewOneWinner(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "claim")
+	const writers = 16
+	errs := make(chan error, writers)
+	var wg sync.WaitGroup
+	for i := range writers {
+		wg.Go(func() { errs <- WriteNew(name, []byte(fmt.Sprintf("writer %02d", i)), 0o644) })
+	}
+	wg.Wait()
+	close(errs)
+	won := 0
+	for err := range errs {
+		switch {
+		case err == nil:
+			won++
+		case !errors.Is(err, fs.ErrExist):
+			t.Errorf("a loser's error: %v, want fs.ErrExist", err)
+		}
+	}
+	b, _ := os.ReadFile(name)
+	if won != 1 || !regexp.MustCompile(`^writer \d\d$`).Match(b) {
+		t.Errorf("%d winners, content %q", won, b)
+	}
+	if es, _ := os.ReadDir(dir); len(es) != 1 {
+		t.Errorf("left in the directory: %v", es)
 	}
 }

@@ -2,7 +2,7 @@
 // package may import packages of its own layer or of the layers below,
 // never one above. The layers read from the bottom up: the foundations
 // (hashes, path rules, atomic files, counts in words), the ways bytes
-// move (HTTP, the pack sink), the formats and the Destination's state,
+// move (HTTP, the pack sink, the claims workers share through it), the formats and the Destination's state,
 // the readers and writers of whole packages and dumps, the bridge that
 // fetches packages for the readers, the Destination's restore, sync,
 // follow, and the command line on top.
@@ -15,7 +15,7 @@ var Layers = [][]string{
 	{"finding", "version", "s3", "internal/atomic", "internal/appendlog", "internal/digest", "internal/extsort", "internal/safepath",
 		"internal/zipw", "internal/ziprange", "internal/entryspool", "internal/s3x", "metalink/httpheader",
 		"internal/layers", "sign"},
-	{"internal/httpc", "internal/sink"},
+	{"internal/httpc", "internal/sink", "internal/claim"},
 	{"resourcesync", "metalink", "layout", "deststate"},
 	{"pkgread", "pack", "transfer", "verify", "notify", "serve", "trs", "websub"},
 	{"transfer/pkgfetch"},

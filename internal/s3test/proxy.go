@@ -24,6 +24,12 @@ type Proxy struct {
 	Parts    atomic.Int32
 	BadSums  atomic.Int32
 	Corrupt  atomic.Int32
+	// IgnoreConditions makes the server look like one that does not
+	// honour If-None-Match on PUT: a 412 Precondition Failed is answered
+	// 200 OK (the header is signed, so it cannot be taken off the
+	// request; the object is left as it was, as a client of such a server
+	// cannot tell either).
+	IgnoreConditions atomic.Bool
 }
 
 // NewProxy starts a proxy to s, closed when the test ends.
@@ -31,6 +37,16 @@ func (s *Server) NewProxy(t testing.TB) *Proxy {
 	p := &Proxy{}
 	target, _ := url.Parse(s.Endpoint)
 	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.ModifyResponse = func(resp *http.Response) error {
+		if p.IgnoreConditions.Load() && resp.Request.Method == http.MethodPut && resp.StatusCode == http.StatusPreconditionFailed {
+			resp.Body.Close()
+			resp.StatusCode, resp.Status = http.StatusOK, "200 OK"
+			resp.Body, resp.ContentLength = http.NoBody, 0
+			resp.Header.Set("Content-Length", "0")
+			resp.Header.Set("ETag", `"ignored"`)
+		}
+		return nil
+	}
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.Requests.Add(1)
 		if n := r.URL.Query().Get("partNumber"); n != "" && r.Method == http.MethodPut {

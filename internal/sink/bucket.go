@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"net/http"
 	"strings"
+	"time"
 
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -84,6 +85,53 @@ func (b *Bucket) WriteFile(ctx context.Context, name string, data []byte) error 
 		return fmt.Errorf("%s: %w", b.Loc(name), explain(err))
 	}
 	return nil
+}
+
+// WriteNew writes name with a conditional PUT, If-None-Match: *: the
+// server refuses it (412 Precondition Failed) when the key exists. A 409
+// ConditionalRequestConflict, AWS's answer to a conditional write racing
+// another on the key, is tried again: the next answer says who won.
+func (b *Bucket) WriteNew(ctx context.Context, name string, data []byte) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	sum := sha256.Sum256(data)
+	for try := 0; ; try++ {
+		in := &s3.PutObjectInput{Bucket: &b.bucket, Key: ptr(b.key(name)), Body: bytes.NewReader(data), IfNoneMatch: ptr("*"),
+			ContentLength: ptr(int64(len(data))), ChecksumSHA256: ptr(base64.StdEncoding.EncodeToString(sum[:]))}
+		_, err := b.api.PutObject(ctx, in, payloadHash(sum[:]))
+		switch status := httpStatus(err); {
+		case err == nil:
+			return nil
+		case status == http.StatusPreconditionFailed:
+			return fmt.Errorf("%s: %w", b.Loc(name), fs.ErrExist)
+		case status == http.StatusConflict && try < 5:
+			if err := sleepCtx(ctx, time.Duration(50<<try)*time.Millisecond); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("%s: %w", b.Loc(name), explain(err))
+		}
+	}
+}
+
+func httpStatus(err error) int {
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) {
+		return re.HTTPStatusCode()
+	}
+	return 0
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Open reads name: an object, or the segments of an appended name.

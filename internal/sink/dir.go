@@ -49,6 +49,13 @@ func (d *Dir) WriteFile(_ context.Context, name string, data []byte) error {
 	return atomic.WriteFile(d.Loc(name), data, 0o644)
 }
 
+func (d *Dir) WriteNew(_ context.Context, name string, data []byte) error {
+	if err := d.mkdirFor(name); err != nil {
+		return err
+	}
+	return atomic.WriteNew(d.Loc(name), data, 0o644)
+}
+
 // Append writes at the end of the file and syncs it; a new file's
 // directory entry is synced too.
 func (d *Dir) Append(_ context.Context, name string, data []byte) error {
@@ -106,7 +113,17 @@ func (d *Dir) Stat(_ context.Context, name string) (Info, error) {
 
 func (d *Dir) List(ctx context.Context, prefix string, fn func(Info) error) error {
 	var infos []Info
-	err := filepath.WalkDir(d.dir, func(p string, e fs.DirEntry, err error) error {
+	// Only the directory the prefix names is walked: claims (a directory
+	// of their own) are listed often, and must not cost a walk of every
+	// package.
+	start := d.dir
+	if i := strings.LastIndexByte(prefix, '/'); i > 0 {
+		start = d.Loc(prefix[:i])
+		if _, err := os.Stat(start); errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+	}
+	err := filepath.WalkDir(start, func(p string, e fs.DirEntry, err error) error {
 		if err != nil || e.IsDir() || !e.Type().IsRegular() {
 			return err
 		}
@@ -116,6 +133,9 @@ func (d *Dir) List(ctx context.Context, prefix string, fn func(Info) error) erro
 			return nil
 		}
 		fi, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // removed since the directory was read: a claim's probe
+		}
 		if err != nil {
 			return err
 		}

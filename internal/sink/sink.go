@@ -37,6 +37,12 @@ type Sink interface {
 	Resume(ctx context.Context, name, id string) (File, error)
 	// WriteFile writes name whole, atomically.
 	WriteFile(ctx context.Context, name string, data []byte) error
+	// WriteNew writes name whole, atomically, only when nothing is stored
+	// under it: an error wrapping fs.ErrExist when something is. Of
+	// writers racing for one name exactly one wins (a hard link on disk,
+	// a conditional PUT with If-None-Match: * on S3, where the server
+	// honours it: see internal/claim's Probe).
+	WriteNew(ctx context.Context, name string, data []byte) error
 	// Append adds data at the end of name, durably, creating it if
 	// missing; Open reads back all that was appended. It is for logs such
 	// as the journal, whose cost must not grow with their length: a crash
