@@ -59,6 +59,18 @@ func openOutput(ctx context.Context, loc string) (*output, error) {
 	return o, nil
 }
 
+// openRunOutput opens loc for a run that writes documents: they are
+// recorded for the hub and signed as o says.
+func openRunOutput(ctx context.Context, loc string, o *Options) (*output, error) {
+	out, err := openOutput(ctx, loc)
+	if err != nil {
+		return nil, err
+	}
+	out.track(o)
+	out.signWith(o.Signer)
+	return out, nil
+}
+
 // close removes the run's own scratch directory.
 func (o *output) close() {
 	if o.temp {

@@ -41,22 +41,20 @@ func Pack(ctx context.Context, src, outDir string, opts Options) (*Result, error
 	if err := o.setDefaults(); err != nil {
 		return nil, err
 	}
-	if o.Parts > 0 {
-		return packParts(ctx, src, outDir, o)
-	}
 	// A source that is not there must leave no output directory and no
 	// journal behind.
 	if err := checkSource(src, outDir); err != nil {
 		return nil, err
 	}
+	if o.Parts > 0 {
+		return packParts(ctx, src, outDir, o)
+	}
 	start := time.Now()
-	out, err := openOutput(ctx, outDir)
+	out, err := openRunOutput(ctx, outDir, &o)
 	if err != nil {
 		return nil, err
 	}
 	defer out.close()
-	out.track(&o)
-	out.signWith(o.Signer)
 	at, pinned := o.At.UTC(), !o.At.IsZero()
 	if !pinned {
 		at = start.UTC().Truncate(time.Millisecond)

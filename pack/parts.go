@@ -123,9 +123,6 @@ type PartsReport struct {
 // packParts is a worker of a claimed-parts run: it gets the plan (making
 // it, if no one has), then claims and packs parts until none is left.
 func packParts(ctx context.Context, src, outDir string, o Options) (*Result, error) {
-	if err := checkSource(src, outDir); err != nil {
-		return nil, err
-	}
 	start := time.Now()
 	out, err := openOutput(ctx, outDir)
 	if err != nil {
@@ -172,23 +169,11 @@ func packParts(ctx context.Context, src, outDir string, o Options) (*Result, err
 	})
 	if wrep != nil {
 		rep.Done = wrep.Done
-		for _, r := range wrep.Held {
-			rep.Held = append(rep.Held, fmt.Sprintf("part %d (%s, until %s)", partOf(r.Job), r, r.Until.UTC().Format(time.RFC3339)))
-		}
-		for _, r := range wrep.Left {
-			rep.Left = append(rep.Left, fmt.Sprintf("part %d (%s)", partOf(r.Job), describeLeft(r)))
-		}
+		rep.Held, rep.Left = wrep.Describe(func(job string) string { return fmt.Sprintf("part %d", partOf(job)) })
 	}
 	slices.Sort(rep.Packed)
 	res.Elapsed = time.Since(start)
 	return res, err
-}
-
-func describeLeft(r *claim.Record) string {
-	if r.Failed != "" {
-		return fmt.Sprintf("%s gave it up: %s", r, r.Failed)
-	}
-	return fmt.Sprintf("%s stopped; lease passed at %s", r, r.Until.UTC().Format(time.RFC3339))
 }
 
 // partOf is the part a job names: "shard07of16" is 7.
@@ -237,27 +222,21 @@ func partDone(ctx context.Context, outDir string, o *Options) (bool, error) {
 // that claims the plan job walks the tree; the others wait for its plan,
 // and take the job over if its lease passes first.
 func getPlan(ctx context.Context, board *claim.Board, out *output, src, outDir string, o *Options, rep *PartsReport) (*partPlan, error) {
-	poll := min(time.Second, max(board.Lease/10, 50*time.Millisecond))
-	for {
+	pl, err := claim.Once(ctx, board, planJob, func() (*partPlan, error) {
 		pl, err := readPlan(out)
 		if err != nil || pl != nil {
 			return pl, checkPlan(out, pl, o, err)
 		}
-		h, err := board.Take(ctx, planJob, nil)
-		switch {
-		case err == nil:
-			rep.Planned = true
-			return makePlan(ctx, h, out, src, outDir, o)
-		case errors.Is(err, claim.ErrDone):
-			// Planned, and the plan removed since: a merge ended the run.
-			return nil, fmt.Errorf("%s: the parts were planned, and the plan is gone (a merge removed it?): remove %s to pack again", out.Loc(partsName), out.Loc(claimsDir))
-		case !errors.Is(err, claim.ErrHeld):
-			return nil, err
-		}
-		if err := sleep(ctx, poll); err != nil {
-			return nil, err
-		}
+		return nil, nil
+	}, func(h *claim.Held) (*partPlan, error) {
+		rep.Planned = true
+		return makePlan(ctx, h, out, src, outDir, o)
+	})
+	if errors.Is(err, claim.ErrGone) {
+		// Planned, and the plan removed since: a merge ended the run.
+		return nil, fmt.Errorf("%s: the parts were planned, and the plan is gone (a merge removed it?): remove %s to pack again", out.Loc(partsName), out.Loc(claimsDir))
 	}
+	return pl, err
 }
 
 // checkPlan refuses a plan made with other options than this worker's.
@@ -408,17 +387,6 @@ func (c *cutter) bounds() []string {
 	return out
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // checkParts refuses a merge while a part of the plan is not done,
 // naming each such part and its claim: unclaimed, held by a worker (its
 // lease running), or left by one that stopped or gave it up.
@@ -438,15 +406,9 @@ func checkParts(ctx context.Context, out *output, pl *partPlan, o *Options) erro
 		if st != nil && st.Done {
 			continue
 		}
-		why := "unclaimed"
-		if st != nil {
-			if err := board.Read(ctx, st); err != nil {
-				return err
-			}
-			why = "held by " + st.Last.String() + ", lease until " + st.Last.Until.UTC().Format(time.RFC3339)
-			if !time.Now().Before(st.Last.Until) {
-				why = describeLeft(st.Last)
-			}
+		why, err := board.NotDone(ctx, st)
+		if err != nil {
+			return err
 		}
 		notDone = append(notDone, fmt.Sprintf("part %d (%s)", p, why))
 	}

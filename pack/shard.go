@@ -222,13 +222,11 @@ func Merge(ctx context.Context, outDir string, opts Options) (*Result, error) {
 		return nil, err
 	}
 	start := time.Now()
-	out, err := openOutput(ctx, outDir)
+	out, err := openRunOutput(ctx, outDir, &o)
 	if err != nil {
 		return nil, err
 	}
 	defer out.close()
-	out.track(&o)
-	out.signWith(o.Signer)
 	pl, err := readPlan(out)
 	if err != nil {
 		return nil, err

@@ -69,24 +69,13 @@ func (u *unpacker) rebaseDump(ctx context.Context, d *pkgread.Dump, claims []cla
 	if err := u.startRebase(ctx); err != nil {
 		return err
 	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(u.opts.Jobs)
-	var failed sync.Map
-	for i, ref := range d.Packages {
-		g.Go(func() error {
-			out, err := u.rebasePackage(gctx, ref, claims[i])
-			if err == nil && !out.ok {
-				failed.Store(ref.Loc, true)
-			}
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
+	allOK, err := u.applyAll(ctx, d, claims, u.rebasePackage)
+	if err != nil {
 		return err
 	}
 	s := u.state()
 	s.Pending = false
-	if !anyStored(&failed) && u.complete() {
+	if allOK && u.complete() {
 		if err := u.finishRebase(ctx, &s); err != nil {
 			return err
 		}

@@ -120,19 +120,11 @@ func Work(ctx context.Context, source, dir string, opts Options) (*Result, error
 		return nil, err
 	}
 	opts.Command = cmp.Or(opts.Command, "unpack --shard")
-	u, err := start(dir, opts)
+	u, d, board, store, err := startSharded(ctx, source, dir, opts)
 	if err != nil {
 		return nil, err
 	}
 	defer u.dest.close()
-	d, err := u.loadSharded(ctx, source)
-	if err != nil {
-		return nil, err
-	}
-	board, store, err := u.board()
-	if err != nil {
-		return nil, err
-	}
 	rep := &ShardsReport{Packages: len(d.Packages)}
 	pl, err := u.getRestorePlan(ctx, board, store, d, rep)
 	if err != nil {
@@ -169,6 +161,26 @@ func workerName(s *ShardOptions) string {
 	return fmt.Sprintf("k%d-%s-%d", s.K, cmp.Or(host, "host"), os.Getpid())
 }
 
+// startSharded opens dir for a worker or the merge of a sharded restore
+// of source: the tree, the dump, the board and the store of the claims.
+// The caller closes u.dest.
+func startSharded(ctx context.Context, source, dir string, opts Options) (*unpacker, *pkgread.Dump, *claim.Board, *sink.Dir, error) {
+	u, err := start(dir, opts)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	d, err := u.loadSharded(ctx, source)
+	if err == nil {
+		var board *claim.Board
+		var store *sink.Dir
+		if board, store, err = u.board(); err == nil {
+			return u, d, board, store, nil
+		}
+	}
+	u.dest.close()
+	return nil, nil, nil, nil, err
+}
+
 // loadSharded reads the dump a sharded restore or its merge applies: a
 // Resource Dump, with at least one package.
 func (u *unpacker) loadSharded(ctx context.Context, source string) (*pkgread.Dump, error) {
@@ -202,26 +214,20 @@ func (u *unpacker) board() (*claim.Board, *sink.Dir, error) {
 // getRestorePlan reads the plan, or makes it when no worker has: the
 // others wait for it, and take the job over if its lease passes first.
 func (u *unpacker) getRestorePlan(ctx context.Context, board *claim.Board, store *sink.Dir, d *pkgread.Dump, rep *ShardsReport) (*restorePlan, error) {
-	poll := min(time.Second, max(board.Lease/10, 50*time.Millisecond))
-	for {
+	pl, err := claim.Once(ctx, board, restorePlanJob, func() (*restorePlan, error) {
 		pl, err := readRestorePlan(store)
 		if err != nil || pl != nil {
 			return pl, checkRestorePlan(store, pl, d, err)
 		}
-		h, err := board.Take(ctx, restorePlanJob, nil)
-		switch {
-		case err == nil:
-			rep.Planned = true
-			return u.makeRestorePlan(ctx, h, store, d)
-		case errors.Is(err, claim.ErrDone):
-			return nil, fmt.Errorf("%s: the restore was planned, and the plan is gone: remove %s to restore again", store.Loc(restorePlanName), store.Loc(restoreClaims))
-		case !errors.Is(err, claim.ErrHeld):
-			return nil, err
-		}
-		if err := sleepCtx(ctx, poll); err != nil {
-			return nil, err
-		}
+		return nil, nil
+	}, func(h *claim.Held) (*restorePlan, error) {
+		rep.Planned = true
+		return u.makeRestorePlan(ctx, h, store, d)
+	})
+	if errors.Is(err, claim.ErrGone) {
+		return nil, fmt.Errorf("%s: the restore was planned, and the plan is gone: remove %s to restore again", store.Loc(restorePlanName), store.Loc(restoreClaims))
 	}
+	return pl, err
 }
 
 func readRestorePlan(store *sink.Dir) (*restorePlan, error) {
@@ -360,21 +366,9 @@ func (u *unpacker) restoreShards(ctx context.Context, board *claim.Board, d *pkg
 	rep.Restored = restored
 	if wrep != nil {
 		rep.Done = wrep.Done
-		for _, r := range wrep.Held {
-			rep.Held = append(rep.Held, fmt.Sprintf("%s (%s, until %s)", d.Packages[jobPkg(r.Job)].Loc, r, r.Until.UTC().Format(time.RFC3339)))
-		}
-		for _, r := range wrep.Left {
-			rep.Left = append(rep.Left, fmt.Sprintf("%s (%s)", d.Packages[jobPkg(r.Job)].Loc, describeLeft(r)))
-		}
+		rep.Held, rep.Left = wrep.Describe(func(job string) string { return d.Packages[jobPkg(job)].Loc })
 	}
 	return err
-}
-
-func describeLeft(r *claim.Record) string {
-	if r.Failed != "" {
-		return fmt.Sprintf("%s gave it up: %s", r, r.Failed)
-	}
-	return fmt.Sprintf("%s stopped; lease passed at %s", r, r.Until.UTC().Format(time.RFC3339))
 }
 
 // MergeShards ends a sharded restore of source into dir, once every
@@ -389,19 +383,11 @@ func MergeShards(ctx context.Context, source, dir string, opts Options) (*Result
 		return nil, err
 	}
 	opts.Command = cmp.Or(opts.Command, "unpack --merge")
-	u, err := start(dir, opts)
+	u, d, board, store, err := startSharded(ctx, source, dir, opts)
 	if err != nil {
 		return nil, err
 	}
 	defer u.dest.close()
-	d, err := u.loadSharded(ctx, source)
-	if err != nil {
-		return nil, err
-	}
-	board, store, err := u.board()
-	if err != nil {
-		return nil, err
-	}
 	pl, err := readRestorePlan(store)
 	if err == nil && pl == nil {
 		err = fmt.Errorf("%s: no sharded restore in %s (no %s)", source, u.dest.dir, store.Loc(restorePlanName))
@@ -461,15 +447,9 @@ func checkRestored(ctx context.Context, board *claim.Board, d *pkgread.Dump) err
 		if st != nil && st.Done {
 			continue
 		}
-		why := "unclaimed"
-		if st != nil {
-			if err := board.Read(ctx, st); err != nil {
-				return err
-			}
-			why = "held by " + st.Last.String() + ", lease until " + st.Last.Until.UTC().Format(time.RFC3339)
-			if !time.Now().Before(st.Last.Until) {
-				why = describeLeft(st.Last)
-			}
+		why, err := board.NotDone(ctx, st)
+		if err != nil {
+			return err
 		}
 		e.NotDone = append(e.NotDone, fmt.Sprintf("%s (%s)", ref.Loc, why))
 	}
@@ -477,15 +457,4 @@ func checkRestored(ctx context.Context, board *claim.Board, d *pkgread.Dump) err
 		return e
 	}
 	return nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -427,25 +427,14 @@ func (u *unpacker) resourceDump(ctx context.Context, d *pkgread.Dump) error {
 	if u.rebase != nil {
 		return u.rebaseDump(ctx, d, claims, surveyed)
 	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(u.opts.Jobs)
-	var failed sync.Map
 	pkgread.Announce(d.Packages, u.opts.Events)
-	for i, ref := range d.Packages {
-		g.Go(func() error {
-			out, err := u.unpackPackage(gctx, ref, claims[i])
-			if err == nil && !out.ok {
-				failed.Store(ref.Loc, true)
-			}
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
+	allOK, err := u.applyAll(ctx, d, claims, u.unpackPackage)
+	if err != nil {
 		return err
 	}
 	s := u.state()
 	s.Pending = false
-	if !anyStored(&failed) && u.rep.Counts().Problems() == 0 {
+	if allOK && u.rep.Counts().Problems() == 0 {
 		s.ResourceDumpAt, s.ChangeDumpUntil, s.Source = d.Header.MD.At, time.Time{}, d.Source
 	}
 	return u.finishState(s)
@@ -462,10 +451,24 @@ func (u *unpacker) finishState(s deststate.State) error {
 	return u.saveState(s)
 }
 
-func anyStored(m *sync.Map) bool {
-	found := false
-	m.Range(func(any, any) bool { found = true; return false })
-	return found
+// applyAll applies each package of d with apply, u.opts.Jobs at once,
+// and says whether every one applied without a problem; the first error
+// stops the others.
+func (u *unpacker) applyAll(ctx context.Context, d *pkgread.Dump, claims []claimed, apply func(context.Context, pkgread.PackageRef, claimed) (outcome, error)) (bool, error) {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(u.opts.Jobs)
+	var failed atomic.Bool
+	for i, ref := range d.Packages {
+		g.Go(func() error {
+			out, err := apply(gctx, ref, claims[i])
+			if err == nil && !out.ok {
+				failed.Store(true)
+			}
+			return err
+		})
+	}
+	err := g.Wait()
+	return !failed.Load(), err
 }
 
 // markPending records, before a run first changes the tree, that a run

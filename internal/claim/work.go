@@ -7,6 +7,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/rsdump/rsdump/internal/pause"
 )
 
 // WorkOptions say how Work goes through the jobs.
@@ -107,7 +109,7 @@ func (w *worker) run(ctx context.Context, jobs []string) error {
 		if took == 0 {
 			// Every candidate was taken by others since the listing: list
 			// again only once they may have finished or let go.
-			if err := sleep(ctx, 100*time.Millisecond); err != nil {
+			if err := pause.For(ctx, 100*time.Millisecond); err != nil {
 				return err
 			}
 		}
@@ -231,15 +233,4 @@ func (w *worker) finish(ctx context.Context, jobs []string) error {
 	}
 	sort.Slice(w.rep.Held, func(i, j int) bool { return w.rep.Held[i].Job < w.rep.Held[j].Job })
 	return nil
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/rsdump/rsdump/internal/pause"
 	"github.com/rsdump/rsdump/internal/s3x"
 	rs3 "github.com/rsdump/rsdump/s3"
 )
@@ -106,7 +107,7 @@ func (b *Bucket) WriteNew(ctx context.Context, name string, data []byte) error {
 		case status == http.StatusPreconditionFailed:
 			return fmt.Errorf("%s: %w", b.Loc(name), fs.ErrExist)
 		case status == http.StatusConflict && try < 5:
-			if err := sleepCtx(ctx, time.Duration(50<<try)*time.Millisecond); err != nil {
+			if err := pause.For(ctx, time.Duration(50<<try)*time.Millisecond); err != nil {
 				return err
 			}
 		default:
@@ -121,17 +122,6 @@ func httpStatus(err error) int {
 		return re.HTTPStatusCode()
 	}
 	return 0
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // Open reads name: an object, or the segments of an appended name.
