@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/internal/opt"
 	"github.com/rsdump/rsdump/replica"
 	"github.com/rsdump/rsdump/resourcesync"
 )
@@ -148,24 +149,14 @@ func Follow(ctx context.Context, source resourcesync.Location, dir string, o Opt
 }
 
 func (o Options) withDefaults() Options {
-	if o.Poll <= 0 {
-		o.Poll = DefaultPoll
-	}
+	opt.Default(&o.Poll, DefaultPoll)
 	if o.CallbackAddr == "" {
 		o.CallbackAddr = DefaultCallbackAddr
 	}
-	if o.VerifyWait <= 0 {
-		o.VerifyWait = DefaultVerifyWait
-	}
-	if o.Retry <= 0 {
-		o.Retry = DefaultRetry
-	}
-	if o.MaxRetry <= 0 {
-		o.MaxRetry = max(DefaultMaxRetry, o.Retry)
-	}
-	if o.MinRenew <= 0 {
-		o.MinRenew = DefaultMinRenew
-	}
+	opt.Default(&o.VerifyWait, DefaultVerifyWait)
+	opt.Default(&o.Retry, DefaultRetry)
+	opt.Default(&o.MaxRetry, max(DefaultMaxRetry, o.Retry))
+	opt.Default(&o.MinRenew, DefaultMinRenew)
 	if o.Client == nil {
 		o.Client = o.Sync.Client
 	}

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/internal/opt"
 )
 
 // Mirror is one URL a file can be fetched from.
@@ -133,33 +134,18 @@ const (
 )
 
 func (o Options) withDefaults() Options {
-	def := func(v *int, d int) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	def(&o.Connections, defaultConnections)
-	def(&o.PerMirror, defaultPerMirror)
-	def(&o.Files, defaultFiles)
-	def(&o.MaxFailures, defaultMaxFailures)
-	if o.StallTimeout <= 0 {
-		o.StallTimeout = defaultStall
-	}
-	if o.RangeSize <= 0 {
-		o.RangeSize = defaultRangeSize
-	}
-	if o.SaveInterval <= 0 {
-		o.SaveInterval = defaultSave
-	}
-	if o.HeldWindow <= 0 {
-		o.HeldWindow = 32 << 20
-	}
+	opt.Default(&o.Connections, defaultConnections)
+	opt.Default(&o.PerMirror, defaultPerMirror)
+	opt.Default(&o.Files, defaultFiles)
+	opt.Default(&o.MaxFailures, defaultMaxFailures)
+	opt.Default(&o.StallTimeout, defaultStall)
+	opt.Default(&o.RangeSize, defaultRangeSize)
+	opt.Default(&o.SaveInterval, defaultSave)
+	opt.Default(&o.HeldWindow, 32<<20)
 	if o.MinSpeed == 0 {
 		o.MinSpeed = defaultMinSpeed
 	}
-	if o.MinSpeedWindow <= 0 {
-		o.MinSpeedWindow = defaultSpeedWindow
-	}
+	opt.Default(&o.MinSpeedWindow, defaultSpeedWindow)
 	if o.Events == nil {
 		o.Events = func(finding.Event) {}
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/internal/httpc"
+	"github.com/rsdump/rsdump/internal/opt"
 	"github.com/rsdump/rsdump/metalink/httpheader"
 )
 
@@ -73,15 +74,9 @@ const (
 var ErrWalkBound = errors.New("stopped at a bound of the walk")
 
 func (l Limits) withDefaults() Limits {
-	if l.Segments <= 0 {
-		l.Segments = DefaultSegments
-	}
-	if l.Pages <= 0 {
-		l.Pages = DefaultPages
-	}
-	if l.Time <= 0 {
-		l.Time = DefaultWalkTime
-	}
+	opt.Default(&l.Segments, DefaultSegments)
+	opt.Default(&l.Pages, DefaultPages)
+	opt.Default(&l.Time, DefaultWalkTime)
 	return l
 }
 

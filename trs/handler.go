@@ -24,6 +24,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/rsdump/rsdump/internal/opt"
 )
 
 // Defaults of Options, and the most either size may be.
@@ -74,12 +76,8 @@ func New(opts Options) (*Handler, error) {
 	if opts.Keep < 0 {
 		return nil, fmt.Errorf("trs: keep %d: must not be negative", opts.Keep)
 	}
-	if opts.PageSize <= 0 {
-		opts.PageSize = DefaultPageSize
-	}
-	if opts.SegmentSize <= 0 {
-		opts.SegmentSize = DefaultSegmentSize
-	}
+	opt.Default(&opts.PageSize, DefaultPageSize)
+	opt.Default(&opts.SegmentSize, DefaultSegmentSize)
 	opts.PageSize, opts.SegmentSize = min(opts.PageSize, MaxSize), min(opts.SegmentSize, MaxSize)
 	opts.Path = "/" + strings.Trim(opts.Path, "/")
 	return &Handler{opts: opts, src: source{open: opts.Open, keep: int64(opts.Keep), segment: int64(opts.SegmentSize)}}, nil

@@ -59,6 +59,7 @@ import (
 
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/httpc"
+	"github.com/rsdump/rsdump/internal/opt"
 )
 
 // Defaults of Options.
@@ -242,37 +243,20 @@ func New(opts Options) (*Hub, error) {
 }
 
 func withDefaults(o Options) Options {
-	def := func(v *time.Duration, d time.Duration) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	def(&o.Lease, DefaultLease)
-	def(&o.MinLease, DefaultMinLease)
-	def(&o.MaxLease, DefaultMaxLease)
-	def(&o.RetryWait, DefaultRetryWait)
-	def(&o.RetryTime, DefaultRetryTime)
-	def(&o.Timeout, DefaultTimeout)
+	opt.Default(&o.Lease, DefaultLease)
+	opt.Default(&o.MinLease, DefaultMinLease)
+	opt.Default(&o.MaxLease, DefaultMaxLease)
+	opt.Default(&o.RetryWait, DefaultRetryWait)
+	opt.Default(&o.RetryTime, DefaultRetryTime)
+	opt.Default(&o.Timeout, DefaultTimeout)
 	o.MaxLease = max(o.MaxLease, o.MinLease)
 	o.Lease = min(max(o.Lease, o.MinLease), o.MaxLease)
-	if o.Attempts <= 0 {
-		o.Attempts = DefaultAttempts
-	}
-	if o.MaxContent <= 0 {
-		o.MaxContent = DefaultMaxContent
-	}
-	if o.Concurrency <= 0 {
-		o.Concurrency = DefaultConcurrency
-	}
-	if o.Deliveries <= 0 {
-		o.Deliveries = DefaultDeliveries
-	}
-	if o.MaxKept <= 0 {
-		o.MaxKept = DefaultMaxKept
-	}
-	if o.MaxSubscriptions <= 0 {
-		o.MaxSubscriptions = DefaultMaxSubscriptions
-	}
+	opt.Default(&o.Attempts, DefaultAttempts)
+	opt.Default(&o.MaxContent, DefaultMaxContent)
+	opt.Default(&o.Concurrency, DefaultConcurrency)
+	opt.Default(&o.Deliveries, DefaultDeliveries)
+	opt.Default(&o.MaxKept, DefaultMaxKept)
+	opt.Default(&o.MaxSubscriptions, DefaultMaxSubscriptions)
 	if o.Now == nil {
 		o.Now = time.Now
 	}

@@ -27,6 +27,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rsdump/rsdump/internal/opt"
 	"github.com/rsdump/rsdump/internal/s3x"
 	"github.com/rsdump/rsdump/s3"
 	"github.com/rsdump/rsdump/version"
@@ -96,26 +97,15 @@ const (
 )
 
 func (o Options) withDefaults() Options {
-	def := func(v *time.Duration, d time.Duration) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	def(&o.ConnectTimeout, DefaultConnectTimeout)
-	def(&o.TLSHandshakeTimeout, DefaultTLSHandshakeTimeout)
-	def(&o.ResponseHeaderTimeout, DefaultHeaderTimeout)
-	def(&o.StallTimeout, DefaultStallTimeout)
-	def(&o.MinSpeedWindow, DefaultMinSpeedWindow)
-	def(&o.IdleConnTimeout, 90*time.Second)
-	if o.MaxIdleConns <= 0 {
-		o.MaxIdleConns = 100
-	}
-	if o.MaxIdleConnsPerHost <= 0 {
-		o.MaxIdleConnsPerHost = max(4, runtime.GOMAXPROCS(0)) // verify reads GOMAXPROCS packages at once
-	}
-	if o.MaxRedirects <= 0 {
-		o.MaxRedirects = DefaultMaxRedirects
-	}
+	opt.Default(&o.ConnectTimeout, DefaultConnectTimeout)
+	opt.Default(&o.TLSHandshakeTimeout, DefaultTLSHandshakeTimeout)
+	opt.Default(&o.ResponseHeaderTimeout, DefaultHeaderTimeout)
+	opt.Default(&o.StallTimeout, DefaultStallTimeout)
+	opt.Default(&o.MinSpeedWindow, DefaultMinSpeedWindow)
+	opt.Default(&o.IdleConnTimeout, 90*time.Second)
+	opt.Default(&o.MaxIdleConns, 100)
+	opt.Default(&o.MaxIdleConnsPerHost, max(4, runtime.GOMAXPROCS(0))) // verify reads GOMAXPROCS packages at once
+	opt.Default(&o.MaxRedirects, DefaultMaxRedirects)
 	return o
 }
 

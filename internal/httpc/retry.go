@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/internal/opt"
 )
 
 // Retry bounds the attempts of a fetch that failed for a reason that
@@ -42,18 +43,10 @@ const (
 )
 
 func (r Retry) withDefaults() Retry {
-	if r.Attempts <= 0 {
-		r.Attempts = DefaultAttempts
-	}
-	if r.Base <= 0 {
-		r.Base = DefaultRetryBase
-	}
-	if r.MaxWait <= 0 {
-		r.MaxWait = DefaultRetryMaxWait
-	}
-	if r.MaxTime <= 0 {
-		r.MaxTime = DefaultRetryMaxTime
-	}
+	opt.Default(&r.Attempts, DefaultAttempts)
+	opt.Default(&r.Base, DefaultRetryBase)
+	opt.Default(&r.MaxWait, DefaultRetryMaxWait)
+	opt.Default(&r.MaxTime, DefaultRetryMaxTime)
 	return r
 }
 
