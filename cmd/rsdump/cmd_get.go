@@ -93,16 +93,9 @@ func runGet(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.StringVar(&f.layout, "layout", "url", "with --unpack: place bitstreams by `LAYOUT` url (relative to --base-url) or path (the manifest path)")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress and no summary")
 	fs.BoolVar(&f.json, "json", false, "print a machine-readable summary per file on stdout")
-	withS3 := s3Flag(fs)
-	withTrust := trustFlag(fs)
-	if err := parse(fs, args, getHelp, stdout); err != nil {
-		return err
-	}
-	ctx, err := withS3(ctx, append(fs.Args(), f.baseURL)...)
+	parseReading := readerFlags(fs)
+	ctx, err := parseReading(ctx, args, getHelp, stdout, &f.baseURL)
 	if err != nil {
-		return err
-	}
-	if ctx, err = withTrust(ctx); err != nil {
 		return err
 	}
 	opts, err := f.options(fs.Args())

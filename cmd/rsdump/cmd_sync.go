@@ -179,22 +179,15 @@ func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.DurationVar(&f.poll, "poll", follow.DefaultPoll, "with --follow: sync anyway after `DURATION` without a notification")
 	fs.DurationVar(&f.lease, "lease", 0, "with --follow: the subscription lease to ask the hub for (default: the hub's)")
 	f.register(fs)
-	withS3 := s3Flag(fs)
-	withTrust := trustFlag(fs)
-	if err := parse(fs, args, syncHelp, stdout); err != nil {
+	parseReading := readerFlags(fs)
+	ctx, err := parseReading(ctx, args, syncHelp, stdout, &f.baseURL)
+	if err != nil {
 		return err
 	}
 	for _, name := range []string{"callback-addr", "callback-url", "poll", "lease"} {
 		if fs.Changed(name) {
 			f.followOnly = append(f.followOnly, "--"+name)
 		}
-	}
-	ctx, err := withS3(ctx, append(fs.Args(), f.baseURL)...)
-	if err != nil {
-		return err
-	}
-	if ctx, err = withTrust(ctx); err != nil {
-		return err
 	}
 	source, err := f.check(fs.Args())
 	if err != nil {

@@ -145,16 +145,9 @@ func runUnpack(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	f.sh.register(fs, "restoring the packages of DUMP it claims in DIR, shared with the other workers; then --merge")
 	fs.BoolVar(&f.merge, "merge", false, "end a sharded restore of DUMP into DIR: check every package was restored, record DIR's state")
 	f.register(fs)
-	withS3 := s3Flag(fs)
-	withTrust := trustFlag(fs)
-	if err := parse(fs, args, unpackHelp, stdout); err != nil {
-		return err
-	}
-	ctx, err := withS3(ctx, append(fs.Args(), f.baseURL)...)
+	parseReading := readerFlags(fs)
+	ctx, err := parseReading(ctx, args, unpackHelp, stdout, &f.baseURL)
 	if err != nil {
-		return err
-	}
-	if ctx, err = withTrust(ctx); err != nil {
 		return err
 	}
 	opts, err := f.options(fs.Args())

@@ -88,16 +88,9 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&f.layout, "layout", "url", "with --tree: where files are, by `url` (relative to --base-url) or manifest path")
 	fs.Float64Var(&f.maxRatio, "max-ratio", pkgread.DefaultMaxRatio, "refuse entries that inflate more than `N` times their compressed size")
 	fs.IntVarP(&f.jobs, "jobs", "j", 0, "packages verified at once (default: number of CPUs)")
-	withS3 := s3Flag(fs)
-	withTrust := trustFlag(fs)
-	if err := parse(fs, args, verifyHelp, stdout); err != nil {
-		return err
-	}
-	ctx, err := withS3(ctx, append(fs.Args(), f.against)...)
+	parseReading := readerFlags(fs)
+	ctx, err := parseReading(ctx, args, verifyHelp, stdout, &f.against)
 	if err != nil {
-		return err
-	}
-	if ctx, err = withTrust(ctx); err != nil {
 		return err
 	}
 	if err := f.check(fs.Args()); err != nil {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"io"
+	"slices"
 
 	"github.com/spf13/pflag"
 
@@ -25,6 +27,29 @@ func s3Flag(fs *pflag.FlagSet) func(ctx context.Context, given ...string) (conte
 			return ctx, usagef("--s3-endpoint: %v", err)
 		}
 		return s3.WithConfig(ctx, s3.Config{Endpoint: endpoint}), nil
+	}
+}
+
+// readerFlags registers the flags of the commands that read a Source's
+// documents (get, sync, unpack, verify): --s3-endpoint and --trust. What
+// it returns parses args, then grants S3 access to the arguments and to
+// the flag values urls point at, and puts the trusted keys into ctx.
+func readerFlags(fs *pflag.FlagSet) func(ctx context.Context, args []string, help string, stdout io.Writer, urls ...*string) (context.Context, error) {
+	withS3 := s3Flag(fs)
+	withTrust := trustFlag(fs)
+	return func(ctx context.Context, args []string, help string, stdout io.Writer, urls ...*string) (context.Context, error) {
+		if err := parse(fs, args, help, stdout); err != nil {
+			return ctx, err
+		}
+		given := slices.Clone(fs.Args())
+		for _, u := range urls {
+			given = append(given, *u)
+		}
+		ctx, err := withS3(ctx, given...)
+		if err != nil {
+			return ctx, err
+		}
+		return withTrust(ctx)
 	}
 }
 
