@@ -222,16 +222,12 @@ func partDone(ctx context.Context, outDir string, o *Options) (bool, error) {
 // that claims the plan job walks the tree; the others wait for its plan,
 // and take the job over if its lease passes first.
 func getPlan(ctx context.Context, board *claim.Board, out *output, src, outDir string, o *Options, rep *PartsReport) (*partPlan, error) {
-	pl, err := claim.Once(ctx, board, planJob, func() (*partPlan, error) {
-		pl, err := readPlan(out)
-		if err != nil || pl != nil {
-			return pl, checkPlan(out, pl, o, err)
-		}
-		return nil, nil
-	}, func(h *claim.Held) (*partPlan, error) {
-		rep.Planned = true
-		return makePlan(ctx, h, out, src, outDir, o)
-	})
+	pl, err := claim.Once(ctx, board, planJob, func() (*partPlan, error) { return readPlan(out) },
+		func(pl *partPlan) error { return checkPlan(out, pl, o, nil) },
+		func(h *claim.Held) (*partPlan, error) {
+			rep.Planned = true
+			return makePlan(ctx, h, out, src, outDir, o)
+		})
 	if errors.Is(err, claim.ErrGone) {
 		// Planned, and the plan removed since: a merge ended the run.
 		return nil, fmt.Errorf("%s: the parts were planned, and the plan is gone (a merge removed it?): remove %s to pack again", out.Loc(partsName), out.Loc(claimsDir))

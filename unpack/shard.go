@@ -214,16 +214,12 @@ func (u *unpacker) board() (*claim.Board, *sink.Dir, error) {
 // getRestorePlan reads the plan, or makes it when no worker has: the
 // others wait for it, and take the job over if its lease passes first.
 func (u *unpacker) getRestorePlan(ctx context.Context, board *claim.Board, store *sink.Dir, d *pkgread.Dump, rep *ShardsReport) (*restorePlan, error) {
-	pl, err := claim.Once(ctx, board, restorePlanJob, func() (*restorePlan, error) {
-		pl, err := readRestorePlan(store)
-		if err != nil || pl != nil {
-			return pl, checkRestorePlan(store, pl, d, err)
-		}
-		return nil, nil
-	}, func(h *claim.Held) (*restorePlan, error) {
-		rep.Planned = true
-		return u.makeRestorePlan(ctx, h, store, d)
-	})
+	pl, err := claim.Once(ctx, board, restorePlanJob, func() (*restorePlan, error) { return readRestorePlan(store) },
+		func(pl *restorePlan) error { return checkRestorePlan(store, pl, d, nil) },
+		func(h *claim.Held) (*restorePlan, error) {
+			rep.Planned = true
+			return u.makeRestorePlan(ctx, h, store, d)
+		})
 	if errors.Is(err, claim.ErrGone) {
 		return nil, fmt.Errorf("%s: the restore was planned, and the plan is gone: remove %s to restore again", store.Loc(restorePlanName), store.Loc(restoreClaims))
 	}

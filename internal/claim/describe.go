@@ -18,13 +18,18 @@ var ErrGone = errors.New("the job is done and what it made is gone")
 // makes under job's claim: of the workers calling Once, the first to
 // claim job makes it (the plan of a sharded run); the others poll read
 // until it is there, and take the job over if its maker's lease passes
-// first. read returns nil, nil for "not there yet".
-func Once[T any](ctx context.Context, b *Board, job string, read func() (*T, error), make func(*Held) (*T, error)) (*T, error) {
+// first. read returns nil, nil for "not there yet"; check refuses what
+// read found when another run made it (with other options, of another
+// dump).
+func Once[T any](ctx context.Context, b *Board, job string, read func() (*T, error), check func(*T) error, make func(*Held) (*T, error)) (*T, error) {
 	poll := min(time.Second, max(b.Lease/10, 50*time.Millisecond))
 	for {
 		v, err := read()
-		if err != nil || v != nil {
-			return v, err
+		if err != nil {
+			return nil, err
+		}
+		if v != nil {
+			return v, check(v)
 		}
 		h, err := b.Take(ctx, job, nil)
 		switch {
