@@ -117,12 +117,18 @@ func (d *decoder) dropV3(name string) {
 }
 
 func (d *decoder) files3(m *Metalink) error {
+	return d.only3("files", "file", func(t xml.StartElement) error { return d.file3(t, m) })
+}
+
+// only3 reads the children of a Metalink 3 element that holds one kind
+// of child (files, resources): each other one is dropped with a warning.
+func (d *decoder) only3(parent, child string, each func(xml.StartElement) error) error {
 	return d.children(NamespaceV3, nil, func(t xml.StartElement) error {
-		if t.Name.Local != "file" {
-			d.dropV3("files/" + t.Name.Local)
+		if t.Name.Local != child {
+			d.dropV3(parent + "/" + t.Name.Local)
 			return d.skip()
 		}
-		return d.file3(t, m)
+		return each(t)
 	})
 }
 
@@ -178,13 +184,7 @@ func (d *decoder) verification3(f *File) error {
 }
 
 func (d *decoder) resources3(f *File) error {
-	return d.children(NamespaceV3, nil, func(c xml.StartElement) error {
-		if c.Name.Local != "url" {
-			d.dropV3("resources/" + c.Name.Local)
-			return d.skip()
-		}
-		return d.url3(c, f)
-	})
+	return d.only3("resources", "url", func(c xml.StartElement) error { return d.url3(c, f) })
 }
 
 func (d *decoder) url3(t xml.StartElement, f *File) error {

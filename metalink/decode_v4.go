@@ -306,18 +306,13 @@ func lowerHex(s, alg string) (string, bool) {
 func (d *decoder) url4(t xml.StartElement, f *File) error {
 	ref := elemRef{"url", len(f.URLs) + 1, ""}
 	u := URL{}
-	d.attrs(t, ref, func(n, v string) bool {
-		switch n {
-		case "location":
-			u.Location = d.location(v, ref)
-		case "priority":
-			u.Priority = d.priority(v, ref)
-		default:
+	s, err := d.link4(t, ref, &u.Priority, func(n, v string) bool {
+		if n != "location" {
 			return false
 		}
+		u.Location = d.location(v, ref)
 		return true
 	})
-	s, err := d.readIRI(ref)
 	u.URL = s
 	f.URLs = append(f.URLs, u)
 	return err
@@ -326,23 +321,33 @@ func (d *decoder) url4(t xml.StartElement, f *File) error {
 func (d *decoder) metaurl4(t xml.StartElement, f *File) error {
 	ref := elemRef{"metaurl", len(f.MetaURLs) + 1, ""}
 	u := MetaURL{}
-	d.attrs(t, ref, func(n, v string) bool {
+	s, err := d.link4(t, ref, &u.Priority, func(n, v string) bool {
 		switch n {
 		case "mediatype":
 			u.MediaType = v
 		case "name":
 			u.Name = v
-		case "priority":
-			u.Priority = d.priority(v, ref)
 		default:
 			return false
 		}
 		return true
 	})
-	s, err := d.readIRI(ref)
 	u.URL = s
 	f.MetaURLs = append(f.MetaURLs, u)
 	return err
+}
+
+// link4 reads a url or metaurl element: the priority both carry, the
+// attributes own takes (it says whether it knew n), and the IRI.
+func (d *decoder) link4(t xml.StartElement, ref elemRef, priority *int, own func(n, v string) bool) (string, error) {
+	d.attrs(t, ref, func(n, v string) bool {
+		if n == "priority" {
+			*priority = d.priority(v, ref)
+			return true
+		}
+		return own(n, v)
+	})
+	return d.readIRI(ref)
 }
 
 // priority parses a url or metaurl priority. An invalid one only orders
