@@ -186,13 +186,11 @@ func (d *decoder) fail(format string, args ...any) {
 }
 
 func (d *decoder) byte() byte {
-	if len(d.b) == 0 {
-		d.fail("cut short")
+	p := d.take(1)
+	if p == nil {
 		return 0
 	}
-	c := d.b[0]
-	d.b = d.b[1:]
-	return c
+	return p[0]
 }
 
 func (d *decoder) flag() bool {
@@ -207,20 +205,15 @@ func (d *decoder) flag() bool {
 	}
 }
 
-func (d *decoder) uvarint() uint64 {
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.fail("bad uvarint")
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
+func (d *decoder) uvarint() uint64 { return readVarint(d, binary.Uvarint, "uvarint") }
 
-func (d *decoder) varint() int64 {
-	v, n := binary.Varint(d.b)
+func (d *decoder) varint() int64 { return readVarint(d, binary.Varint, "varint") }
+
+// readVarint reads one varint with read, binary.Uvarint or binary.Varint.
+func readVarint[T uint64 | int64](d *decoder, read func([]byte) (T, int), what string) T {
+	v, n := read(d.b)
 	if n <= 0 {
-		d.fail("bad varint")
+		d.fail("bad %s", what)
 		return 0
 	}
 	d.b = d.b[n:]
