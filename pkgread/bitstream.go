@@ -16,6 +16,7 @@ import (
 
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/digest"
+	"github.com/rsdump/rsdump/internal/iocount"
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
@@ -179,13 +180,13 @@ func (r *reading) copy(dst io.Writer, mh *digest.Multi, crc io.Writer) (int64, b
 		return 0, false
 	}
 	src := raw
-	var cr *countReader
+	var cr *iocount.Reader
 	var br *bufio.Reader
 	if r.f.Method == zip.Deflate {
 		// flate reads a ByteReader byte by byte, never past the end of
 		// the stream: what cr counted less what is buffered is what the
 		// stream used.
-		cr = &countReader{r: raw}
+		cr = &iocount.Reader{R: raw}
 		br = bufio.NewReaderSize(cr, 64<<10)
 		fr := flate.NewReader(br)
 		defer fr.Close()
@@ -225,7 +226,7 @@ func (r *reading) copy(dst io.Writer, mh *digest.Multi, crc io.Writer) (int64, b
 		return n, false
 	}
 	if cr != nil {
-		if used := cr.n - int64(br.Buffered()); used < clampInt64(r.f.CompressedSize64) {
+		if used := cr.N - int64(br.Buffered()); used < clampInt64(r.f.CompressedSize64) {
 			r.fail(finding.CheckZip, "", "", fmt.Sprintf("%d bytes after the end of the deflate stream, inside the entry's compressed size, belong to nothing: a streaming reader reads them as what follows the entry", clampInt64(r.f.CompressedSize64)-used))
 			return n, false
 		}
@@ -395,18 +396,6 @@ func clampInt64(u uint64) int64 {
 
 func itoa(n int64) string   { return strconv.FormatInt(n, 10) }
 func hex32(v uint32) string { return fmt.Sprintf("%08x", v) }
-
-// countReader counts the bytes read through it.
-type countReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
-}
 
 // sigScan finds the first data descriptor signature in the data written
 // to it, also across writes; at is its offset, -1 when there is none.

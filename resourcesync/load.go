@@ -9,6 +9,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/rsdump/rsdump/internal/iocount"
 )
 
 // OpenFunc opens the document at loc, a file path or a URL (http, https,
@@ -234,18 +236,14 @@ var ErrTooLarge = fmt.Errorf("document larger than the sitemap limit of %d bytes
 // capReader fails a document past MaxBytes rather than reading on: a
 // package given by mistake, or a server that never stops.
 func capReader(r io.Reader) io.Reader {
-	return &capped{r: io.LimitReader(r, MaxBytes+1)}
+	return &capped{iocount.Reader{R: io.LimitReader(r, MaxBytes+1)}}
 }
 
-type capped struct {
-	r io.Reader
-	n int64
-}
+type capped struct{ iocount.Reader }
 
 func (c *capped) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	if c.n > MaxBytes {
+	n, err := c.Reader.Read(p)
+	if c.N > MaxBytes {
 		return 0, ErrTooLarge
 	}
 	return n, err

@@ -18,6 +18,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/rsdump/rsdump/internal/iocount"
 	"github.com/rsdump/rsdump/s3"
 )
 
@@ -137,10 +138,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	for _, c := range commands {
 		if c.name == args[0] {
-			out := &countWriter{w: stdout}
+			out := &iocount.Writer{W: stdout} // counts what the command printed
 			err := c.run(ctx, args[1:], out, stderr)
 			code := exitCode(err, stderr)
-			if code != exitOK && out.n == 0 && wantsJSON(args[1:]) {
+			if code != exitOK && out.N == 0 && wantsJSON(args[1:]) {
 				writeJSONError(stdout, err, code)
 			}
 			return code
@@ -148,18 +149,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "rsdump: unknown command %q\n%s", args[0], usage)
 	return exitUsage
-}
-
-// countWriter counts what a command wrote to stdout.
-type countWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }
 
 // wantsJSON says whether args ask for --json, so that a run that fails
