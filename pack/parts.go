@@ -224,7 +224,7 @@ func partDone(ctx context.Context, outDir string, o *Options) (bool, error) {
 func getPlan(ctx context.Context, board *claim.Board, out *output, src, outDir string, o *Options, rep *PartsReport) (*partPlan, error) {
 	pl, err := claim.Once(ctx, board, planJob, func() (*partPlan, error) { return readPlan(out) },
 		func(pl *partPlan) error { return checkPlan(out, pl, o, nil) },
-		func(h *claim.Held) (*partPlan, error) {
+		func(ctx context.Context, h *claim.Held) (*partPlan, error) {
 			rep.Planned = true
 			return makePlan(ctx, h, out, src, outDir, o)
 		})
@@ -263,17 +263,8 @@ func readPlan(out *output) (*partPlan, error) {
 }
 
 // makePlan walks the tree's names and sizes and writes the plan, under
-// the plan job's claim, kept while the walk runs.
-func makePlan(ctx context.Context, h *claim.Held, out *output, src, outDir string, o *Options) (pl *partPlan, err error) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stop := h.Keep(ctx, func(err error) { cancel(err) })
-	defer func() {
-		stop()
-		if err != nil {
-			h.Release(context.WithoutCancel(ctx), err)
-		}
-	}()
+// the plan job's claim (claim.Once keeps it while the walk runs).
+func makePlan(ctx context.Context, h *claim.Held, out *output, src, outDir string, o *Options) (*partPlan, error) {
 	at := o.At
 	if at.IsZero() {
 		at = time.Now().UTC().Truncate(time.Millisecond)
@@ -288,7 +279,7 @@ func makePlan(ctx context.Context, h *claim.Held, out *output, src, outDir strin
 	if err := w.walk(src); err != nil {
 		return nil, cmp.Or(context.Cause(ctx), err)
 	}
-	pl = &partPlan{Version: 1, Parts: o.Parts, At: at, Options: mergeKey(o), Bounds: c.bounds(),
+	pl := &partPlan{Version: 1, Parts: o.Parts, At: at, Options: mergeKey(o), Bounds: c.bounds(),
 		Files: c.files, Bytes: c.bytes, Planner: h.Record().String(), Planned: time.Now().UTC()}
 	b, err := json.MarshalIndent(pl, "", " ")
 	if err != nil {

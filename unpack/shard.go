@@ -216,7 +216,7 @@ func (u *unpacker) board() (*claim.Board, *sink.Dir, error) {
 func (u *unpacker) getRestorePlan(ctx context.Context, board *claim.Board, store *sink.Dir, d *pkgread.Dump, rep *ShardsReport) (*restorePlan, error) {
 	pl, err := claim.Once(ctx, board, restorePlanJob, func() (*restorePlan, error) { return readRestorePlan(store) },
 		func(pl *restorePlan) error { return checkRestorePlan(store, pl, d, nil) },
-		func(h *claim.Held) (*restorePlan, error) {
+		func(ctx context.Context, h *claim.Held) (*restorePlan, error) {
 			rep.Planned = true
 			return u.makeRestorePlan(ctx, h, store, d)
 		})
@@ -258,16 +258,7 @@ func checkRestorePlan(store *sink.Dir, pl *restorePlan, d *pkgread.Dump, err err
 
 // makeRestorePlan does, under the plan job's claim, what one process
 // does before its first package, and writes the plan.
-func (u *unpacker) makeRestorePlan(ctx context.Context, h *claim.Held, store *sink.Dir, d *pkgread.Dump) (pl *restorePlan, err error) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stop := h.Keep(ctx, func(err error) { cancel(err) })
-	defer func() {
-		stop()
-		if err != nil {
-			h.Release(context.WithoutCancel(ctx), err)
-		}
-	}()
+func (u *unpacker) makeRestorePlan(ctx context.Context, h *claim.Held, store *sink.Dir, d *pkgread.Dump) (*restorePlan, error) {
 	if err := u.checkSnapshot(d.Source, d.Header.MD.At); err != nil {
 		return nil, err
 	}
@@ -280,7 +271,7 @@ func (u *unpacker) makeRestorePlan(ctx context.Context, h *claim.Held, store *si
 		return nil, cmp.Or(context.Cause(ctx), err)
 	}
 	defer done()
-	pl = &restorePlan{Version: 1, Source: d.Source, At: d.Header.MD.At, Packages: len(d.Packages), List: listKey(d),
+	pl := &restorePlan{Version: 1, Source: d.Source, At: d.Header.MD.At, Packages: len(d.Packages), List: listKey(d),
 		Planner: h.Record().String(), Planned: time.Now().UTC()}
 	for i, c := range claims {
 		if c.late != nil {

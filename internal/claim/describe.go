@@ -18,10 +18,12 @@ var ErrGone = errors.New("the job is done and what it made is gone")
 // makes under job's claim: of the workers calling Once, the first to
 // claim job makes it (the plan of a sharded run); the others poll read
 // until it is there, and take the job over if its maker's lease passes
-// first. read returns nil, nil for "not there yet"; check refuses what
+// first; make runs with a context that ends when the claim is lost, the
+// claim kept meanwhile and released when make fails, and marks the job
+// done itself once what it made is stored. read returns nil, nil for "not there yet"; check refuses what
 // read found when another run made it (with other options, of another
 // dump).
-func Once[T any](ctx context.Context, b *Board, job string, read func() (*T, error), check func(*T) error, make func(*Held) (*T, error)) (*T, error) {
+func Once[T any](ctx context.Context, b *Board, job string, read func() (*T, error), check func(*T) error, make func(context.Context, *Held) (*T, error)) (*T, error) {
 	poll := min(time.Second, max(b.Lease/10, 50*time.Millisecond))
 	for {
 		v, err := read()
@@ -34,7 +36,7 @@ func Once[T any](ctx context.Context, b *Board, job string, read func() (*T, err
 		h, err := b.Take(ctx, job, nil)
 		switch {
 		case err == nil:
-			return make(h)
+			return hold(ctx, h, make)
 		case errors.Is(err, ErrDone):
 			return nil, fmt.Errorf("%s: %w", job, ErrGone)
 		case !errors.Is(err, ErrHeld):
@@ -44,6 +46,20 @@ func Once[T any](ctx context.Context, b *Board, job string, read func() (*T, err
 			return nil, err
 		}
 	}
+}
+
+// hold runs make under h, kept while it runs, released when it fails.
+func hold[T any](ctx context.Context, h *Held, make func(context.Context, *Held) (*T, error)) (v *T, err error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := h.Keep(ctx, func(err error) { cancel(err) })
+	defer func() {
+		stop()
+		if err != nil {
+			h.Release(context.WithoutCancel(ctx), err)
+		}
+	}()
+	return make(ctx, h)
 }
 
 // Left says how a claim's holder left its job: gave it up (and why), or
