@@ -44,30 +44,26 @@ const readStep = 256 << 10
 // the way (pieces too large to buffer; see runBuffered for the others).
 func (d *download) fetch(a *attempt, sink func(off int64, b []byte) error) error {
 	off, end := d.span(a.piece)
-	resp, watch, err := d.send(a)
-	if err != nil {
-		return err
-	}
-	defer a.m.pace.End()
-	defer watch.Stop()
-	defer resp.Body.Close()
 	h := d.pieceHash()
-	bp := bufPool.Get().(*[]byte)
-	defer bufPool.Put(bp)
-	for pos := off; pos < end; {
-		b := (*bp)[:min(int64(len(*bp)), end-pos)]
-		if err := d.readBody(a, resp.Body, watch, b); err != nil {
-			return err
+	err := d.receive(a, end-off, func(body io.Reader, watch *time.Timer) error {
+		bp := bufPool.Get().(*[]byte)
+		defer bufPool.Put(bp)
+		for pos := off; pos < end; {
+			b := (*bp)[:min(int64(len(*bp)), end-pos)]
+			if err := d.readBody(a, body, watch, b); err != nil {
+				return err
+			}
+			if h != nil {
+				h.Write(b)
+			}
+			if err := sink(pos, b); err != nil {
+				return err
+			}
+			pos += int64(len(b))
 		}
-		if h != nil {
-			h.Write(b)
-		}
-		if err := sink(pos, b); err != nil {
-			return err
-		}
-		pos += int64(len(b))
-	}
-	if err := d.checkEnd(a, resp.Body, end-off); err != nil {
+		return nil
+	})
+	if err != nil {
 		return err
 	}
 	return d.checkPiece(a, h)
@@ -75,6 +71,15 @@ func (d *download) fetch(a *attempt, sink func(off int64, b []byte) error) error
 
 // fetchInto reads the piece's range into b, which has its length.
 func (d *download) fetchInto(a *attempt, b []byte) error {
+	return d.receive(a, int64(len(b)), func(body io.Reader, watch *time.Timer) error {
+		return d.readBody(a, body, watch, b)
+	})
+}
+
+// receive sends the attempt's request, has read take the n bytes of its
+// body, and checks that nothing follows them; the body, its stall watch
+// and its count in the mirror's pace end on return.
+func (d *download) receive(a *attempt, n int64, read func(body io.Reader, watch *time.Timer) error) error {
 	resp, watch, err := d.send(a)
 	if err != nil {
 		return err
@@ -82,10 +87,10 @@ func (d *download) fetchInto(a *attempt, b []byte) error {
 	defer a.m.pace.End()
 	defer watch.Stop()
 	defer resp.Body.Close()
-	if err := d.readBody(a, resp.Body, watch, b); err != nil {
+	if err := read(resp.Body, watch); err != nil {
 		return err
 	}
-	return d.checkEnd(a, resp.Body, int64(len(b)))
+	return d.checkEnd(a, resp.Body, n)
 }
 
 // checkEnd fails a body that goes on past the n bytes asked for: a
