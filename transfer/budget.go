@@ -5,12 +5,14 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+
+	"golang.org/x/sync/semaphore"
 )
 
 // budget is the connection limit shared by every file of a Getter: a
 // total, and a cap per host:port (two URLs on one server share it).
 type budget struct {
-	total   chan struct{}
+	total   *semaphore.Weighted
 	per     int
 	mu      sync.Mutex
 	hosts   map[string]*hostStat
@@ -25,7 +27,7 @@ type hostStat struct {
 }
 
 func newBudget(total, per int) *budget {
-	return &budget{total: make(chan struct{}, total), per: per, hosts: map[string]*hostStat{}}
+	return &budget{total: semaphore.NewWeighted(int64(total)), per: per, hosts: map[string]*hostStat{}}
 }
 
 func (b *budget) host(h string) *hostStat {
@@ -75,16 +77,9 @@ func (b *budget) setState(h, state string) {
 	}
 }
 
-func (b *budget) acquire(ctx context.Context) error {
-	select {
-	case b.total <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (b *budget) acquire(ctx context.Context) error { return b.total.Acquire(ctx, 1) }
 
-func (b *budget) release() { <-b.total }
+func (b *budget) release() { b.total.Release(1) }
 
 // MirrorProgress is one host:port's share of the work so far.
 type MirrorProgress struct {

@@ -57,6 +57,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sync/semaphore"
+
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/httpc"
 	"github.com/rsdump/rsdump/internal/opt"
@@ -189,7 +191,7 @@ type Hub struct {
 	log         stateLog
 
 	saveMu  sync.Mutex
-	sem     chan struct{}
+	sem     *semaphore.Weighted
 	pending atomic.Int64 // verifications and fetches asked for, not yet done
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -234,7 +236,7 @@ func New(opts Options) (*Hub, error) {
 	h.opts.URL = u.String()
 	h.client = safeClient(opts.Client, opts.PublicOnly)
 	h.cbClient = noRedirects(h.client)
-	h.sem = make(chan struct{}, h.opts.Concurrency)
+	h.sem = semaphore.NewWeighted(int64(h.opts.Concurrency))
 	if err := h.load(); err != nil {
 		return nil, err
 	}
@@ -467,13 +469,6 @@ func busy(w http.ResponseWriter) {
 }
 
 // acquire takes one of the Concurrency slots for an outgoing request.
-func (h *Hub) acquire(ctx context.Context) error {
-	select {
-	case h.sem <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (h *Hub) acquire(ctx context.Context) error { return h.sem.Acquire(ctx, 1) }
 
-func (h *Hub) release() { <-h.sem }
+func (h *Hub) release() { h.sem.Release(1) }
