@@ -199,11 +199,11 @@ func (r *reading) copy(dst io.Writer, mh *digest.Multi, crc io.Writer) (int64, b
 		ws = append(ws, scan)
 	}
 	var w io.Writer
-	var dw *errWriter
+	var dw *iocount.Writer
 	if dst != nil {
 		// The CRC-32, a tenth of the hashes' time, goes with the write:
 		// the hashes take longer than it.
-		dw = &errWriter{w: dst}
+		dw = &iocount.Writer{W: dst}
 		w = &besideWriter{checks: io.MultiWriter(ws...), dst: io.MultiWriter(crc, dw)}
 	} else {
 		w = io.MultiWriter(append(ws, crc)...)
@@ -214,8 +214,8 @@ func (r *reading) copy(dst io.Writer, mh *digest.Multi, crc io.Writer) (int64, b
 	lr := io.LimitReader(src, r.limit)
 	n, err := io.CopyBuffer(w, lr, r.p.buf)
 	r.p.addSpan(r.f, r.start, r.data)
-	if dw != nil && dw.err != nil {
-		r.res.WriteErr, r.res.Severity = dw.err, finding.Error
+	if dw != nil && dw.Err != nil {
+		r.res.WriteErr, r.res.Severity = dw.Err, finding.Error
 		return n, false
 	}
 	if !r.readOK(n, err) {
@@ -371,19 +371,6 @@ func (b *besideWriter) Write(p []byte) (int, error) {
 	}()
 	n, err := b.dst.Write(p)
 	<-done
-	return n, err
-}
-
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(p []byte) (int, error) {
-	n, err := e.w.Write(p)
-	if err != nil {
-		e.err = err
-	}
 	return n, err
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/rsdump/rsdump/internal/entryspool"
 	"github.com/rsdump/rsdump/internal/extsort"
 	"github.com/rsdump/rsdump/internal/httpc"
+	"github.com/rsdump/rsdump/internal/iocount"
 	"github.com/rsdump/rsdump/pkgread"
 	"github.com/rsdump/rsdump/resourcesync"
 )
@@ -689,12 +690,12 @@ func (p *pkgRun) download(ctx context.Context, a *action, w io.Writer) (n int64,
 		return 0, false, err, nil
 	}
 	defer rc.Close()
-	ew := &errWriter{w: w}
+	ew := &iocount.Writer{W: w} // tells the writer's failure from the reader's
 	bp := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(bp)
 	n, err = io.CopyBuffer(ew, io.LimitReader(rc, limit+1), *bp)
-	if ew.err != nil {
-		return n, h2, nil, ew.err
+	if ew.Err != nil {
+		return n, h2, nil, ew.Err
 	}
 	return n, h2, err, nil
 }
@@ -758,18 +759,4 @@ func (w *progressWriter) finish() {
 		w.events(finding.Progress{Bytes: w.left})
 	}
 	w.left = 0
-}
-
-// errWriter tells the writer's failure from the reader's.
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(b []byte) (int, error) {
-	n, err := e.w.Write(b)
-	if err != nil {
-		e.err = err
-	}
-	return n, err
 }

@@ -23,13 +23,13 @@ func TestWriterCountsWhatWasWritten(t *testing.T) {
 	w := &Writer{W: &buf}
 	io.WriteString(w, "abc")
 	io.WriteString(w, "de")
-	if w.N != 5 || buf.String() != "abcde" {
+	if w.N != 5 || buf.String() != "abcde" || w.Err != nil {
 		t.Fatalf("N = %d, wrote %q", w.N, buf.String())
 	}
 	// A failed write counts only what the writer took.
 	short := &Writer{W: limited{2}}
-	if _, err := short.Write([]byte("xyz")); err == nil || short.N != 2 {
-		t.Fatalf("N = %d, err %v; want 2 and an error", short.N, err)
+	if _, err := short.Write([]byte("xyz")); err == nil || short.N != 2 || short.Err != err {
+		t.Fatalf("N = %d, err %v, Err %v; want 2 and the error in both", short.N, err, short.Err)
 	}
 }
 
