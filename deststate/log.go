@@ -65,16 +65,7 @@ func (d *Dir) Append(recs []Record) error {
 			break
 		}
 	}
-	if err == nil {
-		err = w.Flush()
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err = closeSynced(w, f, err); err != nil {
 		return fmt.Errorf("%s: written log: %w", d.dir, err)
 	}
 	return nil
@@ -318,16 +309,23 @@ func (d *Dir) appendLog(name string) (int64, error) {
 			break
 		}
 	}
+	return n, closeSynced(w, dst, err)
+}
+
+// closeSynced ends a file appended to through w after err, the first
+// failure of the writes: flushed and synced unless they failed, closed in
+// any case; the first failure is returned.
+func closeSynced(w *bufio.Writer, f *os.File, err error) error {
 	if err == nil {
 		err = w.Flush()
 	}
 	if err == nil {
-		err = dst.Sync()
+		err = f.Sync()
 	}
-	if cerr := dst.Close(); err == nil {
+	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	return n, err
+	return err
 }
 
 // Compact rewrites the log with only the last record of each file the
