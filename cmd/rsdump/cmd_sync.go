@@ -245,12 +245,10 @@ func doSync(ctx context.Context, source resourcesync.Location, f syncFlags, stdo
 	if f.follow { // its own output: one line or JSON object per event
 		return doFollow(ctx, source, f, o, stdout, stderr)
 	}
-	rep, err := newReportWriter(f.reportFlags, stdout, stderr)
+	rep, p, err := startReport(f.reportFlags, stdout, stderr, "syncing")
 	if err != nil {
-		return exitError{exitUsage, err}
+		return err
 	}
-	p := newProgress(stderr, f.quiet || f.json, "syncing")
-	rep.msg = p.message
 	o.Events = p.events(func(e finding.Event) {
 		switch e := e.(type) {
 		case finding.Note:
@@ -258,10 +256,7 @@ func doSync(ctx context.Context, source resourcesync.Location, f syncFlags, stdo
 				p.message("%s", escapeControl(e.Msg))
 			}
 		case finding.Finding:
-			if f.verb && e.Severity == finding.OK && !f.json && !f.quiet {
-				fmt.Fprintf(stdout, "%s: %s\n", e.Code, escapeControl(orText(e.Path, e.Source)))
-			}
-			rep.finding(e)
+			rep.restored(e, f.verb)
 		}
 	})
 	res, err := replica.Sync(ctx, source, f.dest, o)

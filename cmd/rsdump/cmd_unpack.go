@@ -233,21 +233,16 @@ type unpackSummary struct {
 }
 
 func doUnpack(ctx context.Context, sources []string, f unpackFlags, o unpack.Options, stdout, stderr io.Writer) error {
-	rep, err := newReportWriter(f.reportFlags, stdout, stderr)
+	rep, p, err := startReport(f.reportFlags, stdout, stderr, "unpacking")
 	if err != nil {
-		return exitError{exitUsage, err}
+		return err
 	}
-	p := newProgress(stderr, f.quiet || f.json, "unpacking")
-	rep.msg = p.message
 	o.Events = p.events(func(e finding.Event) {
 		if c, ok := e.(unpack.PackageClaimed); ok && !f.quiet && !f.json {
 			p.message("rsdump: %s claimed%s", escapeControl(c.Package), takenOver(c.From))
 		}
 		if fd, ok := e.(finding.Finding); ok {
-			if f.verb && fd.Severity == finding.OK && !f.json && !f.quiet {
-				fmt.Fprintf(stdout, "%s: %s\n", fd.Code, escapeControl(orText(fd.Path, fd.Source)))
-			}
-			rep.finding(fd)
+			rep.restored(fd, f.verb)
 		}
 	})
 	if f.task != nil && !f.quiet && !f.json {

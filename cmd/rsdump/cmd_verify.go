@@ -125,12 +125,10 @@ func (f *verifyFlags) check(args []string) error {
 }
 
 func doVerify(ctx context.Context, f verifyFlags, targets []string, stdout, stderr io.Writer) error {
-	rep, err := newReportWriter(f.reportFlags, stdout, stderr)
+	rep, p, err := startReport(f.reportFlags, stdout, stderr, "verifying")
 	if err != nil {
-		return exitError{exitUsage, err}
+		return err
 	}
-	p := newProgress(stderr, f.quiet || f.json, "verifying")
-	rep.msg = p.message
 	// verify holds no download code: remote packages are fetched, from
 	// every mirror, by the engine behind rsdump get.
 	to := transfer.Options{StallTimeout: f.stall}
@@ -205,6 +203,19 @@ type reportWriter struct {
 
 var csvHeader = []string{"uri", "path", "check", "expected", "actual", "severity", "message", "source"}
 
+// startReport is the report writer of a command and its progress line on
+// stderr (silent with --quiet or --json), the report's messages printed
+// above the line.
+func startReport(f reportFlags, stdout, stderr io.Writer, desc string) (*reportWriter, *progress, error) {
+	rep, err := newReportWriter(f, stdout, stderr)
+	if err != nil {
+		return nil, nil, exitError{exitUsage, err}
+	}
+	p := newProgress(stderr, f.quiet || f.json, desc)
+	rep.msg = p.message
+	return rep, p, nil
+}
+
 func newReportWriter(f reportFlags, stdout, stderr io.Writer) (*reportWriter, error) {
 	r := &reportWriter{flags: f, stdout: stdout, msg: func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }}
 	if f.json {
@@ -242,6 +253,15 @@ func (r *reportWriter) event(e finding.Event) {
 	if f, ok := e.(finding.Finding); ok {
 		r.finding(f)
 	}
+}
+
+// restored reports a finding of a restore (sync, unpack): with verbose,
+// and neither --json nor --quiet, an OK one is also a line on stdout.
+func (r *reportWriter) restored(f finding.Finding, verbose bool) {
+	if verbose && f.Severity == finding.OK && !r.flags.json && !r.flags.quiet {
+		fmt.Fprintf(r.stdout, "%s: %s\n", f.Code, escapeControl(orText(f.Path, f.Source)))
+	}
+	r.finding(f)
 }
 
 func (r *reportWriter) finding(f finding.Finding) {
