@@ -280,9 +280,7 @@ func TestResync(t *testing.T) {
 // TestRangesFetch: the target, through transfer.Ranges over HTTP:
 // repairing one 100 KB file of a 1 GiB package fetches well under 1 MiB.
 func TestRangesFetch(t *testing.T) {
-	if testing.Short() {
-		t.Skip("skipping 1 GiB package in -short mode")
-	}
+	racetest.SkipLarge(t, "a 1 GiB package")
 	const n, size = 10000, 100 << 10
 	s, manifest := sparsePackage(t, n, size)
 	fetched := fetchOne(t, s, manifest, n/2)
