@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/internal/racetest"
 	"github.com/rsdump/rsdump/internal/ziptest"
 	"github.com/rsdump/rsdump/verify"
 )
@@ -15,9 +16,7 @@ import (
 // checks the package with archive/zip and with unzip, bsdtar, 7z and
 // Python's zipfile.
 func TestPackOver4GiB(t *testing.T) {
-	if testing.Short() {
-		t.Skip("skipping 4 GiB package in -short mode")
-	}
+	racetest.SkipLarge(t, "a 4 GiB package")
 	src := tree(t, map[string]string{"small.txt": "small"})
 	big := filepath.Join(src, "big.bin")
 	f, err := os.Create(big)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rsdump/rsdump/internal/racetest"
 	"github.com/rsdump/rsdump/internal/ziptest"
 	"github.com/rsdump/rsdump/internal/zipw"
 )
@@ -64,9 +65,7 @@ func TestZipwZip64Entries(t *testing.T) {
 // local headers lie past 4 GiB, so that sizes and offsets come from ZIP64
 // extra fields, in an archive of zeros held sparse.
 func TestZipwZip64Offsets(t *testing.T) {
-	if testing.Short() {
-		t.Skip("skipping 4.5 GiB ZIP64 archive in -short mode")
-	}
+	racetest.SkipLarge(t, "a 4.5 GiB ZIP64 archive")
 	const big = 4<<30 + 512<<20
 	var s ziptest.Sparse
 	w := zipw.NewWriter(&s, 1)
@@ -281,9 +280,7 @@ func TestResync(t *testing.T) {
 // TestRangesFetch: the target, through transfer.Ranges over HTTP:
 // repairing one 100 KB file of a 1 GiB package fetches well under 1 MiB.
 func TestRangesFetch(t *testing.T) {
-	if testing.Short() {
-		t.Skip("skipping 1 GiB package in -short mode")
-	}
+	racetest.SkipLarge(t, "a 1 GiB package")
 	const n, size = 10000, 100 << 10
 	s, manifest := sparsePackage(t, n, size)
 	fetched := fetchOne(t, s, manifest, n/2)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/internal/racetest"
 	"github.com/rsdump/rsdump/internal/ziptest"
 )
 
@@ -211,9 +212,7 @@ func TestOver65kEntries(t *testing.T) {
 // and a raw entry placed past the 4 GiB offset, then has every reader a
 // user might have test it.
 func TestZip64Large(t *testing.T) {
-	if testing.Short() {
-		t.Skip("skipping 4 GiB archive in -short mode")
-	}
+	racetest.SkipLarge(t, "a 4 GiB archive")
 	path := filepath.Join(t.TempDir(), "big.zip")
 	f, err := os.Create(path)
 	if err != nil {
