@@ -12,6 +12,7 @@ import (
 
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/opt"
+	"github.com/rsdump/rsdump/internal/pause"
 )
 
 // Retry bounds the attempts of a fetch that failed for a reason that
@@ -142,13 +143,8 @@ func (t *retrier) pause(req *http.Request, err error) error {
 		}
 		return &RetryError{Attempts: t.n, Err: err}
 	}
-	ctx := req.Context()
-	timer := time.NewTimer(d)
-	select {
-	case <-ctx.Done():
-		timer.Stop()
-		return fmt.Errorf("%s: %w (waiting to try again after %v)", req.URL.Redacted(), ctx.Err(), err)
-	case <-timer.C:
+	if werr := pause.For(req.Context(), d); werr != nil {
+		return fmt.Errorf("%s: %w (waiting to try again after %v)", req.URL.Redacted(), werr, err)
 	}
 	return nil
 }
