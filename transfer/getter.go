@@ -64,6 +64,7 @@ func newClient(o Options) *http.Client {
 		IdleConnTimeout:       90 * time.Second,
 		DisableCompression:    true,
 		ReadBufferSize:        64 << 10,
+		HTTP1:                 o.HTTP1,
 	})
 }
 

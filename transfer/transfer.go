@@ -88,6 +88,7 @@ type Options struct {
 	HeldWindow   int64         // how far ahead of its reader a held download (StreamHeld) fetches, in bytes: its memory [32 MiB, at least 4 pieces]
 	Locations    []string      // preferred mirror locations, best first
 	Client       *http.Client  // [rsdump's client (timeouts, stall watch, User-Agent), pools sized for the budget]
+	HTTP1        bool          // the client built speaks HTTP/1.1 only (httpc.Options.HTTP1)
 
 	// MinSpeed is the lowest throughput, in bytes/s, a mirror may keep
 	// over MinSpeedWindow while it serves a file: a slower one is dropped

@@ -68,6 +68,7 @@ Examples:
 `
 
 type getFlags struct {
+	http1                  bool // --http1.1: HTTP/1.1 only
 	out, locations, unpack string
 	baseURL, layout        string
 	connections, perMirror int
@@ -93,7 +94,7 @@ func runGet(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.StringVar(&f.layout, "layout", "url", "with --unpack: place bitstreams by `LAYOUT` url (relative to --base-url) or path (the manifest path)")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress and no summary")
 	fs.BoolVar(&f.json, "json", false, "print a machine-readable summary per file on stdout")
-	parseReading := readerFlags(fs)
+	parseReading := readerFlags(fs, &f.http1)
 	ctx, err := parseReading(ctx, args, getHelp, stdout, &f.baseURL)
 	if err != nil {
 		return err
@@ -114,7 +115,7 @@ func runGet(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 }
 
 func (f *getFlags) options(args []string) (transfer.Options, error) {
-	o := transfer.Options{Connections: f.connections, PerMirror: f.perMirror, Files: f.files,
+	o := transfer.Options{Connections: f.connections, PerMirror: f.perMirror, Files: f.files, HTTP1: f.http1,
 		StallTimeout: f.stall, MaxFailures: f.maxFailures, MinSpeed: f.minSpeed}
 	if f.minSpeed == 0 {
 		o.MinSpeed = -1 // off, as aria2's --lowest-speed-limit=0

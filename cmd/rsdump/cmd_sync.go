@@ -135,6 +135,7 @@ Examples:
 `
 
 type syncFlags struct {
+	http1 bool // --http1.1: HTTP/1.1 only
 	reportFlags
 	follow                    bool
 	callbackAddr, callbackURL string
@@ -179,7 +180,7 @@ func runSync(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.DurationVar(&f.poll, "poll", follow.DefaultPoll, "with --follow: sync anyway after `DURATION` without a notification")
 	fs.DurationVar(&f.lease, "lease", 0, "with --follow: the subscription lease to ask the hub for (default: the hub's)")
 	f.register(fs)
-	parseReading := readerFlags(fs)
+	parseReading := readerFlags(fs, &f.http1)
 	ctx, err := parseReading(ctx, args, syncHelp, stdout, &f.baseURL)
 	if err != nil {
 		return err
@@ -238,7 +239,7 @@ func (f *syncFlags) check(args []string) (resourcesync.Location, error) {
 func doSync(ctx context.Context, source resourcesync.Location, f syncFlags, stdout, stderr io.Writer) error {
 	o := replica.Options{BaseURL: f.baseURL, DryRun: f.dryRun, Audit: f.audit, Jobs: f.jobs, Fetches: f.fetches, Adopt: f.adopt, Overwrite: f.overwrite, Rollback: f.rollback,
 		MaxResourceSize: f.maxSize, Limits: pkgread.Limits{MaxRatio: f.maxRatio}, TRS: f.trs,
-		Transfer: transfer.Options{StallTimeout: f.stall, MinSpeed: f.minSpeed, MinSpeedWindow: speedWindow}}
+		Transfer: transfer.Options{StallTimeout: f.stall, MinSpeed: f.minSpeed, MinSpeedWindow: speedWindow, HTTP1: f.http1}}
 	if f.minSpeed == 0 {
 		o.Transfer.MinSpeed = -1 // off, as for get
 	}

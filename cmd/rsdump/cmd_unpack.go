@@ -112,6 +112,7 @@ Examples:
 `
 
 type unpackFlags struct {
+	http1 bool // --http1.1: HTTP/1.1 only
 	reportFlags
 	dest, baseURL, layout string
 	maxRatio              float64
@@ -145,7 +146,7 @@ func runUnpack(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	f.sh.register(fs, "restoring the packages of DUMP it claims in DIR, shared with the other workers; then --merge")
 	fs.BoolVar(&f.merge, "merge", false, "end a sharded restore of DUMP into DIR: check every package was restored, record DIR's state")
 	f.register(fs)
-	parseReading := readerFlags(fs)
+	parseReading := readerFlags(fs, &f.http1)
 	ctx, err := parseReading(ctx, args, unpackHelp, stdout, &f.baseURL)
 	if err != nil {
 		return err
@@ -196,7 +197,7 @@ func (f *unpackFlags) options(args []string) (unpack.Options, error) {
 		return o, err
 	}
 	return unpack.Options{Shard: o.Shard, Mapper: m, AtomicPackage: f.atomic, DryRun: f.dryRun, AllowGap: f.allowGap, Adopt: f.adopt, Overwrite: f.overwrite, Rollback: f.rollback, Only: f.only,
-		Limits: pkgread.Limits{MaxRatio: f.maxRatio}, Jobs: f.jobs, Transfer: transfer.Options{StallTimeout: f.stall}}, nil
+		Limits: pkgread.Limits{MaxRatio: f.maxRatio}, Jobs: f.jobs, Transfer: transfer.Options{StallTimeout: f.stall, HTTP1: f.http1}}, nil
 }
 
 // shardOptions are a sharded restore's worker's, or its merge's.

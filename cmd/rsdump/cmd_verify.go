@@ -58,6 +58,7 @@ Examples:
 `
 
 type verifyFlags struct {
+	http1 bool // --http1.1: HTTP/1.1 only
 	reportFlags
 	tree, against, baseURL, layout string
 	maxRatio                       float64
@@ -88,7 +89,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&f.layout, "layout", "url", "with --tree: where files are, by `url` (relative to --base-url) or manifest path")
 	fs.Float64Var(&f.maxRatio, "max-ratio", pkgread.DefaultMaxRatio, "refuse entries that inflate more than `N` times their compressed size")
 	fs.IntVarP(&f.jobs, "jobs", "j", 0, "packages verified at once (default: number of CPUs)")
-	parseReading := readerFlags(fs)
+	parseReading := readerFlags(fs, &f.http1)
 	ctx, err := parseReading(ctx, args, verifyHelp, stdout, &f.against)
 	if err != nil {
 		return err
@@ -131,7 +132,7 @@ func doVerify(ctx context.Context, f verifyFlags, targets []string, stdout, stde
 	}
 	// verify holds no download code: remote packages are fetched, from
 	// every mirror, by the engine behind rsdump get.
-	to := transfer.Options{StallTimeout: f.stall}
+	to := transfer.Options{StallTimeout: f.stall, HTTP1: f.http1}
 	client := transfer.NewClient(to)
 	opts := verify.Options{Limits: pkgread.Limits{MaxRatio: f.maxRatio}, Jobs: f.jobs, Client: client,
 		Packages: &pkgfetch.Remote{Transfer: to, Client: client}, Events: p.events(rep.event)}

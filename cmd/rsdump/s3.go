@@ -31,12 +31,14 @@ func s3Flag(fs *pflag.FlagSet) func(ctx context.Context, given ...string) (conte
 }
 
 // readerFlags registers the flags of the commands that read a Source's
-// documents (get, sync, unpack, verify): --s3-endpoint and --trust. What
-// it returns parses args, then grants S3 access to the arguments and to
-// the flag values urls point at, and puts the trusted keys into ctx.
-func readerFlags(fs *pflag.FlagSet) func(ctx context.Context, args []string, help string, stdout io.Writer, urls ...*string) (context.Context, error) {
+// documents (get, sync, unpack, verify): --s3-endpoint, --trust and
+// --http1.1 (into http1, for the command's transfer.Options). What it
+// returns parses args, then grants S3 access to the arguments and to the
+// flag values urls point at, and puts the trusted keys into ctx.
+func readerFlags(fs *pflag.FlagSet, http1 *bool) func(ctx context.Context, args []string, help string, stdout io.Writer, urls ...*string) (context.Context, error) {
 	withS3 := s3Flag(fs)
 	withTrust := trustFlag(fs)
+	fs.BoolVar(http1, "http1.1", false, "speak HTTP/1.1 only: no HTTP/2 over TLS, no h2c with rsdump serve (for a server or proxy whose HTTP/2 misbehaves)")
 	return func(ctx context.Context, args []string, help string, stdout io.Writer, urls ...*string) (context.Context, error) {
 		if err := parse(fs, args, help, stdout); err != nil {
 			return ctx, err

@@ -145,6 +145,27 @@ func TestHTTP2OverTLS(t *testing.T) {
 	}
 }
 
+// HTTP1 speaks HTTP/1.1 to a server that offers h2c (rsdump serve's
+// Alt-Svc) and to one that offers HTTP/2 over TLS, whatever H2C says.
+func TestHTTP1Only(t *testing.T) {
+	t.Parallel()
+	url := h2cServer(t, true, func(port string) string { return `h2c=":` + port + `"` })
+	for _, mode := range []H2CMode{H2CAuto, H2CAlways} {
+		if got := protos(t, New(Options{H2C: mode, HTTP1: true}), url, 3); got != "HTTP/1.1 HTTP/1.1 HTTP/1.1" {
+			t.Errorf("h2c server, mode %d: protocols %s", mode, got)
+		}
+	}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, r.Proto) }))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	pool := x509.NewCertPool()
+	pool.AddCert(srv.Certificate())
+	if got := protos(t, New(Options{RootCAs: pool, HTTP1: true}), srv.URL, 2); got != "HTTP/1.1 HTTP/1.1" {
+		t.Errorf("TLS server with HTTP/2: protocols %s", got)
+	}
+}
+
 // closingServer answers GET /N with "N", keeping connections alive; a
 // connection left idle for idle is closed, after a 408 written when
 // with408. The first answer of every second connection is a 408 already

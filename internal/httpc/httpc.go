@@ -63,6 +63,10 @@ type Options struct {
 	// H2C says when a plain http:// request speaks HTTP/2 with prior
 	// knowledge (h2c, RFC 9113 3.3) rather than HTTP/1.1. [H2CAuto]
 	H2C H2CMode
+	// HTTP1 speaks HTTP/1.1 only: no HTTP/2 over TLS, no h2c (H2C is
+	// then ignored), as curl --http1.1 does; for a server or proxy whose
+	// HTTP/2 misbehaves, and to compare the two.
+	HTTP1 bool
 	// RootCAs, when set, are the certificate authorities an https
 	// server's certificate must chain to, in place of the system's
 	// (which SSL_CERT_FILE and SSL_CERT_DIR name as for OpenSSL).
@@ -142,7 +146,7 @@ func NewTransport(o Options) http.RoundTripper {
 	dialer := &net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second, Control: o.DialControl}
 	var protos http.Protocols
 	protos.SetHTTP1(true)
-	protos.SetHTTP2(true)
+	protos.SetHTTP2(!o.HTTP1)
 	t := &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           dialer.DialContext,
@@ -172,7 +176,7 @@ func NewTransport(o Options) http.RoundTripper {
 		t.Proxy = nil
 	}
 	tr := &transport{base: t, stall: o.StallTimeout, ua: version.UserAgent(), minSpeed: o.MinSpeed, window: o.MinSpeedWindow, retry: o.Retry.withDefaults()}
-	if o.H2C != H2CNever {
+	if o.H2C != H2CNever && !o.HTTP1 {
 		tr.h2c = newH2C(t, o.H2C)
 	}
 	// s3:// URLs are signed and sent through the same transport; the
