@@ -6,6 +6,8 @@
 #           Source Description, then every resource of the Resource List
 #           fetched from its own URI, checked against its length and
 #           sha-256, staged and committed)
+#   sync-h1 the same with --http1.1: 16 kept-alive HTTP/1.1 connections,
+#           where sync takes up serve's h2c (128 streams of one connection)
 #   aria2c  aria2c -j16 -i LIST (Debian's aria2, its defaults: keep-alive,
 #           no hash checked) on the same URLs, each to its path
 #   resync  resync-sync --baseline (resync 2.0.2 from
@@ -121,6 +123,7 @@ cmd() {
   fresh "$W"
   case $1 in
     sync) echo "$W/rsdump sync http://$A/ --dest $W/dst -q" ;;
+    sync-h1) echo "$W/rsdump sync http://$A/ --dest $W/dst -q --http1.1" ;;
     before) echo "$BEFORE sync http://$AB/ --dest $W/dst -q" ;;
     aria2c) echo "aria2c -j16 -q -d $W/dst -i $LIST" ;;
     resync)
