@@ -386,6 +386,7 @@ var pushFiles = map[string]string{"a.txt": "a\n", "gone.txt": "to be deleted\n",
 // by a sync a notification set off; stopped as by SIGINT, it exits 0,
 // unsubscribed from both topics, and the hub keeps no subscription.
 func TestFollowEndToEnd(t *testing.T) {
+	t.Parallel()
 	s := newPushSource(t, pushFiles)
 	f := s.follow()
 	start := f.kinds(0, "synced")[0]
@@ -447,6 +448,7 @@ func TestFollowEndToEnd(t *testing.T) {
 // notified run: its change notification starts after what the tree is up
 // to, a gap, and the sync brings both runs' changes.
 func TestFollowGap(t *testing.T) {
+	t.Parallel()
 	s := newPushSource(t, pushFiles)
 	f := s.follow()
 
@@ -478,6 +480,7 @@ func TestFollowGap(t *testing.T) {
 // same address and directory still has the follower's subscriptions: the
 // next run's notification reaches it, with no new subscription.
 func TestFollowHubRestart(t *testing.T) {
+	t.Parallel()
 	s := newPushSource(t, pushFiles)
 	f := s.follow()
 	mark := f.count()
@@ -501,6 +504,7 @@ func TestFollowHubRestart(t *testing.T) {
 // unsigned or signed with another secret are ignored: no sync, the tree
 // left as it was, though the Source changed.
 func TestFollowForged(t *testing.T) {
+	t.Parallel()
 	s := newPushSource(t, pushFiles)
 	f := s.follow()
 	subs := s.hubState()

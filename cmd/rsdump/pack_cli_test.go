@@ -25,6 +25,7 @@ func rsdump(t *testing.T, args ...string) (code int, stdout, stderr string) {
 }
 
 func TestUsageAndHelp(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		args []string
 		code int
@@ -51,6 +52,7 @@ func TestUsageAndHelp(t *testing.T) {
 }
 
 func TestPackExampleJSON(t *testing.T) {
+	t.Parallel()
 	out := t.TempDir()
 	code, stdout, stderr := rsdump(t, "pack", "../../testdata/example", "--base-url", "http://127.0.0.1/rs/", "-o", out, "--json", "--quiet")
 	if code != exitOK {
@@ -71,6 +73,7 @@ func TestPackExampleJSON(t *testing.T) {
 // TestPackMissingSource: a source that is not there is a usage error
 // (exit 2) naming it, and leaves no output directory and no journal.
 func TestPackMissingSource(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "out")
 	code, _, stderr := rsdump(t, "pack", "/nonexistent/src", "--base-url", "http://h/", "-o", out)
 	if code != exitUsage || !strings.Contains(stderr, "/nonexistent/src") {
