@@ -13,6 +13,7 @@ import (
 // through the real write path followed by a small entry past 4 GiB, and
 // reads both back with archive/zip, CRC included.
 func TestZip64Sparse(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("skipping ZIP64 round trips of 4 GiB and more in -short mode")
 	}

@@ -32,6 +32,7 @@ func readAll(t *testing.T, f *zip.File) []byte {
 }
 
 func TestRoundTrip(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	w := NewWriter(&out, 6)
 	raw := []byte("raw stored bytes")
@@ -99,6 +100,7 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestRollback(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	w := NewWriter(&out, 1)
 	write := func(name, data string) {
@@ -142,6 +144,7 @@ func TestRollback(t *testing.T) {
 }
 
 func TestErrors(t *testing.T) {
+	t.Parallel()
 	w := NewWriter(io.Discard, 1)
 	if _, err := w.Create(Header{Name: "", Method: Deflate}, 0); err == nil {
 		t.Error("empty name accepted")
@@ -180,6 +183,7 @@ func TestErrors(t *testing.T) {
 }
 
 func TestOver65kEntries(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("skipping 70,000-entry archive in -short mode")
 	}
@@ -211,6 +215,7 @@ func TestOver65kEntries(t *testing.T) {
 // and a raw entry placed past the 4 GiB offset, then has every reader a
 // user might have test it.
 func TestZip64Large(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("skipping 4 GiB archive in -short mode")
 	}
