@@ -29,6 +29,7 @@ func v4(fileBody string) string {
 }
 
 func TestDecodeByNamespaceURI(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile(filepath.Join("testdata", "prefixed-v4.meta4"))
 	if err != nil {
 		t.Fatal(err)
@@ -56,6 +57,7 @@ func TestDecodeByNamespaceURI(t *testing.T) {
 }
 
 func TestDecodeRefusesOtherRoots(t *testing.T) {
+	t.Parallel()
 	for name, doc := range map[string]string{
 		"no namespace":     `<metalink><file name="a"><url>http://x/</url></file></metalink>`,
 		"other namespace":  `<metalink xmlns="urn:example"><file name="a"/></metalink>`,
@@ -73,6 +75,7 @@ func TestDecodeRefusesOtherRoots(t *testing.T) {
 
 // A file element in no namespace is foreign markup, not a file.
 func TestDecodeUnqualifiedFileIsForeign(t *testing.T) {
+	t.Parallel()
 	m, ps, _ := decodeString(t, `<metalink xmlns="`+Namespace+`"><file xmlns="" name="x"><url>http://x/</url></file></metalink>`)
 	if len(m.Files) != 0 || len(m.Extensions) != 1 || !hasCode(ps, CodeNoFiles) {
 		t.Errorf("files %v, extensions %v, problems %v", m.Files, m.Extensions, ps)
@@ -80,6 +83,7 @@ func TestDecodeUnqualifiedFileIsForeign(t *testing.T) {
 }
 
 func TestDecodeFatal(t *testing.T) {
+	t.Parallel()
 	read := func(name string) string {
 		b, err := os.ReadFile(filepath.Join("testdata", name))
 		if err != nil {
@@ -117,6 +121,7 @@ func TestDecodeFatal(t *testing.T) {
 
 // TestDecodeRepairs covers what the decoder reads leniently and reports.
 func TestDecodeRepairs(t *testing.T) {
+	t.Parallel()
 	u := `<url>http://x.example/f</url>`
 	for _, tt := range []struct {
 		name  string
@@ -205,6 +210,7 @@ func withoutCodes(ps []finding.Finding, codes ...string) []finding.Finding {
 }
 
 func TestDecodeMetalink3(t *testing.T) {
+	t.Parallel()
 	m := decodeCorpusFile(t, "aria2--test.xml")
 	f := m.Files[1]
 	want := File{
@@ -237,6 +243,7 @@ func TestDecodeMetalink3(t *testing.T) {
 }
 
 func TestDecodeMirrorBrainPublisher(t *testing.T) {
+	t.Parallel()
 	m := decodeCorpusFile(t, "libmetalink--LibO_3.5.4_Win_x86_install_multi.msi.meta4")
 	f := m.Files[0]
 	if p := f.Publisher; p == nil || p.Name != "The Document Foundation" {
@@ -257,6 +264,7 @@ func TestDecodeMirrorBrainPublisher(t *testing.T) {
 }
 
 func TestDecodeLimits(t *testing.T) {
+	t.Parallel()
 	files := func(n int) string {
 		return `<metalink xmlns="` + Namespace + `">` +
 			strings.Repeat(`<file name="f"><url>http://x/</url></file>`, n) + `</metalink>`
@@ -327,6 +335,7 @@ func allocBytes(t *testing.T, doc []byte) uint64 {
 }
 
 func TestDecodeMillionPieces(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("decodes an 80 MB document; see BenchmarkDecodeMillionPieces")
 	}
@@ -383,6 +392,7 @@ func BenchmarkDecodeMirrorBrain(b *testing.B) {
 }
 
 func TestScanHex(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		s         string
 		n         int
