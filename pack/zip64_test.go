@@ -15,6 +15,7 @@ import (
 // checks the package with archive/zip and with unzip, bsdtar, 7z and
 // Python's zipfile.
 func TestPackOver4GiB(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("skipping 4 GiB package in -short mode")
 	}
