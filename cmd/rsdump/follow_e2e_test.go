@@ -386,7 +386,6 @@ var pushFiles = map[string]string{"a.txt": "a\n", "gone.txt": "to be deleted\n",
 // by a sync a notification set off; stopped as by SIGINT, it exits 0,
 // unsubscribed from both topics, and the hub keeps no subscription.
 func TestFollowEndToEnd(t *testing.T) {
-	t.Parallel()
 	s := newPushSource(t, pushFiles)
 	f := s.follow()
 	start := f.kinds(0, "synced")[0]
