@@ -5,11 +5,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -172,14 +174,40 @@ func TestPackKilledResumes(t *testing.T) {
 	assertSameDir(t, want, out)
 }
 
-// buildRsdump builds the command for tests that must kill a real process.
+// built is the command, built once per test binary: linking it takes
+// seconds (15 s on a loaded machine), and no test changes it.
+var built struct {
+	once sync.Once
+	dir  string // removed by TestMain
+	bin  string
+	err  error
+}
+
+// buildRsdump builds the command for tests that must kill a real process,
+// or run several at once.
 func buildRsdump(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "rsdump")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "rsdump-test-bin"); built.err != nil {
+			return
+		}
+		built.bin = filepath.Join(built.dir, "rsdump")
+		if out, err := exec.Command("go", "build", "-o", built.bin, ".").CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
-	return bin
+	return built.bin
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
 }
 
 func waitFor(t *testing.T, path string) {
