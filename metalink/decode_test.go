@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/internal/racetest"
 )
 
 func decodeString(t *testing.T, doc string) (*Metalink, []finding.Finding, error) {
@@ -336,9 +337,7 @@ func allocBytes(t *testing.T, doc []byte) uint64 {
 
 func TestDecodeMillionPieces(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("decodes an 80 MB document; see BenchmarkDecodeMillionPieces")
-	}
+	racetest.SkipLarge(t, "an 80 MB document (see BenchmarkDecodeMillionPieces)")
 	doc := millionPieces(1_000_000)
 	start := time.Now()
 	m, ps, err := Decode(bytes.NewReader(doc))
@@ -352,9 +351,7 @@ func TestDecodeMillionPieces(t *testing.T) {
 // the files must cost about ten times the allocation. Allocation, not
 // time: a shared machine's load makes any deadline flaky.
 func TestDecodeScalesLinearly(t *testing.T) {
-	if testing.Short() {
-		t.Skip("decodes a 100,000-file document")
-	}
+	racetest.SkipLarge(t, "a 100,000-file document")
 	small := allocBytes(t, manyFiles(10_000))
 	big := allocBytes(t, manyFiles(100_000))
 	if ratio := float64(big) / float64(small); ratio > 15 {

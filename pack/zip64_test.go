@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/internal/racetest"
 	"github.com/rsdump/rsdump/internal/ziptest"
 	"github.com/rsdump/rsdump/verify"
 )
@@ -16,9 +17,7 @@ import (
 // Python's zipfile.
 func TestPackOver4GiB(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("skipping 4 GiB package in -short mode")
-	}
+	racetest.SkipLarge(t, "a 4 GiB package")
 	src := tree(t, map[string]string{"small.txt": "small"})
 	big := filepath.Join(src, "big.bin")
 	f, err := os.Create(big)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/layout"
@@ -200,6 +201,54 @@ func TestAuditRepairsByPiece(t *testing.T) {
 		t.Errorf("served %d bytes, and %d of documents (reported %d), to repair 4 bytes of %d", served, docs, res.Repair.Fetched, size)
 	}
 	t.Logf("repaired 4 flipped bytes of %d: %d bytes served", size, served)
+}
+
+// TestRepairFilesByPiece: what rsdump audit --repair calls, RepairFiles
+// of one record of the written log, takes the same path as sync's repair:
+// 4 flipped bytes of a stored 24 MiB bitstream whose manifest carries
+// piece hashes are restored by fetching about one 1 MiB piece, counted at
+// the server, not the whole bitstream.
+func TestRepairFilesByPiece(t *testing.T) {
+	const size = 24 << 20
+	p := newPacked(t, files(4, 100))
+	big := make([]byte, size)
+	rand.NewChaCha8([32]byte{2}).Read(big)
+	write(t, filepath.Join(p.src, "big.bin"), big)
+	p.pack(false, pack.Options{})
+	dst := t.TempDir()
+	if res, fs, _ := syncRun(t, p.capabilities(), dst, replica.Options{}); res.Problems() != 0 {
+		t.Fatalf("%+v\n%s", res, problems(fs))
+	}
+	path := filepath.Join(dst, "big.bin")
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte{big[size/3] ^ 1, big[size/3+1] ^ 2, big[size/3+2] ^ 4, big[size/3+3] ^ 8}, size/3)
+	f.Close()
+
+	d, err := deststate.Open(dst, deststate.Options{Command: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	recs, err := d.Lookup(map[string]bool{"big.bin": true})
+	if err != nil || recs["big.bin"].Path != "big.bin" {
+		t.Fatalf("the written log's record of big.bin: %v %+v", err, recs)
+	}
+	before := p.zipBytes.Load()
+	res, err := replica.RepairFiles(t.Context(), d, []deststate.Record{recs["big.bin"]}, replica.Options{})
+	served := p.zipBytes.Load() - before
+	if err != nil || res.Repaired != 1 {
+		t.Fatalf("RepairFiles: %v %+v", err, res)
+	}
+	if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, big) {
+		t.Fatalf("big.bin not repaired (%v)", err)
+	}
+	if served >= 2<<20 {
+		t.Errorf("served %d package bytes to repair 4 bytes of %d", served, size)
+	}
+	t.Logf("repaired 4 flipped bytes of %d: %d package bytes served", size, served)
 }
 
 // TestRepairDeflatedTakesWholeBitstream: a large bitstream that was

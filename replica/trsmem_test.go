@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/internal/racetest"
 	"github.com/rsdump/rsdump/replica"
 	"github.com/rsdump/rsdump/resourcesync"
 	"github.com/rsdump/rsdump/unpack"
@@ -181,7 +182,7 @@ func (b *bigTRS) eventTriples(w io.Writer, k int) {
 // about the same time (3.6-3.9 s against 3.8-4.3 s).
 func TestTRSRebaseMemoryBounded(t *testing.T) {
 	members, events := 200_000, 20_000
-	if raceDetector {
+	if racetest.Enabled {
 		members, events = 100_000, 10_000 // 40 s under -race at 200,000
 	}
 	b := newBigTRS(t, members, 5_000, events, 2_000)

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rsdump/rsdump/internal/racetest"
 )
 
 // pageSize is the size of the documents the memory tests serve: the 2
@@ -95,7 +97,7 @@ func TestPageMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("reads 11 documents of 2 MB, each in a process of its own")
 	}
-	if raceEnabled {
+	if racetest.Enabled {
 		t.Skip("the race detector's own memory would be measured")
 	}
 	if _, err := os.Stat("/proc/self/clear_refs"); err != nil {

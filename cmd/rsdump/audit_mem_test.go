@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/rsdump/rsdump/deststate"
+	"github.com/rsdump/rsdump/internal/racetest"
 )
 
 // auditMemLimit is what a million tiny files may take of memory at peak
@@ -35,7 +36,7 @@ func TestAuditMillionFilesMemory(t *testing.T) {
 	switch {
 	case testing.Short():
 		t.Skip("a million files: minutes; not with -short")
-	case raceDetector:
+	case racetest.Enabled:
 		t.Skip("the race detector's shadow memory inflates RSS several times: run without -race")
 	}
 	if dir := os.Getenv("RSDUMP_AUDIT_MEM_DIR"); dir != "" { // the child

@@ -159,7 +159,7 @@ func TestPackShardAutoKilledWorker(t *testing.T) {
 	}
 	// Task 1 is killed once it has published two packages of its part.
 	killed := worker(1)
-	var log bytes.Buffer
+	var log lockedBuffer
 	killed.Stderr = &log
 	if err := killed.Start(); err != nil {
 		t.Fatal(err)

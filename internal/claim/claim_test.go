@@ -273,9 +273,11 @@ func TestWorkShares(t *testing.T) {
 	for i := range 20 {
 		jobs = append(jobs, fmt.Sprintf("job%02d", i))
 	}
-	// A dead worker's claim on job07, its lease short.
-	dead := board(s, "dead", nil)
-	dead.Lease = 300 * time.Millisecond
+	// A dead worker's claim on job07. The board's clock stands still
+	// while the workers run, so its lease cannot pass under them however
+	// slow the machine; it is moved past the lease for the rerun.
+	c := &clock{t: time.Now()}
+	dead := board(s, "dead", c)
 	if _, err := dead.Take(ctx, "job07", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +298,7 @@ func TestWorkShares(t *testing.T) {
 	for k := range 3 {
 		wg.Go(func() {
 			var err error
-			reps[k], err = board(s, fmt.Sprintf("task %d", k+1), nil).Work(ctx, jobs, WorkOptions{Start: k * 20 / 3, Parallel: 2, KeepGoing: true}, do)
+			reps[k], err = board(s, fmt.Sprintf("task %d", k+1), c).Work(ctx, jobs, WorkOptions{Start: k * 20 / 3, Parallel: 2, KeepGoing: true}, do)
 			if err != nil {
 				t.Error(err)
 			}
@@ -316,15 +318,15 @@ func TestWorkShares(t *testing.T) {
 			t.Errorf("%s done %d times", j, count[j])
 		}
 	}
-	all, _ := board(s, "", nil).Look(ctx)
+	all, _ := board(s, "", c).Look(ctx)
 	for _, j := range jobs {
 		if all[j] == nil || all[j].Done != (j != "job07") {
 			t.Errorf("%s on the board: %+v", j, all[j])
 		}
 	}
 	// A rerun, after the dead worker's lease: job07 taken over.
-	time.Sleep(350 * time.Millisecond)
-	rep, err := board(s, "task 1 again", nil).Work(ctx, jobs, WorkOptions{}, do)
+	c.add(2 * time.Minute)
+	rep, err := board(s, "task 1 again", c).Work(ctx, jobs, WorkOptions{}, do)
 	if err != nil {
 		t.Fatal(err)
 	}

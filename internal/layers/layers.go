@@ -29,5 +29,5 @@ var Layers = [][]string{
 // import any package, and none but a test or benchmark imports them.
 var Helpers = []string{
 	"internal/httpc/httpctest", "internal/mirrortest", "internal/packtest", "internal/s3test",
-	"internal/sharedtest", "internal/verifytest", "internal/webtest", "internal/ziptest", "sign/signtest",
+	"internal/racetest", "internal/sharedtest", "internal/verifytest", "internal/webtest", "internal/ziptest", "sign/signtest",
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rsdump/rsdump/internal/racetest"
 	"github.com/rsdump/rsdump/internal/ziptest"
 	"github.com/rsdump/rsdump/internal/zipw"
 )
@@ -67,9 +68,7 @@ func TestZipwZip64Entries(t *testing.T) {
 // extra fields, in an archive of zeros held sparse.
 func TestZipwZip64Offsets(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("skipping 4.5 GiB ZIP64 archive in -short mode")
-	}
+	racetest.SkipLarge(t, "a 4.5 GiB ZIP64 archive")
 	const big = 4<<30 + 512<<20
 	var s ziptest.Sparse
 	w := zipw.NewWriter(&s, 1)
@@ -290,9 +289,7 @@ func TestResync(t *testing.T) {
 // repairing one 100 KB file of a 1 GiB package fetches well under 1 MiB.
 func TestRangesFetch(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("skipping 1 GiB package in -short mode")
-	}
+	racetest.SkipLarge(t, "a 1 GiB package")
 	const n, size = 10000, 100 << 10
 	s, manifest := sparsePackage(t, n, size)
 	fetched := fetchOne(t, s, manifest, n/2)

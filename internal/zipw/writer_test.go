@@ -15,6 +15,7 @@ import (
 	"testing/iotest"
 	"time"
 
+	"github.com/rsdump/rsdump/internal/racetest"
 	"github.com/rsdump/rsdump/internal/ziptest"
 )
 
@@ -656,9 +657,7 @@ func TestWriteRawShortData(t *testing.T) {
 // local header has no ZIP64 field, so Close must refuse it.
 func TestTooLarge(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("skipping a 4 GiB deflated stream in -short mode")
-	}
+	racetest.SkipLarge(t, "a 4 GiB deflated stream")
 	w := NewWriter(io.Discard, 1)
 	ew, err := w.Create(Header{Name: "grew", Method: Deflate}, 1<<20)
 	if err != nil {

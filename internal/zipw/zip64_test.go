@@ -5,6 +5,7 @@ import (
 	"io"
 	"testing"
 
+	"github.com/rsdump/rsdump/internal/racetest"
 	"github.com/rsdump/rsdump/internal/ziptest"
 )
 
@@ -14,9 +15,7 @@ import (
 // reads both back with archive/zip, CRC included.
 func TestZip64Sparse(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("skipping ZIP64 round trips of 4 GiB and more in -short mode")
-	}
+	racetest.SkipLarge(t, "ZIP64 round trips of 4 GiB and more")
 	for _, size := range []int64{u32max - 1, u32max, 4<<30 + 512<<20} {
 		var sink ziptest.Sparse
 		w := NewWriter(&sink, 1)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsdump/rsdump/internal/racetest"
 	"github.com/rsdump/rsdump/internal/ziptest"
 )
 
@@ -216,9 +217,7 @@ func TestOver65kEntries(t *testing.T) {
 // user might have test it.
 func TestZip64Large(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("skipping 4 GiB archive in -short mode")
-	}
+	racetest.SkipLarge(t, "a 4 GiB archive")
 	path := filepath.Join(t.TempDir(), "big.zip")
 	f, err := os.Create(path)
 	if err != nil {

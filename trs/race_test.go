@@ -1,5 +1,0 @@
-//go:build race
-
-package trs
-
-const raceEnabled = true
