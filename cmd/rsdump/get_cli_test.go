@@ -107,7 +107,6 @@ func oneGetFile(t *testing.T, stdout string) getSummary {
 // Range support reports that mirror as such, never as dropped, in the
 // summary line, on stderr and in --json.
 func TestGetNoRangeNotDropped(t *testing.T) {
-	t.Parallel()
 	data, meta, _ := getFixture(t, 1<<20, 32<<20)
 	s, _ := mt.Server(bytes.NewReader(data), int64(len(data)), "pkg.zip", mt.NoRange())
 	t.Cleanup(s.Close)
