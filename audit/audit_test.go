@@ -18,6 +18,7 @@ import (
 // a failure naming the file with what was expected and found; a file
 // rsdump did not write is an extra, apart.
 func TestAuditAll(t *testing.T) {
+	t.Parallel()
 	tr := newTree(t, sized(20, 100))
 	sum, c := tr.audit(Selection{}, day0, Options{})
 	if sum.Checked != 20 || sum.OK != 20 || sum.Failed != 0 || sum.Files != 20 || sum.CheckedBytes != sum.Bytes || len(c.events) != 20 {
@@ -54,6 +55,7 @@ func TestAuditAll(t *testing.T) {
 // summary per run, the summary last, in the order they came; a last line
 // a crash cut short loses only itself.
 func TestLogRecordsEveryCheck(t *testing.T) {
+	t.Parallel()
 	tr := newTree(t, sized(5, 10))
 	tr.audit(Selection{}, day0, Options{})
 	logPath := filepath.Join(tr.dir, deststate.DirName, Dir, LogName)
@@ -101,6 +103,7 @@ func readLog(t *testing.T, path string) []map[string]any {
 // checked; Options.Hashes checks only those named, when the record
 // carries them.
 func TestHashesChecked(t *testing.T) {
+	t.Parallel()
 	tr := newTree(t, nil)
 	d, err := deststate.Open(tr.dir, deststate.Options{Command: "test"})
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 // handed to it, and each gets a replacement event: a success with the
 // sums found once it holds again, a failure for one it could not restore.
 func TestRepairRecorded(t *testing.T) {
+	t.Parallel()
 	files := sized(8, 50)
 	tr := newTree(t, files)
 	tr.flip("d1/f001.bin")
@@ -72,6 +73,7 @@ func TestRepairRecorded(t *testing.T) {
 // temporary file) changes nothing: the next run reads the last whole
 // record and goes on from it.
 func TestRecordSurvivesKilledRun(t *testing.T) {
+	t.Parallel()
 	tr := newTree(t, sized(10, 100))
 	sel := mustFraction(t, "1/2")
 	_, c1 := tr.audit(sel, day0, Options{})

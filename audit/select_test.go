@@ -25,6 +25,7 @@ func mustFraction(t *testing.T, s string) Selection {
 // never waits more than 5 runs between checks (never skipped a round),
 // and each run reads at least its share of the bytes.
 func TestFractionRotation(t *testing.T) {
+	t.Parallel()
 	const n = 5
 	files := sized(30, 200)
 	tr := newTree(t, files)
@@ -78,6 +79,7 @@ func TestFractionRotation(t *testing.T) {
 // before it, within 4 runs; from then on every run checks it again until
 // it holds.
 func TestCorruptionFoundByItsRun(t *testing.T) {
+	t.Parallel()
 	files := map[string]string{}
 	for i := range 16 {
 		files[fmt.Sprintf("f%02d", i)] = strings.Repeat(fmt.Sprint(i%10), 1000)
@@ -123,6 +125,7 @@ func TestCorruptionFoundByItsRun(t *testing.T) {
 // TestSubset: the slices K/N of a subset part the files (each in exactly
 // one), and the same slice picks the same files each time.
 func TestSubset(t *testing.T) {
+	t.Parallel()
 	files := sized(40, 10)
 	tr := newTree(t, files)
 	got := map[string]int{}
@@ -166,6 +169,7 @@ func keys(m map[string]Event) map[string]bool {
 // TestSinceDays: --since-days D checks the files not audited in D days,
 // and those never audited.
 func TestSinceDays(t *testing.T) {
+	t.Parallel()
 	tr := newTree(t, sized(10, 10))
 	tr.audit(Selection{}, day0, Options{})
 	tr.write(map[string]string{"late.txt": "new"})

@@ -14,6 +14,7 @@ import (
 // ErrLocked, naming the command and process that hold it, and the path
 // absolute; once closed, the tree opens again.
 func TestLockNamesHolder(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS == "windows" {
 		t.Skip("no flock(2): the lock only names the holder")
 	}
@@ -59,6 +60,7 @@ func mustWd(t *testing.T) string {
 // next Save only; a dry run writes nothing at all, creates nothing, and
 // follows its saves; Fresh tells a tree rsdump never wrote in.
 func TestSaveAmendDry(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	d, err := Open(dir, Options{Command: "test"})
 	if err != nil {

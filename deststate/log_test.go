@@ -21,6 +21,7 @@ func openTemp(t *testing.T) *Dir {
 // TestLookup: the last record of each wanted path, whether its name
 // needed escaping in JSON or not, past a torn line; nothing else.
 func TestLookup(t *testing.T) {
+	t.Parallel()
 	d := openTemp(t)
 	names := []string{"plain.txt", "a<b>&c.txt", `quote"and\back.txt`, "ünï space.txt", "other.txt"}
 	var recs []Record
@@ -56,6 +57,7 @@ func TestLookup(t *testing.T) {
 }
 
 func TestLogPath(t *testing.T) {
+	t.Parallel()
 	for line, want := range map[string]string{
 		`{"path":"a/b.txt","length":1,"hash":"x"}` + "\n": "a/b.txt",
 		`{"path":"ü.txt","length":1}`:                     "ü.txt",
@@ -126,6 +128,7 @@ func TestOwned(t *testing.T) {
 // line: the records a later run appends are read back, by Lookup and by
 // Owned, and a later deletion record hides the file again.
 func TestTornLastLine(t *testing.T) {
+	t.Parallel()
 	for name, torn := range map[string]string{
 		"mid-record":     `{"path":"torn.txt","len`,
 		"before newline": `{"path":"whole.txt","length":7,"hash":"sha-256:77"}`,

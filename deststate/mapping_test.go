@@ -9,6 +9,7 @@ import (
 )
 
 func TestMapperTarget(t *testing.T) {
+	t.Parallel()
 	m, err := deststate.NewMapper(deststate.ByURI, "http://127.0.0.1/rs")
 	if err != nil {
 		t.Fatal(err)
@@ -44,6 +45,7 @@ func TestMapperTarget(t *testing.T) {
 }
 
 func TestMapperByPath(t *testing.T) {
+	t.Parallel()
 	m, _ := deststate.NewMapper(deststate.ByPath, "")
 	for path, want := range map[string]string{"/resources/a.txt": "resources/a.txt", "notes/a.txt": "notes/a.txt", "../notes2/x": "", "/": "", "": ""} {
 		got, err := m.Target(resourcesync.URL{Loc: "http://h/x", MD: &resourcesync.MD{Path: path}})
@@ -59,6 +61,7 @@ func TestMapperByPath(t *testing.T) {
 // TestMapperBaseEncoded: a base URL given as typed (a space, non-ASCII)
 // maps the URIs pack wrote under it, which carry it percent-encoded.
 func TestMapperBaseEncoded(t *testing.T) {
+	t.Parallel()
 	for _, base := range []string{"http://h/my files/café", "http://h/my%20files/caf%C3%A9/"} {
 		m, err := deststate.NewMapper(deststate.ByURI, base)
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 // gone MergeLogs moves their records into the tree's log. Their state is
 // never saved.
 func TestWorkersShareTheTree(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS == "windows" {
 		t.Skip("no flock")
 	}

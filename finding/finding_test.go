@@ -8,6 +8,7 @@ import (
 )
 
 func TestFindingString(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		f    Finding
 		want string
@@ -35,6 +36,7 @@ func TestFindingString(t *testing.T) {
 }
 
 func TestErr(t *testing.T) {
+	t.Parallel()
 	fs := []Finding{
 		{Severity: Warning, Code: "w"},
 		{Severity: Error, Code: "name-traversal", Path: "../x", Element: "file[1]@name", Msg: "bad", Err: io.ErrUnexpectedEOF},
@@ -57,6 +59,7 @@ func TestErr(t *testing.T) {
 }
 
 func TestSeverity(t *testing.T) {
+	t.Parallel()
 	for s, want := range map[Severity]string{OK: "ok", Warning: "warning", Unverified: "unverified", Error: "error"} {
 		if s.String() != want {
 			t.Errorf("%d: %q, want %q", s, s.String(), want)
@@ -70,6 +73,7 @@ func TestSeverity(t *testing.T) {
 // TestReporter: findings are counted by severity and passed on one at a
 // time; other events pass through; a Reporter's Send feeds another.
 func TestReporter(t *testing.T) {
+	t.Parallel()
 	var got []Event
 	var mu sync.Mutex
 	top := NewReporter(func(e Event) { mu.Lock(); got = append(got, e); mu.Unlock() })
@@ -100,6 +104,7 @@ func TestReporter(t *testing.T) {
 }
 
 func TestOnFindings(t *testing.T) {
+	t.Parallel()
 	var fs []Finding
 	ev := OnFindings(func(f Finding) { fs = append(fs, f) })
 	ev(Progress{Bytes: 1})

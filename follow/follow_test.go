@@ -166,6 +166,7 @@ func follow(t *testing.T, s *source, o Options) (*events, func() error) {
 }
 
 func TestLeaseRenewed(t *testing.T) {
+	t.Parallel()
 	s := newSource(t, websub.Options{MinLease: time.Second, Lease: 2 * time.Second})
 	ev, stop := follow(t, s, Options{MinRenew: time.Second})
 	subs := ev.waitFor(t, "subscriptions and renewals", 4, func(e Event) bool { return e.Kind == Subscribed })
@@ -198,6 +199,7 @@ func TestLeaseRenewed(t *testing.T) {
 // TestCallbackBehindProxy: with CallbackURL, the hub reaches the callback
 // through it (a reverse proxy here), never at the listener's address.
 func TestCallbackBehindProxy(t *testing.T) {
+	t.Parallel()
 	s := newSource(t, websub.Options{})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -233,6 +235,7 @@ func TestCallbackBehindProxy(t *testing.T) {
 // web server set up to announce its hub), is followed at that hub and
 // topic.
 func TestHubFromLinkHeader(t *testing.T) {
+	t.Parallel()
 	var topic, hubURL string
 	s := newSourceWith(t, websub.Options{}, false, func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

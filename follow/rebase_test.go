@@ -83,6 +83,7 @@ func sameFiles(t *testing.T, dir string, files map[string]string) {
 // (no --changes) and notifies its hub reaches a Destination that
 // follows it: the notified sync re-bases the tree.
 func TestRepackNotifiedReachesDest(t *testing.T) {
+	t.Parallel()
 	s := newSource(t, websub.Options{})
 	s.write("c.txt", "c")
 	s.pack(false)
@@ -104,6 +105,7 @@ func TestRepackNotifiedReachesDest(t *testing.T) {
 // TestRepackPolledReachesDest: the same, with no hub: the poll's sync
 // re-bases the tree.
 func TestRepackPolledReachesDest(t *testing.T) {
+	t.Parallel()
 	s := newSourceWith(t, websub.Options{}, false, nil)
 	s.write("c.txt", "c")
 	s.pack(false)

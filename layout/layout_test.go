@@ -7,6 +7,7 @@ import (
 )
 
 func TestIsOutput(t *testing.T) {
+	t.Parallel()
 	yes := []string{
 		"resourcedump.xml", "resourcedump-00001.zip", "resourcedump-00001.manifest.xml", "resourcedump-00001.zip.meta4",
 		"resourcedump-part00002.xml", "resourcedump-123456.zip",

@@ -198,6 +198,7 @@ func fileSHA256(t *testing.T, p string) string {
 // TestAria2Download: three good mirrors; every piece checks out and the
 // file ends with the right sha-256, fetched from more than one mirror.
 func TestAria2Download(t *testing.T) {
+	t.Parallel()
 	aria2 := aria2c(t)
 	out := t.TempDir()
 	ms := []*mirror{newMirror(t, out, false), newMirror(t, out, false), newMirror(t, out, false)}
@@ -225,6 +226,7 @@ func TestAria2Download(t *testing.T) {
 // end with the right file. The document comes once from pack and once
 // from FileFromReader, the path `rsdump metalink FILE` takes.
 func TestAria2CorruptMirror(t *testing.T) {
+	t.Parallel()
 	aria2 := aria2c(t)
 	out := t.TempDir()
 	ms := []*mirror{newMirror(t, out, true), newMirror(t, out, false), newMirror(t, out, false)}
@@ -252,6 +254,7 @@ func TestAria2CorruptMirror(t *testing.T) {
 // the document and good mirrors, aria2c must fail, which shows that it
 // really checks the piece hashes the other tests give it.
 func TestAria2WrongPieceHash(t *testing.T) {
+	t.Parallel()
 	aria2 := aria2c(t)
 	out := t.TempDir()
 	ms := []*mirror{newMirror(t, out, false), newMirror(t, out, false), newMirror(t, out, false)}

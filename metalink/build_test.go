@@ -14,6 +14,7 @@ import (
 )
 
 func TestFileFromReader(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, size := range []int{0, 1, 65535, 65536, 65537, 300000} {
 		data := make([]byte, size)
@@ -44,6 +45,7 @@ func TestFileFromReader(t *testing.T) {
 }
 
 func TestFileFromReaderErrors(t *testing.T) {
+	t.Parallel()
 	boom := errors.New("boom")
 	cases := []struct {
 		name   string

@@ -108,6 +108,7 @@ func decodeCorpusFile(t testing.TB, name string) *Metalink {
 func asProblem(err error, p **finding.Finding) bool { return errors.As(err, p) }
 
 func TestCorpusTableCoversCorpus(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob(filepath.Join(sharedDir(t), "metalink", "corpus", "*"))
 	if err != nil {
 		t.Fatal(err)
@@ -130,6 +131,7 @@ func TestCorpusTableCoversCorpus(t *testing.T) {
 }
 
 func TestCorpus(t *testing.T) {
+	t.Parallel()
 	counts := map[outcome]int{}
 	for _, c := range corpusTable {
 		t.Run(c.file, func(t *testing.T) {

@@ -30,6 +30,7 @@ func v4(fileBody string) string {
 }
 
 func TestDecodeByNamespaceURI(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile(filepath.Join("testdata", "prefixed-v4.meta4"))
 	if err != nil {
 		t.Fatal(err)
@@ -57,6 +58,7 @@ func TestDecodeByNamespaceURI(t *testing.T) {
 }
 
 func TestDecodeRefusesOtherRoots(t *testing.T) {
+	t.Parallel()
 	for name, doc := range map[string]string{
 		"no namespace":     `<metalink><file name="a"><url>http://x/</url></file></metalink>`,
 		"other namespace":  `<metalink xmlns="urn:example"><file name="a"/></metalink>`,
@@ -74,6 +76,7 @@ func TestDecodeRefusesOtherRoots(t *testing.T) {
 
 // A file element in no namespace is foreign markup, not a file.
 func TestDecodeUnqualifiedFileIsForeign(t *testing.T) {
+	t.Parallel()
 	m, ps, _ := decodeString(t, `<metalink xmlns="`+Namespace+`"><file xmlns="" name="x"><url>http://x/</url></file></metalink>`)
 	if len(m.Files) != 0 || len(m.Extensions) != 1 || !hasCode(ps, CodeNoFiles) {
 		t.Errorf("files %v, extensions %v, problems %v", m.Files, m.Extensions, ps)
@@ -81,6 +84,7 @@ func TestDecodeUnqualifiedFileIsForeign(t *testing.T) {
 }
 
 func TestDecodeFatal(t *testing.T) {
+	t.Parallel()
 	read := func(name string) string {
 		b, err := os.ReadFile(filepath.Join("testdata", name))
 		if err != nil {
@@ -118,6 +122,7 @@ func TestDecodeFatal(t *testing.T) {
 
 // TestDecodeRepairs covers what the decoder reads leniently and reports.
 func TestDecodeRepairs(t *testing.T) {
+	t.Parallel()
 	u := `<url>http://x.example/f</url>`
 	for _, tt := range []struct {
 		name  string
@@ -206,6 +211,7 @@ func withoutCodes(ps []finding.Finding, codes ...string) []finding.Finding {
 }
 
 func TestDecodeMetalink3(t *testing.T) {
+	t.Parallel()
 	m := decodeCorpusFile(t, "aria2--test.xml")
 	f := m.Files[1]
 	want := File{
@@ -238,6 +244,7 @@ func TestDecodeMetalink3(t *testing.T) {
 }
 
 func TestDecodeMirrorBrainPublisher(t *testing.T) {
+	t.Parallel()
 	m := decodeCorpusFile(t, "libmetalink--LibO_3.5.4_Win_x86_install_multi.msi.meta4")
 	f := m.Files[0]
 	if p := f.Publisher; p == nil || p.Name != "The Document Foundation" {
@@ -258,6 +265,7 @@ func TestDecodeMirrorBrainPublisher(t *testing.T) {
 }
 
 func TestDecodeLimits(t *testing.T) {
+	t.Parallel()
 	files := func(n int) string {
 		return `<metalink xmlns="` + Namespace + `">` +
 			strings.Repeat(`<file name="f"><url>http://x/</url></file>`, n) + `</metalink>`
@@ -328,6 +336,7 @@ func allocBytes(t *testing.T, doc []byte) uint64 {
 }
 
 func TestDecodeMillionPieces(t *testing.T) {
+	t.Parallel()
 	racetest.SkipLarge(t, "an 80 MB document (see BenchmarkDecodeMillionPieces)")
 	doc := millionPieces(1_000_000)
 	start := time.Now()
@@ -380,6 +389,7 @@ func BenchmarkDecodeMirrorBrain(b *testing.B) {
 }
 
 func TestScanHex(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		s         string
 		n         int

@@ -3,6 +3,7 @@ package metalink
 import "testing"
 
 func TestLastSegment(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ loc, want string }{
 		{"http://127.0.0.1/rs/resourcedump-00001.zip", "resourcedump-00001.zip"},
 		{"http://127.0.0.1/rs/a%20b.zip?x=1", "a b.zip"},

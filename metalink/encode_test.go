@@ -98,12 +98,14 @@ func encode(t testing.TB, m *Metalink) []byte {
 }
 
 func TestFullModelIsValid(t *testing.T) {
+	t.Parallel()
 	if ps := fullModel().Validate(); len(ps) != 0 {
 		t.Fatalf("the reference model has problems: %v", ps)
 	}
 }
 
 func TestRoundTrip(t *testing.T) {
+	t.Parallel()
 	want := fullModel()
 	got, ps, err := Decode(bytes.NewReader(encode(t, want)))
 	if err != nil || len(ps) != 0 {
@@ -117,6 +119,7 @@ func TestRoundTrip(t *testing.T) {
 // TestEncodeGolden pins the exact bytes, so that output stays
 // deterministic and reviewable; run with -update after a deliberate change.
 func TestEncodeGolden(t *testing.T) {
+	t.Parallel()
 	out := encode(t, fullModel())
 	if !bytes.Equal(out, encode(t, fullModel())) {
 		t.Fatal("two encodings of the same model differ")
@@ -137,6 +140,7 @@ func TestEncodeGolden(t *testing.T) {
 }
 
 func TestEncodeShape(t *testing.T) {
+	t.Parallel()
 	out := string(encode(t, fullModel()))
 	if n := strings.Count(out, Namespace); n != 1 {
 		t.Errorf("metalink namespace written %d times, want once", n)
@@ -165,6 +169,7 @@ func TestEncodeShape(t *testing.T) {
 }
 
 func TestEncodeRefusesInvalid(t *testing.T) {
+	t.Parallel()
 	m := fullModel()
 	m.Files[0].Name = "../escape.zip"
 	var buf bytes.Buffer
@@ -184,6 +189,7 @@ func TestEncodeRefusesInvalid(t *testing.T) {
 // TestEncodeSchema checks Encode output with a RELAX NG validator: the
 // reference model and every corpus document that decodes without errors.
 func TestEncodeSchema(t *testing.T) {
+	t.Parallel()
 	validate := schemaValidator(t)
 	dir := t.TempDir()
 	paths := []string{filepath.Join(dir, "full.meta4")}

@@ -11,6 +11,7 @@ import (
 // TestEncoderMatchesEncode: file by file, the Encoder writes the bytes
 // Encode writes for the whole model, extensions included.
 func TestEncoderMatchesEncode(t *testing.T) {
+	t.Parallel()
 	m := fullModel()
 	second := m.Files[0]
 	second.Name = "dumps/part-0002.zip"
@@ -41,6 +42,7 @@ func TestEncoderMatchesEncode(t *testing.T) {
 // TestEncoderRefuses: a file Validate rejects, or a repeated name, is not
 // written, and the Encoder goes on; the document stays valid.
 func TestEncoderRefuses(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	e, err := NewEncoder(&buf, &Metalink{Generator: "rsdump"})
 	if err != nil {
@@ -70,6 +72,7 @@ func TestEncoderRefuses(t *testing.T) {
 }
 
 func TestEncoderEmptyAndBadHead(t *testing.T) {
+	t.Parallel()
 	e, err := NewEncoder(&bytes.Buffer{}, &Metalink{})
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 // metalink's hash table is digest's registry: every algorithm rsdump
 // computes, in any case, strongest first.
 func TestHashesFromRegistry(t *testing.T) {
+	t.Parallel()
 	for _, alg := range digest.Names() {
 		n, ok := HashHexLen(strings.ToUpper(alg))
 		if !ok || n != digest.HexLen(alg) {

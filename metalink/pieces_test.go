@@ -26,6 +26,7 @@ func directPieces(newHash func() hash.Hash, data []byte, length int) []string {
 }
 
 func TestPieceHasher(t *testing.T) {
+	t.Parallel()
 	const length = 1024
 	rng := rand.New(rand.NewPCG(1, 2))
 	data := make([]byte, 5*length+1)
@@ -60,6 +61,7 @@ func TestPieceHasher(t *testing.T) {
 }
 
 func TestPieceHasherEmptyIsOneHash(t *testing.T) {
+	t.Parallel()
 	p, _ := NewPieceHasher("sha-256", 262144)
 	got := p.Pieces().Hashes
 	if len(got) != 1 || got[0] != "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" {
@@ -69,6 +71,7 @@ func TestPieceHasherEmptyIsOneHash(t *testing.T) {
 
 // Pieces must not disturb the hasher, so that progress can be reported.
 func TestPieceHasherPiecesMidStream(t *testing.T) {
+	t.Parallel()
 	data := []byte("0123456789abcdefXYZ")
 	p, _ := NewPieceHasher("sha-1", 8)
 	p.Write(data[:10])
@@ -83,6 +86,7 @@ func TestPieceHasherPiecesMidStream(t *testing.T) {
 }
 
 func TestNewPieceHasherErrors(t *testing.T) {
+	t.Parallel()
 	if _, err := NewPieceHasher("sha-256", 0); err == nil {
 		t.Error("length 0 accepted")
 	}
@@ -102,6 +106,7 @@ func TestNewPieceHasherErrors(t *testing.T) {
 }
 
 func TestDefaultPieceLength(t *testing.T) {
+	t.Parallel()
 	const KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 	for _, tt := range []struct{ size, want int64 }{
 		{-1, 256 * KiB},

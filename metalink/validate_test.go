@@ -26,6 +26,7 @@ func validModel() *Metalink {
 }
 
 func TestValidModelHasNoProblems(t *testing.T) {
+	t.Parallel()
 	if ps := validModel().Validate(); len(ps) != 0 {
 		t.Fatalf("problems: %v", ps)
 	}
@@ -35,6 +36,7 @@ func TestValidModelHasNoProblems(t *testing.T) {
 // that rule's code with its severity; a warning rule must not produce
 // any error.
 func TestValidateRules(t *testing.T) {
+	t.Parallel()
 	f0 := func(fn func(f *File)) func(*Metalink) { return func(m *Metalink) { fn(&m.Files[0]) } }
 	second := func(name string) func(*Metalink) {
 		return func(m *Metalink) { c := m.Files[0]; c.Name = name; m.Files = append(m.Files, c) }
@@ -166,6 +168,7 @@ func hasCode(ps []finding.Finding, code string) bool {
 }
 
 func TestCheckName(t *testing.T) {
+	t.Parallel()
 	for name, want := range map[string]string{
 		"pkg.zip": "", "a/b/c.zip": "", "log/.hidden": "", "~tmp": "",
 		"": CodeNameMissing, "../x": CodeNameTraversal, `a\b`: CodeNameTraversal, "a/./b": CodeNameTraversal,
@@ -184,6 +187,7 @@ func TestCheckName(t *testing.T) {
 }
 
 func TestProblemCap(t *testing.T) {
+	t.Parallel()
 	m := validModel()
 	for i := range 3000 {
 		m.Files[0].URLs = append(m.Files[0].URLs, URL{URL: "rel", Priority: i%2*2000000 + 1})

@@ -119,6 +119,7 @@ func check(t *testing.T, p post, topic string, h *hub, capList string) (resource
 }
 
 func TestFrameworkNotification(t *testing.T) {
+	t.Parallel()
 	h := newHub(t, http.StatusAccepted)
 	s := newSource(t, h, 3)
 	res := s.pack(false)
@@ -215,6 +216,7 @@ func TestChangeNotifications(t *testing.T) {
 // TestUndeliveredNotification: a hub that keeps failing is tried again,
 // then reported; the run's documents are in place all the same.
 func TestUndeliveredNotification(t *testing.T) {
+	t.Parallel()
 	h := newHub(t, http.StatusServiceUnavailable)
 	s := newSource(t, h, 1)
 	res := s.pack(false)
@@ -243,6 +245,7 @@ func TestUndeliveredNotification(t *testing.T) {
 // TestMergeTellsItsDocuments: the documents of a sharded dump are written
 // by the merge, which tells of them.
 func TestMergeTellsItsDocuments(t *testing.T) {
+	t.Parallel()
 	h := newHub(t, http.StatusAccepted)
 	s := newSource(t, h, 2)
 	shard := s.opts

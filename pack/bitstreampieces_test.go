@@ -24,6 +24,7 @@ import (
 // byte for byte the one in the package, validates against the schema,
 // and resync reads it.
 func TestBitstreamPieces(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(7, 8))
 	files := map[string][]byte{}
 	for name, size := range map[string]int{"streamed.bin": 9<<20 + 123, "inmemory.bin": 5<<20 + 7, "edge.bin": 4 << 20, "small.txt": 1000} {

@@ -323,6 +323,7 @@ func TestChangesEntryTimes(t *testing.T) {
 // --checksum, which proves unchanged files are not read, and is seen
 // with it.
 func TestChecksumFindsSameLengthAndMtime(t *testing.T) {
+	t.Parallel()
 	src, out := t.TempDir(), t.TempDir()
 	put(t, src, "f.txt", "AAAA", hour(-1))
 	put(t, src, "g.txt", "same", hour(-1))
@@ -421,6 +422,7 @@ func copyDir(t *testing.T, from string) string {
 // TestChangesBadBaseline: a baseline that is missing, unreadable or of
 // another kind is an error naming it, and nothing is written.
 func TestChangesBadBaseline(t *testing.T) {
+	t.Parallel()
 	src, out := t.TempDir(), t.TempDir()
 	put(t, src, "a", "a0", hour(-1))
 	res := packAt(t, src, out, chgOptions(0))
@@ -462,6 +464,7 @@ func TestChangesBadBaseline(t *testing.T) {
 // read once, by the walk's join, and still fails the run before the
 // journal an interrupted run left is replaced, or anything is written.
 func TestChangesBadStateKeepsJournal(t *testing.T) {
+	t.Parallel()
 	src, out := t.TempDir(), t.TempDir()
 	for _, c := range "abcdef" {
 		put(t, src, string(c), "data "+string(c), hour(-1))
@@ -525,6 +528,7 @@ func TestChangesSplitAtOneTime(t *testing.T) {
 // TestUniqueEntryNames: two changes to one resource inside one package
 // get distinct paths, and a suffix never takes a name another entry has.
 func TestUniqueEntryNames(t *testing.T) {
+	t.Parallel()
 	taken := map[string]bool{}
 	got := []string{uniqueName(taken, "changes/a"), uniqueName(taken, "changes/a"), uniqueName(taken, "changes/a~2"), uniqueName(taken, "changes/a")}
 	want := []string{"changes/a", "changes/a~2", "changes/a~2~2", "changes/a~3"}
@@ -587,6 +591,7 @@ func TestUniqueEntryNames(t *testing.T) {
 // TestChangesParsedByResync: resync's own parser reads the Change Dump
 // and its manifests.
 func TestChangesParsedByResync(t *testing.T) {
+	t.Parallel()
 	rs := sharedtest.NewResync(t)
 	src, out := t.TempDir(), t.TempDir()
 	put(t, src, "a", "a0", hour(-1))
@@ -606,6 +611,7 @@ func TestChangesParsedByResync(t *testing.T) {
 // TestChangesMetalink: Change Dump packages get their Metalink and
 // mirrors as Resource Dump packages do, through the same code.
 func TestChangesMetalink(t *testing.T) {
+	t.Parallel()
 	src, out := t.TempDir(), t.TempDir()
 	put(t, src, "a.bin", string(pseudoRandom(200000)), hour(-1))
 	packAt(t, src, out, chgOptions(0))
@@ -638,6 +644,7 @@ func TestChangesMetalink(t *testing.T) {
 // but before the new state runs again from the same baseline; it must
 // not take its own packages for earlier ones, and ends as the first did.
 func TestChangesRerunBeforeState(t *testing.T) {
+	t.Parallel()
 	src, out := t.TempDir(), t.TempDir()
 	put(t, src, "a", "a0", hour(-1))
 	packAt(t, src, out, chgOptions(0))
@@ -706,6 +713,7 @@ func TestChangeDumpIndex(t *testing.T) {
 // TestChangesBaselineURL: a Resource Dump baseline read over HTTP, with
 // its manifests, from a loopback server.
 func TestChangesBaselineURL(t *testing.T) {
+	t.Parallel()
 	src, out := t.TempDir(), t.TempDir()
 	srv := httptest.NewServer(http.StripPrefix("/rs/", http.FileServer(http.Dir(out))))
 	defer srv.Close()
@@ -727,6 +735,7 @@ func TestChangesBaselineURL(t *testing.T) {
 // TestChangesPrune: a --changes run with --prune removes changedump files
 // its Change Dump does not list, and leaves the Resource Dump's alone.
 func TestChangesPrune(t *testing.T) {
+	t.Parallel()
 	src, out := t.TempDir(), t.TempDir()
 	put(t, src, "a", "a0", hour(-1))
 	packAt(t, src, out, chgOptions(0))
@@ -791,6 +800,7 @@ func TestChangesSkipChanged(t *testing.T) {
 // runs before the last made unreadable it still adds its own, and the
 // documents it writes do not grow with the runs before it.
 func TestChangesFlatHistory(t *testing.T) {
+	t.Parallel()
 	src, out := t.TempDir(), t.TempDir()
 	put(t, src, "a", "a0", hour(-1))
 	packAt(t, src, out, chgOptions(0))
@@ -904,6 +914,7 @@ func TestChangesIndexLimit(t *testing.T) {
 // starts new ones, said in a note: the run's documents and packages are
 // numbered past every earlier one, which the new indexes no longer name.
 func TestChangesNewIndex(t *testing.T) {
+	t.Parallel()
 	src, out := t.TempDir(), t.TempDir()
 	put(t, src, "a", "a0", hour(-1))
 	packAt(t, src, out, chgOptions(0))

@@ -38,6 +38,7 @@ func verifyClean(t *testing.T, out string) *verify.Summary {
 // and a local entry. Its local header carries CRC and size, so a
 // streaming reader never looks for a descriptor inside the data.
 func TestStoredEntriesHaveNoDescriptor(t *testing.T) {
+	t.Parallel()
 	data := pseudoRandom(smallMax + 4096)
 	head := data[:1000]
 	d := binary.LittleEndian.AppendUint32(nil, 0x08074b50)
@@ -74,6 +75,7 @@ func TestStoredEntriesHaveNoDescriptor(t *testing.T) {
 // TestFollowSymlinksSharedTarget: a link x/toy -> ../y sorts before y
 // itself; both are packed. A link to an ancestor is a loop and is skipped.
 func TestFollowSymlinksSharedTarget(t *testing.T) {
+	t.Parallel()
 	src := tree(t, map[string]string{"x/a.txt": "a", "y/f.txt": "f"})
 	if err := os.Symlink("../y", filepath.Join(src, "x", "toy")); err != nil {
 		t.Fatal(err)
@@ -136,6 +138,7 @@ func TestRenamedOverDuringPack(t *testing.T) {
 // TestNamesVerifyRefusesRoundTrip: names internal/safepath refuses, at
 // the top and deeper, are left out by pack, and verify passes the rest.
 func TestNamesVerifyRefusesRoundTrip(t *testing.T) {
+	t.Parallel()
 	src := tree(t, map[string]string{"ok.txt": "ok", `back\slash.txt`: "x", "C:drive.txt": "y",
 		`sub/back\slash.txt`: "z", "sub/ok.txt": "ok"})
 	res, out := mustPack(t, src, testOptions())

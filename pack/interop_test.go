@@ -24,6 +24,7 @@ func resyncRules(t *testing.T, capability string, files ...string) (string, erro
 }
 
 func TestResyncParsesOurDocuments(t *testing.T) {
+	t.Parallel()
 	peer := filepath.Join("..", "..", "shared", "peers", "resync", "rd-cli")
 	if _, err := os.Stat(peer); err != nil {
 		t.Skip("../shared/peers/resync missing: resync interoperability check skipped")

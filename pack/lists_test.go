@@ -41,6 +41,7 @@ func readDoc(t *testing.T, path string) (resourcesync.Header, []resourcesync.URL
 // Capability List naming the Resource List and the Resource Dump; every
 // document validates and links up as §9-§11 require.
 func TestResourceListFromPack(t *testing.T) {
+	t.Parallel()
 	o := loopbackOptions()
 	o.MaxPackageSize = 8 << 10 // several packages
 	res, out := mustPack(t, copyExample(t), o)
@@ -116,6 +117,7 @@ func capNames(urls []resourcesync.URL) []string {
 // that link to it, with the parts' times; a Change List's parts cover
 // consecutive intervals. Each validates against its schema.
 func TestListIndex(t *testing.T) {
+	t.Parallel()
 	for _, capability := range []string{resourcesync.CapResourceList, resourcesync.CapChangeList} {
 		t.Run(capability, func(t *testing.T) {
 			o := loopbackOptions()
@@ -191,6 +193,7 @@ func TestListIndex(t *testing.T) {
 // Lists of other sets already named there, and refuses to replace a file
 // that is not a Source Description.
 func TestSourceDescription(t *testing.T) {
+	t.Parallel()
 	o := loopbackOptions()
 	o.SourceDescription, o.DescribedBy = true, "http://127.0.0.1:9/about.html"
 	src, out := copyExample(t), t.TempDir()
@@ -234,6 +237,7 @@ func TestSourceDescription(t *testing.T) {
 // TestResyncReadsOurDocuments: resync's own parser reads every document a
 // pack writes.
 func TestResyncReadsOurDocuments(t *testing.T) {
+	t.Parallel()
 	peer := sharedtest.NewResync(t)
 	o := loopbackOptions()
 	o.SourceDescription = true
@@ -258,6 +262,7 @@ func TestResyncReadsOurDocuments(t *testing.T) {
 // scratch files; before commit its parts are there under temporary names
 // only, and an aborted one leaves nothing.
 func TestListWriteInPlace(t *testing.T) {
+	t.Parallel()
 	o := chgOptions(1)
 	o.setDefaults()
 	md := resourcesync.MD{At: hour(1), Completed: hour(1).Add(time.Second)}
@@ -341,6 +346,7 @@ func (f failCreate) Create(ctx context.Context, name string) (sink.File, error) 
 // once the second starts, which the entries' writer does not see) fails
 // commit, which returns the error, and leaves no document.
 func TestListWriteInPlaceFails(t *testing.T) {
+	t.Parallel()
 	o := chgOptions(1)
 	o.setDefaults()
 	md := resourcesync.MD{At: hour(1), Completed: hour(1).Add(time.Second)}
@@ -381,6 +387,7 @@ func TestListWriteInPlaceFails(t *testing.T) {
 // the writer's error; a reader that ended fails the writes, and wait
 // returns once every chunk is taken or the reader ended.
 func TestChunkPipe(t *testing.T) {
+	t.Parallel()
 	p := newChunkPipe()
 	wrote := make(chan error, 1)
 	go func() {

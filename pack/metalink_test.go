@@ -24,6 +24,7 @@ import (
 // priorities, and the links in resourcedump.xml. The base URL names
 // bitstreams only: no package URL is under it.
 func TestPackMetalink(t *testing.T) {
+	t.Parallel()
 	src := tree(t, map[string]string{"a.bin": string(pseudoRandom(300000)), "b.txt": strings.Repeat("text ", 50000)})
 	o := testOptions()
 	o.Metalink = &MetalinkOptions{PieceLength: 64 << 10, Mirrors: []layout.Mirror{
@@ -66,6 +67,7 @@ func TestPackMetalink(t *testing.T) {
 // the one given, or else its position. A mirror equal to the dump URL is
 // listed once.
 func TestPackMetalinkDumpURL(t *testing.T) {
+	t.Parallel()
 	src := tree(t, map[string]string{"a.txt": "a"})
 	o := testOptions()
 	o.DumpURL = "http://127.0.0.20/d"
@@ -235,6 +237,7 @@ func TestPackMetalinkPieceLanes(t *testing.T) {
 // TestPackMetalinkNoPlace: with neither a dump URL nor a mirror, the
 // .meta4 can only give the base URL, and Pack says so.
 func TestPackMetalinkNoPlace(t *testing.T) {
+	t.Parallel()
 	o := testOptions()
 	o.Metalink = &MetalinkOptions{}
 	var notices []string

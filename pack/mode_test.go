@@ -15,6 +15,7 @@ import (
 // the same input gives the same package, and a changed mode a different
 // one.
 func TestModesRecorded(t *testing.T) {
+	t.Parallel()
 	src := tree(t, map[string]string{"run.sh": "#!/bin/sh\n", "data.txt": "data"})
 	os.Chmod(filepath.Join(src, "run.sh"), 0o755)
 	os.Chmod(filepath.Join(src, "data.txt"), 0o640)

@@ -18,6 +18,7 @@ import (
 // <loc>; escapes already in it are kept; and the manifest and dump still
 // validate.
 func TestBaseURLEncoded(t *testing.T) {
+	t.Parallel()
 	src := tree(t, map[string]string{"a b.txt": "a"})
 	o := testOptions()
 	o.BaseURL = `http://127.0.0.1/my files/café/"q"/x%2Fy`
@@ -41,6 +42,7 @@ func TestBaseURLEncoded(t *testing.T) {
 // ASCII, are refused with an error saying what to write instead, before
 // anything is written; so are such mirror and dump URLs.
 func TestBaseURLRefused(t *testing.T) {
+	t.Parallel()
 	src := tree(t, map[string]string{"a": "a"})
 	cases := []struct {
 		o    Options
@@ -74,6 +76,7 @@ func TestBaseURLRefused(t *testing.T) {
 // TestValidateLeavesOptions: Validate and Pack encode copies of the
 // mirrors; the caller's options are not changed.
 func TestValidateLeavesOptions(t *testing.T) {
+	t.Parallel()
 	o := Options{BaseURL: "http://h/", Metalink: &MetalinkOptions{Mirrors: []layout.Mirror{{BaseURL: "http://m/a b"}}}}
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
@@ -86,6 +89,7 @@ func TestValidateLeavesOptions(t *testing.T) {
 // TestMissingSource: a source that does not exist, or is a file, fails
 // with a SourceError before the output directory or the journal exist.
 func TestMissingSource(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(tree(t, map[string]string{"a": "a"}), "a")
 	for _, src := range []string{filepath.Join(t.TempDir(), "nonexistent"), file} {
 		out := filepath.Join(t.TempDir(), "out")
@@ -109,6 +113,7 @@ func TestMissingSource(t *testing.T) {
 // (resourcesync.MaxSkew) is refused before anything is written, since
 // every Destination would refuse the dump; within the skew it packs.
 func TestAtInTheFuture(t *testing.T) {
+	t.Parallel()
 	src := tree(t, map[string]string{"a": "a"})
 	out := filepath.Join(t.TempDir(), "out")
 	o := testOptions()

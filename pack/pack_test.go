@@ -22,6 +22,7 @@ import (
 var update = flag.Bool("update", false, "rewrite golden files")
 
 func TestGoldenExample(t *testing.T) {
+	t.Parallel()
 	src := copyExample(t)
 	_, out := mustPack(t, src, testOptions())
 	got := readFile(t, filepath.Join(out, "resourcedump-00001.manifest.xml"))
@@ -36,6 +37,7 @@ func TestGoldenExample(t *testing.T) {
 }
 
 func TestRoundTripAndSchema(t *testing.T) {
+	t.Parallel()
 	src := copyExample(t)
 	o := testOptions()
 	o.CapabilityList = "http://127.0.0.1/rs/capabilitylist.xml"
@@ -82,6 +84,7 @@ func checkDump(t *testing.T, out string, res *Result) {
 }
 
 func TestDeterministic(t *testing.T) {
+	t.Parallel()
 	src := copyExample(t)
 	_, out1 := mustPack(t, src, testOptions())
 	_, out2 := mustPack(t, src, testOptions())
@@ -93,6 +96,7 @@ func TestDeterministic(t *testing.T) {
 }
 
 func TestCompressAuto(t *testing.T) {
+	t.Parallel()
 	text := strings.Repeat("compressible line of text\n", 4000)
 	random := string(pseudoRandom(200000))
 	src := tree(t, map[string]string{"text.txt": text, "random.dat": random, "photo.jpg": text, "big.txt": strings.Repeat(text, 100)})
@@ -108,6 +112,7 @@ func TestCompressAuto(t *testing.T) {
 }
 
 func TestEmptySource(t *testing.T) {
+	t.Parallel()
 	res, out := mustPack(t, t.TempDir(), testOptions())
 	if len(res.Packages) != 0 {
 		t.Errorf("%d packages from an empty tree", len(res.Packages))
@@ -116,6 +121,7 @@ func TestEmptySource(t *testing.T) {
 }
 
 func TestBadOptions(t *testing.T) {
+	t.Parallel()
 	src := tree(t, map[string]string{"a": "a"})
 	for _, o := range []Options{
 		{},
@@ -134,6 +140,7 @@ func TestBadOptions(t *testing.T) {
 }
 
 func TestSymlinksAndSpecialFiles(t *testing.T) {
+	t.Parallel()
 	src := tree(t, map[string]string{"real.txt": "real"})
 	os.Symlink("real.txt", filepath.Join(src, "link.txt"))
 	if err := syscall.Mkfifo(filepath.Join(src, "fifo"), 0o644); err != nil {
@@ -248,6 +255,7 @@ func pseudoRandom(n int) []byte {
 }
 
 func TestOutputInsideSource(t *testing.T) {
+	t.Parallel()
 	src := tree(t, map[string]string{"a.txt": "a"})
 	out := filepath.Join(src, "dump")
 	res, err := Pack(context.Background(), src, out, testOptions())
@@ -325,6 +333,7 @@ func TestOutputInsideSourceAsTyped(t *testing.T) {
 }
 
 func TestScan(t *testing.T) {
+	t.Parallel()
 	src := copyExample(t)
 	files, n, err := Scan(context.Background(), src, false)
 	res, _ := mustPack(t, src, testOptions())
@@ -334,6 +343,7 @@ func TestScan(t *testing.T) {
 }
 
 func TestUnsafeNamesSkipped(t *testing.T) {
+	t.Parallel()
 	src := tree(t, map[string]string{"ok.txt": "ok", "bad\x01name": "x", "latin1-\xe9.txt": "y"})
 	res, out := mustPack(t, src, testOptions())
 	if res.Bitstreams != 1 || res.Skipped != 2 {
@@ -345,6 +355,7 @@ func TestUnsafeNamesSkipped(t *testing.T) {
 // Names verify and unpack would refuse (internal/safepath) are skipped
 // with a warning rather than written into a package.
 func TestNamesVerifyRefusesSkipped(t *testing.T) {
+	t.Parallel()
 	src := tree(t, map[string]string{"ok.txt": "ok", `back\slash.txt`: "x", "c:x": "y", "d:/inner.txt": "z"})
 	res, out := mustPack(t, src, testOptions())
 	if res.Bitstreams != 1 || res.Skipped != 3 {
@@ -356,6 +367,7 @@ func TestNamesVerifyRefusesSkipped(t *testing.T) {
 // TestPublishFailureStops: when a package cannot be published, the run
 // fails naming it, and no later package or dump document appears.
 func TestPublishFailureStops(t *testing.T) {
+	t.Parallel()
 	src := tree(t, map[string]string{"a": strings.Repeat("a", 3000), "b": strings.Repeat("b", 3000), "c": strings.Repeat("c", 3000)})
 	out := t.TempDir()
 	// A directory where the first detached manifest must go.
@@ -413,6 +425,7 @@ func TestCancelDuringStreamedFile(t *testing.T) {
 // no longer names; with Prune it removes them, reports each, and leaves
 // every other file alone.
 func TestRerunRemovesStaleFiles(t *testing.T) {
+	t.Parallel()
 	src := tree(t, map[string]string{"a": strings.Repeat("a", 3000), "b": strings.Repeat("b", 3000), "c": strings.Repeat("c", 3000)})
 	o := testOptions()
 	o.MaxPackageSize = 4000
@@ -472,6 +485,7 @@ func TestRerunRemovesStaleFiles(t *testing.T) {
 // dump needs them, and removed past its last part or when it fits one
 // document.
 func TestPruneIndexParts(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int{resourcesync.MaxEntries + 1, 3} {
 		dir := t.TempDir()
 		for i := 1; i <= 3; i++ {
@@ -497,6 +511,7 @@ func TestPruneIndexParts(t *testing.T) {
 // TestPruneRefusesEmptyDump: a run that finds no files (a wrong or
 // unmounted source) leaves the earlier dump's packages, even with Prune.
 func TestPruneRefusesEmptyDump(t *testing.T) {
+	t.Parallel()
 	src := tree(t, map[string]string{"a": strings.Repeat("a", 3000), "b": strings.Repeat("b", 3000)})
 	o := testOptions()
 	o.MaxPackageSize = 4000

@@ -73,6 +73,7 @@ func workers(t *testing.T, src, out string, n, parts int, o Options) []*Result {
 // those of one unsharded pack of the tree, and removes the plan, the
 // journals and the claims.
 func TestPartsPackedOnceAndMerged(t *testing.T) {
+	t.Parallel()
 	src := skewedTree(t, 90)
 	out := t.TempDir()
 	o := partOptions()
@@ -122,6 +123,7 @@ func TestPartsPackedOnceAndMerged(t *testing.T) {
 // A worker run again once every part is done packs nothing, says so,
 // and a worker given other options than the plan's is refused.
 func TestPartsRerunAndOtherOptions(t *testing.T) {
+	t.Parallel()
 	src := skewedTree(t, 30)
 	out := t.TempDir()
 	o := partOptions()
@@ -146,6 +148,7 @@ func TestPartsRerunAndOtherOptions(t *testing.T) {
 // The merge refuses while a part is unclaimed or held, naming each and
 // its holder, and writes nothing; once they are packed it merges.
 func TestMergeRefusesPartsNotDone(t *testing.T) {
+	t.Parallel()
 	src := skewedTree(t, 40)
 	out := t.TempDir()
 	o := partOptions()
@@ -196,6 +199,7 @@ func TestMergeRefusesPartsNotDone(t *testing.T) {
 // rerun of any worker, which reuses the packages the dead worker
 // completed; the merge is then that of an unsharded pack.
 func TestPartTakenOverAfterLease(t *testing.T) {
+	t.Parallel()
 	src := skewedTree(t, 60)
 	out := t.TempDir()
 	o := partOptions()
@@ -298,6 +302,7 @@ func planOnly(t *testing.T, src, out string, o Options) *partPlan {
 
 // A merge finds a part whose manifest names a file outside its range.
 func TestMergeRefusesFileOutsidePart(t *testing.T) {
+	t.Parallel()
 	src := skewedTree(t, 30)
 	out := t.TempDir()
 	o := partOptions()
@@ -330,6 +335,7 @@ func mustDir(t *testing.T, dir string) sink.Sink {
 // them, every part is within a file or two of a fair share, and the
 // prefix is cut into several parts.
 func TestCutterBalances(t *testing.T) {
+	t.Parallel()
 	c := newCutter(16)
 	type file struct {
 		rel  string
@@ -381,6 +387,7 @@ func TestCutterBalances(t *testing.T) {
 // A directory the range says is outside holds no path the range
 // contains, and every path the range contains is reached.
 func TestPartRangePrunes(t *testing.T) {
+	t.Parallel()
 	paths := []string{"a", "a-b/x", "a.b", "a/b", "a/b/c", "a/b/c/d", "a/b-c", "a/ba", "b", "b/a/a", "b/a/b", "ba/z", "c"}
 	slices.SortFunc(paths, func(a, b string) int { return comparePaths(a, b) })
 	for _, lo := range append([]string{""}, paths...) {

@@ -11,6 +11,7 @@ import (
 // which the walk visits files, which is not the byte order of the paths
 // ("a/b" before "a-b").
 func TestComparePathsIsWalkOrder(t *testing.T) {
+	t.Parallel()
 	src := t.TempDir()
 	rels := []string{"a-b", "a/b", "a/c/d", "a.txt", "a0", "b", "a/b-c", "a/b/c", "é", "z z"}
 	for _, r := range rels {
@@ -36,6 +37,7 @@ func TestComparePathsIsWalkOrder(t *testing.T) {
 }
 
 func TestRecordRoundTrip(t *testing.T) {
+	t.Parallel()
 	r := record{Rel: "dir one/ü.txt", Size: 12, Mtime: 1700000000123456789, Mode: 0o644, Hash: "md5:00 sha-256:11", Type: "text/plain",
 		Change: "updated", Datetime: 1700000000999, Seq: 7}
 	got, err := parseRecord(string(r.appendTo(nil)[:len(r.appendTo(nil))-1]))
@@ -52,6 +54,7 @@ func TestRecordRoundTrip(t *testing.T) {
 // TestParseIntIsStrconv: parseInt accepts and returns what
 // strconv.ParseInt does in base 10, at the edges of int64 and past them.
 func TestParseIntIsStrconv(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{"0", "-0", "1", "-1", "4096", "1795673440794257508", "9223372036854775807",
 		"9223372036854775808", "-9223372036854775808", "-9223372036854775809", "99999999999999999999",
 		"00000000000000000001", "", "-", "+1", "1a", " 1", "1 ", "--1", "18446744073709551616"} {
@@ -81,6 +84,7 @@ func (c *countSource) next() (record, bool, error) {
 // same order, then its error or its end, for good; closed early, it stops
 // reading within a few batches.
 func TestReadRecsAhead(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int{0, 1, aheadBatch, aheadBatch + 1, 5*aheadBatch + 7} {
 		for _, fail := range []error{nil, errors.New("bad line")} {
 			a := readRecsAhead(&countSource{n: n, err: fail})
@@ -110,6 +114,7 @@ func TestReadRecsAhead(t *testing.T) {
 // TestKeptLine: the walk's line of a file kept as it was is its state
 // line but for the last field; any other line is not one.
 func TestKeptLine(t *testing.T) {
+	t.Parallel()
 	kept := record{Rel: "a/b c", Size: 3, Mtime: 1700000000123456789, Hash: "md5:00", Type: "text/plain", Seq: 42}
 	line := kept.appendTo(nil)
 	rel, state, seq, ok := keptLine(line[:len(line)-1])

@@ -117,6 +117,7 @@ func sameOutput(t *testing.T, what, want, got string) {
 // that encodes every entry (from a state of rsdump before, which names
 // no list). A list altered since is not copied from.
 func TestChangesCopyListLines(t *testing.T) {
+	t.Parallel()
 	src := reuseTree(t)
 	base := t.TempDir()
 	packAt(t, src, base, chgOptions(0))
@@ -173,6 +174,7 @@ func TestChangesCopyListLines(t *testing.T) {
 // the next run does not copy from the new one, and writes what an
 // uninterrupted run writes.
 func TestChangesListAheadOfState(t *testing.T) {
+	t.Parallel()
 	src := reuseTree(t)
 	base := t.TempDir()
 	packAt(t, src, base, chgOptions(0))
@@ -191,6 +193,7 @@ func TestChangesListAheadOfState(t *testing.T) {
 // Resource List, and its state names none; the next run encodes every
 // entry and writes what it would have from the earlier state.
 func TestChangesStateWithoutList(t *testing.T) {
+	t.Parallel()
 	src := reuseTree(t)
 	base := t.TempDir()
 	packAt(t, src, base, chgOptions(0))
@@ -213,6 +216,7 @@ func TestChangesStateWithoutList(t *testing.T) {
 // number among the entries, each only if it is the entry of the path
 // asked for; a document not as named is not read.
 func TestOldListLines(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	base := "http://h/"
 	var docs []listDoc

@@ -93,6 +93,7 @@ func sourceHashes(t *testing.T, src string, algs []string) map[string]string {
 // as its last manifest entry gives it, and the whole state is the one a
 // full pack of the source now writes.
 func TestStateIsWhatTheManifestsSay(t *testing.T) {
+	t.Parallel()
 	src, out := t.TempDir(), t.TempDir()
 	old := hour(0).Add(-time.Hour)
 	names := []string{"a.txt", "b c.txt", "dir/d.txt", "dir/sub/e.txt", "f.bin", "ü/é.txt", "z.txt"}
@@ -169,6 +170,7 @@ var hexRE = regexp.MustCompile(`(sha-256|md5):[0-9a-f]+`)
 // published (every hash zeroed); the state still has the true hash of
 // every file, computed here from the source, in both kinds of dump.
 func TestStateNotReadBack(t *testing.T) {
+	t.Parallel()
 	src, out := t.TempDir(), t.TempDir()
 	old := hour(0).Add(-time.Hour)
 	for _, rel := range []string{"a.txt", "b.txt", "dir/c.txt", "dir/d.txt", "e.txt"} {
@@ -233,6 +235,7 @@ func TestStateNotReadBack(t *testing.T) {
 // (this run did not write them): the state is the same, byte for byte, as
 // an uninterrupted run's, for a Resource Dump and a Change Dump.
 func TestStateAfterResume(t *testing.T) {
+	t.Parallel()
 	src := t.TempDir()
 	old := hour(0).Add(-time.Hour)
 	for _, c := range "abcdefghij" {

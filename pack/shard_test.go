@@ -15,6 +15,7 @@ import (
 )
 
 func TestShardOfIsDisjointAndCovers(t *testing.T) {
+	t.Parallel()
 	counts := map[int]int{}
 	for i := range 3000 {
 		rel := "dir/" + strings.Repeat("x", i%7) + string(rune('a'+i%26)) + "/" + string(rune('a'+i/26%26)) + ".bin"
@@ -37,6 +38,7 @@ func TestShardOfIsDisjointAndCovers(t *testing.T) {
 // A shard whose journal claims another shard's files is refused: the
 // merge checks each path's shard as it meets it.
 func TestMergeRefusesOverlap(t *testing.T) {
+	t.Parallel()
 	_, out, _ := packShards(t, 20, 2, Options{BaseURL: "http://127.0.0.1/"})
 	ctx := context.Background()
 	// Shard 2's journal now records shard 1's package as one more of its
@@ -107,6 +109,7 @@ func mustJSON(t *testing.T, v any) []byte {
 // run again resumes, reusing its packages; the merge, once done, removes
 // the journals, and a second merge finds no shard.
 func TestShardJournalIsItsRecord(t *testing.T) {
+	t.Parallel()
 	o := Options{BaseURL: "http://127.0.0.1/", MaxEntries: 3}
 	src, out, packs := packShards(t, 16, 2, o)
 	ctx := context.Background()
@@ -173,6 +176,7 @@ func TestShardJournalIsItsRecord(t *testing.T) {
 // Packed again with other options, the merge with the first options
 // refuses it, naming the shard and its journal.
 func TestShardPackedAgain(t *testing.T) {
+	t.Parallel()
 	o := Options{BaseURL: "http://127.0.0.1/", MaxEntries: 2}
 	src, out, _ := packShards(t, 10, 2, o)
 	ctx := context.Background()
@@ -217,6 +221,7 @@ func TestShardPackedAgain(t *testing.T) {
 // Packing again with another number of shards drops the records of the
 // earlier set: the merge sees only the new one.
 func TestReshard(t *testing.T) {
+	t.Parallel()
 	src := t.TempDir()
 	for i := range 12 {
 		os.WriteFile(filepath.Join(src, "g"+string(rune('a'+i))), []byte(strings.Repeat("z", 50+i)), 0o644)

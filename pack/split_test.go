@@ -36,6 +36,7 @@ func packageNames(res *Result) []string {
 }
 
 func TestSplitExactlyAtLimit(t *testing.T) {
+	t.Parallel()
 	src := tree(t, map[string]string{"a": strings.Repeat("a", 1000), "b": strings.Repeat("b", 1000), "c": strings.Repeat("c", 1000)})
 	o := testOptions()
 	o.Compress = Store
@@ -58,6 +59,7 @@ func TestSplitExactlyAtLimit(t *testing.T) {
 }
 
 func TestSplitFileOverLimit(t *testing.T) {
+	t.Parallel()
 	src := tree(t, map[string]string{"a": "small", "big": strings.Repeat("x", 50000), "c": "small"})
 	o := testOptions()
 	o.MaxPackageSize = 10000
@@ -73,6 +75,7 @@ func TestSplitFileOverLimit(t *testing.T) {
 }
 
 func TestSplitAt50000Entries(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("skipping 50,001-file tree in -short mode")
 	}
@@ -93,6 +96,7 @@ func TestSplitAt50000Entries(t *testing.T) {
 }
 
 func TestDumpIndexOver50000Packages(t *testing.T) {
+	t.Parallel()
 	o := testOptions()
 	o.setDefaults()
 	dir := t.TempDir()
@@ -123,6 +127,7 @@ func TestDumpIndexOver50000Packages(t *testing.T) {
 // the first package is reused, not rewritten, and the result is the same
 // as an uninterrupted run.
 func TestResume(t *testing.T) {
+	t.Parallel()
 	// Ten packages: the pipeline holds at most three when the interrupt
 	// comes, so the last ones are always still to write.
 	files := map[string]string{}
@@ -175,6 +180,7 @@ func TestResume(t *testing.T) {
 // TestResumeDamagedPackage: a package whose bytes no longer match the
 // journal is written again.
 func TestResumeDamagedPackage(t *testing.T) {
+	t.Parallel()
 	src := tree(t, map[string]string{"a": strings.Repeat("a", 3000), "b": strings.Repeat("b", 3000)})
 	o := testOptions()
 	o.MaxPackageSize = 4000

@@ -35,6 +35,7 @@ func statTree(t *testing.T) string {
 // as a symlink, not its target), for every kind of entry, and a name
 // gone since the listing is an error.
 func TestStatAllMatchesLstat(t *testing.T) {
+	t.Parallel()
 	src := statTree(t)
 	for _, dir := range []string{src, filepath.Join(src, "sub"), filepath.Join(src, "été")} {
 		l := listDir(dir)
@@ -70,6 +71,7 @@ func TestStatAllMatchesLstat(t *testing.T) {
 // yields each regular file with os.Lstat's (or os.Stat's) size, time,
 // mode and identity, and sameFile accepts the file it then opens.
 func TestWalkMatchesLstat(t *testing.T) {
+	t.Parallel()
 	src := statTree(t)
 	for _, follow := range []bool{false, true} {
 		want := []string{"a.txt", "empty", "sub/deep/f", "with space.txt", "été/日本.txt"}
@@ -112,6 +114,7 @@ func TestWalkMatchesLstat(t *testing.T) {
 
 // TestSameFile: sameFile tells a file from another renamed over its name.
 func TestSameFile(t *testing.T) {
+	t.Parallel()
 	src := tree(t, map[string]string{"a": "x", "b": "x"})
 	a, _ := os.Stat(filepath.Join(src, "a"))
 	b, _ := os.Stat(filepath.Join(src, "b"))
@@ -123,6 +126,7 @@ func TestSameFile(t *testing.T) {
 // TestListDirManyNames: a directory whose entries take several reads
 // of the directory is listed whole, sorted, each name once.
 func TestListDirManyNames(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	long := strings.Repeat("n", 100)
 	var want []string
@@ -146,6 +150,7 @@ func TestListDirManyNames(t *testing.T) {
 // TestJoinAbs: joinAbs is filepath.Join for the clean directories the
 // walk gives it.
 func TestJoinAbs(t *testing.T) {
+	t.Parallel()
 	for _, dir := range []string{".", "/", "a", "/a/b", "../a"} {
 		if got, want := joinAbs(dir, "f"), filepath.Join(dir, "f"); got != want {
 			t.Errorf("joinAbs(%q, f) = %q, want %q", dir, got, want)

@@ -97,6 +97,7 @@ func TestStateDeltaGrowsByChanges(t *testing.T) {
 // batch after it, on a line of its own, and ends as a run from the state
 // without it.
 func TestStateDeltaTorn(t *testing.T) {
+	t.Parallel()
 	src, out := deltaTree(t)
 	changeDeltaTree(t, src, 1)
 	packAt(t, src, out, chgOptions(1))
@@ -194,6 +195,7 @@ func TestStateDeltaCompacts(t *testing.T) {
 // a state of version 1 is read, and a --changes run from it writes the
 // whole state, of version 2, rather than a delta beside it.
 func TestStateVersion1(t *testing.T) {
+	t.Parallel()
 	src, out := deltaTree(t)
 	if h := stateHeadOf(t, out); h.Version != 2 {
 		t.Fatalf("a full pack's state is of version %d, want 2", h.Version)
@@ -295,6 +297,7 @@ func TestStateDeltaSameFileTwice(t *testing.T) {
 // of the three files changed and the runs between them, which count the
 // 38 files kept (of 40, one updated, one deleted), not a line a file.
 func TestStateDeltaWalkRuns(t *testing.T) {
+	t.Parallel()
 	src, out := deltaTree(t)
 	changeDeltaTree(t, src, 1)
 	var walk []string
@@ -330,6 +333,7 @@ func TestStateDeltaWalkRuns(t *testing.T) {
 // file not kept is not where the state has the file, rather than giving
 // the kept files the lines of others.
 func TestStateDeltaListNotFollowed(t *testing.T) {
+	t.Parallel()
 	src, out := deltaTree(t)
 	rl := readFile(t, filepath.Join(out, layout.ResourceListName))
 	lines := bytes.SplitAfter(rl, []byte("\n"))

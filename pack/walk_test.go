@@ -39,6 +39,7 @@ func readAheadTree(t *testing.T) (string, []string) {
 // TestWalkReadAhead: directories read ahead on other goroutines are
 // still visited in walk order, each file once.
 func TestWalkReadAhead(t *testing.T) {
+	t.Parallel()
 	src, want := readAheadTree(t)
 	var got, warned []string
 	w := &walker{ctx: context.Background(), warn: func(p, m string) { warned = append(warned, p) }}
@@ -68,6 +69,7 @@ func TestWalkReadAhead(t *testing.T) {
 // directory but the first few is read ahead, not only the first
 // readAhead of them.
 func TestWalkReadsSiblingsAhead(t *testing.T) {
+	t.Parallel()
 	files := map[string]string{}
 	const dirs = 40
 	for i := range dirs {
@@ -92,6 +94,7 @@ func TestWalkReadsSiblingsAhead(t *testing.T) {
 // TestWalkStopsReadAhead: a walk that stops early (an error from visit)
 // returns only once every directory it was reading ahead is read.
 func TestWalkStopsReadAhead(t *testing.T) {
+	t.Parallel()
 	src, _ := readAheadTree(t)
 	stop := errors.New("stop")
 	for _, after := range []int{1, 5, 40} {
@@ -121,6 +124,7 @@ func TestWalkStopsReadAhead(t *testing.T) {
 
 // TestWalkReadAheadCancel: a cancelled walk reports the cancellation.
 func TestWalkReadAheadCancel(t *testing.T) {
+	t.Parallel()
 	src, _ := readAheadTree(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	n := 0
@@ -161,6 +165,7 @@ func TestWalkRootSpelling(t *testing.T) {
 // as safepath judges the whole path: a drive letter counts only as the
 // first segment, so that "C:x" is skipped at the root and walked below.
 func TestWalkChecksNamesAsPaths(t *testing.T) {
+	t.Parallel()
 	src := tree(t, map[string]string{"C:x": "a", "d/C:x": "b", "d/ok": "c"})
 	var got, warned []string
 	w := &walker{ctx: context.Background(), warn: func(p, _ string) { warned = append(warned, p) }}

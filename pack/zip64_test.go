@@ -16,6 +16,7 @@ import (
 // checks the package with archive/zip and with unzip, bsdtar, 7z and
 // Python's zipfile.
 func TestPackOver4GiB(t *testing.T) {
+	t.Parallel()
 	racetest.SkipLarge(t, "a 4 GiB package")
 	src := tree(t, map[string]string{"small.txt": "small"})
 	big := filepath.Join(src, "big.bin")

@@ -46,6 +46,7 @@ var (
 // A target two packages carry with other content clashes in both, each
 // naming the other; the first claim is marked First.
 func TestClaimsContentClashAcrossPackages(t *testing.T) {
+	t.Parallel()
 	c := newTable(t, 2)
 	c.Claim(Target{Pkg: 1, N: 7, Name: "a.txt", Length: 3, Want: two})
 	c.Claim(Target{Pkg: 0, N: 2, Name: "a.txt", Length: 3, Want: one})
@@ -62,6 +63,7 @@ func TestClaimsContentClashAcrossPackages(t *testing.T) {
 
 // The same target with the same content in two packages is no clash.
 func TestClaimsSameContentIsNoClash(t *testing.T) {
+	t.Parallel()
 	c := newTable(t, 3)
 	for pkg := range 3 {
 		c.Claim(Target{Pkg: pkg, N: 1, Name: "a.txt", Length: 3, Want: one})
@@ -74,6 +76,7 @@ func TestClaimsSameContentIsNoClash(t *testing.T) {
 // Names that differ only by case or NFC against NFD are reported once
 // each, naming the first claimed, in one package or across two.
 func TestClaimsFoldClash(t *testing.T) {
+	t.Parallel()
 	c := newTable(t, 2)
 	c.Claim(Target{Pkg: 0, N: 1, Name: "caf\u00e9.txt", Length: 1, Want: one})
 	c.Claim(Target{Pkg: 1, N: 1, Name: "cafe\u0301.txt", Length: 1, Want: one})

@@ -9,6 +9,7 @@ import (
 
 // TestDescribe: a length and digests as one report field.
 func TestDescribe(t *testing.T) {
+	t.Parallel()
 	sums := resourcesync.HashSet{{Alg: "md5", Hex: "ab"}, {Alg: "sha-256", Hex: "cd"}}
 	for _, c := range []struct {
 		length int64

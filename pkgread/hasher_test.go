@@ -23,6 +23,7 @@ import (
 // algorithms its entry lists (the reader reuses its hashes from one
 // bitstream to the next).
 func TestReadHashesEachBitstreamAlone(t *testing.T) {
+	t.Parallel()
 	hx := func(b []byte) string { return hex.EncodeToString(b) }
 	attrs := []func(d []byte) string{
 		func(d []byte) string {

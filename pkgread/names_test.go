@@ -7,6 +7,7 @@ import (
 )
 
 func TestSafeName(t *testing.T) {
+	t.Parallel()
 	for _, ok := range []string{"a", "a/b.txt", "dir/", "ünï ☃.txt", "a..b", "..a"} {
 		if err := pkgread.SafeName(ok); err != nil {
 			t.Errorf("SafeName(%q) = %v", ok, err)

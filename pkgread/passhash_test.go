@@ -39,6 +39,7 @@ func (s *swapReader) ReadAt(p []byte, off int64) (int, error) {
 }
 
 func TestPassHasherRefusesChangedTail(t *testing.T) {
+	t.Parallel()
 	good, evil := verifytest.TailSwap(t)
 	for _, tc := range []struct {
 		name   string
@@ -94,6 +95,7 @@ func (f *fickleReader) ReadAt(p []byte, off int64) (int, error) {
 // A read of bytes just hashed (archive/zip reads a local header again to
 // find the data) gets the bytes hashed, however the file changed since.
 func TestPassHasherRereadsGiveHashedBytes(t *testing.T) {
+	t.Parallel()
 	var hashed bytes.Buffer
 	f := &fickleReader{size: 300 << 10}
 	ph := pkgread.NewPassHasher(f, f.size, &hashed)

@@ -23,6 +23,7 @@ func (c *countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
 // of a quarter of the buffer or more once each; with a local file's
 // buffer and a held download's (pkgfetch).
 func TestReadAhead(t *testing.T) {
+	t.Parallel()
 	for _, bufLen := range []int{ReadAheadSize, 16 << 10} {
 		testReadAhead(t, bufLen)
 	}

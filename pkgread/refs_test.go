@@ -21,6 +21,7 @@ import (
 // user did not grant, is rejected, naming the document, the entry and the
 // reference; a local copy whose <loc> has no file name at its end is too.
 func TestLoadDumpRefs(t *testing.T) {
+	t.Parallel()
 	const head = `<?xml version="1.0" encoding="UTF-8"?>
 <urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/">
 <rs:md capability="resourcedump" at="2026-01-01T00:00:00Z"/>`

@@ -4,6 +4,7 @@ import "testing"
 
 // TestSigScan finds a descriptor signature split across writes of any size.
 func TestSigScan(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		writes []string
 		at     int64

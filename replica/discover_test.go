@@ -22,6 +22,7 @@ import (
 // TestDiscoveryRoutes finds the same Source through every route of §6.3,
 // and each sync from it ends with the same tree.
 func TestDiscoveryRoutes(t *testing.T) {
+	t.Parallel()
 	s := newSource(t, files(6, 300))
 	s.packDump(pack.Options{CapabilityList: "http://127.0.0.1:1/unused"})
 	s.publishResources()
@@ -82,6 +83,7 @@ func TestDiscoveryRoutes(t *testing.T) {
 // TestDiscoveryUp: a dump document given directly whose rel="up" link
 // names the Capability List brings the Source's other documents.
 func TestDiscoveryUp(t *testing.T) {
+	t.Parallel()
 	s := newSource(t, files(3, 50))
 	s.packDump(pack.Options{CapabilityList: ""})
 	s.publishResources()
@@ -99,6 +101,7 @@ func TestDiscoveryUp(t *testing.T) {
 // TestDiscoveryNothing: a server with no ResourceSync document anywhere
 // is an error naming the address, not a hang or an empty sync.
 func TestDiscoveryNothing(t *testing.T) {
+	t.Parallel()
 	s := newSource(t, nil)
 	write(t, filepath.Join(s.out, "index.html"), []byte("<html><head><title>no</title></head><body>nothing</body></html>"))
 	_, err := replica.Discover(context.Background(), nil, location(t, s.srv.URL+"/"))
@@ -118,6 +121,7 @@ func TestDiscoveryNothing(t *testing.T) {
 // Source, naming the document and the reference; an HTML page's relative
 // link still resolves against the page.
 func TestDiscoveryRefuses(t *testing.T) {
+	t.Parallel()
 	const head = `<?xml version="1.0" encoding="UTF-8"?>
 <urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/">`
 	doc := func(md, urls string) []byte { return []byte(head + md + urls + "</urlset>") }
@@ -160,6 +164,7 @@ func TestDiscoveryRefuses(t *testing.T) {
 // Source Description leads to a Source; a base URL that answers 404 still
 // falls back to the well-known URI (§6.3).
 func TestDiscoveryTypoIsAnError(t *testing.T) {
+	t.Parallel()
 	s := newSource(t, files(2, 50))
 	s.packDump(pack.Options{})
 	typo := s.srv.URL + "/capabilitylst.xml"
@@ -181,6 +186,7 @@ func TestDiscoveryTypoIsAnError(t *testing.T) {
 // advertises is recorded for follow, not refused; a directory with
 // neither is ErrNotFound naming it.
 func TestDiscoveryOutputDirectory(t *testing.T) {
+	t.Parallel()
 	out := t.TempDir()
 	o := pack.Options{BaseURL: "http://127.0.0.1:1/res/", DumpURL: "http://127.0.0.1:1/", SourceDescription: true,
 		Channels: layout.Channels{Hub: "http://127.0.0.1:1/hub"}}

@@ -15,6 +15,7 @@ import (
 // targets keeps it for planning, where it fetched it twice), and no
 // package.
 func TestDryRunFetchesManifestsOnce(t *testing.T) {
+	t.Parallel()
 	s := newSource(t, files(20, 100))
 	var mu sync.Mutex
 	asked := map[string]int{}

@@ -26,6 +26,7 @@ import (
 // Source's Change Dump is not served, follows the Change List Index,
 // resource by resource. Both end as the Source, up to its last run.
 func TestSyncFollowsIndexes(t *testing.T) {
+	t.Parallel()
 	runs := 30
 	if testing.Short() {
 		runs = 8

@@ -30,6 +30,7 @@ import (
 // where it shares a new directory with a resource that lands (which
 // moves that directory into the tree whole).
 func TestFailedResourceLeavesNoDirectory(t *testing.T) {
+	t.Parallel()
 	s := newSource(t, map[string]string{
 		"a/ok.txt":         "lands",
 		"a/b/gone.txt":     "404",
@@ -119,6 +120,7 @@ func syncWithin(t *testing.T, src, dir string, o replica.Options, limit time.Dur
 // naming its URL; the run ends and releases the tree, and the next sync
 // starts at once and completes.
 func TestDrippingResource(t *testing.T) {
+	t.Parallel()
 	s := newSource(t, files(3, 600))
 	s.publishResources()
 	var on atomic.Bool
@@ -145,6 +147,7 @@ func TestDrippingResource(t *testing.T) {
 // the sync within about the stall timeout plus the speed window, with an
 // error naming it; the next sync starts at once and applies it.
 func TestDrippingChangeList(t *testing.T) {
+	t.Parallel()
 	s := newSource(t, files(3, 100))
 	s.publishResources()
 	dst := t.TempDir()
@@ -185,6 +188,7 @@ func findingNames(t *testing.T, fs []finding.Finding, url, what string) bool {
 // refused by a finding naming its URL, however much more its server would
 // send; a resource within its cap lands.
 func TestResourceLengthCaps(t *testing.T) {
+	t.Parallel()
 	s := newSource(t, map[string]string{})
 	s.handler = func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -264,6 +268,7 @@ func (s *source) entryFor(rel, data, change string, at time.Time) resourcesync.U
 // in different parts of a Change List index, only the last applies: the
 // earlier versions, which the Source no longer serves, are not fetched.
 func TestChangeListLastChangeWinsAcrossParts(t *testing.T) {
+	t.Parallel()
 	s := newSource(t, map[string]string{"x.txt": "x0", "y.txt": "y0", "z.txt": "z0"})
 	s.publishResources()
 	dst := t.TempDir()
@@ -297,6 +302,7 @@ func TestChangeListLastChangeWinsAcrossParts(t *testing.T) {
 // lists one resource in two parts has the second refused, naming the
 // first, as within one document.
 func TestResourceListTargetTwiceAcrossParts(t *testing.T) {
+	t.Parallel()
 	s := newSource(t, map[string]string{"a.txt": "a", "b.txt": "b"})
 	verifytest.WriteFiles(t, filepath.Join(s.out, "res"), s.files)
 	part1 := []resourcesync.URL{s.entryFor("a.txt", "a", "", t0), s.entryFor("b.txt", "b", "", t0)}

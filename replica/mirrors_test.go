@@ -65,6 +65,7 @@ func (w *faultWriter) Write(b []byte) (int, error) {
 // which dies part way: the copy is exact, and the faulty mirrors were
 // asked for data.
 func TestMirrorsCorruptAndDying(t *testing.T) {
+	t.Parallel()
 	s := newSource(t, files(48, 40000))
 	bad := newFaulty(t, s.out, true, 0)
 	dying := newFaulty(t, s.out, false, 300<<10)

@@ -56,6 +56,7 @@ func repack(p *packed, o pack.Options) {
 // dump's bytes, counted at the server. A third sync is up to date and
 // fetches nothing.
 func TestRepackReachesDestination(t *testing.T) {
+	t.Parallel()
 	p := newPacked(t, repackTree())
 	o := pack.Options{Compress: pack.Store, MaxPackageSize: 300000}
 	p.pack(false, o)
@@ -117,6 +118,7 @@ func dumpLength(t *testing.T, out string) int64 {
 // bytes changed is fetched whole, through the streaming path (every byte
 // of it served), the others not at all; the tree is the new dump's.
 func TestRebaseFetchesMostlyChangedPackageWhole(t *testing.T) {
+	t.Parallel()
 	p := newPacked(t, randomFiles(42, 20000))
 	o := pack.Options{Compress: pack.Store, MaxPackageSize: 300000}
 	p.pack(false, o)
@@ -149,6 +151,7 @@ func TestRebaseFetchesMostlyChangedPackageWhole(t *testing.T) {
 // in the same run), and only the resources whose hash or length differ
 // from what rsdump wrote are fetched, counted at the server.
 func TestRelistReachesDestination(t *testing.T) {
+	t.Parallel()
 	s := newSource(t, files(40, 3000))
 	s.files["q/r.txt"] = "q is a directory"
 	s.files["u.txt"] = "u is a file"
@@ -194,6 +197,7 @@ func TestRelistReachesDestination(t *testing.T) {
 // bitstream alone, by ranges, not the packages whose files are all in
 // place, counted at the server.
 func TestRerunAfterRefusedFileFetchesOnlyIt(t *testing.T) {
+	t.Parallel()
 	p := newPacked(t, randomFiles(30, 20000))
 	p.pack(false, pack.Options{Compress: pack.Store, MaxPackageSize: 300000})
 	doc := filepath.Join(p.out, layout.DumpName)
@@ -240,6 +244,7 @@ func TestRerunAfterRefusedFileFetchesOnlyIt(t *testing.T) {
 // detached copy its actions were planned from: one that differs is
 // refused whole, naming it, and the tree stays half-applied, reported.
 func TestRebaseRefusesDetachedManifestNotThePackages(t *testing.T) {
+	t.Parallel()
 	p := newPacked(t, randomFiles(42, 20000))
 	o := pack.Options{Compress: pack.Store, MaxPackageSize: 300000}
 	p.pack(false, o)

@@ -30,6 +30,7 @@ func syncState(t *testing.T, dir string) deststate.SyncInfo {
 // given: a wrong --base-url on an up-to-date copy does not become what
 // the next plain sync uses.
 func TestNoOpRecordsNothingGiven(t *testing.T) {
+	t.Parallel()
 	s := newSource(t, files(3, 50))
 	s.packDump(pack.Options{})
 	dst := t.TempDir()

@@ -52,6 +52,7 @@ func flipByte(t *testing.T, path string, keepTime bool) {
 // restores a damaged file, then a missing one, fetching their bytes from
 // inside their package by ranges: under 1% of the package for one file.
 func TestSyncRepairs(t *testing.T) {
+	t.Parallel()
 	p := newPacked(t, randomFiles(200, 100_000))
 	p.pack(false, pack.Options{Compress: pack.Store})
 	dst := t.TempDir()
@@ -99,6 +100,7 @@ func TestSyncRepairs(t *testing.T) {
 // TestRepairFromResourceURI: a Source with no dump: a damaged file is
 // fetched again from its URI, as the Resource List names it.
 func TestRepairFromResourceURI(t *testing.T) {
+	t.Parallel()
 	s := newSource(t, files(6, 300))
 	s.publishResources()
 	dst := t.TempDir()
@@ -117,6 +119,7 @@ func TestRepairFromResourceURI(t *testing.T) {
 // more (the Source changed it and published no change) is an error that
 // names it, and the file is left as it is.
 func TestRepairDryRunAndUnrepaired(t *testing.T) {
+	t.Parallel()
 	p := newPacked(t, files(8, 400))
 	p.pack(false, pack.Options{})
 	dst := t.TempDir()
@@ -156,6 +159,7 @@ func findingAt(fs []finding.Finding, sev finding.Severity, check, path string) (
 // the piece whose hash differs; fewer than 2 MiB are served, counted at
 // the server, and the file is whole again.
 func TestAuditRepairsByPiece(t *testing.T) {
+	t.Parallel()
 	size := 200 << 20
 	if testing.Short() {
 		size = 24 << 20
@@ -252,6 +256,7 @@ func TestRepairFilesByPiece(t *testing.T) {
 // middle of the compressed stream: its repair reads it whole, and is
 // right.
 func TestRepairDeflatedTakesWholeBitstream(t *testing.T) {
+	t.Parallel()
 	p := newPacked(t, files(2, 100))
 	text := []byte(strings.Repeat("a line of text that deflates well\n", 200000)) // 6.8 MB
 	write(t, filepath.Join(p.src, "big.txt"), text)

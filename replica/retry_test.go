@@ -16,6 +16,7 @@ import (
 // ends with the whole tree. Before the one opener retried, the first 503
 // failed the sync.
 func TestSyncRetriesDocuments(t *testing.T) {
+	t.Parallel()
 	s := newSource(t, files(6, 300))
 	s.packDump(pack.Options{})
 	f := httpctest.FailingFirst(http.FileServer(http.Dir(s.out)), http.StatusServiceUnavailable, 1, func(p string) bool {

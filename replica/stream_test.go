@@ -31,6 +31,7 @@ import (
 // on the code that downloads the whole package before reading it,
 // nothing is staged and the pieces are released only by the time-out.
 func TestSyncStagesWhileDownloading(t *testing.T) {
+	t.Parallel()
 	const n, size, plen = 64, 100000, 128 << 10
 	s := newSource(t, files(n, size))
 	dst := t.TempDir()
@@ -114,6 +115,7 @@ func staged(dst string, limit time.Duration) bool {
 // staged file changed in between is not taken (hashed again, it no longer
 // matches the manifest): it is staged again from the package.
 func TestSyncResumeChecksStaged(t *testing.T) {
+	t.Parallel()
 	const n, size, plen = 64, 100000, 128 << 10
 	s := newSource(t, randomFiles(n, size))
 	total := int64(n * size)
@@ -236,6 +238,7 @@ func TestSyncLargeBitstreamHeldBounded(t *testing.T) {
 // such entries between its bitstreams, and its dump document and
 // Metalink made to match.
 func TestSyncHeldPackageWithDirectories(t *testing.T) {
+	t.Parallel()
 	const n, size, plen = 32, 100000, 64 << 10
 	s := newSource(t, randomFiles(n, size))
 	s.packDump(pack.Options{Compress: pack.Store, Metalink: &pack.MetalinkOptions{PieceLength: plen}})

@@ -23,6 +23,7 @@ import (
 // rounds of changes (creations, updates, deletions; Change Dump packages)
 // syncs again: the tree is the Source's, byte for byte, every time.
 func TestBaselineThenChangeDumps(t *testing.T) {
+	t.Parallel()
 	s := newSource(t, files(40, 3000))
 	s.packDump(pack.Options{})
 	dst := t.TempDir()
@@ -79,6 +80,7 @@ func TestBaselineThenChangeDumps(t *testing.T) {
 // sync did not write; a file sync wrote and that was changed at the
 // Destination is repaired first (the copy is the Source's), then deleted.
 func TestDeletesOnlyWhatSyncWrote(t *testing.T) {
+	t.Parallel()
 	s := newSource(t, files(5, 100))
 	s.packDump(pack.Options{})
 	dst := t.TempDir()
@@ -105,6 +107,7 @@ func TestDeletesOnlyWhatSyncWrote(t *testing.T) {
 // until, changes in between are lost, and sync says so and takes the
 // newest Resource Dump again.
 func TestGapTakesNewBaseline(t *testing.T) {
+	t.Parallel()
 	s := newSource(t, files(6, 100))
 	s.packDump(pack.Options{})
 	dst := t.TempDir()
@@ -130,6 +133,7 @@ func TestGapTakesNewBaseline(t *testing.T) {
 // TestResourceListFallback: a Source with only a Resource List and a
 // Change List is synced resource by resource, each checked.
 func TestResourceListFallback(t *testing.T) {
+	t.Parallel()
 	s := newSource(t, files(30, 500))
 	s.publishResources()
 	dst := t.TempDir()
@@ -160,6 +164,7 @@ func TestResourceListFallback(t *testing.T) {
 // list is refused, the file at its name left alone, and the state does
 // not move.
 func TestResourceListBadResource(t *testing.T) {
+	t.Parallel()
 	s := newSource(t, files(5, 200))
 	s.publishResources()
 	os.WriteFile(filepath.Join(s.out, "res", "d2", "f002.txt"), []byte(strings.Repeat("x", 200)), 0o644)
@@ -180,6 +185,7 @@ func TestResourceListBadResource(t *testing.T) {
 
 // TestDryRun writes nothing and says what would be written.
 func TestDryRun(t *testing.T) {
+	t.Parallel()
 	s := newSource(t, files(8, 100))
 	s.packDump(pack.Options{})
 	dst := filepath.Join(t.TempDir(), "new")
@@ -204,6 +210,7 @@ func hasFinding(fs []finding.Finding, sev finding.Severity, check string) bool {
 // TestOtherSourceRefused: a tree synced from one Source is not synced
 // from another, but the same Source reached another way is fine.
 func TestOtherSourceRefused(t *testing.T) {
+	t.Parallel()
 	s := newSource(t, files(3, 100))
 	s.packDump(pack.Options{})
 	other := newSource(t, files(2, 50))
@@ -223,6 +230,7 @@ func TestOtherSourceRefused(t *testing.T) {
 // TestDryRunIncremental says what a Change Dump would change and leaves
 // the tree and the state as they were.
 func TestDryRunIncremental(t *testing.T) {
+	t.Parallel()
 	s := newSource(t, files(5, 100))
 	s.packDump(pack.Options{})
 	dst := t.TempDir()

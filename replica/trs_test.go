@@ -158,6 +158,7 @@ func sameMtimes(t *testing.T, a, b string) {
 // refused and not written; the others land, and the sync point is not
 // recorded, so the next run tries again.
 func TestSyncFromTRSChecksHashes(t *testing.T) {
+	t.Parallel()
 	a, _, set, _ := servePair(t)
 	tree := files(6, 50)
 	src := verifytest.Tree(t, tree)
@@ -201,6 +202,7 @@ func TestSyncFromTRSChecksHashes(t *testing.T) {
 // run applies the new events from the sync point, a deletion and a
 // modification.
 func TestSyncFromForeignTRS(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	bugs := map[string]string{"1": "bug 1", "2": "bug 2", "3": "bug 3", "4": "bug 4"}
 	events := `<urn:e:3> a trs:Modification ; trs:changed <bugs/3> ; trs:order 3 .
@@ -271,6 +273,7 @@ func TestSyncFromForeignTRS(t *testing.T) {
 // runs they hold; it still checks every member against the Resource
 // List's hash.
 func TestTRSRebaseWithoutEventsReadsNoChangeList(t *testing.T) {
+	t.Parallel()
 	a, _, set, _ := servePair(t)
 	tree := files(6, 50)
 	src := verifytest.Tree(t, tree)

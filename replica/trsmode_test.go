@@ -21,6 +21,7 @@ import (
 // gave it, as a Resource Dump's baseline does: run.sh executable,
 // secret.txt private), where it made each the default.
 func TestTRSKeepsModes(t *testing.T) {
+	t.Parallel()
 	a, _, set, _ := servePair(t)
 	tree := map[string]string{"run.sh": "#!/bin/sh\necho 1\n", "secret.txt": "s1", "plain.txt": "p1"}
 	src := verifytest.Tree(t, tree)

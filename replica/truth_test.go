@@ -85,6 +85,7 @@ func (p *packed) capabilities() string { return p.srv.URL + "/" + layout.Capabil
 // detached manifests only: no byte of any package is served, nothing is
 // written, and its counts are the real run's.
 func TestDryRunPlansWholeChain(t *testing.T) {
+	t.Parallel()
 	p := newPacked(t, files(40, 3000))
 	p.pack(false, pack.Options{MaxPackageSize: 30000})
 	p.write(map[string]string{"d0/f000.txt": "updated", "new/n.txt": "created", "d1/f001.txt": ""})
@@ -122,6 +123,7 @@ func TestDryRunPlansWholeChain(t *testing.T) {
 // it, and --audit lists it as an extra, not an error; a first sync into a
 // directory with a file at a resource's name refuses and writes nothing.
 func TestForeignFileSurvives(t *testing.T) {
+	t.Parallel()
 	p := newPacked(t, files(6, 200))
 	p.pack(false, pack.Options{})
 	dst := t.TempDir()
@@ -154,6 +156,7 @@ func TestForeignFileSurvives(t *testing.T) {
 // leaves no state; once the Source is honest, the same command succeeds
 // with no --base-url and no hand edit.
 func TestWrongGuessNotRecorded(t *testing.T) {
+	t.Parallel()
 	p := newPacked(t, files(6, 200))
 	p.pack(false, pack.Options{})
 	manifest := filepath.Join(p.out, "resourcedump-00001.manifest.xml")
@@ -183,6 +186,7 @@ func TestWrongGuessNotRecorded(t *testing.T) {
 // directory and manifest entry by ranges, never its bitstreams, and its
 // counts are still the run's.
 func TestDryRunWithoutDetachedManifests(t *testing.T) {
+	t.Parallel()
 	p := newPacked(t, randomFiles(30, 20000))
 	p.pack(false, pack.Options{Compress: pack.Store, MaxPackageSize: 250000})
 	doc := filepath.Join(p.out, layout.DumpName)

@@ -30,6 +30,7 @@ import (
 // with none; once it is gone, the sync after makes the tree exactly the
 // Source's and clears the record.
 func TestFailedRollbackFinishedByNextSync(t *testing.T) {
+	t.Parallel()
 	p := newPacked(t, randomFiles(20, 2000))
 	old := t.TempDir()
 	if _, err := pack.Pack(context.Background(), p.src, old, pack.Options{BaseURL: p.base, At: t0}); err != nil {
@@ -90,6 +91,7 @@ func TestFailedRollbackFinishedByNextSync(t *testing.T) {
 // the record; the next sync finishes it, fetching nothing of the
 // packages the first applied whole.
 func TestCancelledRebaseFinishedByNextSync(t *testing.T) {
+	t.Parallel()
 	p := newPacked(t, randomFiles(42, 20000))
 	o := pack.Options{Compress: pack.Store, MaxPackageSize: 200000}
 	p.pack(false, o)

@@ -143,7 +143,6 @@ func TestSyncFromRealServers(t *testing.T) {
 // does not take it up): exact, the repair's ranges through the proxy,
 // and a second sync into another directory served from squid's cache.
 func TestSyncThroughSquid(t *testing.T) {
-	t.Parallel()
 	proxy := webtest.Squid(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -179,7 +178,6 @@ func TestSyncThroughSquid(t *testing.T) {
 // connections after a millisecond and every connection after 3
 // requests: no resource is missing.
 func TestListSyncNginxKeepalive(t *testing.T) {
-	t.Parallel()
 	n := 1500
 	if testing.Short() {
 		n = 500

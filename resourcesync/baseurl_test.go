@@ -7,6 +7,7 @@ import (
 )
 
 func TestCleanBaseURL(t *testing.T) {
+	t.Parallel()
 	good := map[string]string{
 		"http://h":                      "http://h/",
 		"http://h/rs":                   "http://h/rs/",
@@ -43,6 +44,7 @@ func TestCleanBaseURL(t *testing.T) {
 }
 
 func TestLocEncoding(t *testing.T) {
+	t.Parallel()
 	cases := map[string]string{
 		"a b.txt":       "a%20b.txt",
 		"100%.txt":      "100%25.txt",

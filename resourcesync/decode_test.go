@@ -14,6 +14,7 @@ import (
 )
 
 func TestDecodePeerFiles(t *testing.T) {
+	t.Parallel()
 	for _, f := range peerFiles(t) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			data, err := os.ReadFile(f)
@@ -43,6 +44,7 @@ func TestDecodePeerFiles(t *testing.T) {
 
 // The resync manifest inside the ZIP, checked field by field.
 func TestDecodeResyncManifest(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile(filepath.Join(sharedPath(t, "peers", "resync", "rd-cli"), "resourcedump00000.zip.manifest.xml"))
 	if err != nil {
 		t.Fatal(err)
@@ -76,6 +78,7 @@ func TestDecodeResyncManifest(t *testing.T) {
 // Namespaces are matched by URI: any prefix works, and a familiar prefix
 // bound to another namespace does not.
 func TestDecodeNamespaces(t *testing.T) {
+	t.Parallel()
 	doc := `<?xml version="1.0"?>
 <s:urlset xmlns:s="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:x="http://www.openarchives.org/rs/terms/" xmlns:rs="urn:other">
 <x:ln rel="up" href="http://x/cap"/>
@@ -98,6 +101,7 @@ func TestDecodeNamespaces(t *testing.T) {
 // The header may give rs:md and rs:ln in any order, with unknown elements
 // and comments in between.
 func TestDecodeHeaderOrder(t *testing.T) {
+	t.Parallel()
 	for _, header := range []string{
 		`<rs:ln rel="up" href="http://x/c"/><rs:md capability="changelist" from="2024-01-01T00:00:00Z"/>`,
 		`<rs:md capability="changelist" from="2024-01-01T00:00:00Z"/><!-- c --><foo:bar xmlns:foo="urn:foo"><baz/></foo:bar><rs:ln rel="up" href="http://x/c"/>`,
@@ -115,6 +119,7 @@ func TestDecodeHeaderOrder(t *testing.T) {
 
 // Text split by comments, CDATA and references is joined.
 func TestDecodeTextPieces(t *testing.T) {
+	t.Parallel()
 	doc := `<urlset xmlns="` + NSSitemap + `"><url><loc>
   http://x/<!-- c -->a&amp;<![CDATA[<b>]]>&#x20;c
 </loc></url></urlset>`
@@ -138,6 +143,7 @@ func TestDecodeTextPieces(t *testing.T) {
 }
 
 func TestDecodeASCIIProlog(t *testing.T) {
+	t.Parallel()
 	doc := `<?xml version='1.0' encoding='US-ASCII'?><urlset xmlns="` + NSSitemap + `"><url><loc>http://x/a</loc></url></urlset>`
 	if _, entries, err := decodeDoc([]byte(doc)); err != nil || len(entries) != 1 {
 		t.Errorf("%d entries, %v", len(entries), err)
@@ -145,6 +151,7 @@ func TestDecodeASCIIProlog(t *testing.T) {
 }
 
 func TestDecodeEmptyDocument(t *testing.T) {
+	t.Parallel()
 	d, err := NewDecoder(strings.NewReader(`<sitemapindex xmlns="` + NSSitemap + `"/>` + "\n<!-- end -->\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -160,6 +167,7 @@ func TestDecodeEmptyDocument(t *testing.T) {
 }
 
 func TestDecodeErrors(t *testing.T) {
+	t.Parallel()
 	const root = `<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/">`
 	tests := []struct {
 		name string
@@ -215,6 +223,7 @@ func TestDecodeErrors(t *testing.T) {
 }
 
 func TestDecodeErrorIsSticky(t *testing.T) {
+	t.Parallel()
 	doc := `<urlset xmlns="` + NSSitemap + `" xmlns:rs="` + NSRS + `"><url><loc>http://x/a</loc><rs:md length="x"/></url><url><loc>http://x/b</loc></url></urlset>`
 	d, err := NewDecoder(strings.NewReader(doc))
 	if err != nil {
@@ -229,6 +238,7 @@ func TestDecodeErrorIsSticky(t *testing.T) {
 }
 
 func TestDecodeLinkCap(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int{MaxLinks, MaxLinks + 1} {
 		var b strings.Builder
 		fmt.Fprintf(&b, `<urlset xmlns="%s" xmlns:rs="%s"><url><loc>http://x/a</loc>`, NSSitemap, NSRS)
@@ -248,6 +258,7 @@ func TestDecodeLinkCap(t *testing.T) {
 
 // A single huge entry is refused before it is all in memory.
 func TestDecodeEntryTooLarge(t *testing.T) {
+	t.Parallel()
 	head := `<urlset xmlns="` + NSSitemap + `"><url><loc>http://x/a</loc></url><url><loc>http://x/`
 	r := io.MultiReader(strings.NewReader(head), &endless{}, strings.NewReader("</loc></url></urlset>"))
 	d, err := NewDecoder(r)
@@ -275,6 +286,7 @@ func (*endless) Read(p []byte) (int, error) {
 
 // Many entries, each within the budget, add up to more than one budget.
 func TestDecodeBudgetIsPerEntry(t *testing.T) {
+	t.Parallel()
 	u := URL{Loc: "http://x/" + strings.Repeat("a", 1<<20)}
 	entries := make([]URL, 12)
 	for i := range entries {
@@ -291,6 +303,7 @@ func TestDecodeBudgetIsPerEntry(t *testing.T) {
 }
 
 func TestEachStopsAtCallbackError(t *testing.T) {
+	t.Parallel()
 	doc := `<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/"><rs:md capability="resourcelist" at="2024-01-01T00:00:00Z"/><url><loc>http://x/a</loc></url><url><loc>http://x/b</loc></url><url><loc>http://x/c</loc></url></urlset>`
 	d, err := NewDecoder(strings.NewReader(doc))
 	if err != nil {

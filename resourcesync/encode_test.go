@@ -12,6 +12,7 @@ import (
 )
 
 func TestEncodeGolden(t *testing.T) {
+	t.Parallel()
 	h := Header{
 		Kind: URLSet,
 		MD: MD{
@@ -51,6 +52,7 @@ func TestEncodeGolden(t *testing.T) {
 }
 
 func TestEncodeSitemapIndexGolden(t *testing.T) {
+	t.Parallel()
 	h := Header{Kind: SitemapIndex, MD: MD{Capability: CapResourceList, At: mustTime(t, "2024-01-02T03:04:05Z")}}
 	u := URL{Loc: "http://x/list1.xml", MD: &MD{At: mustTime(t, "2024-01-02T03:04:05Z")}}
 	want := `<?xml version="1.0" encoding="UTF-8"?>
@@ -103,6 +105,7 @@ func fullURL(t testing.TB) URL {
 }
 
 func TestEncodeDecodeRoundTrip(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []Kind{URLSet, SitemapIndex} {
 		h := Header{Kind: kind, MD: *fullURL(t).MD, Links: fullURL(t).Links}
 		entries := []URL{fullURL(t), {Loc: "http://127.0.0.1/2", MD: &MD{}}, {Loc: "http://127.0.0.1/3"}}
@@ -121,6 +124,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 }
 
 func TestEncodeErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		u    URL
@@ -155,6 +159,7 @@ func TestEncodeErrors(t *testing.T) {
 }
 
 func TestEncodeEntryLimit(t *testing.T) {
+	t.Parallel()
 	e, err := NewEncoder(io.Discard, Header{})
 	if err != nil {
 		t.Fatal(err)
@@ -174,6 +179,7 @@ func TestEncodeEntryLimit(t *testing.T) {
 }
 
 func TestEncodeByteLimit(t *testing.T) {
+	t.Parallel()
 	e, err := NewEncoder(io.Discard, Header{})
 	if err != nil {
 		t.Fatal(err)
@@ -193,6 +199,7 @@ func TestEncodeByteLimit(t *testing.T) {
 }
 
 func TestEncoderSizes(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []Kind{URLSet, SitemapIndex} {
 		var buf bytes.Buffer
 		e, err := NewEncoder(&buf, Header{Kind: kind, MD: MD{Capability: CapResourceList}})
@@ -226,6 +233,7 @@ func TestEncoderSizes(t *testing.T) {
 }
 
 func TestEncoderClose(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	e, _ := NewEncoder(&buf, Header{})
 	if err := e.Close(); err != nil {
@@ -247,6 +255,7 @@ var errDiskFull = errors.New("disk full")
 func (failWriter) Write([]byte) (int, error) { return 0, errDiskFull }
 
 func TestEncoderWriteError(t *testing.T) {
+	t.Parallel()
 	e, err := NewEncoder(failWriter{}, Header{})
 	if err != nil {
 		t.Fatal(err)
@@ -260,6 +269,7 @@ func TestEncoderWriteError(t *testing.T) {
 // bytes whole, against xml.EscapeText on strings with every ASCII byte XML
 // can carry and multi-byte characters, at the start, middle and end.
 func TestEscapeMatchesEscapeText(t *testing.T) {
+	t.Parallel()
 	var cases []string
 	for c := 0; c < utf8.RuneSelf; c++ {
 		if c >= 0x20 || c == '\t' || c == '\n' || c == '\r' {
@@ -282,6 +292,7 @@ func TestEscapeMatchesEscapeText(t *testing.T) {
 // TestEncodeLine: lines copied from a document give the bytes Encode
 // gives for their entries, and count against the same limits.
 func TestEncodeLine(t *testing.T) {
+	t.Parallel()
 	h := Header{MD: MD{Capability: CapResourceList}}
 	urls := []URL{fullURL(t), {Loc: "http://x/a&b"}, {Loc: "http://x/c", MD: &MD{Hash: "md5:00"}}}
 	want := encodeDoc(t, h, urls...)

@@ -14,6 +14,7 @@ import (
 // than the horizon are FutureErrors naming the document, entry and time;
 // a resource's own <lastmod> is not checked.
 func TestFuture(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	horizon := now.Add(MaxSkew)
 	later, earlier := now.Add(time.Hour), now.Add(-time.Hour)
@@ -52,6 +53,7 @@ func TestFuture(t *testing.T) {
 // TestLoaderNotAfter: a Loader with NotAfter refuses a document with a
 // time past it, and hands over no entry after it.
 func TestLoaderNotAfter(t *testing.T) {
+	t.Parallel()
 	later := time.Now().Add(24 * time.Hour)
 	var buf bytes.Buffer
 	enc, _ := NewEncoder(&buf, Header{Kind: URLSet, MD: MD{Capability: CapChangeList, From: time.Now().Add(-time.Hour), Until: time.Now()}})

@@ -10,6 +10,7 @@ import (
 // is that time; a 1.0 deletion's lastmod is not known to be (resync
 // writes the deleted resource's own time there).
 func TestChangeTime(t *testing.T) {
+	t.Parallel()
 	lastmod := mustTime(t, "2024-01-01T00:00:00Z")
 	changed := mustTime(t, "2024-01-02T03:04:05.5Z")
 	tests := []struct {

@@ -36,6 +36,7 @@ func entries(t *testing.T, open OpenFunc, loc string) ([]string, error) {
 // load). A 404 is asked once; a 500 on every request gives up after the
 // client's bound, naming the URL and the attempts.
 func TestOpenerRetries(t *testing.T) {
+	t.Parallel()
 	doc := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/gone.xml":

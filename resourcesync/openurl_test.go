@@ -14,6 +14,7 @@ import (
 // client (its User-Agent names rsdump), following an index's parts, and a
 // 404 is an OpenError naming the URL.
 func TestLoadURL(t *testing.T) {
+	t.Parallel()
 	const head = `<?xml version="1.0" encoding="UTF-8"?>` + "\n"
 	const ns = `xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/"`
 	docs := map[string]string{}
@@ -62,6 +63,7 @@ func TestLoadURL(t *testing.T) {
 // MaxParts parts with ErrTooManyParts naming the index; the default
 // bound is MaxEntries.
 func TestLoadIndexPartsBounded(t *testing.T) {
+	t.Parallel()
 	const head = `<?xml version="1.0" encoding="UTF-8"?>` + "\n"
 	const ns = `xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/"`
 	var parts atomic.Int64

@@ -12,6 +12,7 @@ import (
 // taken whole); attributes of another namespace with those names are not
 // taken for them.
 func TestPiecesDecode(t *testing.T) {
+	t.Parallel()
 	doc := func(rootNS, md string) []byte {
 		return []byte(`<urlset xmlns="` + NSSitemap + `" xmlns:rs="` + NSRS + `"` + rootNS + `>
 <rs:md capability="resourcedump-manifest"/>
@@ -44,6 +45,7 @@ func TestPiecesDecode(t *testing.T) {
 // refuses a count of digits that does not fit its length, an algorithm
 // rsdump does not compute, or digits that are not hex.
 func TestPiecesSums(t *testing.T) {
+	t.Parallel()
 	a, b := strings.Repeat("0a", 32), strings.Repeat("1b", 32)
 	alg, sums, err := (&Pieces{Length: 4, Hash: "SHA-256:" + a + b}).Sums(5)
 	if err != nil || alg != "sha-256" || len(sums) != 2 || sums[0] != a || sums[1] != b {
@@ -65,6 +67,7 @@ func TestPiecesSums(t *testing.T) {
 // TestPiecesBinary: the binary form of an entry (spools, sorts) keeps its
 // piece hashes.
 func TestPiecesBinary(t *testing.T) {
+	t.Parallel()
 	u := fullURL(t)
 	b, err := u.AppendBinary(nil)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 // and an S3 object's name the file beside it, whatever URL the Source
 // publishes under.
 func TestResolve(t *testing.T) {
+	t.Parallel()
 	granted := s3.Grant(t.Context(), "s3://dumps/")
 	for _, c := range []struct{ doc, loc, want string }{
 		{"http://127.0.0.1/rs/resourcedump.xml", "http://127.0.0.1:8/x/part1.zip", "http://127.0.0.1:8/x/part1.zip"},
@@ -48,6 +49,7 @@ func TestResolve(t *testing.T) {
 // ones under a grant: anything else is refused, naming the document and
 // the reference, and never becomes a local path.
 func TestResolveRefuses(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	const doc = "http://127.0.0.1/rs/resourcedump.xml"
 	for _, c := range []struct {
@@ -87,6 +89,7 @@ func TestResolveRefuses(t *testing.T) {
 
 // Beside names a document next to another, as one safe segment.
 func TestBeside(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ doc, want string }{
 		{"http://127.0.0.1/rs/changedump.xml", "http://127.0.0.1/rs/resourcedump.xml"},
 		{"s3://dumps/rs/changedump.xml", "s3://dumps/rs/resourcedump.xml"},
@@ -106,6 +109,7 @@ func TestBeside(t *testing.T) {
 // An index read over HTTP whose part is not an absolute URL, or is in S3,
 // is an error naming the index and the part; nothing is asked for it.
 func TestLoadRefusesParts(t *testing.T) {
+	t.Parallel()
 	const head = `<?xml version="1.0" encoding="UTF-8"?>` + "\n"
 	const ns = `xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/"`
 	var asked atomic.Int32

@@ -46,6 +46,7 @@ const (
 )
 
 func TestSchemaURLSet(t *testing.T) {
+	t.Parallel()
 	u := schemaURL(t)
 	h := Header{
 		Kind:  URLSet,
@@ -60,6 +61,7 @@ func TestSchemaURLSet(t *testing.T) {
 }
 
 func TestSchemaSitemapIndex(t *testing.T) {
+	t.Parallel()
 	at := mustTime(t, "2024-01-02T03:04:05Z")
 	h := Header{
 		Kind:  SitemapIndex,
@@ -81,6 +83,7 @@ func TestSchemaSitemapIndex(t *testing.T) {
 // The schema check can fail: a relative path is refused. And the 1.1
 // driver is the one needed: the 0.9.1 one refuses every datetime.
 func TestSchemaRejects(t *testing.T) {
+	t.Parallel()
 	u := schemaURL(t)
 	u.MD.Path = "resources/a.txt"
 	doc := encodeDoc(t, Header{MD: MD{Capability: CapChangeDumpManifest, From: u.MD.From}}, u)

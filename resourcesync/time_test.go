@@ -6,6 +6,7 @@ import (
 )
 
 func TestParseTime(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		want string // RFC 3339 in UTC
@@ -40,6 +41,7 @@ func TestParseTime(t *testing.T) {
 }
 
 func TestParseTimeRejects(t *testing.T) {
+	t.Parallel()
 	for _, in := range []string{
 		"",
 		"97",
@@ -78,6 +80,7 @@ func TestParseTimeRejects(t *testing.T) {
 }
 
 func TestFormatTime(t *testing.T) {
+	t.Parallel()
 	cet := time.FixedZone("CET", 3600)
 	tests := []struct {
 		in   time.Time

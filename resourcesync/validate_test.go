@@ -8,6 +8,7 @@ import (
 )
 
 func TestValidateHeader(t *testing.T) {
+	t.Parallel()
 	at := mustTime(t, "2024-01-02T00:00:00Z")
 	before := mustTime(t, "2024-01-01T00:00:00Z")
 	up := []Link{{Rel: "up", Href: "http://x/cap.xml"}}
@@ -49,6 +50,7 @@ func TestValidateHeader(t *testing.T) {
 }
 
 func TestValidateEntry(t *testing.T) {
+	t.Parallel()
 	at := mustTime(t, "2024-01-02T00:00:00Z")
 	before := mustTime(t, "2024-01-01T00:00:00Z")
 	rdm := Header{MD: MD{Capability: CapResourceDumpManifest, At: at}}

@@ -7,6 +7,7 @@ import (
 )
 
 func TestSplit(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ in, bucket, key string }{
 		{"s3://dumps/rs/resourcedump.xml", "dumps", "rs/resourcedump.xml"},
 		{"s3://dumps", "dumps", ""},
@@ -33,6 +34,7 @@ func TestSplit(t *testing.T) {
 }
 
 func TestCheckEndpoint(t *testing.T) {
+	t.Parallel()
 	for _, ok := range []string{"http://127.0.0.1:7070", "https://127.0.0.24/"} {
 		if err := CheckEndpoint(ok); err != nil {
 			t.Errorf("%s: %v", ok, err)
@@ -46,6 +48,7 @@ func TestCheckEndpoint(t *testing.T) {
 }
 
 func TestConfigInContext(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	if ConfigFrom(ctx) != (Config{}) {
 		t.Fatal("a bare context carries a Config")
@@ -58,6 +61,7 @@ func TestConfigInContext(t *testing.T) {
 
 // Only a location the user gave that is an s3:// URL grants S3.
 func TestGrant(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	if Granted(ctx) || Granted(Grant(ctx)) || Granted(Grant(ctx, "http://127.0.0.1/rs/", "/tmp/s3:/x")) {
 		t.Fatal("granted without an s3:// location")

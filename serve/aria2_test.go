@@ -24,6 +24,7 @@ import (
 // serve handlers the .meta4 lists, check every piece, and end with the
 // package's bytes.
 func TestAria2ThroughServe(t *testing.T) {
+	t.Parallel()
 	aria2, err := exec.LookPath("aria2c")
 	if err != nil {
 		t.Skip("aria2c not on PATH (apt-get install aria2): Metalink interoperability test skipped")

@@ -212,6 +212,7 @@ func TestCoalescesPipelinedResponses(t *testing.T) {
 // A pipelined request's answer is not held up by a slow one behind it:
 // the timer sends it, while the slow handler still waits.
 func TestCoalesceSlowBehindFast(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	defer close(release)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -10,6 +10,7 @@ import (
 // TestHubMount: Options.Hub answers every method at /hub and under /hub/,
 // and nothing else; its requests are logged like the others.
 func TestHubMount(t *testing.T) {
+	t.Parallel()
 	hub := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Hub", r.Method+" "+r.URL.Path)
 		w.WriteHeader(http.StatusTeapot)

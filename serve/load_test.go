@@ -19,6 +19,7 @@ import (
 // and waits before reading on), while a HEAD is answered within a bounded
 // time; then every body is read and compared with the package's bytes.
 func TestManyConcurrentRanges(t *testing.T) {
+	t.Parallel()
 	const clients, rangeLen = 200, 512 << 10
 	rng := rand.New(rand.NewPCG(1, 2))
 	big := make([]byte, 8<<20)

@@ -15,6 +15,7 @@ import (
 // open does not wait for a writer; by a link, what it leads to is not
 // served. Both are refused at once.
 func TestOpenFileReplaced(t *testing.T) {
+	t.Parallel()
 	d := t.TempDir()
 	p := filepath.Join(d, "f")
 	os.WriteFile(p, []byte("checked"), 0o644)

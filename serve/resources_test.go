@@ -23,6 +23,7 @@ import (
 // With Resources, every file of the tree is served at its <loc>, and
 // nothing outside the tree is reachable.
 func TestServesResources(t *testing.T) {
+	t.Parallel()
 	fs := files(10)
 	fs["a dir/n%ame #1.txt"] = "spaces and escapes"
 	fs[".hidden/x"] = "dot"
@@ -56,6 +57,7 @@ func TestServesResources(t *testing.T) {
 // and the Resource Dump, all served; the Resource List's <loc>s are the
 // resources, and a resource response links to the Capability List.
 func TestDiscovery(t *testing.T) {
+	t.Parallel()
 	ts, u := listen(t)
 	fs := files(6)
 	src := verifytest.Tree(t, fs)
@@ -129,6 +131,7 @@ func escapePath(rel string) string {
 // walks) is not reachable through the resources route: not its journal,
 // not its packages.
 func TestOutputInsideResources(t *testing.T) {
+	t.Parallel()
 	ts, u := listen(t)
 	src := verifytest.Tree(t, files(3))
 	dir := filepath.Join(src, "out")
@@ -158,6 +161,7 @@ func TestOutputInsideResources(t *testing.T) {
 // are served as before. Through the output route, a linked directory
 // does not lead to a file pack did not write either.
 func TestOutputHiddenThroughLinks(t *testing.T) {
+	t.Parallel()
 	ts, u := listen(t)
 	src := verifytest.Tree(t, files(3))
 	dir := filepath.Join(src, "out")
@@ -210,6 +214,7 @@ func TestOutputHiddenThroughLinks(t *testing.T) {
 // Resources that are the output directory itself serve none of it: pack
 // skips the whole source then.
 func TestResourcesAreTheOutput(t *testing.T) {
+	t.Parallel()
 	ts, u := listen(t)
 	src, dir := packTree(t, files(3), u)
 	os.WriteFile(filepath.Join(dir, ".rsdump-pack.journal"), []byte("journal"), 0o644)
@@ -228,6 +233,7 @@ func TestResourcesAreTheOutput(t *testing.T) {
 // larger, handed to the connection, answer alike: whole, by range, HEAD,
 // and 304 to a request that has its ETag, with the same headers.
 func TestResourceSizes(t *testing.T) {
+	t.Parallel()
 	small := strings.Repeat("s", 2048)
 	large := strings.Repeat("0123456789", 10_000) // 100,000 bytes
 	fs := map[string]string{"small.bin": small, "large.txt": large, "empty.txt": ""}
@@ -276,6 +282,7 @@ func TestResourceSizes(t *testing.T) {
 // comes back with it, within a few seconds (it is looked for once a
 // second, not once a request).
 func TestResourceLinkFollowsTheList(t *testing.T) {
+	t.Parallel()
 	tr := smallTree(t, 1, 10)
 	ts := httptest.NewServer(tr.h)
 	defer ts.Close()

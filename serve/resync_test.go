@@ -20,6 +20,7 @@ import (
 // Resource List, and fetches every resource from --resources, ending with
 // the same tree.
 func TestResyncBaselineFromServe(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs the resync peer")
 	}

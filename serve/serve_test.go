@@ -18,6 +18,7 @@ import (
 
 // Every output pack wrote is served with its media type, byte for byte.
 func TestServesOutputs(t *testing.T) {
+	t.Parallel()
 	s := newSite(t, files(20), serve.Options{})
 	entries, err := os.ReadDir(s.Dir)
 	if err != nil {
@@ -45,6 +46,7 @@ func TestServesOutputs(t *testing.T) {
 
 // Range, If-Range, If-None-Match and HEAD, on a package.
 func TestConditionalAndRanges(t *testing.T) {
+	t.Parallel()
 	s := newSite(t, files(20), serve.Options{})
 	name := packages(t, s.Dir)[0]
 	data := readFile(t, filepath.Join(s.Dir, name))
@@ -79,6 +81,7 @@ func TestConditionalAndRanges(t *testing.T) {
 // RFC 6249 fields on package responses: the digest from the dump
 // document, each mirror, and the Metalink; the same on HEAD and ranges.
 func TestMetalinkHeaders(t *testing.T) {
+	t.Parallel()
 	mirrors := []layout.Mirror{{BaseURL: "http://127.0.0.1:1/m1/", Priority: 5, Location: "de"}, {BaseURL: "http://127.0.0.1:2/m2/"}}
 	s := newSite(t, files(20), serve.Options{Mirrors: mirrors})
 	for _, name := range packages(t, s.Dir) {
@@ -121,6 +124,7 @@ func TestMetalinkHeaders(t *testing.T) {
 // document the digest comes from the package's .meta4, and without either
 // there is none.
 func TestDigestFollowsTheDocument(t *testing.T) {
+	t.Parallel()
 	s := newSite(t, files(20), serve.Options{})
 	name := packages(t, s.Dir)[0]
 	p := filepath.Join(s.Dir, name)
@@ -160,6 +164,7 @@ func TestDigestFollowsTheDocument(t *testing.T) {
 // Only what pack writes is served: not the journal, temporary files,
 // other files, directories, symbolic links, or anything outside DIR.
 func TestRefuses(t *testing.T) {
+	t.Parallel()
 	s := newSite(t, files(5), serve.Options{})
 	outside := filepath.Join(filepath.Dir(s.Dir), "secret.xml")
 	for name, content := range map[string]string{
@@ -198,6 +203,7 @@ func TestRefuses(t *testing.T) {
 // The digests of a dump past 50,000 packages come from the parts of its
 // index, and those of a Change Dump from changedump.xml.
 func TestDigestFromIndexAndChangeDump(t *testing.T) {
+	t.Parallel()
 	ts, u := listen(t)
 	dir := t.TempDir()
 	pkgs := map[string][]byte{"resourcedump-00001.zip": []byte("first package"), "changedump-00001.zip": []byte("a change package")}
@@ -233,6 +239,7 @@ func TestDigestFromIndexAndChangeDump(t *testing.T) {
 // answered 404 for every output (the index: 200 with none); a name that
 // is no output stays 404.
 func TestDirGone(t *testing.T) {
+	t.Parallel()
 	for _, replace := range []bool{false, true} {
 		s := newSite(t, files(5), serve.Options{})
 		if resp, _ := get(t, s.URL+"/dump/"+layout.DumpName); resp.StatusCode != http.StatusOK {

@@ -77,6 +77,7 @@ func closedWithin(c net.Conn, d time.Duration) bool {
 // 100 ms, and one that keeps an idle connection, are each let go once
 // their timeout has passed.
 func TestServerTimeouts(t *testing.T) {
+	t.Parallel()
 	addr, _ := startServer(t, t.TempDir(), short)
 	const slack = 2 * time.Second
 	silent, err := net.Dial("tcp", addr)
@@ -133,6 +134,7 @@ func TestServerTimeouts(t *testing.T) {
 // goes through whole while the client keeps reading, slowly; one whose
 // client stops reading is cut off.
 func TestSlowDownload(t *testing.T) {
+	t.Parallel()
 	src := t.TempDir()
 	data := bigFile(t, src, 8<<20)
 	// A WriteChunk takes the client about 60 ms, a twentieth of Write: a

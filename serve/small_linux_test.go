@@ -15,6 +15,7 @@ import (
 // directories, none of them hide; anything else is left to open's walk,
 // and nothing waits (a FIFO).
 func TestReadSmall(t *testing.T) {
+	t.Parallel()
 	d := t.TempDir()
 	for name, content := range map[string]string{"a/b/f.txt": "plain", "a/big.bin": "0123456789", "out/j": "journal", "top.txt": "top"} {
 		p := filepath.Join(d, name)

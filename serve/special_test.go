@@ -21,6 +21,7 @@ import (
 // holding a goroutine (or a thread blocked in open), so Shutdown is
 // quick. Opening a FIFO for reading blocks until a writer comes.
 func TestRefusesSpecialFiles(t *testing.T) {
+	t.Parallel()
 	ts, u := listen(t)
 	src, dir := packTree(t, files(3), u)
 	s := startSite(t, ts, u, src, dir, serve.Options{Resources: src})

@@ -13,6 +13,7 @@ import (
 // not followed: the file is refused, naming the link, and nothing is
 // written outside the tree.
 func TestGetSymlinkedSubdirRefused(t *testing.T) {
+	t.Parallel()
 	data := payload(200<<10, 60)
 	s, m := serve(t, data)
 	dir, outside := t.TempDir(), t.TempDir()
@@ -35,6 +36,7 @@ func TestGetSymlinkedSubdirRefused(t *testing.T) {
 // name that is a symbolic link is never written through, whether it
 // leads outside the tree or to another file in it.
 func TestGetSymlinkedWorkFilesRefused(t *testing.T) {
+	t.Parallel()
 	data := payload(200<<10, 61)
 	s, _ := serve(t, data)
 	for _, suffix := range []string{"", partSuffix, stateSuffix, stateSuffix + tmpSuffix} {
@@ -63,6 +65,7 @@ func TestGetSymlinkedWorkFilesRefused(t *testing.T) {
 
 // A link to a directory inside the tree stays inside it: it is followed.
 func TestGetSymlinkInsideTreeFollowed(t *testing.T) {
+	t.Parallel()
 	data := payload(100<<10, 62)
 	s, _ := serve(t, data)
 	dir := t.TempDir()
@@ -79,6 +82,7 @@ func TestGetSymlinkInsideTreeFollowed(t *testing.T) {
 // A .part with another name (a hard link) is not written in place, and a
 // state that is not a regular file is not read (a FIFO would hang).
 func TestGetOddWorkFilesRefused(t *testing.T) {
+	t.Parallel()
 	data := payload(100<<10, 67)
 	s, _ := serve(t, data)
 	dir := t.TempDir()

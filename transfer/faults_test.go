@@ -77,6 +77,7 @@ func TestEachFaultAlone(t *testing.T) {
 }
 
 func TestRefusedMirror(t *testing.T) {
+	t.Parallel()
 	data := payload(300<<10, 3)
 	good, _ := serve(t, data)
 	refused := mt.RefusedURL()
@@ -165,6 +166,7 @@ func TestStalledMirrorRangesMove(t *testing.T) {
 // With a single mirror there is no end game to hide behind: only the
 // stall timeout gets a stalled request retried.
 func TestStallTimeoutRetries(t *testing.T) {
+	t.Parallel()
 	data := payload(512<<10, 5)
 	s, _ := serve(t, data, mt.StallAfter(1000, time.Hour), mt.StallTimes(2))
 	o := fastOptions()
@@ -181,6 +183,7 @@ func TestStallTimeoutRetries(t *testing.T) {
 }
 
 func TestAllMirrorsDeadNamesEach(t *testing.T) {
+	t.Parallel()
 	data := payload(200<<10, 6)
 	a, _ := serve(t, data, mt.Status(404, 1, ""))
 	b, _ := serve(t, data, mt.Status(503, 1, ""))
@@ -205,6 +208,7 @@ func TestAllMirrorsDeadNamesEach(t *testing.T) {
 // A dead mirror is retried with backoff, never in a tight loop: the
 // number of requests it sees is bounded by MaxFailures.
 func TestDeadMirrorNotHammered(t *testing.T) {
+	t.Parallel()
 	data := payload(2<<20, 7)
 	dead, dm := serve(t, data, mt.Status(503, 1, ""))
 	good, _ := serve(t, data, mt.RateLimit(4<<20))
@@ -218,6 +222,7 @@ func TestDeadMirrorNotHammered(t *testing.T) {
 }
 
 func TestRetryAfterHonoured(t *testing.T) {
+	t.Parallel()
 	data := payload(256<<10, 8)
 	busy, bm := serve(t, data, mt.Status(429, 1, "3")) // 30 ms under fastRetries
 	o := fastOptions()
@@ -287,6 +292,7 @@ func TestNoPieceHashesGood(t *testing.T) {
 // completions when every slot is used, and by choosing it for free slots
 // when the budget is smaller than the mirrors could take.
 func TestFasterMirrorGetsMoreWork(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ conns, pct int }{{6, 75}, {2, 90}} {
 		conns := tc.conns
 		data := payload(3<<20, 12)
@@ -308,6 +314,7 @@ func TestFasterMirrorGetsMoreWork(t *testing.T) {
 
 // Two runs never write the same .part: the second is refused.
 func TestPartLocked(t *testing.T) {
+	t.Parallel()
 	data := payload(100<<10, 13)
 	s, _ := serve(t, data)
 	dir := t.TempDir()
@@ -329,6 +336,7 @@ func TestPartLocked(t *testing.T) {
 // MirrorNoRange event and MirrorResult.NoRange, never as dropped, and
 // gets no more than the requests that found out.
 func TestNoRangeNotDropped(t *testing.T) {
+	t.Parallel()
 	data := payload(1<<20+777, 2)
 	nr, nm := serve(t, data, mt.NoRange())
 	good, _ := serve(t, data, mt.RateLimit(8<<20))
@@ -364,6 +372,7 @@ func TestNoRangeNotDropped(t *testing.T) {
 // A server that ignores Range still delivers the file when it is the only
 // one left: in one request from the start, each piece checked on the way.
 func TestNoRangeStreamsWholeFile(t *testing.T) {
+	t.Parallel()
 	for _, hashes := range []int64{plen, 0} {
 		data := payload(700<<10+9, 14)
 		s, m := serve(t, data, mt.NoRange())

@@ -35,6 +35,7 @@ func forge(t *testing.T, dir string, f File, part []byte) {
 // and a .part of other bytes, the file that gets its final name is the
 // real one, checked in this run, whatever hashes the source gives.
 func TestForgedStateNotTrusted(t *testing.T) {
+	t.Parallel()
 	data := payload(300<<10, 63)
 	wrong := payload(len(data), 64)
 	half := append(append([]byte{}, data[:len(data)/2]...), wrong[len(data)/2:]...)
@@ -90,6 +91,7 @@ func TestForgedStateNotTrusted(t *testing.T) {
 // A file with no hash at all is never resumed from a .part nobody can
 // check, and its result says it was published unverified.
 func TestNoHashUnverified(t *testing.T) {
+	t.Parallel()
 	data := payload(100<<10, 65)
 	s, _ := serve(t, data)
 	f := fileFor("f.bin", data, 0, s.URL)
@@ -112,6 +114,7 @@ func TestNoHashUnverified(t *testing.T) {
 // into the whole-file hash in the same pass: they are read once, not
 // once for the piece hashes and again for the whole-file hash.
 func TestResumeRehashFeedsWholeHash(t *testing.T) {
+	t.Parallel()
 	data := payload(1<<20, 66)
 	s, m := serve(t, data)
 	dir := t.TempDir()

@@ -9,6 +9,7 @@ import (
 // checkNames refuses names that leave the output directory on some
 // system, and names whose files would collide on disk, naming the file.
 func TestCheckNames(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		names []string
 		bad   string // a name the error must show; "" when all are fine
@@ -51,6 +52,7 @@ func TestCheckNames(t *testing.T) {
 
 // Get refuses an unsafe name before it fetches anything.
 func TestGetRefusesUnsafeName(t *testing.T) {
+	t.Parallel()
 	data := payload(10<<10, 60)
 	s, m := serve(t, data)
 	_, err := New(fastOptions()).Get(context.Background(), t.TempDir(), []File{fileFor(`C:\x.bin`, data, plen, s.URL)})

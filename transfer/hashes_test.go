@@ -57,6 +57,7 @@ func resolveGet(t *testing.T, src string) (string, error) {
 // the sha-384 one: served bytes that differ fail, naming the hash, and
 // never get the final name. (On main, neither was checked.)
 func TestStrongestWholeHashChecked(t *testing.T) {
+	t.Parallel()
 	data := payload(200<<10, 60)
 	bad := bytes.Clone(data)
 	bad[1000] ^= 1
@@ -84,6 +85,7 @@ func TestStrongestWholeHashChecked(t *testing.T) {
 // Piece hashes of a type the old transfer registry lacked (sha-384) are
 // checked too: wrong bytes never get the final name.
 func TestStrongestPieceHashChecked(t *testing.T) {
+	t.Parallel()
 	data := payload(300<<10, 61)
 	const plen = 64 << 10
 	var pieces strings.Builder
@@ -113,6 +115,7 @@ func TestStrongestPieceHashChecked(t *testing.T) {
 // A file whose only hashes rsdump cannot compute is refused before any
 // request, with an error naming the file and the hash types.
 func TestUnverifiableRefusedBeforeDownload(t *testing.T) {
+	t.Parallel()
 	data := payload(10<<10, 62)
 	s, m := serve(t, data)
 	zeros := strings.Repeat("0", 64)
@@ -150,6 +153,7 @@ func TestUnverifiableRefusedBeforeDownload(t *testing.T) {
 // A File built by hand is checked the same way: the algorithm in any case,
 // and a hash without an algorithm refused before any request.
 func TestFileHashByHand(t *testing.T) {
+	t.Parallel()
 	data := payload(50<<10, 63)
 	s, m := serve(t, data)
 	f := fileFor("f.bin", data, 0, s.URL)

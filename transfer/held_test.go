@@ -92,6 +92,7 @@ func TestStreamHeldKeepsNoPart(t *testing.T) {
 // fetches only from there (the reader kept what came before and releases
 // it) and its whole-file hash, restored, still checks the whole file.
 func TestStreamHeldResumes(t *testing.T) {
+	t.Parallel()
 	data := payload(4<<20, 43)
 	const plen = 128 << 10
 	srv, m := serve(t, data, mt.RateLimit(8<<20))
@@ -152,6 +153,7 @@ func TestStreamHeldResumes(t *testing.T) {
 // before it makes the whole-file hash fail, so the run fails, takes
 // nothing, removes it, and the next run starts over and succeeds.
 func TestStreamHeldForgedCheckpoint(t *testing.T) {
+	t.Parallel()
 	data := payload(2<<20, 44)
 	const plen = 128 << 10
 	srv, _ := serve(t, data)

@@ -8,6 +8,7 @@ import (
 )
 
 func TestMirrorHealth(t *testing.T) {
+	t.Parallel()
 	m := &mirror{}
 	for i := range 20 {
 		m.record(i%20 == 0) // 5% bad
@@ -30,6 +31,7 @@ func TestMirrorHealth(t *testing.T) {
 }
 
 func TestMirrorOrder(t *testing.T) {
+	t.Parallel()
 	f := File{Name: "f", Mirrors: []Mirror{
 		{URL: "http://a/f", Priority: 1},
 		{URL: "http://b/f", Priority: 2, Location: "de"},

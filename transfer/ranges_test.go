@@ -16,6 +16,7 @@ import (
 // small reads come from blocks read ahead; a mirror that fails, ignores
 // Range or answers another range is passed over for the next.
 func TestRanges(t *testing.T) {
+	t.Parallel()
 	data := payload(3<<20+123, 7)
 	for _, bad := range []struct {
 		name string
@@ -46,6 +47,7 @@ func TestRanges(t *testing.T) {
 // reader makes, fetch a block each, not the file; a read past the end is
 // io.EOF.
 func TestRangesFetchesWhatIsRead(t *testing.T) {
+	t.Parallel()
 	data := payload(8<<20, 3)
 	srv, m := serve(t, data)
 	r, err := New(fastOptions()).Ranges(context.Background(), fileFor("f.bin", data, 0, srv.URL+"/f.bin"))
@@ -72,6 +74,7 @@ func TestRangesFetchesWhatIsRead(t *testing.T) {
 // TestRangesAllMirrorsFail: the error names the file and the bytes, and
 // what each mirror answered, once.
 func TestRangesAllMirrorsFail(t *testing.T) {
+	t.Parallel()
 	data := payload(1<<20, 5)
 	a, _ := serve(t, data, mt.Status(503, 1, ""))
 	f := fileFor("f.bin", data, 0, a.URL+"/f.bin", mt.RefusedURL())

@@ -21,6 +21,7 @@ import (
 // an absolute URL; a scheme rsdump does not read (ftp) is left out, as
 // before. A local Metalink's urls are the user's, taken as they are.
 func TestMirrorRefs(t *testing.T) {
+	t.Parallel()
 	data := payload(10<<10, 60)
 	var mu sync.Mutex
 	var asked []string

@@ -59,6 +59,7 @@ func TestNoPieceHashesCorruptMirrorFound(t *testing.T) {
 // Two mirrors that disagree where neither copy makes the whole-file hash
 // match: the file fails, naming both mirrors and the bytes.
 func TestNoPieceHashesDisagreementNamed(t *testing.T) {
+	t.Parallel()
 	data := payload(512<<10, 81)
 	a, _ := serve(t, data, mt.Corrupt(1, 32<<10))
 	b, _ := serve(t, data, mt.Corrupt(1, 48<<10))

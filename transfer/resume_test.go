@@ -49,6 +49,7 @@ func TestCancelThenResume(t *testing.T) {
 // With a .part and no state (or a stale one), good pieces on disk are
 // found by rehashing and kept.
 func TestRehashWithoutState(t *testing.T) {
+	t.Parallel()
 	for _, stale := range []bool{false, true} {
 		data := payload(1<<20, 21)
 		s, m := serve(t, data)
@@ -76,6 +77,7 @@ func TestRehashWithoutState(t *testing.T) {
 
 // Without piece hashes a .part with no state cannot be trusted.
 func TestNoPieceHashesNoStateStartsOver(t *testing.T) {
+	t.Parallel()
 	data := payload(300<<10, 22)
 	s, m := serve(t, data)
 	dir := t.TempDir()
@@ -90,6 +92,7 @@ func TestNoPieceHashesNoStateStartsOver(t *testing.T) {
 }
 
 func TestSkipComplete(t *testing.T) {
+	t.Parallel()
 	data := payload(100<<10, 23)
 	s, m := serve(t, data)
 	dir := t.TempDir()
@@ -107,6 +110,7 @@ func TestSkipComplete(t *testing.T) {
 }
 
 func TestEmptyFile(t *testing.T) {
+	t.Parallel()
 	s, _ := serve(t, nil)
 	dir := t.TempDir()
 	if _, err := get(t, fastOptions(), dir, fileFor("e.bin", nil, plen, s.URL)); err != nil {
@@ -131,6 +135,7 @@ func (p *peak) add(d int) {
 // Several files download at once within one connection budget, counted
 // per host:port even when two URLs name the same server.
 func TestSeveralFilesOneBudget(t *testing.T) {
+	t.Parallel()
 	var pk peak
 	var files []File
 	var datas [][]byte
@@ -212,6 +217,7 @@ func (b *countBody) Close() error {
 // hashes when there is no whole-file hash; with no hash at all it is
 // fetched again, since its size says nothing about its bytes.
 func TestSkipOnlyWhatAHashVouchesFor(t *testing.T) {
+	t.Parallel()
 	data := payload(200<<10, 24)
 	s, m := serve(t, data)
 	for _, pl := range []int64{plen, 0} {
@@ -239,6 +245,7 @@ func TestSkipOnlyWhatAHashVouchesFor(t *testing.T) {
 // An empty file with a stale, non-empty .part and a state that marks its
 // one piece done: the piece counts once and the download ends.
 func TestEmptyFileStalePart(t *testing.T) {
+	t.Parallel()
 	s, _ := serve(t, nil)
 	dir := t.TempDir()
 	f := fileFor("e.bin", nil, plen, s.URL)
@@ -268,6 +275,7 @@ func TestEmptyFileStalePart(t *testing.T) {
 // lost is fetched again. The lost bytes are simulated by zeroing the
 // .part (or the published file) under a state saved by a real run.
 func TestScratchLostBytesAreNotTrusted(t *testing.T) {
+	t.Parallel()
 	for _, pl := range []int64{plen, 0} {
 		data := payload(2<<20, 25)
 		s, _ := serve(t, data, mt.RateLimit(8<<20))

@@ -68,6 +68,7 @@ func TestWriteFailureDuringEndGame(t *testing.T) {
 // A piece longer than maxDupPiece never gets an end-game copy, which
 // would be held in memory whole; a shorter one does.
 func TestNoDuplicateOfHugePieces(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		plen int64
 		dup  bool

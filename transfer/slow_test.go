@@ -17,6 +17,7 @@ func drip() mt.Option { return mt.Drip(4, 20*time.Millisecond) }
 // files of 1 to 4 pieces, where every worker used to sit on a drip copy
 // with none left for the end game.
 func TestDripMirrorOvertaken(t *testing.T) {
+	t.Parallel()
 	for _, pieces := range []int{1, 2, 4} {
 		data := payload(pieces*plen-10, uint64(70+pieces))
 		slow, _ := serve(t, data, drip())
@@ -108,6 +109,7 @@ func TestOverlongBodyRefused(t *testing.T) {
 // A server without Range support, streaming the whole file as the last
 // resort, is held to the minimum speed too.
 func TestMinSpeedStreamedWholeFile(t *testing.T) {
+	t.Parallel()
 	data := payload(4*plen, 78)
 	s, _ := serve(t, data, mt.NoRange(), drip())
 	o := fastOptions()

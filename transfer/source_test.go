@@ -34,6 +34,7 @@ func metalinkDoc(t *testing.T, data []byte, name string, urls ...string) []byte 
 }
 
 func TestResolveMetalinkFile(t *testing.T) {
+	t.Parallel()
 	data := payload(500<<10, 50)
 	a, _ := serve(t, data)
 	b, _ := serve(t, data)
@@ -57,6 +58,7 @@ func TestResolveMetalinkFile(t *testing.T) {
 // RFC 6249: the first server's Link and Digest headers give mirrors and
 // the hash; a mirror's own Link headers are ignored.
 func TestResolveMetalinkHTTP(t *testing.T) {
+	t.Parallel()
 	data := zipLike(300<<10, 51) // a plain URL is a package
 	sum := sha256.Sum256(data)
 	rogue, rm := serve(t, []byte("not it"))
@@ -84,6 +86,7 @@ func TestResolveMetalinkHTTP(t *testing.T) {
 }
 
 func TestResolveDescribedByMetalink(t *testing.T) {
+	t.Parallel()
 	data := zipLike(300<<10, 52)
 	m, _ := serve(t, data)
 	doc := metalinkDoc(t, data, "f.bin", m.URL)
@@ -100,6 +103,7 @@ func TestResolveDescribedByMetalink(t *testing.T) {
 }
 
 func TestResolveDumpDocument(t *testing.T) {
+	t.Parallel()
 	data, data2 := payload(200<<10, 53), payload(150<<10, 54)
 	a, _ := serve(t, data)
 	b, _ := serve(t, data)
@@ -140,6 +144,7 @@ func TestResolveDumpDocument(t *testing.T) {
 }
 
 func TestCheckRange(t *testing.T) {
+	t.Parallel()
 	mk := func(status int, cr string, n int64) *http.Response {
 		return &http.Response{StatusCode: status, ContentLength: n, Header: http.Header{"Content-Range": {cr}}}
 	}
@@ -165,6 +170,7 @@ func TestCheckRange(t *testing.T) {
 // A dump split into parts by a sitemap index is followed part by part;
 // an index listing an index, and a part that is not a URL, are refused.
 func TestResolveDumpIndex(t *testing.T) {
+	t.Parallel()
 	data1, data2 := payload(100<<10, 55), payload(70<<10, 56)
 	m, _ := serve(t, data1)
 	m2, _ := serve(t, data2)

@@ -16,6 +16,7 @@ import (
 // TestUnansweredMirror: a file whose only mirror never answers, or stalls
 // in the body, fails within a few stall timeouts, naming the URL.
 func TestUnansweredMirror(t *testing.T) {
+	t.Parallel()
 	data := payload(256<<10, 7)
 	for name, base := range httpctest.UnansweringData(t, data, 1000) {
 		u := base + "/f.bin"
@@ -36,6 +37,7 @@ func TestUnansweredMirror(t *testing.T) {
 // no answer, on such a server fails Resolve within the stall timeout,
 // naming the URL. (The stalling server answers a probe for byte 0.)
 func TestUnansweredSource(t *testing.T) {
+	t.Parallel()
 	data := []byte(`<?xml version="1.0" encoding="UTF-8"?>
 <urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:rs="http://www.openarchives.org/rs/terms/">
 ` + strings.Repeat("<!-- padding -->\n", 1000))
@@ -61,6 +63,7 @@ func TestUnansweredSource(t *testing.T) {
 
 // TestUserAgent: every request the engine sends names rsdump.
 func TestUserAgent(t *testing.T) {
+	t.Parallel()
 	data := payload(200<<10, 3)
 	agents := make(chan string, 1000)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -87,6 +90,7 @@ func TestUserAgent(t *testing.T) {
 // TestProbeRedirectScheme: the probe, which follows redirects itself,
 // refuses one to a scheme other than http or https, naming both URLs.
 func TestProbeRedirectScheme(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.RedirectHandler("ftp://127.0.0.1/f.bin", http.StatusFound))
 	defer srv.Close()
 	_, err := New(fastOptions()).Resolve(t.Context(), srv.URL+"/f.bin")
@@ -99,6 +103,7 @@ func TestProbeRedirectScheme(t *testing.T) {
 // is not retried MaxFailures times: with the default retries, a file whose
 // only mirror it is fails within about one stall timeout.
 func TestSilentMirrorDroppedAtOnce(t *testing.T) {
+	t.Parallel()
 	data := payload(256<<10, 7)
 	u := httpctest.Silent(t) + "/f.bin"
 	o := fastOptions()

@@ -36,6 +36,7 @@ func readAll(t *testing.T, s *Streaming, n int) []byte {
 // while the rest of the file is still held back by the server: the
 // pieces it waits for are fetched first.
 func TestStreamTailFirst(t *testing.T) {
+	t.Parallel()
 	data := payload(4<<20, 31)
 	const plen = 256 << 10
 	release := make(chan struct{})
@@ -126,6 +127,7 @@ func TestStreamReadsOnlyVerified(t *testing.T) {
 // A Streaming stopped mid-way leaves its verified pieces for the next,
 // which reads them without fetching them again.
 func TestStreamResumes(t *testing.T) {
+	t.Parallel()
 	data := payload(4<<20, 33)
 	const plen = 128 << 10
 	srv, m := serve(t, data, mt.RateLimit(8<<20))
@@ -163,6 +165,7 @@ func TestStreamResumes(t *testing.T) {
 // A file that cannot be fetched fails its reads with the download's
 // error, which names the mirror.
 func TestStreamFailureReachesReader(t *testing.T) {
+	t.Parallel()
 	data := payload(1<<20, 34)
 	srv, _ := serve(t, data, mt.Status(http.StatusNotFound, 1, ""))
 	f := fileFor("f.bin", data, 128<<10, srv.URL)

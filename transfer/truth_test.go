@@ -42,6 +42,7 @@ func dumpDoc(loc string, data []byte) string {
 // answered. What is one is taken whatever its URL looks like: a dump
 // document at a path without ".xml", a ZIP that its server calls HTML.
 func TestResolveRefuses(t *testing.T) {
+	t.Parallel()
 	page := `<!DOCTYPE html><html><head><title>x</title><link rel="resourcesync" href="capabilitylist.xml"></head><body>hello</body></html>`
 	pkg := zipLike(100<<10, 70)
 	mux := http.NewServeMux()
@@ -100,6 +101,7 @@ func TestResolveRefuses(t *testing.T) {
 // gone when its documents are saved, is an error naming it, never a
 // source that merely saves nothing; nothing is left in the directory.
 func TestSaveDocumentsHostGone(t *testing.T) {
+	t.Parallel()
 	pkg := zipLike(10<<10, 71)
 	var doc string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -127,6 +129,7 @@ func TestSaveDocumentsHostGone(t *testing.T) {
 // to them, however few files are fetched at a time. (The total used to
 // grow as each file started, so the share done fell each time one did.)
 func TestProgressTotalAtStart(t *testing.T) {
+	t.Parallel()
 	var files []File
 	var want int64
 	for i := range 4 {

@@ -14,6 +14,7 @@ import (
 // reach the whole-file hash from memory, in the pass that checks them:
 // few are read back from the file.
 func TestWholeHashFromBuffers(t *testing.T) {
+	t.Parallel()
 	data := payload(8<<20, 60)
 	a, _ := serve(t, data, mt.RateLimit(8<<20))
 	b, _ := serve(t, data, mt.RateLimit(6<<20), mt.Latency(5*time.Millisecond))
@@ -61,6 +62,7 @@ func TestWholeHashBlake3(t *testing.T) {
 // a mirror answering 503 now and then must not be backed off for
 // failures "in a row" that waiting successes separate.
 func TestHangUpEndsFailureRun(t *testing.T) {
+	t.Parallel()
 	data := payload(4*plen, 62)
 	s, _ := serve(t, data)
 	g := New(fastOptions())

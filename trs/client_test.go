@@ -82,6 +82,7 @@ func specServer(t *testing.T) *httptest.Server {
 // and Link rel="next", the events after the cutoff (oldest first), and
 // those after a sync point in the older segment.
 func TestClientReadsSpecExamples(t *testing.T) {
+	t.Parallel()
 	srv := specServer(t)
 	ctx := context.Background()
 	c := &Client{}

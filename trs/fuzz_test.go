@@ -124,6 +124,7 @@ func FuzzChangeLog(f *testing.F) {
 // TestNesting: nesting up to MaxNesting is read; one deeper, however
 // deep, is an error saying so, not a crash of the goroutine's stack.
 func TestNesting(t *testing.T) {
+	t.Parallel()
 	for _, open := range []string{"(", "[ <p> "} {
 		inner, close := map[string]string{"(": "", "[ <p> ": "<o>"}[open], map[string]string{"(": ")", "[ <p> ": "]"}[open]
 		ok := "<s> <p> " + strings.Repeat(open, MaxNesting) + inner + strings.Repeat(close, MaxNesting) + " ."

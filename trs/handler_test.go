@@ -19,6 +19,7 @@ import (
 // TestNegotiation: Turtle without Accept or when preferred or tied, RDF/XML
 // when preferred, 406 when neither is acceptable.
 func TestNegotiation(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 3, Options{})
 	f.generation()
 	for _, c := range []struct{ accept, want string }{
@@ -52,6 +53,7 @@ func TestNegotiation(t *testing.T) {
 // GET of it answers 304, and the ETag of the Tracked Resource Set moves
 // when the Change Log grows, as does that of its RDF/XML form apart.
 func TestETags(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 6, Options{PageSize: 2, SegmentSize: 1})
 	f.generation()
 	f.generation()
@@ -86,6 +88,7 @@ func TestETags(t *testing.T) {
 // or malformed, is 404; the Base of an index's parts pages through every
 // part.
 func TestPaging(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 5, Options{PageSize: 2})
 	req, _ := http.NewRequest(http.MethodGet, f.url("/trs/base"), nil)
 	resp, err := http.DefaultTransport.RoundTrip(req)
@@ -133,6 +136,7 @@ func TestPaging(t *testing.T) {
 // TestOutOfOrderChangeList: a Change List whose times go back is refused
 // (trs:order would not increase with time), naming the entry.
 func TestOutOfOrderChangeList(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 2, Options{})
 	f.generation()
 	cl := f.changeEntries()
@@ -165,6 +169,7 @@ ex:dotted.name ex:p ex:o. # comment
 
 // TestTurtleParser reads the grammar a foreign server may write.
 func TestTurtleParser(t *testing.T) {
+	t.Parallel()
 	doc := turtleGrammarDoc
 	ts, err := ParseTurtle([]byte(doc), "http://ignored/")
 	if err != nil {
@@ -205,6 +210,7 @@ func TestTurtleParser(t *testing.T) {
 // follows answers 404; one whose point is there gets the events after it,
 // oldest first.
 func TestSinceLost(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 6, Options{SegmentSize: 1, Keep: 1})
 	f.generation()
 	c := &Client{}
@@ -239,6 +245,7 @@ func TestSinceLost(t *testing.T) {
 // segment a new view does not have), never a failure reading the spool
 // of a view replaced meanwhile.
 func TestConcurrentRequestsAcrossPacks(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 6, Options{SegmentSize: 1, PageSize: 2})
 	f.generation()
 	done := make(chan struct{})
@@ -284,6 +291,7 @@ func TestConcurrentRequestsAcrossPacks(t *testing.T) {
 // whatever k*PageSize overflows to (2^61 pages of 8 members start at
 // member 2^64, which wraps to the first page's), and never a page.
 func TestPageNumberOverflow(t *testing.T) {
+	t.Parallel()
 	for _, size := range []int{8, 1000} {
 		f := newFixture(t, 5, Options{PageSize: size, SegmentSize: 2})
 		f.generation()

@@ -58,6 +58,7 @@ func truncatedFixture(t *testing.T) *fixture {
 // Debian's rapper (raptor2-utils), and checks that it reads the same
 // triples from both as this package's own Turtle parser does.
 func TestRapperParsesEveryPage(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("rapper"); err != nil {
 		t.Skip("rapper (raptor2-utils) not installed")
 	}
@@ -200,6 +201,7 @@ func runRDFLib(t *testing.T, pages []page) map[string]map[string]any {
 // Log keeps. The same queries over a Change Log that breaks each rule do
 // find it, so they can fail.
 func TestRDFLibLyoAssertions(t *testing.T) {
+	t.Parallel()
 	f := truncatedFixture(t)
 	pages := allPages(t, f, t.TempDir())
 	res := runRDFLib(t, pages)

@@ -20,6 +20,7 @@ import (
 // members, Change Log segments of 2 events). The clause quoted is the
 // specification's.
 func TestSpecServerMUSTs(t *testing.T) {
+	t.Parallel()
 	newF := func(t *testing.T, keep int) *fixture {
 		f := newFixture(t, 10, Options{PageSize: 4, SegmentSize: 2, Keep: keep})
 		for range 3 {

@@ -6,6 +6,7 @@ import "testing"
 // slash, which the error for a wrong base URL names when the bitstreams do
 // not say one base.
 func TestDirPrefix(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		locs []string
 		want string

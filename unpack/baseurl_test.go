@@ -17,6 +17,7 @@ import (
 // same way to pack and to unpack, restores the tree, although the
 // manifest carries it percent-encoded.
 func TestBaseURLAsTyped(t *testing.T) {
+	t.Parallel()
 	const base = "http://127.0.0.1:1/my files/café/"
 	files := map[string]string{"a b.txt": "a", "d/ü.txt": "u"}
 	out := t.TempDir()
@@ -38,6 +39,7 @@ func TestBaseURLAsTyped(t *testing.T) {
 // TestWrongBaseURL: a base URL no bitstream is under is an error before
 // anything lands, naming the base URL the Source packed with.
 func TestWrongBaseURL(t *testing.T) {
+	t.Parallel()
 	out := t.TempDir()
 	if _, err := pack.Pack(context.Background(), tree(t, map[string]string{"a.txt": "a", "d/b.txt": "b"}), out,
 		pack.Options{BaseURL: "http://127.0.0.1:1/packed/", At: fixedTime}); err != nil {

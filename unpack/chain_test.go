@@ -45,6 +45,7 @@ var baselineTree = map[string]string{"a.txt": "a1", "b.txt": "b1", "c.txt": "c1"
 // is refused, naming both times, and nothing is written; --allow-gap
 // applies it and says so.
 func TestChangeDumpGap(t *testing.T) {
+	t.Parallel()
 	late := pkg2 // from 2:00, the baseline is at 0:00
 	doc := verifytest.ChangeDump(t, t.TempDir(), []verifytest.ChangePackage{late, pkg3})
 	dst := baseline(t)
@@ -72,6 +73,7 @@ func TestChangeDumpGap(t *testing.T) {
 // TestChangeDumpNoBaseline: a Change Dump into a tree with no state is
 // refused; --allow-gap applies it.
 func TestChangeDumpNoBaseline(t *testing.T) {
+	t.Parallel()
 	doc := verifytest.ChangeDump(t, t.TempDir(), []verifytest.ChangePackage{pkg1})
 	dst := t.TempDir()
 	res, fs := run(t, doc, dst, unpack.Options{})
@@ -91,6 +93,7 @@ func TestChangeDumpNoBaseline(t *testing.T) {
 // TestChangeDumpChain: packages that overlap, come out of order or leave a
 // gap between them are errors naming them, and nothing is applied.
 func TestChangeDumpChain(t *testing.T) {
+	t.Parallel()
 	overlap := pkg2
 	overlap.From = at(1, 30) // pkg1 ends at 2:00
 	cases := []struct {
@@ -144,6 +147,7 @@ func fileIDs(t *testing.T, dir string) map[string]string {
 // TestChangeDumpTwice: the second application of a Change Dump reports
 // every package skipped and touches no file, not even its mtime.
 func TestChangeDumpTwice(t *testing.T) {
+	t.Parallel()
 	dst := baseline(t)
 	doc := verifytest.ChangeDump(t, t.TempDir(), []verifytest.ChangePackage{pkg1, pkg2, pkg3})
 	if res, fs := run(t, doc, dst, unpack.Options{}); res.Packages != 3 || res.Problems() != 0 {
@@ -174,6 +178,7 @@ func TestChangeDumpTwice(t *testing.T) {
 // applied whole, even changes whose lastmod is older than the state: a
 // renamed file keeps its mtime, which sources give as lastmod.
 func TestChangeDumpOldLastmod(t *testing.T) {
+	t.Parallel()
 	renamed := verifytest.ChangePackage{From: fixedTime, Until: at(1, 0), Changes: []verifytest.File{
 		change(resourcesync.ChangeCreated, "moved/b.txt", "b1", fixedTime.Add(-24*time.Hour)),
 		change(resourcesync.ChangeDeleted, "b.txt", "", at(0, 30)),
@@ -191,6 +196,7 @@ func TestChangeDumpOldLastmod(t *testing.T) {
 // and ends after it (the Source cut its packages differently) is applied
 // whole, and the tree ends as the Source's.
 func TestChangeDumpStraddles(t *testing.T) {
+	t.Parallel()
 	dst := baseline(t)
 	run(t, verifytest.ChangeDump(t, t.TempDir(), []verifytest.ChangePackage{pkg1}), dst, unpack.Options{})
 	recut := verifytest.ChangePackage{From: at(1, 0), Until: at(3, 0), Changes: append(append([]verifytest.File{}, pkg1.Changes...), pkg2.Changes...)}
@@ -207,6 +213,7 @@ func TestChangeDumpStraddles(t *testing.T) {
 // TestChangePackageGap: a Change Dump package given on its own is checked
 // against the state by its manifest's from.
 func TestChangePackageGap(t *testing.T) {
+	t.Parallel()
 	dst := baseline(t)
 	z, _ := verifytest.ChangeZip(t, pkg2)
 	zp := writeFile(t, filepath.Join(t.TempDir(), "p2.zip"), z)
@@ -227,6 +234,7 @@ func TestChangePackageGap(t *testing.T) {
 // TestChangeDumpDryRun: a dry run of several packages follows the state a
 // real run would reach: no gap between its packages, nothing written.
 func TestChangeDumpDryRun(t *testing.T) {
+	t.Parallel()
 	dst := baseline(t)
 	before := readTree(t, dst)
 	doc := verifytest.ChangeDump(t, t.TempDir(), []verifytest.ChangePackage{pkg1, pkg2, pkg3})
@@ -241,6 +249,7 @@ func TestChangeDumpDryRun(t *testing.T) {
 // gets the snapshot then the changes; run again, it writes nothing, and
 // the Resource Dump is not applied over the newer tree.
 func TestUnpackOutdir(t *testing.T) {
+	t.Parallel()
 	out := packDir(t, tree(t, baselineTree), pack.Options{})
 	verifytest.ChangeDump(t, out, []verifytest.ChangePackage{pkg1, pkg2})
 	dst := t.TempDir()
@@ -263,6 +272,7 @@ func TestUnpackOutdir(t *testing.T) {
 // TestDeletionPrunesEmptyDirs: a directory a deletion leaves empty goes
 // with its last file, as at the Source; one still holding a file stays.
 func TestDeletionPrunesEmptyDirs(t *testing.T) {
+	t.Parallel()
 	out := packDir(t, tree(t, map[string]string{"x/y/z.txt": "z", "x/keep.txt": "k", "w/v.txt": "v"}), pack.Options{})
 	dst := t.TempDir()
 	run(t, filepath.Join(out, layout.DumpName), dst, unpack.Options{})
@@ -296,6 +306,7 @@ func TestDeletionPrunesEmptyDirs(t *testing.T) {
 // applied, and its staging directory is removed. A rerun with the damage
 // repaired applies both, in order.
 func TestChangeDumpStagedAheadDiscarded(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	doc := verifytest.ChangeDump(t, dir, []verifytest.ChangePackage{pkg1, pkg2, pkg3})
 	zip := filepath.Join(dir, "changedump-00002.zip")
@@ -338,6 +349,7 @@ func TestChangeDumpStagedAheadDiscarded(t *testing.T) {
 // writes a file, and none adds a record to the written log (a record of a
 // version the tree no longer holds would make a later deletion refuse).
 func TestUnpackInOrderAppliedAgain(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	doc := verifytest.ChangeDump(t, dir, []verifytest.ChangePackage{pkg1, pkg2, pkg3})
 	dst := baseline(t)
@@ -379,6 +391,7 @@ func TestUnpackInOrderAppliedAgain(t *testing.T) {
 // creations in one package, and one run applies them, from the Change
 // Dump and, fetched resource by resource, from the Change List.
 func TestDirFileSwapInOneRun(t *testing.T) {
+	t.Parallel()
 	src := tree(t, map[string]string{"d/x.txt": "x", "d/sub/y.txt": "y", "f": "file f", "keep.txt": "k"})
 	srv := httptest.NewServer(http.StripPrefix("/data/", http.FileServer(http.Dir(src))))
 	defer srv.Close()
@@ -429,6 +442,7 @@ func TestDirFileSwapInOneRun(t *testing.T) {
 // directory in the tree, or whose directory is a file there, is refused
 // with a message that says so in words, not as a mode string.
 func TestObstacleNamedInWords(t *testing.T) {
+	t.Parallel()
 	out := packDir(t, tree(t, map[string]string{"a.txt": "a", "b/c.txt": "c"}), pack.Options{})
 	dst := t.TempDir()
 	os.Mkdir(filepath.Join(dst, "a.txt"), 0o755)

@@ -80,6 +80,7 @@ func writeState(t *testing.T, dst string, s deststate.State) {
 }
 
 func TestChangeDump(t *testing.T) {
+	t.Parallel()
 	dst := baseline(t)
 	doc := verifytest.ChangeDump(t, t.TempDir(), []verifytest.ChangePackage{pkg1, pkg2})
 	res, fs := run(t, doc, dst, unpack.Options{})
@@ -105,6 +106,7 @@ func TestChangeDump(t *testing.T) {
 // TestChangeDumpContinues applies a later Change Dump from the state, and
 // refuses deletions of files that are not the ones rsdump wrote.
 func TestChangeDumpContinues(t *testing.T) {
+	t.Parallel()
 	dst := baseline(t)
 	run(t, verifytest.ChangeDump(t, t.TempDir(), []verifytest.ChangePackage{pkg1, pkg2}), dst, unpack.Options{})
 	writeFile(t, filepath.Join(dst, "c.txt"), []byte("changed here"))
@@ -127,6 +129,7 @@ func TestChangeDumpContinues(t *testing.T) {
 }
 
 func TestChangeDumpDeletesWhatItWrote(t *testing.T) {
+	t.Parallel()
 	dst := baseline(t)
 	doc := verifytest.ChangeDump(t, t.TempDir(), []verifytest.ChangePackage{pkg1, pkg2, pkg3})
 	writeFile(t, filepath.Join(dst, "local.txt"), []byte("never from the Source"))
@@ -140,6 +143,7 @@ func TestChangeDumpDeletesWhatItWrote(t *testing.T) {
 }
 
 func TestChangeManifestOrder(t *testing.T) {
+	t.Parallel()
 	p := pkg1
 	p.Changes = []verifytest.File{pkg1.Changes[2], pkg1.Changes[0]}
 	z, _ := verifytest.ChangeZip(t, p)
@@ -157,6 +161,7 @@ func TestChangeManifestOrder(t *testing.T) {
 // stay as they were. With Rollback it is applied and the state rewound,
 // so the changes made since apply again, not skipped as already applied.
 func TestSnapshotPackageRewindsState(t *testing.T) {
+	t.Parallel()
 	out := packDir(t, tree(t, map[string]string{"a.txt": "a1", "b.txt": "b1", "c.txt": "c1"}), pack.Options{})
 	dst := t.TempDir()
 	run(t, filepath.Join(out, layout.DumpName), dst, unpack.Options{})
@@ -193,6 +198,7 @@ func ftime(t time.Time) string { return resourcesync.FormatTime(t) }
 // the directory is made again and the file lands (a handle held open on
 // the removed directory lost it once).
 func TestCreateInDirectoryEmptiedBefore(t *testing.T) {
+	t.Parallel()
 	out := packDir(t, tree(t, map[string]string{"dir/d.txt": "d1", "z.txt": "z1"}), pack.Options{})
 	dst := t.TempDir()
 	if res, fs := run(t, filepath.Join(out, layout.DumpName), dst, unpack.Options{}); res.Problems() != 0 {
@@ -214,6 +220,7 @@ func TestCreateInDirectoryEmptiedBefore(t *testing.T) {
 // to its files' own (older) lastmods: it is applied, not skipped as
 // applied before, and the state moves to that change.
 func TestChangePackageTimeOfChange(t *testing.T) {
+	t.Parallel()
 	dst := baseline(t)
 	a := change(resourcesync.ChangeUpdated, "a.txt", "copied in with an old mtime", at(-5, 0))
 	a.Datetime = at(1, 10)

@@ -15,6 +15,7 @@ import (
 // directory, manifest) and the hash pass must be refused: the hash then
 // matches the dump, but the manifest used was another one.
 func TestUnpackRefusesPackageChangedDuringRun(t *testing.T) {
+	t.Parallel()
 	good, evil := verifytest.TailSwap(t)
 	src := t.TempDir()
 	doc := verifytest.ResourceDump(t, src, good)
@@ -51,6 +52,7 @@ func TestUnpackRefusesPackageChangedDuringRun(t *testing.T) {
 // A package whose bitstreams verify but whose own hash does not is
 // refused after staging: the summary counts no byte of it as written.
 func TestUnpackCountsOnlyBytesWritten(t *testing.T) {
+	t.Parallel()
 	good, evil := verifytest.TailSwap(t)
 	src := t.TempDir()
 	doc := verifytest.ResourceDump(t, src, good)

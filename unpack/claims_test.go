@@ -19,6 +19,7 @@ import (
 // Two packages of one dump that carry one target with different content:
 // both are refused it, each naming the other, and a rerun ends the same.
 func TestUnpackRefusesTargetInTwoPackages(t *testing.T) {
+	t.Parallel()
 	z1, _ := verifytest.Package(t, []verifytest.File{{Rel: "a.txt", Data: "one"}, {Rel: "b.txt", Data: "same"}})
 	z2, _ := verifytest.Package(t, []verifytest.File{{Rel: "a.txt", Data: "two"}, {Rel: "b.txt", Data: "same"}, {Rel: "c.txt", Data: "c"}})
 	doc := verifytest.ResourceDump(t, t.TempDir(), z1, z2)
@@ -53,6 +54,7 @@ func TestUnpackRefusesTargetInTwoPackages(t *testing.T) {
 }
 
 func TestUnpackWarnsNamesThatCollideOnMacOSAndWindows(t *testing.T) {
+	t.Parallel()
 	z1, _ := verifytest.Package(t, []verifytest.File{{Rel: "caf\u00e9.txt", Data: "x"}})
 	z2, _ := verifytest.Package(t, []verifytest.File{{Rel: "cafe\u0301.txt", Data: "x"}, {Rel: "Readme", Data: "r"}, {Rel: "README", Data: "R"}})
 	doc := verifytest.ResourceDump(t, t.TempDir(), z1, z2)
@@ -76,6 +78,7 @@ func TestUnpackWarnsNamesThatCollideOnMacOSAndWindows(t *testing.T) {
 // it is unpacked, against the table the survey kept, and the later of two
 // packages that carry a target with different content is refused it.
 func TestUnpackRefusesLateClaimOfRemotePackage(t *testing.T) {
+	t.Parallel()
 	z1, _ := verifytest.Package(t, []verifytest.File{{Rel: "a.txt", Data: "one"}, {Rel: "b.txt", Data: "same"}})
 	z2, _ := verifytest.Package(t, []verifytest.File{{Rel: "a.txt", Data: "two"}, {Rel: "b.txt", Data: "same"}})
 	dir := t.TempDir()

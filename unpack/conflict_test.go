@@ -17,6 +17,7 @@ import (
 // first in the package is written and the second refused, naming its
 // target, whichever is the file; the run goes on with the rest.
 func TestStagingConflicts(t *testing.T) {
+	t.Parallel()
 	large := strings.Repeat("L", 70<<10)
 	z, _ := verifytest.Package(t, []verifytest.File{
 		{Rel: "x", Data: large}, {Rel: "x/y.txt", Data: "small"}, // large first
@@ -45,6 +46,7 @@ func TestStagingConflicts(t *testing.T) {
 // files are made ahead of the bitstreams (creator): this fails if those
 // made before the failure are not made again after it.
 func TestFailedBitstreamFreesItsPath(t *testing.T) {
+	t.Parallel()
 	good := []verifytest.File{{Rel: "x", Data: "fails its hash"}, {Rel: "x/y.txt", Data: "lands"},
 		{Rel: "p/q.txt", Data: "fails its hash"}, {Rel: "p", Data: "lands too"}, {Rel: "m.txt", Data: "m"}}
 	var urls []resourcesync.URL

@@ -28,6 +28,7 @@ func oldFiles() map[string]string {
 // verified were written, the others left untouched, and nothing written
 // outside the tree.
 func TestBrokenCorpus(t *testing.T) {
+	t.Parallel()
 	for _, c := range verifytest.Corpus(t) {
 		for _, atomic := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/atomic=%v", c.Name, atomic), func(t *testing.T) {

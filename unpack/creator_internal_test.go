@@ -12,6 +12,7 @@ import (
 // passed over are free again. Before, take made that file anew while the
 // one made ahead still held its name, and failed.
 func TestCreatorPassedOver(t *testing.T) {
+	t.Parallel()
 	d, err := openDest(t.TempDir(), Options{})
 	if err != nil {
 		t.Fatal(err)

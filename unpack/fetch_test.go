@@ -22,6 +22,7 @@ import (
 // a second download of the URL, here one that fails its check, must not
 // touch the first one's verified copy.
 func TestDownloadsOfOneURLDoNotShareACacheFile(t *testing.T) {
+	t.Parallel()
 	z, _ := verifytest.Package(t, []verifytest.File{{Rel: "a.txt", Data: "a1"}})
 	var bad atomic.Bool
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

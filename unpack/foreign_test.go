@@ -21,6 +21,7 @@ import (
 // says how many there are and names the first ten, through a dump, a
 // Resource List and --only alike, and nothing lands.
 func TestForeignCountsAll(t *testing.T) {
+	t.Parallel()
 	files := map[string]string{}
 	for i := range 14 {
 		files[fmt.Sprintf("d/f%02d.txt", i)] = fmt.Sprintf("file %d", i)

@@ -60,6 +60,7 @@ func fetchWith(t *testing.T, body []byte, want, digestHdr string) (bool, []findi
 // The engine checks the strongest hash the dump gives, not the first one:
 // a package whose md5 matches but whose sha-512 does not is never accepted.
 func TestDownloadChecksStrongestHash(t *testing.T) {
+	t.Parallel()
 	z, _ := verifytest.Package(t, []verifytest.File{{Rel: "a.txt", Data: "a1"}})
 	bad := verifytest.Flip(z, 40)
 	m := md5.Sum(bad) // as if md5 had collided
@@ -73,6 +74,7 @@ func TestDownloadChecksStrongestHash(t *testing.T) {
 // A package whose only hash rsdump cannot compute is refused before any
 // request, naming the hash type.
 func TestDownloadRefusesUnverifiable(t *testing.T) {
+	t.Parallel()
 	z, _ := verifytest.Package(t, []verifytest.File{{Rel: "a.txt", Data: "a1"}})
 	ok, fs, n := fetchWith(t, z, "sha3-256:"+strings.Repeat("0", 64), "")
 	if ok || len(fs) == 0 || !strings.Contains(fs[0].Msg, "sha3-256") {
@@ -86,6 +88,7 @@ func TestDownloadRefusesUnverifiable(t *testing.T) {
 // A server's Digest header describes its own bytes; the dump's hash is
 // the one checked. Bad bytes with a Digest header to match are refused.
 func TestDownloadDumpHashOutranksDigestHeader(t *testing.T) {
+	t.Parallel()
 	z, _ := verifytest.Package(t, []verifytest.File{{Rel: "a.txt", Data: "a1"}})
 	bad := verifytest.Flip(z, 40)
 	bs := sha256.Sum256(bad)

@@ -34,6 +34,7 @@ func serveDump(t *testing.T) (srv *httptest.Server, out string) {
 var client = &http.Client{Timeout: 10 * time.Second}
 
 func TestUnpackOverHTTP(t *testing.T) {
+	t.Parallel()
 	srv, _ := serveDump(t)
 	dst := t.TempDir()
 	res, fs := run(t, srv.URL+"/"+layout.DumpName, dst, unpack.Options{Client: client})
@@ -49,6 +50,7 @@ func TestUnpackOverHTTP(t *testing.T) {
 // TestCorruptDownload serves a package that differs from the dump
 // document: nothing from it lands.
 func TestCorruptDownload(t *testing.T) {
+	t.Parallel()
 	srv, out := serveDump(t)
 	zp := filepath.Join(out, "resourcedump-00001.zip")
 	z, _ := os.ReadFile(zp)
@@ -67,6 +69,7 @@ func TestCorruptDownload(t *testing.T) {
 // mirror: remote packages go through the transfer engine, which uses
 // every mirror the document names.
 func TestUnpackFromDuplicateWhenLocIsDown(t *testing.T) {
+	t.Parallel()
 	out := t.TempDir()
 	srv := httptest.NewServer(http.FileServer(http.Dir(out)))
 	t.Cleanup(srv.Close)
@@ -105,6 +108,7 @@ func deadURL(t *testing.T) string {
 // are not refused by the wrapper: the transfer engine has its own
 // retries.
 func TestUnpackRetriesDocuments(t *testing.T) {
+	t.Parallel()
 	out := t.TempDir()
 	f := httpctest.FailingFirst(http.FileServer(http.Dir(out)), http.StatusServiceUnavailable, 1,
 		func(p string) bool { return strings.HasSuffix(p, ".xml") })

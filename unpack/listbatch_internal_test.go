@@ -12,6 +12,7 @@ import (
 // staged again (its findings and package are counted already): the
 // run's batch fails, naming the document.
 func TestEarlyBatchPlannedOtherwise(t *testing.T) {
+	t.Parallel()
 	e := failedBatch(nil)
 	e.items = []listItem{{n: 1, e: resourcesync.URL{Loc: "http://127.0.0.1:9/a"}}}
 	l := &listRun{early: &earlyBatch{items: e.items, staged: e}}

@@ -99,6 +99,7 @@ func (s *listSource) apply(loc, dir string, opts unpack.Options) (*unpack.Result
 // responses, with many good resources between the faults: each answer is
 // its own resource's.
 func TestListResourceFaults(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name       string
 		rsdump     bool

@@ -13,6 +13,7 @@ import (
 // file) costs no request: the resources after it, on the same
 // connections, still get their own bodies.
 func TestListRefusedBeforeFetch(t *testing.T) {
+	t.Parallel()
 	s := newListSource(t)
 	s.client = httpc.New(httpc.Options{DisableCompression: true})
 	var urls []resourcesync.URL

@@ -116,6 +116,7 @@ func TestListBatches(t *testing.T) {
 // directory with a bitstream that lands (which moves it into the tree
 // whole).
 func TestFailedBitstreamLeavesNoDirectory(t *testing.T) {
+	t.Parallel()
 	files := []verifytest.File{{Rel: "a/ok.txt", Data: "lands"}, {Rel: "a/b/c/bad.txt", Data: "fails its hash"}}
 	var urls []resourcesync.URL
 	for _, f := range files {

@@ -12,6 +12,7 @@ import (
 // as written, a clean end is io.EOF, and a record cut anywhere inside is
 // io.ErrUnexpectedEOF, never taken for the end of the sort.
 func TestListSortCodecs(t *testing.T) {
+	t.Parallel()
 	targets := []targetRec{{"a", 0}, {"dir/ü b.txt", 1 << 40}, {string(bytes.Repeat([]byte("x"), 300)), 7}}
 	var b []byte
 	var ends []int // the offsets where a record ends

@@ -44,6 +44,7 @@ func perm(t *testing.T, path string) fs.FileMode {
 // private), also on a re-run over files whose content is right but whose
 // mode was changed.
 func TestPermissionsRestored(t *testing.T) {
+	t.Parallel()
 	modes := map[string]fs.FileMode{"run.sh": 0o755, "bin/tool": 0o750, "secret.txt": 0o600, "plain.txt": 0o644, "ro.txt": 0o444}
 	out := packDir(t, modeTree(t, modes), pack.Options{})
 	dst := t.TempDir()
@@ -118,6 +119,7 @@ func setAttrs(t *testing.T, zip []byte, name string, creator byte, attrs uint32)
 // never applied, and an entry whose creator is not Unix gets the default
 // mode, as a file unpack creates always did.
 func TestPermissionsFiltered(t *testing.T) {
+	t.Parallel()
 	out := packDir(t, modeTree(t, map[string]fs.FileMode{"suid": 0o755, "dos.txt": 0o700}), pack.Options{})
 	zp := filepath.Join(out, "resourcedump-00001.zip")
 	z, _ := os.ReadFile(zp)

@@ -25,6 +25,7 @@ import (
 // of their bytes is served, nothing else lands, the state does not claim
 // the snapshot, and a bad pattern is refused.
 func TestOnly(t *testing.T) {
+	t.Parallel()
 	files := map[string]string{}
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := range 30 {
@@ -72,6 +73,7 @@ func TestOnly(t *testing.T) {
 // TestOnlyMatchesNothing: --only patterns that pick no file of the dump
 // are an error saying so, naming them, and nothing lands.
 func TestOnlyMatchesNothing(t *testing.T) {
+	t.Parallel()
 	out := packDir(t, tree(t, map[string]string{"a/x.txt": "x", "b/y.txt": "y"}), pack.Options{})
 	m, _ := deststate.NewMapper(deststate.ByURI, verifytest.BaseURL)
 	dst := t.TempDir()

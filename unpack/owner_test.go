@@ -26,6 +26,7 @@ var ownerFiles = map[string]string{"a.txt": "a1", "b.txt": "b1", "sub/c.txt": "c
 // anything lands, naming the file by its absolute path; a file at no
 // bitstream's name does not stop it. The same for a Resource List.
 func TestFirstRunRefusesForeign(t *testing.T) {
+	t.Parallel()
 	out := packDir(t, tree(t, ownerFiles), pack.Options{})
 	srv := httptest.NewServer(http.StripPrefix("/rs/", http.FileServer(http.Dir(tree(t, ownerFiles)))))
 	defer srv.Close()
@@ -90,6 +91,7 @@ func rebaseList(t *testing.T, path, base string) string {
 // their bitstream as rsdump's (a later deletion then removes them) and
 // refuses to replace the others, leaving them; --overwrite replaces them.
 func TestAdoptAndOverwrite(t *testing.T) {
+	t.Parallel()
 	out := packDir(t, tree(t, ownerFiles), pack.Options{})
 	doc := filepath.Join(out, layout.DumpName)
 	dst := t.TempDir()
@@ -128,6 +130,7 @@ func TestAdoptAndOverwrite(t *testing.T) {
 // refused and named, unless --overwrite; a file the Source deletes that
 // rsdump has no record of is not deleted.
 func TestForeignFileNotReplaced(t *testing.T) {
+	t.Parallel()
 	dst := baseline(t)
 	writeFile(t, filepath.Join(dst, "x.txt"), []byte("the user's x"))
 	writeFile(t, filepath.Join(dst, "y.txt"), []byte("y1"))

@@ -17,6 +17,7 @@ import (
 // any, and the bytes it reports add up to them, on a first run and on a
 // second one that finds everything present.
 func TestProgressTotal(t *testing.T) {
+	t.Parallel()
 	out := packDir(t, tree(t, manyFiles(60, 3000)), pack.Options{MaxPackageSize: 40 << 10})
 	zips, _ := filepath.Glob(filepath.Join(out, "*.zip"))
 	var size int64
@@ -56,6 +57,7 @@ func TestProgressTotal(t *testing.T) {
 // packages staged ahead of it are not applied, and their bytes, counted
 // while they staged, are counted once: the progress adds up to the total.
 func TestProgressStoppedChain(t *testing.T) {
+	t.Parallel()
 	dst := baseline(t)
 	dir := t.TempDir()
 	doc := verifytest.ChangeDump(t, dir, []verifytest.ChangePackage{pkg1, pkg2, pkg3})

@@ -19,6 +19,7 @@ import (
 // dump document gives is not the package listed: refused whole, naming
 // both lengths and the document, and nothing of it lands.
 func TestPackageOfOtherLength(t *testing.T) {
+	t.Parallel()
 	out := packDir(t, tree(t, map[string]string{"a.txt": "a", "b.txt": "b"}), pack.Options{})
 	zips, _ := filepath.Glob(filepath.Join(out, "resourcedump-*.zip"))
 	fi, err := os.Stat(zips[0])
@@ -46,6 +47,7 @@ func TestPackageOfOtherLength(t *testing.T) {
 // TestOpenTreeOfOtherDirectory: Options.Dir, a tree the caller holds open,
 // must be the directory unpacked into.
 func TestOpenTreeOfOtherDirectory(t *testing.T) {
+	t.Parallel()
 	out := packDir(t, tree(t, map[string]string{"a.txt": "a"}), pack.Options{})
 	held := t.TempDir()
 	d, err := deststate.Open(held, deststate.Options{Command: "test"})

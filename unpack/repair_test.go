@@ -89,6 +89,7 @@ func repair(t *testing.T, dst string, ro unpack.RepairOptions, opts unpack.Optio
 // HashAll finds that one too. The tree is then the Source's, mtimes
 // included.
 func TestRepairFromLocalDump(t *testing.T) {
+	t.Parallel()
 	src := tree(t, repairFiles)
 	doc := filepath.Join(packDir(t, src, pack.Options{}), "resourcedump.xml")
 	dst, mtime := damagedTree(t, doc, mapper(t))
@@ -122,6 +123,7 @@ func TestRepairFromLocalDump(t *testing.T) {
 // TestRepairDryRun: a dry run finds the damage and says it can repair it,
 // and changes nothing.
 func TestRepairDryRun(t *testing.T) {
+	t.Parallel()
 	src := tree(t, repairFiles)
 	doc := filepath.Join(packDir(t, src, pack.Options{}), "resourcedump.xml")
 	dst, _ := damagedTree(t, doc, mapper(t))
@@ -138,6 +140,7 @@ func TestRepairDryRun(t *testing.T) {
 // reports each still damaged as an error naming it; a file put back by
 // hand is no longer reported.
 func TestRepairUnrepaired(t *testing.T) {
+	t.Parallel()
 	src := tree(t, repairFiles)
 	doc := filepath.Join(packDir(t, src, pack.Options{}), "resourcedump.xml")
 	dst, _ := damagedTree(t, doc, mapper(t))
@@ -167,6 +170,7 @@ func TestRepairUnrepaired(t *testing.T) {
 // TestRepairFromList: with no dump, a damaged file is fetched from its URI
 // as the Resource List names it, and only that file is fetched.
 func TestRepairFromList(t *testing.T) {
+	t.Parallel()
 	src := tree(t, repairFiles)
 	var requests atomic.Int64
 	files := http.StripPrefix("/rs/", http.FileServer(http.Dir(src)))
@@ -206,6 +210,7 @@ func TestRepairFromList(t *testing.T) {
 // byte the Source served it: the dump document, the detached manifest,
 // the package's ranges; not the package's bytes alone.
 func TestRepairCountsEveryByte(t *testing.T) {
+	t.Parallel()
 	src := tree(t, repairFiles)
 	out := t.TempDir()
 	var served atomic.Int64

@@ -11,6 +11,7 @@ import (
 // one; a torn line (a run killed mid-write) is skipped, not the lines
 // after it.
 func TestJournalIsOfOnePackage(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	a := journalHead{Package: "http://127.0.0.1/p.zip", Length: 100, Hash: "sha-256:aa"}
 	j, fresh, err := openJournal(dir, a)
@@ -48,6 +49,7 @@ func TestJournalIsOfOnePackage(t *testing.T) {
 // middle of a line: the line the next run adds after it is read back by
 // the run after that.
 func TestJournalTornLastLine(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	a := journalHead{Package: "http://127.0.0.1/p.zip", Length: 100, Hash: "sha-256:aa"}
 	j, _, err := openJournal(dir, a)

@@ -24,6 +24,7 @@ import (
 // back as they were, a file of the user's own kept) and the state says
 // so.
 func TestOlderDumpRefused(t *testing.T) {
+	t.Parallel()
 	src := tree(t, map[string]string{"a.txt": "a1", "b.txt": "b1", "c.txt": "c1"})
 	out := packDir(t, src, pack.Options{})
 	doc := filepath.Join(out, layout.DumpName)
@@ -70,6 +71,7 @@ func TestOlderDumpRefused(t *testing.T) {
 // another at (or from, until) than the package's own manifest is not the
 // package's: it is refused whole, naming both, and nothing is written.
 func TestManifestContradictsDocument(t *testing.T) {
+	t.Parallel()
 	out := packDir(t, tree(t, map[string]string{"a.txt": "a1", "b.txt": "b1"}), pack.Options{})
 	doc := filepath.Join(out, layout.DumpName)
 	h, urls := verifytest.ReadDoc(t, doc)
@@ -95,6 +97,7 @@ func TestManifestContradictsDocument(t *testing.T) {
 // the time, and the state does not move; the same for a package whose
 // manifest gives such a time.
 func TestFutureTimesRefused(t *testing.T) {
+	t.Parallel()
 	src := tree(t, map[string]string{"a.txt": "a1"})
 	out := t.TempDir()
 	base := pack.Options{BaseURL: verifytest.BaseURL}

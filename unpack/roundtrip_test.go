@@ -14,6 +14,7 @@ import (
 )
 
 func TestRoundTripExample(t *testing.T) {
+	t.Parallel()
 	src := tree(t, exampleFiles(t))
 	out := packDir(t, src, pack.Options{Hashes: []string{digest.MD5, digest.SHA256}})
 	dst := filepath.Join(t.TempDir(), "dst")
@@ -32,6 +33,7 @@ func TestRoundTripExample(t *testing.T) {
 }
 
 func TestLayoutPath(t *testing.T) {
+	t.Parallel()
 	out := packDir(t, tree(t, map[string]string{"a/b.txt": "b", "c.txt": "c"}), pack.Options{})
 	m, _ := deststate.NewMapper(deststate.ByPath, "")
 	dst := t.TempDir()
@@ -45,6 +47,7 @@ func TestLayoutPath(t *testing.T) {
 // TestRoundTrip10000 packs and unpacks ten thousand files in several
 // packages, in parallel.
 func TestRoundTrip10000(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("10,000 files: skipped with -short")
 	}

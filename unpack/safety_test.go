@@ -25,6 +25,7 @@ func intactZip(t *testing.T) string {
 // outside it, as a directory on a target's path and as a target itself:
 // both bitstreams are refused and nothing outside changes.
 func TestSymlinkOutside(t *testing.T) {
+	t.Parallel()
 	parent := t.TempDir()
 	outsideDir := filepath.Join(parent, "outside")
 	writeFiles(t, outsideDir, map[string]string{"a.txt": "outside a"})
@@ -53,6 +54,7 @@ func TestSymlinkOutside(t *testing.T) {
 // lies is one error for the run, naming the prefix the manifest uses, not
 // a refusal per bitstream; nothing is written.
 func TestURIOutsideBase(t *testing.T) {
+	t.Parallel()
 	m, _ := deststate.NewMapper(deststate.ByURI, "http://other.example/rs/")
 	dst := t.TempDir()
 	var fs []finding.Finding
@@ -73,6 +75,7 @@ func TestURIOutsideBase(t *testing.T) {
 // with an error naming the entry, the others are extracted, with warnings
 // for resync's other habits.
 func TestResyncSiblingBug(t *testing.T) {
+	t.Parallel()
 	files := []verifytest.File{
 		{Rel: "a.txt", Data: "in the dumped directory"},
 		{Rel: "../notes2/x", Data: "in a sibling", Loc: verifytest.BaseURL + "notes2/x"},
@@ -101,6 +104,7 @@ func TestResyncSiblingBug(t *testing.T) {
 
 // TestResyncPeer unpacks the dump resync itself wrote.
 func TestResyncPeer(t *testing.T) {
+	t.Parallel()
 	doc := filepath.Join("..", "..", "shared", "peers", "resync", "rd-cli", "resourcedump.xml")
 	if _, err := os.Stat(doc); err != nil {
 		t.Skipf("resync peer dump not found at %s: ../shared is missing", doc)
@@ -132,6 +136,7 @@ func keys(m map[string]string) []string {
 }
 
 func TestDryRun(t *testing.T) {
+	t.Parallel()
 	out := packDir(t, tree(t, exampleFiles(t)), pack.Options{})
 	dst := filepath.Join(t.TempDir(), "not-yet")
 	res, fs := run(t, filepath.Join(out, layout.DumpName), dst, unpack.Options{DryRun: true})
@@ -155,6 +160,7 @@ func TestDryRun(t *testing.T) {
 // URL, the error gives the Source's base URL, not the longest common
 // prefix of the URIs, which would restore the files one level too high.
 func TestURIOutsideBaseNested(t *testing.T) {
+	t.Parallel()
 	z, _ := verifytest.Package(t, []verifytest.File{{Rel: "a/b/run.sh", Data: "#!/bin/sh\n"}, {Rel: "a/b/c.txt", Data: "c"}})
 	p := filepath.Join(t.TempDir(), "p.zip")
 	os.WriteFile(p, z, 0o644)

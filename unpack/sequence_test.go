@@ -67,6 +67,7 @@ func failingChain(t *testing.T) [][]byte {
 // held back, whichever order they finish downloading in, so that the
 // state's until stays before the failed package's changes.
 func TestGetUnpackStopsAtFailedChangePackage(t *testing.T) {
+	t.Parallel()
 	at := func(h float64) time.Time { return vt.Time.Add(time.Duration(h * float64(time.Hour))) }
 	zips := failingChain(t)
 	for _, order := range [][]int{{0, 1, 2}, {0, 2, 1}} {
@@ -101,6 +102,7 @@ func TestGetUnpackStopsAtFailedChangePackage(t *testing.T) {
 // already, is thrown away and held back, and the second's error goes to
 // Unpacked, since the call that unpacked it was the first package's.
 func TestGetUnpackRunArrivedLast(t *testing.T) {
+	t.Parallel()
 	at := func(h float64) time.Time { return vt.Time.Add(time.Duration(h * float64(time.Hour))) }
 	zips := failingChain(t)
 	tree := t.TempDir()
@@ -132,6 +134,7 @@ func TestGetUnpackRunArrivedLast(t *testing.T) {
 // A Resource Dump package that fails holds nothing back: it does not move
 // the state, and the packages after it do not depend on it.
 func TestGetUnpackGoesOnAfterFailedResourcePackage(t *testing.T) {
+	t.Parallel()
 	_, m := vt.Package(t, []vt.File{{Rel: "x.txt", Data: "x1"}})
 	bad := vt.Zip(t, []vt.Entry{ // x.txt does not match its manifest hash
 		{Name: "resources/x.txt", Data: []byte("zz"), Method: zip.Deflate},
@@ -156,6 +159,7 @@ func TestGetUnpackGoesOnAfterFailedResourcePackage(t *testing.T) {
 
 // A package that failed to download holds back those after it.
 func TestGetUnpackLeftoversNameMissingPackage(t *testing.T) {
+	t.Parallel()
 	good, _ := vt.Package(t, []vt.File{{Rel: "y.txt", Data: "y1"}})
 	results, u := packagesFor(t, t.TempDir(), [][]byte{good, good})
 	if err := u.Arrived(context.Background(), results[1].Name, results[1].Path); err != nil {
@@ -171,6 +175,7 @@ func TestGetUnpackLeftoversNameMissingPackage(t *testing.T) {
 // --unpack does, the tree is a snapshot at the dump's at, and a Change Dump
 // continues from it; a failed package leaves no snapshot.
 func TestSequenceRecordsSnapshot(t *testing.T) {
+	t.Parallel()
 	a, _ := vt.Package(t, []vt.File{{Rel: "a.txt", Data: "a1"}})
 	b, _ := vt.Package(t, []vt.File{{Rel: "b.txt", Data: "b1"}})
 	_, m := vt.Package(t, []vt.File{{Rel: "x.txt", Data: "x1"}})

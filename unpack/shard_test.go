@@ -72,6 +72,7 @@ func restoreWorkers(t *testing.T, doc, dir string, n int, o unpack.Options) []*u
 // the workers left; a Change Dump then applies to it, deletions too
 // (which only files the written log says rsdump wrote allow).
 func TestShardedRestoreThenChanges(t *testing.T) {
+	t.Parallel()
 	at := verifytest.Time
 	src, out := shardSource(t, 40, at)
 	doc := filepath.Join(out, layout.DumpName)
@@ -126,6 +127,7 @@ func TestShardedRestoreThenChanges(t *testing.T) {
 // or left by one that stopped, naming each, and records nothing; a worker
 // run again restores what was left, and the merge then succeeds.
 func TestShardMergeRefusesPackagesNotRestored(t *testing.T) {
+	t.Parallel()
 	src, out := shardSource(t, 12, verifytest.Time)
 	doc := filepath.Join(out, layout.DumpName)
 	dir := t.TempDir()
@@ -166,6 +168,7 @@ func TestShardMergeRefusesPackagesNotRestored(t *testing.T) {
 // Two packages carry one target with different content: whichever
 // workers restore them, both are refused it, as in one process.
 func TestShardedRestoreRefusesClash(t *testing.T) {
+	t.Parallel()
 	z1, _ := verifytest.Package(t, []verifytest.File{{Rel: "a.txt", Data: "one"}, {Rel: "b.txt", Data: "same"}})
 	z2, _ := verifytest.Package(t, []verifytest.File{{Rel: "a.txt", Data: "two"}, {Rel: "b.txt", Data: "same"}, {Rel: "c.txt", Data: "c"}})
 	doc := verifytest.ResourceDump(t, t.TempDir(), z1, z2)

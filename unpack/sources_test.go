@@ -31,6 +31,7 @@ func packSmall(t *testing.T) (src, out string) {
 // source: its dump document is applied, and a package no document lists
 // is reported and left alone.
 func TestUnpackDirectory(t *testing.T) {
+	t.Parallel()
 	src, out := packSmall(t)
 	stray := filepath.Join(out, "resourcedump-99999.zip")
 	z, _ := verifytest.Package(t, []verifytest.File{{Rel: "stray.txt", Data: "not listed"}})
@@ -48,6 +49,7 @@ func TestUnpackDirectory(t *testing.T) {
 
 // Several packages given on the command line are applied in turn.
 func TestUnpackSeveralPackages(t *testing.T) {
+	t.Parallel()
 	src, out := packSmall(t)
 	zips, _ := filepath.Glob(filepath.Join(out, "*.zip"))
 	dst := t.TempDir()

@@ -21,6 +21,7 @@ import (
 // TestUnpackUnansweredDocument: a dump document URL on such a server fails
 // Unpack within the timeout, with an error naming the URL.
 func TestUnpackUnansweredDocument(t *testing.T) {
+	t.Parallel()
 	for name, base := range httpctest.Unanswering(t) {
 		u := base + "/" + layout.DumpName
 		var fs []finding.Finding
@@ -39,6 +40,7 @@ func TestUnpackUnansweredDocument(t *testing.T) {
 // TestUnpackUnansweredPackage: a package URL on such a server is reported,
 // naming the URL, within the timeout, and nothing is written.
 func TestUnpackUnansweredPackage(t *testing.T) {
+	t.Parallel()
 	for name, base := range httpctest.Unanswering(t) {
 		u := base + "/p.zip"
 		start := time.Now()
@@ -56,6 +58,7 @@ func TestUnpackUnansweredPackage(t *testing.T) {
 // TestUnpackDefaultClient: with no Client, unpack's requests go through
 // rsdump's client, whose User-Agent names rsdump.
 func TestUnpackDefaultClient(t *testing.T) {
+	t.Parallel()
 	out := t.TempDir()
 	agents := make(chan string, 1000)
 	files := http.FileServer(http.Dir(out))

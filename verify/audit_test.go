@@ -49,6 +49,7 @@ func writeResourceList(t *testing.T, path string, urls []resourcesync.URL) {
 // Resource List, a Resource List index, a dump index, or the dump's URL.
 // rsdump's state directory is not part of the tree.
 func TestAuditGood(t *testing.T) {
+	t.Parallel()
 	src := tree(t, auditFiles)
 	out := packDir(t, src, pack.Options{})
 	os.MkdirAll(filepath.Join(src, deststate.DirName), 0o755)
@@ -110,6 +111,7 @@ func packIndexedFiles(t *testing.T, out string, files map[string]string) {
 // TestAuditFindsDifferences: a file changed (same length, or not),
 // missing or extra is an error naming it; the rest of the tree verifies.
 func TestAuditFindsDifferences(t *testing.T) {
+	t.Parallel()
 	files := map[string]string{"same.txt": "same\n", "flip.txt": "original\n", "longer.txt": "short\n", "gone.txt": "gone\n"}
 	against := filepath.Join(packDir(t, tree(t, files), pack.Options{}), layout.DumpName)
 	dst := tree(t, files)
@@ -134,6 +136,7 @@ func TestAuditFindsDifferences(t *testing.T) {
 // TestAuditRefuses: a document that is not a listing, or that cannot be
 // read, or a tree that does not exist, is an error, not a report.
 func TestAuditRefuses(t *testing.T) {
+	t.Parallel()
 	src := tree(t, auditFiles)
 	capList := filepath.Join(t.TempDir(), "capabilitylist.xml")
 	verifytest.WriteDoc(t, capList, resourcesync.Header{Kind: resourcesync.URLSet, MD: resourcesync.MD{Capability: resourcesync.CapCapabilityList}}, nil)

@@ -13,6 +13,7 @@ import (
 )
 
 func TestVerifyRefusesPackageChangedDuringRun(t *testing.T) {
+	t.Parallel()
 	good, evil := verifytest.TailSwap(t)
 	src := t.TempDir()
 	doc := verifytest.ResourceDump(t, src, good)

@@ -12,6 +12,7 @@ import (
 // Two packages of one dump that carry one target with different content
 // are an error naming both packages and the target.
 func TestVerifyReportsTargetInTwoPackages(t *testing.T) {
+	t.Parallel()
 	z1, _ := verifytest.Package(t, []verifytest.File{{Rel: "a.txt", Data: "one"}, {Rel: "b.txt", Data: "same"}})
 	z2, _ := verifytest.Package(t, []verifytest.File{{Rel: "a.txt", Data: "two"}, {Rel: "b.txt", Data: "same"}})
 	doc := verifytest.ResourceDump(t, t.TempDir(), z1, z2)
@@ -38,6 +39,7 @@ func TestVerifyReportsTargetInTwoPackages(t *testing.T) {
 // Names that differ only by Unicode normalisation or case are warned of:
 // they collide on macOS and Windows.
 func TestVerifyWarnsNamesThatCollideOnMacOSAndWindows(t *testing.T) {
+	t.Parallel()
 	nfc, nfd := "caf\u00e9.txt", "cafe\u0301.txt"
 	z1, _ := verifytest.Package(t, []verifytest.File{{Rel: nfc, Data: "x"}, {Rel: "Readme.txt", Data: "y"}})
 	z2, _ := verifytest.Package(t, []verifytest.File{{Rel: nfd, Data: "x"}, {Rel: "README.txt", Data: "y"}})

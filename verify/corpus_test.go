@@ -10,6 +10,7 @@ import (
 )
 
 func TestIntactPackage(t *testing.T) {
+	t.Parallel()
 	p := writeFile(t, "p.zip", verifytest.Intact(t))
 	sum, fs := run(t, verify.Options{}, p)
 	if sum.Problems() != 0 || sum.Warnings != 0 {
@@ -23,6 +24,7 @@ func TestIntactPackage(t *testing.T) {
 // TestBrokenCorpus checks that every damaged package gives exactly the
 // error findings expected, no more and no fewer.
 func TestBrokenCorpus(t *testing.T) {
+	t.Parallel()
 	for _, c := range verifytest.Corpus(t) {
 		t.Run(c.Name, func(t *testing.T) {
 			p := writeFile(t, "p.zip", c.Zip)

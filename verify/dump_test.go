@@ -16,6 +16,7 @@ import (
 )
 
 func TestPackedExample(t *testing.T) {
+	t.Parallel()
 	out := packDir(t, tree(t, exampleFiles(t)), pack.Options{Hashes: []string{digest.MD5, digest.SHA256}})
 	for _, target := range []string{out, filepath.Join(out, layout.DumpName), filepath.Join(out, "resourcedump-00001.zip")} {
 		sum, fs := run(t, verify.Options{}, target)
@@ -44,6 +45,7 @@ func damagedDump(t *testing.T) (string, string) {
 }
 
 func TestDumpPackageFlipped(t *testing.T) {
+	t.Parallel()
 	out, zp := damagedDump(t)
 	z, _ := os.ReadFile(zp)
 	os.WriteFile(zp, verifytest.Flip(z, verifytest.MustIndex(t, z, []byte("bravo"))), 0o644)
@@ -56,6 +58,7 @@ func TestDumpPackageFlipped(t *testing.T) {
 }
 
 func TestDumpPackageMissingAndTruncated(t *testing.T) {
+	t.Parallel()
 	out, zp := damagedDump(t)
 	os.Rename(zp, zp+".gone")
 	_, fs := run(t, verify.Options{}, filepath.Join(out, layout.DumpName))
@@ -72,6 +75,7 @@ func TestDumpPackageMissingAndTruncated(t *testing.T) {
 }
 
 func TestDetachedManifestDiffers(t *testing.T) {
+	t.Parallel()
 	out, _ := damagedDump(t)
 	mp := filepath.Join(out, "resourcedump-00001.manifest.xml")
 	m, _ := os.ReadFile(mp)
@@ -90,6 +94,7 @@ func TestDetachedManifestDiffers(t *testing.T) {
 // TestResyncPeer verifies the dump resync wrote: accepted, with warnings
 // for what resync does differently.
 func TestResyncPeer(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join("..", "..", "shared", "peers", "resync", "rd-cli")
 	if _, err := os.Stat(dir); err != nil {
 		t.Skipf("resync peer dump not found at %s: ../shared is missing", dir)
@@ -112,6 +117,7 @@ func TestResyncPeer(t *testing.T) {
 // chronological order by the time of each change, its datetime, not by
 // the resources' own times (lastmod).
 func TestChangeManifestOrderByDatetime(t *testing.T) {
+	t.Parallel()
 	change := func(rel string, lastmod, datetime time.Duration) verifytest.File {
 		return verifytest.File{Rel: rel, Data: rel, Change: "updated", Lastmod: fixedTime.Add(lastmod), Datetime: fixedTime.Add(datetime)}
 	}

@@ -36,6 +36,7 @@ func serveDump(t *testing.T) (*httptest.Server, string) {
 // TestVerifyOverHTTP verifies a published dump through Range requests,
 // then the same dump with a damaged package.
 func TestVerifyOverHTTP(t *testing.T) {
+	t.Parallel()
 	srv, out := serveDump(t)
 	sum, fs := run(t, verify.Options{Client: client}, srv.URL+"/"+layout.DumpName)
 	if sum.Problems() != 0 || sum.Verified != 9 || sum.Packages != 1 {
@@ -57,6 +58,7 @@ func TestVerifyOverHTTP(t *testing.T) {
 // TestVerifyNoRange: a server that ignores Range serves the package whole,
 // over one connection, and it verifies.
 func TestVerifyNoRange(t *testing.T) {
+	t.Parallel()
 	z := verifytest.Intact(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(z) }))
 	defer srv.Close()
@@ -67,6 +69,7 @@ func TestVerifyNoRange(t *testing.T) {
 }
 
 func TestVerifyChangeDump(t *testing.T) {
+	t.Parallel()
 	p1 := verifytest.ChangePackage{From: fixedTime, Until: fixedTime.Add(time.Hour), Changes: []verifytest.File{
 		{Rel: "a.txt", Data: "a", Change: "created", Lastmod: fixedTime.Add(time.Minute)},
 		{Rel: "a.txt", Change: "deleted", Lastmod: fixedTime.Add(2 * time.Minute)},
@@ -84,6 +87,7 @@ func TestVerifyChangeDump(t *testing.T) {
 // the package's: verify reports it, naming both, as unpack and sync
 // refuse it (pkgread.PackageRef.CheckWindow).
 func TestVerifyWindowContradicted(t *testing.T) {
+	t.Parallel()
 	p1 := verifytest.ChangePackage{From: fixedTime, Until: fixedTime.Add(time.Hour), Changes: []verifytest.File{
 		{Rel: "a.txt", Data: "a", Change: "created", Lastmod: fixedTime.Add(time.Minute)},
 	}}
@@ -110,6 +114,7 @@ func TestVerifyWindowContradicted(t *testing.T) {
 // mirror: remote packages come through the transfer engine, which uses
 // every mirror the document names.
 func TestVerifyFromDuplicateWhenLocIsDown(t *testing.T) {
+	t.Parallel()
 	out := t.TempDir()
 	srv := httptest.NewServer(http.FileServer(http.Dir(out)))
 	t.Cleanup(srv.Close)

@@ -63,6 +63,7 @@ func packIndexed(t *testing.T, out, prefix string, per int) []string {
 // every package of every part is verified: given as the directory, the
 // index file, or the index's URL on a loopback server.
 func TestVerifyIndex(t *testing.T) {
+	t.Parallel()
 	out := t.TempDir()
 	srv := httptest.NewServer(http.FileServer(http.Dir(out)))
 	defer srv.Close()
@@ -92,6 +93,7 @@ func TestVerifyIndex(t *testing.T) {
 // the packages of the other parts are still verified, and a damaged
 // package of a part is found.
 func TestVerifyIndexBadParts(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		damage func(t *testing.T, out, part string)
@@ -140,6 +142,7 @@ func TestVerifyIndexBadParts(t *testing.T) {
 // index are still read once, through the index, when the directory is
 // verified.
 func TestVerifyIndexPartsWithoutUpLink(t *testing.T) {
+	t.Parallel()
 	out := t.TempDir()
 	for _, name := range packIndexed(t, out, localDumpURL, 2) {
 		p := filepath.Join(out, name)

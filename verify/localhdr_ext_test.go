@@ -47,6 +47,7 @@ func zipErrors(t *testing.T, z []byte) []string {
 // field holds a decoy local header with the right name that ends exactly
 // where the data begins. Only the header archive/zip itself used counts.
 func TestDecoyLocalHeader(t *testing.T) {
+	t.Parallel()
 	decoy := make([]byte, 30)
 	binary.LittleEndian.PutUint32(decoy, 0x04034b50)
 	binary.LittleEndian.PutUint16(decoy[6:], 0x8)
@@ -69,6 +70,7 @@ func TestDecoyLocalHeader(t *testing.T) {
 // TestDirectoryEntryLocalName: a directory entry, never read as a
 // bitstream, whose local header names a file.
 func TestDirectoryEntryLocalName(t *testing.T) {
+	t.Parallel()
 	z, _ := verifytest.Package(t, verifytest.BaseFiles)
 	zr, _ := zip.NewReader(bytes.NewReader(z), int64(len(z)))
 	var buf bytes.Buffer
@@ -88,6 +90,7 @@ func TestDirectoryEntryLocalName(t *testing.T) {
 // TestLocalHeaderSums: without data descriptors, the local header carries
 // the CRC-32, sizes and method, which must agree with the central record.
 func TestLocalHeaderSums(t *testing.T) {
+	t.Parallel()
 	z := rewrite(t, verifytest.Intact(t), func(fh *zip.FileHeader) { fh.Flags &^= 0x8 })
 	if got := zipErrors(t, z); len(got) > 0 {
 		t.Fatalf("a package without data descriptors: errors %q", got)
@@ -108,6 +111,7 @@ func TestLocalHeaderSums(t *testing.T) {
 // ones, uncompressed first), which must agree with the central record as
 // the plain fields do.
 func TestLocalHeaderZip64Sizes(t *testing.T) {
+	t.Parallel()
 	n := uint64(len(verifytest.BaseFiles[1].Data)) // b.txt, stored
 	// build gives b.txt a local ZIP64 field holding vals, then sets the
 	// local header's fields at the given offsets (18 compressed size, 22

@@ -16,6 +16,7 @@ import (
 // bytes reported add up to it, for a dump document, a directory, a lone
 // package and a package missing from its dump.
 func TestProgressTotal(t *testing.T) {
+	t.Parallel()
 	files := exampleFiles(t)
 	for k := range 40 {
 		files[filepath.Join("more", string(rune('a'+k%26))+string(rune('a'+k/26))+".txt")] = string(make([]byte, 3000+k))
@@ -73,6 +74,7 @@ func fileSize(t *testing.T, p string) int64 {
 // TestProgressWithinABitstream: a large file moves the progress while it
 // is read, not only once it is done.
 func TestProgressWithinABitstream(t *testing.T) {
+	t.Parallel()
 	big := make([]byte, 8<<20)
 	for i := range big {
 		big[i] = byte(i * 7 % 251)

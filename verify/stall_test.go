@@ -23,6 +23,7 @@ import (
 // accepts and never answers, or that stalls in the body, fails Verify
 // within the timeout, with an error naming the URL.
 func TestVerifyUnansweredDocument(t *testing.T) {
+	t.Parallel()
 	for name, base := range httpctest.Unanswering(t) {
 		u := base + "/" + layout.DumpName
 		var fs []finding.Finding
@@ -41,6 +42,7 @@ func TestVerifyUnansweredDocument(t *testing.T) {
 // TestVerifyUnansweredPackage: a dump whose package is on such a server
 // reports the package, naming its URL, within the timeout.
 func TestVerifyUnansweredPackage(t *testing.T) {
+	t.Parallel()
 	for name, base := range httpctest.UnansweringData(t, make([]byte, 1<<20), 100) {
 		out := t.TempDir()
 		o := pack.Options{BaseURL: verifytest.BaseURL, DumpURL: base + "/", At: fixedTime}
@@ -68,6 +70,7 @@ func TestVerifyUnansweredPackage(t *testing.T) {
 // TestVerifyDefaultClient: with no Client, verify's requests go through
 // rsdump's client, whose User-Agent names rsdump.
 func TestVerifyDefaultClient(t *testing.T) {
+	t.Parallel()
 	out := t.TempDir()
 	agents := make(chan string, 1000)
 	files := http.FileServer(http.Dir(out))

@@ -8,6 +8,7 @@ import (
 )
 
 func TestFromBuildInfo(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		bi   debug.BuildInfo
@@ -33,6 +34,7 @@ func TestFromBuildInfo(t *testing.T) {
 }
 
 func TestUserAgent(t *testing.T) {
+	t.Parallel()
 	ua := UserAgent()
 	if !strings.HasPrefix(ua, "rsdump/"+Version()+" ") || !strings.HasSuffix(ua, "(+https://github.com/rsdump/rsdump)") {
 		t.Errorf("UserAgent() = %q", ua)
@@ -46,6 +48,7 @@ func TestUserAgent(t *testing.T) {
 }
 
 func TestString(t *testing.T) {
+	t.Parallel()
 	i := Info{Version: "devel", Revision: "abc", Modified: true, Go: "go1.26.8"}
 	if got := i.String(); got != "rsdump devel (abc+dirty, go1.26.8)" {
 		t.Errorf("%q", got)

@@ -19,6 +19,7 @@ import (
 // MaxSubscriptions: of 600 verified at once under a cap of 100, exactly
 // 100 are subscribed and the others denied.
 func TestSubscriptionCapConcurrent(t *testing.T) {
+	t.Parallel()
 	const limit, requests = 100, 600
 	f := newFixture(t, Options{MaxSubscriptions: limit})
 	s := newSubscriber(t)
@@ -52,6 +53,7 @@ func TestSubscriptionCapConcurrent(t *testing.T) {
 // is signed with its own secret, byte for byte (one that is not UTF-8,
 // one with characters JSON escapes), and one that gave none gets none.
 func TestSecretsSurviveRestart(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{StateFile: stateFile(t)})
 	secrets := []string{"\xff\xfe\x00binary\x80", `<"&>` + "\u2028", ""}
 	var subs []*subscriber
@@ -91,6 +93,7 @@ func TestSecretsSurviveRestart(t *testing.T) {
 // exactly, past a last line a crash tore; a state file of version 1 is
 // read and written again as a log.
 func TestStateIsAnAppendLog(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{StateFile: stateFile(t)})
 	s := newSubscriber(t)
 	topic := f.url + "/t"
@@ -166,6 +169,7 @@ func readFile(t *testing.T, name string) []byte {
 // refused 403 and never fetched; the hub's own is fetched and delivered,
 // and never kept, in memory or in the state file.
 func TestPublishNeedsPublisher(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{StateFile: stateFile(t), AllowPublisher: func(*http.Request) error { return fmt.Errorf("not a publisher") }})
 	var fetched atomic.Int32
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -195,6 +199,7 @@ func TestPublishNeedsPublisher(t *testing.T) {
 // TestKeptBounded: the topics' content the hub keeps stays within
 // MaxKept: the topics updated longest ago are let go.
 func TestKeptBounded(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{StateFile: stateFile(t), MaxKept: 20 << 10})
 	body := strings.Repeat("n", 3<<10)
 	for i := range 30 {
@@ -249,6 +254,7 @@ func hangingSubscribers(t *testing.T, f *fixture, topic string, n int) *atomic.I
 // while they are retried) they hold at most a quarter of it, and the
 // honest one's next deliveries go at once.
 func TestSlowSubscribersDoNotStarve(t *testing.T) {
+	t.Parallel()
 	for _, o := range []Options{{Timeout: DefaultTimeout}, {Deliveries: 16, Timeout: 200 * time.Millisecond, Attempts: 3, RetryWait: 50 * time.Millisecond}} {
 		t.Run(fmt.Sprintf("%d workers", max(o.Deliveries, DefaultDeliveries*btoi(o.Deliveries == 0))), func(t *testing.T) {
 			f := newFixture(t, o)

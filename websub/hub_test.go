@@ -20,6 +20,7 @@ import (
 // TestChallengeNotEchoed: a callback that answers the verification with
 // anything but a 2xx echo of hub.challenge gets no subscription.
 func TestChallengeNotEchoed(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		answer func(w http.ResponseWriter, q url.Values)
@@ -62,6 +63,7 @@ func TestChallengeNotEchoed(t *testing.T) {
 // asked; with the hub's own client or one given in Options. It gets no
 // delivery.
 func TestVerifyRedirectRefused(t *testing.T) {
+	t.Parallel()
 	echo := newSubscriber(t)
 	for name, c := range map[string]*http.Client{"default client": nil, "given client": {}} {
 		for _, to := range []struct {
@@ -101,6 +103,7 @@ func TestVerifyRedirectRefused(t *testing.T) {
 // TestLatestRequestWins: when an unsubscription is verified before the
 // subscription sent ahead of it, the later request's outcome stands.
 func TestLatestRequestWins(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	s := newSubscriber(t)
 	unsubscribed := make(chan struct{})
@@ -134,6 +137,7 @@ func TestLatestRequestWins(t *testing.T) {
 // TestBadRequests: malformed requests are answered 4xx with the reason,
 // and nothing is verified.
 func TestBadRequests(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{AllowTopic: func(topic string) error {
 		if strings.Contains(topic, "secret-area") {
 			return errors.New("not a topic of this Source")
@@ -182,6 +186,7 @@ func TestBadRequests(t *testing.T) {
 // TestLeaseBounds: a lease asked for is kept within MinLease and
 // MaxLease, and the verification says the one granted.
 func TestLeaseBounds(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{MinLease: time.Minute, MaxLease: time.Hour})
 	s := newSubscriber(t)
 	for _, tc := range []struct{ ask, want string }{
@@ -202,6 +207,7 @@ func TestLeaseBounds(t *testing.T) {
 // hub URL; subscribers get it with its Content-Type and links, and the
 // topic URL answers it.
 func TestNotification(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	s := newSubscriber(t)
 	topic := f.url + "/framework"
@@ -241,6 +247,7 @@ func TestNotification(t *testing.T) {
 // hub, empty, too large, or from a publisher not allowed, is refused and
 // goes to nobody.
 func TestNotificationRefused(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{MaxContent: 100, AllowPublisher: func(r *http.Request) error {
 		if r.Header.Get("X-Test-Publisher") == "stranger" {
 			return errors.New("not our Source")
@@ -287,6 +294,7 @@ func TestNotificationRefused(t *testing.T) {
 // TestDefaultPublisherIsLocal: by default only a loopback client may post
 // a notification directly.
 func TestDefaultPublisherIsLocal(t *testing.T) {
+	t.Parallel()
 	r := &http.Request{RemoteAddr: "127.0.0.1:5555"}
 	if err := fromLoopback(r); err != nil {
 		t.Errorf("127.0.0.1 refused: %v", err)
@@ -302,6 +310,7 @@ func TestDefaultPublisherIsLocal(t *testing.T) {
 // file delivers to the subscriptions of the one before, with their
 // secrets, and answers its topics' latest notifications.
 func TestRestartKeepsSubscriptions(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{StateFile: stateFile(t)})
 	s := newSubscriber(t)
 	topic := f.url + "/change"
@@ -331,6 +340,7 @@ func TestRestartKeepsSubscriptions(t *testing.T) {
 // TestCorruptState: a state file that is not the hub's is an error, not
 // an empty hub that would overwrite it.
 func TestCorruptState(t *testing.T) {
+	t.Parallel()
 	p := stateFile(t)
 	os.WriteFile(p, []byte("{not json"), 0o600)
 	if _, err := New(Options{URL: "http://127.0.0.1:1/hub", StateFile: p}); err == nil {
@@ -345,6 +355,7 @@ func TestCorruptState(t *testing.T) {
 // TestLeaseExpiry: once a lease has run out the subscriber gets no more
 // content, in memory or after a restart.
 func TestLeaseExpiry(t *testing.T) {
+	t.Parallel()
 	c := newClock()
 	f := newFixture(t, Options{Now: c.Now, StateFile: stateFile(t)})
 	old, renewed := newSubscriber(t), newSubscriber(t)
@@ -380,6 +391,7 @@ func TestLeaseExpiry(t *testing.T) {
 // then dropped from that delivery, keeping its subscription; the others
 // are served meanwhile, and the publisher is answered at once.
 func TestRetryThenDrop(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{Attempts: 4, RetryWait: 20 * time.Millisecond})
 	bad, flaky, good := newSubscriber(t), newSubscriber(t), newSubscriber(t)
 	bad.status = func(int) int { return http.StatusServiceUnavailable }
@@ -438,6 +450,7 @@ func TestRetryThenDrop(t *testing.T) {
 
 // TestRetryTimeBound: no retry starts past RetryTime.
 func TestRetryTimeBound(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{Attempts: 100, RetryWait: 30 * time.Millisecond, RetryTime: 100 * time.Millisecond})
 	bad := newSubscriber(t)
 	bad.status = func(int) int { return http.StatusInternalServerError }
@@ -454,6 +467,7 @@ func TestRetryTimeBound(t *testing.T) {
 // TestPublisherNotBlocked: a subscriber that hangs holds up neither the
 // publisher's answer nor another subscriber, and a timeout ends its try.
 func TestPublisherNotBlocked(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{Attempts: 1, Timeout: 300 * time.Millisecond})
 	hang, good := newSubscriber(t), newSubscriber(t)
 	release := make(chan struct{})
@@ -484,6 +498,7 @@ func TestPublisherNotBlocked(t *testing.T) {
 
 // TestGone: a subscriber answering 410 Gone loses its subscription.
 func TestGone(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{StateFile: stateFile(t)})
 	s := newSubscriber(t)
 	s.status = func(int) int { return http.StatusGone }
@@ -501,6 +516,7 @@ func TestGone(t *testing.T) {
 // here; CheckSignature takes every WebSub method and refuses a changed
 // body, another secret or a malformed header.
 func TestSignature(t *testing.T) {
+	t.Parallel()
 	body := []byte("<urlset/>\n")
 	m := hmac.New(sha256.New, []byte("key"))
 	m.Write(body)
@@ -527,6 +543,7 @@ func TestSignature(t *testing.T) {
 
 // TestClosed: a closed hub answers 503 and delivers nothing more.
 func TestClosed(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	f.hub.Close()
 	if code, _ := f.form(url.Values{"hub.mode": {"subscribe"}}); code != http.StatusServiceUnavailable {
@@ -548,6 +565,7 @@ func get(t *testing.T, u string) (*http.Response, string) {
 // TestExpiryStopsRetries: a lease that runs out while a delivery is
 // being retried ends the retries.
 func TestExpiryStopsRetries(t *testing.T) {
+	t.Parallel()
 	c := newClock()
 	f := newFixture(t, Options{Now: c.Now, Attempts: 100, RetryWait: 20 * time.Millisecond})
 	s := newSubscriber(t)
@@ -612,6 +630,7 @@ func TestTooManyPending(t *testing.T) {
 // TestFetchedForNobody: what hub.mode=publish fetches for a topic nobody
 // subscribes to is not kept, since anyone may ask for it.
 func TestFetchedForNobody(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{StateFile: stateFile(t)})
 	pub := newPublisher(t, "text/plain", "fetched")
 	if e := f.publish(pub.url); e.Kind != Published || e.Subscribers != 0 {

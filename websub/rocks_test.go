@@ -54,6 +54,7 @@ func checkContent(t *testing.T, d delivery, hub, topic, ctype, body string) {
 }
 
 func TestRocks100(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	pub := newPublisher(t, "text/html; charset=utf-8", "<html><body><h1>post 1</h1></body></html>")
 	s := newSubscriber(t)
@@ -80,6 +81,7 @@ func TestRocks100(t *testing.T) {
 }
 
 func TestRocks101(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	pub := newPublisher(t, "application/atom+xml", "<feed/>")
 	s := newSubscriber(t)
@@ -101,6 +103,7 @@ func TestRocks101(t *testing.T) {
 }
 
 func TestRocks102(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	pub := newPublisher(t, "text/html", "<p>102</p>")
 	s := newSubscriber(t)
@@ -127,6 +130,7 @@ func TestRocks102(t *testing.T) {
 }
 
 func TestRocks103(t *testing.T) {
+	t.Parallel()
 	c := newClock()
 	f := newFixture(t, Options{Now: c.Now})
 	pub := newPublisher(t, "text/html", "<p>103</p>")
@@ -152,6 +156,7 @@ func TestRocks103(t *testing.T) {
 }
 
 func TestRocks104(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	pub := newPublisher(t, "text/html", "<p>104</p>")
 	gone, witness := newSubscriber(t), newSubscriber(t)
@@ -178,6 +183,7 @@ func TestRocks104(t *testing.T) {
 }
 
 func TestRocks105And106(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ num, ctype, body string }{
 		{"105", "text/plain", "Post 1\nsome plain text, not HTML or XML\n"},
 		{"106", "application/json", `{"items":[{"id":1,"content":"a JSON topic"}]}`},

@@ -23,6 +23,7 @@ func newClient(t *testing.T) (*Subscriber, chan Content, chan error) {
 }
 
 func TestSubscriberTakesOnlySignedContent(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	s, got, ignored := newClient(t)
 	topic := f.srv.URL + "/hub/framework"
@@ -107,6 +108,7 @@ func TestSubscriberTakesOnlySignedContent(t *testing.T) {
 }
 
 func TestSubscriptionDenied(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{MaxSubscriptions: 1})
 	a, _, _ := newClient(t)
 	b, _, _ := newClient(t)
@@ -132,6 +134,7 @@ func TestSubscriptionDenied(t *testing.T) {
 }
 
 func TestPublicOnlyRefusesOwnNetwork(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{PublicOnly: true})
 	s, _, _ := newClient(t)
 	_, err := s.Subscribe(context.Background(), f.url, f.srv.URL+"/hub/framework", 0, time.Second)
@@ -151,6 +154,7 @@ func TestPublicOnlyRefusesOwnNetwork(t *testing.T) {
 }
 
 func TestPublicHost(t *testing.T) {
+	t.Parallel()
 	for host, want := range map[string]bool{
 		"127.0.0.1:8080": false, "localhost": false, "a.localhost:80": false, "[::1]:80": false,
 		"10.1.2.3": false, "192.168.0.1:8080": false, "169.254.169.254": false, "[fe80::1]:80": false,

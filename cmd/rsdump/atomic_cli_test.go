@@ -12,6 +12,7 @@ import (
 // served (mode 0644, where the old copy left CreateTemp's 0600), and a run
 // that fails keeps the old document whole and leaves no temporary file.
 func TestMetalinkOutputAtomic(t *testing.T) {
+	t.Parallel()
 	dir := mlTree(t, map[string][]byte{"a": mlRandom(4, 5000)})
 	outDir := t.TempDir()
 	out := filepath.Join(outDir, "x.meta4")

@@ -15,6 +15,7 @@ import (
 // for verify, an audit and unpack, local or remote; the message names the
 // document once. Usage errors stay 2.
 func TestBadDocumentsExitOne(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	mal := filepath.Join(dir, "mal.xml")
 	os.WriteFile(mal, []byte(`<?xml version="1.0"?>
@@ -55,6 +56,7 @@ func TestBadDocumentsExitOne(t *testing.T) {
 // most, once more as the mirror that failed; not also as its URI and in
 // each layer of error wrapping.
 func TestUnreadablePackageNamedOnce(t *testing.T) {
+	t.Parallel()
 	var doc []byte
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/resourcedump.xml" {

@@ -119,6 +119,7 @@ var srcGenerations = []func(s *srcTree){
 // byte for byte, verify --tree finds them equal to the Resource List, and
 // a second unpack changes nothing.
 func TestChangesEndToEnd(t *testing.T) {
+	t.Parallel()
 	s := &srcTree{t: t, dir: t.TempDir(), now: verifytest.Time.Add(-time.Hour)}
 	for rel, data := range map[string]string{"a.txt": "a\n", "gone.txt": "gone\n", "old/name.txt": "moved later\n",
 		"twice.txt": "t0", "back.txt": "back\n", "keep/k.txt": "unchanged\n", "sp ace/ü.txt": "unicode\n"} {

@@ -42,6 +42,7 @@ func sameMtimes(t *testing.T, what string, got, want map[string]time.Time) {
 // unpack changedump.xml, and through sync from the Change List of a
 // Source that publishes no Change Dump.
 func TestChangedFileKeepsItsMtime(t *testing.T) {
+	t.Parallel()
 	s := &srcTree{t: t, dir: t.TempDir(), now: verifytest.Time.Add(-time.Hour)}
 	s.write("a.txt", "a\n")
 	s.write("b.txt", "b\n")

@@ -47,6 +47,7 @@ func flipFile(t *testing.T, path string) {
 // TestAuditExitCodes: 0 when every file holds, 1 naming the file that
 // does not with the hash expected and found, 2 when it cannot run.
 func TestAuditExitCodes(t *testing.T) {
+	t.Parallel()
 	dst := syncedCopy(t)
 	code, stdout, stderr := rsdump(t, "audit", dst)
 	if code != 0 || !strings.Contains(stdout, "audited 9 of 9 files") || !strings.Contains(stdout, "9 hold, 0 failed") {
@@ -88,6 +89,7 @@ func TestAuditExitCodes(t *testing.T) {
 // summary; --premis and --csv write the run's events; the log in
 // DIR/.rsdump/audit holds them too.
 func TestAuditRecords(t *testing.T) {
+	t.Parallel()
 	dst := syncedCopy(t)
 	flipFile(t, filepath.Join(dst, "data", "doc.xml"))
 	out := t.TempDir()
@@ -129,6 +131,7 @@ func TestAuditRecords(t *testing.T) {
 // copy's state records, by sync's repair path, and records a replacement
 // event; the copy then holds.
 func TestAuditRepair(t *testing.T) {
+	t.Parallel()
 	dst := syncedCopy(t)
 	target := filepath.Join(dst, "notes", "b.txt")
 	want, _ := os.ReadFile(target)

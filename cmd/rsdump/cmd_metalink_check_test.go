@@ -24,6 +24,7 @@ func corpusFile(t *testing.T, name string) string {
 // TestMetalinkCheck runs --check on documents with known outcomes and
 // checks the exit status and the report's lines.
 func TestMetalinkCheck(t *testing.T) {
+	t.Parallel()
 	data := mlRandom(7, 100000)
 	dir := mlTree(t, map[string][]byte{"p.zip": data})
 	own := filepath.Join(dir, "p.zip.meta4")
@@ -68,6 +69,7 @@ func TestMetalinkCheck(t *testing.T) {
 // TestMetalinkCheckURL fetches documents over HTTP: a valid one, a 404,
 // and one whose Content-Length is over the limit.
 func TestMetalinkCheckURL(t *testing.T) {
+	t.Parallel()
 	doc, err := os.ReadFile(corpusFile(t, "dpb587-metalink--stable-v0.2.0.meta4"))
 	if err != nil {
 		t.Fatal(err)

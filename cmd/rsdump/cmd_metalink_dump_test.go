@@ -34,6 +34,7 @@ func packForDump(t *testing.T) (*pack.Result, string) {
 // packages beside it lists, for each package, exactly what pack wrote in
 // the package's own .meta4 (mirrors carry no location in the dump).
 func TestMetalinkFromDump(t *testing.T) {
+	t.Parallel()
 	res, dir := packForDump(t)
 	out := filepath.Join(t.TempDir(), "dump.meta4")
 	code, _, stderr := rsdump(t, "metalink", filepath.Join(dir, "resourcedump.xml"), "--piece-length", "65536", "-o", out)
@@ -55,6 +56,7 @@ func TestMetalinkFromDump(t *testing.T) {
 // TestMetalinkFromDumpMissingPackage: a package not beside the dump is
 // listed from the dump alone, without pieces, and said so on stderr.
 func TestMetalinkFromDumpMissingPackage(t *testing.T) {
+	t.Parallel()
 	res, dir := packForDump(t)
 	p := res.Packages[1]
 	if err := os.Remove(filepath.Join(dir, p.Name)); err != nil {
@@ -88,6 +90,7 @@ func TestMetalinkFromDumpMissingPackage(t *testing.T) {
 // TestMetalinkFromDumpMismatch: a local package that is not the one the
 // dump describes fails the command, naming the package.
 func TestMetalinkFromDumpMismatch(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		damage func([]byte) []byte
@@ -120,6 +123,7 @@ func TestMetalinkFromDumpMismatch(t *testing.T) {
 // beside it; every package of every part is listed. Without its parts,
 // the index is an error naming the missing part.
 func TestMetalinkFromDumpIndex(t *testing.T) {
+	t.Parallel()
 	res, dir := packForDump(t)
 	entries := readDumpEntries(t, filepath.Join(dir, "resourcedump.xml"))
 	writeDumpDoc(t, filepath.Join(dir, "part1.xml"), resourcesync.URLSet, entries[:1])
@@ -148,6 +152,7 @@ func TestMetalinkFromDumpIndex(t *testing.T) {
 
 // TestMetalinkFilesFlag: --files treats a dump document as a plain file.
 func TestMetalinkFilesFlag(t *testing.T) {
+	t.Parallel()
 	_, dir := packForDump(t)
 	doc := filepath.Join(dir, "resourcedump.xml")
 	code, stdout, stderr := rsdump(t, "metalink", "--files", doc, "--mirror", "http://m/")
@@ -172,6 +177,7 @@ func writeDumpDoc(t *testing.T, path string, kind resourcesync.Kind, urls []reso
 // TestMetalinkFromDumpURLUnreachable: a dump URL that cannot be read is
 // an error naming the URL, not a missing local file.
 func TestMetalinkFromDumpURLUnreachable(t *testing.T) {
+	t.Parallel()
 	u := deadURL(t) + "/rs/resourcedump.xml"
 	code, _, stderr := rsdump(t, "metalink", u)
 	if code != exitFailed || !strings.Contains(stderr, u) || strings.Contains(stderr, "stat ") {

@@ -82,6 +82,7 @@ func checkMLFile(t *testing.T, f metalink.File, name string, data []byte, pieceL
 }
 
 func TestMetalinkFiles(t *testing.T) {
+	t.Parallel()
 	a, b := mlRandom(1, 300000), []byte{}
 	dir := mlTree(t, map[string][]byte{"a b.bin": a, "empty": b})
 	out := filepath.Join(t.TempDir(), "out.meta4")
@@ -108,6 +109,7 @@ func TestMetalinkFiles(t *testing.T) {
 // TestMetalinkDefaultPieceLength: without --piece-length each file gets
 // DefaultPieceLength of its size; the document goes to stdout.
 func TestMetalinkDefaultPieceLength(t *testing.T) {
+	t.Parallel()
 	data := mlRandom(2, 600000)
 	dir := mlTree(t, map[string][]byte{"p.zip": data})
 	code, stdout, stderr := rsdump(t, "metalink", "-q", filepath.Join(dir, "p.zip"), "--mirror", "http://127.0.0.10/")
@@ -122,6 +124,7 @@ func TestMetalinkDefaultPieceLength(t *testing.T) {
 }
 
 func TestMetalinkUsageErrors(t *testing.T) {
+	t.Parallel()
 	dir := mlTree(t, map[string][]byte{"a": []byte("a")})
 	other := mlTree(t, map[string][]byte{"a": []byte("b")})
 	a := filepath.Join(dir, "a")
@@ -160,6 +163,7 @@ func TestMetalinkUsageErrors(t *testing.T) {
 }
 
 func TestMetalinkCanceled(t *testing.T) {
+	t.Parallel()
 	dir := mlTree(t, map[string][]byte{"a": mlRandom(3, 1000)})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

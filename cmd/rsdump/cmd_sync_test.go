@@ -30,6 +30,7 @@ func servedExample(t *testing.T) (doc, out string) {
 }
 
 func TestSyncExitCodes(t *testing.T) {
+	t.Parallel()
 	doc, _ := servedExample(t)
 	dst := t.TempDir()
 	empty := httptest.NewServer(http.NotFoundHandler())
@@ -64,6 +65,7 @@ func TestSyncExitCodes(t *testing.T) {
 // naming the Source, the steps and the base URL; a refused bitstream
 // exits 1.
 func TestSyncJSON(t *testing.T) {
+	t.Parallel()
 	doc, out := servedExample(t)
 	dst := t.TempDir()
 	code, stdout, stderr := rsdump(t, "sync", doc, "--dest", dst, "--json")

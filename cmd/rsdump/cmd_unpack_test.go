@@ -11,6 +11,7 @@ import (
 )
 
 func TestUnpackExitCodes(t *testing.T) {
+	t.Parallel()
 	out := packedExample(t)
 	doc := filepath.Join(out, layout.DumpName)
 	dst := t.TempDir()
@@ -40,6 +41,7 @@ func TestUnpackExitCodes(t *testing.T) {
 // TestUnpackWrongBaseURL: a --base-url no bitstream is under is one
 // error naming the prefix the manifests use, exit 2, nothing written.
 func TestUnpackWrongBaseURL(t *testing.T) {
+	t.Parallel()
 	out := packedExample(t)
 	dst := t.TempDir()
 	code, stdout, stderr := rsdump(t, "unpack", filepath.Join(out, layout.DumpName), "--dest", dst, "--base-url", "http://127.0.0.2/other/")
@@ -49,6 +51,7 @@ func TestUnpackWrongBaseURL(t *testing.T) {
 }
 
 func TestUnpackReportDir(t *testing.T) {
+	t.Parallel()
 	broken := filepath.Join(t.TempDir(), "p.zip")
 	os.WriteFile(broken, verifytest.Corpus(t)[0].Zip, 0o644)
 	reports := t.TempDir()

@@ -37,6 +37,7 @@ func readCSV(t *testing.T, path string) [][]string {
 }
 
 func TestVerifyGoodDump(t *testing.T) {
+	t.Parallel()
 	out := packedExample(t)
 	reports := t.TempDir()
 	code, stdout, stderr := rsdump(t, "verify", "-q", "--report-dir", reports, out)
@@ -50,6 +51,7 @@ func TestVerifyGoodDump(t *testing.T) {
 }
 
 func TestVerifyJSON(t *testing.T) {
+	t.Parallel()
 	z := filepath.Join(t.TempDir(), "p.zip")
 	os.WriteFile(z, verifytest.Corpus(t)[0].Zip, 0o644) // a flipped bitstream
 	code, stdout, _ := rsdump(t, "verify", "--json", z)
@@ -66,6 +68,7 @@ func TestVerifyJSON(t *testing.T) {
 }
 
 func TestVerifyExitCodes(t *testing.T) {
+	t.Parallel()
 	z := filepath.Join(t.TempDir(), "p.zip")
 	os.WriteFile(z, verifytest.Corpus(t)[1].Zip, 0o644)
 	cases := []struct {
@@ -87,6 +90,7 @@ func TestVerifyExitCodes(t *testing.T) {
 }
 
 func TestVerifyTree(t *testing.T) {
+	t.Parallel()
 	out := packedExample(t)
 	dst := t.TempDir()
 	if code, stdout, stderr := rsdump(t, "unpack", "-q", filepath.Join(out, layout.DumpName), "--dest", dst, "--base-url", verifytest.BaseURL); code != 0 {

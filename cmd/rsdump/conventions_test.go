@@ -15,6 +15,7 @@ import (
 )
 
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"--version"}, {"version"}} {
 		code, stdout, stderr := rsdump(t, args...)
 		if code != exitOK || !strings.HasPrefix(stdout, "rsdump ") || !strings.Contains(stdout, runtime.Version()) || stderr != "" {
@@ -34,6 +35,7 @@ func TestVersion(t *testing.T) {
 // TestHelpCommand: rsdump help CMD prints what CMD --help prints, and
 // every command's help ends with two or three examples.
 func TestHelpCommand(t *testing.T) {
+	t.Parallel()
 	for _, c := range commands {
 		code, help, _ := rsdump(t, "help", c.name)
 		code2, flagHelp, _ := rsdump(t, c.name, "--help")
@@ -60,6 +62,7 @@ func TestHelpCommand(t *testing.T) {
 // a relative URL where a URL is required exits 2 for every command, with
 // the reason on stderr and nothing on stdout.
 func TestUsageErrorsExit2(t *testing.T) {
+	t.Parallel()
 	src, dst, base := "../../testdata/example", t.TempDir(), "http://127.0.0.1/rs/"
 	cases := [][]string{
 		{"pack", src, "-o", dst, "--base-url", "127.0.0.1/rs/"},
@@ -106,6 +109,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 // TestJSONOneDocument: with --json, stdout holds exactly one JSON value,
 // whether the run succeeds, finds problems or fails.
 func TestJSONOneDocument(t *testing.T) {
+	t.Parallel()
 	out := packedExample(t)
 	doc := filepath.Join(out, layout.DumpName)
 	z, _ := filepath.Glob(filepath.Join(out, "*.zip"))
@@ -150,6 +154,7 @@ func TestJSONOneDocument(t *testing.T) {
 
 // TestQuietSilencesWarnings: --quiet keeps errors but not warnings.
 func TestQuietSilencesWarnings(t *testing.T) {
+	t.Parallel()
 	out := packedExample(t)
 	z, _ := filepath.Glob(filepath.Join(out, "*.zip"))
 	// A package of a dump verified on its own, beside a document that

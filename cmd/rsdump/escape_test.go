@@ -13,6 +13,7 @@ import (
 )
 
 func TestEscapeControl(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"plain café.txt":  "plain café.txt",
 		"a\nb":            `a\nb`,
@@ -30,6 +31,7 @@ func TestEscapeControl(t *testing.T) {
 // Entry names with a newline or an escape sequence reach the human report
 // escaped: one finding is one line, and nothing rewrites the terminal.
 func TestReportEscapesEntryNames(t *testing.T) {
+	t.Parallel()
 	_, m := verifytest.Package(t, []verifytest.File{{Rel: "a.txt", Data: "a"}})
 	z := verifytest.Zip(t, []verifytest.Entry{
 		{Name: "resources/a.txt", Data: []byte("a"), Method: zip.Store},
@@ -51,6 +53,7 @@ func TestReportEscapesEntryNames(t *testing.T) {
 // Errors joined by errors.Join print one line each; a newline inside one
 // (an entry's name) is escaped, so no line can be forged.
 func TestPrintErrJoined(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	err := errors.Join(errors.New("p1.zip: every mirror failed"), fmt.Errorf("p2.zip: %w", errors.New("evil\nrsdump: error: forged")))
 	printErr(&b, "rsdump: error: ", err)

@@ -447,6 +447,7 @@ func TestFollowEndToEnd(t *testing.T) {
 // notified run: its change notification starts after what the tree is up
 // to, a gap, and the sync brings both runs' changes.
 func TestFollowGap(t *testing.T) {
+	t.Parallel()
 	s := newPushSource(t, pushFiles)
 	f := s.follow()
 
@@ -478,6 +479,7 @@ func TestFollowGap(t *testing.T) {
 // same address and directory still has the follower's subscriptions: the
 // next run's notification reaches it, with no new subscription.
 func TestFollowHubRestart(t *testing.T) {
+	t.Parallel()
 	s := newPushSource(t, pushFiles)
 	f := s.follow()
 	mark := f.count()
@@ -501,6 +503,7 @@ func TestFollowHubRestart(t *testing.T) {
 // unsigned or signed with another secret are ignored: no sync, the tree
 // left as it was, though the Source changed.
 func TestFollowForged(t *testing.T) {
+	t.Parallel()
 	s := newPushSource(t, pushFiles)
 	f := s.follow()
 	subs := s.hubState()

@@ -12,6 +12,7 @@ import (
 // subscription failed, and still takes the Source's changes, by a sync
 // after --poll of silence.
 func TestFollowPollsWithoutHub(t *testing.T) {
+	t.Parallel()
 	s := newPushSource(t, pushFiles)
 	// The run's notifications are refused at once (403), which pack
 	// reports and which leaves its exit status 0.

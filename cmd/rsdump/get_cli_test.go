@@ -47,6 +47,7 @@ func getFixture(t *testing.T, n int, rate int64) (data []byte, meta string, mirr
 }
 
 func TestGetUsage(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		args []string
 		code int
@@ -66,6 +67,7 @@ func TestGetUsage(t *testing.T) {
 }
 
 func TestGetJSON(t *testing.T) {
+	t.Parallel()
 	data, meta, _ := getFixture(t, 1<<20, 32<<20)
 	out := t.TempDir()
 	code, stdout, stderr := rsdump(t, "get", meta, "-o", out, "--json")
@@ -186,6 +188,7 @@ func TestGetKilledResumes(t *testing.T) {
 // TestGetUnpack packs the example tree, serves the package from a fake
 // mirror and fetches it with --unpack: the tree comes out.
 func TestGetUnpack(t *testing.T) {
+	t.Parallel()
 	dump := t.TempDir()
 	if code, _, errs := rsdump(t, "pack", "../../testdata/example", "--base-url", "http://127.0.0.1/rs/", "-o", dump, "--quiet"); code != exitOK {
 		t.Fatalf("pack: %s", errs)
@@ -253,6 +256,7 @@ func testGetInterrupted(t *testing.T, bin string) {
 // --min-speed takes a size per second; 0 turns the check off, which the
 // engine spells as a negative value (its zero means the default).
 func TestGetMinSpeedFlag(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		v    int64
 		want int64

@@ -19,6 +19,7 @@ import (
 // download as they take what was published. The packages' <loc> host is
 // down: everything comes from the second mirror.
 func TestGetDumpIsALocalCopy(t *testing.T) {
+	t.Parallel()
 	out := t.TempDir()
 	srv := httptest.NewServer(http.FileServer(http.Dir(out)))
 	defer srv.Close()

@@ -101,6 +101,7 @@ func getDocsFailed(t *testing.T, h *docHosts, doc string) {
 // arrive from the second mirror, but the dump document cannot be saved,
 // and get says so instead of exiting 0.
 func TestGetDocumentsHostDies(t *testing.T) {
+	t.Parallel()
 	var dead atomic.Bool
 	dies := func(files http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -129,6 +130,7 @@ func TestGetDocumentsHostDies(t *testing.T) {
 // server gives in full fails get, naming the document as the dump links
 // it, though every package arrived.
 func TestGetDocumentFailures(t *testing.T) {
+	t.Parallel()
 	cases := map[string]struct {
 		name  string
 		fault func(w http.ResponseWriter, size int)
@@ -169,6 +171,7 @@ func TestGetDocumentFailures(t *testing.T) {
 // drops part way is read again from beside the second mirror, and the
 // copy saved is the whole document, not the part first received.
 func TestGetDocumentCutThenMirror(t *testing.T) {
+	t.Parallel()
 	const name = "resourcedump-00002.manifest.xml"
 	var out string
 	cuts := func(files http.Handler) http.Handler {
@@ -224,6 +227,7 @@ func servedSource(t *testing.T) (base string) {
 // anything is saved, naming the URL and what it answered, with a hint
 // giving the Resource Dump the Source publishes.
 func TestGetRefusesWhatIsNoDump(t *testing.T) {
+	t.Parallel()
 	base := servedSource(t)
 	hint := "rsdump get " + base + "/dump/" + layout.DumpName
 	// A page elsewhere that links the Source only in its <head>.

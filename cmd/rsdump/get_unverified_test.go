@@ -14,6 +14,7 @@ import (
 // published, but never silently: --json says "unverified", the summary
 // line and a warning on stderr say so too.
 func TestGetNoHashUnverified(t *testing.T) {
+	t.Parallel()
 	// A package's first bytes: get refuses a plain URL that is none.
 	data := append([]byte("PK\x03\x04"), bytes.Repeat([]byte("no hash here\n"), 5000)...)
 	s, _ := mt.Server(bytes.NewReader(data), int64(len(data)), "f.bin")
@@ -39,6 +40,7 @@ func TestGetNoHashUnverified(t *testing.T) {
 // A symbolic link in the output directory that leads out of it is named
 // in the error, and nothing is written through it.
 func TestGetSymlinkOutRefused(t *testing.T) {
+	t.Parallel()
 	_, meta, _ := getFixture(t, 256<<10, 32<<20)
 	out, elsewhere := t.TempDir(), t.TempDir()
 	victim := filepath.Join(elsewhere, "victim")

@@ -20,6 +20,7 @@ import (
 // vary: "SHA-256:" in a manifest and in a dump's hash attribute, and
 // type="SHA-256" in a Metalink, verify like "sha-256".
 func TestUpperCaseHashNames(t *testing.T) {
+	t.Parallel()
 	t.Run("manifest and dump", func(t *testing.T) {
 		data := "upper"
 		u := verifytest.URLFor(verifytest.File{Rel: "a.txt", Data: data}, "/resources/")

@@ -25,6 +25,7 @@ func relTo(t *testing.T, p string) string {
 // TestMessages: what a user is told names what to do and where, by
 // absolute paths, in counts that agree in number.
 func TestMessages(t *testing.T) {
+	t.Parallel()
 	src := t.TempDir()
 	os.WriteFile(filepath.Join(src, "only.txt"), []byte("one file\n"), 0o644)
 	out := t.TempDir()

@@ -86,6 +86,7 @@ func TestPackChangesKilledResumes(t *testing.T) {
 // TestPackChangesCLI: the flags, the summary, a run with no change, and
 // a baseline that is not one.
 func TestPackChangesCLI(t *testing.T) {
+	t.Parallel()
 	src, out := t.TempDir(), t.TempDir()
 	os.WriteFile(filepath.Join(src, "a"), []byte("a0"), 0o644)
 	os.Chtimes(filepath.Join(src, "a"), time.Unix(1e9, 0), time.Unix(1e9, 0))

@@ -5,11 +5,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -25,6 +27,7 @@ func rsdump(t *testing.T, args ...string) (code int, stdout, stderr string) {
 }
 
 func TestUsageAndHelp(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		args []string
 		code int
@@ -51,6 +54,7 @@ func TestUsageAndHelp(t *testing.T) {
 }
 
 func TestPackExampleJSON(t *testing.T) {
+	t.Parallel()
 	out := t.TempDir()
 	code, stdout, stderr := rsdump(t, "pack", "../../testdata/example", "--base-url", "http://127.0.0.1/rs/", "-o", out, "--json", "--quiet")
 	if code != exitOK {
@@ -71,6 +75,7 @@ func TestPackExampleJSON(t *testing.T) {
 // TestPackMissingSource: a source that is not there is a usage error
 // (exit 2) naming it, and leaves no output directory and no journal.
 func TestPackMissingSource(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "out")
 	code, _, stderr := rsdump(t, "pack", "/nonexistent/src", "--base-url", "http://h/", "-o", out)
 	if code != exitUsage || !strings.Contains(stderr, "/nonexistent/src") {
@@ -169,14 +174,40 @@ func TestPackKilledResumes(t *testing.T) {
 	assertSameDir(t, want, out)
 }
 
-// buildRsdump builds the command for tests that must kill a real process.
+// built is the command, built once per test binary: linking it takes
+// seconds (15 s on a loaded machine), and no test changes it.
+var built struct {
+	once sync.Once
+	dir  string // removed by TestMain
+	bin  string
+	err  error
+}
+
+// buildRsdump builds the command for tests that must kill a real process,
+// or run several at once.
 func buildRsdump(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "rsdump")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "rsdump-test-bin"); built.err != nil {
+			return
+		}
+		built.bin = filepath.Join(built.dir, "rsdump")
+		if out, err := exec.Command("go", "build", "-o", built.bin, ".").CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
-	return bin
+	return built.bin
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
 }
 
 func waitFor(t *testing.T, path string) {

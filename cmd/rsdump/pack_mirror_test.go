@@ -28,6 +28,7 @@ func deadURL(t *testing.T) string {
 // The packages' <loc> is the first mirror (said on stderr and in --json),
 // and the dump served from there verifies and unpacks over HTTP.
 func TestPackMirrorIsLoc(t *testing.T) {
+	t.Parallel()
 	out := t.TempDir()
 	srv := httptest.NewServer(http.FileServer(http.Dir(out)))
 	defer srv.Close()
@@ -69,6 +70,7 @@ func TestPackMirrorIsLoc(t *testing.T) {
 // TestPackBadBaseURL: a base URL that cannot be encoded unambiguously is
 // a usage error, before anything is written.
 func TestPackBadBaseURL(t *testing.T) {
+	t.Parallel()
 	for _, u := range []string{"http://127.0.0.1/100%/", "http://bücher.example/"} {
 		out := filepath.Join(t.TempDir(), "out")
 		code, _, stderr := rsdump(t, "pack", t.TempDir(), "--base-url", u, "-o", out)

@@ -32,6 +32,7 @@ func plainProgress(buf *bytes.Buffer, desc string) (*progress, *fakeClock) {
 // terminal: one every few seconds, with percent, bytes done, total, rate
 // and ETA once the total is known.
 func TestPlainProgressLine(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	p, c := plainProgress(&buf, "verifying")
 	p.grow(4 << 30)
@@ -62,6 +63,7 @@ func TestPlainProgressLine(t *testing.T) {
 // TestPlainProgressNoTotal: before the total is known, the line gives the
 // bytes done and the rate, no percent.
 func TestPlainProgressNoTotal(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	p, c := plainProgress(&buf, "packing")
 	p.n = 3 << 30
@@ -75,6 +77,7 @@ func TestPlainProgressNoTotal(t *testing.T) {
 // TestPolledProgress drives the renderer as get does: bytes from the
 // events, and a note about mirrors polled.
 func TestPolledProgress(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	p, c := plainProgress(&buf, "getting")
 	ev := p.events(nil)
@@ -93,6 +96,7 @@ func TestPolledProgress(t *testing.T) {
 
 // TestQuietProgress: --quiet draws nothing, but messages (warnings) print.
 func TestQuietProgress(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	p := newProgress(&buf, true, "unpacking")
 	p.grow(10)
@@ -112,6 +116,7 @@ func TestQuietProgress(t *testing.T) {
 // hashes anything, how many bytes of packages beside the document it will
 // read.
 func TestMetalinkDumpTotal(t *testing.T) {
+	t.Parallel()
 	out := packedExample(t)
 	zips, _ := filepath.Glob(filepath.Join(out, "*.zip"))
 	var want int64

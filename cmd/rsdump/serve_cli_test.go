@@ -109,6 +109,7 @@ func (p *mirrorPair) served() (a, b int64) {
 // the mirror comes from the Link header and the hash from Digest, so the
 // package is fetched from both servers and verified.
 func TestGetFromServeUsesHeaders(t *testing.T) {
+	t.Parallel()
 	p := newMirrorPair(t, false)
 	name := p.packages(t)[0]
 	out := t.TempDir()
@@ -137,6 +138,7 @@ func TestGetFromServeUsesHeaders(t *testing.T) {
 // --mirror, act as mirrors: getting every package from A (its Metalink
 // names only A) gives an exact copy with bytes from both.
 func TestServeMirrorsExactCopy(t *testing.T) {
+	t.Parallel()
 	p := newMirrorPair(t, true)
 	out := t.TempDir()
 	var args []string
@@ -162,6 +164,7 @@ func TestServeMirrorsExactCopy(t *testing.T) {
 // rsdump serve itself: it logs one line per request and stops cleanly
 // on cancel (the signal context), exiting 0.
 func TestServeCommand(t *testing.T) {
+	t.Parallel()
 	p := newMirrorPair(t, true)
 	var stdout bytes.Buffer
 	s := startServe(t, &stdout, p.dir, "--dump-url", "http://127.0.0.1:1/dump/", "--mirror", p.b)
@@ -190,6 +193,7 @@ func TestServeCommand(t *testing.T) {
 // The command's connections have the timeouts its flags give: one that
 // sends nothing is let go after --read-header-timeout.
 func TestServeTimeouts(t *testing.T) {
+	t.Parallel()
 	s := startServe(t, io.Discard, t.TempDir(), "--read-header-timeout", "300ms")
 	c, err := net.Dial("tcp", strings.TrimSuffix(strings.TrimPrefix(s.base, "http://"), "/"))
 	if err != nil {
@@ -256,6 +260,7 @@ func (s *served) stop(t *testing.T) int {
 }
 
 func TestServeUsage(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		args []string
 		code int

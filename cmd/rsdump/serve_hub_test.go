@@ -21,6 +21,7 @@ import (
 // signed, answers the topic with it, keeps its state in DIR where it is
 // not served, and keeps the subscription across a restart.
 func TestServeHub(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	verified := make(chan url.Values, 10)
 	delivered := make(chan *http.Request, 10)

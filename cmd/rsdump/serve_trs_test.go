@@ -19,6 +19,7 @@ import (
 // as Turtle with its Base and Change Log; rsdump sync of that URL copies
 // the tree; --trs-keep is checked.
 func TestServeTRS(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -87,6 +88,7 @@ func TestServeTRS(t *testing.T) {
 // one, none the Base's cutoff event) stops after --trs-max-segments with
 // an error naming the set and the bound, having fetched no more.
 func TestSyncTRSEndlessChangeLog(t *testing.T) {
+	t.Parallel()
 	var srv *httptest.Server
 	var segments atomic.Int64
 	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

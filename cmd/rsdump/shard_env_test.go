@@ -24,6 +24,7 @@ func envOf(kv ...string) func(string) string {
 // --shard auto reads each scheduler's variables: good ones give K and N,
 // missing or inconsistent ones an error naming them.
 func TestTaskFromEnv(t *testing.T) {
+	t.Parallel()
 	good := []struct {
 		name   string
 		env    func(string) string

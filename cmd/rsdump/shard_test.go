@@ -98,6 +98,7 @@ func TestShardsToS3ThenMerge(t *testing.T) {
 // Merge refuses a set of shards with one missing, or packed with other
 // options, naming the shard.
 func TestMergeRefusesIncompleteShards(t *testing.T) {
+	t.Parallel()
 	src := t.TempDir()
 	for i := range 10 {
 		os.WriteFile(filepath.Join(src, "f"+string(rune('a'+i))), []byte(strings.Repeat("x", i+1)), 0o644)

@@ -117,6 +117,7 @@ func TestUnpackShardAutoThenSync(t *testing.T) {
 // A sharded restore's flags: one DUMP, not with --dry-run, --only or
 // --rollback; --merge without --shard; a merge before any worker ran.
 func TestUnpackShardUsage(t *testing.T) {
+	t.Parallel()
 	dest := t.TempDir()
 	base := []string{"unpack", "--dest", dest, "--base-url", "http://127.0.0.1/rs/"}
 	for _, c := range []struct {

@@ -6,6 +6,7 @@ import (
 )
 
 func TestParseSize(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		in   string
 		want int64
@@ -48,6 +49,7 @@ func TestParseSize(t *testing.T) {
 // TestSizeFlags checks that the size flags take units, and that a bad
 // size is a usage error.
 func TestSizeFlags(t *testing.T) {
+	t.Parallel()
 	var n int64
 	v := newSizeValue(&n, 1<<30)
 	if v.String() != "1GiB" || v.Set("64M") != nil || n != 64e6 || v.String() != "62500KiB" {

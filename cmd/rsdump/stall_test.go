@@ -35,6 +35,7 @@ func TestMetalinkCheckUnanswered(t *testing.T) {
 // TestGetUnanswered: get of a URL on such a server fails within a few
 // stall timeouts, naming the URL.
 func TestGetUnanswered(t *testing.T) {
+	t.Parallel()
 	for name, base := range httpctest.UnansweringData(t, mlRandom(3, 256<<10), 1000) {
 		u := base + "/f.bin"
 		start := time.Now()
@@ -53,6 +54,7 @@ func TestGetUnanswered(t *testing.T) {
 // --stall-timeout, naming the package's URL; the retries meant for a
 // server that answered once are not spent on it.
 func TestVerifyUnpackSilentPackage(t *testing.T) {
+	t.Parallel()
 	out := t.TempDir()
 	silent := httpctest.Silent(t)
 	src := mlTree(t, map[string][]byte{"a.txt": []byte("alpha\n")})

@@ -44,6 +44,7 @@ func TestSourcesMeantAsTyped(t *testing.T) {
 // its Capability List, hub and all (the hub is for --follow); a plain
 // sync --dest DIR again finds it up to date.
 func TestSyncOutputDirectory(t *testing.T) {
+	t.Parallel()
 	src := verifytest.Tree(t, verifytest.ExampleFiles(t))
 	out, dest := t.TempDir(), t.TempDir()
 	rsdumpOK(t, "pack", src, "-o", out, "--base-url", verifytest.BaseURL, "--hub", "http://127.0.0.1:1/hub", "--quiet")
@@ -60,6 +61,7 @@ func TestSyncOutputDirectory(t *testing.T) {
 // naming it, though the server's root Source Description leads to a
 // Source.
 func TestSyncTypoIsNamed(t *testing.T) {
+	t.Parallel()
 	out := t.TempDir()
 	srv := httptest.NewServer(http.FileServer(http.Dir(out)))
 	t.Cleanup(srv.Close)
@@ -78,6 +80,7 @@ func TestSyncTypoIsNamed(t *testing.T) {
 // TestSayWhatWasMeant: --only that matches nothing exits 1 saying so;
 // --poll without --follow is a usage error.
 func TestSayWhatWasMeant(t *testing.T) {
+	t.Parallel()
 	out := packedExample(t)
 	code, stdout, stderr := rsdump(t, "unpack", filepath.Join(out, "resourcedump.xml"), "--dest", t.TempDir(), "--base-url", verifytest.BaseURL, "--only", "no/such/*")
 	if code != exitFailed || !strings.Contains(stdout+stderr, `--only "no/such/*" matched no file of the dump`) {

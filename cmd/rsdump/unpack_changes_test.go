@@ -22,6 +22,7 @@ func changed(kind, rel, data string, lastmod time.Duration) verifytest.File {
 // TestUnpackChangeDumpCLI: the gap, no-baseline, overlap and idempotence
 // rules through the command line, with their exit codes and messages.
 func TestUnpackChangeDumpCLI(t *testing.T) {
+	t.Parallel()
 	out := packedExample(t) // a Resource Dump at verifytest.Time
 	p1 := changePkg(0, time.Hour,
 		changed(resourcesync.ChangeUpdated, "notes/a.txt", "a, second version\n", 10*time.Minute),

@@ -10,6 +10,7 @@ import (
 // an empty file and one ending with a newline are left as they are; the
 // flags given are applied (O_TRUNC empties the file).
 func TestOpenEndsTornLine(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, c := range []struct {
 		name, before, after string

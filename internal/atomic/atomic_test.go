@@ -29,6 +29,7 @@ func leftovers(t *testing.T, dir string) []string {
 }
 
 func TestWriteFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "a.json")
 	for _, content := range []string{"first", "second, longer"} {
@@ -50,6 +51,7 @@ func TestWriteFile(t *testing.T) {
 // A writer that fails half-way leaves the old file whole and no
 // temporary file behind.
 func TestAbortKeepsOldContent(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "pkg.zip")
 	os.WriteFile(p, []byte("old and complete"), 0o644)
@@ -80,6 +82,7 @@ func TestAbortKeepsOldContent(t *testing.T) {
 // A failing rename (the final name is a non-empty directory) is reported,
 // and the temporary file goes.
 func TestCommitFailureRemovesTemp(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "out")
 	os.MkdirAll(filepath.Join(p, "child"), 0o755)
@@ -98,6 +101,7 @@ func TestCommitFailureRemovesTemp(t *testing.T) {
 
 // The same writer works inside an *os.Root, with slash paths.
 func TestInRoot(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	os.Mkdir(filepath.Join(dir, "sub"), 0o755)
 	root, err := os.OpenRoot(dir)
@@ -132,6 +136,7 @@ func TestInRoot(t *testing.T) {
 }
 
 func TestPublish(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	part := filepath.Join(dir, "f.part")
 	f, _ := os.Create(part)
@@ -158,6 +163,7 @@ func TestPublish(t *testing.T) {
 // replaced, never written through: a symbolic link there leaves its
 // target as it was.
 func TestViaDoesNotFollowLink(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	victim := filepath.Join(t.TempDir(), "victim")
 	os.WriteFile(victim, []byte("precious"), 0o644)
@@ -188,6 +194,7 @@ func TestViaDoesNotFollowLink(t *testing.T) {
 }
 
 func TestPublishIn(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	root, err := os.OpenRoot(dir)
 	if err != nil {
@@ -208,6 +215,7 @@ func TestPublishIn(t *testing.T) {
 // get fs.ErrExist, the name holds the winner's whole content, and no
 // temporary file is left.
 func TestWriteNewOneWinner(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	name := filepath.Join(dir, "claim")
 	const writers = 16

@@ -242,6 +242,7 @@ func TestReleaseAfterFailure(t *testing.T) {
 }
 
 func TestParseName(t *testing.T) {
+	t.Parallel()
 	for name, want := range map[string]struct {
 		job string
 		gen int

@@ -21,6 +21,7 @@ var abc = map[string]string{
 }
 
 func TestMultiKnownAnswers(t *testing.T) {
+	t.Parallel()
 	m, err := NewMulti(Names()...)
 	if err != nil {
 		t.Fatal(err)
@@ -45,6 +46,7 @@ func TestMultiKnownAnswers(t *testing.T) {
 // The registry matches names whatever their case and answers the same
 // for "SHA-256" as for "sha-256".
 func TestRegistryCaseInsensitive(t *testing.T) {
+	t.Parallel()
 	for _, alg := range Names() {
 		up := strings.ToUpper(alg)
 		if !Known(up) || HexLen(up) != HexLen(alg) || HexLen(alg) != len(abc[alg]) || Rank(up) != Rank(alg) || Strong(up) != Strong(alg) {
@@ -76,6 +78,7 @@ const (
 )
 
 func TestSetStrongest(t *testing.T) {
+	t.Parallel()
 	s, err := Parse("md5:" + abc[MD5] + " SHA-384:" + abc[SHA384] + " sha-256:" + abc[SHA256] + " sha3-512:00")
 	if err != nil {
 		t.Fatal(err)
@@ -95,12 +98,14 @@ func TestSetStrongest(t *testing.T) {
 }
 
 func TestNewUnknown(t *testing.T) {
+	t.Parallel()
 	if _, err := New("sha-3"); !errors.Is(err, ErrUnknown) {
 		t.Errorf("New(sha-3) error = %v, want ErrUnknown", err)
 	}
 }
 
 func TestParseList(t *testing.T) {
+	t.Parallel()
 	got, err := ParseList("MD5, sha-256")
 	if err != nil || !reflect.DeepEqual(got, []string{MD5, SHA256}) {
 		t.Errorf("ParseList = %v, %v", got, err)
@@ -113,6 +118,7 @@ func TestParseList(t *testing.T) {
 }
 
 func TestParseAttr(t *testing.T) {
+	t.Parallel()
 	attr := "md5:" + abc[MD5] + "\n   sha-256:" + abc[SHA256] + " x-foo:abcd"
 	s, err := Parse(attr)
 	if err != nil {
@@ -134,6 +140,7 @@ func TestParseAttr(t *testing.T) {
 }
 
 func TestParseAttrErrors(t *testing.T) {
+	t.Parallel()
 	cases := map[string]string{
 		"md5":                                  "want alg:hex",
 		"md5:":                                 "want alg:hex",
@@ -155,6 +162,7 @@ func TestParseAttrErrors(t *testing.T) {
 }
 
 func TestCheck(t *testing.T) {
+	t.Parallel()
 	want := Set{{MD5, abc[MD5]}, {SHA256, abc[SHA256]}, {"x-foo", "ab"}, {SHA1, abc[SHA1]}}
 	got := Set{{MD5, abc[MD5]}, {SHA256, strings.Repeat("0", 64)}}
 	ok, bad, unchecked := Check(want, got)

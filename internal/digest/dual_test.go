@@ -13,6 +13,7 @@ import (
 // data, offsets and write sizes, including states at different offsets
 // within a block, which must fall back to plain writes.
 func TestWriteBoth(t *testing.T) {
+	t.Parallel()
 	if !haveDual {
 		t.Log("no SHA extensions on this CPU: only the fallback is tested")
 	}
@@ -51,6 +52,7 @@ func TestWriteBoth(t *testing.T) {
 
 // TestWriteBothOtherHashes: hashes WriteBoth cannot read are written plainly.
 func TestWriteBothOtherHashes(t *testing.T) {
+	t.Parallel()
 	data := bytes.Repeat([]byte("rsdump"), 10_000)
 	for _, pair := range [][2]func() hash.Hash{
 		{sha256.New224, sha256.New},
@@ -69,6 +71,7 @@ func TestWriteBothOtherHashes(t *testing.T) {
 }
 
 func TestWriteBothKnownAnswer(t *testing.T) {
+	t.Parallel()
 	// FIPS 180-4 example: sha-256 of one million 'a'.
 	const want = "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"
 	a, b := sha256.New(), sha256.New()

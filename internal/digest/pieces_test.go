@@ -12,6 +12,7 @@ import (
 // whole-stream hashes (then shared through WriteBoth), and its
 // whole-stream sums are not changed by them; Reset starts over.
 func TestPieceSums(t *testing.T) {
+	t.Parallel()
 	data := make([]byte, 5<<20+12345)
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := range data {

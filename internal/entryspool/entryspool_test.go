@@ -141,6 +141,7 @@ func walkTimes(u *resourcesync.URL, f func(*time.Time)) {
 }
 
 func TestRoundTrip(t *testing.T) {
+	t.Parallel()
 	want := sample(t)
 	got, err := readAll(write(t, t.TempDir(), want))
 	if err != nil {
@@ -155,6 +156,7 @@ func TestRoundTrip(t *testing.T) {
 // TestZones keeps a time's zone offset and its nanoseconds, whatever made
 // the URL (the decoder gives UTC).
 func TestZones(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 1, 1, 10, 0, 0, 123456789, time.FixedZone("", 5*3600+30*60))
 	want := []resourcesync.URL{{Loc: "http://127.0.0.1:1/z", Lastmod: at, MD: &resourcesync.MD{Datetime: at.In(time.FixedZone("", -8*3600))}}}
 	got, err := readAll(write(t, t.TempDir(), want))
@@ -168,6 +170,7 @@ func TestZones(t *testing.T) {
 }
 
 func TestEmpty(t *testing.T) {
+	t.Parallel()
 	got, err := readAll(write(t, t.TempDir(), nil))
 	if err != nil || len(got) != 0 {
 		t.Fatalf("empty spool read back as %d entries, %v", len(got), err)
@@ -178,6 +181,7 @@ func TestEmpty(t *testing.T) {
 // read must end in an error that says the spool is damaged, never in
 // io.EOF after fewer or different entries.
 func TestDamaged(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	want := sample(t)
 	name := write(t, dir, want)
@@ -211,6 +215,7 @@ func TestDamaged(t *testing.T) {
 
 // TestOtherSource refuses, at Open, a spool made from other bytes.
 func TestOtherSource(t *testing.T) {
+	t.Parallel()
 	name := write(t, t.TempDir(), sample(t))
 	r, err := Open[resourcesync.URL](name, Source{9})
 	if !errors.Is(err, ErrOtherSource) || !strings.Contains(err.Error(), name) {
@@ -219,6 +224,7 @@ func TestOtherSource(t *testing.T) {
 }
 
 func TestCloseRemovesOnError(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	w, err := Create[resourcesync.URL](dir, "spool-*.tmp")
 	if err != nil {
@@ -237,6 +243,7 @@ func TestCloseRemovesOnError(t *testing.T) {
 // whole (every field, times with their zones) in <loc> order, with the
 // entries held in run files; a run cut inside an entry is an error.
 func TestCodec(t *testing.T) {
+	t.Parallel()
 	want := sample(t)
 	dir := t.TempDir()
 	s := extsort.New(dir, "run-*", 1, func(a, b *resourcesync.URL) int { return strings.Compare(a.Loc, b.Loc) }, Codec[resourcesync.URL]())

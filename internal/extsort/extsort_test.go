@@ -34,6 +34,7 @@ func byKey(a, b *rec) int { return int(a.key) - int(b.key) }
 // the runs are many enough to be merged into one on the way
 // (MaxFanIn), and no run file is left once the sorter is closed.
 func TestSortSpillsAndMergesStably(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int{0, 5, 10, 10*MaxFanIn + 3} {
 		dir := t.TempDir()
 		s := New(dir, ".run-*", 10, byKey, codec)
@@ -78,6 +79,7 @@ func TestSortSpillsAndMergesStably(t *testing.T) {
 
 // A run file cut short is an error naming it, not a short result.
 func TestTruncatedRun(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := New(dir, ".run-*", 2, byKey, codec)
 	defer s.Close()
@@ -100,6 +102,7 @@ func TestTruncatedRun(t *testing.T) {
 // Sorted called a second time, once the first stream was read, gives the
 // same records again, whether they were held in memory or in runs.
 func TestSortedTwice(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int{7, 10*MaxFanIn + 3} {
 		s := New(t.TempDir(), ".run-*", 10, byKey, codec)
 		r := rand.New(rand.NewPCG(2, uint64(n)))
@@ -126,6 +129,7 @@ func TestSortedTwice(t *testing.T) {
 // them, in order; a run cut inside a string is an error, not a shorter
 // run.
 func TestStrings(t *testing.T) {
+	t.Parallel()
 	in := []string{"b", "", "a\x00b", "a", strings.Repeat("z", 300)}
 	s := New(t.TempDir(), ".run-*", 2, func(a, b *string) int { return strings.Compare(*a, *b) }, Strings)
 	defer s.Close()

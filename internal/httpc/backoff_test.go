@@ -8,6 +8,7 @@ import (
 // Backoff.Wait doubles from Base to Max, jittered between half and all
 // of it, and never waits less than a Retry-After, itself capped.
 func TestBackoffWait(t *testing.T) {
+	t.Parallel()
 	b := Backoff{Base: 100 * time.Millisecond, Max: time.Second, MaxAfter: time.Minute}
 	for n, want := range []time.Duration{100, 200, 400, 800, 1000, 1000} {
 		if got := b.Wait(n, 0); got != want*time.Millisecond {

@@ -103,6 +103,7 @@ func TestH2CFallsBack(t *testing.T) {
 }
 
 func TestAltSvcH2C(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		values       []string
 		offer, clear bool

@@ -45,6 +45,7 @@ func wantURL(t *testing.T, err error, url string) {
 }
 
 func TestSilentServer(t *testing.T) {
+	t.Parallel()
 	u := httpctest.Silent(t) + "/doc.xml"
 	err := within(t, 3*time.Second, func() error {
 		_, err := Open(t.Context(), short(), u, 1<<20)
@@ -54,6 +55,7 @@ func TestSilentServer(t *testing.T) {
 }
 
 func TestStalledBody(t *testing.T) {
+	t.Parallel()
 	srv := httpctest.Stalling(t, bytes.Repeat([]byte("x"), 1000), 10)
 	u := srv.URL + "/doc.xml"
 	var got []byte
@@ -76,6 +78,7 @@ func TestStalledBody(t *testing.T) {
 // TestStalledBodyRawClient checks that the stall watch lives in the
 // transport: a plain Do and a read of the body fail too.
 func TestStalledBodyRawClient(t *testing.T) {
+	t.Parallel()
 	srv := httpctest.Stalling(t, bytes.Repeat([]byte("x"), 1000), 10)
 	resp, err := short().Get(srv.URL + "/p.zip")
 	if err != nil {
@@ -89,6 +92,7 @@ func TestStalledBodyRawClient(t *testing.T) {
 // TestSlowNotStalled: a body that trickles, and a reader that pauses
 // longer than the stall timeout between reads, are not stalls.
 func TestSlowNotStalled(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		for range 4 {
 			w.Write([]byte("ab"))
@@ -118,6 +122,7 @@ func TestSlowNotStalled(t *testing.T) {
 }
 
 func TestUserAgent(t *testing.T) {
+	t.Parallel()
 	seen := make(chan string, 2)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { seen <- r.UserAgent() }))
 	defer srv.Close()
@@ -145,6 +150,7 @@ func TestUserAgent(t *testing.T) {
 }
 
 func TestRedirectScheme(t *testing.T) {
+	t.Parallel()
 	for _, to := range []string{"ftp://127.0.0.1/x", "file:///etc/passwd"} {
 		srv := httptest.NewServer(http.RedirectHandler(to, http.StatusFound))
 		_, err := Open(t.Context(), short(), srv.URL+"/a", 0)
@@ -158,6 +164,7 @@ func TestRedirectScheme(t *testing.T) {
 }
 
 func TestRedirectLimit(t *testing.T) {
+	t.Parallel()
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
@@ -187,6 +194,7 @@ func TestRedirectLimit(t *testing.T) {
 }
 
 func TestStatus(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.NotFoundHandler())
 	defer srv.Close()
 	_, err := Open(t.Context(), short(), srv.URL+"/missing", 0)
@@ -201,6 +209,7 @@ func TestStatus(t *testing.T) {
 }
 
 func TestSizeCap(t *testing.T) {
+	t.Parallel()
 	body := strings.Repeat("0123456789", 10)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/chunked" {
@@ -239,6 +248,7 @@ func TestSizeCap(t *testing.T) {
 }
 
 func TestProxyFromEnvironment(t *testing.T) {
+	t.Parallel()
 	tr := NewTransport(Options{}).(*transport)
 	if tr.base.Proxy == nil {
 		t.Error("no proxy function")

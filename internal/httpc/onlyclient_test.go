@@ -15,6 +15,7 @@ import (
 // net/http's default client, so every request rsdump sends has httpc's
 // timeouts, stall watch and User-Agent.
 func TestOneClientConstruction(t *testing.T) {
+	t.Parallel()
 	root := filepath.Join("..", "..")
 	banned := map[string]bool{"Client": true, "Transport": true}
 	bannedUse := map[string]bool{"DefaultClient": true, "DefaultTransport": true, "Get": true, "Head": true, "Post": true, "PostForm": true}

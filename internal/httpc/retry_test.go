@@ -41,6 +41,7 @@ func get(c *http.Client, ctx context.Context, url string) (string, error) {
 
 // A 503, then a 200: the document is read, on the second request.
 func TestRetryUnavailableOnce(t *testing.T) {
+	t.Parallel()
 	url, hits := counted(t, func(n int64, w http.ResponseWriter, r *http.Request) {
 		if n == 1 {
 			http.Error(w, "busy", http.StatusServiceUnavailable)
@@ -57,6 +58,7 @@ func TestRetryUnavailableOnce(t *testing.T) {
 // A 429 with Retry-After: 1 is asked again after a second, not after the
 // backoff's 10 ms.
 func TestRetryAfterHonoured(t *testing.T) {
+	t.Parallel()
 	var second atomic.Int64
 	start := time.Now()
 	url, hits := counted(t, func(n int64, w http.ResponseWriter, r *http.Request) {
@@ -79,6 +81,7 @@ func TestRetryAfterHonoured(t *testing.T) {
 
 // A Retry-After longer than MaxWait waits MaxWait.
 func TestRetryAfterCapped(t *testing.T) {
+	t.Parallel()
 	url, hits := counted(t, func(n int64, w http.ResponseWriter, r *http.Request) {
 		if n == 1 {
 			w.Header().Set("Retry-After", "3600")
@@ -100,6 +103,7 @@ func TestRetryAfterCapped(t *testing.T) {
 // A 500 on every request gives up after Attempts, within the time the
 // waits take, with an error naming the URL, the status and the count.
 func TestRetryPermanentFailure(t *testing.T) {
+	t.Parallel()
 	url, hits := counted(t, func(n int64, w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "broken", http.StatusInternalServerError)
 	})
@@ -124,6 +128,7 @@ func TestRetryPermanentFailure(t *testing.T) {
 
 // MaxTime bounds the retries whatever Attempts allows.
 func TestRetryMaxTime(t *testing.T) {
+	t.Parallel()
 	url, hits := counted(t, func(n int64, w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "broken", http.StatusBadGateway)
 	})
@@ -140,6 +145,7 @@ func TestRetryMaxTime(t *testing.T) {
 
 // A 404 (or 403, 410, 501) is asked once: it does not pass.
 func TestRetryNotOn4xx(t *testing.T) {
+	t.Parallel()
 	for _, code := range []int{http.StatusNotFound, http.StatusForbidden, http.StatusGone, http.StatusNotImplemented} {
 		url, hits := counted(t, func(n int64, w http.ResponseWriter, r *http.Request) { http.Error(w, "no", code) })
 		_, err := get(fast(Retry{Base: 10 * time.Millisecond}), t.Context(), url)
@@ -153,6 +159,7 @@ func TestRetryNotOn4xx(t *testing.T) {
 
 // 408 and 429 without Retry-After pass, like 5xx.
 func TestRetryOn408And429(t *testing.T) {
+	t.Parallel()
 	for _, code := range []int{http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusGatewayTimeout} {
 		url, hits := counted(t, func(n int64, w http.ResponseWriter, r *http.Request) {
 			if n == 1 {
@@ -169,6 +176,7 @@ func TestRetryOn408And429(t *testing.T) {
 
 // A connection reset before the response is tried again.
 func TestRetryConnectionReset(t *testing.T) {
+	t.Parallel()
 	url, hits := counted(t, func(n int64, w http.ResponseWriter, r *http.Request) {
 		if n == 1 {
 			c, _, err := w.(http.Hijacker).Hijack()
@@ -191,6 +199,7 @@ func TestRetryConnectionReset(t *testing.T) {
 // A host that refuses connections is not retried (mirrors are how a dead
 // host is worked around), nor is a cancelled wait waited out.
 func TestRetryNotOnRefusedOrCancelled(t *testing.T) {
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -218,6 +227,7 @@ func TestRetryNotOnRefusedOrCancelled(t *testing.T) {
 }
 
 func TestParseRetryAfter(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)
 	for v, want := range map[string]time.Duration{
 		"": 0, "1": time.Second, " 120 ": 2 * time.Minute, "-5": 0, "x": 0, "999999999999": 24 * time.Hour,
@@ -265,6 +275,7 @@ func cutting(t *testing.T, doc string, fields map[string]string, ranges bool) (u
 // A body reset half way is resumed where it broke, with Range and
 // If-Range naming the version, and reads whole.
 func TestRetryResumesBody(t *testing.T) {
+	t.Parallel()
 	doc := strings.Repeat("<url><loc>http://127.0.0.1/x</loc></url>\n", 4000)
 	url, hits, asked := cutting(t, doc, map[string]string{"ETag": `"v1"`}, true)
 	body, err := get(fast(Retry{Base: 10 * time.Millisecond}), t.Context(), url)
@@ -279,6 +290,7 @@ func TestRetryResumesBody(t *testing.T) {
 // Without a version to resume, or from a server that answers the whole
 // document again, the cut fails the read, naming the URL.
 func TestRetryNoResume(t *testing.T) {
+	t.Parallel()
 	doc := strings.Repeat("<url/>\n", 20000)
 	for _, c := range []struct {
 		name   string
@@ -304,6 +316,7 @@ func TestRetryNoResume(t *testing.T) {
 // the URL. Nor is a Last-Modified a version when the response was sent
 // within its second: the cut is not resumed.
 func TestRetryResumeOnlySameVersion(t *testing.T) {
+	t.Parallel()
 	doc := strings.Repeat("<url/>\n", 20000)
 	other := strings.Repeat("<URL/>\n", 20000)
 	for _, c := range []struct {

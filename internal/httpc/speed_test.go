@@ -31,6 +31,7 @@ func dripServer(t *testing.T, every time.Duration) string {
 // TestMinSpeedDocument: a document dripping 50 B/s fails Open's reader
 // within about the speed window, with a *SpeedError naming the URL.
 func TestMinSpeedDocument(t *testing.T) {
+	t.Parallel()
 	u := dripServer(t, 20*time.Millisecond)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
@@ -54,6 +55,7 @@ func TestMinSpeedDocument(t *testing.T) {
 // (busy between reads, as a list applied part by part is) is not a slow
 // server.
 func TestMinSpeedCountsOnlyReads(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Write(bytes.Repeat([]byte("f"), 64<<10))
 	}))
@@ -76,6 +78,7 @@ func TestMinSpeedCountsOnlyReads(t *testing.T) {
 // judged: transfer, which streams pieces that way, judges each mirror's
 // pace over all its connections itself.
 func TestMinSpeedNotOnRawDo(t *testing.T) {
+	t.Parallel()
 	u := dripServer(t, 20*time.Millisecond)
 	resp, err := paced().Get(u)
 	if err != nil {
@@ -93,6 +96,7 @@ func TestMinSpeedNotOnRawDo(t *testing.T) {
 // and storing its time) start the window; they are not judged over the
 // time since 1970, and the next window is judged from them.
 func TestPaceWindowNotStarted(t *testing.T) {
+	t.Parallel()
 	var p Pace
 	now := time.Now().UnixNano()
 	if err := p.Add("http://127.0.0.1:1/f.bin", 10, now, 1024, time.Second); err != nil {

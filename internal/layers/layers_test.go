@@ -12,6 +12,7 @@ const module = "github.com/rsdump/rsdump/"
 // TestLayers: no package imports one of a higher layer, none imports a
 // test helper, and every package of the module has its place.
 func TestLayers(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", module+"...").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
@@ -50,6 +51,7 @@ func TestLayers(t *testing.T) {
 // directly or not: verify checks and holds no download code (a caller
 // brings a pkgread.Opener), and unpack restores without verify's checks.
 func TestApart(t *testing.T) {
+	t.Parallel()
 	for pkg, never := range map[string][]string{
 		"verify": {"transfer", "transfer/pkgfetch", "unpack"},
 		"unpack": {"verify"},

@@ -51,6 +51,7 @@ var fine = []string{"pkg.zip", "a/b/c.zip", "log/.hidden", "~tmp", "é/ü.txt", 
 // hostile name for the same reason, with a message that names it, and
 // accepts the same ordinary names.
 func TestVerifyAndMetalinkAgree(t *testing.T) {
+	t.Parallel()
 	for _, c := range hostile {
 		var e *safepath.Error
 		if err := safepath.Check(c.name); !errors.As(err, &e) || e.Kind != c.kind || e.Name != c.name {

@@ -75,6 +75,7 @@ func reopen(t *testing.T, ctx context.Context, s Sink) Sink {
 // TestAppendDoesNotRewrite: on disk an append writes at the end of the
 // same file, never a new copy of the whole.
 func TestAppendDoesNotRewrite(t *testing.T) {
+	t.Parallel()
 	d, err := OpenDir(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

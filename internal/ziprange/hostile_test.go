@@ -61,6 +61,7 @@ func want(t *testing.T, data []byte) (map[string][]byte, []string) {
 // TestToZip64: the ZIP64 rewrite reads the same, its counts from the
 // ZIP64 end record.
 func TestToZip64(t *testing.T) {
+	t.Parallel()
 	data := toZip64(zipwBytes(t, smallFiles()))
 	d, err := ReadDir(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
@@ -77,6 +78,7 @@ func TestToZip64(t *testing.T) {
 // gives an error or the bytes of the archive unchanged, never other
 // bytes and never a panic.
 func TestFlips(t *testing.T) {
+	t.Parallel()
 	for name, data := range hostileArchives(t) {
 		orig, names := want(t, data)
 		errs := 0
@@ -105,6 +107,7 @@ func TestFlips(t *testing.T) {
 // TestTruncated: an archive cut at any length, or one whose reader ends
 // before the size given, is an error.
 func TestTruncated(t *testing.T) {
+	t.Parallel()
 	for name, data := range hostileArchives(t) {
 		_, names := want(t, data)
 		for n := range len(data) {
@@ -120,6 +123,7 @@ func TestTruncated(t *testing.T) {
 
 // TestLocatorAnywhere points the ZIP64 end locator at every offset.
 func TestLocatorAnywhere(t *testing.T) {
+	t.Parallel()
 	data := toZip64(zipwBytes(t, smallFiles()))
 	orig, names := want(t, data)
 	loc := len(data) - EndLen - End64LocLen
@@ -149,6 +153,7 @@ func offsets(n int) []uint64 {
 // TestLies: records that lie, one at a time, each an error naming the
 // entry and what is wrong.
 func TestLies(t *testing.T) {
+	t.Parallel()
 	files := smallFiles()
 	data := zipwBytes(t, files)
 	cd := int(u32(data[len(data)-6:]))
@@ -205,6 +210,7 @@ func TestLies(t *testing.T) {
 // TestWrongHint: a hint that places names anywhere, or nowhere, finds
 // them all the same.
 func TestWrongHint(t *testing.T) {
+	t.Parallel()
 	files := manifestFiles(6000)
 	data := zipwBytes(t, files)
 	d, err := ReadDir(bytes.NewReader(data), int64(len(data)))
@@ -237,6 +243,7 @@ func TestWrongHint(t *testing.T) {
 // after reading a little of its compressed data; no more than 1,001
 // inflated bytes are copied into the reader's buffer.
 func TestBomb(t *testing.T) {
+	t.Parallel()
 	files := []file{{"bomb", make([]byte, 64<<20), Deflate}, {"after", []byte("x"), Store}}
 	data := zipwBytes(t, files)
 	cd := int(u32(data[len(data)-6:]))
@@ -277,6 +284,7 @@ func TestBomb(t *testing.T) {
 // signature is read as archive/zip reads it: an error when that record's
 // own comment would run past the archive, an empty archive when not.
 func TestCommentWithEnd(t *testing.T) {
+	t.Parallel()
 	for _, fakeComment := range []uint16{1000, 0} {
 		data := zipwBytes(t, smallFiles())
 		fake := binary.LittleEndian.AppendUint32(nil, SigEnd)

@@ -78,6 +78,7 @@ func fetchOne(t *testing.T, s *ziptest.Sparse, manifest []string, i int) int64 {
 // span. Reading a span of a stored entry (Span) takes one request of that
 // span's bytes, with its local header read once before.
 func TestOpenOneRequest(t *testing.T) {
+	t.Parallel()
 	s, manifest := sparsePackage(t, 50, 100<<10)
 	srv, m := mirrortest.Server(io.NewSectionReader(s, 0, s.Size()), s.Size(), "p.zip")
 	defer srv.Close()

@@ -29,6 +29,7 @@ var (
 // TestZipw: archives internal/zipw writes, small (read whole) and with a
 // directory of 1.3 MB (searched), both read as archive/zip reads them.
 func TestZipw(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int{0, 10, 12000} {
 		data := zipwBytes(t, manifestFiles(n))
 		for hname, hint := range map[string]func([]string) Order{"in order": inOrder, "sorted": sorted, "none": none} {
@@ -42,6 +43,7 @@ func TestZipw(t *testing.T) {
 // TestZipwZip64Entries: 70,000 entries, so the end records are ZIP64
 // (the plain count saturates at 65,535) and the directory is 6 MB.
 func TestZipwZip64Entries(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("skipping 70,000-entry archive in -short mode")
 	}
@@ -65,6 +67,7 @@ func TestZipwZip64Entries(t *testing.T) {
 // local headers lie past 4 GiB, so that sizes and offsets come from ZIP64
 // extra fields, in an archive of zeros held sparse.
 func TestZipwZip64Offsets(t *testing.T) {
+	t.Parallel()
 	racetest.SkipLarge(t, "a 4.5 GiB ZIP64 archive")
 	const big = 4<<30 + 512<<20
 	var s ziptest.Sparse
@@ -106,6 +109,7 @@ func TestZipwZip64Offsets(t *testing.T) {
 // packages so): a comment, a directory entry, a forced ZIP64 entry, and
 // one of 4,000 entries whose directory is searched.
 func TestPython(t *testing.T) {
+	t.Parallel()
 	const script = `import sys, zipfile
 with zipfile.ZipFile(sys.argv[1], 'w') as z:
     z.comment = b'written by zipfile ' * 10
@@ -134,6 +138,7 @@ with zipfile.ZipFile(sys.argv[1], 'w') as z:
 // directory entries, a long comment, an entry streamed from stdin (ZIP64
 // local header), and 3,000 entries listed in the order zip met them.
 func TestInfoZip(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeTree(t, dir, 3000)
 	tool(t, dir, "zip", "-q", "-r", "z.zip", "tree")
@@ -154,6 +159,7 @@ func TestInfoZip(t *testing.T) {
 // off; without a hint, or with a wrong one, the whole directory is read
 // once and the entry still found.
 func TestBytesRead(t *testing.T) {
+	t.Parallel()
 	files := manifestFiles(10000)
 	data := zipwBytes(t, files)
 	manifest := names(files[:len(files)-1])
@@ -217,6 +223,7 @@ func TestBytesRead(t *testing.T) {
 // TestFindMany: more names than windows can search read the directory
 // once; a name missing is an error naming it, and the others are found.
 func TestFindMany(t *testing.T) {
+	t.Parallel()
 	files := manifestFiles(10000)
 	data := zipwBytes(t, files)
 	c := &counter{ra: bytes.NewReader(data)}
@@ -252,6 +259,7 @@ func TestFindMany(t *testing.T) {
 // by what parses as a record with no name, extra field or comment, do
 // not throw the search off the records.
 func TestResync(t *testing.T) {
+	t.Parallel()
 	files := manifestFiles(8000)
 	for i := range files {
 		files[i].name = fmt.Sprintf("resources/%0*d/PK\x01\x02%s/file.txt", 5+i%13, i, strings.Repeat("\x00", 42))
@@ -280,6 +288,7 @@ func TestResync(t *testing.T) {
 // TestRangesFetch: the target, through transfer.Ranges over HTTP:
 // repairing one 100 KB file of a 1 GiB package fetches well under 1 MiB.
 func TestRangesFetch(t *testing.T) {
+	t.Parallel()
 	racetest.SkipLarge(t, "a 1 GiB package")
 	const n, size = 10000, 100 << 10
 	s, manifest := sparsePackage(t, n, size)
@@ -305,6 +314,7 @@ func (r eofAtEnd) ReadAt(p []byte, off int64) (int, error) {
 // TestEOFAtEnd: a reader that says io.EOF with the archive's last bytes
 // reads the same.
 func TestEOFAtEnd(t *testing.T) {
+	t.Parallel()
 	data := zipwBytes(t, smallFiles())
 	checkAgainst(t, eofAtEnd{data}, int64(len(data)), inOrder, 1)
 }
@@ -313,6 +323,7 @@ func TestEOFAtEnd(t *testing.T) {
 // no comment (a writer's zero padding) is found as long as archive/zip
 // finds it, in the archive's last 65 KiB, and not further back.
 func TestEndWhereArchiveZipFindsIt(t *testing.T) {
+	t.Parallel()
 	data := zipwBytes(t, smallFiles())
 	for _, c := range []struct {
 		pad   int

@@ -45,6 +45,7 @@ func checkTools(t *testing.T, b []byte) {
 // larger than it, which goes straight to the underlying writer after the
 // buffered local header, and reads both back.
 func TestWriteRawBytes(t *testing.T) {
+	t.Parallel()
 	small := []byte("small, through the buffer")
 	large := make([]byte, 3<<20)
 	for i := range large {
@@ -89,6 +90,7 @@ func TestWriteRawBytes(t *testing.T) {
 // TestEntryWriterCounters checks CRC32 and CompressedSize against what
 // archive/zip reads back, for a deflated and a stored entry.
 func TestEntryWriterCounters(t *testing.T) {
+	t.Parallel()
 	data := bytes.Repeat([]byte("counted "), 4096)
 	var out bytes.Buffer
 	w := NewWriter(&out, 6)
@@ -137,6 +139,7 @@ func TestEntryWriterCounters(t *testing.T) {
 // them (APPNOTE 4.3.9.2), which a streaming reader (bsdtar from a pipe)
 // depends on to find the next entry.
 func TestStreamedDescriptor(t *testing.T) {
+	t.Parallel()
 	threshold := int64(u32max - u32max/64)
 	data := bytes.Repeat([]byte("streamed "), 3000)
 	for _, hint := range []int64{0, threshold - 1, threshold, 5 << 30} {
@@ -255,6 +258,7 @@ func zip64Fields(extra []byte) (fields []uint64, ok bool) {
 // a slot did not overflow). The entries are recorded without their data,
 // so archive/zip reads the directory only.
 func TestZip64CentralBoundaries(t *testing.T) {
+	t.Parallel()
 	vals := []int64{u32max - 1, u32max, u32max + 1}
 	small := int64(100)
 	type c struct{ csize, usize, offset int64 }
@@ -330,6 +334,7 @@ func endRecords(t *testing.T, b []byte) (end [3]uint64, end64 *[3]uint64) {
 // end record's count means "see the ZIP64 end record" (APPNOTE 4.4.1.4),
 // so 65,535 entries need one, and 65,534 must not have one.
 func TestEndRecordEntryCount(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int{u16max - 1, u16max} {
 		var out bytes.Buffer
 		w := NewWriter(&out, 1)
@@ -363,6 +368,7 @@ func TestEndRecordEntryCount(t *testing.T) {
 // TestEndRecordDirectoryOffset places the central directory at, below and
 // past offset 2³²-1: its offset needs the ZIP64 end record from 2³²-1 on.
 func TestEndRecordDirectoryOffset(t *testing.T) {
+	t.Parallel()
 	for _, start := range []int64{u32max - 1, u32max, u32max + 1, 5 << 30} {
 		var out bytes.Buffer
 		w := NewWriter(&out, 1)
@@ -393,6 +399,7 @@ func TestEndRecordDirectoryOffset(t *testing.T) {
 // field) with every way of writing an entry, and refuses the empty name
 // and 65,536 bytes without writing anything.
 func TestNameLength(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("n", u16max)
 	create := map[string]func(w *Writer, name string) error{
 		"WriteRaw": func(w *Writer, name string) error {
@@ -452,6 +459,7 @@ func TestNameLength(t *testing.T) {
 // TestDates checks the DOS date clamped to its range (1980 to 2107) and
 // the exact "UT" timestamp written for times from 1970 to 2106.
 func TestDates(t *testing.T) {
+	t.Parallel()
 	utc := func(y int, m time.Month, d, h, min, s int) time.Time {
 		return time.Date(y, m, d, h, min, s, 0, time.UTC)
 	}
@@ -486,6 +494,7 @@ func TestDates(t *testing.T) {
 // open entry, a second Close, CreateStored of a deflated entry, and any
 // entry after Close.
 func TestMisuse(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	w := NewWriter(&out, 1)
 	if _, err := w.CreateStored(Header{Name: "d", Method: Deflate}, 0, 0); err == nil {
@@ -594,6 +603,7 @@ func writeArchive(sink io.Writer) error {
 // and stored streams, the central directory and the end record): whatever
 // call meets the failure, the archive is never reported written.
 func TestFailingSink(t *testing.T) {
+	t.Parallel()
 	var full bytes.Buffer
 	if err := writeArchive(&full); err != nil {
 		t.Fatal(err)
@@ -623,6 +633,7 @@ func TestFailingSink(t *testing.T) {
 // TestWriteRawShortData gives WriteRaw less data than announced, or a
 // failing reader: the error names the entry and the entry is not recorded.
 func TestWriteRawShortData(t *testing.T) {
+	t.Parallel()
 	readErr := errors.New("source failed")
 	for _, c := range []struct {
 		data io.Reader
@@ -645,6 +656,7 @@ func TestWriteRawShortData(t *testing.T) {
 // TestTooLarge streams more than 4 GiB into an entry announced small: its
 // local header has no ZIP64 field, so Close must refuse it.
 func TestTooLarge(t *testing.T) {
+	t.Parallel()
 	racetest.SkipLarge(t, "a 4 GiB deflated stream")
 	w := NewWriter(io.Discard, 1)
 	ew, err := w.Create(Header{Name: "grew", Method: Deflate}, 1<<20)

@@ -14,6 +14,7 @@ import (
 // through the real write path followed by a small entry past 4 GiB, and
 // reads both back with archive/zip, CRC included.
 func TestZip64Sparse(t *testing.T) {
+	t.Parallel()
 	racetest.SkipLarge(t, "ZIP64 round trips of 4 GiB and more")
 	for _, size := range []int64{u32max - 1, u32max, 4<<30 + 512<<20} {
 		var sink ziptest.Sparse

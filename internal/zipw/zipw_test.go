@@ -33,6 +33,7 @@ func readAll(t *testing.T, f *zip.File) []byte {
 }
 
 func TestRoundTrip(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	w := NewWriter(&out, 6)
 	raw := []byte("raw stored bytes")
@@ -100,6 +101,7 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestRollback(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	w := NewWriter(&out, 1)
 	write := func(name, data string) {
@@ -143,6 +145,7 @@ func TestRollback(t *testing.T) {
 }
 
 func TestErrors(t *testing.T) {
+	t.Parallel()
 	w := NewWriter(io.Discard, 1)
 	if _, err := w.Create(Header{Name: "", Method: Deflate}, 0); err == nil {
 		t.Error("empty name accepted")
@@ -181,6 +184,7 @@ func TestErrors(t *testing.T) {
 }
 
 func TestOver65kEntries(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("skipping 70,000-entry archive in -short mode")
 	}
@@ -212,6 +216,7 @@ func TestOver65kEntries(t *testing.T) {
 // and a raw entry placed past the 4 GiB offset, then has every reader a
 // user might have test it.
 func TestZip64Large(t *testing.T) {
+	t.Parallel()
 	racetest.SkipLarge(t, "a 4 GiB archive")
 	path := filepath.Join(t.TempDir(), "big.zip")
 	f, err := os.Create(path)

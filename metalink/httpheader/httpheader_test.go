@@ -14,6 +14,7 @@ import (
 // What the server formats, the client parses back the same: links with
 // every parameter, several per field and several fields, and digests.
 func TestRoundTrip(t *testing.T) {
+	t.Parallel()
 	links := []Link{
 		{URL: "http://127.0.0.1:8081/dump/resourcedump-00001.zip", Rel: []string{RelDuplicate}, Pri: 2, Geo: "de", Pref: true},
 		{URL: "http://127.0.0.1:8082/d%20x/resourcedump-00001.zip", Rel: []string{RelDuplicate}, Pri: 999999},
@@ -54,6 +55,7 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestDigestRefuses(t *testing.T) {
+	t.Parallel()
 	for _, tc := range [][2]string{{"sha-256", "abc"}, {"sha-256", strings.Repeat("zz", 32)}, {"blake3", strings.Repeat("00", 32)}, {"crc32", "00000000"}} {
 		if v, err := Digest(tc[0], tc[1]); err == nil {
 			t.Errorf("Digest(%s, %s) = %q, want an error", tc[0], tc[1], v)
@@ -62,6 +64,7 @@ func TestDigestRefuses(t *testing.T) {
 }
 
 func TestParseLinks(t *testing.T) {
+	t.Parallel()
 	ls := ParseLinks([]string{`<http://a/x>; rel=duplicate; pri=1; pref, <ftp://b/x>; rel=duplicate`, `</y.meta4>; rel="describedby"; type="application/metalink4+xml"`, `<http://c/, x>; rel=duplicate`}, "http://o/dir/x")
 	if len(ls) != 3 || !ls[0].Pref || ls[0].Pri != 1 || ls[1].URL != "http://o/y.meta4" || ls[1].Type != "application/metalink4+xml" || !ls[1].Has(RelDescribedBy) {
 		t.Fatalf("%+v", ls)
@@ -72,6 +75,7 @@ func TestParseLinks(t *testing.T) {
 }
 
 func TestParseDigest(t *testing.T) {
+	t.Parallel()
 	alg, v := ParseDigest([]string{"MD5=abc, SHA-256=" + base64.StdEncoding.EncodeToString(make([]byte, 32))})
 	if alg != "sha-256" || v != strings.Repeat("0", 64) {
 		t.Fatalf("digest %s %s", alg, v)
@@ -85,6 +89,7 @@ func TestParseDigest(t *testing.T) {
 // The strongest digest given is kept, names in any case; one of the wrong
 // length is ignored.
 func TestParseDigestStrongest(t *testing.T) {
+	t.Parallel()
 	data := []byte("abc")
 	s256, s384 := sha256.Sum256(data), sha512.Sum384(data)
 	b64 := base64.StdEncoding.EncodeToString
