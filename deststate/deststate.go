@@ -470,7 +470,7 @@ func (d *Dir) CloseUnused() {
 // Close releases the lock and the tree.
 func (d *Dir) Close() {
 	if d.lock != nil {
-		d.lock.Close() // releases the flock
+		releaseLock(d.lock)
 		d.lock = nil
 	}
 	if d.root != nil {

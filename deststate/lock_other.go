@@ -18,3 +18,5 @@ func takeLock(root *os.Root, name, command string, _ bool) (*os.File, error) {
 	}
 	return f, nil
 }
+
+func releaseLock(f *os.File) { f.Close() }

@@ -40,3 +40,14 @@ func takeLock(root *os.Root, name, command string, shared bool) (*os.File, error
 	}
 	return f, nil
 }
+
+// releaseLock releases the lock and closes f. The lock is released
+// explicitly, not by the close alone: flock belongs to the open file, and
+// a process this one starts at that moment holds a copy of it between its
+// fork and its exec (the descriptor is close-on-exec, not close-on-fork),
+// which would keep the tree locked, "in use by" this very process, for a
+// next run that opens it then.
+func releaseLock(f *os.File) {
+	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	f.Close()
+}

@@ -151,7 +151,7 @@ func (d *download) run(ctx context.Context) (err error) {
 		}
 		defer func() {
 			if d.part != nil {
-				d.part.Close()
+				closePart(d.part)
 			}
 		}()
 	}
@@ -370,7 +370,7 @@ func (d *download) hashMismatch(sum string) error {
 		err = fmt.Errorf("%w (%d bytes came from %s, which no piece hash can check; it is removed, to fetch the whole file again)",
 			err, d.res.Resumed, d.partPath)
 	}
-	d.part.Close()
+	closePart(d.part)
 	d.part = nil
 	d.root.Remove(d.relPart())
 	return err

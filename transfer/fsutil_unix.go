@@ -22,6 +22,15 @@ func lockPart(f *os.File) error {
 	return err
 }
 
+// closePart releases the lock on f and closes it: explicitly, since a
+// program started at that moment holds a copy of the descriptor between
+// its fork and its exec, and flock belongs to the open file (see
+// deststate's releaseLock).
+func closePart(f *os.File) {
+	unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	f.Close()
+}
+
 // isHole reports whether [off, end) holds no data (never written), so a
 // rehash can skip it.
 func isHole(f *os.File, off, end int64) bool {
