@@ -133,8 +133,10 @@ func TestServerTimeouts(t *testing.T) {
 // A download much longer than the write timeout (and the read timeout)
 // goes through whole while the client keeps reading, slowly; one whose
 // client stops reading is cut off.
+//
+// Not parallel: it holds the client to a pace, which a test beside it
+// on the same cores may starve (it did under -race).
 func TestSlowDownload(t *testing.T) {
-	t.Parallel()
 	src := t.TempDir()
 	data := bigFile(t, src, 8<<20)
 	// A WriteChunk takes the client about 60 ms, a twentieth of Write: a
