@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -52,4 +53,60 @@ func TestServeH2C(t *testing.T) {
 			t.Errorf("the HTTP/1.1 answer's Alt-Svc is %q", alt)
 		}
 	}
+}
+
+// Behind a TCP relay (a published container port, a tunnel, the
+// benchmarks' wan), h2c is announced at the port the client asked, and
+// the client's next requests go through the relay as HTTP/2 streams.
+func TestServeH2CBehindRelay(t *testing.T) {
+	t.Parallel()
+	tr := smallTree(t, 4, 300)
+	addr, _ := serveCounted(t, tr.h, false)
+	relay := tcpRelay(t, addr)
+	c := httpc.New(httpc.Options{})
+	defer c.CloseIdleConnections()
+	for i, name := range tr.names {
+		resp, err := c.Get("http://" + relay + "/res/" + name)
+		if err != nil {
+			t.Fatalf("GET %d: %v", i, err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || !bytes.Equal(b, tr.data[name]) {
+			t.Fatalf("GET %d: %d bytes, %v", i, len(b), err)
+		}
+		if alt := resp.Header.Get("Alt-Svc"); i == 0 && alt != `h2c=":`+relay[len("127.0.0.1:"):]+`"` {
+			t.Errorf("through the relay, Alt-Svc is %q", alt)
+		}
+		if want := map[bool]int{true: 1, false: 2}[i == 0]; resp.ProtoMajor != want {
+			t.Errorf("GET %d: %s, want HTTP/%d", i, resp.Proto, want)
+		}
+	}
+}
+
+// tcpRelay listens on a loopback port of its own and copies each
+// connection's bytes to and from to.
+func tcpRelay(t *testing.T, to string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			out, err := net.Dial("tcp", to)
+			if err != nil {
+				in.Close()
+				continue
+			}
+			go func() { io.Copy(out, in); out.Close() }()
+			go func() { io.Copy(in, out); in.Close() }()
+		}
+	}()
+	return ln.Addr().String()
 }

@@ -40,14 +40,14 @@ const WriteChunk = 128 << 10
 // NewServer returns an http.Server for h with the timeouts t. It speaks
 // HTTP/1.1 and, on plain connections, HTTP/2 with prior knowledge (h2c,
 // RFC 9113 3.3), which it announces on each HTTP/1.1 answer with
-// "Alt-Svc: h2c=":PORT"" (PORT the one the request came in on), so that
-// rsdump's client (httpc) sends the next requests as streams of one
+// "Alt-Svc: h2c=":PORT"" (PORT the one the client asked, altPort), so
+// that rsdump's client (httpc) sends the next requests as streams of one
 // connection. A client that does not know the field ignores it.
 func NewServer(h http.Handler, t Timeouts) *http.Server {
 	t = t.withDefaults()
 	paced := func(w http.ResponseWriter, r *http.Request) {
 		if r.ProtoMajor == 1 && r.TLS == nil {
-			if port := localPort(r); port != "" {
+			if port := altPort(r); port != "" {
 				w.Header().Set("Alt-Svc", `h2c=":`+port+`"`)
 			}
 		}
@@ -64,6 +64,19 @@ func NewServer(h http.Handler, t Timeouts) *http.Server {
 		IdleTimeout:       t.Idle,
 		Protocols:         &protos,
 	}
+}
+
+// altPort is the port h2c is announced at: the one the client asked, in
+// the Host field, which is not the one serve listens on behind a port
+// map or a TCP relay (a container's published port, a tunnel); else the
+// port of the address the request came in on; "" when unknown. An HTTP
+// proxy in front that passes the field on to a client costs that client
+// one failed h2c attempt (httpc then speaks HTTP/1.1 to it).
+func altPort(r *http.Request) string {
+	if _, port, err := net.SplitHostPort(r.Host); err == nil && port != "" {
+		return port
+	}
+	return localPort(r)
 }
 
 // localPort is the port of the address a request came in on; "" when
