@@ -241,7 +241,14 @@ func hangingSubscribers(t *testing.T, f *fixture, topic string, n int) *atomic.I
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { close(release) })
 	for i := range n {
-		if e := f.subscribe(url.Values{"hub.topic": {topic}, "hub.callback": {fmt.Sprintf("%s/hang%d", srv.URL, i)}}); e.Kind != Subscribed {
+		// A verification that outlasts a short Timeout on a loaded
+		// machine (-race, other tests) is tried again, as a subscriber
+		// would: what is tested is the deliveries.
+		e := f.subscribe(url.Values{"hub.topic": {topic}, "hub.callback": {fmt.Sprintf("%s/hang%d", srv.URL, i)}})
+		for try := 1; e.Kind != Subscribed && try < 5; try++ {
+			e = f.subscribe(url.Values{"hub.topic": {topic}, "hub.callback": {fmt.Sprintf("%s/hang%d", srv.URL, i)}})
+		}
+		if e.Kind != Subscribed {
 			t.Fatalf("event %v (%v)", e.Kind, e.Err)
 		}
 	}
@@ -253,8 +260,10 @@ func hangingSubscribers(t *testing.T, f *fixture, topic string, n int) *atomic.I
 // hub's defaults; with a pool of 16 workers, once they have failed (and
 // while they are retried) they hold at most a quarter of it, and the
 // honest one's next deliveries go at once.
+//
+// Not parallel: its bounds are times, which a test beside it on the same
+// cores stretches.
 func TestSlowSubscribersDoNotStarve(t *testing.T) {
-	t.Parallel()
 	for _, o := range []Options{{Timeout: DefaultTimeout}, {Deliveries: 16, Timeout: 200 * time.Millisecond, Attempts: 3, RetryWait: 50 * time.Millisecond}} {
 		t.Run(fmt.Sprintf("%d workers", max(o.Deliveries, DefaultDeliveries*btoi(o.Deliveries == 0))), func(t *testing.T) {
 			f := newFixture(t, o)
