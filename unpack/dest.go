@@ -51,11 +51,21 @@ func openDest(dir string, opts Options) (*dest, error) {
 	return d, nil
 }
 
-func (d *dest) close() {
+func (d *dest) close() { d.closeAfter(nil) }
+
+// closeAfter is close at the end of a run that ended with err: a run that
+// failed having written nothing in the tree (a refused first run) takes
+// away what opening it made (deststate.Dir.CloseUnused), so that the
+// Destination is left as it was found.
+func (d *dest) closeAfter(err error) {
 	if d.sync != nil {
 		d.sync.stop()
 	}
-	if d.own {
+	switch {
+	case !d.own:
+	case err != nil:
+		d.st.CloseUnused()
+	default:
 		d.st.Close()
 	}
 }

@@ -163,12 +163,12 @@ func Unpack(ctx context.Context, source, dir string, opts Options) (*Result, err
 }
 
 // UnpackAll is Unpack of several sources in turn, into one dir.
-func UnpackAll(ctx context.Context, sources []string, dir string, opts Options) (*Result, error) {
+func UnpackAll(ctx context.Context, sources []string, dir string, opts Options) (_ *Result, err error) {
 	u, err := start(dir, opts)
 	if err != nil {
 		return nil, err
 	}
-	defer u.dest.close()
+	defer func() { u.dest.closeAfter(err) }()
 	defer u.endRebase()
 	if ctx, err = u.pinned(ctx); err != nil {
 		return nil, err

@@ -405,7 +405,11 @@ func TestTrustedGetAndUnpack(t *testing.T) {
 	rsdumpOK(t, "unpack", got, "--base-url", s.srv.URL+"/res/", "--dest", dst, "--trust", key.Public)
 	sameTree(t, "unpack of get's copy", s.src, dst)
 	refused(t, []string{"not authenticated", key.Fingerprint}, "verify", got, "--trust", other.Public)
-	refused(t, []string{"resourcedump-00001.zip", "cannot be authenticated"}, "unpack", filepath.Join(got, "resourcedump-00001.zip"), "--base-url", s.srv.URL+"/res/", "--dest", t.TempDir(), "--trust", key.Public)
+	fresh := t.TempDir()
+	refused(t, []string{"resourcedump-00001.zip", "cannot be authenticated"}, "unpack", filepath.Join(got, "resourcedump-00001.zip"), "--base-url", s.srv.URL+"/res/", "--dest", fresh, "--trust", key.Public)
+	if left, _ := os.ReadDir(fresh); len(left) != 0 {
+		t.Errorf("a refused unpack into an empty directory left %v", left)
+	}
 
 	refused(t, []string{"resourcedump-00001.zip", "cannot be authenticated"}, "get", s.url()+"resourcedump-00001.zip", "-o", t.TempDir(), "--trust", key.Public)
 
