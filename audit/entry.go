@@ -11,6 +11,7 @@ import (
 
 	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/internal/extsort"
+	"github.com/rsdump/rsdump/internal/unixnano"
 )
 
 // entry is a file rsdump owns as a run sees it: its written-log record,
@@ -51,10 +52,10 @@ var entryCodec = extsort.Codec[entry]{
 		b = extsort.AppendString(b, e.Path)
 		b = extsort.AppendString(b, e.Hash)
 		b = binary.AppendVarint(b, e.Length)
-		b = binary.AppendVarint(b, unixNano(e.Mtime))
+		b = binary.AppendVarint(b, unixnano.Of(e.Mtime))
 		b = binary.AppendVarint(b, e.Seen)
 		b = binary.AppendVarint(b, e.Run)
-		b = binary.AppendVarint(b, unixNano(e.At))
+		b = binary.AppendVarint(b, unixnano.Of(e.At))
 		flags := byte(0)
 		if e.Failed {
 			flags |= 1
@@ -82,27 +83,13 @@ func readEntry(r *bufio.Reader) (entry, error) {
 			return e, extsort.NoEOF(err)
 		}
 	}
-	e.Length, e.Mtime, e.Seen, e.Run, e.At = ints[0], fromNano(ints[1]), ints[2], ints[3], fromNano(ints[4])
+	e.Length, e.Mtime, e.Seen, e.Run, e.At = ints[0], unixnano.Time(ints[1]), ints[2], ints[3], unixnano.Time(ints[4])
 	flags, err := r.ReadByte()
 	if err != nil {
 		return e, extsort.NoEOF(err)
 	}
 	e.Failed, e.Present = flags&1 != 0, flags&2 != 0
 	return e, nil
-}
-
-func unixNano(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
-
-func fromNano(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n).UTC()
 }
 
 func byPath(a, b *entry) int { return strings.Compare(a.Path, b.Path) }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/internal/atomic"
+	"github.com/rsdump/rsdump/internal/flock"
 )
 
 // DirName is the directory inside the tree that holds the state; the
@@ -470,7 +471,7 @@ func (d *Dir) CloseUnused() {
 // Close releases the lock and the tree.
 func (d *Dir) Close() {
 	if d.lock != nil {
-		releaseLock(d.lock)
+		flock.Close(d.lock)
 		d.lock = nil
 	}
 	if d.root != nil {

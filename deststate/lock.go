@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/rsdump/rsdump/internal/flock"
 )
 
 // ErrLocked is a tree another run holds.
@@ -26,6 +28,30 @@ func (e *LockedError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrLocked) hold.
 func (e *LockedError) Unwrap() error { return ErrLocked }
+
+// takeLock takes an advisory lock on name, so that two runs never stage
+// into, or apply changes to, the same tree at once, and writes into it
+// who holds it. A worker of a sharded restore (shared) takes it shared:
+// workers run together, and no other run while any does.
+func takeLock(root *os.Root, name, command string, shared bool) (*os.File, error) {
+	f, err := root.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	err = flock.Try(f, shared)
+	if errors.Is(err, flock.ErrHeld) {
+		defer f.Close()
+		return nil, busy(f)
+	}
+	if err == nil {
+		err = writeHolder(f, command)
+	}
+	if err != nil {
+		flock.Close(f)
+		return nil, err
+	}
+	return f, nil
+}
 
 // writeHolder records in the lock file the run that holds it.
 func writeHolder(f *os.File, command string) error {

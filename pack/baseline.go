@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rsdump/rsdump/internal/unixnano"
 	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/resourcesync"
 )
@@ -183,7 +184,7 @@ func (c *collector) add(doc string, u resourcesync.URL) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", doc, err)
 	}
-	r := record{Rel: rel, Mtime: nanos(u.Lastmod), Size: -1}
+	r := record{Rel: rel, Mtime: unixnano.Of(u.Lastmod), Size: -1}
 	if u.MD != nil {
 		r.Hash, r.Type, r.Change = u.MD.Hash, u.MD.Type, u.MD.Change
 		if u.MD.Length != nil {

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/rsdump/rsdump/internal/unixnano"
 )
 
 // BenchmarkPackDir packs the directory named by RSDUMP_BENCH_SRC (store,
@@ -45,7 +47,7 @@ func BenchmarkChangeJoin1M(b *testing.B) {
 		b.Fatal(err)
 	}
 	for i := range n {
-		if err := sw.add(record{Rel: rel(i), Size: 4096, Mtime: nanos(hour(-1)), Hash: "sha-256:" + strings.Repeat("0", 64), Type: "application/octet-stream"}); err != nil {
+		if err := sw.add(record{Rel: rel(i), Size: 4096, Mtime: unixnano.Of(hour(-1)), Hash: "sha-256:" + strings.Repeat("0", 64), Type: "application/octet-stream"}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -63,7 +65,7 @@ func BenchmarkChangeJoin1M(b *testing.B) {
 		r := &run{opts: &o, dir: dir, out: dirOutput(b, dir), src: dir, at: hour(1), chg: &changeRun{base: &baseline{src: s, time: hour(0)}}}
 		changes := newSorter(dir, byTime)
 		f, _ := os.CreateTemp(dir, ".rsdump-walk-*.tmp")
-		d := &differ{r: r, base: s, state: newRecWriter(f), changes: changes, from: nanos(hour(0)), at: nanos(hour(1))}
+		d := &differ{r: r, base: s, state: newRecWriter(f), changes: changes, from: unixnano.Of(hour(0)), at: unixnano.Of(hour(1))}
 		if err := d.advance(); err != nil {
 			b.Fatal(err)
 		}

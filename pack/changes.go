@@ -12,6 +12,7 @@ import (
 
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/digest"
+	"github.com/rsdump/rsdump/internal/unixnano"
 	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/resourcesync"
 )
@@ -228,7 +229,7 @@ func (r *run) planChanges(ctx context.Context, emit func(planned) error) error {
 
 func (r *run) changeItem(rec record) item {
 	it := item{rel: rec.Rel, abs: filepath.Join(r.src, filepath.FromSlash(rec.Rel)), size: rec.Size,
-		mtime: fromNanos(rec.Mtime), mode: fs.FileMode(rec.Mode), change: rec.Change, datetime: fromNanos(rec.Datetime)}
+		mtime: unixnano.Time(rec.Mtime), mode: fs.FileMode(rec.Mode), change: rec.Change, datetime: unixnano.Time(rec.Datetime)}
 	if rec.Change == resourcesync.ChangeDeleted {
 		it.oldHash = rec.Hash
 	}
@@ -262,7 +263,7 @@ func (r *run) diff(ctx context.Context, changes *sorter) error {
 	defer f.Close()
 	r.chg.sparse = r.chg.takesDelta(r.opts) && r.chg.old != nil
 	d := &differ{r: r, base: r.chg.base.src, state: newRecWriter(f), changes: changes,
-		from: nanos(r.chg.base.time), at: nanos(r.at), sparse: r.chg.sparse}
+		from: unixnano.Of(r.chg.base.time), at: unixnano.Of(r.at), sparse: r.chg.sparse}
 	if err := d.advance(); err != nil {
 		return err
 	}
@@ -333,7 +334,7 @@ func (d *differ) deleted() error {
 // compare records an unchanged file as the baseline has it, its n-th;
 // n goes in Seq (see feedList) when the record is the baseline's.
 func (d *differ) compare(old record, n int64, it item) error {
-	same := old.Size == it.size && old.Mtime == nanos(it.mtime)
+	same := old.Size == it.size && old.Mtime == unixnano.Of(it.mtime)
 	if d.r.opts.Checksum {
 		var err error
 		if same, err = sameContent(d.r.src, old, it); err != nil {
@@ -343,7 +344,7 @@ func (d *differ) compare(old record, n int64, it item) error {
 	if !same {
 		return d.changed(old, it, resourcesync.ChangeUpdated)
 	}
-	rec := record{Rel: it.rel, Size: it.size, Mtime: nanos(it.mtime), Hash: old.Hash, Type: old.Type}
+	rec := record{Rel: it.rel, Size: it.size, Mtime: unixnano.Of(it.mtime), Hash: old.Hash, Type: old.Type}
 	if rec.Size == old.Size && rec.Mtime == old.Mtime {
 		rec.Seq = n // not so when --checksum found a file touched
 		if d.sparse {
@@ -385,7 +386,7 @@ func (d *differ) changed(old record, it item, change string) error {
 	} else {
 		d.r.chg.found[1]++
 	}
-	mt := nanos(it.mtime)
+	mt := unixnano.Of(it.mtime)
 	when := mt
 	if when <= d.from || when > d.at {
 		// The file's time is not in the interval the run covers (copied

@@ -16,6 +16,7 @@ import (
 	"github.com/rsdump/rsdump/deststate"
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/sharedtest"
+	"github.com/rsdump/rsdump/internal/unixnano"
 	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/resourcesync"
@@ -398,7 +399,7 @@ func writeList(t *testing.T, out string) string {
 		if !ok {
 			break
 		}
-		urls = append(urls, resourcesync.URL{Loc: resourcesync.LocFor(chgBase, r.Rel), Lastmod: fromNanos(r.Mtime),
+		urls = append(urls, resourcesync.URL{Loc: resourcesync.LocFor(chgBase, r.Rel), Lastmod: unixnano.Time(r.Mtime),
 			MD: &resourcesync.MD{Hash: r.Hash, Length: resourcesync.Int64(r.Size)}})
 	}
 	path := filepath.Join(out, "list.xml")

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rsdump/rsdump/internal/unixnano"
 	"github.com/rsdump/rsdump/layout"
 	"github.com/rsdump/rsdump/resourcesync"
 )
@@ -326,7 +327,7 @@ func stateEntry(o *Options, rec record, b *entryMD) resourcesync.URL {
 		b.length = rec.Size
 		b.md.Length = &b.length
 	}
-	return resourcesync.URL{Loc: resourcesync.LocFor(o.BaseURL, rec.Rel), Lastmod: fromNanos(rec.Mtime), MD: &b.md}
+	return resourcesync.URL{Loc: resourcesync.LocFor(o.BaseURL, rec.Rel), Lastmod: unixnano.Time(rec.Mtime), MD: &b.md}
 }
 
 func (r *run) stateKind() string {
@@ -599,7 +600,7 @@ func (r *run) recordOf(manifest string, u resourcesync.URL) (record, error) {
 	if err != nil {
 		return record{}, fmt.Errorf("%s: %w", manifest, err)
 	}
-	rec := record{Rel: rel, Mtime: nanos(u.Lastmod), Hash: u.MD.Hash, Type: u.MD.Type, Size: -1}
+	rec := record{Rel: rel, Mtime: unixnano.Of(u.Lastmod), Hash: u.MD.Hash, Type: u.MD.Type, Size: -1}
 	if u.MD.Length != nil {
 		rec.Size = *u.MD.Length
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/internal/digest"
+	"github.com/rsdump/rsdump/internal/unixnano"
 	"github.com/rsdump/rsdump/resourcesync"
 )
 
@@ -162,10 +163,10 @@ func manifestName(pkg string) string { return strings.TrimSuffix(pkg, ".zip") + 
 func fingerprint(o *Options, pl *planned) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%v\x00%s\x00%d\x00%s\x00", o.BaseURL, o.CapabilityList, o.Hashes, o.Compress, o.Level, o.At.UTC().Format(time.RFC3339Nano))
-	fmt.Fprintf(h, "%d\x00%d\x00", nanos(pl.from), nanos(pl.until))
+	fmt.Fprintf(h, "%d\x00%d\x00", unixnano.Of(pl.from), unixnano.Of(pl.until))
 	var b [8]byte
 	for _, it := range pl.items {
-		fmt.Fprintf(h, "%s\x00%d\x00%s\x00", it.change, nanos(it.datetime), it.oldHash)
+		fmt.Fprintf(h, "%s\x00%d\x00%s\x00", it.change, unixnano.Of(it.datetime), it.oldHash)
 		h.Write([]byte(it.rel))
 		binary.LittleEndian.PutUint64(b[:], uint64(it.size))
 		h.Write(b[:])

@@ -8,7 +8,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // record is one file as a --changes run compares it: a baseline entry, a
@@ -237,18 +236,4 @@ func byTime(a, b *record) int {
 		return 1
 	}
 	return byPath(a, b)
-}
-
-func nanos(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
-
-func fromNanos(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n).UTC()
 }

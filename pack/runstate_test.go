@@ -13,6 +13,7 @@ import (
 
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/digest"
+	"github.com/rsdump/rsdump/internal/unixnano"
 	"github.com/rsdump/rsdump/internal/verifytest"
 	"github.com/rsdump/rsdump/resourcesync"
 )
@@ -60,7 +61,7 @@ func manifestFiles(t *testing.T, out, base string, pkgs []PackageInfo) (map[stri
 			if err != nil {
 				t.Fatal(err)
 			}
-			files[rel] = record{Rel: rel, Size: *u.MD.Length, Mtime: nanos(u.Lastmod), Hash: u.MD.Hash, Type: u.MD.Type}
+			files[rel] = record{Rel: rel, Size: *u.MD.Length, Mtime: unixnano.Of(u.Lastmod), Hash: u.MD.Hash, Type: u.MD.Type}
 			n++
 		}
 		if n > 0 {

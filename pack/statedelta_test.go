@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/internal/unixnano"
 	"github.com/rsdump/rsdump/layout"
 )
 
@@ -244,8 +245,8 @@ func TestStateDeltaTouched(t *testing.T) {
 	sameOutput(t, "touched", whole, out)
 	_, recs := stateRecords(t, out)
 	for _, r := range recs {
-		if r.Rel == "d0/f08.txt" && r.Mtime != nanos(touched) {
-			t.Errorf("the state has %s with mtime %d, want the touched file's %d", r.Rel, r.Mtime, nanos(touched))
+		if r.Rel == "d0/f08.txt" && r.Mtime != unixnano.Of(touched) {
+			t.Errorf("the state has %s with mtime %d, want the touched file's %d", r.Rel, r.Mtime, unixnano.Of(touched))
 		}
 	}
 	if res := packAt(t, src, out, chgOptions(2)); res.Created+res.Updated+res.Deleted != 0 {

@@ -16,6 +16,7 @@ import (
 
 	fsatomic "github.com/rsdump/rsdump/internal/atomic"
 	"github.com/rsdump/rsdump/internal/digest"
+	"github.com/rsdump/rsdump/internal/flock"
 )
 
 // download is one file in progress.
@@ -151,7 +152,7 @@ func (d *download) run(ctx context.Context) (err error) {
 		}
 		defer func() {
 			if d.part != nil {
-				closePart(d.part)
+				flock.Close(d.part)
 			}
 		}()
 	}
@@ -370,7 +371,7 @@ func (d *download) hashMismatch(sum string) error {
 		err = fmt.Errorf("%w (%d bytes came from %s, which no piece hash can check; it is removed, to fetch the whole file again)",
 			err, d.res.Resumed, d.partPath)
 	}
-	closePart(d.part)
+	flock.Close(d.part)
 	d.part = nil
 	d.root.Remove(d.relPart())
 	return err

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rsdump/rsdump/finding"
+	"github.com/rsdump/rsdump/internal/flock"
 	mt "github.com/rsdump/rsdump/internal/mirrortest"
 )
 
@@ -323,7 +324,7 @@ func TestPartLocked(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if err := lockPart(f); err != nil {
+	if err := flock.Try(f, false); err != nil {
 		t.Fatal(err)
 	}
 	_, err = get(t, fastOptions(), dir, fileFor("f.bin", data, plen, s.URL))

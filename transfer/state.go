@@ -5,6 +5,7 @@ import (
 	"encoding"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"github.com/rsdump/rsdump/finding"
 	"github.com/rsdump/rsdump/internal/atomic"
 	"github.com/rsdump/rsdump/internal/digest"
+	"github.com/rsdump/rsdump/internal/flock"
 )
 
 // stateFile is NAME.rsdump-state: the identity of what is being
@@ -161,7 +163,10 @@ func (d *download) open() error {
 	if err := d.checkLinks(); err != nil { // a link put there since alreadyComplete
 		return err
 	}
-	if err := lockPart(f); err != nil {
+	if err := flock.Try(f, false); err != nil {
+		if errors.Is(err, flock.ErrHeld) {
+			return fmt.Errorf("%s: another rsdump is downloading this file", f.Name())
+		}
 		return err
 	}
 	fi, err := f.Stat()

@@ -14,7 +14,8 @@ package layers
 var Layers = [][]string{
 	{"finding", "version", "s3", "internal/atomic", "internal/appendlog", "internal/digest", "internal/extsort", "internal/safepath",
 		"internal/zipw", "internal/ziprange", "internal/entryspool", "internal/s3x", "metalink/httpheader",
-		"internal/layers", "sign", "internal/pause", "internal/opt", "internal/iocount"},
+		"internal/layers", "sign", "internal/pause", "internal/opt", "internal/iocount",
+		"internal/flock", "internal/unixnano"},
 	{"internal/httpc", "internal/sink", "internal/claim"},
 	{"resourcesync", "metalink", "layout", "deststate"},
 	{"pkgread", "pack", "transfer", "verify", "notify", "serve", "trs", "websub"},
