@@ -209,25 +209,10 @@ func (a *auditor) audit(ctx context.Context) (*Summary, error) {
 // directory), sorted by path as the written log's owned records are.
 func (a *auditor) walk(ctx context.Context) (*extsort.Sorter[string], error) {
 	s := extsort.New(a.d.Scratch(), ".rsdump-audit-walk-*.tmp", sortRun, func(x, y *string) int { return strings.Compare(*x, *y) }, extsort.Strings).Total()
-	dir := a.d.Path()
-	err := filepath.WalkDir(dir, func(p string, de fs.DirEntry, err error) error {
-		switch {
-		case err != nil && p == dir:
-			return err
-		case err != nil:
+	err := deststate.WalkTree(ctx, a.d.Path(), func(rel string, _ fs.DirEntry, err error) error {
+		if err != nil {
 			// An unreadable directory: the files rsdump owns in it are
 			// not walked, so they are checked, and each fails to be read.
-			return nil
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		rel = filepath.ToSlash(rel)
-		switch {
-		case de.IsDir() && rel == deststate.DirName:
-			return filepath.SkipDir
-		case de.IsDir():
 			return nil
 		}
 		return s.Add(rel)

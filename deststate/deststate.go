@@ -8,6 +8,7 @@
 package deststate
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -478,4 +479,33 @@ func (d *Dir) Close() {
 		d.root.Close()
 		d.root = nil
 	}
+}
+
+// WalkTree walks the tree at dir in lexical order, as filepath.WalkDir
+// does, and calls fn with each entry that is not a directory, by its
+// slash-separated path relative to dir: the tree as the Source's files,
+// rsdump's state directory (DirName) left out. A directory below the root
+// that cannot be read is given to fn with its error and a nil d, and fn
+// says whether that ends the walk (an audit goes on: the files it owns
+// there fail to be read when checked); fn's error ends it.
+func WalkTree(ctx context.Context, dir string, fn func(rel string, d fs.DirEntry, err error) error) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil && p == dir {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		rel = filepath.ToSlash(rel)
+		switch {
+		case err != nil:
+			return fn(rel, nil, err)
+		case d.IsDir() && rel == DirName:
+			return filepath.SkipDir
+		case d.IsDir():
+			return nil
+		}
+		return fn(rel, d, nil)
+	})
 }

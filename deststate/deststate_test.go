@@ -1,10 +1,13 @@
 package deststate
 
 import (
+	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -109,5 +112,49 @@ func TestSaveAmendDry(t *testing.T) {
 	dd.Close()
 	if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a dry run created %s", missing)
+	}
+}
+
+// WalkTree gives the tree's files by slash path, in order, without
+// rsdump's state directory (a file or directory of that name deeper down
+// is the Source's), and hands fn a directory it cannot read.
+func TestWalkTree(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, f := range []string{"b/.rsdump/x", "a", "c/d/e", DirName + "/state.json", "locked/f"} {
+		p := filepath.Join(dir, filepath.FromSlash(f))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(filepath.Join(dir, "locked"), 0); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(filepath.Join(dir, "locked"), 0o755)
+	var files, failed []string
+	err := WalkTree(context.Background(), dir, func(rel string, d fs.DirEntry, err error) error {
+		if err != nil {
+			failed = append(failed, rel)
+			return nil
+		}
+		files = append(files, rel)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, wantFailed := []string{"a", "b/.rsdump/x", "c/d/e"}, []string{"locked"}
+	if os.Geteuid() == 0 { // root reads the directory all the same
+		want, wantFailed = append(want, "locked/f"), nil
+	}
+	if !slices.Equal(files, want) || !slices.Equal(failed, wantFailed) {
+		t.Errorf("files %q, unreadable %q; want %q, %q", files, failed, want, wantFailed)
+	}
+	stop := errors.New("stop")
+	if err := WalkTree(context.Background(), dir, func(string, fs.DirEntry, error) error { return stop }); err != stop {
+		t.Errorf("fn's error: walk returned %v", err)
 	}
 }

@@ -292,23 +292,10 @@ func (a *auditor) extra(rel string) {
 // extras walks the tree for files no entry listed. rsdump's state
 // directory is not part of the tree.
 func (a *auditor) extras(ctx context.Context) error {
-	return filepath.WalkDir(a.dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		rel, _ := filepath.Rel(a.dir, p)
-		rel = filepath.ToSlash(rel)
-		switch {
-		case d.IsDir() && rel == deststate.DirName:
-			return filepath.SkipDir
-		case d.IsDir():
-			return nil
-		case !a.wasSeen(rel):
+	return deststate.WalkTree(ctx, a.dir, func(rel string, _ fs.DirEntry, err error) error {
+		if err == nil && !a.wasSeen(rel) {
 			a.extra(rel)
 		}
-		return nil
+		return err
 	})
 }

@@ -1,6 +1,7 @@
 package verifytest
 
 import (
+	"context"
 	"io/fs"
 	"maps"
 	"os"
@@ -87,17 +88,11 @@ func ReadTreeFiles(t testing.TB, dir string) map[string]TreeFile {
 // error to look again after, not a failed test.
 func TryReadTreeFiles(dir string) (map[string]TreeFile, error) {
 	out := map[string]TreeFile{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	err := deststate.WalkTree(context.Background(), dir, func(rel string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		rel, _ := filepath.Rel(dir, p)
-		if d.IsDir() && rel == deststate.DirName {
-			return filepath.SkipDir
-		}
-		if d.IsDir() {
-			return nil
-		}
+		p := filepath.Join(dir, filepath.FromSlash(rel))
 		fi, err := d.Info()
 		if err != nil {
 			return err
@@ -106,7 +101,7 @@ func TryReadTreeFiles(dir string) (map[string]TreeFile, error) {
 		if err != nil && fi.Mode().IsRegular() {
 			return err
 		}
-		out[filepath.ToSlash(rel)] = TreeFile{Data: string(b), Mode: fi.Mode(), ModTime: fi.ModTime()}
+		out[rel] = TreeFile{Data: string(b), Mode: fi.Mode(), ModTime: fi.ModTime()}
 		return nil
 	})
 	return out, err
