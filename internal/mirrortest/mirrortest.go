@@ -16,6 +16,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rsdump/rsdump/internal/pause"
 )
 
 // Option configures a Mirror.
@@ -214,18 +216,9 @@ func rangeStart(h string) int64 {
 	return n
 }
 
+// sleep waits d, or until ctx is done: false then.
 func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return true
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return d <= 0 || pause.For(ctx, d) == nil
 }
 
 // corruptBlock reports whether block b is one of the bad ones.

@@ -17,11 +17,7 @@ const apacheModules = "/usr/lib/apache2/modules"
 // line a request: "PROTOCOL STATUS METHOD URI RANGE".
 func Apache(t testing.TB, site Site) *Server {
 	t.Helper()
-	bin := program(t, "apache2")
-	if site.Addr == "" {
-		site.Addr = FreeAddr(t)
-	}
-	s := newServer(t, "apache2", site.Addr, map[bool]string{false: "http", true: "https"}[site.TLS != nil])
+	bin, s := newServer(t, "apache2", site)
 	mods := []string{"mpm_event", "authz_core", "mime", "alias"}
 	h2 := false
 	if site.TLS != nil {
@@ -32,7 +28,7 @@ func Apache(t testing.TB, site Site) *Server {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "ServerRoot %q\nServerName 127.0.0.1\nListen %s\nPidFile %s/httpd.pid\nDefaultRuntimeDir %[3]s\nMutex file:%[3]s default\n",
-		s.Prefix, site.Addr, s.Prefix)
+		s.Prefix, s.Addr, s.Prefix)
 	fmt.Fprintf(&b, "ErrorLog %s/error.log\nLogLevel warn\nLogFormat \"%%H %%>s %%m %%U \\\"%%{Range}i\\\"\" proto\nCustomLog %s proto\n", s.Prefix, s.AccessLog)
 	for _, m := range mods {
 		fmt.Fprintf(&b, "LoadModule %s_module %s/mod_%s.so\n", m, apacheModules, m)

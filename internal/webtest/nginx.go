@@ -37,11 +37,7 @@ func (s Site) prefixes() []string {
 // RANGE".
 func Nginx(t testing.TB, site Site) *Server {
 	t.Helper()
-	bin := program(t, "nginx")
-	if site.Addr == "" {
-		site.Addr = FreeAddr(t)
-	}
-	s := newServer(t, "nginx", site.Addr, map[bool]string{false: "http", true: "https"}[site.TLS != nil])
+	bin, s := newServer(t, "nginx", site)
 	var b strings.Builder
 	if root() {
 		b.WriteString("user root root;\n") // nginx lets its workers be root; they read the test's trees
@@ -71,9 +67,9 @@ http {
 	}
 	b.WriteString("\tserver {\n")
 	if site.TLS != nil {
-		fmt.Fprintf(&b, "\t\tlisten %s ssl http2;\n\t\tssl_certificate %s;\n\t\tssl_certificate_key %s;\n", site.Addr, site.TLS.CertFile, site.TLS.KeyFile)
+		fmt.Fprintf(&b, "\t\tlisten %s ssl http2;\n\t\tssl_certificate %s;\n\t\tssl_certificate_key %s;\n", s.Addr, site.TLS.CertFile, site.TLS.KeyFile)
 	} else {
-		fmt.Fprintf(&b, "\t\tlisten %s;\n", site.Addr)
+		fmt.Fprintf(&b, "\t\tlisten %s;\n", s.Addr)
 	}
 	for _, p := range site.prefixes() {
 		dir, _ := filepath.Abs(site.Dirs[p])

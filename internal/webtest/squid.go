@@ -16,8 +16,7 @@ import (
 // request, squid's native format (TCP_MISS/200, TCP_MEM_HIT/200).
 func Squid(t testing.TB) *Server {
 	t.Helper()
-	bin := program(t, "squid")
-	s := newServer(t, "squid", FreeAddr(t), "http")
+	bin, s := newServer(t, "squid", Site{})
 	conf := filepath.Join(s.Prefix, "squid.conf")
 	text := fmt.Sprintf(`http_port %s
 http_access allow localhost

@@ -133,11 +133,21 @@ func (s *Server) logs() string {
 	return b.String()
 }
 
-// newServer makes the server's prefix directory.
-func newServer(t testing.TB, name, addr, scheme string) *Server {
+// newServer finds the program name (or skips the test) and makes the
+// server it will run and its prefix directory: at site.Addr, a free
+// loopback port when that is empty, https when the site has TLS.
+func newServer(t testing.TB, name string, site Site) (bin string, s *Server) {
 	t.Helper()
+	bin = program(t, name)
+	addr, scheme := site.Addr, "http"
+	if addr == "" {
+		addr = FreeAddr(t)
+	}
+	if site.TLS != nil {
+		scheme = "https"
+	}
 	prefix := t.TempDir()
-	return &Server{Name: name, Addr: addr, URL: scheme + "://" + addr, Prefix: prefix, AccessLog: filepath.Join(prefix, "access.log")}
+	return bin, &Server{Name: name, Addr: addr, URL: scheme + "://" + addr, Prefix: prefix, AccessLog: filepath.Join(prefix, "access.log")}
 }
 
 // writeConfig writes a server's configuration file.
