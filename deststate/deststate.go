@@ -8,6 +8,7 @@
 package deststate
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -245,6 +246,7 @@ type Dir struct {
 	worker string     // a sharded restore's worker; "" for a run of its own
 	mu     sync.Mutex // state and saved: a run's goroutines read and save it
 	saved  bool       // the run has saved the state
+	onDisk []byte     // state.json as the run read it or last wrote it
 	state  State
 	// created: Open made the tree's directory; hadDir: DirName was there.
 	created, hadDir bool
@@ -376,6 +378,7 @@ func (d *Dir) load() error {
 	case err != nil:
 		return err
 	}
+	d.onDisk = b
 	d.state, err = decodeState(b, filepath.Join(d.dir, DirName, stateName))
 	return err
 }
@@ -412,16 +415,25 @@ func (d *Dir) Save(s State) error {
 	if s.Trust != nil {
 		s.Version = 2 // pins keys, which an rsdump of version 1 would ignore
 	}
-	d.state, d.saved = s, true
 	if d.dry || d.worker != "" {
+		d.state, d.saved = s, true
 		return nil
 	}
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return err
 	}
+	b = append(b, '\n')
+	d.state = s
+	if bytes.Equal(b, d.onDisk) {
+		return nil // the state as it is: a run that changed nothing leaves the file as it was
+	}
 	// The temporary name is fixed: the run holds the lock.
-	return atomic.WriteFileVia(d.root, Path(stateName+".tmp"), Path(stateName), append(b, '\n'), 0o644)
+	if err := atomic.WriteFileVia(d.root, Path(stateName+".tmp"), Path(stateName), b, 0o644); err != nil {
+		return err
+	}
+	d.onDisk, d.saved = b, true
+	return nil
 }
 
 // Amend changes the state the run sees without saving it: the change is

@@ -158,3 +158,41 @@ func TestWalkTree(t *testing.T) {
 		t.Errorf("fn's error: walk returned %v", err)
 	}
 }
+
+// Saving the state as it is writes nothing and leaves Saved false: a
+// run that changed nothing leaves state.json as it was, its file too.
+func TestSaveSameStateWritesNothing(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	d, err := Open(dir, Options{Command: "sync"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := d.State()
+	s.ResourceDumpAt = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := d.Save(s); err != nil || !d.Saved() {
+		t.Fatalf("first save: %v, saved %v", err, d.Saved())
+	}
+	d.Close()
+	name := filepath.Join(dir, DirName, stateName)
+	old := time.Now().Add(-time.Hour).Truncate(time.Second)
+	if err := os.Chtimes(name, old, old); err != nil {
+		t.Fatal(err)
+	}
+	d, err = Open(dir, Options{Command: "sync"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Save(d.State()); err != nil || d.Saved() {
+		t.Fatalf("same state: %v, saved %v", err, d.Saved())
+	}
+	if fi, err := os.Stat(name); err != nil || !fi.ModTime().Equal(old) {
+		t.Errorf("state.json written again: %v, %v", fi.ModTime(), err)
+	}
+	s = d.State()
+	s.Pending = true
+	if err := d.Save(s); err != nil || !d.Saved() {
+		t.Fatalf("changed state: %v, saved %v", err, d.Saved())
+	}
+}

@@ -242,8 +242,40 @@ func TestRerunAfterRefusedFileFetchesOnlyIt(t *testing.T) {
 // TestRebaseRefusesDetachedManifestNotThePackages: a package fetched
 // whole in a re-base is applied only when its own manifest is the
 // detached copy its actions were planned from: one that differs is
-// refused whole, naming it, and the tree stays half-applied, reported.
+// refused whole, naming it, and the tree, where a later package's
+// changes landed, stays half-applied, reported.
 func TestRebaseRefusesDetachedManifestNotThePackages(t *testing.T) {
+	t.Parallel()
+	p := newPacked(t, randomFiles(42, 20000))
+	o := pack.Options{Compress: pack.Store, MaxPackageSize: 300000}
+	p.pack(false, o)
+	dst := t.TempDir()
+	syncRun(t, p.capabilities(), dst, replica.Options{})
+	changes := map[string]string{}
+	for rel, data := range randomFiles(42, 20000) {
+		if strings.HasPrefix(rel, "d0/") || strings.HasPrefix(rel, "d6/") {
+			changes[rel] = "changed " + data
+		}
+	}
+	p.write(changes)
+	p.pack(false, o)
+	_, urls := verifytest.ReadDoc(t, filepath.Join(p.out, layout.DumpName))
+	l, _ := urls[0].Link("contents")
+	manifest := filepath.Join(p.out, filepath.Base(l.Href))
+	h, entries := verifytest.ReadDoc(t, manifest)
+	entries[len(entries)-1].MD.Hash = "sha-256:" + strings.Repeat("0", 64)
+	verifytest.WriteDoc(t, manifest, h, entries)
+	res, fs, _ := syncRun(t, "", dst, replica.Options{})
+	if !hasFinding(fs, finding.Error, unpack.CheckDetached) || !hasFinding(fs, finding.Error, unpack.CheckUnfinished) || res.Written == 0 {
+		t.Fatalf("%+v\n%s", res, problems(fs))
+	}
+}
+
+// TestRebaseAllRefusedLeavesStateAsItWas: a re-base whose one changed
+// package is refused changes no file, and leaves state.json byte for byte
+// as it was: nothing is half-applied, and the run still fails, naming the
+// package.
+func TestRebaseAllRefusedLeavesStateAsItWas(t *testing.T) {
 	t.Parallel()
 	p := newPacked(t, randomFiles(42, 20000))
 	o := pack.Options{Compress: pack.Store, MaxPackageSize: 300000}
@@ -264,8 +296,16 @@ func TestRebaseRefusesDetachedManifestNotThePackages(t *testing.T) {
 	h, entries := verifytest.ReadDoc(t, manifest)
 	entries[len(entries)-1].MD.Hash = "sha-256:" + strings.Repeat("0", 64)
 	verifytest.WriteDoc(t, manifest, h, entries)
+	state := filepath.Join(dst, ".rsdump", "state.json")
+	before, err := os.ReadFile(state)
+	if err != nil {
+		t.Fatal(err)
+	}
 	res, fs, _ := syncRun(t, "", dst, replica.Options{})
-	if !hasFinding(fs, finding.Error, unpack.CheckDetached) || !hasFinding(fs, finding.Error, unpack.CheckUnfinished) {
+	if !hasFinding(fs, finding.Error, unpack.CheckDetached) || hasFinding(fs, finding.Error, unpack.CheckUnfinished) || res.Written+res.Deleted != 0 {
 		t.Fatalf("%+v\n%s", res, problems(fs))
+	}
+	if after, _ := os.ReadFile(state); string(after) != string(before) {
+		t.Errorf("state.json changed:\n%s\n----\n%s", before, after)
 	}
 }

@@ -633,11 +633,14 @@ func (s *syncer) add(r *unpack.Result) {
 }
 
 // finish records the Source in the state, when the tree is a copy of it
-// (this run or an earlier one committed to it), and runs the audit.
+// (this run or an earlier one committed to it), and runs the audit. A run
+// that committed nothing and refused or failed something records nothing
+// either: it leaves the Destination byte for byte as it was.
 func (s *syncer) finish(ctx context.Context) (*Result, error) {
 	st := s.tree.State()
 	s.res.Until = st.Since()
-	if !s.opts.DryRun && (s.tree.Saved() || s.state.Sync != nil) {
+	clean := s.res.Problems() == 0 && s.res.Refused == 0
+	if !s.opts.DryRun && (s.tree.Saved() || s.state.Sync != nil && clean) {
 		info := s.syncInfo()
 		if !s.tree.Saved() {
 			// Nothing came into the tree: the Source, base URL and

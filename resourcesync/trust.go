@@ -35,6 +35,22 @@ func Trust(ctx context.Context) *sign.Keyring {
 	return k
 }
 
+// ErrUnauthenticated is something a run under a trust (WithTrust)
+// cannot vouch for with a signed document: a package given alone, a
+// resource whose signed entry carries no hash.
+var ErrUnauthenticated = errors.New("cannot be authenticated")
+
+// RefuseAlone is the refusal, under ctx's trust, of a package given
+// without its dump document, which no signed document vouches for; nil
+// under no trust. unpack and verify refuse so.
+func RefuseAlone(ctx context.Context, pkg string) error {
+	k := Trust(ctx)
+	if k == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w: a package given alone is vouched for by no signed document; give its dump document (signed by %s)", pkg, ErrUnauthenticated, k)
+}
+
 // Verify hands back body, the document read from loc, once its
 // signature verifies under ctx's trust (WithTrust); without a trust it is
 // body itself. It is for a caller that opened loc Unsigned to look at it

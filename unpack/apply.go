@@ -53,6 +53,9 @@ func (p *pkgRun) apply() error {
 func (p *pkgRun) commit(recs map[string]deststate.Record) (map[string]bool, int, error) {
 	p.u.commitMu.Lock()
 	defer p.u.commitMu.Unlock()
+	if !p.changes() {
+		return nil, 0, nil
+	}
 	if err := p.u.markPending(); err != nil {
 		return nil, 0, err
 	}
@@ -70,6 +73,18 @@ func (p *pkgRun) commit(recs map[string]deststate.Record) (map[string]bool, int,
 		}
 	}
 	return dirs, l.renames, nil
+}
+
+// changes says whether the commit would change the tree: a bitstream
+// staged, or a deletion to carry out. One whose every change was refused
+// leaves the tree, and its state, as they were.
+func (p *pkgRun) changes() bool {
+	for _, a := range p.actions {
+		if a.staged || a.b.Deleted() && !a.superseded && !a.failed {
+			return true
+		}
+	}
+	return false
 }
 
 // durable makes the staged files durable, when there are any.

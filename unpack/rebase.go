@@ -122,19 +122,14 @@ func (r *rebase) record(prev *deststate.Unfinished) *deststate.Unfinished {
 	return &deststate.Unfinished{Document: r.doc, At: r.to, From: r.from, Rollback: r.back, Began: time.Now().UTC()}
 }
 
-// startRebase begins applying the snapshot, before anything changes: the
-// state records it as unfinished (so that a run that fails part way, or
-// is killed, leaves a record the next reads), and, when every target is
-// known already, the files the snapshot does not hold go first.
+// startRebase begins applying the snapshot: when every target is known
+// already, the files the snapshot does not hold go first. The state
+// records the snapshot as unfinished before the first change to the tree
+// (markPending, from commit and removeLater), so that a run that fails
+// part way, or is killed, leaves a record the next reads, and one that
+// changes nothing (every change refused) leaves the state as it was.
 func (u *unpacker) startRebase(ctx context.Context) error {
-	r := u.rebase
-	if r == nil {
-		return nil
-	}
-	if err := u.markPending(); err != nil {
-		return err
-	}
-	if !r.ahead {
+	if r := u.rebase; r == nil || !r.ahead {
 		return nil
 	}
 	return u.removeUnheld(ctx)
@@ -196,10 +191,11 @@ func (u *unpacker) removeUnheld(ctx context.Context) error {
 		if err != nil || ok && cur == rec.Path {
 			return err
 		}
-		if p.removeLater(rec, dirs, why) && u.opts.DryRun {
+		gone, err := p.removeLater(rec, dirs, why)
+		if gone && u.opts.DryRun {
 			r.gone[rec.Path] = true
 		}
-		return nil
+		return err
 	})
 	if err == nil {
 		err = err2
@@ -218,16 +214,20 @@ func (u *unpacker) removeUnheld(ctx context.Context) error {
 
 // removeLater deletes a file of the tree's other state, when it is still
 // the one rsdump wrote, and says whether it did (or in a dry run would).
-func (p *pkgRun) removeLater(rec deststate.Record, dirs map[string]bool, why string) bool {
+// The state is marked pending first: the tree changes from here on.
+func (p *pkgRun) removeLater(rec deststate.Record, dirs map[string]bool, why string) (bool, error) {
 	a := &action{b: &pkgread.Bitstream{}, target: rec.Path}
 	fi, err := p.u.dest.checkTarget(rec.Path)
 	switch {
 	case err != nil:
 		p.conflict(a, "not deleted: "+err.Error())
 	case fi != nil: // gone already, else
+		if err := p.u.markPending(); err != nil {
+			return false, err
+		}
 		p.removeOwned(a, fi, rec, dirs, why)
 	}
-	return err == nil && fi != nil && !a.failed
+	return err == nil && fi != nil && !a.failed, nil
 }
 
 // clears says whether, in a dry run, the removals of the snapshot clear

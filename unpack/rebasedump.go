@@ -80,6 +80,7 @@ func (u *unpacker) rebaseDump(ctx context.Context, d *pkgread.Dump, claims []cla
 			return err
 		}
 		s.ResourceDumpAt, s.ChangeDumpUntil, s.Source = d.Header.MD.At, time.Time{}, d.Source
+		return u.saveState(s)
 	}
 	return u.finishState(s)
 }

@@ -461,6 +461,7 @@ func (l *listRun) finish(ctx context.Context) error {
 			s.ResourceDumpAt, s.ChangeDumpUntil = l.header.MD.At, time.Time{}
 		}
 		s.Source = l.top
+		return l.u.saveState(s)
 	}
 	return l.u.finishState(s)
 }

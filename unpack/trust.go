@@ -2,7 +2,6 @@ package unpack
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/rsdump/rsdump/deststate"
@@ -10,10 +9,9 @@ import (
 	"github.com/rsdump/rsdump/sign"
 )
 
-// ErrUnauthenticated is something a run under a trust
-// (resourcesync.WithTrust) cannot vouch for with a signed document: a
-// package given alone, a resource whose signed entry carries no hash.
-var ErrUnauthenticated = errors.New("cannot be authenticated")
+// ErrUnauthenticated is resourcesync's: something a run under a trust
+// cannot vouch for with a signed document.
+var ErrUnauthenticated = resourcesync.ErrUnauthenticated
 
 // pinned is ctx under the keys the tree's state pins (rsdump sync --trust
 // records them), unless the run was given keys of its own: a tree whose

@@ -359,8 +359,8 @@ func (u *unpacker) reportUnlisted(ctx context.Context, docs, zips []string) {
 // state is not changed for a Resource Dump package, which is only part of
 // a snapshot; a Change Dump package advances it like one from a document.
 func (u *unpacker) standalone(ctx context.Context, path string) error {
-	if k := resourcesync.Trust(ctx); k != nil {
-		return fmt.Errorf("%s: %w: a package given alone is vouched for by no signed document; give its dump document (signed by %s)", path, ErrUnauthenticated, k)
+	if err := resourcesync.RefuseAlone(ctx, path); err != nil {
+		return err
 	}
 	if !resourcesync.IsURL(path) {
 		if _, err := os.Stat(path); err != nil {
@@ -436,14 +436,16 @@ func (u *unpacker) resourceDump(ctx context.Context, d *pkgread.Dump) error {
 	s.Pending = false
 	if allOK && u.rep.Counts().Problems() == 0 {
 		s.ResourceDumpAt, s.ChangeDumpUntil, s.Source = d.Header.MD.At, time.Time{}, d.Source
+		return u.saveState(s)
 	}
 	return u.finishState(s)
 }
 
-// finishState records the state a run ends with, once the run applied
-// something (its first commit saved the state; see markPending): a run
-// that changed nothing in the tree leaves state.json as it was. A dry run
-// follows it in any case.
+// finishState records the state a run ends with, once the run changed
+// the tree (its first change saved the state; see markPending): a run
+// that changed nothing leaves state.json as it was. A snapshot applied
+// whole is recorded even when every file was in place already (saveState
+// in its place). A dry run follows it in any case.
 func (u *unpacker) finishState(s deststate.State) error {
 	if !u.opts.DryRun && !u.dest.st.Saved() {
 		return nil

@@ -20,6 +20,11 @@ func (v *verifier) expand(ctx context.Context, t string) ([]pkgread.PackageRef, 
 	if s3Prefix(t) {
 		return v.scanBucket(ctx, t)
 	}
+	if pkgread.IsZip(t) {
+		if err := resourcesync.RefuseAlone(ctx, t); err != nil {
+			return nil, err
+		}
+	}
 	if resourcesync.IsURL(t) {
 		if pkgread.IsZip(t) {
 			return []pkgread.PackageRef{standalone(t)}, nil
@@ -102,6 +107,10 @@ func (v *verifier) scanned(ctx context.Context, dir string, docs, zips []string)
 	}
 	for _, z := range zips {
 		if covered[filepath.Clean(z)] {
+			continue
+		}
+		if err := resourcesync.RefuseAlone(ctx, z); err != nil {
+			v.rep.Report(finding.Finding{Severity: finding.Error, Code: finding.CheckDocument, Source: z, Msg: "package is not listed in any dump document in " + dir + ", and so " + resourcesync.ErrUnauthenticated.Error() + "; not checked"})
 			continue
 		}
 		if len(docs) > 0 {

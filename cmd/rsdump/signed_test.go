@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io/fs"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -382,6 +383,42 @@ func TestTrustRefusesListEntryWithoutHash(t *testing.T) {
 	}
 }
 
+// TestPinnedRunRefusedLeavesStateAsItWas: on a pinned Destination, a
+// later run whose one change is refused (a new version of a resource its
+// signed list carries without a hash) leaves the Destination byte for
+// byte as it was, its state.json and written log too.
+func TestPinnedRunRefusedLeavesStateAsItWas(t *testing.T) {
+	t.Parallel()
+	key := signtest.NewKey(t, "source")
+	pub := t.TempDir()
+	srv := httptest.NewServer(http.FileServer(http.Dir(pub)))
+	t.Cleanup(srv.Close)
+	list := filepath.Join(pub, "resourcelist.xml")
+	publish := func(at time.Time, files map[string]string, hashed ...string) {
+		t.Helper()
+		verifytest.WriteFiles(t, filepath.Join(pub, "res"), files)
+		var urls []resourcesync.URL
+		for _, name := range slices.Sorted(maps.Keys(files)) {
+			u := resourcesync.URL{Loc: srv.URL + "/res/" + name}
+			if slices.Contains(hashed, name) {
+				sum := sha256.Sum256([]byte(files[name]))
+				n := int64(len(files[name]))
+				u.MD = &resourcesync.MD{Hash: "sha-256:" + hex.EncodeToString(sum[:]), Length: &n}
+			}
+			urls = append(urls, u)
+		}
+		verifytest.WriteDoc(t, list, resourcesync.Header{Kind: resourcesync.URLSet, MD: resourcesync.MD{Capability: resourcesync.CapResourceList, At: at}}, urls)
+		rsdumpOK(t, "sign", pub, "--key", key.Secret)
+	}
+	publish(verifytest.Time, map[string]string{"a.txt": "first", "b.txt": "second"}, "a.txt", "b.txt")
+	dst := t.TempDir()
+	rsdumpOK(t, "sync", srv.URL+"/resourcelist.xml", "--dest", dst, "--base-url", srv.URL+"/res/", "--trust", key.Public)
+	before := snapshot(t, dst)
+	publish(verifytest.Time.Add(time.Hour), map[string]string{"a.txt": "first", "b.txt": "second, changed"}, "a.txt")
+	refused(t, []string{"b.txt", "carries no hash"}, "sync", "--dest", dst)
+	sameSnapshot(t, "pinned, the one change refused", before, snapshot(t, dst))
+}
+
 // TestTrustedGetAndUnpack: get --trust of a signed dump saves its
 // documents with their signatures beside the packages, and the copy is
 // unpacked and verified with --trust as the original is; get --trust of a
@@ -412,6 +449,17 @@ func TestTrustedGetAndUnpack(t *testing.T) {
 	}
 
 	refused(t, []string{"resourcedump-00001.zip", "cannot be authenticated"}, "get", s.url()+"resourcedump-00001.zip", "-o", t.TempDir(), "--trust", key.Public)
+
+	// verify under a trust: a package alone is refused, as unpack
+	// refuses it; one beside the signed documents that none lists is an
+	// error, never "verified".
+	refused(t, []string{"resourcedump-00001.zip", "cannot be authenticated"}, "verify", filepath.Join(got, "resourcedump-00001.zip"), "--trust", key.Public)
+	refused(t, []string{"resourcedump-00001.zip", "cannot be authenticated"}, "verify", s.url()+"resourcedump-00001.zip", "--trust", key.Public)
+	rsdumpOK(t, "verify", filepath.Join(got, "resourcedump-00001.zip")) // no trust: its bytes checked against its manifest
+	stray := filepath.Join(got, "stray.zip")
+	os.WriteFile(stray, must(os.ReadFile(filepath.Join(got, "resourcedump-00001.zip"))), 0o644)
+	refused(t, []string{"stray.zip", "not listed", "cannot be authenticated"}, "verify", got, "--trust", key.Public)
+	os.Remove(stray)
 
 	meta := s.url() + "resourcedump-00001.zip.meta4"
 	rsdumpOK(t, "get", meta, "-o", t.TempDir(), "--trust", key.Public)
