@@ -75,10 +75,14 @@ func (p *pkgRun) commit(recs map[string]deststate.Record) (map[string]bool, int,
 	return dirs, l.renames, nil
 }
 
-// changes says whether the commit would change the tree: a bitstream
-// staged, or a deletion to carry out. One whose every change was refused
-// leaves the tree, and its state, as they were.
+// changes says whether the commit would change the tree or what rsdump
+// records of it: a bitstream staged, a deletion to carry out, a file
+// adopted (its record to append) or touched. One whose every change was
+// refused leaves the tree, and its state, as they were.
 func (p *pkgRun) changes() bool {
+	if len(p.recs) > 0 || p.touched {
+		return true
+	}
 	for _, a := range p.actions {
 		if a.staged || a.b.Deleted() && !a.superseded && !a.failed {
 			return true
@@ -320,6 +324,7 @@ func (p *pkgRun) touch(a *action) {
 	if p.u.opts.DryRun {
 		return
 	}
+	p.touched = true
 	if lm := a.b.URL.Lastmod; !lm.IsZero() {
 		p.u.dest.root.Chtimes(a.target, lm, lm)
 	}
