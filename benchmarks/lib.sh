@@ -84,3 +84,56 @@ rounds() {
     for c in "${order[@]}"; do timed "$c"; done
   done
 }
+
+# The list benchmarks (lists.sh, nginx-lists.sh) share their measuring:
+# the caller defines cmd NAME (the command line, after `fresh`), count NAME
+# (the files it must leave), server_cpu (the CPU seconds its servers have
+# used) and SERVER (their name in the output), and sets W, TREE, FILES and
+# SUB (resync copies TREE.sub, the first SUB files, when SUB < FILES).
+
+# list_check NAME: the copy NAME left in W/dst holds count NAME files, each
+# the Source's.
+list_check() {
+  local want; want=$(count "$1")
+  local got; got=$(find "$W/dst" -path "$W/dst/.rsdump" -prune -o -type f -print | wc -l)
+  [ "$got" = "$want" ] || { echo "FAILED: $1 left $got files, want $want" >&2; exit 1; }
+  local tree="$TREE"; [ "$1" = resync ] && [ "$SUB" -lt "$FILES" ] && tree="$TREE.sub"
+  diff -r -q -x .rsdump "$tree" "$W/dst" >/dev/null || { echo "FAILED: $1's copy differs" >&2; exit 1; }
+}
+
+# timed NAME: one run of cmd NAME, checked, as a row of W/results.tsv and a
+# line of output (rounds calls it).
+timed() {
+  local line; line=$(cmd "$1")
+  # The runs before leave their files to write back (aria2c and resync
+  # sync none): flushed here, or the next run's syncfs would pay for them.
+  sync
+  local c0; c0=$(server_cpu)
+  # shellcheck disable=SC2086
+  if ! (cd "$W/work" && /usr/bin/time -f '%e %U %S %M' -o "$W/time" $line >/dev/null 2>"$W/stderr"); then
+    echo "FAILED: $line" >&2; tail -20 "$W/stderr" >&2; exit 1
+  fi
+  local sc; sc=$(awk "BEGIN{print $(server_cpu) - $c0}")
+  list_check "$1"
+  local s u y k n; read -r s u y k < "$W/time"; n=$(count "$1")
+  printf '%s\t%s\t%s\t%s\t%.2f\t%s\t%.0f\t%s\t%.2f\n' "$RUN" "$1" "$n" "$s" "$(awk "BEGIN{print $u+$y}")" "$k" "$(awk "BEGIN{print $n/$s}")" "$(cut -d' ' -f1 /proc/loadavg)" "$sc" >> "$W/results.tsv"
+  printf '  %-7s %6d resources %8.2f s wall %8.2f s CPU %8d KB %8.0f/s, %s %.2f s CPU\n' "$1" "$n" "$s" "$(awk "BEGIN{print $u+$y}")" "$k" "$(awk "BEGIN{print $n/$s}")" "$SERVER" "$sc"
+}
+
+# list_table: W/results.tsv as a Markdown table of medians, each command's
+# rate against sync's.
+list_table() {
+  python3 - "$W/results.tsv" "$SERVER" <<'PY'
+import csv, statistics as st, sys
+rows = list(csv.DictReader(open(sys.argv[1]), delimiter='\t'))
+cmds = [c for c in ('sync', 'sync-h1', 'before', 'aria2c', 'resync') if any(r['command'] == c for r in rows)]
+def med(c, k, f=float):
+    return st.median(f(r[k]) for r in rows if r['command'] == c)
+print(f"| command | resources | wall (median) | CPU (median) | {sys.argv[2]} CPU | peak RSS | resources/s | sync's rate, x |")
+print('|---|---|---|---|---|---|---|---|')
+for c in cmds:
+    n = next(r['resources'] for r in rows if r['command'] == c)
+    x = f"{med('sync', 'rate') / med(c, 'rate'):.1f}x" if 'sync' in cmds else ''
+    print(f"| {c} | {n} | {med(c, 'wall'):.2f} s | {med(c, 'cpu'):.2f} s | {med(c, 'server_cpu'):.2f} s | {med(c, 'rss_kb', int) / 1024:.0f} MiB | {med(c, 'rate'):.0f} | {x} |")
+PY
+}

@@ -135,34 +135,9 @@ cmd() {
   esac
 }
 count() { case $1 in resync) echo "$SUB" ;; *) echo "$FILES" ;; esac; }
-check() {
-  local want; want=$(count "$1")
-  local got; got=$(find "$W/dst" -path "$W/dst/.rsdump" -prune -o -type f -print | wc -l)
-  [ "$got" = "$want" ] || { echo "FAILED: $1 left $got files, want $want" >&2; exit 1; }
-  if [ "$1" = resync ] && [ "$SUB" -lt "$FILES" ]; then
-    diff -r -q "$TREE.sub" "$W/dst" >/dev/null || { echo "FAILED: resync's copy differs" >&2; exit 1; }
-  else
-    diff -r -q -x .rsdump "$TREE" "$W/dst" >/dev/null || { echo "FAILED: $1's copy differs" >&2; exit 1; }
-  fi
-}
-# servers_cpu: the CPU seconds (user+sys) both rsdump serve have used.
-servers_cpu() { cat "/proc/$SA/stat" ${SS:+"/proc/$SS/stat"} ${SB:+"/proc/$SB/stat"} | awk -v hz="$(getconf CLK_TCK)" '{t += $14 + $15} END {printf "%.2f", t / hz}'; }
-timed() {
-  local line; line=$(cmd "$1")
-  # The runs before leave their files to write back (aria2c and resync
-  # sync none): flushed here, or the next run's syncfs would pay for them.
-  sync
-  local c0; c0=$(servers_cpu)
-  # shellcheck disable=SC2086
-  if ! (cd "$W/work" && /usr/bin/time -f '%e %U %S %M' -o "$W/time" $line >/dev/null 2>"$W/stderr"); then
-    echo "FAILED: $line" >&2; tail -20 "$W/stderr" >&2; exit 1
-  fi
-  local sc; sc=$(awk "BEGIN{print $(servers_cpu) - $c0}")
-  check "$1"
-  local s u y k n; read -r s u y k < "$W/time"; n=$(count "$1")
-  printf '%s\t%s\t%s\t%s\t%.2f\t%s\t%.0f\t%s\t%.2f\n' "$RUN" "$1" "$n" "$s" "$(awk "BEGIN{print $u+$y}")" "$k" "$(awk "BEGIN{print $n/$s}")" "$(cut -d' ' -f1 /proc/loadavg)" "$sc" >> "$W/results.tsv"
-  printf '  %-7s %6d resources %8.2f s wall %8.2f s CPU %8d KB %8.0f/s, server %.2f s CPU\n' "$1" "$n" "$s" "$(awk "BEGIN{print $u+$y}")" "$k" "$(awk "BEGIN{print $n/$s}")" "$sc"
-}
+SERVER=server
+# server_cpu: the CPU seconds (user+sys) the rsdump serve processes have used.
+server_cpu() { cat "/proc/$SA/stat" ${SS:+"/proc/$SS/stat"} ${SB:+"/proc/$SB/stat"} | awk -v hz="$(getconf CLK_TCK)" '{t += $14 + $15} END {printf "%.2f", t / hz}'; }
 
 echo "machine: $(nproc) cores, $(go version | cut -d' ' -f3); rsdump $REV;" \
   "data: $FILES files x $SIZE B, resync on $SUB of them; RTT $RTT;" \
@@ -173,16 +148,4 @@ rounds "$RUNS" "${CMDS[@]}"
 echo "end $(date -u '+%H:%M UTC'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 cp "$W/results.tsv" "$W/results-$FILES-rtt$RTT${RSDUMP_BIN:+-bin}-$(date -u +%Y%m%dT%H%M).tsv"
 
-python3 - "$W/results.tsv" <<'PY'
-import csv, statistics as st, sys
-rows = list(csv.DictReader(open(sys.argv[1]), delimiter='\t'))
-cmds = [c for c in ('sync', 'before', 'aria2c', 'resync') if any(r['command'] == c for r in rows)]
-def med(c, k, f=float):
-    return st.median(f(r[k]) for r in rows if r['command'] == c)
-print('| command | resources | wall (median) | CPU (median) | server CPU | peak RSS | resources/s | sync\'s rate, x |')
-print('|---|---|---|---|---|---|---|---|')
-for c in cmds:
-    n = next(r['resources'] for r in rows if r['command'] == c)
-    x = f"{med('sync', 'rate') / med(c, 'rate'):.1f}x" if 'sync' in cmds else ''
-    print(f"| {c} | {n} | {med(c, 'wall'):.2f} s | {med(c, 'cpu'):.2f} s | {med(c, 'server_cpu'):.2f} s | {med(c, 'rss_kb', int) / 1024:.0f} MiB | {med(c, 'rate'):.0f} | {x} |")
-PY
+list_table

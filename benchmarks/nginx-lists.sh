@@ -121,29 +121,9 @@ cmd() {
   esac
 }
 count() { case $1 in resync) echo "$SUB" ;; *) echo "$FILES" ;; esac; }
-check() {
-  local want; want=$(count "$1")
-  local got; got=$(find "$W/dst" -path "$W/dst/.rsdump" -prune -o -type f -print | wc -l)
-  [ "$got" = "$want" ] || { echo "FAILED: $1 left $got files, want $want" >&2; exit 1; }
-  local tree="$TREE"; [ "$1" = resync ] && [ "$SUB" -lt "$FILES" ] && tree="$TREE.sub"
-  diff -r -q -x .rsdump "$tree" "$W/dst" >/dev/null || { echo "FAILED: $1's copy differs" >&2; exit 1; }
-}
-# nginx_cpu: the CPU seconds (user+sys) nginx's master and worker used.
-nginx_cpu() { cat /proc/$SN/stat $(pgrep -P "$SN" | sed 's|.*|/proc/&/stat|') 2>/dev/null | awk -v hz="$(getconf CLK_TCK)" '{t += $14 + $15} END {printf "%.2f", t / hz}'; }
-timed() {
-  local line; line=$(cmd "$1")
-  sync
-  local c0; c0=$(nginx_cpu)
-  # shellcheck disable=SC2086
-  if ! (cd "$W/work" && /usr/bin/time -f '%e %U %S %M' -o "$W/time" $line >/dev/null 2>"$W/stderr"); then
-    echo "FAILED: $line" >&2; tail -20 "$W/stderr" >&2; exit 1
-  fi
-  local sc; sc=$(awk "BEGIN{print $(nginx_cpu) - $c0}")
-  check "$1"
-  local s u y k n; read -r s u y k < "$W/time"; n=$(count "$1")
-  printf '%s\t%s\t%s\t%s\t%.2f\t%s\t%.0f\t%s\t%.2f\n' "$RUN" "$1" "$n" "$s" "$(awk "BEGIN{print $u+$y}")" "$k" "$(awk "BEGIN{print $n/$s}")" "$(cut -d' ' -f1 /proc/loadavg)" "$sc" >> "$W/results.tsv"
-  printf '  %-7s %6d resources %8.2f s wall %8.2f s CPU %8d KB %8.0f/s, nginx %.2f s CPU\n' "$1" "$n" "$s" "$(awk "BEGIN{print $u+$y}")" "$k" "$(awk "BEGIN{print $n/$s}")" "$sc"
-}
+SERVER=nginx
+# server_cpu: the CPU seconds (user+sys) nginx's master and worker used.
+server_cpu() { cat /proc/$SN/stat $(pgrep -P "$SN" | sed 's|.*|/proc/&/stat|') 2>/dev/null | awk -v hz="$(getconf CLK_TCK)" '{t += $14 + $15} END {printf "%.2f", t / hz}'; }
 
 echo "machine: $(nproc) cores, $(go version | cut -d' ' -f3); rsdump $REV; $("$NGINX" -v 2>&1);" \
   "data: $FILES files x $SIZE B, resync on $SUB; RTT $RTT;" \
@@ -156,16 +136,4 @@ rounds "$RUNS" "${CMDS[@]}"
 echo "end $(date -u '+%H:%M UTC'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 cp "$W/results.tsv" "$W/results-nginx-$FILES-rtt$RTT-$(date -u +%Y%m%dT%H%M).tsv"
 
-python3 - "$W/results.tsv" <<'PY'
-import csv, statistics as st, sys
-rows = list(csv.DictReader(open(sys.argv[1]), delimiter='\t'))
-cmds = [c for c in ('sync', 'before', 'aria2c', 'resync') if any(r['command'] == c for r in rows)]
-def med(c, k, f=float):
-    return st.median(f(r[k]) for r in rows if r['command'] == c)
-print('| command | resources | wall (median) | CPU (median) | nginx CPU | peak RSS | resources/s | sync\'s rate, x |')
-print('|---|---|---|---|---|---|---|---|')
-for c in cmds:
-    x = f"{med('sync', 'rate') / med(c, 'rate'):.1f}x" if 'sync' in cmds else ''
-    n = next(r['resources'] for r in rows if r['command'] == c)
-    print(f"| {c} | {n} | {med(c, 'wall'):.2f} s | {med(c, 'cpu'):.2f} s | {med(c, 'server_cpu'):.2f} s | {med(c, 'rss_kb', int) / 1024:.0f} MiB | {med(c, 'rate'):.0f} | {x} |")
-PY
+list_table
