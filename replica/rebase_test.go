@@ -272,9 +272,10 @@ func TestRebaseRefusesDetachedManifestNotThePackages(t *testing.T) {
 }
 
 // TestRebaseAllRefusedLeavesStateAsItWas: a re-base whose one changed
-// package is refused changes no file, and leaves state.json byte for byte
-// as it was: nothing is half-applied, and the run still fails, naming the
-// package.
+// package is refused, and whose one removal is refused (the file changed
+// at the Destination, kept), changes no file, and leaves state.json byte
+// for byte as it was: nothing is half-applied, and the run still fails,
+// naming the package.
 func TestRebaseAllRefusedLeavesStateAsItWas(t *testing.T) {
 	t.Parallel()
 	p := newPacked(t, randomFiles(42, 20000))
@@ -288,8 +289,13 @@ func TestRebaseAllRefusedLeavesStateAsItWas(t *testing.T) {
 			changes[rel] = "changed " + data
 		}
 	}
+	changes["d3/f0003.bin"] = "" // removed at the Source
 	p.write(changes)
 	p.pack(false, o)
+	kept := filepath.Join(dst, "d3", "f0003.bin")
+	if err := os.WriteFile(kept, []byte("changed at the Destination"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	_, urls := verifytest.ReadDoc(t, filepath.Join(p.out, layout.DumpName))
 	l, _ := urls[0].Link("contents")
 	manifest := filepath.Join(p.out, filepath.Base(l.Href))
@@ -304,6 +310,9 @@ func TestRebaseAllRefusedLeavesStateAsItWas(t *testing.T) {
 	res, fs, _ := syncRun(t, "", dst, replica.Options{})
 	if !hasFinding(fs, finding.Error, unpack.CheckDetached) || hasFinding(fs, finding.Error, unpack.CheckUnfinished) || res.Written+res.Deleted != 0 {
 		t.Fatalf("%+v\n%s", res, problems(fs))
+	}
+	if b, _ := os.ReadFile(kept); string(b) != "changed at the Destination" || !strings.Contains(problems(fs), "not deleted") {
+		t.Errorf("the file changed at the Destination: %q, findings:\n%s", b, problems(fs))
 	}
 	if after, _ := os.ReadFile(state); string(after) != string(before) {
 		t.Errorf("state.json changed:\n%s\n----\n%s", before, after)

@@ -59,11 +59,18 @@ func (p *pkgRun) commit(recs map[string]deststate.Record) (map[string]bool, int,
 	if err := p.u.markPending(); err != nil {
 		return nil, 0, err
 	}
+	for _, a := range p.actions {
+		if a.touch {
+			p.touch(a)
+		}
+	}
 	p.dirs.close() // what was found of the tree before staging may be out of date
 	dirs := map[string]bool{}
 	for _, a := range p.actions {
 		if a.b.Deleted() && !a.superseded && !a.failed {
-			p.delete(a, recs, dirs)
+			if err := p.delete(a, recs, dirs); err != nil {
+				return nil, 0, err
+			}
 		}
 	}
 	l := &lander{p: p, moved: map[string]bool{}, dirs: dirs}
@@ -294,7 +301,7 @@ func (p *pkgRun) ownership() (map[string]deststate.Record, error) {
 			p.recs = append(p.recs, deststate.Record{Path: a.target, Length: a.length, Hash: a.sums.String(), Mtime: a.b.URL.Lastmod})
 		}
 		if a.present && a.stale && (owned || adopt) {
-			p.touch(a)
+			a.touch, p.touched = true, true // at the commit, once the run is marked pending
 		}
 	}
 	return recs, nil
@@ -324,7 +331,6 @@ func (p *pkgRun) touch(a *action) {
 	if p.u.opts.DryRun {
 		return
 	}
-	p.touched = true
 	if lm := a.b.URL.Lastmod; !lm.IsZero() {
 		p.u.dest.root.Chtimes(a.target, lm, lm)
 	}
@@ -346,31 +352,31 @@ func (p *pkgRun) notOwned(a *action) {
 // delete removes a target for a deleted change, but only when the file is
 // the one rsdump last wrote (or adopted) there. A file changed locally,
 // or one rsdump has no record of, is kept and reported.
-func (p *pkgRun) delete(a *action, recs map[string]deststate.Record, dirs map[string]bool) {
+func (p *pkgRun) delete(a *action, recs map[string]deststate.Record, dirs map[string]bool) error {
 	fi, err := p.u.dest.checkTarget(a.target)
 	switch {
 	case err != nil:
 		p.conflict(a, "not deleted: "+err.Error())
-		return
+		return nil
 	case fi == nil:
 		p.deleted(a, "already absent")
-		return
+		return nil
 	}
 	rec, ok := recs[a.target]
 	if !ok || rec.Deleted() {
 		p.conflict(a, "not deleted: rsdump did not write this file (its written log has no record of it)")
-		return
+		return nil
 	}
-	p.removeOwned(a, fi, rec, dirs, "")
+	return p.removeOwned(a, fi, rec, dirs, "")
 }
 
 // removeOwned removes a's target, the file fi, when it is still the
 // version rsdump's record rec describes; why says why, in the finding.
-func (p *pkgRun) removeOwned(a *action, fi fs.FileInfo, rec deststate.Record, dirs map[string]bool, why string) {
+func (p *pkgRun) removeOwned(a *action, fi fs.FileInfo, rec deststate.Record, dirs map[string]bool, why string) error {
 	want, _ := digest.Parse(rec.Hash)
 	if len(want.Known()) == 0 {
 		p.conflict(a, "not deleted: rsdump's record of this file gives no hash to compare it with")
-		return
+		return nil
 	}
 	same, err := p.sameFile(a.target, fi.Size(), rec.Length, want)
 	switch {
@@ -381,8 +387,14 @@ func (p *pkgRun) removeOwned(a *action, fi fs.FileInfo, rec deststate.Record, di
 	case p.u.opts.DryRun:
 		p.deleted(a, strings.TrimPrefix(why+"; would delete (dry run)", "; "))
 	default:
+		// The tree changes from here on (a removal of a snapshot's
+		// is the run's first change when it comes before any commit).
+		if err := p.u.markPending(); err != nil {
+			return err
+		}
 		p.remove(a, dirs, why)
 	}
+	return nil
 }
 
 func (p *pkgRun) sameFile(rel string, size, length int64, want digest.Set) (bool, error) {

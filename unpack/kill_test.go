@@ -288,3 +288,80 @@ func TestKillAtCommitPoints(t *testing.T) {
 		})
 	}
 }
+
+// TestTouchMarkedPendingFirst: a run whose one change is a file's mtime
+// (a file rsdump wrote, in place, its mtime changed at the Destination)
+// records itself as pending before it sets it: killed after the commit,
+// it leaves the mtime set and the state pending; the next run ends it.
+func TestTouchMarkedPendingFirst(t *testing.T) {
+	if testing.Short() {
+		t.Skip("subprocess test skipped with -short")
+	}
+	t.Parallel()
+	out := packDir(t, tree(t, map[string]string{"a.txt": "first", "d/b.txt": "second"}), pack.Options{})
+	doc := filepath.Join(out, layout.DumpName)
+	dst := t.TempDir()
+	if res, fs := run(t, doc, dst, unpack.Options{}); res.Problems() != 0 || res.Written != 2 {
+		t.Fatalf("%+v\n%s", res, dump(fs))
+	}
+	name := filepath.Join(dst, "d", "b.txt")
+	fi, err := os.Stat(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fi.ModTime()
+	stale := want.Add(-48 * time.Hour)
+	if err := os.Chtimes(name, stale, stale); err != nil {
+		t.Fatal(err)
+	}
+	// Killed before the commit: the tree changed only if the state says
+	// a run was under way.
+	runKilledAt(t, doc, dst, unpack.HookDurable+" 0 1")
+	if fi, _ := os.Stat(name); !fi.ModTime().Equal(stale) && !readState(t, dst).Pending {
+		t.Errorf("killed before the commit, the mtime was set (%v) and the state does not say a run was under way", fi.ModTime())
+	}
+	runKilledAt(t, doc, dst, unpack.HookCommitted+" 0 1")
+	if fi, _ := os.Stat(name); !fi.ModTime().Equal(want) {
+		t.Errorf("mtime after the commit: %v, want %v", fi.ModTime(), want)
+	}
+	if s := readState(t, dst); !s.Pending {
+		t.Errorf("killed after a touch, the state does not say a run was under way: %+v", s)
+	}
+	if res, fs := run(t, doc, dst, unpack.Options{}); res.Problems() != 0 {
+		t.Fatalf("the next run: %+v\n%s", res, dump(fs))
+	}
+	if s := readState(t, dst); s.Pending {
+		t.Errorf("the next run left the state pending: %+v", s)
+	}
+}
+
+// TestPendingClearedAfterKilledRun: a run over a tree whose state says
+// the last run was killed (pending) clears it once it has committed,
+// though marking itself pending wrote nothing new.
+func TestPendingClearedAfterKilledRun(t *testing.T) {
+	t.Parallel()
+	out := packDir(t, tree(t, map[string]string{"a.txt": "first", "d/b.txt": "second"}), pack.Options{})
+	doc := filepath.Join(out, layout.DumpName)
+	dst := t.TempDir()
+	if res, fs := run(t, doc, dst, unpack.Options{}); res.Problems() != 0 {
+		t.Fatalf("%+v\n%s", res, dump(fs))
+	}
+	d, err := deststate.Open(dst, deststate.Options{Command: "test"}) // the state as a killed run's Save left it
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := d.State()
+	s.Pending = true
+	if err := d.Save(s); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	os.Remove(filepath.Join(dst, "a.txt"))
+	res, fs := run(t, doc, dst, unpack.Options{Only: []string{"a.txt"}})
+	if res.Problems() != 0 || res.Written != 1 {
+		t.Fatalf("%+v\n%s", res, dump(fs))
+	}
+	if s := readState(t, dst); s.Pending {
+		t.Errorf("the run committed and left the state pending: %+v", s)
+	}
+}

@@ -35,6 +35,7 @@ type action struct {
 	present    bool   // the target already holds the bitstream
 	exists     bool   // the target is a file that does not hold it: is it rsdump's to replace?
 	stale      bool   // present, with another mtime or mode than the entry's: is it rsdump's to touch?
+	touch      bool   // stale and rsdump's: its mtime and mode are set at the commit
 	sums       digest.Set
 	perm       fs.FileMode // the mode the entry records, when hasPerm
 	hasPerm    bool
@@ -56,7 +57,7 @@ type pkgRun struct {
 	old         int // changes of a package the state says is applied
 	lastChange  time.Time
 	recs        []deststate.Record
-	touched     bool           // a file's mtime or mode set (touch)
+	touched     bool           // a file's mtime or mode to set at the commit (action.touch)
 	m           *pkgread.Meter // progress
 	claimed     claimed        // in the survey of the dump's targets
 	st          *stage         // where the bitstreams are staged

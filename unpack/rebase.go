@@ -214,7 +214,6 @@ func (u *unpacker) removeUnheld(ctx context.Context) error {
 
 // removeLater deletes a file of the tree's other state, when it is still
 // the one rsdump wrote, and says whether it did (or in a dry run would).
-// The state is marked pending first: the tree changes from here on.
 func (p *pkgRun) removeLater(rec deststate.Record, dirs map[string]bool, why string) (bool, error) {
 	a := &action{b: &pkgread.Bitstream{}, target: rec.Path}
 	fi, err := p.u.dest.checkTarget(rec.Path)
@@ -222,10 +221,9 @@ func (p *pkgRun) removeLater(rec deststate.Record, dirs map[string]bool, why str
 	case err != nil:
 		p.conflict(a, "not deleted: "+err.Error())
 	case fi != nil: // gone already, else
-		if err := p.u.markPending(); err != nil {
+		if err := p.removeOwned(a, fi, rec, dirs, why); err != nil {
 			return false, err
 		}
-		p.removeOwned(a, fi, rec, dirs, why)
 	}
 	return err == nil && fi != nil && !a.failed, nil
 }

@@ -224,6 +224,7 @@ type unpacker struct {
 	resuming   bool
 	logMu      sync.Mutex          // appends to the written log
 	commitMu   sync.Mutex          // packages staged at once commit one at a time
+	marked     bool                // markPending has recorded this run as pending
 	remote     *pkgfetch.Remote    // opens packages, fetching remote ones
 	docs       resourcesync.Opener // opens documents and detached manifests, through the run's client
 	spooled    atomic.Int64        // bytes of the survey's spools (spoolBudget)
@@ -442,12 +443,12 @@ func (u *unpacker) resourceDump(ctx context.Context, d *pkgread.Dump) error {
 }
 
 // finishState records the state a run ends with, once the run changed
-// the tree (its first change saved the state; see markPending): a run
+// the tree (its first change marked it pending; see markPending): a run
 // that changed nothing leaves state.json as it was. A snapshot applied
 // whole is recorded even when every file was in place already (saveState
 // in its place). A dry run follows it in any case.
 func (u *unpacker) finishState(s deststate.State) error {
-	if !u.opts.DryRun && !u.dest.st.Saved() {
+	if !u.opts.DryRun && !u.marked && !u.dest.st.Saved() {
 		return nil
 	}
 	return u.saveState(s)
@@ -476,19 +477,27 @@ func (u *unpacker) applyAll(ctx context.Context, d *pkgread.Dump, claims []claim
 // markPending records, before a run first changes the tree, that a run
 // is under way: one that finds it set knows the last was interrupted.
 // A snapshot made the tree exactly is recorded as unfinished with it.
+// The state may say so already (the last run was killed): the run is
+// marked all the same, and ends by clearing it (finishState).
 func (u *unpacker) markPending() error {
 	r := u.rebase
 	mark := r != nil && !r.marked
-	if u.opts.DryRun || !mark && u.state().Pending && u.dest.st.Saved() {
+	if u.opts.DryRun || !mark && u.marked {
 		return nil
 	}
 	s := u.state()
 	s.Pending = true
 	if mark {
 		s.Unfinished = r.record(s.Unfinished)
+	}
+	if err := u.saveState(s); err != nil {
+		return err
+	}
+	u.marked = true
+	if mark {
 		r.marked = true
 	}
-	return u.saveState(s)
+	return nil
 }
 
 // changeDump applies the packages one after the other, in document
