@@ -239,13 +239,13 @@ func TestRerunAfterRefusedFileFetchesOnlyIt(t *testing.T) {
 	}
 }
 
-// TestRebaseRefusesDetachedManifestNotThePackages: a package fetched
-// whole in a re-base is applied only when its own manifest is the
-// detached copy its actions were planned from: one that differs is
-// refused whole, naming it, and the tree, where a later package's
-// changes landed, stays half-applied, reported.
-func TestRebaseRefusesDetachedManifestNotThePackages(t *testing.T) {
-	t.Parallel()
+// refusedRebase syncs a copy of a Source of 42 files in three packages,
+// then changes the Source (change: a file's new content; "" removes it;
+// local: files changed at the Destination, p.write's rules) and packs it
+// again, with the first package's manifest other than its detached copy.
+// It returns the Source and the copy, for a re-base to come.
+func refusedRebase(t *testing.T, change func(rel, data string) string, local map[string]string) (*packed, string) {
+	t.Helper()
 	p := newPacked(t, randomFiles(42, 20000))
 	o := pack.Options{Compress: pack.Store, MaxPackageSize: 300000}
 	p.pack(false, o)
@@ -253,18 +253,35 @@ func TestRebaseRefusesDetachedManifestNotThePackages(t *testing.T) {
 	syncRun(t, p.capabilities(), dst, replica.Options{})
 	changes := map[string]string{}
 	for rel, data := range randomFiles(42, 20000) {
-		if strings.HasPrefix(rel, "d0/") || strings.HasPrefix(rel, "d6/") {
-			changes[rel] = "changed " + data
+		if c := change(rel, data); c != data {
+			changes[rel] = c
 		}
 	}
 	p.write(changes)
 	p.pack(false, o)
+	verifytest.WriteFiles(t, dst, local)
 	_, urls := verifytest.ReadDoc(t, filepath.Join(p.out, layout.DumpName))
 	l, _ := urls[0].Link("contents")
 	manifest := filepath.Join(p.out, filepath.Base(l.Href))
 	h, entries := verifytest.ReadDoc(t, manifest)
 	entries[len(entries)-1].MD.Hash = "sha-256:" + strings.Repeat("0", 64)
 	verifytest.WriteDoc(t, manifest, h, entries)
+	return p, dst
+}
+
+// TestRebaseRefusesDetachedManifestNotThePackages: a package fetched
+// whole in a re-base is applied only when its own manifest is the
+// detached copy its actions were planned from: one that differs is
+// refused whole, naming it, and the tree, where a later package's
+// changes landed, stays half-applied, reported.
+func TestRebaseRefusesDetachedManifestNotThePackages(t *testing.T) {
+	t.Parallel()
+	_, dst := refusedRebase(t, func(rel, data string) string {
+		if strings.HasPrefix(rel, "d0/") || strings.HasPrefix(rel, "d6/") {
+			return "changed " + data
+		}
+		return data
+	}, nil)
 	res, fs, _ := syncRun(t, "", dst, replica.Options{})
 	if !hasFinding(fs, finding.Error, unpack.CheckDetached) || !hasFinding(fs, finding.Error, unpack.CheckUnfinished) || res.Written == 0 {
 		t.Fatalf("%+v\n%s", res, problems(fs))
@@ -278,30 +295,16 @@ func TestRebaseRefusesDetachedManifestNotThePackages(t *testing.T) {
 // naming the package.
 func TestRebaseAllRefusedLeavesStateAsItWas(t *testing.T) {
 	t.Parallel()
-	p := newPacked(t, randomFiles(42, 20000))
-	o := pack.Options{Compress: pack.Store, MaxPackageSize: 300000}
-	p.pack(false, o)
-	dst := t.TempDir()
-	syncRun(t, p.capabilities(), dst, replica.Options{})
-	changes := map[string]string{}
-	for rel, data := range randomFiles(42, 20000) {
-		if strings.HasPrefix(rel, "d0/") {
-			changes[rel] = "changed " + data
+	const localData = "changed at the Destination"
+	_, dst := refusedRebase(t, func(rel, data string) string {
+		switch {
+		case rel == "d3/f0003.bin":
+			return "" // removed at the Source
+		case strings.HasPrefix(rel, "d0/"):
+			return "changed " + data
 		}
-	}
-	changes["d3/f0003.bin"] = "" // removed at the Source
-	p.write(changes)
-	p.pack(false, o)
-	kept := filepath.Join(dst, "d3", "f0003.bin")
-	if err := os.WriteFile(kept, []byte("changed at the Destination"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, urls := verifytest.ReadDoc(t, filepath.Join(p.out, layout.DumpName))
-	l, _ := urls[0].Link("contents")
-	manifest := filepath.Join(p.out, filepath.Base(l.Href))
-	h, entries := verifytest.ReadDoc(t, manifest)
-	entries[len(entries)-1].MD.Hash = "sha-256:" + strings.Repeat("0", 64)
-	verifytest.WriteDoc(t, manifest, h, entries)
+		return data
+	}, map[string]string{"d3/f0003.bin": localData})
 	state := filepath.Join(dst, ".rsdump", "state.json")
 	before, err := os.ReadFile(state)
 	if err != nil {
@@ -311,7 +314,7 @@ func TestRebaseAllRefusedLeavesStateAsItWas(t *testing.T) {
 	if !hasFinding(fs, finding.Error, unpack.CheckDetached) || hasFinding(fs, finding.Error, unpack.CheckUnfinished) || res.Written+res.Deleted != 0 {
 		t.Fatalf("%+v\n%s", res, problems(fs))
 	}
-	if b, _ := os.ReadFile(kept); string(b) != "changed at the Destination" || !strings.Contains(problems(fs), "not deleted") {
+	if b, _ := os.ReadFile(filepath.Join(dst, "d3", "f0003.bin")); string(b) != localData || !strings.Contains(problems(fs), "not deleted") {
 		t.Errorf("the file changed at the Destination: %q, findings:\n%s", b, problems(fs))
 	}
 	if after, _ := os.ReadFile(state); string(after) != string(before) {

@@ -354,27 +354,49 @@ func TestResyncSourceSignedByGPG(t *testing.T) {
 	refused(t, []string{"resourcelist.xml: not authenticated", "SHA-1"}, "sync", srv.URL+"/capabilitylist.xml", "--dest", filepath.Join(t.TempDir(), "sha1"), "--trust", key.Public)
 }
 
+// signedList is a Source of a Resource List alone, signed by key, on a
+// loopback server: publish writes files under /res/ and the list of them
+// at `at`, an entry with a hash (sha-256 and length) for the names in
+// hashed only, and signs it with rsdump sign.
+type signedList struct {
+	t        *testing.T
+	key      signtest.Key
+	pub, url string
+}
+
+func newSignedList(t *testing.T) *signedList {
+	pub := t.TempDir()
+	srv := httptest.NewServer(http.FileServer(http.Dir(pub)))
+	t.Cleanup(srv.Close)
+	return &signedList{t: t, key: signtest.NewKey(t, "source"), pub: pub, url: srv.URL}
+}
+
+func (l *signedList) publish(at time.Time, files map[string]string, hashed ...string) {
+	l.t.Helper()
+	verifytest.WriteFiles(l.t, filepath.Join(l.pub, "res"), files)
+	var urls []resourcesync.URL
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		u := resourcesync.URL{Loc: l.url + "/res/" + name}
+		if slices.Contains(hashed, name) {
+			sum := sha256.Sum256([]byte(files[name]))
+			n := int64(len(files[name]))
+			u.MD = &resourcesync.MD{Hash: "sha-256:" + hex.EncodeToString(sum[:]), Length: &n}
+		}
+		urls = append(urls, u)
+	}
+	verifytest.WriteDoc(l.t, filepath.Join(l.pub, "resourcelist.xml"), resourcesync.Header{Kind: resourcesync.URLSet, MD: resourcesync.MD{Capability: resourcesync.CapResourceList, At: at}}, urls)
+	rsdumpOK(l.t, "sign", l.pub, "--key", l.key.Secret)
+}
+
 // TestTrustRefusesListEntryWithoutHash: a signed Resource List whose
 // entry carries no hash cannot vouch for what a server answers for it:
 // the resource is refused, naming it, and never lands; the others do.
 func TestTrustRefusesListEntryWithoutHash(t *testing.T) {
 	t.Parallel()
-	key := signtest.NewKey(t, "source")
-	pub := t.TempDir()
-	srv := httptest.NewServer(http.FileServer(http.Dir(pub)))
-	t.Cleanup(srv.Close)
-	verifytest.WriteFiles(t, filepath.Join(pub, "res"), map[string]string{"hashed.txt": "vouched for", "bare.txt": "vouched for by nothing"})
-	sum := sha256.Sum256([]byte("vouched for"))
-	n := int64(len("vouched for"))
-	list := filepath.Join(pub, "resourcelist.xml")
-	verifytest.WriteDoc(t, list, resourcesync.Header{Kind: resourcesync.URLSet, MD: resourcesync.MD{Capability: resourcesync.CapResourceList, At: verifytest.Time}},
-		[]resourcesync.URL{
-			{Loc: srv.URL + "/res/hashed.txt", MD: &resourcesync.MD{Hash: "sha-256:" + hex.EncodeToString(sum[:]), Length: &n}},
-			{Loc: srv.URL + "/res/bare.txt"},
-		})
-	rsdumpOK(t, "sign", pub, "--key", key.Secret)
+	l := newSignedList(t)
+	l.publish(verifytest.Time, map[string]string{"hashed.txt": "vouched for", "bare.txt": "vouched for by nothing"}, "hashed.txt")
 	dst := t.TempDir()
-	refused(t, []string{"bare.txt", "carries no hash", "cannot be authenticated"}, "sync", srv.URL+"/resourcelist.xml", "--dest", dst, "--base-url", srv.URL+"/res/", "--trust", key.Public)
+	refused(t, []string{"bare.txt", "carries no hash", "cannot be authenticated"}, "sync", l.url+"/resourcelist.xml", "--dest", dst, "--base-url", l.url+"/res/", "--trust", l.key.Public)
 	if _, err := os.Lstat(filepath.Join(dst, "bare.txt")); !os.IsNotExist(err) {
 		t.Errorf("the resource without a hash landed: %v", err)
 	}
@@ -389,32 +411,12 @@ func TestTrustRefusesListEntryWithoutHash(t *testing.T) {
 // byte as it was, its state.json and written log too.
 func TestPinnedRunRefusedLeavesStateAsItWas(t *testing.T) {
 	t.Parallel()
-	key := signtest.NewKey(t, "source")
-	pub := t.TempDir()
-	srv := httptest.NewServer(http.FileServer(http.Dir(pub)))
-	t.Cleanup(srv.Close)
-	list := filepath.Join(pub, "resourcelist.xml")
-	publish := func(at time.Time, files map[string]string, hashed ...string) {
-		t.Helper()
-		verifytest.WriteFiles(t, filepath.Join(pub, "res"), files)
-		var urls []resourcesync.URL
-		for _, name := range slices.Sorted(maps.Keys(files)) {
-			u := resourcesync.URL{Loc: srv.URL + "/res/" + name}
-			if slices.Contains(hashed, name) {
-				sum := sha256.Sum256([]byte(files[name]))
-				n := int64(len(files[name]))
-				u.MD = &resourcesync.MD{Hash: "sha-256:" + hex.EncodeToString(sum[:]), Length: &n}
-			}
-			urls = append(urls, u)
-		}
-		verifytest.WriteDoc(t, list, resourcesync.Header{Kind: resourcesync.URLSet, MD: resourcesync.MD{Capability: resourcesync.CapResourceList, At: at}}, urls)
-		rsdumpOK(t, "sign", pub, "--key", key.Secret)
-	}
-	publish(verifytest.Time, map[string]string{"a.txt": "first", "b.txt": "second"}, "a.txt", "b.txt")
+	l := newSignedList(t)
+	l.publish(verifytest.Time, map[string]string{"a.txt": "first", "b.txt": "second"}, "a.txt", "b.txt")
 	dst := t.TempDir()
-	rsdumpOK(t, "sync", srv.URL+"/resourcelist.xml", "--dest", dst, "--base-url", srv.URL+"/res/", "--trust", key.Public)
+	rsdumpOK(t, "sync", l.url+"/resourcelist.xml", "--dest", dst, "--base-url", l.url+"/res/", "--trust", l.key.Public)
 	before := snapshot(t, dst)
-	publish(verifytest.Time.Add(time.Hour), map[string]string{"a.txt": "first", "b.txt": "second, changed"}, "a.txt")
+	l.publish(verifytest.Time.Add(time.Hour), map[string]string{"a.txt": "first", "b.txt": "second, changed"}, "a.txt")
 	refused(t, []string{"b.txt", "carries no hash"}, "sync", "--dest", dst)
 	sameSnapshot(t, "pinned, the one change refused", before, snapshot(t, dst))
 }
