@@ -81,8 +81,10 @@ type verifier struct {
 // Verify checks each target: a package (.zip), a dump document or index
 // (resourcedump.xml, changedump.xml; a file or an http(s) URL), or a
 // directory holding them. It returns an error only when a target cannot be
-// read at all; everything found inside is a Finding, and the Summary's
-// Problems count says whether all verified.
+// read at all, or, under a trust (resourcesync.WithTrust), is a package
+// given alone, which no signed document vouches for; everything found
+// inside is a Finding, and the Summary's Problems count says whether all
+// verified.
 func Verify(ctx context.Context, targets []string, opts Options) (*Summary, error) {
 	v := newVerifier(opts)
 	var jobs []job
