@@ -244,9 +244,9 @@ type Dir struct {
 	dry    bool
 	fresh  bool
 	worker string     // a sharded restore's worker; "" for a run of its own
-	mu     sync.Mutex // state and saved: a run's goroutines read and save it
+	mu     sync.Mutex // state, saved and fresh: a run's goroutines read and save them
 	saved  bool       // the run has saved the state
-	onDisk []byte     // state.json as the run read it or last wrote it
+	onDisk []byte     // state.json as the run read it (encoded as Save would) or last wrote it
 	state  State
 	// created: Open made the tree's directory; hadDir: DirName was there.
 	created, hadDir bool
@@ -378,8 +378,14 @@ func (d *Dir) load() error {
 	case err != nil:
 		return err
 	}
-	d.onDisk = b
-	d.state, err = decodeState(b, filepath.Join(d.dir, DirName, stateName))
+	if d.state, err = decodeState(b, filepath.Join(d.dir, DirName, stateName)); err != nil {
+		return err
+	}
+	// What the file says, as Save would write it: a file of another
+	// layout (an earlier rsdump's, one edited by hand) that says the same
+	// is left as it is by a run that changes nothing.
+	s := d.state
+	d.onDisk, err = encodeState(&s)
 	return err
 }
 
@@ -394,9 +400,14 @@ func (d *Dir) Root() *os.Root { return d.root }
 func (d *Dir) DryRun() bool { return d.dry }
 
 // Fresh says whether rsdump has never written in the tree: it had no
-// state and no written log when opened. The tree may still hold files of
-// its own.
-func (d *Dir) Fresh() bool { return d.fresh }
+// state and no written log when opened, and the run has appended nothing
+// to the log since (a run that unpacks two dumps in turn meets its own
+// files in the second). The tree may still hold files of its own.
+func (d *Dir) Fresh() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.fresh
+}
 
 // State is the state as the run left it so far.
 func (d *Dir) State() State {
@@ -411,19 +422,14 @@ func (d *Dir) State() State {
 func (d *Dir) Save(s State) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	s.Version = 1
-	if s.Trust != nil {
-		s.Version = 2 // pins keys, which an rsdump of version 1 would ignore
+	b, err := encodeState(&s)
+	if err != nil {
+		return err
 	}
 	if d.dry || d.worker != "" {
 		d.state, d.saved = s, true
 		return nil
 	}
-	b, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		return err
-	}
-	b = append(b, '\n')
 	d.state = s
 	if bytes.Equal(b, d.onDisk) {
 		return nil // the state as it is: a run that changed nothing leaves the file as it was
@@ -434,6 +440,16 @@ func (d *Dir) Save(s State) error {
 	}
 	d.onDisk, d.saved = b, true
 	return nil
+}
+
+// encodeState sets s's version and encodes it as state.json holds it.
+func encodeState(s *State) ([]byte, error) {
+	s.Version = 1
+	if s.Trust != nil {
+		s.Version = 2 // pins keys, which an rsdump of version 1 would ignore
+	}
+	b, err := json.MarshalIndent(s, "", "  ")
+	return append(b, '\n'), err
 }
 
 // Amend changes the state the run sees without saving it: the change is

@@ -68,6 +68,9 @@ func (d *Dir) Append(recs []Record) error {
 	if err = closeSynced(w, f, err); err != nil {
 		return fmt.Errorf("%s: written log: %w", d.dir, err)
 	}
+	d.mu.Lock()
+	d.fresh = false
+	d.mu.Unlock()
 	return nil
 }
 

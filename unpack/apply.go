@@ -53,11 +53,10 @@ func (p *pkgRun) apply() error {
 func (p *pkgRun) commit(recs map[string]deststate.Record) (map[string]bool, int, error) {
 	p.u.commitMu.Lock()
 	defer p.u.commitMu.Unlock()
-	if !p.changes() {
-		return nil, 0, nil
-	}
-	if err := p.u.markPending(); err != nil {
-		return nil, 0, err
+	if p.changes() {
+		if err := p.u.markPending(); err != nil {
+			return nil, 0, err
+		}
 	}
 	for _, a := range p.actions {
 		if a.touch {
@@ -82,16 +81,18 @@ func (p *pkgRun) commit(recs map[string]deststate.Record) (map[string]bool, int,
 	return dirs, l.renames, nil
 }
 
-// changes says whether the commit would change the tree or what rsdump
-// records of it: a bitstream staged, a deletion to carry out, a file
-// adopted (its record to append) or touched. One whose every change was
-// refused leaves the tree, and its state, as they were.
+// changes says whether the commit will change the tree or what rsdump
+// records of it, deletions aside: a bitstream staged, a file adopted (its
+// record to append) or touched. A deletion marks the run itself, just
+// before it removes a file (removeOwned): one refused, or of a file
+// already gone, changes nothing. A package whose every change was refused
+// leaves the tree, and its state, as they were.
 func (p *pkgRun) changes() bool {
 	if len(p.recs) > 0 || p.touched {
 		return true
 	}
 	for _, a := range p.actions {
-		if a.staged || a.b.Deleted() && !a.superseded && !a.failed {
+		if a.staged {
 			return true
 		}
 	}

@@ -365,3 +365,32 @@ func TestPendingClearedAfterKilledRun(t *testing.T) {
 		t.Errorf("the run committed and left the state pending: %+v", s)
 	}
 }
+
+// TestEachDocumentMarkedPending: an unpack of two dumps in turn (as
+// `rsdump unpack A B` runs them) records itself as pending before every
+// commit of each, though the first cleared the mark at its end: killed
+// during the second, the next run must know it was cut off.
+//
+// Not parallel: the commit hook is the package's.
+func TestEachDocumentMarkedPending(t *testing.T) {
+	first := packDir(t, tree(t, map[string]string{"a.txt": "first"}), pack.Options{})
+	second := packDir(t, tree(t, map[string]string{"a.txt": "first", "b.txt": "second"}), pack.Options{At: verifytest.Time.Add(time.Hour)})
+	dst := t.TempDir()
+	var pending []bool
+	unpack.SetHook(func(p string, _ int) {
+		if p == unpack.HookCommit {
+			pending = append(pending, readState(t, dst).Pending)
+		}
+	})
+	t.Cleanup(func() { unpack.SetHook(func(string, int) {}) })
+	res, err := unpack.UnpackAll(context.Background(), []string{filepath.Join(first, layout.DumpName), filepath.Join(second, layout.DumpName)}, dst, unpack.Options{Mapper: mapper(t)})
+	if err != nil || res.Problems() != 0 || res.Written != 2 {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	if len(pending) != 2 || !pending[0] || !pending[1] {
+		t.Errorf("pending at each commit: %v, want [true true]", pending)
+	}
+	if readState(t, dst).Pending {
+		t.Error("the run ended pending")
+	}
+}

@@ -140,6 +140,9 @@ func (u *unpacker) differs(rec deststate.Record, hashAll bool) (bool, error) {
 		return true, nil
 	}
 	if c.Hashed && !c.TimeOK && !u.opts.DryRun {
+		// Not marked pending first, unlike every other change: the mtime
+		// put back is the one the written log records, so a crash here
+		// leaves nothing a next run could misread.
 		u.dest.root.Chtimes(rec.Path, rec.Mtime, rec.Mtime)
 	}
 	return false, nil

@@ -478,11 +478,13 @@ func (u *unpacker) applyAll(ctx context.Context, d *pkgread.Dump, claims []claim
 // is under way: one that finds it set knows the last was interrupted.
 // A snapshot made the tree exactly is recorded as unfinished with it.
 // The state may say so already (the last run was killed): the run is
-// marked all the same, and ends by clearing it (finishState).
+// marked all the same, and ends by clearing it (finishState). One
+// unpacker may apply several documents in turn (UnpackAll, a directory's
+// dumps), each of which clears the mark at its end: the next marks again.
 func (u *unpacker) markPending() error {
 	r := u.rebase
 	mark := r != nil && !r.marked
-	if u.opts.DryRun || !mark && u.marked {
+	if u.opts.DryRun || !mark && u.marked && u.state().Pending {
 		return nil
 	}
 	s := u.state()
