@@ -422,13 +422,14 @@ func (d *Dir) State() State {
 func (d *Dir) Save(s State) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.dry || d.worker != "" {
+		s.Version = version(s)
+		d.state, d.saved = s, true
+		return nil
+	}
 	b, err := encodeState(&s)
 	if err != nil {
 		return err
-	}
-	if d.dry || d.worker != "" {
-		d.state, d.saved = s, true
-		return nil
 	}
 	d.state = s
 	if bytes.Equal(b, d.onDisk) {
@@ -444,12 +445,17 @@ func (d *Dir) Save(s State) error {
 
 // encodeState sets s's version and encodes it as state.json holds it.
 func encodeState(s *State) ([]byte, error) {
-	s.Version = 1
-	if s.Trust != nil {
-		s.Version = 2 // pins keys, which an rsdump of version 1 would ignore
-	}
+	s.Version = version(*s)
 	b, err := json.MarshalIndent(s, "", "  ")
 	return append(b, '\n'), err
+}
+
+// version is the version of state.json that s needs.
+func version(s State) int {
+	if s.Trust != nil {
+		return 2 // pins keys, which an rsdump of version 1 would ignore
+	}
+	return 1
 }
 
 // Amend changes the state the run sees without saving it: the change is

@@ -239,15 +239,14 @@ func TestRerunAfterRefusedFileFetchesOnlyIt(t *testing.T) {
 	}
 }
 
-// refusedRebase syncs a copy of a Source of 42 files in three packages,
-// then changes the Source (change: a file's new content; "" removes it;
-// local: files changed at the Destination, p.write's rules) and packs it
-// again, with the first package's manifest other than its detached copy.
-// It returns the Source and the copy, for a re-base to come.
-func refusedRebase(t *testing.T, change func(rel, data string) string, local map[string]string) (*packed, string) {
+// changedSource syncs a copy of a Source of 42 random files, packed in
+// packages of at most maxPackage bytes, then changes the Source (change
+// gives a file's new content from its old; "" removes it) and packs it
+// again. It returns the Source and the copy, for a re-base to come.
+func changedSource(t *testing.T, maxPackage int64, change func(rel, data string) string) (*packed, string) {
 	t.Helper()
 	p := newPacked(t, randomFiles(42, 20000))
-	o := pack.Options{Compress: pack.Store, MaxPackageSize: 300000}
+	o := pack.Options{Compress: pack.Store, MaxPackageSize: maxPackage}
 	p.pack(false, o)
 	dst := t.TempDir()
 	syncRun(t, p.capabilities(), dst, replica.Options{})
@@ -259,6 +258,15 @@ func refusedRebase(t *testing.T, change func(rel, data string) string, local map
 	}
 	p.write(changes)
 	p.pack(false, o)
+	return p, dst
+}
+
+// refusedRebase is changedSource in three packages, with local written
+// into the copy (files changed at the Destination) and the first
+// package's manifest made other than its detached copy.
+func refusedRebase(t *testing.T, change func(rel, data string) string, local map[string]string) (*packed, string) {
+	t.Helper()
+	p, dst := changedSource(t, 300000, change)
 	verifytest.WriteFiles(t, dst, local)
 	_, urls := verifytest.ReadDoc(t, filepath.Join(p.out, layout.DumpName))
 	l, _ := urls[0].Link("contents")

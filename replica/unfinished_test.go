@@ -92,20 +92,15 @@ func TestFailedRollbackFinishedByNextSync(t *testing.T) {
 // packages the first applied whole.
 func TestCancelledRebaseFinishedByNextSync(t *testing.T) {
 	t.Parallel()
-	p := newPacked(t, randomFiles(42, 20000))
-	o := pack.Options{Compress: pack.Store, MaxPackageSize: 200000}
-	p.pack(false, o)
-	dst := t.TempDir()
-	syncRun(t, p.capabilities(), dst, replica.Options{})
-	changes := map[string]string{}
-	for rel, data := range randomFiles(42, 20000) {
-		if strings.HasSuffix(rel, "0.bin") || strings.HasSuffix(rel, "5.bin") {
-			changes[rel] = "changed " + data[:100]
+	p, dst := changedSource(t, 200000, func(rel, data string) string {
+		switch {
+		case rel == "d0/f0000.bin":
+			return ""
+		case strings.HasSuffix(rel, "0.bin") || strings.HasSuffix(rel, "5.bin"):
+			return "changed " + data[:100]
 		}
-	}
-	changes["d0/f0000.bin"] = ""
-	p.write(changes)
-	p.pack(false, o)
+		return data
+	})
 	_, urls := verifytest.ReadDoc(t, filepath.Join(p.out, layout.DumpName))
 	if len(urls) < 4 {
 		t.Fatalf("%d packages, want at least 4", len(urls))

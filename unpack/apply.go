@@ -88,11 +88,11 @@ func (p *pkgRun) commit(recs map[string]deststate.Record) (map[string]bool, int,
 // already gone, changes nothing. A package whose every change was refused
 // leaves the tree, and its state, as they were.
 func (p *pkgRun) changes() bool {
-	if len(p.recs) > 0 || p.touched {
+	if len(p.recs) > 0 {
 		return true
 	}
 	for _, a := range p.actions {
-		if a.staged {
+		if a.staged || a.touch {
 			return true
 		}
 	}
@@ -302,7 +302,7 @@ func (p *pkgRun) ownership() (map[string]deststate.Record, error) {
 			p.recs = append(p.recs, deststate.Record{Path: a.target, Length: a.length, Hash: a.sums.String(), Mtime: a.b.URL.Lastmod})
 		}
 		if a.present && a.stale && (owned || adopt) {
-			a.touch, p.touched = true, true // at the commit, once the run is marked pending
+			a.touch = true // at the commit, once the run is marked pending
 		}
 	}
 	return recs, nil

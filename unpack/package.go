@@ -57,7 +57,6 @@ type pkgRun struct {
 	old         int // changes of a package the state says is applied
 	lastChange  time.Time
 	recs        []deststate.Record
-	touched     bool           // a file's mtime or mode to set at the commit (action.touch)
 	m           *pkgread.Meter // progress
 	claimed     claimed        // in the survey of the dump's targets
 	st          *stage         // where the bitstreams are staged
